@@ -1,0 +1,257 @@
+//! The operator API under `/admin`: served only to loopback peers presenting the bearer token kept in the
+//! data dir. Handlers are thin calls into the same services the console uses; [`client`] is the typed HTTP
+//! client the CLI drives it with, and [`dto`] the request/response bodies both sides share.
+
+pub mod client;
+pub mod dto;
+
+use std::net::SocketAddr;
+
+use axum::{
+    Router,
+    extract::{ConnectInfo, Path, Request, State},
+    http::{HeaderValue, StatusCode, header},
+    middleware::{self, Next},
+    response::{IntoResponse, Response},
+    routing::{delete, get, post},
+};
+
+use crate::{
+    ase::wallet::NewWallet,
+    httpsig::jwk,
+    ledger::Movement,
+    money::Asset,
+    server::{error::ApiError, extract::Json, state::AppState},
+};
+use dto::{AddKey, CreateWallet, KeyAdded, Move, Moved, WalletDetail};
+
+/// Admin routes (nested under `/admin`), guarded by loopback + bearer token.
+pub fn routes(state: AppState) -> Router<AppState> {
+    Router::new()
+        .route("/wallets", get(list_wallets).post(create_wallet))
+        .route("/wallets/{name}", get(show_wallet))
+        .route("/wallets/{name}/keys", get(list_keys).post(add_key))
+        .route("/wallets/{name}/keys/{kid}", delete(remove_key))
+        .route("/wallets/{name}/deposit", post(deposit))
+        .route("/wallets/{name}/withdraw", post(withdraw))
+        .route("/balances", get(balances))
+        .fallback(crate::server::error::not_found)
+        .layer(middleware::from_fn_with_state(state, guard))
+}
+
+/// Compares without an early exit, so timing does not reveal how much of a token matched.
+fn same_secret(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+async fn guard(State(state): State<AppState>, req: Request, next: Next) -> Response {
+    let peer = req
+        .extensions()
+        .get::<ConnectInfo<SocketAddr>>()
+        .map(|c| c.0);
+    if !peer.is_some_and(|p| p.ip().is_loopback()) {
+        tracing::warn!(?peer, "admin API refused to a non-loopback peer");
+        return ApiError::new(
+            StatusCode::FORBIDDEN,
+            "forbidden",
+            "the admin API is served to loopback clients only",
+        )
+        .into_response();
+    }
+    let presented = req
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "));
+    if !presented.is_some_and(|t| same_secret(t.as_bytes(), state.admin_token.as_bytes())) {
+        let mut res = ApiError::new(
+            StatusCode::UNAUTHORIZED,
+            "unauthorized",
+            "missing or wrong admin token (see admin.token in the data dir)",
+        )
+        .into_response();
+        res.headers_mut().insert(
+            header::WWW_AUTHENTICATE,
+            HeaderValue::from_static("Bearer realm=\"opdesk-admin\""),
+        );
+        return res;
+    }
+    next.run(req).await
+}
+
+/// The operations behind the admin API, callable in-process too (the CLI uses them when no server runs).
+pub mod ops {
+    use super::*;
+    use crate::{ase::wallet::Wallet, httpsig::jwk::Jwks, ledger::Balance};
+
+    pub async fn list_wallets(s: &AppState) -> Result<Vec<Wallet>, ApiError> {
+        Ok(s.wallets.list().await?)
+    }
+
+    pub async fn create_wallet(s: &AppState, body: CreateWallet) -> Result<Wallet, ApiError> {
+        let asset = Asset::new(&body.asset_code, body.asset_scale)?;
+        let new = NewWallet {
+            name: body.name,
+            asset,
+            public_name: body.public_name,
+            demo: false,
+        };
+        Ok(s.wallets.create(new).await?)
+    }
+
+    pub async fn show_wallet(s: &AppState, name: &str) -> Result<WalletDetail, ApiError> {
+        let wallet = s.wallets.get(name).await?;
+        let keys = s.wallets.keys(name).await?.keys;
+        let balance = s.ledger.balance(&wallet.account_id).await?;
+        Ok(WalletDetail {
+            wallet,
+            keys,
+            balance,
+        })
+    }
+
+    pub async fn list_keys(s: &AppState, name: &str) -> Result<Jwks, ApiError> {
+        Ok(s.wallets.keys(name).await?)
+    }
+
+    pub async fn add_key(s: &AppState, name: &str, body: AddKey) -> Result<KeyAdded, ApiError> {
+        match body {
+            AddKey {
+                jwk: Some(j),
+                generate: false,
+            } => Ok(KeyAdded {
+                jwk: s.wallets.add_key(name, j).await?,
+                private_key_pem: None,
+            }),
+            AddKey {
+                jwk: None,
+                generate: true,
+            } => {
+                let (public, secret) = s.wallets.generate_key(name).await?;
+                Ok(KeyAdded {
+                    jwk: public,
+                    private_key_pem: Some(jwk::to_pkcs8_pem(&secret)),
+                })
+            }
+            _ => Err(ApiError::bad_request(
+                "invalid_request",
+                "give exactly one of \"jwk\" or \"generate\": true",
+            )),
+        }
+    }
+
+    pub async fn remove_key(s: &AppState, name: &str, kid: &str) -> Result<(), ApiError> {
+        Ok(s.wallets.remove_key(name, kid).await?)
+    }
+
+    pub async fn move_funds(
+        s: &AppState,
+        name: &str,
+        m: Move,
+        movement: Movement,
+    ) -> Result<Moved, ApiError> {
+        let wallet = s.wallets.get(name).await?;
+        let expect = match (m.asset_code, m.asset_scale) {
+            (None, None) => None,
+            (Some(code), Some(scale)) => Some(Asset { code, scale }),
+            _ => {
+                return Err(ApiError::bad_request(
+                    "invalid_amount",
+                    "give both assetCode and assetScale, or neither",
+                ));
+            }
+        };
+        let (transfer, balance) = s
+            .ledger
+            .move_funds(wallet.account_id, movement, m.value, expect, m.transfer_id)
+            .await?;
+        Ok(Moved { transfer, balance })
+    }
+
+    pub async fn balances(s: &AppState) -> Result<Vec<Balance>, ApiError> {
+        Ok(s.ledger.balances().await?)
+    }
+}
+
+async fn list_wallets(State(s): State<AppState>) -> Result<impl IntoResponse, ApiError> {
+    Ok(axum::Json(ops::list_wallets(&s).await?))
+}
+
+async fn create_wallet(
+    State(s): State<AppState>,
+    Json(body): Json<CreateWallet>,
+) -> Result<impl IntoResponse, ApiError> {
+    Ok((
+        StatusCode::CREATED,
+        axum::Json(ops::create_wallet(&s, body).await?),
+    ))
+}
+
+async fn show_wallet(
+    State(s): State<AppState>,
+    Path(name): Path<String>,
+) -> Result<impl IntoResponse, ApiError> {
+    Ok(axum::Json(ops::show_wallet(&s, &name).await?))
+}
+
+async fn list_keys(
+    State(s): State<AppState>,
+    Path(name): Path<String>,
+) -> Result<impl IntoResponse, ApiError> {
+    Ok(axum::Json(ops::list_keys(&s, &name).await?))
+}
+
+async fn add_key(
+    State(s): State<AppState>,
+    Path(name): Path<String>,
+    Json(body): Json<AddKey>,
+) -> Result<impl IntoResponse, ApiError> {
+    Ok((
+        StatusCode::CREATED,
+        axum::Json(ops::add_key(&s, &name, body).await?),
+    ))
+}
+
+async fn remove_key(
+    State(s): State<AppState>,
+    Path((name, kid)): Path<(String, String)>,
+) -> Result<StatusCode, ApiError> {
+    ops::remove_key(&s, &name, &kid).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+async fn deposit(
+    State(s): State<AppState>,
+    Path(name): Path<String>,
+    Json(body): Json<Move>,
+) -> Result<impl IntoResponse, ApiError> {
+    Ok(axum::Json(
+        ops::move_funds(&s, &name, body, Movement::Deposit).await?,
+    ))
+}
+
+async fn withdraw(
+    State(s): State<AppState>,
+    Path(name): Path<String>,
+    Json(body): Json<Move>,
+) -> Result<impl IntoResponse, ApiError> {
+    Ok(axum::Json(
+        ops::move_funds(&s, &name, body, Movement::Withdrawal).await?,
+    ))
+}
+
+async fn balances(State(s): State<AppState>) -> Result<impl IntoResponse, ApiError> {
+    Ok(axum::Json(ops::balances(&s).await?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secret_comparison() {
+        assert!(same_secret(b"abc", b"abc"));
+        assert!(!same_secret(b"abc", b"abd"));
+        assert!(!same_secret(b"abc", b"abcd"));
+    }
+}

@@ -1,0 +1,145 @@
+//! Typed HTTP client for the admin API (used by the CLI). Errors keep the server's envelope so the CLI can
+//! show the server's own words; an unreachable server is its own variant so the CLI can fall back to the data dir.
+
+use reqwest::{Method, StatusCode};
+use serde::{Serialize, de::DeserializeOwned};
+
+use super::dto::{AddKey, CreateWallet, KeyAdded, Move, Moved, WalletDetail};
+use crate::{ase::wallet::Wallet, httpsig::jwk::Jwks, ledger::Balance};
+
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    #[error("no opdesk server answers at {0}")]
+    Unreachable(String),
+    #[error("{description} ({code}, HTTP {status})")]
+    Api {
+        status: u16,
+        code: String,
+        description: String,
+    },
+    #[error("unexpected response: {0}")]
+    Protocol(String),
+}
+
+pub struct AdminClient {
+    http: reqwest::Client,
+    base: String,
+    token: String,
+}
+
+impl AdminClient {
+    /// `base` is the server root, e.g. `http://127.0.0.1:4000`.
+    pub fn new(base: &str, token: &str) -> Result<Self, ClientError> {
+        let http = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .connect_timeout(std::time::Duration::from_secs(2))
+            .timeout(std::time::Duration::from_secs(30))
+            .build()
+            .map_err(|e| ClientError::Protocol(e.to_string()))?;
+        Ok(Self {
+            http,
+            base: format!("{}/admin", base.trim_end_matches('/')),
+            token: token.to_owned(),
+        })
+    }
+
+    async fn send<B: Serialize, T: DeserializeOwned>(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<&B>,
+    ) -> Result<Option<T>, ClientError> {
+        let mut req = self
+            .http
+            .request(method, format!("{}{path}", self.base))
+            .bearer_auth(&self.token);
+        if let Some(b) = body {
+            req = req.json(b);
+        }
+        let res = req.send().await.map_err(|e| {
+            if e.is_connect() {
+                ClientError::Unreachable(self.base.clone())
+            } else {
+                ClientError::Protocol(e.to_string())
+            }
+        })?;
+        let status = res.status();
+        let bytes = res
+            .bytes()
+            .await
+            .map_err(|e| ClientError::Protocol(e.to_string()))?;
+        if status == StatusCode::NO_CONTENT {
+            return Ok(None);
+        }
+        if !status.is_success() {
+            let v: serde_json::Value = serde_json::from_slice(&bytes).unwrap_or_default();
+            let field = |k: &str| v["error"][k].as_str().unwrap_or("").to_owned();
+            return Err(ClientError::Api {
+                status: status.as_u16(),
+                code: field("code"),
+                description: field("description"),
+            });
+        }
+        serde_json::from_slice(&bytes)
+            .map(Some)
+            .map_err(|e| ClientError::Protocol(e.to_string()))
+    }
+
+    async fn get<T: DeserializeOwned>(&self, path: &str) -> Result<T, ClientError> {
+        self.send::<(), T>(Method::GET, path, None)
+            .await?
+            .ok_or_else(|| ClientError::Protocol("empty body".into()))
+    }
+
+    async fn post<B: Serialize, T: DeserializeOwned>(
+        &self,
+        path: &str,
+        body: &B,
+    ) -> Result<T, ClientError> {
+        self.send(Method::POST, path, Some(body))
+            .await?
+            .ok_or_else(|| ClientError::Protocol("empty body".into()))
+    }
+
+    pub async fn list_wallets(&self) -> Result<Vec<Wallet>, ClientError> {
+        self.get("/wallets").await
+    }
+
+    pub async fn create_wallet(&self, body: &CreateWallet) -> Result<Wallet, ClientError> {
+        self.post("/wallets", body).await
+    }
+
+    pub async fn show_wallet(&self, name: &str) -> Result<WalletDetail, ClientError> {
+        self.get(&format!("/wallets/{name}")).await
+    }
+
+    pub async fn list_keys(&self, name: &str) -> Result<Jwks, ClientError> {
+        self.get(&format!("/wallets/{name}/keys")).await
+    }
+
+    pub async fn add_key(&self, name: &str, body: &AddKey) -> Result<KeyAdded, ClientError> {
+        self.post(&format!("/wallets/{name}/keys"), body).await
+    }
+
+    pub async fn remove_key(&self, name: &str, kid: &str) -> Result<(), ClientError> {
+        self.send::<(), serde_json::Value>(
+            Method::DELETE,
+            &format!("/wallets/{name}/keys/{kid}"),
+            None,
+        )
+        .await?;
+        Ok(())
+    }
+
+    pub async fn deposit(&self, name: &str, body: &Move) -> Result<Moved, ClientError> {
+        self.post(&format!("/wallets/{name}/deposit"), body).await
+    }
+
+    pub async fn withdraw(&self, name: &str, body: &Move) -> Result<Moved, ClientError> {
+        self.post(&format!("/wallets/{name}/withdraw"), body).await
+    }
+
+    pub async fn balances(&self) -> Result<Vec<Balance>, ClientError> {
+        self.get("/balances").await
+    }
+}

@@ -1,0 +1,164 @@
+//! AppCore: opens the data dir and the store (migrations run here, before any listener binds), creates the
+//! admin token, seeds demo data once, and wires the services into the [`AppState`] the server and the
+//! operator commands share. [`serve`] runs the server until shutdown and closes the store cleanly.
+
+use std::{io::Write, path::Path, sync::Arc, time::Duration};
+
+use base64::{Engine, engine::general_purpose::URL_SAFE_NO_PAD};
+use color_eyre::eyre::{Context, Result};
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+use crate::{
+    ase::wallet::Wallets,
+    clock::{SharedClock, SystemClock},
+    events::EventBus,
+    ledger::Ledger,
+    seed,
+    server::{self, AppState},
+    settings::Settings,
+    store::{self, Store},
+};
+
+/// The embedded ASE without its listener.
+pub struct AppCore {
+    pub state: AppState,
+    pub store: Store,
+}
+
+impl AppCore {
+    /// Opens everything under the settings' data dir with the system clock.
+    pub async fn open(settings: Settings) -> Result<Self> {
+        Self::open_with_clock(settings, Arc::new(SystemClock)).await
+    }
+
+    pub async fn open_with_clock(settings: Settings, clock: SharedClock) -> Result<Self> {
+        let paths = settings.paths.clone();
+        create_private_dir(&paths.data_dir)
+            .wrap_err_with(|| format!("cannot create the data dir {}", paths.data_dir.display()))?;
+        let opts = store::Options {
+            busy_timeout: Duration::from_millis(settings.store.busy_timeout_ms),
+            synchronous: settings.store.synchronous.clone(),
+        };
+        let (store, opened) = Store::open(&paths.database(), &opts)
+            .wrap_err_with(|| format!("cannot open the database {}", paths.database().display()))?;
+        let token = admin_token(&paths.admin_token())?;
+        let bus = EventBus::default();
+        let wallets = Wallets::new(
+            store.clone(),
+            bus.clone(),
+            clock.clone(),
+            &settings.public_url,
+        );
+        let ledger = Ledger::new(store.clone(), bus.clone(), clock);
+        let state = AppState {
+            settings: Arc::new(settings),
+            bus,
+            wallets,
+            ledger,
+            admin_token: token.into(),
+        };
+        let core = Self { state, store };
+        seed::run(&core, opened.fresh)
+            .await
+            .wrap_err("seeding demo data failed")?;
+        Ok(core)
+    }
+
+    /// Closes the store (queued work finishes first).
+    pub fn close(&self) {
+        self.store.close();
+    }
+}
+
+/// Binds the configured listen address.
+pub async fn bind(settings: &Settings) -> Result<TcpListener> {
+    TcpListener::bind(settings.listen)
+        .await
+        .wrap_err_with(|| format!("cannot listen on {}", settings.listen))
+}
+
+/// Serves until `shutdown` is cancelled, then closes the store.
+pub async fn serve(
+    core: AppCore,
+    listener: TcpListener,
+    shutdown: CancellationToken,
+) -> Result<()> {
+    let router = server::router(core.state.clone());
+    let result = server::serve(listener, router, shutdown).await;
+    core.close();
+    result.wrap_err("the server failed")
+}
+
+/// Cancels `token` on Ctrl-C or SIGTERM.
+pub fn cancel_on_signals(token: CancellationToken) {
+    tokio::spawn(async move {
+        let ctrl_c = tokio::signal::ctrl_c();
+        #[cfg(unix)]
+        {
+            let mut term =
+                match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                    Ok(s) => s,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "cannot listen for SIGTERM");
+                        let _ = ctrl_c.await;
+                        token.cancel();
+                        return;
+                    }
+                };
+            tokio::select! {
+                _ = ctrl_c => {}
+                _ = term.recv() => {}
+            }
+        }
+        #[cfg(not(unix))]
+        let _ = ctrl_c.await;
+        tracing::info!("shutting down");
+        token.cancel();
+    });
+}
+
+fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    let mut b = std::fs::DirBuilder::new();
+    b.recursive(true);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut b, 0o700);
+    b.create(dir)
+}
+
+/// Writes `contents` to `path` readable only by the owner, atomically (temp file + rename).
+pub fn write_private(path: &Path, contents: &[u8]) -> std::io::Result<()> {
+    let tmp = path.with_extension("tmp");
+    let mut o = std::fs::OpenOptions::new();
+    o.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut o, 0o600);
+    let mut f = o.open(&tmp)?;
+    f.write_all(contents)?;
+    f.sync_all()?;
+    std::fs::rename(tmp, path)
+}
+
+/// Reads the admin token, creating a random one on first use.
+fn admin_token(path: &Path) -> Result<String> {
+    match std::fs::read_to_string(path) {
+        Ok(t) if !t.trim().is_empty() => return Ok(t.trim().to_owned()),
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(e).wrap_err_with(|| format!("cannot read {}", path.display())),
+    }
+    let mut bytes = [0u8; 32];
+    getrandom::fill(&mut bytes).map_err(|e| color_eyre::eyre::eyre!("no randomness: {e}"))?;
+    let token = URL_SAFE_NO_PAD.encode(bytes);
+    write_private(path, token.as_bytes())
+        .wrap_err_with(|| format!("cannot write {}", path.display()))?;
+    Ok(token)
+}
+
+/// Reads the admin token without creating one (CLI).
+pub fn read_admin_token(path: &Path) -> Option<String> {
+    std::fs::read_to_string(path)
+        .ok()
+        .map(|t| t.trim().to_owned())
+        .filter(|t| !t.is_empty())
+}

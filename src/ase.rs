@@ -1,0 +1,5 @@
+//! The Open Payments account servicing side: wallet addresses now; incoming payments, quotes and
+//! outgoing payments join here. Each submodule owns its model, its service (the only writer of its tables)
+//! and its thin routes.
+
+pub mod wallet;

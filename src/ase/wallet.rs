@@ -1,0 +1,423 @@
+//! Wallet addresses: creation (with a ledger account), the public wallet address document, and the keys
+//! published in its JWKS. The service is the only writer of `wallet_addresses` and `wallet_keys`; the routes
+//! serve `GET /{name}`, `/{name}/jwks.json` and `/{name}/did.json` per the wallet address server spec.
+
+use axum::{
+    Router,
+    extract::{Path, State},
+    http::{HeaderValue, StatusCode, header},
+    response::{IntoResponse, Response},
+    routing::get,
+};
+use ed25519_dalek::SigningKey;
+use serde::{Deserialize, Serialize};
+
+use crate::{
+    clock::{SharedClock, format_ts},
+    events::{DomainEvent, EventBus},
+    httpsig::{
+        self,
+        jwk::{self, Jwk, Jwks},
+    },
+    ids,
+    ledger::{self, AccountKind, LedgerError},
+    money::{Asset, MoneyError},
+    server::{error::ApiError, state::AppState},
+    store::{self, Store, wallets as repo},
+};
+
+/// Path prefixes the server owns; a wallet may not be named after one.
+pub const RESERVED_NAMES: &[&str] = &[
+    "incoming-payments",
+    "outgoing-payments",
+    "outgoing-payment-grant",
+    "quotes",
+    "auth",
+    "ilp",
+    "admin",
+    "healthz",
+    "metrics",
+    ".well-known",
+    "jwks.json",
+    "did.json",
+];
+
+#[derive(Debug, thiserror::Error)]
+pub enum WalletError {
+    #[error("unknown wallet address {0:?}")]
+    NotFound(String),
+    #[error("wallet address {0:?} already exists")]
+    Exists(String),
+    #[error("invalid wallet name {name:?}: {reason}")]
+    BadName { name: String, reason: &'static str },
+    #[error("public name must be at most 256 printable characters")]
+    BadPublicName,
+    #[error("wallet {wallet:?} already has a key with kid {kid:?}")]
+    KeyExists { wallet: String, kid: String },
+    #[error("wallet {wallet:?} has no key with kid {kid:?}")]
+    KeyNotFound { wallet: String, kid: String },
+    #[error(transparent)]
+    Key(#[from] httpsig::Error),
+    #[error(transparent)]
+    Money(#[from] MoneyError),
+    #[error(transparent)]
+    Ledger(#[from] LedgerError),
+    #[error(transparent)]
+    Store(#[from] store::Error),
+}
+
+impl From<rusqlite::Error> for WalletError {
+    fn from(e: rusqlite::Error) -> Self {
+        Self::Store(e.into())
+    }
+}
+
+/// Checks a wallet name: 1..=64 of `a-z 0-9 - _ .`, starting with a letter or digit, not reserved.
+pub fn validate_name(name: &str) -> Result<(), WalletError> {
+    let bad = |reason| {
+        Err(WalletError::BadName {
+            name: name.to_owned(),
+            reason,
+        })
+    };
+    if name.is_empty() || name.len() > 64 {
+        return bad("must be 1 to 64 characters");
+    }
+    if !name
+        .bytes()
+        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"-_.".contains(&b))
+    {
+        return bad("may contain only a-z, 0-9, '-', '_' and '.'");
+    }
+    if !name.as_bytes()[0].is_ascii_alphanumeric() {
+        return bad("must start with a letter or digit");
+    }
+    if RESERVED_NAMES.contains(&name) {
+        return bad("is reserved for a server route");
+    }
+    Ok(())
+}
+
+/// A wallet address as operators see it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Wallet {
+    pub id: String,
+    pub name: String,
+    /// The public URL that identifies this wallet address.
+    pub url: String,
+    pub public_name: Option<String>,
+    pub asset_code: String,
+    pub asset_scale: u8,
+    pub account_id: String,
+    pub demo: bool,
+    pub created_at: String,
+}
+
+impl Wallet {
+    pub fn asset(&self) -> Asset {
+        Asset {
+            code: self.asset_code.clone(),
+            scale: self.asset_scale,
+        }
+    }
+}
+
+/// A request to create a wallet address.
+#[derive(Debug, Clone)]
+pub struct NewWallet {
+    pub name: String,
+    pub asset: Asset,
+    pub public_name: Option<String>,
+    pub demo: bool,
+}
+
+/// The Open Payments wallet address document.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WalletAddressDoc {
+    pub id: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub public_name: Option<String>,
+    pub asset_code: String,
+    pub asset_scale: u8,
+    pub auth_server: String,
+    pub resource_server: String,
+}
+
+/// The wallet address service.
+#[derive(Clone)]
+pub struct Wallets {
+    store: Store,
+    bus: EventBus,
+    clock: SharedClock,
+    /// Public base URL without a trailing slash.
+    public_url: String,
+}
+
+impl Wallets {
+    pub fn new(store: Store, bus: EventBus, clock: SharedClock, public_url: &str) -> Self {
+        Self {
+            store,
+            bus,
+            clock,
+            public_url: public_url.trim_end_matches('/').to_owned(),
+        }
+    }
+
+    pub fn public_url(&self) -> &str {
+        &self.public_url
+    }
+
+    fn to_wallet(&self, r: repo::WalletRow) -> Wallet {
+        Wallet {
+            url: format!("{}/{}", self.public_url, r.name),
+            id: r.id,
+            name: r.name,
+            public_name: r.public_name,
+            asset_code: r.asset_code,
+            asset_scale: r.asset_scale,
+            account_id: r.account_id,
+            demo: r.demo,
+            created_at: r.created_at,
+        }
+    }
+
+    /// The Open Payments document for a wallet.
+    pub fn document(&self, w: &Wallet) -> WalletAddressDoc {
+        WalletAddressDoc {
+            id: w.url.clone(),
+            public_name: w.public_name.clone(),
+            asset_code: w.asset_code.clone(),
+            asset_scale: w.asset_scale,
+            auth_server: format!("{}/auth", self.public_url),
+            resource_server: self.public_url.clone(),
+        }
+    }
+
+    /// Creates a wallet address and its ledger account in one transaction.
+    pub async fn create(&self, new: NewWallet) -> Result<Wallet, WalletError> {
+        validate_name(&new.name)?;
+        if let Some(p) = &new.public_name
+            && (p.chars().count() > 256 || p.chars().any(char::is_control))
+        {
+            return Err(WalletError::BadPublicName);
+        }
+        let now = format_ts(self.clock.now());
+        let row = self
+            .store
+            .call(move |conn| {
+                let tx = store::immediate(conn)?;
+                if repo::by_name(&tx, &new.name)?.is_some() {
+                    return Err(WalletError::Exists(new.name));
+                }
+                let account_id =
+                    ledger::ops::create_account(&tx, AccountKind::Wallet, &new.asset, &now)?;
+                ledger::ops::settlement_account(&tx, &new.asset, &now)?;
+                let row = repo::WalletRow {
+                    id: ids::new_id(),
+                    name: new.name,
+                    public_name: new.public_name,
+                    account_id,
+                    asset_code: new.asset.code,
+                    asset_scale: new.asset.scale,
+                    demo: new.demo,
+                    created_at: now,
+                };
+                repo::insert(&tx, &row)?;
+                tx.commit()?;
+                Ok(row)
+            })
+            .await?;
+        let w = self.to_wallet(row);
+        self.bus.publish(DomainEvent::WalletCreated {
+            id: w.id.clone(),
+            name: w.name.clone(),
+        });
+        Ok(w)
+    }
+
+    pub async fn get(&self, name: &str) -> Result<Wallet, WalletError> {
+        let n = name.to_owned();
+        let row = self
+            .store
+            .call(move |c| Ok::<_, WalletError>(repo::by_name(c, &n)?))
+            .await?;
+        row.map(|r| self.to_wallet(r))
+            .ok_or_else(|| WalletError::NotFound(name.to_owned()))
+    }
+
+    pub async fn list(&self) -> Result<Vec<Wallet>, WalletError> {
+        let rows = self
+            .store
+            .call(|c| Ok::<_, WalletError>(repo::list(c)?))
+            .await?;
+        Ok(rows.into_iter().map(|r| self.to_wallet(r)).collect())
+    }
+
+    /// The wallet's published keys.
+    pub async fn keys(&self, name: &str) -> Result<Jwks, WalletError> {
+        let n = name.to_owned();
+        self.store
+            .call(move |c| {
+                let w = repo::by_name(c, &n)?.ok_or_else(|| WalletError::NotFound(n.clone()))?;
+                let keys = repo::keys(c, &w.id)?;
+                Ok(Jwks {
+                    keys: keys
+                        .into_iter()
+                        .map(|k| Jwk {
+                            kid: k.kid,
+                            alg: "EdDSA".into(),
+                            kty: "OKP".into(),
+                            crv: "Ed25519".into(),
+                            x: k.x,
+                            use_: Some("sig".into()),
+                        })
+                        .collect(),
+                })
+            })
+            .await
+    }
+
+    /// Registers a public key (validated) for the wallet.
+    pub async fn add_key(&self, name: &str, jwk: Jwk) -> Result<Jwk, WalletError> {
+        let key = jwk.verifying_key()?;
+        let public = Jwk::from_verifying_key(&jwk.kid, &key);
+        let now = format_ts(self.clock.now());
+        let n = name.to_owned();
+        let stored = public.clone();
+        self.store
+            .call(move |conn| {
+                let tx = store::immediate(conn)?;
+                let w = repo::by_name(&tx, &n)?.ok_or_else(|| WalletError::NotFound(n.clone()))?;
+                if repo::key_exists(&tx, &w.id, &stored.kid)? {
+                    return Err(WalletError::KeyExists {
+                        wallet: n,
+                        kid: stored.kid,
+                    });
+                }
+                repo::insert_key(
+                    &tx,
+                    &repo::KeyRow {
+                        id: ids::new_id(),
+                        wallet_id: w.id,
+                        kid: stored.kid,
+                        x: stored.x,
+                        created_at: now,
+                    },
+                )?;
+                tx.commit()?;
+                Ok(())
+            })
+            .await?;
+        self.bus.publish(DomainEvent::KeyAdded {
+            wallet: name.to_owned(),
+            kid: public.kid.clone(),
+        });
+        Ok(public)
+    }
+
+    /// Generates a key pair, registers the public half (kid = RFC 7638 thumbprint) and returns both.
+    pub async fn generate_key(&self, name: &str) -> Result<(Jwk, SigningKey), WalletError> {
+        let sk = jwk::generate()?;
+        let kid = jwk::thumbprint(&sk.verifying_key());
+        let public = self
+            .add_key(name, Jwk::from_verifying_key(&kid, &sk.verifying_key()))
+            .await?;
+        Ok((public, sk))
+    }
+
+    pub async fn remove_key(&self, name: &str, kid: &str) -> Result<(), WalletError> {
+        let (n, k) = (name.to_owned(), kid.to_owned());
+        self.store
+            .call(move |conn| {
+                let tx = store::immediate(conn)?;
+                let w = repo::by_name(&tx, &n)?.ok_or_else(|| WalletError::NotFound(n.clone()))?;
+                if !repo::delete_key(&tx, &w.id, &k)? {
+                    return Err(WalletError::KeyNotFound { wallet: n, kid: k });
+                }
+                tx.commit()?;
+                Ok(())
+            })
+            .await?;
+        self.bus.publish(DomainEvent::KeyRemoved {
+            wallet: name.to_owned(),
+            kid: kid.to_owned(),
+        });
+        Ok(())
+    }
+}
+
+/// Routes of the wallet address server (open, unauthenticated).
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/{name}", get(document))
+        .route("/{name}/jwks.json", get(jwks))
+        .route("/{name}/did.json", get(did))
+}
+
+fn cacheable(state: &AppState, body: impl Serialize) -> Response {
+    let value = format!(
+        "public, max-age={}",
+        state.settings.wallet_cache_max_age_secs
+    );
+    let mut res = axum::Json(body).into_response();
+    if let Ok(v) = HeaderValue::from_str(&value) {
+        res.headers_mut().insert(header::CACHE_CONTROL, v);
+    }
+    res
+}
+
+async fn document(
+    State(state): State<AppState>,
+    Path(name): Path<String>,
+) -> Result<Response, ApiError> {
+    let w = state.wallets.get(&name).await?;
+    Ok(cacheable(&state, state.wallets.document(&w)))
+}
+
+async fn jwks(
+    State(state): State<AppState>,
+    Path(name): Path<String>,
+) -> Result<Response, ApiError> {
+    let keys = state.wallets.keys(&name).await?;
+    Ok(cacheable(&state, keys))
+}
+
+async fn did(
+    State(state): State<AppState>,
+    Path(name): Path<String>,
+) -> Result<Response, ApiError> {
+    state.wallets.get(&name).await?;
+    Err(ApiError::new(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        "not_implemented",
+        "DID documents are not implemented",
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names() {
+        for ok in ["alice", "demo-client", "a.b_c", "0x"] {
+            assert!(validate_name(ok).is_ok(), "{ok}");
+        }
+        for bad in [
+            "",
+            "Alice",
+            "-a",
+            ".x",
+            "a/b",
+            "auth",
+            "incoming-payments",
+            "admin",
+            "a b",
+            &"x".repeat(65),
+        ] {
+            assert!(validate_name(bad).is_err(), "{bad}");
+        }
+    }
+}

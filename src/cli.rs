@@ -1,0 +1,461 @@
+//! The command line: clap definitions, and the operator commands (`wallets`, `keys`, `deposit`, `withdraw`,
+//! `balances`) that talk to a running instance through the admin API — or, when none answers, open the data
+//! dir directly and call the same operations in-process. Output is a table, or JSON with `--json`.
+//! This module and `main.rs` are the only places allowed to print (never while a console owns the terminal).
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+use color_eyre::eyre::{Result, WrapErr, bail, eyre};
+use serde::Serialize;
+
+use crate::{
+    admin::{
+        self,
+        client::{AdminClient, ClientError},
+        dto::{AddKey, CreateWallet, Move},
+    },
+    app::{self, AppCore},
+    httpsig::jwk::Jwk,
+    ledger::{Balance, Movement},
+    money::{Value, format_minor},
+    server::error::ApiError,
+    settings::{Overrides, Settings},
+};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "opdesk",
+    about = "A terminal console that embeds a small Open Payments ASE",
+    disable_version_flag = true
+)]
+pub struct Cli {
+    /// Print the version and the resolved config, data and log paths.
+    #[arg(short = 'V', long)]
+    pub version: bool,
+    #[command(flatten)]
+    pub global: Global,
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct Global {
+    /// Address to listen on (default 127.0.0.1:4000).
+    #[arg(long, global = true, value_name = "ADDR")]
+    pub listen: Option<String>,
+    /// Public base URL ids are built from (default: derived from --listen).
+    #[arg(long, global = true, value_name = "URL")]
+    pub public_url: Option<String>,
+    /// Data directory (database, admin token, demo keys).
+    #[arg(long, global = true, value_name = "DIR")]
+    pub data_dir: Option<PathBuf>,
+    /// Log filter, e.g. info or opdesk=debug.
+    #[arg(long, global = true, value_name = "FILTER")]
+    pub log_level: Option<String>,
+    /// Config file to use instead of config.toml in the config dir.
+    #[arg(long, global = true, value_name = "FILE", env = "OPDESK_CONFIG")]
+    pub config: Option<PathBuf>,
+    /// Print JSON instead of tables.
+    #[arg(long, global = true)]
+    pub json: bool,
+}
+
+impl Global {
+    pub fn overrides(&self) -> Overrides {
+        Overrides {
+            config_required: self.config.is_some(),
+            config: self.config.clone(),
+            listen: self.listen.clone(),
+            public_url: self.public_url.clone(),
+            data_dir: self.data_dir.clone(),
+            log_level: self.log_level.clone(),
+        }
+    }
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the server headless (logs to stderr) until Ctrl-C or SIGTERM.
+    Serve,
+    /// List, create and show wallet addresses.
+    #[command(subcommand)]
+    Wallets(WalletsCmd),
+    /// Manage the public keys a wallet address publishes in its JWKS.
+    #[command(subcommand)]
+    Keys(KeysCmd),
+    /// Credit a wallet from the ASE's settlement account (amount in minor units, e.g. 1000 = 10.00 USD).
+    Deposit(MoveArgs),
+    /// Debit a wallet to the ASE's settlement account (amount in minor units).
+    Withdraw(MoveArgs),
+    /// Show every account's balance.
+    Balances,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum WalletsCmd {
+    /// List wallet addresses.
+    List,
+    /// Create a wallet address.
+    Create {
+        name: String,
+        /// Asset code, e.g. USD.
+        #[arg(long)]
+        asset: String,
+        /// Asset scale (decimal places of the minor unit).
+        #[arg(long, default_value_t = 2)]
+        scale: u8,
+        /// Name shown to payers.
+        #[arg(long)]
+        public_name: Option<String>,
+    },
+    /// Show a wallet address with its keys and balance.
+    Show { name: String },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum KeysCmd {
+    /// List a wallet's published keys.
+    List { wallet: String },
+    /// Register a public Ed25519 JWK (JSON text, or @FILE).
+    Add {
+        wallet: String,
+        #[arg(long, value_name = "JSON|@FILE")]
+        jwk: String,
+    },
+    /// Generate a key pair, publish the public key and write the private key (PKCS#8 PEM).
+    Generate {
+        wallet: String,
+        /// File for the private key (default: print it).
+        #[arg(long, value_name = "FILE")]
+        out: Option<PathBuf>,
+    },
+    /// Remove a key by its kid.
+    Remove { wallet: String, kid: String },
+}
+
+#[derive(Debug, Args)]
+pub struct MoveArgs {
+    pub wallet: String,
+    /// Amount in the wallet's minor units (digits only).
+    pub amount: String,
+    /// Idempotency id: the same id is applied once.
+    #[arg(long)]
+    pub id: Option<String>,
+}
+
+/// Prints the version and resolved paths.
+pub fn print_version(settings: &Settings) {
+    println!("opdesk {}", env!("CARGO_PKG_VERSION"));
+    println!("config:   {}", settings.paths.config_file.display());
+    println!("data:     {}", settings.paths.data_dir.display());
+    println!("database: {}", settings.paths.database().display());
+    println!("log:      {}", settings.paths.log_file.display());
+}
+
+/// Where operator commands go.
+enum Backend {
+    Remote(AdminClient),
+    Local(AppCore),
+}
+
+impl Backend {
+    async fn connect(settings: &Settings) -> Result<Self> {
+        let token = app::read_admin_token(&settings.paths.admin_token());
+        let mut addr = settings.listen;
+        if addr.ip().is_unspecified() {
+            addr.set_ip(std::net::Ipv4Addr::LOCALHOST.into());
+        }
+        if let Some(token) = token {
+            let client = AdminClient::new(&format!("http://{addr}"), &token)?;
+            match client.balances().await {
+                Ok(_) => return Ok(Self::Remote(client)),
+                Err(ClientError::Unreachable(_)) => {}
+                Err(e) => return Err(eyre!(e)),
+            }
+        }
+        tracing::info!("no server answers on {addr}; using the data dir directly");
+        Ok(Self::Local(AppCore::open(settings.clone()).await?))
+    }
+}
+
+fn api(e: ApiError) -> color_eyre::Report {
+    eyre!("{} ({}, HTTP {})", e.description, e.code, e.status.as_u16())
+}
+
+macro_rules! dispatch {
+    ($backend:expr, $remote:ident => $r:expr, $local:ident => $l:expr) => {
+        match $backend {
+            Backend::Remote($remote) => $r.await.map_err(|e| eyre!(e)),
+            Backend::Local($local) => $l.await.map_err(api),
+        }
+    };
+}
+
+/// Runs an operator command.
+pub async fn run_operator(cmd: Command, settings: Settings, json: bool) -> Result<()> {
+    let backend = Backend::connect(&settings).await?;
+    let result = operate(&backend, cmd, json).await;
+    if let Backend::Local(core) = &backend {
+        core.close();
+    }
+    result
+}
+
+async fn operate(b: &Backend, cmd: Command, json: bool) -> Result<()> {
+    match cmd {
+        Command::Serve => bail!("serve is not an operator command"),
+        Command::Wallets(WalletsCmd::List) => {
+            let ws = dispatch!(b, c => c.list_wallets(), l => admin::ops::list_wallets(&l.state))?;
+            emit(json, &ws, || {
+                table(
+                    &["NAME", "ASSET", "URL", "PUBLIC NAME", "DEMO"],
+                    ws.iter()
+                        .map(|w| {
+                            vec![
+                                w.name.clone(),
+                                format!("{}/{}", w.asset_code, w.asset_scale),
+                                w.url.clone(),
+                                w.public_name.clone().unwrap_or_default(),
+                                if w.demo { "demo".into() } else { String::new() },
+                            ]
+                        })
+                        .collect(),
+                )
+            })
+        }
+        Command::Wallets(WalletsCmd::Create {
+            name,
+            asset,
+            scale,
+            public_name,
+        }) => {
+            let body = CreateWallet {
+                name,
+                asset_code: asset,
+                asset_scale: scale,
+                public_name,
+            };
+            let w = dispatch!(b, c => c.create_wallet(&body), l => admin::ops::create_wallet(&l.state, body.clone()))?;
+            emit(json, &w, || {
+                format!("created {} ({}/{})\n", w.url, w.asset_code, w.asset_scale)
+            })
+        }
+        Command::Wallets(WalletsCmd::Show { name }) => {
+            let d = dispatch!(b, c => c.show_wallet(&name), l => admin::ops::show_wallet(&l.state, &name))?;
+            emit(json, &d, || {
+                let mut out = format!(
+                    "{}\n  asset:     {}/{}\n  balance:   {}\n  available: {}\n  keys:\n",
+                    d.wallet.url,
+                    d.wallet.asset_code,
+                    d.wallet.asset_scale,
+                    money(d.balance.balance, &d.balance),
+                    money(d.balance.available, &d.balance),
+                );
+                for k in &d.keys {
+                    out.push_str(&format!("    {}\n", k.kid));
+                }
+                out
+            })
+        }
+        Command::Keys(KeysCmd::List { wallet }) => {
+            let ks = dispatch!(b, c => c.list_keys(&wallet), l => admin::ops::list_keys(&l.state, &wallet))?;
+            emit(json, &ks, || {
+                table(
+                    &["KID", "ALG", "X"],
+                    ks.keys
+                        .iter()
+                        .map(|k| vec![k.kid.clone(), k.alg.clone(), k.x.clone()])
+                        .collect(),
+                )
+            })
+        }
+        Command::Keys(KeysCmd::Add { wallet, jwk }) => {
+            let text = match jwk.strip_prefix('@') {
+                Some(path) => {
+                    std::fs::read_to_string(path).wrap_err_with(|| format!("cannot read {path}"))?
+                }
+                None => jwk,
+            };
+            let jwk: Jwk = serde_json::from_str(&text).wrap_err("--jwk is not a JWK")?;
+            let body = AddKey {
+                jwk: Some(jwk),
+                generate: false,
+            };
+            let k = dispatch!(b, c => c.add_key(&wallet, &body), l => admin::ops::add_key(&l.state, &wallet, body.clone()))?;
+            emit(json, &k, || {
+                format!("added key {} to {wallet}\n", k.jwk.kid)
+            })
+        }
+        Command::Keys(KeysCmd::Generate { wallet, out }) => {
+            let body = AddKey {
+                jwk: None,
+                generate: true,
+            };
+            let k = dispatch!(b, c => c.add_key(&wallet, &body), l => admin::ops::add_key(&l.state, &wallet, body.clone()))?;
+            let pem = k
+                .private_key_pem
+                .clone()
+                .ok_or_else(|| eyre!("the server returned no private key"))?;
+            match out {
+                Some(path) => {
+                    app::write_private(&path, pem.as_bytes())
+                        .wrap_err_with(|| format!("cannot write {}", path.display()))?;
+                    emit(json, &k.jwk, || {
+                        format!(
+                            "added key {} to {wallet}; private key in {}\n",
+                            k.jwk.kid,
+                            path.display()
+                        )
+                    })
+                }
+                None => emit(json, &k, || {
+                    format!(
+                        "added key {} to {wallet}; private key (shown once):\n{pem}",
+                        k.jwk.kid
+                    )
+                }),
+            }
+        }
+        Command::Keys(KeysCmd::Remove { wallet, kid }) => {
+            dispatch!(b, c => c.remove_key(&wallet, &kid), l => admin::ops::remove_key(&l.state, &wallet, &kid))?;
+            emit(json, &serde_json::json!({"removed": kid}), || {
+                format!("removed key {kid} from {wallet}\n")
+            })
+        }
+        Command::Deposit(m) => move_funds(b, m, Movement::Deposit, json).await,
+        Command::Withdraw(m) => move_funds(b, m, Movement::Withdrawal, json).await,
+        Command::Balances => {
+            let bs = dispatch!(b, c => c.balances(), l => admin::ops::balances(&l.state))?;
+            emit(json, &bs, || {
+                table(
+                    &[
+                        "ACCOUNT",
+                        "KIND",
+                        "ASSET",
+                        "BALANCE",
+                        "RESERVED",
+                        "AVAILABLE",
+                    ],
+                    bs.iter()
+                        .map(|x| {
+                            vec![
+                                x.wallet.clone().unwrap_or_else(|| format!("({})", x.kind)),
+                                x.kind.clone(),
+                                format!("{}/{}", x.asset_code, x.asset_scale),
+                                format_minor(x.balance.into(), x.asset_scale),
+                                format_minor(x.pending_debits.into(), x.asset_scale),
+                                format_minor(x.available.into(), x.asset_scale),
+                            ]
+                        })
+                        .collect(),
+                )
+            })
+        }
+    }
+}
+
+async fn move_funds(b: &Backend, m: MoveArgs, movement: Movement, json: bool) -> Result<()> {
+    let value = Value::parse(&m.amount)
+        .wrap_err("the amount must be whole minor units, e.g. 1000 for 10.00")?;
+    let body = Move {
+        value,
+        asset_code: None,
+        asset_scale: None,
+        transfer_id: m.id,
+    };
+    let wallet = m.wallet;
+    let moved = match movement {
+        Movement::Deposit => {
+            dispatch!(b, c => c.deposit(&wallet, &body), l => admin::ops::move_funds(&l.state, &wallet, body.clone(), movement))?
+        }
+        Movement::Withdrawal => {
+            dispatch!(b, c => c.withdraw(&wallet, &body), l => admin::ops::move_funds(&l.state, &wallet, body.clone(), movement))?
+        }
+    };
+    let verb = if movement == Movement::Deposit {
+        "deposited"
+    } else {
+        "withdrew"
+    };
+    emit(json, &moved, || {
+        format!(
+            "{verb} {} {} {wallet}; balance {}\n",
+            money(moved.transfer.amount, &moved.balance),
+            if movement == Movement::Deposit {
+                "to"
+            } else {
+                "from"
+            },
+            money(moved.balance.balance, &moved.balance)
+        )
+    })
+}
+
+fn money(v: i64, b: &Balance) -> String {
+    format!("{} {}", format_minor(v.into(), b.asset_scale), b.asset_code)
+}
+
+fn emit<T: Serialize>(json: bool, value: &T, human: impl FnOnce() -> String) -> Result<()> {
+    if json {
+        println!("{}", serde_json::to_string_pretty(value)?);
+    } else {
+        print!("{}", human());
+    }
+    Ok(())
+}
+
+/// Renders rows as left-aligned columns separated by two spaces.
+pub fn table(headers: &[&str], rows: Vec<Vec<String>>) -> String {
+    let mut widths: Vec<usize> = headers.iter().map(|h| h.chars().count()).collect();
+    for r in &rows {
+        for (i, c) in r.iter().enumerate() {
+            if let Some(w) = widths.get_mut(i) {
+                *w = (*w).max(c.chars().count());
+            }
+        }
+    }
+    let line = |cells: Vec<String>| {
+        let mut s = cells
+            .iter()
+            .enumerate()
+            .map(|(i, c)| format!("{c:<w$}", w = widths.get(i).copied().unwrap_or(0)))
+            .collect::<Vec<_>>()
+            .join("  ");
+        s.truncate(s.trim_end().len());
+        s.push('\n');
+        s
+    };
+    let mut out = line(headers.iter().map(|h| (*h).to_owned()).collect());
+    for r in rows {
+        out.push_str(&line(r));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_aligns_columns() {
+        let t = table(&["A", "BB"], vec![vec!["xxx".into(), "y".into()]]);
+        assert_eq!(t, "A    BB\nxxx  y\n");
+    }
+
+    #[test]
+    fn cli_parses() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+        let c = Cli::try_parse_from([
+            "opdesk", "wallets", "create", "dave", "--asset", "USD", "--json",
+        ])
+        .unwrap();
+        assert!(c.global.json);
+        assert!(matches!(
+            c.command,
+            Some(Command::Wallets(WalletsCmd::Create { scale: 2, .. }))
+        ));
+    }
+}

@@ -1,0 +1,91 @@
+//! Time source. Services read "now" from an injected [`Clock`] so expiry logic and tests are deterministic.
+//!
+//! Also owns the one timestamp text format stored in SQLite (fixed-width RFC 3339 UTC, millisecond precision),
+//! which sorts lexically in time order.
+
+use std::sync::{Arc, Mutex};
+
+use time::{OffsetDateTime, UtcOffset, format_description::well_known::Rfc3339};
+
+/// A source of the current time.
+pub trait Clock: Send + Sync + 'static {
+    fn now(&self) -> OffsetDateTime;
+}
+
+/// The system clock.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now(&self) -> OffsetDateTime {
+        OffsetDateTime::now_utc()
+    }
+}
+
+/// A clock that only moves when told to (tests, snapshots).
+#[derive(Debug, Clone)]
+pub struct FixedClock(Arc<Mutex<OffsetDateTime>>);
+
+impl FixedClock {
+    pub fn new(at: OffsetDateTime) -> Self {
+        Self(Arc::new(Mutex::new(at)))
+    }
+
+    pub fn advance(&self, by: time::Duration) {
+        if let Ok(mut t) = self.0.lock() {
+            *t += by;
+        }
+    }
+}
+
+impl Clock for FixedClock {
+    fn now(&self) -> OffsetDateTime {
+        self.0
+            .lock()
+            .map(|t| *t)
+            .unwrap_or(OffsetDateTime::UNIX_EPOCH)
+    }
+}
+
+/// Shared handle to the clock in use.
+pub type SharedClock = Arc<dyn Clock>;
+
+/// Formats a timestamp as stored and sent: `2026-11-21T10:00:00.123Z`.
+pub fn format_ts(t: OffsetDateTime) -> String {
+    let t = t.to_offset(UtcOffset::UTC);
+    format!(
+        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z",
+        t.year(),
+        u8::from(t.month()),
+        t.day(),
+        t.hour(),
+        t.minute(),
+        t.second(),
+        t.millisecond()
+    )
+}
+
+/// Parses an RFC 3339 timestamp (any offset) into UTC.
+pub fn parse_ts(s: &str) -> Result<OffsetDateTime, time::error::Parse> {
+    OffsetDateTime::parse(s, &Rfc3339).map(|t| t.to_offset(UtcOffset::UTC))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fixed_width_round_trip() {
+        let t = parse_ts("2026-01-02T03:04:05.6+01:00").unwrap();
+        assert_eq!(format_ts(t), "2026-01-02T02:04:05.600Z");
+        assert_eq!(parse_ts(&format_ts(t)).unwrap(), t);
+    }
+
+    #[test]
+    fn fixed_clock_moves_only_when_told() {
+        let c = FixedClock::new(OffsetDateTime::UNIX_EPOCH);
+        assert_eq!(c.now(), OffsetDateTime::UNIX_EPOCH);
+        c.advance(time::Duration::seconds(5));
+        assert_eq!(c.now().unix_timestamp(), 5);
+    }
+}

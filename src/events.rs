@@ -1,0 +1,75 @@
+//! Domain events: small facts about committed changes, fanned out on a broadcast bus.
+//!
+//! Services publish only after their transaction committed; subscribers (console, webhooks, tests) must
+//! treat a lagged receiver as "resync from a snapshot". Publishing never blocks and never fails the caller.
+
+use serde::Serialize;
+use tokio::sync::broadcast;
+
+/// A fact about something that already happened.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "type", rename_all = "camelCase")]
+pub enum DomainEvent {
+    WalletCreated {
+        id: String,
+        name: String,
+    },
+    KeyAdded {
+        wallet: String,
+        kid: String,
+    },
+    KeyRemoved {
+        wallet: String,
+        kid: String,
+    },
+    /// The posted balance or pending debits of an account changed.
+    #[serde(rename_all = "camelCase")]
+    BalanceChanged {
+        account_id: String,
+        /// The wallet name when the account belongs to a wallet address.
+        wallet: Option<String>,
+        balance: i64,
+        pending_debits: i64,
+    },
+    #[serde(rename_all = "camelCase")]
+    HttpRequest {
+        method: String,
+        path: String,
+        status: u16,
+        latency_us: u64,
+    },
+}
+
+/// Cheap-to-clone handle to the broadcast bus.
+#[derive(Debug, Clone)]
+pub struct EventBus {
+    tx: broadcast::Sender<DomainEvent>,
+}
+
+impl EventBus {
+    pub fn new(capacity: usize) -> Self {
+        let (tx, _) = broadcast::channel(capacity.max(16));
+        Self { tx }
+    }
+
+    /// Publishes a committed fact; having no subscriber is fine.
+    pub fn publish(&self, event: DomainEvent) {
+        let _ = self.tx.send(event);
+    }
+
+    pub fn publish_all(&self, events: impl IntoIterator<Item = DomainEvent>) {
+        for e in events {
+            self.publish(e);
+        }
+    }
+
+    pub fn subscribe(&self) -> broadcast::Receiver<DomainEvent> {
+        self.tx.subscribe()
+    }
+}
+
+impl Default for EventBus {
+    fn default() -> Self {
+        Self::new(4096)
+    }
+}

@@ -1,0 +1,508 @@
+//! The double-entry ledger: accounts per asset, transfers between two accounts of the same asset, and
+//! two-phase transfers (reserve → post | void, exactly once).
+//!
+//! The `ops` functions hold every rule and run inside a caller's `BEGIN IMMEDIATE` transaction, so other
+//! services (payments) can move money atomically with their own writes. Cached balances are updated in the
+//! same statement set as the journal row, so they always equal the journal ([`audit`] proves it). Wallet
+//! accounts never go below zero counting reservations; settlement accounts are the ASE's side and may.
+//! [`Ledger`] is the async service for stand-alone movements (deposits, withdrawals); it publishes
+//! `BalanceChanged` after commit.
+
+use rusqlite::Connection;
+use serde::{Deserialize, Serialize};
+
+use crate::{
+    clock::{SharedClock, format_ts},
+    events::{DomainEvent, EventBus},
+    ids,
+    money::{Asset, MoneyError, Value},
+    store::{
+        self, Store,
+        ledger::{AccountRow, TransferRow},
+    },
+};
+
+/// Ledger failures; every one leaves the database unchanged.
+#[derive(Debug, thiserror::Error)]
+pub enum LedgerError {
+    #[error("unknown account {0}")]
+    UnknownAccount(String),
+    #[error("unknown transfer {0}")]
+    UnknownTransfer(String),
+    #[error("accounts have different assets ({0} and {1})")]
+    AssetMismatch(Asset, Asset),
+    #[error("a transfer must be between two different accounts")]
+    SameAccount,
+    #[error("insufficient balance: {available} available, {requested} requested")]
+    InsufficientBalance { available: i64, requested: u64 },
+    #[error("transfer {0} already exists with different details")]
+    Conflict(String),
+    #[error("transfer {id} is already {state}")]
+    AlreadyResolved { id: String, state: String },
+    #[error("post amount {requested} exceeds the reserved {reserved}")]
+    PostExceedsReserved { requested: u64, reserved: u64 },
+    #[error(transparent)]
+    Money(#[from] MoneyError),
+    #[error(transparent)]
+    Store(#[from] store::Error),
+}
+
+impl From<rusqlite::Error> for LedgerError {
+    fn from(e: rusqlite::Error) -> Self {
+        Self::Store(e.into())
+    }
+}
+
+/// What kind of account.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AccountKind {
+    /// A customer wallet: never overdrawn.
+    Wallet,
+    /// The ASE's account for an asset: the other side of deposits and withdrawals.
+    Settlement,
+}
+
+impl AccountKind {
+    fn as_str(self) -> &'static str {
+        match self {
+            Self::Wallet => "wallet",
+            Self::Settlement => "settlement",
+        }
+    }
+}
+
+/// A new transfer. `id` makes it idempotent: the same id with the same details is a no-op.
+#[derive(Debug, Clone)]
+pub struct NewTransfer {
+    pub id: String,
+    pub debit: String,
+    pub credit: String,
+    pub amount: Value,
+    /// Two-phase: reserve now, post or void later.
+    pub pending: bool,
+    /// What the transfer is for (`deposit`, `withdrawal`, `payment`, …).
+    pub kind: String,
+    pub memo: Option<String>,
+}
+
+/// An account's balances, as reported to operators.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Balance {
+    pub account_id: String,
+    pub kind: String,
+    pub wallet: Option<String>,
+    pub asset_code: String,
+    pub asset_scale: u8,
+    /// Posted balance (credits minus debits).
+    pub balance: i64,
+    /// Reserved by pending outgoing transfers.
+    pub pending_debits: i64,
+    /// Incoming by pending transfers.
+    pub pending_credits: i64,
+    /// `balance - pending_debits`.
+    pub available: i64,
+}
+
+impl From<AccountRow> for Balance {
+    fn from(a: AccountRow) -> Self {
+        Self {
+            available: a.balance.saturating_sub(a.pending_debits),
+            account_id: a.id,
+            kind: a.kind,
+            wallet: a.wallet,
+            asset_code: a.asset_code,
+            asset_scale: a.asset_scale,
+            balance: a.balance,
+            pending_debits: a.pending_debits,
+            pending_credits: a.pending_credits,
+        }
+    }
+}
+
+impl Balance {
+    pub fn event(&self) -> DomainEvent {
+        DomainEvent::BalanceChanged {
+            account_id: self.account_id.clone(),
+            wallet: self.wallet.clone(),
+            balance: self.balance,
+            pending_debits: self.pending_debits,
+        }
+    }
+}
+
+/// A transfer as reported.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Transfer {
+    pub id: String,
+    pub debit_account: String,
+    pub credit_account: String,
+    pub amount: i64,
+    pub state: String,
+    pub posted_amount: Option<i64>,
+    pub kind: String,
+    pub created_at: String,
+    pub resolved_at: Option<String>,
+}
+
+impl From<TransferRow> for Transfer {
+    fn from(t: TransferRow) -> Self {
+        Self {
+            id: t.id,
+            debit_account: t.debit_account,
+            credit_account: t.credit_account,
+            amount: t.amount,
+            state: t.state,
+            posted_amount: t.posted_amount,
+            kind: t.kind,
+            created_at: t.created_at,
+            resolved_at: t.resolved_at,
+        }
+    }
+}
+
+/// Rules that run inside a caller's transaction. Callers must hold a `BEGIN IMMEDIATE` transaction.
+pub mod ops {
+    use super::*;
+    use crate::store::ledger as repo;
+
+    pub fn create_account(
+        conn: &Connection,
+        kind: AccountKind,
+        asset: &Asset,
+        now: &str,
+    ) -> Result<String, LedgerError> {
+        let id = ids::new_id();
+        repo::insert_account(
+            conn,
+            &id,
+            kind.as_str(),
+            &asset.code,
+            asset.scale,
+            kind == AccountKind::Wallet,
+            now,
+        )?;
+        Ok(id)
+    }
+
+    /// The settlement account of `asset`, created on first use.
+    pub fn settlement_account(
+        conn: &Connection,
+        asset: &Asset,
+        now: &str,
+    ) -> Result<String, LedgerError> {
+        if let Some(id) = repo::settlement_account(conn, &asset.code, asset.scale)? {
+            return Ok(id);
+        }
+        create_account(conn, AccountKind::Settlement, asset, now)
+    }
+
+    pub fn account(conn: &Connection, id: &str) -> Result<AccountRow, LedgerError> {
+        repo::account(conn, id)?.ok_or_else(|| LedgerError::UnknownAccount(id.to_owned()))
+    }
+
+    fn asset_of(a: &AccountRow) -> Asset {
+        Asset {
+            code: a.asset_code.clone(),
+            scale: a.asset_scale,
+        }
+    }
+
+    fn checked(r: Option<i64>) -> Result<i64, LedgerError> {
+        r.ok_or(LedgerError::Money(MoneyError::Overflow))
+    }
+
+    /// Creates a posted or pending transfer. Returns the transfer and whether it was new.
+    pub fn create_transfer(
+        conn: &Connection,
+        t: &NewTransfer,
+        now: &str,
+    ) -> Result<(TransferRow, bool), LedgerError> {
+        if let Some(existing) = repo::transfer(conn, &t.id)? {
+            let was_pending = existing.state == "pending" || existing.resolved_at.is_some();
+            let same = existing.debit_account == t.debit
+                && existing.credit_account == t.credit
+                && existing.amount == t.amount.as_i64()
+                && existing.kind == t.kind
+                && was_pending == t.pending;
+            return if same {
+                Ok((existing, false))
+            } else {
+                Err(LedgerError::Conflict(t.id.clone()))
+            };
+        }
+        if t.debit == t.credit {
+            return Err(LedgerError::SameAccount);
+        }
+        if t.amount.is_zero() {
+            return Err(MoneyError::Zero.into());
+        }
+        let debit = account(conn, &t.debit)?;
+        let credit = account(conn, &t.credit)?;
+        if asset_of(&debit) != asset_of(&credit) {
+            return Err(LedgerError::AssetMismatch(
+                asset_of(&debit),
+                asset_of(&credit),
+            ));
+        }
+        let amount = t.amount.as_i64();
+        if debit.no_overdraft {
+            let available = checked(debit.balance.checked_sub(debit.pending_debits))?;
+            if available < amount {
+                return Err(LedgerError::InsufficientBalance {
+                    available,
+                    requested: t.amount.get(),
+                });
+            }
+        }
+        if t.pending {
+            repo::set_balances(
+                conn,
+                &debit.id,
+                debit.balance,
+                checked(debit.pending_debits.checked_add(amount))?,
+                debit.pending_credits,
+            )?;
+            repo::set_balances(
+                conn,
+                &credit.id,
+                credit.balance,
+                credit.pending_debits,
+                checked(credit.pending_credits.checked_add(amount))?,
+            )?;
+        } else {
+            repo::set_balances(
+                conn,
+                &debit.id,
+                checked(debit.balance.checked_sub(amount))?,
+                debit.pending_debits,
+                debit.pending_credits,
+            )?;
+            repo::set_balances(
+                conn,
+                &credit.id,
+                checked(credit.balance.checked_add(amount))?,
+                credit.pending_debits,
+                credit.pending_credits,
+            )?;
+        }
+        let row = TransferRow {
+            id: t.id.clone(),
+            debit_account: t.debit.clone(),
+            credit_account: t.credit.clone(),
+            amount,
+            state: if t.pending { "pending" } else { "posted" }.into(),
+            posted_amount: if t.pending { None } else { Some(amount) },
+            kind: t.kind.clone(),
+            memo: t.memo.clone(),
+            created_at: now.to_owned(),
+            resolved_at: None,
+        };
+        repo::insert_transfer(conn, &row)?;
+        Ok((row, true))
+    }
+
+    /// Posts a pending transfer, moving `amount` (default: all of it) and releasing the rest. Exactly once.
+    pub fn post(
+        conn: &Connection,
+        id: &str,
+        amount: Option<Value>,
+        now: &str,
+    ) -> Result<TransferRow, LedgerError> {
+        resolve(conn, id, amount, true, now)
+    }
+
+    /// Voids a pending transfer, releasing the reservation. Exactly once.
+    pub fn void(conn: &Connection, id: &str, now: &str) -> Result<TransferRow, LedgerError> {
+        resolve(conn, id, None, false, now)
+    }
+
+    fn resolve(
+        conn: &Connection,
+        id: &str,
+        amount: Option<Value>,
+        post: bool,
+        now: &str,
+    ) -> Result<TransferRow, LedgerError> {
+        let t =
+            repo::transfer(conn, id)?.ok_or_else(|| LedgerError::UnknownTransfer(id.to_owned()))?;
+        if t.state != "pending" {
+            return Err(LedgerError::AlreadyResolved {
+                id: id.to_owned(),
+                state: t.state,
+            });
+        }
+        let moved = match (post, amount) {
+            (false, _) => 0,
+            (true, None) => t.amount,
+            (true, Some(v)) if v.is_zero() => return Err(MoneyError::Zero.into()),
+            (true, Some(v)) if v.as_i64() > t.amount => {
+                return Err(LedgerError::PostExceedsReserved {
+                    requested: v.get(),
+                    reserved: u64::try_from(t.amount).unwrap_or(0),
+                });
+            }
+            (true, Some(v)) => v.as_i64(),
+        };
+        let state = if post { "posted" } else { "voided" };
+        let posted_amount = post.then_some(moved);
+        if !repo::resolve_pending(conn, id, state, posted_amount, now)? {
+            return Err(LedgerError::AlreadyResolved {
+                id: id.to_owned(),
+                state: "resolved".into(),
+            });
+        }
+        let debit = account(conn, &t.debit_account)?;
+        let credit = account(conn, &t.credit_account)?;
+        repo::set_balances(
+            conn,
+            &debit.id,
+            checked(debit.balance.checked_sub(moved))?,
+            checked(debit.pending_debits.checked_sub(t.amount))?,
+            debit.pending_credits,
+        )?;
+        repo::set_balances(
+            conn,
+            &credit.id,
+            checked(credit.balance.checked_add(moved))?,
+            credit.pending_debits,
+            checked(credit.pending_credits.checked_sub(t.amount))?,
+        )?;
+        repo::transfer(conn, id)?.ok_or_else(|| LedgerError::UnknownTransfer(id.to_owned()))
+    }
+
+    /// Balances of the given accounts (for events after commit).
+    pub fn balances(conn: &Connection, ids: &[&str]) -> Result<Vec<Balance>, LedgerError> {
+        ids.iter()
+            .map(|id| account(conn, id).map(Balance::from))
+            .collect()
+    }
+}
+
+/// A difference between the cached balances and the journal.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuditMismatch {
+    pub account_id: String,
+    pub cached: (i64, i64, i64),
+    pub journal: (i64, i64, i64),
+}
+
+/// Recomputes every account from the journal and reports accounts whose cache differs (empty = consistent).
+pub fn audit(conn: &Connection) -> Result<Vec<AuditMismatch>, LedgerError> {
+    let mut out = Vec::new();
+    for (id, bal, pd, pc) in store::ledger::journal_balances(conn)? {
+        let a = ops::account(conn, &id)?;
+        let cached = (a.balance, a.pending_debits, a.pending_credits);
+        if cached != (bal, pd, pc) {
+            out.push(AuditMismatch {
+                account_id: id,
+                cached,
+                journal: (bal, pd, pc),
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// The async ledger service for operator movements.
+#[derive(Clone)]
+pub struct Ledger {
+    store: Store,
+    bus: EventBus,
+    clock: SharedClock,
+}
+
+/// Direction of an operator movement.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Movement {
+    Deposit,
+    Withdrawal,
+}
+
+impl Ledger {
+    pub fn new(store: Store, bus: EventBus, clock: SharedClock) -> Self {
+        Self { store, bus, clock }
+    }
+
+    /// Moves `value` between the account and its asset's settlement account, in one transaction.
+    /// `expect_asset`, when given, must equal the account's asset. `transfer_id` makes it idempotent.
+    pub async fn move_funds(
+        &self,
+        account_id: String,
+        movement: Movement,
+        value: Value,
+        expect_asset: Option<Asset>,
+        transfer_id: Option<String>,
+    ) -> Result<(Transfer, Balance), LedgerError> {
+        let now = format_ts(self.clock.now());
+        let (transfer, balances, new) = self
+            .store
+            .call(move |conn| {
+                let tx = store::immediate(conn)?;
+                let account = ops::account(&tx, &account_id)?;
+                let asset = Asset {
+                    code: account.asset_code.clone(),
+                    scale: account.asset_scale,
+                };
+                if let Some(expected) = expect_asset
+                    && expected != asset
+                {
+                    return Err(MoneyError::AssetMismatch {
+                        expected: asset,
+                        found: expected,
+                    }
+                    .into());
+                }
+                let settlement = ops::settlement_account(&tx, &asset, &now)?;
+                let (debit, credit, kind) = match movement {
+                    Movement::Deposit => (settlement, account_id.clone(), "deposit"),
+                    Movement::Withdrawal => (account_id.clone(), settlement, "withdrawal"),
+                };
+                let t = NewTransfer {
+                    id: transfer_id.unwrap_or_else(ids::new_id),
+                    debit,
+                    credit,
+                    amount: value,
+                    pending: false,
+                    kind: kind.into(),
+                    memo: None,
+                };
+                let (row, new) = ops::create_transfer(&tx, &t, &now)?;
+                let balances = ops::balances(&tx, &[&t.debit, &t.credit])?;
+                tx.commit()?;
+                Ok::<_, LedgerError>((row, balances, new))
+            })
+            .await?;
+        if new {
+            self.bus.publish_all(balances.iter().map(Balance::event));
+        }
+        let mine = balances
+            .into_iter()
+            .find(|b| b.kind == "wallet")
+            .ok_or_else(|| {
+                LedgerError::Store(store::Error::Corrupt("wallet balance missing".into()))
+            })?;
+        Ok((transfer.into(), mine))
+    }
+
+    /// One account's balances.
+    pub async fn balance(&self, account_id: &str) -> Result<Balance, LedgerError> {
+        let id = account_id.to_owned();
+        self.store
+            .call(move |conn| Ok(ops::account(conn, &id)?.into()))
+            .await
+    }
+
+    /// All account balances.
+    pub async fn balances(&self) -> Result<Vec<Balance>, LedgerError> {
+        self.store
+            .call(|conn| {
+                Ok(store::ledger::accounts(conn)?
+                    .into_iter()
+                    .map(Balance::from)
+                    .collect())
+            })
+            .await
+    }
+}

@@ -1,0 +1,112 @@
+//! The one place where errors become HTTP responses: the Open Payments error envelope
+//! `{"error":{"code","description"}}`. Server-side failures get a generic description; the cause is logged.
+
+use axum::{
+    Json,
+    http::{StatusCode, Uri},
+    response::{IntoResponse, Response},
+};
+use serde_json::json;
+
+use crate::{ase::wallet::WalletError, ledger::LedgerError, money::MoneyError};
+
+/// An error answered with the envelope.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApiError {
+    pub status: StatusCode,
+    pub code: &'static str,
+    pub description: String,
+}
+
+impl ApiError {
+    pub fn new(status: StatusCode, code: &'static str, description: impl Into<String>) -> Self {
+        Self {
+            status,
+            code,
+            description: description.into(),
+        }
+    }
+
+    pub fn bad_request(code: &'static str, description: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, code, description)
+    }
+
+    pub fn not_found(description: impl Into<String>) -> Self {
+        Self::new(StatusCode::NOT_FOUND, "not_found", description)
+    }
+
+    /// A 500 whose cause is logged, not sent.
+    pub fn internal(cause: &dyn std::fmt::Display) -> Self {
+        tracing::error!(error = %cause, "internal error");
+        Self::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal_error",
+            "internal server error",
+        )
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let body = json!({ "error": { "code": self.code, "description": self.description } });
+        (self.status, Json(body)).into_response()
+    }
+}
+
+pub async fn not_found(uri: Uri) -> ApiError {
+    ApiError::not_found(format!("no route for {}", uri.path()))
+}
+
+impl From<MoneyError> for ApiError {
+    fn from(e: MoneyError) -> Self {
+        match e {
+            MoneyError::Overflow => {
+                Self::bad_request("invalid_amount", "amount arithmetic would overflow")
+            }
+            other => Self::bad_request("invalid_amount", other.to_string()),
+        }
+    }
+}
+
+impl From<LedgerError> for ApiError {
+    fn from(e: LedgerError) -> Self {
+        match e {
+            LedgerError::Money(m) => m.into(),
+            LedgerError::InsufficientBalance { .. } => {
+                Self::new(StatusCode::CONFLICT, "insufficient_balance", e.to_string())
+            }
+            LedgerError::Conflict(_) | LedgerError::AlreadyResolved { .. } => {
+                Self::new(StatusCode::CONFLICT, "conflict", e.to_string())
+            }
+            LedgerError::AssetMismatch(..)
+            | LedgerError::SameAccount
+            | LedgerError::PostExceedsReserved { .. } => {
+                Self::bad_request("invalid_request", e.to_string())
+            }
+            LedgerError::UnknownAccount(_) | LedgerError::UnknownTransfer(_) => {
+                Self::not_found(e.to_string())
+            }
+            LedgerError::Store(s) => Self::internal(&s),
+        }
+    }
+}
+
+impl From<WalletError> for ApiError {
+    fn from(e: WalletError) -> Self {
+        match e {
+            WalletError::NotFound(_) | WalletError::KeyNotFound { .. } => {
+                Self::not_found(e.to_string())
+            }
+            WalletError::Exists(_) | WalletError::KeyExists { .. } => {
+                Self::new(StatusCode::CONFLICT, "conflict", e.to_string())
+            }
+            WalletError::BadName { .. } | WalletError::BadPublicName => {
+                Self::bad_request("invalid_request", e.to_string())
+            }
+            WalletError::Key(k) => Self::bad_request("invalid_key", k.to_string()),
+            WalletError::Money(m) => m.into(),
+            WalletError::Ledger(l) => l.into(),
+            WalletError::Store(s) => Self::internal(&s),
+        }
+    }
+}

@@ -1,0 +1,399 @@
+//! Layered settings: embedded defaults (`assets/config.toml`) < `config.toml` in the config dir (or
+//! `--config FILE`) < `OPDESK_*` environment < command-line flags; and the resolved filesystem paths.
+//!
+//! Owns the whole configuration surface; unknown keys are errors that name the key.
+
+use std::{
+    net::SocketAddr,
+    path::{Path, PathBuf},
+};
+
+use serde::Deserialize;
+use toml::{Table, Value};
+
+const DEFAULTS: &str = include_str!("../assets/config.toml");
+
+#[derive(Debug, thiserror::Error)]
+pub enum SettingsError {
+    #[error("cannot read {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{origin}: {message}")]
+    Invalid { origin: String, message: String },
+    #[error("no home directory: pass --data-dir and --config")]
+    NoHome,
+}
+
+/// Paths the process uses.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Paths {
+    /// The config file consulted (it may not exist).
+    pub config_file: PathBuf,
+    pub data_dir: PathBuf,
+    pub log_file: PathBuf,
+}
+
+impl Paths {
+    pub fn database(&self) -> PathBuf {
+        self.data_dir.join("ase.sqlite3")
+    }
+    pub fn admin_token(&self) -> PathBuf {
+        self.data_dir.join("admin.token")
+    }
+    pub fn demo_client_key(&self) -> PathBuf {
+        self.data_dir.join("demo-client.pem")
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Raw {
+    listen: String,
+    public_url: String,
+    data_dir: String,
+    log_level: String,
+    demo: DemoSettings,
+    store: StoreSettings,
+    server: ServerSettings,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DemoSettings {
+    pub seed: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StoreSettings {
+    pub busy_timeout_ms: u64,
+    pub synchronous: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServerSettings {
+    pub body_limit_bytes: usize,
+    pub request_timeout_secs: u64,
+    pub wallet_cache_max_age_secs: u64,
+}
+
+/// The resolved settings.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub listen: SocketAddr,
+    /// Public base URL without a trailing slash.
+    pub public_url: String,
+    pub log_level: String,
+    pub demo: DemoSettings,
+    pub store: StoreSettings,
+    pub server: ServerSettings,
+    pub paths: Paths,
+    pub wallet_cache_max_age_secs: u64,
+}
+
+/// Values given on the command line (highest layer).
+#[derive(Debug, Clone, Default)]
+pub struct Overrides {
+    /// The config file to read instead of the one in the config dir.
+    pub config: Option<PathBuf>,
+    /// Whether a missing `config` file is an error (true when the user named it with `--config`).
+    pub config_required: bool,
+    pub listen: Option<String>,
+    pub public_url: Option<String>,
+    pub data_dir: Option<PathBuf>,
+    pub log_level: Option<String>,
+}
+
+fn project_dirs() -> Option<directories::ProjectDirs> {
+    directories::ProjectDirs::from("org", "opdesk", "opdesk")
+}
+
+/// Deep-merges `over` into `base`.
+fn merge(base: &mut Table, over: Table) {
+    for (k, v) in over {
+        match (base.get_mut(&k), v) {
+            (Some(Value::Table(b)), Value::Table(o)) => merge(b, o),
+            (_, v) => {
+                base.insert(k, v);
+            }
+        }
+    }
+}
+
+/// `OPDESK_A__B=v` → `{a: {b: v}}`; values parse as TOML scalars when they can, else strings.
+fn env_layer(vars: impl Iterator<Item = (String, String)>) -> Table {
+    let mut out = Table::new();
+    for (k, v) in vars {
+        let Some(rest) = k.strip_prefix("OPDESK_") else {
+            continue;
+        };
+        if rest == "CONFIG" || rest.is_empty() {
+            continue;
+        }
+        let path: Vec<String> = rest.split("__").map(str::to_ascii_lowercase).collect();
+        let value = format!("x = {v}")
+            .parse::<Table>()
+            .ok()
+            .and_then(|mut t| t.remove("x"))
+            .filter(|x| !x.is_table() && !x.is_array())
+            .unwrap_or(Value::String(v));
+        let mut t = &mut out;
+        for (i, seg) in path.iter().enumerate() {
+            if i + 1 == path.len() {
+                t.insert(seg.clone(), value.clone());
+            } else {
+                let entry = t
+                    .entry(seg.clone())
+                    .or_insert_with(|| Value::Table(Table::new()));
+                match entry {
+                    Value::Table(inner) => t = inner,
+                    _ => break,
+                }
+            }
+        }
+    }
+    out
+}
+
+fn parse_table(text: &str, origin: &str) -> Result<Table, SettingsError> {
+    text.parse::<Table>().map_err(|e| SettingsError::Invalid {
+        origin: origin.to_owned(),
+        message: e.to_string(),
+    })
+}
+
+impl Settings {
+    /// Resolves settings from all layers, reading the process environment.
+    pub fn load(o: &Overrides) -> Result<Self, SettingsError> {
+        Self::load_from(o, std::env::vars())
+    }
+
+    /// Resolves settings with an explicit environment (tests).
+    pub fn load_from(
+        o: &Overrides,
+        env: impl Iterator<Item = (String, String)>,
+    ) -> Result<Self, SettingsError> {
+        let dirs = project_dirs();
+        let config_file = match (&o.config, &dirs) {
+            (Some(p), _) => p.clone(),
+            (None, Some(d)) => d.config_dir().join("config.toml"),
+            (None, None) => return Err(SettingsError::NoHome),
+        };
+        let mut table = parse_table(DEFAULTS, "built-in defaults")?;
+        match std::fs::read_to_string(&config_file) {
+            Ok(text) => merge(
+                &mut table,
+                parse_table(&text, &config_file.display().to_string())?,
+            ),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && !o.config_required => {}
+            Err(source) => {
+                return Err(SettingsError::Read {
+                    path: config_file,
+                    source,
+                });
+            }
+        }
+        merge(&mut table, env_layer(env));
+        let mut flags = Table::new();
+        if let Some(v) = &o.listen {
+            flags.insert("listen".into(), Value::String(v.clone()));
+        }
+        if let Some(v) = &o.public_url {
+            flags.insert("public_url".into(), Value::String(v.clone()));
+        }
+        if let Some(v) = &o.data_dir {
+            flags.insert("data_dir".into(), Value::String(v.display().to_string()));
+        }
+        if let Some(v) = &o.log_level {
+            flags.insert("log_level".into(), Value::String(v.clone()));
+        }
+        merge(&mut table, flags);
+        let raw: Raw = Value::Table(table)
+            .try_into()
+            .map_err(|e: toml::de::Error| SettingsError::Invalid {
+                origin: "configuration".into(),
+                message: e.to_string(),
+            })?;
+        Self::resolve(raw, config_file, dirs.as_ref())
+    }
+
+    fn resolve(
+        raw: Raw,
+        config_file: PathBuf,
+        dirs: Option<&directories::ProjectDirs>,
+    ) -> Result<Self, SettingsError> {
+        let invalid = |key: &str, message: String| SettingsError::Invalid {
+            origin: key.to_owned(),
+            message,
+        };
+        let listen: SocketAddr = raw.listen.parse().map_err(|e| {
+            invalid(
+                "listen",
+                format!(
+                    "{:?} is not an address like 127.0.0.1:4000: {e}",
+                    raw.listen
+                ),
+            )
+        })?;
+        let public_url = if raw.public_url.is_empty() {
+            format!("http://{listen}")
+        } else {
+            let u = url::Url::parse(&raw.public_url)
+                .map_err(|e| invalid("public_url", format!("{:?}: {e}", raw.public_url)))?;
+            if !matches!(u.scheme(), "http" | "https") || u.host().is_none() || u.query().is_some()
+            {
+                return Err(invalid(
+                    "public_url",
+                    "must be an http(s) URL with a host and no query".into(),
+                ));
+            }
+            raw.public_url.trim_end_matches('/').to_owned()
+        };
+        let (data_dir, log_file) = if raw.data_dir.is_empty() {
+            let d = dirs.ok_or(SettingsError::NoHome)?;
+            let state = d.state_dir().unwrap_or_else(|| d.cache_dir()).to_path_buf();
+            (d.data_dir().to_path_buf(), state.join("opdesk.log"))
+        } else {
+            let d = PathBuf::from(&raw.data_dir);
+            (d.clone(), d.join("opdesk.log"))
+        };
+        if !matches!(
+            raw.store.synchronous.to_ascii_uppercase().as_str(),
+            "NORMAL" | "FULL" | "EXTRA"
+        ) {
+            return Err(invalid(
+                "store.synchronous",
+                "must be NORMAL, FULL or EXTRA".into(),
+            ));
+        }
+        if raw.server.body_limit_bytes < 1024 {
+            return Err(invalid(
+                "server.body_limit_bytes",
+                "must be at least 1024".into(),
+            ));
+        }
+        Ok(Self {
+            listen,
+            public_url,
+            log_level: raw.log_level,
+            demo: raw.demo,
+            wallet_cache_max_age_secs: raw.server.wallet_cache_max_age_secs,
+            store: raw.store,
+            server: raw.server,
+            paths: Paths {
+                config_file,
+                data_dir,
+                log_file,
+            },
+        })
+    }
+
+    /// Settings for tests and embedding: defaults with the given data dir and listen address.
+    pub fn for_data_dir(data_dir: &Path, listen: SocketAddr) -> Result<Self, SettingsError> {
+        let o = Overrides {
+            config: Some(data_dir.join("config.toml")),
+            config_required: false,
+            listen: Some(listen.to_string()),
+            data_dir: Some(data_dir.to_path_buf()),
+            ..Overrides::default()
+        };
+        Self::load_from(&o, std::iter::empty())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> impl Iterator<Item = (String, String)> {
+        pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect::<Vec<_>>()
+            .into_iter()
+    }
+
+    #[test]
+    fn layers_apply_in_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = dir.path().join("config.toml");
+        std::fs::write(
+            &cfg,
+            "listen = \"127.0.0.1:5000\"\nlog_level = \"debug\"\n[demo]\nseed = false\n",
+        )
+        .unwrap();
+        let o = Overrides {
+            config: Some(cfg.clone()),
+            config_required: true,
+            data_dir: Some(dir.path().into()),
+            ..Default::default()
+        };
+        let s = Settings::load_from(&o, env(&[])).unwrap();
+        assert_eq!(s.listen.to_string(), "127.0.0.1:5000");
+        assert_eq!(s.public_url, "http://127.0.0.1:5000");
+        assert!(!s.demo.seed);
+        assert_eq!(s.log_level, "debug");
+        assert_eq!(s.store.busy_timeout_ms, 5000);
+
+        let s = Settings::load_from(
+            &o,
+            env(&[
+                ("OPDESK_LISTEN", "127.0.0.1:6000"),
+                ("OPDESK_DEMO__SEED", "true"),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(s.listen.port(), 6000);
+        assert!(s.demo.seed);
+
+        let o2 = Overrides {
+            listen: Some("127.0.0.1:7000".into()),
+            ..o
+        };
+        let s = Settings::load_from(&o2, env(&[("OPDESK_LISTEN", "127.0.0.1:6000")])).unwrap();
+        assert_eq!(s.listen.port(), 7000);
+        assert_eq!(s.paths.database(), dir.path().join("ase.sqlite3"));
+    }
+
+    #[test]
+    fn unknown_keys_and_bad_values_are_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = dir.path().join("config.toml");
+        std::fs::write(&cfg, "lisen = \"x\"\n").unwrap();
+        let o = Overrides {
+            config: Some(cfg.clone()),
+            config_required: true,
+            data_dir: Some(dir.path().into()),
+            ..Default::default()
+        };
+        let e = Settings::load_from(&o, env(&[])).unwrap_err().to_string();
+        assert!(e.contains("lisen"), "{e}");
+        std::fs::write(&cfg, "public_url = \"ftp://x\"\n").unwrap();
+        let e = Settings::load_from(&o, env(&[])).unwrap_err().to_string();
+        assert!(e.contains("public_url"), "{e}");
+        let missing = Overrides {
+            config: Some(dir.path().join("nope.toml")),
+            ..o
+        };
+        assert!(matches!(
+            Settings::load_from(&missing, env(&[])),
+            Err(SettingsError::Read { .. })
+        ));
+    }
+
+    #[test]
+    fn public_url_loses_trailing_slash() {
+        let dir = tempfile::tempdir().unwrap();
+        let o = Overrides {
+            config: Some(dir.path().join("absent.toml")),
+            data_dir: Some(dir.path().into()),
+            public_url: Some("https://pay.example/".into()),
+            ..Default::default()
+        };
+        let s = Settings::load_from(&o, env(&[])).unwrap();
+        assert_eq!(s.public_url, "https://pay.example");
+    }
+}

@@ -1,0 +1,209 @@
+//! The SQLite store: one dedicated thread owns the write connection; async code sends closures and awaits
+//! their result over a oneshot.
+//!
+//! Owns connection setup (WAL, `foreign_keys`, `busy_timeout`, `synchronous`), the embedded forward-only
+//! migrations (run by [`Store::open`] before anything else may use the database) and the repo functions in the
+//! submodules, which are the only code in the crate that speaks SQL. It knows nothing about HTTP or events.
+
+pub mod ledger;
+pub mod meta;
+mod migrations;
+pub mod wallets;
+
+use std::{path::Path, sync::mpsc, thread, time::Duration};
+
+use rusqlite::Connection;
+use tokio::sync::oneshot;
+
+/// Store failures. Constraint violations that a caller expects are mapped by the caller's repo function.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("sqlite: {0}")]
+    Sqlite(#[from] rusqlite::Error),
+    #[error("migration: {0}")]
+    Migration(#[from] rusqlite_migration::Error),
+    #[error("the store thread has stopped")]
+    Closed,
+    #[error("stored data is invalid: {0}")]
+    Corrupt(String),
+}
+
+type Job = Box<dyn FnOnce(&mut Connection) + Send>;
+
+enum Msg {
+    Job(Job),
+    Close,
+}
+
+/// Options for opening the database.
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub busy_timeout: Duration,
+    /// `NORMAL` or `FULL`.
+    pub synchronous: String,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self {
+            busy_timeout: Duration::from_secs(5),
+            synchronous: "NORMAL".into(),
+        }
+    }
+}
+
+/// Handle to the store thread. Cheap to clone.
+#[derive(Clone)]
+pub struct Store {
+    tx: mpsc::Sender<Msg>,
+    joiner: std::sync::Arc<std::sync::Mutex<Option<thread::JoinHandle<()>>>>,
+}
+
+/// What [`Store::open`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Opened {
+    /// The database had no schema before (first run on this data dir).
+    pub fresh: bool,
+}
+
+impl Store {
+    /// Opens (creating if needed) the database file, applies pragmas and migrations, and starts the thread.
+    pub fn open(path: &Path, opts: &Options) -> Result<(Self, Opened), Error> {
+        let conn = Connection::open(path)?;
+        Self::start(conn, opts)
+    }
+
+    /// An in-memory database (tests).
+    pub fn open_in_memory() -> Result<(Self, Opened), Error> {
+        Self::start(Connection::open_in_memory()?, &Options::default())
+    }
+
+    fn start(mut conn: Connection, opts: &Options) -> Result<(Self, Opened), Error> {
+        configure(&conn, opts)?;
+        let fresh = migrations::current_version(&conn)? == 0;
+        migrations::migrate(&mut conn)?;
+        let (tx, rx) = mpsc::channel::<Msg>();
+        let handle = thread::Builder::new()
+            .name("opdesk-store".into())
+            .spawn(move || {
+                while let Ok(msg) = rx.recv() {
+                    match msg {
+                        Msg::Job(job) => job(&mut conn),
+                        Msg::Close => break,
+                    }
+                }
+                if let Err((_, e)) = conn.close() {
+                    tracing::warn!(error = %e, "closing the database failed");
+                }
+            })
+            .map_err(|e| Error::Corrupt(format!("cannot spawn the store thread: {e}")))?;
+        let store = Self {
+            tx,
+            joiner: std::sync::Arc::new(std::sync::Mutex::new(Some(handle))),
+        };
+        Ok((store, Opened { fresh }))
+    }
+
+    /// Runs `f` on the store thread and returns its result.
+    pub async fn call<T, E, F>(&self, f: F) -> Result<T, E>
+    where
+        F: FnOnce(&mut Connection) -> Result<T, E> + Send + 'static,
+        T: Send + 'static,
+        E: From<Error> + Send + 'static,
+    {
+        let (reply, rx) = oneshot::channel();
+        let job: Job = Box::new(move |conn| {
+            let _ = reply.send(f(conn));
+        });
+        self.tx
+            .send(Msg::Job(job))
+            .map_err(|_| E::from(Error::Closed))?;
+        rx.await.map_err(|_| E::from(Error::Closed))?
+    }
+
+    /// Runs `f` on the store thread and blocks for the result (for synchronous callers such as the CLI).
+    pub fn call_blocking<T, E, F>(&self, f: F) -> Result<T, E>
+    where
+        F: FnOnce(&mut Connection) -> Result<T, E> + Send + 'static,
+        T: Send + 'static,
+        E: From<Error> + Send + 'static,
+    {
+        let (reply, rx) = mpsc::channel();
+        let job: Job = Box::new(move |conn| {
+            let _ = reply.send(f(conn));
+        });
+        self.tx
+            .send(Msg::Job(job))
+            .map_err(|_| E::from(Error::Closed))?;
+        rx.recv().map_err(|_| E::from(Error::Closed))?
+    }
+
+    /// Lets queued work finish, closes the connection and joins the thread. Idempotent.
+    pub fn close(&self) {
+        let _ = self.tx.send(Msg::Close);
+        let handle = self.joiner.lock().ok().and_then(|mut j| j.take());
+        if let Some(h) = handle {
+            let _ = h.join();
+        }
+    }
+}
+
+fn configure(conn: &Connection, opts: &Options) -> Result<(), Error> {
+    conn.busy_timeout(opts.busy_timeout)?;
+    let sync = match opts.synchronous.to_ascii_uppercase().as_str() {
+        "FULL" => "FULL",
+        "EXTRA" => "EXTRA",
+        _ => "NORMAL",
+    };
+    conn.execute_batch(&format!(
+        "PRAGMA journal_mode = WAL; PRAGMA synchronous = {sync}; PRAGMA foreign_keys = ON;"
+    ))?;
+    Ok(())
+}
+
+/// Starts a `BEGIN IMMEDIATE` transaction: the write lock is taken before the first read, so every
+/// check-then-write inside it is serialised against all other writers.
+pub fn immediate(conn: &mut Connection) -> Result<rusqlite::Transaction<'_>, Error> {
+    Ok(conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn call_runs_on_the_store_thread_and_close_is_idempotent() {
+        let (store, opened) = Store::open_in_memory().unwrap();
+        assert!(opened.fresh);
+        let name: String = store
+            .call(|_c| Ok::<_, Error>(thread::current().name().unwrap_or("").to_owned()))
+            .await
+            .unwrap();
+        assert_eq!(name, "opdesk-store");
+        store.close();
+        store.close();
+        let r: Result<(), Error> = store.call(|_| Ok(())).await;
+        assert!(matches!(r, Err(Error::Closed)));
+    }
+
+    #[test]
+    fn file_db_uses_wal_and_foreign_keys_and_reopens_not_fresh() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.sqlite3");
+        let (store, opened) = Store::open(&path, &Options::default()).unwrap();
+        assert!(opened.fresh);
+        let (mode, fk): (String, i64) = store
+            .call_blocking(|c| {
+                let mode = c.query_row("PRAGMA journal_mode", [], |r| r.get(0))?;
+                let fk = c.query_row("PRAGMA foreign_keys", [], |r| r.get(0))?;
+                Ok::<_, Error>((mode, fk))
+            })
+            .unwrap();
+        assert_eq!(mode, "wal");
+        assert_eq!(fk, 1);
+        store.close();
+        let (store, opened) = Store::open(&path, &Options::default()).unwrap();
+        assert!(!opened.fresh);
+        store.close();
+    }
+}

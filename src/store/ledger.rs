@@ -1,0 +1,209 @@
+//! Ledger repo functions: rows of `accounts` and `transfers`. Plain SQL on a connection or transaction;
+//! the rules (asset match, overdraft, idempotency) live in [`crate::ledger`].
+
+use rusqlite::{Connection, OptionalExtension, Row, params};
+
+use super::Error;
+
+/// An account row with its cached balances.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AccountRow {
+    pub id: String,
+    pub kind: String,
+    pub asset_code: String,
+    pub asset_scale: u8,
+    pub balance: i64,
+    pub pending_debits: i64,
+    pub pending_credits: i64,
+    pub no_overdraft: bool,
+    pub created_at: String,
+    /// The wallet address name when the account belongs to one.
+    pub wallet: Option<String>,
+}
+
+/// A transfer row.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TransferRow {
+    pub id: String,
+    pub debit_account: String,
+    pub credit_account: String,
+    pub amount: i64,
+    pub state: String,
+    pub posted_amount: Option<i64>,
+    pub kind: String,
+    pub memo: Option<String>,
+    pub created_at: String,
+    pub resolved_at: Option<String>,
+}
+
+const ACCOUNT_COLS: &str = "a.id, a.kind, a.asset_code, a.asset_scale, a.balance, a.pending_debits, \
+     a.pending_credits, a.no_overdraft, a.created_at, w.name";
+
+fn account_from_row(r: &Row<'_>) -> rusqlite::Result<AccountRow> {
+    Ok(AccountRow {
+        id: r.get(0)?,
+        kind: r.get(1)?,
+        asset_code: r.get(2)?,
+        asset_scale: r.get(3)?,
+        balance: r.get(4)?,
+        pending_debits: r.get(5)?,
+        pending_credits: r.get(6)?,
+        no_overdraft: r.get(7)?,
+        created_at: r.get(8)?,
+        wallet: r.get(9)?,
+    })
+}
+
+pub fn insert_account(
+    conn: &Connection,
+    id: &str,
+    kind: &str,
+    asset_code: &str,
+    asset_scale: u8,
+    no_overdraft: bool,
+    now: &str,
+) -> Result<(), Error> {
+    conn.prepare_cached(
+        "INSERT INTO accounts (id, kind, asset_code, asset_scale, no_overdraft, created_at) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+    )?
+    .execute(params![
+        id,
+        kind,
+        asset_code,
+        asset_scale,
+        no_overdraft,
+        now
+    ])?;
+    Ok(())
+}
+
+pub fn account(conn: &Connection, id: &str) -> Result<Option<AccountRow>, Error> {
+    let sql = format!(
+        "SELECT {ACCOUNT_COLS} FROM accounts a LEFT JOIN wallet_addresses w ON w.account_id = a.id \
+         WHERE a.id = ?1"
+    );
+    Ok(conn
+        .prepare_cached(&sql)?
+        .query_row([id], account_from_row)
+        .optional()?)
+}
+
+pub fn settlement_account(
+    conn: &Connection,
+    code: &str,
+    scale: u8,
+) -> Result<Option<String>, Error> {
+    Ok(conn
+        .prepare_cached(
+            "SELECT id FROM accounts WHERE kind = 'settlement' AND asset_code = ?1 AND asset_scale = ?2",
+        )?
+        .query_row(params![code, scale], |r| r.get(0))
+        .optional()?)
+}
+
+/// All accounts, wallets first by name, then settlement accounts by asset.
+pub fn accounts(conn: &Connection) -> Result<Vec<AccountRow>, Error> {
+    let sql = format!(
+        "SELECT {ACCOUNT_COLS} FROM accounts a LEFT JOIN wallet_addresses w ON w.account_id = a.id \
+         ORDER BY w.name IS NULL, w.name, a.asset_code, a.asset_scale"
+    );
+    let mut stmt = conn.prepare_cached(&sql)?;
+    let rows = stmt
+        .query_map([], account_from_row)?
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(rows)
+}
+
+pub fn set_balances(
+    conn: &Connection,
+    id: &str,
+    balance: i64,
+    pending_debits: i64,
+    pending_credits: i64,
+) -> Result<(), Error> {
+    conn.prepare_cached(
+        "UPDATE accounts SET balance = ?2, pending_debits = ?3, pending_credits = ?4 WHERE id = ?1",
+    )?
+    .execute(params![id, balance, pending_debits, pending_credits])?;
+    Ok(())
+}
+
+fn transfer_from_row(r: &Row<'_>) -> rusqlite::Result<TransferRow> {
+    Ok(TransferRow {
+        id: r.get(0)?,
+        debit_account: r.get(1)?,
+        credit_account: r.get(2)?,
+        amount: r.get(3)?,
+        state: r.get(4)?,
+        posted_amount: r.get(5)?,
+        kind: r.get(6)?,
+        memo: r.get(7)?,
+        created_at: r.get(8)?,
+        resolved_at: r.get(9)?,
+    })
+}
+
+pub fn transfer(conn: &Connection, id: &str) -> Result<Option<TransferRow>, Error> {
+    Ok(conn
+        .prepare_cached(
+            "SELECT id, debit_account, credit_account, amount, state, posted_amount, kind, memo, \
+             created_at, resolved_at FROM transfers WHERE id = ?1",
+        )?
+        .query_row([id], transfer_from_row)
+        .optional()?)
+}
+
+pub fn insert_transfer(conn: &Connection, t: &TransferRow) -> Result<(), Error> {
+    conn.prepare_cached(
+        "INSERT INTO transfers (id, debit_account, credit_account, amount, state, posted_amount, kind, \
+         memo, created_at, resolved_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+    )?
+    .execute(params![
+        t.id,
+        t.debit_account,
+        t.credit_account,
+        t.amount,
+        t.state,
+        t.posted_amount,
+        t.kind,
+        t.memo,
+        t.created_at,
+        t.resolved_at
+    ])?;
+    Ok(())
+}
+
+/// Moves a pending transfer to `posted` (with `posted_amount`) or `voided`. Returns whether a pending row
+/// was changed; `false` means it was not pending (already resolved) or does not exist.
+pub fn resolve_pending(
+    conn: &Connection,
+    id: &str,
+    state: &str,
+    posted_amount: Option<i64>,
+    now: &str,
+) -> Result<bool, Error> {
+    let n = conn
+        .prepare_cached(
+            "UPDATE transfers SET state = ?2, posted_amount = ?3, resolved_at = ?4 \
+             WHERE id = ?1 AND state = 'pending'",
+        )?
+        .execute(params![id, state, posted_amount, now])?;
+    Ok(n == 1)
+}
+
+/// Balances recomputed from the journal, per account: (id, balance, pending_debits, pending_credits).
+pub fn journal_balances(conn: &Connection) -> Result<Vec<(String, i64, i64, i64)>, Error> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT a.id,
+            COALESCE((SELECT SUM(posted_amount) FROM transfers WHERE credit_account = a.id AND state = 'posted'), 0)
+          - COALESCE((SELECT SUM(posted_amount) FROM transfers WHERE debit_account = a.id AND state = 'posted'), 0),
+            COALESCE((SELECT SUM(amount) FROM transfers WHERE debit_account = a.id AND state = 'pending'), 0),
+            COALESCE((SELECT SUM(amount) FROM transfers WHERE credit_account = a.id AND state = 'pending'), 0)
+         FROM accounts a ORDER BY a.id",
+    )?;
+    let rows = stmt
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(rows)
+}
