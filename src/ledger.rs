@@ -39,6 +39,8 @@ pub enum LedgerError {
     Conflict(String),
     #[error("transfer {id} is already {state}")]
     AlreadyResolved { id: String, state: String },
+    #[error("transfer id must be 1 to 128 characters of A-Z a-z 0-9 . _ : -")]
+    BadTransferId,
     #[error("post amount {requested} exceeds the reserved {reserved}")]
     PostExceedsReserved { requested: u64, reserved: u64 },
     #[error(transparent)]
@@ -384,8 +386,8 @@ pub mod ops {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AuditMismatch {
     pub account_id: String,
-    pub cached: (i64, i64, i64),
-    pub journal: (i64, i64, i64),
+    pub cached: (i128, i128, i128),
+    pub journal: (i128, i128, i128),
 }
 
 /// Recomputes every account from the journal and reports accounts whose cache differs (empty = consistent).
@@ -393,7 +395,7 @@ pub fn audit(conn: &Connection) -> Result<Vec<AuditMismatch>, LedgerError> {
     let mut out = Vec::new();
     for (id, bal, pd, pc) in store::ledger::journal_balances(conn)? {
         let a = ops::account(conn, &id)?;
-        let cached = (a.balance, a.pending_debits, a.pending_credits);
+        let cached = (a.balance.into(), a.pending_debits.into(), a.pending_credits.into());
         if cached != (bal, pd, pc) {
             out.push(AuditMismatch {
                 account_id: id,
@@ -435,6 +437,13 @@ impl Ledger {
         expect_asset: Option<Asset>,
         transfer_id: Option<String>,
     ) -> Result<(Transfer, Balance), LedgerError> {
+        if let Some(id) = &transfer_id
+            && (id.is_empty()
+                || id.len() > 128
+                || !id.bytes().all(|b| b.is_ascii_alphanumeric() || b".-_:".contains(&b)))
+        {
+            return Err(LedgerError::BadTransferId);
+        }
         let now = format_ts(self.clock.now());
         let (transfer, balances, new) = self
             .store

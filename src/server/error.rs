@@ -80,6 +80,7 @@ impl From<LedgerError> for ApiError {
             }
             LedgerError::AssetMismatch(..)
             | LedgerError::SameAccount
+            | LedgerError::BadTransferId
             | LedgerError::PostExceedsReserved { .. } => {
                 Self::bad_request("invalid_request", e.to_string())
             }

@@ -193,17 +193,32 @@ pub fn resolve_pending(
 }
 
 /// Balances recomputed from the journal, per account: (id, balance, pending_debits, pending_credits).
-pub fn journal_balances(conn: &Connection) -> Result<Vec<(String, i64, i64, i64)>, Error> {
-    let mut stmt = conn.prepare_cached(
-        "SELECT a.id,
-            COALESCE((SELECT SUM(posted_amount) FROM transfers WHERE credit_account = a.id AND state = 'posted'), 0)
-          - COALESCE((SELECT SUM(posted_amount) FROM transfers WHERE debit_account = a.id AND state = 'posted'), 0),
-            COALESCE((SELECT SUM(amount) FROM transfers WHERE debit_account = a.id AND state = 'pending'), 0),
-            COALESCE((SELECT SUM(amount) FROM transfers WHERE credit_account = a.id AND state = 'pending'), 0)
-         FROM accounts a ORDER BY a.id",
-    )?;
-    let rows = stmt
-        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?
-        .collect::<Result<Vec<_>, _>>()?;
-    Ok(rows)
+/// Summed in `i128` in Rust: gross sums of a busy account can exceed `i64` even when its net cannot.
+pub fn journal_balances(conn: &Connection) -> Result<Vec<(String, i128, i128, i128)>, Error> {
+    let mut totals: std::collections::BTreeMap<String, (i128, i128, i128)> = std::collections::BTreeMap::new();
+    let mut stmt = conn.prepare_cached("SELECT id FROM accounts")?;
+    for id in stmt.query_map([], |r| r.get::<_, String>(0))? {
+        totals.insert(id?, (0, 0, 0));
+    }
+    let mut stmt =
+        conn.prepare_cached("SELECT debit_account, credit_account, amount, state, posted_amount FROM transfers")?;
+    let mut rows = stmt.query([])?;
+    while let Some(r) = rows.next()? {
+        let (debit, credit): (String, String) = (r.get(0)?, r.get(1)?);
+        let amount = i128::from(r.get::<_, i64>(2)?);
+        let state: String = r.get(3)?;
+        let posted = i128::from(r.get::<_, Option<i64>>(4)?.unwrap_or(0));
+        let (d, c) = match state.as_str() {
+            "posted" => ((-posted, 0, 0), (posted, 0, 0)),
+            "pending" => ((0, amount, 0), (0, 0, amount)),
+            _ => ((0, 0, 0), (0, 0, 0)),
+        };
+        for (acct, delta) in [(debit, d), (credit, c)] {
+            let e = totals.entry(acct).or_default();
+            e.0 += delta.0;
+            e.1 += delta.1;
+            e.2 += delta.2;
+        }
+    }
+    Ok(totals.into_iter().map(|(id, (b, pd, pc))| (id, b, pd, pc)).collect())
 }

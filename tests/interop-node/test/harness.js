@@ -1,0 +1,53 @@
+// Starts a real `opdesk serve` on a free loopback port over a fresh data dir and stops it afterwards.
+import { spawn } from 'node:child_process'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { createServer } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join, resolve } from 'node:path'
+
+const repo = resolve(import.meta.dirname, '../../..')
+
+async function freePort() {
+  return new Promise((ok, fail) => {
+    const s = createServer()
+    s.once('error', fail)
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address()
+      s.close(() => ok(port))
+    })
+  })
+}
+
+export async function startOpdesk() {
+  const bin = process.env.OPDESK_BIN ?? join(repo, 'target/debug/opdesk')
+  const dataDir = mkdtempSync(join(tmpdir(), 'opdesk-interop-'))
+  writeFileSync(join(dataDir, 'config.toml'), '')
+  const port = await freePort()
+  const base = `http://127.0.0.1:${port}`
+  const child = spawn(bin, ['serve', '--data-dir', dataDir, '--listen', `127.0.0.1:${port}`], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+    env: { ...process.env, OPDESK_CONFIG: join(dataDir, 'config.toml'), RUST_LOG: 'warn' }
+  })
+  let stderr = ''
+  child.stderr.on('data', (d) => { stderr += d })
+  const deadline = Date.now() + 15000
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`opdesk exited early: ${stderr}`)
+    try {
+      const r = await fetch(`${base}/healthz`)
+      if (r.ok) break
+    } catch {}
+    if (Date.now() > deadline) throw new Error(`opdesk did not start: ${stderr}`)
+    await new Promise((r) => setTimeout(r, 50))
+  }
+  return {
+    base,
+    dataDir,
+    adminToken: readFileSync(join(dataDir, 'admin.token'), 'utf8').trim(),
+    async stop() {
+      child.kill('SIGTERM')
+      await new Promise((r) => (child.exitCode !== null ? r() : child.once('exit', r)))
+      rmSync(dataDir, { recursive: true, force: true })
+    }
+  }
+}

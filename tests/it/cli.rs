@@ -1,0 +1,106 @@
+//! The `opdesk` binary: operator commands against a running server through the admin API, the direct
+//! data-dir fallback when none runs, `--version` paths, and clear errors.
+
+use std::process::{Command, Output};
+
+use crate::common::TestAse;
+
+fn opdesk(ase_dir: &std::path::Path, listen: &str, args: &[&str]) -> Output {
+    // an empty config file of our own keeps the user's config.toml out of the test
+    let cfg = ase_dir.join("test-config.toml");
+    std::fs::write(&cfg, "").unwrap();
+    Command::new(env!("CARGO_BIN_EXE_opdesk"))
+        .args(["--data-dir", ase_dir.to_str().unwrap(), "--listen", listen])
+        .args(args)
+        .env_remove("RUST_LOG")
+        .env("OPDESK_CONFIG", &cfg)
+        .output()
+        .expect("run opdesk")
+}
+
+fn ok(out: &Output) -> String {
+    assert!(out.status.success(), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout.clone()).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn operator_commands_work_against_a_running_server() {
+    let ase = TestAse::spawn().await;
+    let dir = ase.dir.path().to_owned();
+    let listen = ase.addr.to_string();
+    let run = move |args: Vec<&'static str>| {
+        let (d, l) = (dir.clone(), listen.clone());
+        tokio::task::spawn_blocking(move || opdesk(&d, &l, &args))
+    };
+    let out = run(vec!["wallets", "create", "dave", "--asset", "USD", "--scale", "2"]).await.unwrap();
+    assert!(ok(&out).contains("/dave"));
+    let out = run(vec!["deposit", "dave", "1000"]).await.unwrap();
+    assert!(ok(&out).contains("10.00 USD"));
+    let out = run(vec!["balances"]).await.unwrap();
+    let table = ok(&out);
+    assert!(table.lines().any(|l| l.starts_with("dave") && l.contains("10.00")), "{table}");
+    let out = run(vec!["balances", "--json"]).await.unwrap();
+    let json: serde_json::Value = serde_json::from_str(&ok(&out)).unwrap();
+    assert!(json.as_array().unwrap().iter().any(|b| b["wallet"] == "dave" && b["balance"] == 1000));
+    // the server saw it: the change went through the running instance
+    assert_eq!(ase.balance("dave").await, 1000);
+
+    let out = run(vec!["keys", "generate", "dave"]).await.unwrap();
+    assert!(ok(&out).contains("BEGIN PRIVATE KEY"));
+    let out = run(vec!["wallets", "show", "dave", "--json"]).await.unwrap();
+    let d: serde_json::Value = serde_json::from_str(&ok(&out)).unwrap();
+    assert_eq!(d["keys"].as_array().unwrap().len(), 1);
+
+    for bad in [vec!["deposit", "dave", "01"], vec!["deposit", "dave", "-5"], vec!["withdraw", "dave", "999999"]] {
+        let out = run(bad.clone()).await.unwrap();
+        assert!(!out.status.success(), "{bad:?} should fail");
+        assert!(!out.stderr.is_empty());
+    }
+    assert_eq!(ase.balance("dave").await, 1000);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn commands_fall_back_to_the_data_dir_when_no_server_runs() {
+    let ase = TestAse::spawn().await;
+    let (dir, addr) = ase.stop().await;
+    let d = dir.path().to_owned();
+    let l = addr.to_string();
+    let out = tokio::task::spawn_blocking(move || {
+        let a = opdesk(&d, &l, &["deposit", "carol", "5"]);
+        let b = opdesk(&d, &l, &["balances", "--json"]);
+        (a, b)
+    })
+    .await
+    .unwrap();
+    ok(&out.0);
+    let json: serde_json::Value = serde_json::from_str(&ok(&out.1)).unwrap();
+    assert!(json.as_array().unwrap().iter().any(|b| b["wallet"] == "carol" && b["balance"] == 50_005));
+    let ase = TestAse::spawn_in(dir, Some(addr)).await;
+    assert_eq!(ase.balance("carol").await, 50_005);
+}
+
+#[test]
+fn version_prints_resolved_paths() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = opdesk(dir.path(), "127.0.0.1:4999", &["--version"]);
+    let text = ok(&out);
+    assert!(text.starts_with(&format!("opdesk {}", env!("CARGO_PKG_VERSION"))));
+    for label in ["config:", "data:", "log:"] {
+        assert!(text.contains(label), "{text}");
+    }
+    assert!(text.contains(dir.path().to_str().unwrap()));
+}
+
+#[test]
+fn bad_config_is_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("c.toml");
+    std::fs::write(&cfg, "listen = 5\n").unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_opdesk"))
+        .args(["--config", cfg.to_str().unwrap(), "--data-dir", dir.path().to_str().unwrap(), "balances"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("listen"), "{err}");
+}

@@ -1,0 +1,130 @@
+//! The test harness: `TestAse::spawn()` starts the embedded ASE on 127.0.0.1:0 over a temp data dir, and
+//! helpers validate bodies against the Open Payments OpenAPI schemas in `../shared/openapi`.
+
+use std::{net::SocketAddr, path::Path, sync::Arc};
+
+use opdesk::{
+    app::{self, AppCore},
+    settings::Settings,
+};
+use serde_json::Value;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+pub struct TestAse {
+    pub addr: SocketAddr,
+    pub base: String,
+    pub dir: Arc<tempfile::TempDir>,
+    pub admin_token: String,
+    pub http: reqwest::Client,
+    pub state: opdesk::server::AppState,
+    shutdown: CancellationToken,
+    task: Option<JoinHandle<()>>,
+}
+
+impl TestAse {
+    pub async fn spawn() -> Self {
+        Self::spawn_in(Arc::new(tempfile::tempdir().expect("tempdir")), None).await
+    }
+
+    /// Starts on `dir` (reusing it), optionally on a fixed address (restarts keep their URLs).
+    pub async fn spawn_in(dir: Arc<tempfile::TempDir>, addr: Option<SocketAddr>) -> Self {
+        let listener = tokio::net::TcpListener::bind(addr.unwrap_or_else(|| "127.0.0.1:0".parse().expect("addr")))
+            .await
+            .expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let settings = Settings::for_data_dir(dir.path(), addr).expect("settings");
+        let core = AppCore::open(settings).await.expect("open");
+        let state = core.state.clone();
+        let admin_token = state.admin_token.to_string();
+        let shutdown = CancellationToken::new();
+        let token = shutdown.clone();
+        let task = tokio::spawn(async move {
+            app::serve(core, listener, token).await.expect("serve");
+        });
+        Self {
+            addr,
+            base: format!("http://{addr}"),
+            dir,
+            admin_token,
+            http: reqwest::Client::new(),
+            state,
+            shutdown,
+            task: Some(task),
+        }
+    }
+
+    /// Stops the server and waits until the store is closed.
+    pub async fn stop(mut self) -> (Arc<tempfile::TempDir>, SocketAddr) {
+        self.shutdown.cancel();
+        if let Some(t) = self.task.take() {
+            t.await.expect("server task");
+        }
+        (self.dir.clone(), self.addr)
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+
+    pub async fn get(&self, path: &str) -> (u16, Value) {
+        let res = self.http.get(self.url(path)).send().await.expect("request");
+        let status = res.status().as_u16();
+        let body = res.json::<Value>().await.unwrap_or(Value::Null);
+        (status, body)
+    }
+
+    /// An admin request with the token; `body` is sent as raw bytes with the JSON content type.
+    pub async fn admin(&self, method: reqwest::Method, path: &str, body: Option<&str>) -> (u16, Value) {
+        let mut req = self.http.request(method, self.url(&format!("/admin{path}"))).bearer_auth(&self.admin_token);
+        if let Some(b) = body {
+            req = req.header("content-type", "application/json").body(b.to_owned());
+        }
+        let res = req.send().await.expect("request");
+        let status = res.status().as_u16();
+        let body = res.json::<Value>().await.unwrap_or(Value::Null);
+        (status, body)
+    }
+
+    /// The posted balance of a wallet (from the admin API).
+    pub async fn balance(&self, wallet: &str) -> i64 {
+        let (s, b) = self.admin(reqwest::Method::GET, &format!("/wallets/{wallet}"), None).await;
+        assert_eq!(s, 200, "{b}");
+        b["balance"]["balance"].as_i64().expect("balance")
+    }
+}
+
+impl Drop for TestAse {
+    fn drop(&mut self) {
+        self.shutdown.cancel();
+    }
+}
+
+/// Loads an OpenAPI file of `../shared/openapi` as JSON.
+pub fn spec(file: &str) -> Value {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/openapi").join(file);
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_norway::from_str(&text).expect("yaml")
+}
+
+/// Validates `body` against `components/schemas/{schema}` of the spec file (JSON Schema 2020-12, formats on).
+pub fn assert_matches_schema(file: &str, schema: &str, body: &Value) {
+    let spec = spec(file);
+    let root = serde_json::json!({
+        "$ref": format!("#/components/schemas/{schema}"),
+        "components": spec["components"],
+    });
+    let validator = jsonschema::options()
+        .with_draft(jsonschema::Draft::Draft202012)
+        .should_validate_formats(true)
+        .build(&root)
+        .expect("schema compiles");
+    let errors: Vec<String> = validator.iter_errors(body).map(|e| format!("{e} at {}", e.instance_path())).collect();
+    assert!(errors.is_empty(), "{body} does not match {schema}: {errors:?}");
+}
+
+/// The error envelope: `{"error":{"code","description"}}` with non-empty strings.
+pub fn assert_envelope(body: &Value, code: &str) {
+    assert_eq!(body["error"]["code"], code, "{body}");
+    assert!(body["error"]["description"].as_str().is_some_and(|d| !d.is_empty()), "{body}");
+}

@@ -1,0 +1,7 @@
+//! One integration-test binary: the real server on port 0 with a temp data dir, driven over real HTTP.
+
+mod admin_api;
+mod cli;
+mod common;
+mod ledger_props;
+mod wallet_api;
