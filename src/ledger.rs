@@ -395,7 +395,11 @@ pub fn audit(conn: &Connection) -> Result<Vec<AuditMismatch>, LedgerError> {
     let mut out = Vec::new();
     for (id, bal, pd, pc) in store::ledger::journal_balances(conn)? {
         let a = ops::account(conn, &id)?;
-        let cached = (a.balance.into(), a.pending_debits.into(), a.pending_credits.into());
+        let cached = (
+            a.balance.into(),
+            a.pending_debits.into(),
+            a.pending_credits.into(),
+        );
         if cached != (bal, pd, pc) {
             out.push(AuditMismatch {
                 account_id: id,
@@ -440,7 +444,9 @@ impl Ledger {
         if let Some(id) = &transfer_id
             && (id.is_empty()
                 || id.len() > 128
-                || !id.bytes().all(|b| b.is_ascii_alphanumeric() || b".-_:".contains(&b)))
+                || !id
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b".-_:".contains(&b)))
         {
             return Err(LedgerError::BadTransferId);
         }

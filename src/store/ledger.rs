@@ -195,13 +195,15 @@ pub fn resolve_pending(
 /// Balances recomputed from the journal, per account: (id, balance, pending_debits, pending_credits).
 /// Summed in `i128` in Rust: gross sums of a busy account can exceed `i64` even when its net cannot.
 pub fn journal_balances(conn: &Connection) -> Result<Vec<(String, i128, i128, i128)>, Error> {
-    let mut totals: std::collections::BTreeMap<String, (i128, i128, i128)> = std::collections::BTreeMap::new();
+    let mut totals: std::collections::BTreeMap<String, (i128, i128, i128)> =
+        std::collections::BTreeMap::new();
     let mut stmt = conn.prepare_cached("SELECT id FROM accounts")?;
     for id in stmt.query_map([], |r| r.get::<_, String>(0))? {
         totals.insert(id?, (0, 0, 0));
     }
-    let mut stmt =
-        conn.prepare_cached("SELECT debit_account, credit_account, amount, state, posted_amount FROM transfers")?;
+    let mut stmt = conn.prepare_cached(
+        "SELECT debit_account, credit_account, amount, state, posted_amount FROM transfers",
+    )?;
     let mut rows = stmt.query([])?;
     while let Some(r) = rows.next()? {
         let (debit, credit): (String, String) = (r.get(0)?, r.get(1)?);
@@ -220,5 +222,8 @@ pub fn journal_balances(conn: &Connection) -> Result<Vec<(String, i128, i128, i1
             e.2 += delta.2;
         }
     }
-    Ok(totals.into_iter().map(|(id, (b, pd, pc))| (id, b, pd, pc)).collect())
+    Ok(totals
+        .into_iter()
+        .map(|(id, (b, pd, pc))| (id, b, pd, pc))
+        .collect())
 }

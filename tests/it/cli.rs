@@ -19,7 +19,11 @@ fn opdesk(ase_dir: &std::path::Path, listen: &str, args: &[&str]) -> Output {
 }
 
 fn ok(out: &Output) -> String {
-    assert!(out.status.success(), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "stderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8(out.stdout.clone()).unwrap()
 }
 
@@ -32,26 +36,46 @@ async fn operator_commands_work_against_a_running_server() {
         let (d, l) = (dir.clone(), listen.clone());
         tokio::task::spawn_blocking(move || opdesk(&d, &l, &args))
     };
-    let out = run(vec!["wallets", "create", "dave", "--asset", "USD", "--scale", "2"]).await.unwrap();
+    let out = run(vec![
+        "wallets", "create", "dave", "--asset", "USD", "--scale", "2",
+    ])
+    .await
+    .unwrap();
     assert!(ok(&out).contains("/dave"));
     let out = run(vec!["deposit", "dave", "1000"]).await.unwrap();
     assert!(ok(&out).contains("10.00 USD"));
     let out = run(vec!["balances"]).await.unwrap();
     let table = ok(&out);
-    assert!(table.lines().any(|l| l.starts_with("dave") && l.contains("10.00")), "{table}");
+    assert!(
+        table
+            .lines()
+            .any(|l| l.starts_with("dave") && l.contains("10.00")),
+        "{table}"
+    );
     let out = run(vec!["balances", "--json"]).await.unwrap();
     let json: serde_json::Value = serde_json::from_str(&ok(&out)).unwrap();
-    assert!(json.as_array().unwrap().iter().any(|b| b["wallet"] == "dave" && b["balance"] == 1000));
+    assert!(
+        json.as_array()
+            .unwrap()
+            .iter()
+            .any(|b| b["wallet"] == "dave" && b["balance"] == 1000)
+    );
     // the server saw it: the change went through the running instance
     assert_eq!(ase.balance("dave").await, 1000);
 
     let out = run(vec!["keys", "generate", "dave"]).await.unwrap();
     assert!(ok(&out).contains("BEGIN PRIVATE KEY"));
-    let out = run(vec!["wallets", "show", "dave", "--json"]).await.unwrap();
+    let out = run(vec!["wallets", "show", "dave", "--json"])
+        .await
+        .unwrap();
     let d: serde_json::Value = serde_json::from_str(&ok(&out)).unwrap();
     assert_eq!(d["keys"].as_array().unwrap().len(), 1);
 
-    for bad in [vec!["deposit", "dave", "01"], vec!["deposit", "dave", "-5"], vec!["withdraw", "dave", "999999"]] {
+    for bad in [
+        vec!["deposit", "dave", "01"],
+        vec!["deposit", "dave", "-5"],
+        vec!["withdraw", "dave", "999999"],
+    ] {
         let out = run(bad.clone()).await.unwrap();
         assert!(!out.status.success(), "{bad:?} should fail");
         assert!(!out.stderr.is_empty());
@@ -74,7 +98,12 @@ async fn commands_fall_back_to_the_data_dir_when_no_server_runs() {
     .unwrap();
     ok(&out.0);
     let json: serde_json::Value = serde_json::from_str(&ok(&out.1)).unwrap();
-    assert!(json.as_array().unwrap().iter().any(|b| b["wallet"] == "carol" && b["balance"] == 50_005));
+    assert!(
+        json.as_array()
+            .unwrap()
+            .iter()
+            .any(|b| b["wallet"] == "carol" && b["balance"] == 50_005)
+    );
     let ase = TestAse::spawn_in(dir, Some(addr)).await;
     assert_eq!(ase.balance("carol").await, 50_005);
 }
@@ -97,7 +126,13 @@ fn bad_config_is_a_clear_error() {
     let cfg = dir.path().join("c.toml");
     std::fs::write(&cfg, "listen = 5\n").unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_opdesk"))
-        .args(["--config", cfg.to_str().unwrap(), "--data-dir", dir.path().to_str().unwrap(), "balances"])
+        .args([
+            "--config",
+            cfg.to_str().unwrap(),
+            "--data-dir",
+            dir.path().to_str().unwrap(),
+            "balances",
+        ])
         .output()
         .unwrap();
     assert!(!out.status.success());

@@ -29,9 +29,11 @@ impl TestAse {
 
     /// Starts on `dir` (reusing it), optionally on a fixed address (restarts keep their URLs).
     pub async fn spawn_in(dir: Arc<tempfile::TempDir>, addr: Option<SocketAddr>) -> Self {
-        let listener = tokio::net::TcpListener::bind(addr.unwrap_or_else(|| "127.0.0.1:0".parse().expect("addr")))
-            .await
-            .expect("bind");
+        let listener = tokio::net::TcpListener::bind(
+            addr.unwrap_or_else(|| "127.0.0.1:0".parse().expect("addr")),
+        )
+        .await
+        .expect("bind");
         let addr = listener.local_addr().expect("addr");
         let settings = Settings::for_data_dir(dir.path(), addr).expect("settings");
         let core = AppCore::open(settings).await.expect("open");
@@ -75,10 +77,20 @@ impl TestAse {
     }
 
     /// An admin request with the token; `body` is sent as raw bytes with the JSON content type.
-    pub async fn admin(&self, method: reqwest::Method, path: &str, body: Option<&str>) -> (u16, Value) {
-        let mut req = self.http.request(method, self.url(&format!("/admin{path}"))).bearer_auth(&self.admin_token);
+    pub async fn admin(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<&str>,
+    ) -> (u16, Value) {
+        let mut req = self
+            .http
+            .request(method, self.url(&format!("/admin{path}")))
+            .bearer_auth(&self.admin_token);
         if let Some(b) = body {
-            req = req.header("content-type", "application/json").body(b.to_owned());
+            req = req
+                .header("content-type", "application/json")
+                .body(b.to_owned());
         }
         let res = req.send().await.expect("request");
         let status = res.status().as_u16();
@@ -88,7 +100,9 @@ impl TestAse {
 
     /// The posted balance of a wallet (from the admin API).
     pub async fn balance(&self, wallet: &str) -> i64 {
-        let (s, b) = self.admin(reqwest::Method::GET, &format!("/wallets/{wallet}"), None).await;
+        let (s, b) = self
+            .admin(reqwest::Method::GET, &format!("/wallets/{wallet}"), None)
+            .await;
         assert_eq!(s, 200, "{b}");
         b["balance"]["balance"].as_i64().expect("balance")
     }
@@ -102,7 +116,9 @@ impl Drop for TestAse {
 
 /// Loads an OpenAPI file of `../shared/openapi` as JSON.
 pub fn spec(file: &str) -> Value {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/openapi").join(file);
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../shared/openapi")
+        .join(file);
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     serde_norway::from_str(&text).expect("yaml")
 }
@@ -119,12 +135,23 @@ pub fn assert_matches_schema(file: &str, schema: &str, body: &Value) {
         .should_validate_formats(true)
         .build(&root)
         .expect("schema compiles");
-    let errors: Vec<String> = validator.iter_errors(body).map(|e| format!("{e} at {}", e.instance_path())).collect();
-    assert!(errors.is_empty(), "{body} does not match {schema}: {errors:?}");
+    let errors: Vec<String> = validator
+        .iter_errors(body)
+        .map(|e| format!("{e} at {}", e.instance_path()))
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "{body} does not match {schema}: {errors:?}"
+    );
 }
 
 /// The error envelope: `{"error":{"code","description"}}` with non-empty strings.
 pub fn assert_envelope(body: &Value, code: &str) {
     assert_eq!(body["error"]["code"], code, "{body}");
-    assert!(body["error"]["description"].as_str().is_some_and(|d| !d.is_empty()), "{body}");
+    assert!(
+        body["error"]["description"]
+            .as_str()
+            .is_some_and(|d| !d.is_empty()),
+        "{body}"
+    );
 }

@@ -17,14 +17,36 @@ const NOW: &str = "2026-01-01T00:00:00.000Z";
 
 #[derive(Debug, Clone)]
 enum Op {
-    Deposit { wallet: usize, amount: u64 },
-    Withdraw { wallet: usize, amount: u64 },
-    Transfer { from: usize, to: usize, amount: u64 },
-    Reserve { from: usize, to: usize, amount: u64 },
-    Post { reservation: usize, part: Option<u64> },
-    Void { reservation: usize },
+    Deposit {
+        wallet: usize,
+        amount: u64,
+    },
+    Withdraw {
+        wallet: usize,
+        amount: u64,
+    },
+    Transfer {
+        from: usize,
+        to: usize,
+        amount: u64,
+    },
+    Reserve {
+        from: usize,
+        to: usize,
+        amount: u64,
+    },
+    Post {
+        reservation: usize,
+        part: Option<u64>,
+    },
+    Void {
+        reservation: usize,
+    },
     /// Re-submit an earlier transfer id, same details or changed amount.
-    Replay { transfer: usize, change: bool },
+    Replay {
+        transfer: usize,
+        change: bool,
+    },
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -33,9 +55,14 @@ fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
         (w.clone(), amt.clone()).prop_map(|(wallet, amount)| Op::Deposit { wallet, amount }),
         (w.clone(), amt.clone()).prop_map(|(wallet, amount)| Op::Withdraw { wallet, amount }),
-        (w.clone(), w.clone(), amt.clone()).prop_map(|(from, to, amount)| Op::Transfer { from, to, amount }),
+        (w.clone(), w.clone(), amt.clone()).prop_map(|(from, to, amount)| Op::Transfer {
+            from,
+            to,
+            amount
+        }),
         (w.clone(), w.clone(), amt).prop_map(|(from, to, amount)| Op::Reserve { from, to, amount }),
-        (0usize..8, proptest::option::of(1u64..3_000)).prop_map(|(reservation, part)| Op::Post { reservation, part }),
+        (0usize..8, proptest::option::of(1u64..3_000))
+            .prop_map(|(reservation, part)| Op::Post { reservation, part }),
         (0usize..8).prop_map(|reservation| Op::Void { reservation }),
         (0usize..16, any::<bool>()).prop_map(|(transfer, change)| Op::Replay { transfer, change }),
     ]
@@ -53,7 +80,10 @@ struct World {
     resolved: HashMap<String, bool>,
 }
 
-fn tx<T>(conn: &mut Connection, f: impl FnOnce(&Connection) -> Result<T, LedgerError>) -> Result<T, LedgerError> {
+fn tx<T>(
+    conn: &mut Connection,
+    f: impl FnOnce(&Connection) -> Result<T, LedgerError>,
+) -> Result<T, LedgerError> {
     let t = store::immediate(conn)?;
     let r = f(&t)?;
     t.commit()?;
@@ -68,7 +98,10 @@ fn setup(conn: &mut Connection) -> World {
     let mut settlement = HashMap::new();
     let mut model = HashMap::new();
     for a in &assets {
-        let id = tx(conn, |c| ledger::ops::create_account(c, AccountKind::Wallet, a, NOW)).unwrap();
+        let id = tx(conn, |c| {
+            ledger::ops::create_account(c, AccountKind::Wallet, a, NOW)
+        })
+        .unwrap();
         model.insert(id.clone(), (0, 0));
         wallets.push(id);
     }
@@ -77,7 +110,15 @@ fn setup(conn: &mut Connection) -> World {
         model.insert(id.clone(), (0, 0));
         settlement.insert(a.code.clone(), id);
     }
-    World { wallets, assets, settlement, reservations: vec![], transfers: vec![], model, resolved: HashMap::new() }
+    World {
+        wallets,
+        assets,
+        settlement,
+        reservations: vec![],
+        transfers: vec![],
+        model,
+        resolved: HashMap::new(),
+    }
 }
 
 fn check_invariants(conn: &Connection, w: &World) {
@@ -92,13 +133,20 @@ fn check_invariants(conn: &Connection, w: &World) {
             assert!(a.balance - a.pending_debits >= 0, "wallet overdrawn: {a:?}");
         }
         let (mb, mp) = w.model[&a.id];
-        assert_eq!((i128::from(a.balance), i128::from(a.pending_debits)), (mb, mp), "model mismatch for {a:?}");
+        assert_eq!(
+            (i128::from(a.balance), i128::from(a.pending_debits)),
+            (mb, mp),
+            "model mismatch for {a:?}"
+        );
     }
     for (asset, (bal, pd, pc)) in per_asset {
         assert_eq!(bal, 0, "posted balances of {asset} do not sum to zero");
         assert_eq!(pd, pc, "pending debits and credits of {asset} differ");
     }
-    assert!(ledger::audit(conn).unwrap().is_empty(), "cached balances differ from the journal");
+    assert!(
+        ledger::audit(conn).unwrap().is_empty(),
+        "cached balances differ from the journal"
+    );
 }
 
 fn apply(conn: &mut Connection, w: &mut World, op: Op) {
@@ -108,7 +156,11 @@ fn apply(conn: &mut Connection, w: &mut World, op: Op) {
             let deposit = matches!(op, Op::Deposit { .. });
             let acct = w.wallets[wallet].clone();
             let settle = w.settlement[&w.assets[wallet].code].clone();
-            let (debit, credit) = if deposit { (settle, acct) } else { (acct, settle) };
+            let (debit, credit) = if deposit {
+                (settle, acct)
+            } else {
+                (acct, settle)
+            };
             transfer(conn, w, debit, credit, amount, false, new_id());
         }
         Op::Transfer { from, to, amount } | Op::Reserve { from, to, amount } => {
@@ -151,7 +203,10 @@ fn apply(conn: &mut Connection, w: &mut World, op: Op) {
             }
         }
         Op::Post { .. } | Op::Void { .. } => {}
-        Op::Replay { transfer: i, change } if !w.transfers.is_empty() => {
+        Op::Replay {
+            transfer: i,
+            change,
+        } if !w.transfers.is_empty() => {
             let mut t = w.transfers[i % w.transfers.len()].clone();
             if change {
                 t.amount = Value::new(t.amount.get() % 1000 + 1).unwrap();
@@ -170,14 +225,42 @@ fn apply(conn: &mut Connection, w: &mut World, op: Op) {
 }
 
 /// Creates a transfer and updates the model when it succeeds; returns success.
-fn transfer(conn: &mut Connection, w: &mut World, debit: String, credit: String, amount: u64, pending: bool, id: String) -> bool {
-    let Ok(value) = Value::new(amount) else { return false };
-    let t = NewTransfer { id, debit: debit.clone(), credit: credit.clone(), amount: value, pending, kind: "test".into(), memo: None };
+fn transfer(
+    conn: &mut Connection,
+    w: &mut World,
+    debit: String,
+    credit: String,
+    amount: u64,
+    pending: bool,
+    id: String,
+) -> bool {
+    let Ok(value) = Value::new(amount) else {
+        return false;
+    };
+    let t = NewTransfer {
+        id,
+        debit: debit.clone(),
+        credit: credit.clone(),
+        amount: value,
+        pending,
+        kind: "test".into(),
+        memo: None,
+    };
     let (db, dp) = w.model[&debit];
     let wallet_debit = w.wallets.contains(&debit);
     let same_asset = {
-        let ai = |id: &String| w.wallets.iter().position(|x| x == id).map(|i| w.assets[i].code.clone())
-            .or_else(|| w.settlement.iter().find(|(_, v)| *v == id).map(|(k, _)| k.clone()));
+        let ai = |id: &String| {
+            w.wallets
+                .iter()
+                .position(|x| x == id)
+                .map(|i| w.assets[i].code.clone())
+                .or_else(|| {
+                    w.settlement
+                        .iter()
+                        .find(|(_, v)| *v == id)
+                        .map(|(k, _)| k.clone())
+                })
+        };
         ai(&debit) == ai(&credit)
     };
     let r = tx(conn, |c| ledger::ops::create_transfer(c, &t, NOW));
@@ -196,9 +279,18 @@ fn transfer(conn: &mut Connection, w: &mut World, debit: String, credit: String,
             true
         }
         Ok((_, false)) => panic!("fresh id reported as existing"),
-        Err(LedgerError::SameAccount) => { assert_eq!(debit, credit); false }
-        Err(LedgerError::AssetMismatch(..)) => { assert!(!same_asset); false }
-        Err(LedgerError::InsufficientBalance { .. }) => { assert!(wallet_debit && db - dp < amt); false }
+        Err(LedgerError::SameAccount) => {
+            assert_eq!(debit, credit);
+            false
+        }
+        Err(LedgerError::AssetMismatch(..)) => {
+            assert!(!same_asset);
+            false
+        }
+        Err(LedgerError::InsufficientBalance { .. }) => {
+            assert!(wallet_debit && db - dp < amt);
+            false
+        }
         Err(LedgerError::Money(_)) => false, // overflow of a settlement balance: refused, nothing written
         Err(e) => panic!("unexpected {e}"),
     }
@@ -223,7 +315,8 @@ proptest! {
 #[test]
 fn posted_and_voided_transfers_are_immutable_in_sql() {
     let mut conn = Connection::open_in_memory().unwrap();
-    conn.execute_batch(include_str!("../../migrations/0001_init.sql")).unwrap();
+    conn.execute_batch(include_str!("../../migrations/0001_init.sql"))
+        .unwrap();
     let w = setup(&mut conn);
     let t = NewTransfer {
         id: "t1".into(),
@@ -235,7 +328,20 @@ fn posted_and_voided_transfers_are_immutable_in_sql() {
         memo: None,
     };
     tx(&mut conn, |c| ledger::ops::create_transfer(c, &t, NOW)).unwrap();
-    assert!(conn.execute("UPDATE transfers SET amount = 6 WHERE id = 't1'", []).is_err());
-    assert!(conn.execute("DELETE FROM transfers WHERE id = 't1'", []).is_err());
-    assert!(conn.execute("UPDATE accounts SET balance = -1 WHERE id = ?1", [&w.wallets[0]]).is_err(), "CHECK forbids overdraft");
+    assert!(
+        conn.execute("UPDATE transfers SET amount = 6 WHERE id = 't1'", [])
+            .is_err()
+    );
+    assert!(
+        conn.execute("DELETE FROM transfers WHERE id = 't1'", [])
+            .is_err()
+    );
+    assert!(
+        conn.execute(
+            "UPDATE accounts SET balance = -1 WHERE id = ?1",
+            [&w.wallets[0]]
+        )
+        .is_err(),
+        "CHECK forbids overdraft"
+    );
 }

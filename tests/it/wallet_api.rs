@@ -8,7 +8,12 @@ async fn wallet_document_matches_the_spec() {
     let ase = TestAse::spawn().await;
     let res = ase.http.get(ase.url("/alice")).send().await.unwrap();
     assert_eq!(res.status(), 200);
-    assert!(res.headers()["cache-control"].to_str().unwrap().contains("max-age="));
+    assert!(
+        res.headers()["cache-control"]
+            .to_str()
+            .unwrap()
+            .contains("max-age=")
+    );
     let body: serde_json::Value = res.json().await.unwrap();
     assert_matches_schema("wallet-address-server.yaml", "wallet-address", &body);
     assert_eq!(body["id"], ase.url("/alice"));
@@ -45,7 +50,12 @@ async fn demo_client_jwks_has_its_key_and_matches_the_private_key_file() {
 #[tokio::test]
 async fn unknown_wallet_is_a_404_envelope() {
     let ase = TestAse::spawn().await;
-    for path in ["/nobody", "/nobody/jwks.json", "/nobody/did.json", "/no/such/route"] {
+    for path in [
+        "/nobody",
+        "/nobody/jwks.json",
+        "/nobody/did.json",
+        "/no/such/route",
+    ] {
         let (status, body) = ase.get(path).await;
         assert_eq!(status, 404, "{path}");
         assert_envelope(&body, "not_found");
@@ -61,14 +71,22 @@ async fn unknown_wallet_is_a_404_envelope() {
 async fn restart_keeps_data_and_never_reseeds_and_a_new_dir_reseeds() {
     let ase = TestAse::spawn().await;
     let (s, _) = ase
-        .admin(reqwest::Method::POST, "/wallets/alice/withdraw", Some(r#"{"value":"100"}"#))
+        .admin(
+            reqwest::Method::POST,
+            "/wallets/alice/withdraw",
+            Some(r#"{"value":"100"}"#),
+        )
         .await;
     assert_eq!(s, 200);
     let (_, jwks_before) = ase.get("/demo-client/jwks.json").await;
     let (dir, addr) = ase.stop().await;
 
     let ase = TestAse::spawn_in(dir.clone(), Some(addr)).await;
-    assert_eq!(ase.balance("alice").await, 100_000 - 100, "no second seeding deposit");
+    assert_eq!(
+        ase.balance("alice").await,
+        100_000 - 100,
+        "no second seeding deposit"
+    );
     let (_, jwks_after) = ase.get("/demo-client/jwks.json").await;
     assert_eq!(jwks_before, jwks_after, "no second demo key");
     let (_, wallets) = ase.admin(reqwest::Method::GET, "/wallets", None).await;
