@@ -11,6 +11,7 @@ pub mod clock;
 pub mod events;
 pub mod httpsig;
 pub mod ids;
+pub mod ilp;
 pub mod ledger;
 pub mod logging;
 pub mod money;

@@ -1,57 +1,69 @@
-//! Ed25519 JSON Web Keys as Open Payments publishes them (`kty=OKP`, `crv=Ed25519`, `alg=EdDSA`), plus
-//! key generation and the PKCS#8 PEM form the official SDKs load private keys from.
+//! Ed25519 JSON Web Keys as Open Payments publishes them (`{walletAddress}/jwks.json`)
+//! and as clients present them: `kty=OKP`, `crv=Ed25519`, `alg=EdDSA`, `x` in
+//! base64url without padding.
+//!
+//! Also owns key material for our own keys: generation, RFC 7638 thumbprints (used as `kid`) and the
+//! PKCS#8 PEM form the official SDKs load private keys from.
+//!
+//! Deserialisation is lenient (a JWKS may hold keys of other types); turning a
+//! JWK into a verifying key is strict.
 
-use base64::{
-    Engine,
-    engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD},
-};
+use base64::Engine as _;
+use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
 use ed25519_dalek::{SigningKey, VerifyingKey};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::Error;
 
-/// A public Ed25519 JWK.
+/// One public key. Field order follows the Open Payments schema.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Jwk {
+    /// Key id; the `keyid` signature parameter refers to it.
     pub kid: String,
+    /// Must be `EdDSA` (empty when absent).
+    #[serde(default)]
     pub alg: String,
+    /// Must be `OKP` (empty when absent).
+    #[serde(default)]
     pub kty: String,
+    /// Must be `Ed25519` (empty when absent).
+    #[serde(default)]
     pub crv: String,
+    /// The 32-byte public key, base64url without padding (empty when absent).
+    #[serde(default)]
     pub x: String,
+    /// Optional `use` (`sig`).
     #[serde(rename = "use", default, skip_serializing_if = "Option::is_none")]
     pub use_: Option<String>,
 }
 
-/// A key set: `{"keys": [...]}` and nothing else.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Jwks {
-    pub keys: Vec<Jwk>,
-}
-
 impl Jwk {
-    pub fn from_verifying_key(kid: &str, key: &VerifyingKey) -> Self {
+    /// The JWK for `key` under `kid`, without `use` (as the Node SDK's `generateJwk`).
+    pub fn from_verifying_key(kid: impl Into<String>, key: &VerifyingKey) -> Self {
         Self {
-            kid: kid.to_owned(),
-            alg: "EdDSA".into(),
-            kty: "OKP".into(),
-            crv: "Ed25519".into(),
+            kid: kid.into(),
+            alg: "EdDSA".to_owned(),
+            kty: "OKP".to_owned(),
+            crv: "Ed25519".to_owned(),
             x: URL_SAFE_NO_PAD.encode(key.as_bytes()),
             use_: None,
         }
     }
 
-    /// Validates the JWK fields exactly and decodes the public key.
+    /// The Ed25519 key, after checking `kty`, `crv`, `alg` (and `use`, if present)
+    /// exactly and that `x` is 32 bytes of unpadded base64url. Weak keys are refused.
     pub fn verifying_key(&self) -> Result<VerifyingKey, Error> {
-        if self.kty != "OKP" || self.crv != "Ed25519" || self.alg != "EdDSA" {
-            return Err(Error::BadKey(format!(
-                "expected kty=OKP crv=Ed25519 alg=EdDSA, got kty={} crv={} alg={}",
-                self.kty, self.crv, self.alg
-            )));
-        }
-        if self.kid.is_empty() || self.kid.len() > 256 {
-            return Err(Error::BadKey("kid must be 1 to 256 characters".into()));
+        for (field, got, want) in [
+            ("kty", &self.kty, "OKP"),
+            ("crv", &self.crv, "Ed25519"),
+            ("alg", &self.alg, "EdDSA"),
+        ] {
+            if got != want {
+                return Err(Error::BadKey(format!(
+                    "{field} must be {want:?}, got {got:?}"
+                )));
+            }
         }
         if let Some(u) = &self.use_
             && u != "sig"
@@ -60,12 +72,34 @@ impl Jwk {
         }
         let bytes = URL_SAFE_NO_PAD
             .decode(&self.x)
-            .map_err(|_| Error::BadKey("x is not base64url without padding".into()))?;
-        let arr: [u8; 32] = bytes
+            .map_err(|e| Error::BadKey(format!("x is not unpadded base64url: {e}")))?;
+        let bytes: [u8; 32] = bytes
             .try_into()
-            .map_err(|_| Error::BadKey("x must encode 32 bytes".into()))?;
-        VerifyingKey::from_bytes(&arr)
-            .map_err(|_| Error::BadKey("x is not a valid Ed25519 point".into()))
+            .map_err(|b: Vec<u8>| Error::BadKey(format!("x has {} bytes, expected 32", b.len())))?;
+        let key = VerifyingKey::from_bytes(&bytes)
+            .map_err(|_| Error::BadKey("x is not an Ed25519 point".into()))?;
+        if key.is_weak() {
+            return Err(Error::BadKey("weak Ed25519 key".into()));
+        }
+        Ok(key)
+    }
+}
+
+/// A key set: `{"keys": [...]}` and nothing else.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Jwks {
+    /// The keys.
+    pub keys: Vec<Jwk>,
+}
+
+impl Jwks {
+    /// The key with this `kid`, if exactly one has it.
+    pub fn find(&self, kid: &str) -> Option<&Jwk> {
+        let mut found = self.keys.iter().filter(|k| k.kid == kid);
+        match (found.next(), found.next()) {
+            (Some(k), None) => Some(k),
+            _ => None,
+        }
     }
 }
 
@@ -118,6 +152,125 @@ pub fn from_pkcs8_pem(pem: &str) -> Result<SigningKey, Error> {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+    use serde_json::{Value, json};
+
+    const KEY_FILE: &str = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../shared/vectors/httpsig/rfc9421-B.1.4-test-key-ed25519.json"
+    );
+
+    fn rfc() -> Value {
+        serde_json::from_str(&std::fs::read_to_string(KEY_FILE).expect("read")).expect("json")
+    }
+
+    fn rfc_jwk() -> Jwk {
+        let v = rfc();
+        let mut jwk: Jwk = serde_json::from_value(v["jwk"].clone()).expect("jwk");
+        jwk.alg = "EdDSA".into();
+        jwk
+    }
+
+    #[test]
+    fn rfc_key_round_trips() {
+        let jwk = rfc_jwk();
+        let key = jwk.verifying_key().expect("valid");
+        let hex: String = key.as_bytes().iter().map(|b| format!("{b:02x}")).collect();
+        assert_eq!(hex, rfc()["public_key_hex"].as_str().expect("hex"));
+        let again = Jwk::from_verifying_key("test-key-ed25519", &key);
+        assert_eq!(again, jwk);
+        assert_eq!(
+            serde_json::to_value(&again).expect("ser"),
+            json!({"kid":"test-key-ed25519","alg":"EdDSA","kty":"OKP","crv":"Ed25519",
+                   "x":"JrQLj5P_89iXES9-vFgrIy29clF9CC_oPPsw3c5D0bs"})
+        );
+        let set = Jwks { keys: vec![again] };
+        let text = serde_json::to_string(&set).expect("ser");
+        assert!(text.starts_with(r#"{"keys":[{"#));
+        let back: Jwks = serde_json::from_str(&text).expect("de");
+        assert_eq!(back, set);
+        assert!(back.find("test-key-ed25519").is_some());
+        assert!(back.find("other").is_none());
+    }
+
+    #[test]
+    fn use_field() {
+        let mut jwk = rfc_jwk();
+        jwk.use_ = Some("sig".into());
+        let v = serde_json::to_value(&jwk).expect("ser");
+        assert_eq!(v["use"], "sig");
+        jwk.verifying_key().expect("sig is fine");
+        jwk.use_ = Some("enc".into());
+        assert!(matches!(jwk.verifying_key(), Err(Error::BadKey(_))));
+    }
+
+    #[test]
+    fn strict_checks() {
+        // The RFC JWK has no alg: parsed, but refused.
+        let no_alg: Jwk = serde_json::from_value(rfc()["jwk"].clone()).expect("jwk");
+        assert!(matches!(no_alg.verifying_key(), Err(Error::BadKey(_))));
+
+        let good = rfc_jwk();
+        let x = good.x.clone();
+        type Mutation = Box<dyn Fn(&mut Jwk)>;
+        let cases: Vec<Mutation> = vec![
+            Box::new(|j| j.kty = "oct".into()),
+            Box::new(|j| j.kty = "okp".into()),
+            Box::new(|j| j.crv = "X25519".into()),
+            Box::new(|j| j.crv = "ed25519".into()),
+            Box::new(|j| j.alg = "ES256".into()),
+            Box::new(|j| j.alg = "Ed25519".into()),
+            Box::new(move |j| j.x = format!("{x}=")),
+            Box::new(|j| j.x = "JrQLj5P/89iXES9+vFgrIy29clF9CC/oPPsw3c5D0bs".into()),
+            Box::new(|j| j.x = "JrQLj5P_89iXES9-vFgrIy29clF9CC_oPPsw3c5D0b".into()),
+            Box::new(|j| j.x = "JrQLj5P_89iXES9-vFgrIy29clF9CC_oPPsw3c5D0bsA".into()),
+            Box::new(|j| j.x = String::new()),
+            // The identity point: a small-order (weak) key.
+            Box::new(|j| {
+                j.x = URL_SAFE_NO_PAD.encode({
+                    let mut b = [0u8; 32];
+                    b[0] = 1;
+                    b
+                })
+            }),
+        ];
+        for (i, mutate) in cases.iter().enumerate() {
+            let mut jwk = good.clone();
+            mutate(&mut jwk);
+            assert!(
+                matches!(jwk.verifying_key(), Err(Error::BadKey(_))),
+                "case {i}"
+            );
+        }
+    }
+
+    #[test]
+    fn lenient_set_parsing() {
+        // An HMAC key and an RSA key beside an Ed25519 one: the set parses, the
+        // foreign keys are refused when used.
+        let set: Jwks = serde_json::from_value(json!({"keys":[
+            {"kid":"hmac","kty":"oct","k":"uzvJfB4u3N0Jy4T7NZ75MDVcr8zSTInedJtkgcu46YW4XByzNJjxBdtjUkdJPBtbmHhIDi6pcl8jsasjlTMtDQ"},
+            {"kid":"rsa","kty":"RSA","alg":"RS256","n":"AQAB","e":"AQAB"},
+            {"kid":"ed","kty":"OKP","crv":"Ed25519","alg":"EdDSA","x":"JrQLj5P_89iXES9-vFgrIy29clF9CC_oPPsw3c5D0bs"}
+        ]}))
+        .expect("set");
+        assert!(matches!(
+            set.find("hmac").expect("hmac").verifying_key(),
+            Err(Error::BadKey(_))
+        ));
+        assert!(set.find("rsa").expect("rsa").verifying_key().is_err());
+        set.find("ed").expect("ed").verifying_key().expect("ed ok");
+        // Duplicate kids are ambiguous.
+        let mut dup = set.clone();
+        dup.keys.push(set.keys[2].clone());
+        assert!(dup.find("ed").is_none());
+        // A key without kid is not a JWK we can use.
+        assert!(serde_json::from_value::<Jwk>(json!({"kty":"OKP"})).is_err());
+    }
+}
+
+#[cfg(test)]
+mod key_material_tests {
     use super::*;
 
     #[test]

@@ -1,5 +1,8 @@
 //! One integration-test binary: the real server on port 0 with a temp data dir, driven over real HTTP.
 
+// The whole binary is test code: panicking on unexpected values is the point.
+#![allow(clippy::unwrap_used)]
+
 mod admin_api;
 mod cli;
 mod common;
