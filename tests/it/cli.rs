@@ -145,9 +145,19 @@ fn serve_shuts_down_cleanly_on_sigterm() {
     let dir = tempfile::tempdir().unwrap();
     let cfg = dir.path().join("test-config.toml");
     std::fs::write(&cfg, "").unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
     let mut child = Command::new(env!("CARGO_BIN_EXE_opdesk"))
-        .args(["serve", "--data-dir", dir.path().to_str().unwrap(), "--listen", &format!("127.0.0.1:{port}")])
+        .args([
+            "serve",
+            "--data-dir",
+            dir.path().to_str().unwrap(),
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+        ])
         .env("OPDESK_CONFIG", &cfg)
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
@@ -158,14 +168,20 @@ fn serve_shuts_down_cleanly_on_sigterm() {
         assert!(std::time::Instant::now() < deadline, "server did not start");
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
-    let status = Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
+    let status = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
     assert!(status.success());
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     let exit = loop {
         if let Some(s) = child.try_wait().unwrap() {
             break s;
         }
-        assert!(std::time::Instant::now() < deadline, "server did not stop on SIGTERM");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "server did not stop on SIGTERM"
+        );
         std::thread::sleep(std::time::Duration::from_millis(20));
     };
     assert!(exit.success(), "exit status {exit:?}");
