@@ -9,7 +9,7 @@ use std::net::SocketAddr;
 
 use axum::{
     Router,
-    extract::{ConnectInfo, Path, Request, State},
+    extract::{ConnectInfo, Path, Query, Request, State},
     http::{HeaderValue, StatusCode, header},
     middleware::{self, Next},
     response::{IntoResponse, Response},
@@ -23,7 +23,7 @@ use crate::{
     money::Asset,
     server::{error::ApiError, extract::Json, state::AppState},
 };
-use dto::{AddKey, CreateWallet, KeyAdded, Move, Moved, WalletDetail};
+use dto::{AddKey, CreateWallet, GrantFilter, KeyAdded, Move, Moved, Reject, WalletDetail};
 
 /// Admin routes (nested under `/admin`), guarded by loopback + bearer token.
 pub fn routes(state: AppState) -> Router<AppState> {
@@ -35,6 +35,11 @@ pub fn routes(state: AppState) -> Router<AppState> {
         .route("/wallets/{name}/deposit", post(deposit))
         .route("/wallets/{name}/withdraw", post(withdraw))
         .route("/balances", get(balances))
+        .route("/grants", get(list_grants))
+        .route("/grants/{id}", get(show_grant))
+        .route("/grants/{id}/approve", post(approve_grant))
+        .route("/grants/{id}/reject", post(reject_grant))
+        .route("/grants/{id}/revoke", post(revoke_grant))
         .fallback(crate::server::error::not_found)
         .layer(middleware::from_fn_with_state(state, guard))
 }
@@ -82,7 +87,9 @@ async fn guard(State(state): State<AppState>, req: Request, next: Next) -> Respo
 /// The operations behind the admin API, callable in-process too (the CLI uses them when no server runs).
 pub mod ops {
     use super::*;
-    use crate::{ase::wallet::Wallet, httpsig::jwk::Jwks, ledger::Balance};
+    use crate::{
+        ase::wallet::Wallet, gnap::service::GrantView, httpsig::jwk::Jwks, ledger::Balance,
+    };
 
     pub async fn list_wallets(s: &AppState) -> Result<Vec<Wallet>, ApiError> {
         Ok(s.wallets.list().await?)
@@ -171,6 +178,46 @@ pub mod ops {
     pub async fn balances(s: &AppState) -> Result<Vec<Balance>, ApiError> {
         Ok(s.ledger.balances().await?)
     }
+
+    pub async fn list_grants(
+        s: &AppState,
+        state: Option<String>,
+    ) -> Result<Vec<GrantView>, ApiError> {
+        const STATES: &[&str] = &[
+            "pending",
+            "approved",
+            "finalized",
+            "rejected",
+            "revoked",
+            "expired",
+        ];
+        if let Some(st) = &state
+            && !STATES.contains(&st.as_str())
+        {
+            return Err(ApiError::bad_request(
+                "invalid_request",
+                format!("state must be one of {STATES:?}"),
+            ));
+        }
+        Ok(s.gnap.list(state, 200).await?)
+    }
+
+    pub async fn show_grant(s: &AppState, id: &str) -> Result<GrantView, ApiError> {
+        Ok(s.gnap.show(id).await?)
+    }
+
+    pub async fn approve_grant(s: &AppState, id: &str) -> Result<GrantView, ApiError> {
+        Ok(s.gnap.approve(id).await?)
+    }
+
+    pub async fn reject_grant(s: &AppState, id: &str, body: Reject) -> Result<GrantView, ApiError> {
+        Ok(s.gnap.reject(id, body.reason).await?)
+    }
+
+    pub async fn revoke_grant(s: &AppState, id: &str) -> Result<GrantView, ApiError> {
+        s.gnap.revoke_grant(id).await?;
+        Ok(s.gnap.show(id).await?)
+    }
 }
 
 async fn list_wallets(State(s): State<AppState>) -> Result<impl IntoResponse, ApiError> {
@@ -242,6 +289,48 @@ async fn withdraw(
 
 async fn balances(State(s): State<AppState>) -> Result<impl IntoResponse, ApiError> {
     Ok(axum::Json(ops::balances(&s).await?))
+}
+
+async fn list_grants(
+    State(s): State<AppState>,
+    Query(q): Query<GrantFilter>,
+) -> Result<impl IntoResponse, ApiError> {
+    Ok(axum::Json(ops::list_grants(&s, q.state).await?))
+}
+
+async fn show_grant(
+    State(s): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<impl IntoResponse, ApiError> {
+    Ok(axum::Json(ops::show_grant(&s, &id).await?))
+}
+
+async fn approve_grant(
+    State(s): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<impl IntoResponse, ApiError> {
+    Ok(axum::Json(ops::approve_grant(&s, &id).await?))
+}
+
+async fn reject_grant(
+    State(s): State<AppState>,
+    Path(id): Path<String>,
+    body: axum::body::Bytes,
+) -> Result<impl IntoResponse, ApiError> {
+    let body: Reject = if body.iter().all(u8::is_ascii_whitespace) {
+        Reject::default()
+    } else {
+        serde_json::from_slice(&body)
+            .map_err(|e| ApiError::bad_request("invalid_request", e.to_string()))?
+    };
+    Ok(axum::Json(ops::reject_grant(&s, &id, body).await?))
+}
+
+async fn revoke_grant(
+    State(s): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<impl IntoResponse, ApiError> {
+    Ok(axum::Json(ops::revoke_grant(&s, &id).await?))
 }
 
 #[cfg(test)]

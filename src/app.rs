@@ -10,11 +10,17 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use crate::{
-    ase::wallet::Wallets,
+    ase::wallet::{WalletError, Wallets},
     clock::{SharedClock, SystemClock},
     events::EventBus,
+    gnap::Gnap,
+    httpsig::{
+        Policy,
+        keys::{FetchPolicy, KeyResolver, LocalKeys, install_default_crypto_provider},
+    },
     ledger::Ledger,
     seed,
+    server::signed::Verifier,
     server::{self, AppState},
     settings::Settings,
     store::{self, Store},
@@ -33,6 +39,7 @@ impl AppCore {
     }
 
     pub async fn open_with_clock(settings: Settings, clock: SharedClock) -> Result<Self> {
+        install_default_crypto_provider();
         let paths = settings.paths.clone();
         create_private_dir(&paths.data_dir)
             .wrap_err_with(|| format!("cannot create the data dir {}", paths.data_dir.display()))?;
@@ -50,12 +57,30 @@ impl AppCore {
             clock.clone(),
             &settings.public_url,
         );
-        let ledger = Ledger::new(store.clone(), bus.clone(), clock);
+        let ledger = Ledger::new(store.clone(), bus.clone(), clock.clone());
+        let gnap = Gnap::new(
+            store.clone(),
+            bus.clone(),
+            clock.clone(),
+            wallets.clone(),
+            settings.gnap.clone(),
+            &settings.public_url,
+        );
+        let verifier = Arc::new(Verifier::new(
+            Policy {
+                max_skew_secs: i64::from(settings.gnap.signature_window_secs),
+            },
+            key_resolver(&settings, &wallets)?,
+            clock.clone(),
+        ));
         let state = AppState {
             settings: Arc::new(settings),
             bus,
             wallets,
             ledger,
+            gnap,
+            verifier,
+            clock,
             admin_token: token.into(),
         };
         let core = Self { state, store };
@@ -69,6 +94,30 @@ impl AppCore {
     pub fn close(&self) {
         self.store.close();
     }
+}
+
+/// Client keys: local wallets straight from the store, remote ones over hardened HTTP per the settings.
+fn key_resolver(settings: &Settings, wallets: &Wallets) -> Result<KeyResolver> {
+    let k = &settings.client_keys;
+    let mut policy = FetchPolicy::for_listen_addr(settings.listen.ip().is_loopback());
+    policy.allow_loopback = k.loopback_allowed(settings.listen.ip().is_loopback());
+    policy.allow_private = k.allow_private;
+    policy.total_timeout = Duration::from_millis(k.fetch_timeout_ms);
+    policy.cache_ttl = Duration::from_secs(k.cache_ttl_secs);
+    policy.refetch_interval = Duration::from_secs(k.refetch_interval_secs);
+    let w = wallets.clone();
+    let local: LocalKeys = Arc::new(move |name: String| {
+        let w = w.clone();
+        Box::pin(async move {
+            match w.keys(&name).await {
+                Ok(jwks) => Ok(Some(jwks)),
+                Err(WalletError::NotFound(_)) => Ok(None),
+                Err(e) => Err(e.to_string()),
+            }
+        })
+    });
+    KeyResolver::new(policy, &settings.public_url, local)
+        .map_err(|e| color_eyre::eyre::eyre!("client key resolver: {e}"))
 }
 
 /// Binds the configured listen address.

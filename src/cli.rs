@@ -14,9 +14,10 @@ use crate::{
     admin::{
         self,
         client::{AdminClient, ClientError},
-        dto::{AddKey, CreateWallet, Move},
+        dto::{AddKey, CreateWallet, Move, Reject},
     },
     app::{self, AppCore},
+    gnap::service::GrantView,
     httpsig::jwk::Jwk,
     ledger::{Balance, Movement},
     money::{Value, format_minor},
@@ -91,6 +92,31 @@ pub enum Command {
     Withdraw(MoveArgs),
     /// Show every account's balance.
     Balances,
+    /// Grants: the consent queue and issued grants. You act as the resource owner.
+    #[command(subcommand)]
+    Grants(GrantsCmd),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum GrantsCmd {
+    /// List grants, newest first.
+    List {
+        /// pending, approved, finalized, rejected, revoked or expired.
+        #[arg(long)]
+        state: Option<String>,
+    },
+    /// Show a grant: who asks for what, in plain words, and its tokens.
+    Show { id: String },
+    /// Approve a pending grant as the resource owner.
+    Approve { id: String },
+    /// Reject a pending grant, optionally saying why.
+    Reject {
+        id: String,
+        #[arg(long)]
+        reason: Option<String>,
+    },
+    /// Revoke a grant and all its tokens.
+    Revoke { id: String },
 }
 
 #[derive(Debug, Subcommand)]
@@ -324,6 +350,7 @@ async fn operate(b: &Backend, cmd: Command, json: bool) -> Result<()> {
                 format!("removed key {kid} from {wallet}\n")
             })
         }
+        Command::Grants(g) => grants(b, g, json).await,
         Command::Deposit(m) => move_funds(b, m, Movement::Deposit, json).await,
         Command::Withdraw(m) => move_funds(b, m, Movement::Withdrawal, json).await,
         Command::Balances => {
@@ -354,6 +381,73 @@ async fn operate(b: &Backend, cmd: Command, json: bool) -> Result<()> {
             })
         }
     }
+}
+
+fn grant_text(g: &GrantView) -> String {
+    let mut out = format!("grant {}  [{}]\n", g.id, g.state);
+    for line in &g.description {
+        out.push_str(&format!("  {line}\n"));
+    }
+    if let Some(f) = &g.finish_uri {
+        out.push_str(&format!("  finish: {f}\n"));
+    }
+    if let Some(r) = &g.decision_reason {
+        out.push_str(&format!("  reason: {r}\n"));
+    }
+    for t in &g.tokens {
+        let state = if t.revoked_at.is_some() {
+            "revoked"
+        } else {
+            "live"
+        };
+        out.push_str(&format!(
+            "  token {} {state}, expires {}\n",
+            t.hint, t.expires_at
+        ));
+    }
+    out
+}
+
+async fn grants(b: &Backend, cmd: GrantsCmd, json: bool) -> Result<()> {
+    let one = match cmd {
+        GrantsCmd::List { state } => {
+            let gs = dispatch!(b, c => c.list_grants(state.as_deref()), l => admin::ops::list_grants(&l.state, state.clone()))?;
+            return emit(json, &gs, || {
+                table(
+                    &["ID", "STATE", "CLIENT", "ACCESS", "CREATED"],
+                    gs.iter()
+                        .map(|g| {
+                            vec![
+                                g.id.clone(),
+                                g.state.clone(),
+                                g.client_name.clone().unwrap_or_else(|| g.client.clone()),
+                                g.access
+                                    .iter()
+                                    .map(|a| a.type_name())
+                                    .collect::<Vec<_>>()
+                                    .join(","),
+                                g.created_at.clone(),
+                            ]
+                        })
+                        .collect(),
+                )
+            });
+        }
+        GrantsCmd::Show { id } => {
+            dispatch!(b, c => c.show_grant(&id), l => admin::ops::show_grant(&l.state, &id))?
+        }
+        GrantsCmd::Approve { id } => {
+            dispatch!(b, c => c.approve_grant(&id), l => admin::ops::approve_grant(&l.state, &id))?
+        }
+        GrantsCmd::Reject { id, reason } => {
+            let body = Reject { reason };
+            dispatch!(b, c => c.reject_grant(&id, &body), l => admin::ops::reject_grant(&l.state, &id, body.clone()))?
+        }
+        GrantsCmd::Revoke { id } => {
+            dispatch!(b, c => c.revoke_grant(&id), l => admin::ops::revoke_grant(&l.state, &id))?
+        }
+    };
+    emit(json, &one, || grant_text(&one))
 }
 
 async fn move_funds(b: &Backend, m: MoveArgs, movement: Movement, json: bool) -> Result<()> {

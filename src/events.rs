@@ -31,6 +31,34 @@ pub enum DomainEvent {
         balance: i64,
         pending_debits: i64,
     },
+    /// An interactive grant waits for the resource owner's decision.
+    #[serde(rename_all = "camelCase")]
+    GrantPending {
+        id: String,
+        client: String,
+    },
+    GrantApproved {
+        id: String,
+    },
+    GrantRejected {
+        id: String,
+        reason: Option<String>,
+    },
+    GrantRevoked {
+        id: String,
+    },
+    #[serde(rename_all = "camelCase")]
+    TokenIssued {
+        grant_id: String,
+    },
+    #[serde(rename_all = "camelCase")]
+    TokenRotated {
+        grant_id: String,
+    },
+    #[serde(rename_all = "camelCase")]
+    TokenRevoked {
+        grant_id: String,
+    },
     #[serde(rename_all = "camelCase")]
     HttpRequest {
         method: String,

@@ -10,6 +10,8 @@
 pub mod digest;
 pub mod interaction_hash;
 pub mod jwk;
+pub mod keys;
+pub mod replay;
 pub mod sign;
 pub mod verify;
 
@@ -102,4 +104,7 @@ pub enum Error {
     /// The Ed25519 signature does not verify over the signature base.
     #[error("signature does not verify")]
     BadSignature,
+    /// The same signature was already accepted within the replay window.
+    #[error("signature was already used (replay)")]
+    Replayed,
 }

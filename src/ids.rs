@@ -11,6 +11,23 @@ pub fn is_id(s: &str) -> bool {
     uuid::Uuid::try_parse(s).is_ok_and(|u| u.hyphenated().to_string() == s)
 }
 
+/// `n` bytes from the operating system's randomness, base64url without padding (tokens, nonces, refs).
+pub fn random_secret(n: usize) -> Result<String, getrandom::Error> {
+    use base64::{Engine, engine::general_purpose::URL_SAFE_NO_PAD};
+    let mut bytes = vec![0u8; n];
+    getrandom::fill(&mut bytes)?;
+    Ok(URL_SAFE_NO_PAD.encode(bytes))
+}
+
+/// Lower-case hex SHA-256 of `s` (how token values are stored).
+pub fn sha256_hex(s: &str) -> String {
+    use sha2::{Digest, Sha256};
+    Sha256::digest(s.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -23,5 +40,20 @@ mod tests {
         assert!(is_id(&a));
         assert!(!is_id(&a.to_uppercase()));
         assert!(!is_id("nope"));
+    }
+
+    #[test]
+    fn secrets_are_random_and_url_safe() {
+        let a = random_secret(32).unwrap();
+        assert_eq!(a.len(), 43);
+        assert_ne!(a, random_secret(32).unwrap());
+        assert!(
+            a.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+        );
+        assert_eq!(
+            sha256_hex("abc"),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
     }
 }

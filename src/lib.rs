@@ -7,11 +7,14 @@ pub mod admin;
 pub mod app;
 pub mod ase;
 pub mod cli;
+pub mod client;
 pub mod clock;
 pub mod events;
+pub mod gnap;
 pub mod httpsig;
 pub mod ids;
 pub mod ilp;
+pub mod interval;
 pub mod ledger;
 pub mod logging;
 pub mod money;
@@ -28,6 +31,7 @@ use settings::Settings;
 
 /// Runs what the command line asks for.
 pub async fn run(cli: Cli) -> Result<()> {
+    httpsig::keys::install_default_crypto_provider();
     let settings = Settings::load(&cli.global.overrides())?;
     if cli.version {
         cli::print_version(&settings);

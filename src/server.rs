@@ -4,6 +4,7 @@
 pub mod error;
 pub mod extract;
 pub mod request_log;
+pub mod signed;
 pub mod state;
 
 use std::{net::SocketAddr, time::Duration};
@@ -13,7 +14,7 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tower_http::timeout::TimeoutLayer;
 
-use crate::{admin, ase};
+use crate::{admin, ase, gnap};
 pub use state::AppState;
 
 /// Every route, with the body limit, timeout and request-log layers.
@@ -23,6 +24,7 @@ pub fn router(state: AppState) -> Router {
     Router::new()
         .route("/healthz", get(healthz))
         .nest("/admin", admin::routes(state.clone()))
+        .merge(gnap::routes::routes())
         .merge(ase::wallet::routes())
         .fallback(error::not_found)
         .layer(DefaultBodyLimit::max(limit))

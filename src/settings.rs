@@ -57,6 +57,39 @@ struct Raw {
     demo: DemoSettings,
     store: StoreSettings,
     server: ServerSettings,
+    gnap: GnapSettings,
+    client_keys: ClientKeySettings,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GnapSettings {
+    pub auto_approve: bool,
+    pub wait_secs: u32,
+    pub access_token_expires_in_secs: u32,
+    pub interaction_expires_in_secs: u32,
+    pub signature_window_secs: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClientKeySettings {
+    /// `"auto"`, `true` or `false` (a string or a boolean in TOML).
+    pub allow_loopback: toml::Value,
+    pub allow_private: bool,
+    pub fetch_timeout_ms: u64,
+    pub cache_ttl_secs: u64,
+    pub refetch_interval_secs: u64,
+}
+
+impl ClientKeySettings {
+    /// Whether loopback JWKS hosts may be fetched, given whether opdesk listens on loopback.
+    pub fn loopback_allowed(&self, listening_on_loopback: bool) -> bool {
+        match &self.allow_loopback {
+            toml::Value::Boolean(b) => *b,
+            _ => listening_on_loopback,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -90,6 +123,8 @@ pub struct Settings {
     pub demo: DemoSettings,
     pub store: StoreSettings,
     pub server: ServerSettings,
+    pub gnap: GnapSettings,
+    pub client_keys: ClientKeySettings,
     pub paths: Paths,
     pub wallet_cache_max_age_secs: u64,
 }
@@ -124,7 +159,8 @@ fn merge(base: &mut Table, over: Table) {
 }
 
 /// `OPDESK_A__B=v` → `{a: {b: v}}`; values parse as TOML scalars when they can, else strings.
-fn env_layer(vars: impl Iterator<Item = (String, String)>) -> Table {
+/// Variables whose first segment names no setting (say `OPDESK_BIN` of some script) are not ours: skipped.
+fn env_layer(vars: impl Iterator<Item = (String, String)>, known: &Table) -> Table {
     let mut out = Table::new();
     for (k, v) in vars {
         let Some(rest) = k.strip_prefix("OPDESK_") else {
@@ -134,6 +170,9 @@ fn env_layer(vars: impl Iterator<Item = (String, String)>) -> Table {
             continue;
         }
         let path: Vec<String> = rest.split("__").map(str::to_ascii_lowercase).collect();
+        if !path.first().is_some_and(|p| known.contains_key(p)) {
+            continue;
+        }
         let value = format!("x = {v}")
             .parse::<Table>()
             .ok()
@@ -196,7 +235,8 @@ impl Settings {
                 });
             }
         }
-        merge(&mut table, env_layer(env));
+        let known = table.clone();
+        merge(&mut table, env_layer(env, &known));
         let mut flags = Table::new();
         if let Some(v) = &o.listen {
             flags.insert("listen".into(), Value::String(v.clone()));
@@ -269,6 +309,22 @@ impl Settings {
                 "must be NORMAL, FULL or EXTRA".into(),
             ));
         }
+        match &raw.client_keys.allow_loopback {
+            toml::Value::Boolean(_) => {}
+            toml::Value::String(s) if s == "auto" => {}
+            _ => {
+                return Err(invalid(
+                    "client_keys.allow_loopback",
+                    "must be \"auto\", true or false".into(),
+                ));
+            }
+        }
+        if raw.gnap.access_token_expires_in_secs == 0 || raw.gnap.interaction_expires_in_secs == 0 {
+            return Err(invalid(
+                "gnap",
+                "expiry times must be at least one second".into(),
+            ));
+        }
         if raw.server.body_limit_bytes < 1024 {
             return Err(invalid(
                 "server.body_limit_bytes",
@@ -283,6 +339,8 @@ impl Settings {
             wallet_cache_max_age_secs: raw.server.wallet_cache_max_age_secs,
             store: raw.store,
             server: raw.server,
+            gnap: raw.gnap,
+            client_keys: raw.client_keys,
             paths: Paths {
                 config_file,
                 data_dir,
@@ -353,7 +411,11 @@ mod tests {
             listen: Some("127.0.0.1:7000".into()),
             ..o
         };
-        let s = Settings::load_from(&o2, env(&[("OPDESK_LISTEN", "127.0.0.1:6000")])).unwrap();
+        let s = Settings::load_from(
+            &o2,
+            env(&[("OPDESK_LISTEN", "127.0.0.1:6000"), ("OPDESK_BIN", "/x")]),
+        )
+        .unwrap();
         assert_eq!(s.listen.port(), 7000);
         assert_eq!(s.paths.database(), dir.path().join("ase.sqlite3"));
     }

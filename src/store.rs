@@ -5,6 +5,7 @@
 //! migrations (run by [`Store::open`] before anything else may use the database) and the repo functions in the
 //! submodules, which are the only code in the crate that speaks SQL. It knows nothing about HTTP or events.
 
+pub mod grants;
 pub mod ledger;
 pub mod meta;
 mod migrations;

@@ -4,8 +4,8 @@
 use reqwest::{Method, StatusCode};
 use serde::{Serialize, de::DeserializeOwned};
 
-use super::dto::{AddKey, CreateWallet, KeyAdded, Move, Moved, WalletDetail};
-use crate::{ase::wallet::Wallet, httpsig::jwk::Jwks, ledger::Balance};
+use super::dto::{AddKey, CreateWallet, KeyAdded, Move, Moved, Reject, WalletDetail};
+use crate::{ase::wallet::Wallet, gnap::service::GrantView, httpsig::jwk::Jwks, ledger::Balance};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
@@ -141,5 +141,30 @@ impl AdminClient {
 
     pub async fn balances(&self) -> Result<Vec<Balance>, ClientError> {
         self.get("/balances").await
+    }
+
+    pub async fn list_grants(&self, state: Option<&str>) -> Result<Vec<GrantView>, ClientError> {
+        match state {
+            Some(st) => self.get(&format!("/grants?state={st}")).await,
+            None => self.get("/grants").await,
+        }
+    }
+
+    pub async fn show_grant(&self, id: &str) -> Result<GrantView, ClientError> {
+        self.get(&format!("/grants/{id}")).await
+    }
+
+    pub async fn approve_grant(&self, id: &str) -> Result<GrantView, ClientError> {
+        self.post(&format!("/grants/{id}/approve"), &serde_json::json!({}))
+            .await
+    }
+
+    pub async fn reject_grant(&self, id: &str, body: &Reject) -> Result<GrantView, ClientError> {
+        self.post(&format!("/grants/{id}/reject"), body).await
+    }
+
+    pub async fn revoke_grant(&self, id: &str) -> Result<GrantView, ClientError> {
+        self.post(&format!("/grants/{id}/revoke"), &serde_json::json!({}))
+            .await
     }
 }

@@ -66,3 +66,19 @@ pub struct WalletDetail {
     pub keys: Vec<Jwk>,
     pub balance: Balance,
 }
+
+/// `GET /admin/grants?state=…`
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GrantFilter {
+    #[serde(default)]
+    pub state: Option<String>,
+}
+
+/// `POST /admin/grants/{id}/reject` (body optional).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Reject {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}

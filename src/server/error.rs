@@ -8,7 +8,7 @@ use axum::{
 };
 use serde_json::json;
 
-use crate::{ase::wallet::WalletError, ledger::LedgerError, money::MoneyError};
+use crate::{ase::wallet::WalletError, gnap::GnapError, ledger::LedgerError, money::MoneyError};
 
 /// An error answered with the envelope.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -108,6 +108,16 @@ impl From<WalletError> for ApiError {
             WalletError::Money(m) => m.into(),
             WalletError::Ledger(l) => l.into(),
             WalletError::Store(s) => Self::internal(&s),
+        }
+    }
+}
+
+impl From<GnapError> for ApiError {
+    fn from(e: GnapError) -> Self {
+        Self {
+            status: e.status,
+            code: e.code,
+            description: e.description,
         }
     }
 }

@@ -2,7 +2,11 @@
 
 use std::sync::Arc;
 
-use crate::{ase::wallet::Wallets, events::EventBus, ledger::Ledger, settings::Settings};
+use super::signed::Verifier;
+use crate::{
+    ase::wallet::Wallets, clock::SharedClock, events::EventBus, gnap::Gnap, ledger::Ledger,
+    settings::Settings,
+};
 
 #[derive(Clone)]
 pub struct AppState {
@@ -10,6 +14,10 @@ pub struct AppState {
     pub bus: EventBus,
     pub wallets: Wallets,
     pub ledger: Ledger,
+    pub gnap: Gnap,
+    /// Checks request signatures against client keys.
+    pub verifier: Arc<Verifier>,
+    pub clock: SharedClock,
     /// The admin API bearer token.
     pub admin_token: Arc<str>,
 }

@@ -6,7 +6,10 @@ use rusqlite_migration::{M, Migrations};
 
 use super::Error;
 
-const MIGRATIONS: &[M<'static>] = &[M::up(include_str!("../../migrations/0001_init.sql"))];
+const MIGRATIONS: &[M<'static>] = &[
+    M::up(include_str!("../../migrations/0001_init.sql")),
+    M::up(include_str!("../../migrations/0002_gnap.sql")),
+];
 
 fn migrations() -> Migrations<'static> {
     Migrations::from_slice(MIGRATIONS)

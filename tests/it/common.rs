@@ -27,8 +27,25 @@ impl TestAse {
         Self::spawn_in(Arc::new(tempfile::tempdir().expect("tempdir")), None).await
     }
 
+    /// Starts with `config` written as the data dir's config.toml.
+    pub async fn spawn_with(config: &str) -> Self {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::write(dir.path().join("config.toml"), config).expect("config");
+        Self::spawn_in(Arc::new(dir), None).await
+    }
+
+    /// A client signing as `demo-client` with the key seeded into the data dir.
+    pub async fn demo_client(&self) -> opdesk::client::SignedClient {
+        let pem = std::fs::read_to_string(self.dir.path().join("demo-client.pem")).expect("pem");
+        let key = opdesk::httpsig::jwk::from_pkcs8_pem(&pem).expect("key");
+        let (_, jwks) = self.get("/demo-client/jwks.json").await;
+        let kid = jwks["keys"][0]["kid"].as_str().expect("kid").to_owned();
+        opdesk::client::SignedClient::new(key, &kid)
+    }
+
     /// Starts on `dir` (reusing it), optionally on a fixed address (restarts keep their URLs).
     pub async fn spawn_in(dir: Arc<tempfile::TempDir>, addr: Option<SocketAddr>) -> Self {
+        opdesk::httpsig::keys::install_default_crypto_provider();
         let listener = tokio::net::TcpListener::bind(
             addr.unwrap_or_else(|| "127.0.0.1:0".parse().expect("addr")),
         )
@@ -125,10 +142,17 @@ pub fn spec(file: &str) -> Value {
 
 /// Validates `body` against `components/schemas/{schema}` of the spec file (JSON Schema 2020-12, formats on).
 pub fn assert_matches_schema(file: &str, schema: &str, body: &Value) {
+    assert_matches_pointer(file, &format!("/components/schemas/{schema}"), body);
+}
+
+/// Validates `body` against the schema at a JSON pointer into the spec file, e.g. a response's schema:
+/// `/paths/~1/post/responses/200/content/application~1json/schema`.
+pub fn assert_matches_pointer(file: &str, pointer: &str, body: &Value) {
     let spec = spec(file);
     let root = serde_json::json!({
-        "$ref": format!("#/components/schemas/{schema}"),
+        "$ref": format!("#{pointer}"),
         "components": spec["components"],
+        "paths": spec["paths"],
     });
     let validator = jsonschema::options()
         .with_draft(jsonschema::Draft::Draft202012)
@@ -141,7 +165,7 @@ pub fn assert_matches_schema(file: &str, schema: &str, body: &Value) {
         .collect();
     assert!(
         errors.is_empty(),
-        "{body} does not match {schema}: {errors:?}"
+        "{body} does not match {pointer}: {errors:?}"
     );
 }
 

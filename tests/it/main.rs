@@ -6,5 +6,6 @@
 mod admin_api;
 mod cli;
 mod common;
+mod gnap_flow;
 mod ledger_props;
 mod wallet_api;

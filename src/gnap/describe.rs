@@ -1,0 +1,132 @@
+//! A grant request in plain words, for the person who decides on it: the interaction page, the CLI and the
+//! console all show these lines. Amounts are formatted with their asset's scale; intervals in words.
+//! Client-supplied text is stripped of control characters so it cannot drive a terminal.
+
+use super::model::{AccessItem, Action, Subject};
+use crate::{
+    interval::RepeatingInterval,
+    money::{Amount, format_minor},
+};
+
+/// Removes control characters (ANSI escapes, bidi overrides are left visible as text by the caller's font).
+pub fn sanitize(s: &str) -> String {
+    s.chars()
+        .filter(|c| {
+            !c.is_control() && !matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
+        })
+        .collect()
+}
+
+fn money(a: &Amount) -> String {
+    format!(
+        "{} {}",
+        format_minor(i128::from(a.value.get()), a.asset_scale),
+        sanitize(&a.asset_code)
+    )
+}
+
+fn actions(a: &[Action]) -> String {
+    a.iter()
+        .map(|x| x.as_str().replace('-', " "))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// One line per access item (and subject), e.g.
+/// `send payments from http://…/alice (create, read): up to 5.00 USD per month, 12 times, to http://…`.
+pub fn grant(
+    client: &str,
+    client_name: Option<&str>,
+    access: &[AccessItem],
+    subject: Option<&Subject>,
+) -> Vec<String> {
+    let who = match client_name {
+        Some(n) => format!("{} ({})", sanitize(n), sanitize(client)),
+        None => sanitize(client),
+    };
+    let mut lines = vec![format!("{who} asks for:")];
+    for item in access {
+        let line = match item {
+            AccessItem::IncomingPayment {
+                actions: a,
+                identifier,
+            } => format!(
+                "receive payments into {} ({})",
+                identifier
+                    .as_deref()
+                    .map(sanitize)
+                    .unwrap_or_else(|| "any wallet of this ASE".into()),
+                actions(a)
+            ),
+            AccessItem::Quote { actions: a } => format!("quotes ({})", actions(a)),
+            AccessItem::OutgoingPayment {
+                actions: a,
+                identifier,
+                limits,
+            } => {
+                let mut s = format!(
+                    "send payments from {} ({})",
+                    sanitize(identifier),
+                    actions(a)
+                );
+                match limits {
+                    None => s.push_str(": no limit"),
+                    Some(l) => {
+                        let amount = match (&l.debit_amount, &l.receive_amount) {
+                            (Some(d), _) => format!("up to {} debited", money(d)),
+                            (None, Some(r)) => format!("up to {} received", money(r)),
+                            (None, None) => "no amount limit".into(),
+                        };
+                        s.push_str(": ");
+                        s.push_str(&amount);
+                        if let Some(i) = &l.interval {
+                            match i.parse::<RepeatingInterval>() {
+                                Ok(iv) => match iv.describe_per() {
+                                    Some(per) => s.push_str(&format!(" {per} ({})", iv.describe())),
+                                    None => s.push_str(&format!(", {}", iv.describe())),
+                                },
+                                Err(_) => s.push_str(&format!(", interval {}", sanitize(i))),
+                            }
+                        }
+                        if let Some(r) = &l.receiver {
+                            s.push_str(&format!(", only to {}", sanitize(r)));
+                        }
+                    }
+                }
+                s
+            }
+        };
+        lines.push(format!("  - {line}"));
+    }
+    if let Some(sub) = subject {
+        for id in &sub.sub_ids {
+            lines.push(format!("  - confirm that you own {}", sanitize(&id.id)));
+        }
+    }
+    lines
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn outgoing_limits_in_words() {
+        let item: AccessItem = serde_json::from_value(serde_json::json!({
+            "type":"outgoing-payment","actions":["create","read"],"identifier":"https://a.test/alice",
+            "limits":{"debitAmount":{"value":"500","assetCode":"USD","assetScale":2},
+                      "interval":"R11/2026-01-01T00:00:00Z/P1M","receiver":"https://b.test/incoming-payments/1"}}))
+        .unwrap();
+        let lines = grant("https://c.test/app", Some("Shop\u{1b}[31m"), &[item], None);
+        assert_eq!(lines[0], "Shop[31m (https://c.test/app) asks for:");
+        assert!(
+            lines[1].contains(
+                "send payments from https://a.test/alice (create, read): up to 5.00 USD debited"
+            ),
+            "{}",
+            lines[1]
+        );
+        assert!(lines[1].contains("month"), "{}", lines[1]);
+        assert!(lines[1].contains("only to https://b.test/incoming-payments/1"));
+    }
+}

@@ -1,0 +1,148 @@
+//! `/auth` handlers: thin wrappers that take a signed request, resolve whose key must have signed it, verify,
+//! and call one service operation. Every failure is a GNAP error envelope.
+
+use axum::{
+    Json, Router,
+    extract::{FromRequest, Path, Request, State},
+    http::StatusCode,
+    response::IntoResponse,
+    routing::{get, post},
+};
+use serde::Deserialize;
+
+use super::{
+    GnapError, interaction,
+    model::{Client, GrantRequest},
+    service::client_of,
+};
+use crate::server::{
+    AppState,
+    signed::{Signed, SignedError},
+};
+
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/auth", post(grant_request))
+        .route("/auth/continue/{id}", post(continue_grant).delete(cancel))
+        .route("/auth/token/{id}", post(rotate).delete(revoke))
+        .route("/auth/interact/{id}/{nonce}", get(interaction::page))
+}
+
+/// A signed request whose key-independent checks passed; failures are GNAP `invalid_client` errors.
+pub struct GnapSigned(pub Signed);
+
+impl FromRequest<AppState> for GnapSigned {
+    type Rejection = GnapError;
+
+    async fn from_request(req: Request, state: &AppState) -> Result<Self, Self::Rejection> {
+        Signed::from_request(req, state)
+            .await
+            .map(GnapSigned)
+            .map_err(|e| match e {
+                SignedError::TooLarge => GnapError::invalid_request("request body is too large"),
+                SignedError::Body(d) => GnapError::invalid_request(d),
+                SignedError::Signature(s) => {
+                    tracing::info!(error = %s, "AS request signature refused");
+                    GnapError::unauthorized_client(format!("invalid signature: {s}"))
+                }
+            })
+    }
+}
+
+async fn verify(state: &AppState, signed: &Signed, client: &Client) -> Result<(), GnapError> {
+    state.verifier.verify(signed, client).await.map_err(|e| {
+        tracing::info!(error = %e, "AS request signature refused");
+        GnapError::unauthorized_client(format!("invalid signature: {e}"))
+    })
+}
+
+async fn grant_request(
+    State(state): State<AppState>,
+    GnapSigned(signed): GnapSigned,
+) -> Result<impl IntoResponse, GnapError> {
+    let req: GrantRequest = serde_json::from_slice(&signed.body)
+        .map_err(|e| GnapError::invalid_request(format!("invalid grant request: {e}")))?;
+    let client = req.client.clone().resolve()?;
+    verify(&state, &signed, &client).await?;
+    Ok(Json(state.gnap.request(req, client).await?))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ContinueBody {
+    #[serde(default)]
+    interact_ref: Option<String>,
+}
+
+fn continuation_token(signed: &Signed) -> Result<String, GnapError> {
+    signed.gnap_token().map(str::to_owned).ok_or_else(|| {
+        GnapError::invalid_continuation(
+            StatusCode::UNAUTHORIZED,
+            "missing Authorization: GNAP <continuation token>",
+        )
+    })
+}
+
+async fn continue_grant(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    GnapSigned(signed): GnapSigned,
+) -> Result<impl IntoResponse, GnapError> {
+    let token = continuation_token(&signed)?;
+    let grant = state.gnap.grant_for_continue(&id, &token).await?;
+    verify(&state, &signed, &client_of(&grant)?).await?;
+    let body = if signed.body.iter().all(u8::is_ascii_whitespace) {
+        ContinueBody { interact_ref: None }
+    } else {
+        serde_json::from_slice(&signed.body)
+            .map_err(|e| GnapError::invalid_request(format!("invalid continue request: {e}")))?
+    };
+    Ok(Json(
+        state
+            .gnap
+            .continue_grant(&grant.id, body.interact_ref, token)
+            .await?,
+    ))
+}
+
+async fn cancel(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    GnapSigned(signed): GnapSigned,
+) -> Result<StatusCode, GnapError> {
+    let token = continuation_token(&signed)?;
+    let grant = state.gnap.grant_for_continue(&id, &token).await?;
+    verify(&state, &signed, &client_of(&grant)?).await?;
+    state.gnap.revoke_grant(&grant.id).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+fn access_token(signed: &Signed) -> Result<String, GnapError> {
+    signed
+        .gnap_token()
+        .map(str::to_owned)
+        .ok_or_else(|| GnapError::unauthorized_client("missing Authorization: GNAP <access token>"))
+}
+
+async fn rotate(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    GnapSigned(signed): GnapSigned,
+) -> Result<impl IntoResponse, GnapError> {
+    let token = access_token(&signed)?;
+    let (t, grant) = state.gnap.token_for_manage(&id, &token).await?;
+    verify(&state, &signed, &client_of(&grant)?).await?;
+    Ok(Json(state.gnap.rotate(&t.id).await?))
+}
+
+async fn revoke(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    GnapSigned(signed): GnapSigned,
+) -> Result<StatusCode, GnapError> {
+    let token = access_token(&signed)?;
+    let (t, grant) = state.gnap.token_for_manage(&id, &token).await?;
+    verify(&state, &signed, &client_of(&grant)?).await?;
+    state.gnap.revoke_token(&t.id).await?;
+    Ok(StatusCode::NO_CONTENT)
+}

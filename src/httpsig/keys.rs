@@ -1,0 +1,1828 @@
+//! Client key discovery for the GNAP authorization server: turns a client's
+//! wallet address into its Ed25519 verifying keys, by fetching
+//! `{walletAddress}/jwks.json` (SECURITY.md §2.7) or, for wallets this ASE hosts,
+//! by asking the store through a closure without any HTTP. Owns the SSRF defences
+//! (URL validation, address policy applied to IP literals and again after DNS
+//! resolution, no redirects or proxies, timeouts, a byte cap on the body) and the
+//! key cache with its refetch throttle. It verifies no signatures and never sends
+//! key material or fetch errors to clients: `KeyError` text is for logs only.
+
+use std::collections::{HashMap, HashSet};
+use std::error::Error as StdError;
+use std::fmt;
+use std::future::Future;
+use std::io;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use ed25519_dalek::VerifyingKey;
+use reqwest::StatusCode;
+use reqwest::header::{ACCEPT, CONTENT_TYPE};
+use rustls_platform_verifier::BuilderVerifierExt as _;
+use serde::Deserialize;
+use tokio::sync::OnceCell;
+use tokio::time::Instant;
+use url::{Host, Url};
+
+// In opdesk this module is `crate::httpsig::keys`: import these as `super::jwk::{Jwk, Jwks}`.
+use super::jwk::{Jwk, Jwks};
+
+/// Longest wallet address URL accepted, before and after normalisation.
+pub const MAX_URL_LEN: usize = 2048;
+
+/// Where and how client key sets may be fetched. Build it with
+/// [`FetchPolicy::for_listen_addr`] and adjust the fields if needed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FetchPolicy {
+    /// Loopback hosts (`127.0.0.0/8`, `::1`, `localhost`) may be fetched.
+    pub allow_loopback: bool,
+    /// Private, link-local, CGNAT, ULA, documentation and benchmarking ranges may be fetched.
+    pub allow_private: bool,
+    /// Limit for establishing the TCP (and TLS) connection, DNS included.
+    pub connect_timeout: Duration,
+    /// Limit for the whole fetch, from sending the request to the last body byte.
+    pub total_timeout: Duration,
+    /// Largest JWKS body read; the fetch aborts as soon as it is exceeded.
+    pub max_body_bytes: usize,
+    /// Most entries a JWKS may list (usable or not).
+    pub max_keys: usize,
+    /// How long a fetched key set is used before it is fetched again.
+    pub cache_ttl: Duration,
+    /// An unknown `kid` triggers a refetch only if the wallet's keys were last
+    /// fetched (or refetched) at least this long ago.
+    pub refetch_interval: Duration,
+    /// Plain `http` for any host (otherwise only for allowed loopback hosts).
+    pub allow_http: bool,
+    /// Most wallets kept in the cache; the oldest entry is evicted beyond it.
+    pub max_cached_wallets: usize,
+}
+
+impl FetchPolicy {
+    /// The default rule: loopback (and private ranges) may be fetched only while
+    /// opdesk itself listens on loopback, that is in a local development setup.
+    /// Plain `http` is allowed for loopback hosts only.
+    pub fn for_listen_addr(listen_is_loopback: bool) -> Self {
+        Self {
+            allow_loopback: listen_is_loopback,
+            allow_private: listen_is_loopback,
+            connect_timeout: Duration::from_secs(2),
+            total_timeout: Duration::from_secs(5),
+            max_body_bytes: 64 * 1024,
+            max_keys: 16,
+            cache_ttl: Duration::from_secs(300),
+            refetch_interval: Duration::from_secs(30),
+            allow_http: false,
+            max_cached_wallets: 1024,
+        }
+    }
+}
+
+/// How an address is treated by [`is_forbidden`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum AddrClass {
+    /// Globally routable as far as we know.
+    Public,
+    /// `127.0.0.0/8`, `::1`.
+    Loopback,
+    /// Private, link-local, CGNAT, ULA, documentation, benchmarking and similar.
+    Private,
+    /// Never a unicast HTTP server: unspecified (which reaches this host), broadcast,
+    /// multicast, reserved and deprecated embeddings.
+    Never,
+}
+
+fn classify(ip: IpAddr) -> AddrClass {
+    match ip {
+        IpAddr::V4(v4) => classify_v4(v4),
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => classify_v4(v4),
+            None => classify_v6(v6),
+        },
+    }
+}
+
+fn classify_v4(ip: Ipv4Addr) -> AddrClass {
+    let [a, b, c, _] = ip.octets();
+    match (a, b, c) {
+        // 0.0.0.0/8 ("this network"; connecting to 0.0.0.0 reaches this host),
+        // 224.0.0.0/4 multicast, 240.0.0.0/4 reserved and the broadcast address.
+        (0, _, _) | (224..=255, _, _) => AddrClass::Never,
+        (127, _, _) => AddrClass::Loopback,
+        (10, _, _)
+        | (172, 16..=31, _)
+        | (192, 168, _)
+        | (169, 254, _)     // link-local, cloud metadata
+        | (100, 64..=127, _) // CGNAT
+        | (192, 0, 0)       // IETF protocol assignments
+        | (192, 0, 2)       // documentation
+        | (198, 51, 100)
+        | (203, 0, 113)
+        | (198, 18..=19, _) // benchmarking
+        | (192, 88, 99) => AddrClass::Private, // deprecated 6to4 relay anycast
+        _ => AddrClass::Public,
+    }
+}
+
+fn classify_v6(ip: Ipv6Addr) -> AddrClass {
+    let s = ip.segments();
+    if ip.is_unspecified() || ip.is_multicast() {
+        return AddrClass::Never;
+    }
+    if ip.is_loopback() {
+        return AddrClass::Loopback;
+    }
+    let embedded = |hi: u16, lo: u16| {
+        let [a, b] = hi.to_be_bytes();
+        let [c, d] = lo.to_be_bytes();
+        Ipv4Addr::new(a, b, c, d)
+    };
+    match s {
+        // ::/96 IPv4-compatible (deprecated) and ::ffff:0:0:0/96 IPv4-translated.
+        [0, 0, 0, 0, 0, 0, _, _] | [0, 0, 0, 0, 0xffff, 0, _, _] => AddrClass::Never,
+        // 100::/64 discard-only.
+        [0x100, 0, 0, 0, ..] => AddrClass::Never,
+        // 64:ff9b::/96 NAT64: judged by the IPv4 address a gateway would reach.
+        [0x64, 0xff9b, 0, 0, 0, 0, hi, lo] => classify_v4(embedded(hi, lo)),
+        // 6to4 2002::/16 embeds an IPv4 address too.
+        [0x2002, hi, lo, ..] => classify_v4(embedded(hi, lo)),
+        // 64:ff9b:1::/48 local-use NAT64.
+        [0x64, 0xff9b, 1, ..] => AddrClass::Private,
+        // fc00::/7 ULA, fe80::/10 link-local, fec0::/10 site-local (deprecated).
+        [x, ..] if x & 0xfe00 == 0xfc00 || x & 0xffc0 == 0xfe80 || x & 0xffc0 == 0xfec0 => {
+            AddrClass::Private
+        }
+        // 2001::/23 IETF protocol assignments (Teredo, benchmarking, ORCHID, ...),
+        // 2001:db8::/32 and 3fff::/20 documentation.
+        [0x2001, y, ..] if y < 0x0200 || y == 0x0db8 => AddrClass::Private,
+        [0x3fff, y, ..] if y < 0x1000 => AddrClass::Private,
+        _ => AddrClass::Public,
+    }
+}
+
+/// Whether `policy` refuses to connect to `ip`. IPv4-mapped IPv6 addresses
+/// (`::ffff:a.b.c.d`) are judged as their IPv4 address; NAT64 and 6to4 addresses
+/// by the IPv4 address they embed. Unspecified, broadcast, multicast and reserved
+/// addresses are always refused.
+pub fn is_forbidden(ip: IpAddr, policy: &FetchPolicy) -> bool {
+    match classify(ip) {
+        AddrClass::Public => false,
+        AddrClass::Loopback => !policy.allow_loopback,
+        AddrClass::Private => !policy.allow_private,
+        AddrClass::Never => true,
+    }
+}
+
+/// Why a client's keys could not be had. The text is for logs; callers answer
+/// the client with a generic 400/401.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum KeyError {
+    /// The wallet address is not an acceptable absolute URL (the reason says why).
+    #[error("invalid wallet address URL: {0}")]
+    InvalidUrl(String),
+    /// The fetch policy refuses the host, address or scheme.
+    #[error("refused by the key fetch policy: {0}")]
+    Forbidden(String),
+    /// Connecting or reading the key set took too long.
+    #[error("key set fetch timed out")]
+    Timeout,
+    /// The key set response is larger than the byte cap.
+    #[error("key set response exceeds the size limit")]
+    TooLarge,
+    /// The response is not `application/json`, or not JSON at all.
+    #[error("key set response is not JSON")]
+    NotJson,
+    /// The key set answered with a status other than 200 (redirects included).
+    #[error("key set fetch answered HTTP {0}")]
+    BadStatus(u16),
+    /// The JSON is not an acceptable JWKS, or the requested key is not a valid Ed25519 JWK.
+    #[error("malformed key set: {0}")]
+    Malformed(String),
+    /// A wallet address under this ASE's public URL that does not exist.
+    #[error("unknown wallet address")]
+    UnknownWallet,
+    /// The wallet's key set has no usable key with this `kid`.
+    #[error("no key with kid {0:?}")]
+    UnknownKey(String),
+    /// The host could not be resolved or connected to, or the exchange failed.
+    #[error("wallet address unreachable: {0}")]
+    Unreachable(String),
+    /// The local key lookup for a wallet hosted here failed.
+    #[error("local key lookup failed: {0}")]
+    Local(String),
+}
+
+/// A boxed, sendable future (what [`LocalKeys`] and [`HostResolver`] return).
+pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
+
+/// Key sets of wallets hosted by this ASE, by wallet name (the one path segment
+/// after the public URL, as it appears in the normalised URL, percent-encoding
+/// kept). `Ok(None)` means no such wallet.
+pub type LocalKeys = Arc<dyn Fn(String) -> BoxFuture<Result<Option<Jwks>, String>> + Send + Sync>;
+
+/// Name resolution used for key fetches. The answer is filtered by the
+/// [`FetchPolicy`] afterwards, so an implementation need not (and must not be
+/// trusted to) apply it.
+pub trait HostResolver: Send + Sync + 'static {
+    /// All addresses of `host` (a domain name, never an IP literal).
+    fn lookup(&self, host: String) -> BoxFuture<io::Result<Vec<IpAddr>>>;
+}
+
+/// The production resolver: the system's, through `tokio::net::lookup_host`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SystemResolver;
+
+impl HostResolver for SystemResolver {
+    fn lookup(&self, host: String) -> BoxFuture<io::Result<Vec<IpAddr>>> {
+        Box::pin(async move {
+            let addrs = tokio::net::lookup_host((host.as_str(), 0)).await?;
+            Ok(addrs.map(|a| a.ip()).collect())
+        })
+    }
+}
+
+/// A fixed name → addresses table, for tests: every other name fails to resolve,
+/// so nothing leaves the machine.
+#[derive(Debug, Clone, Default)]
+pub struct StaticResolver {
+    names: HashMap<String, Vec<IpAddr>>,
+}
+
+impl StaticResolver {
+    /// An empty table.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds `ip` to the addresses of `host` (matched case-insensitively).
+    pub fn with(mut self, host: &str, ip: IpAddr) -> Self {
+        self.names
+            .entry(host.to_ascii_lowercase())
+            .or_default()
+            .push(ip);
+        self
+    }
+}
+
+impl HostResolver for StaticResolver {
+    fn lookup(&self, host: String) -> BoxFuture<io::Result<Vec<IpAddr>>> {
+        let found = self.names.get(&host.to_ascii_lowercase()).cloned();
+        Box::pin(async move {
+            found.ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, "unknown host"))
+        })
+    }
+}
+
+/// Every address of a name was refused by the policy (the DNS-level SSRF check).
+#[derive(Debug)]
+struct ForbiddenAddress {
+    host: String,
+    addrs: Vec<IpAddr>,
+}
+
+impl fmt::Display for ForbiddenAddress {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} resolves only to refused addresses {:?}",
+            self.host, self.addrs
+        )
+    }
+}
+
+impl StdError for ForbiddenAddress {}
+
+/// reqwest's resolver: resolve with the inner [`HostResolver`], then drop every
+/// address the policy refuses. Checking after resolution defeats DNS rebinding,
+/// since the addresses returned here are the ones connected to.
+struct PolicyResolver {
+    inner: Arc<dyn HostResolver>,
+    policy: FetchPolicy,
+}
+
+impl PolicyResolver {
+    async fn resolve_allowed(
+        inner: Arc<dyn HostResolver>,
+        policy: FetchPolicy,
+        host: String,
+    ) -> Result<Vec<SocketAddr>, Box<dyn StdError + Send + Sync>> {
+        let addrs = inner.lookup(host.clone()).await?;
+        if addrs.is_empty() {
+            return Err(io::Error::new(io::ErrorKind::NotFound, "no addresses").into());
+        }
+        let allowed: Vec<SocketAddr> = addrs
+            .iter()
+            .filter(|ip| !is_forbidden(**ip, &policy))
+            .map(|ip| SocketAddr::new(*ip, 0))
+            .collect();
+        if allowed.is_empty() {
+            return Err(Box::new(ForbiddenAddress { host, addrs }));
+        }
+        Ok(allowed)
+    }
+}
+
+impl reqwest::dns::Resolve for PolicyResolver {
+    fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
+        let fut = Self::resolve_allowed(
+            self.inner.clone(),
+            self.policy.clone(),
+            name.as_str().to_owned(),
+        );
+        Box::pin(async move {
+            let addrs = fut.await?;
+            Ok(Box::new(addrs.into_iter()) as reqwest::dns::Addrs)
+        })
+    }
+}
+
+/// Parses and normalises a wallet address URL, refusing anything that is not a
+/// plain absolute `http(s)` URL: userinfo, fragment, query, control characters
+/// or spaces, a trailing slash after a path, or more than [`MAX_URL_LEN`] bytes.
+/// The normalised form (lowercase scheme and host, default port dropped, `..`
+/// resolved, IDNs punycoded, IP literals canonical) is the wallet's identity.
+fn parse_wallet_url(input: &str) -> Result<Url, KeyError> {
+    let invalid = |why: &str| Err(KeyError::InvalidUrl(why.to_owned()));
+    if input.len() > MAX_URL_LEN {
+        return invalid("longer than 2048 bytes");
+    }
+    // `url` silently strips tabs and newlines; refuse them (and spaces) instead.
+    if input.bytes().any(|b| b <= b' ' || b == 0x7f) {
+        return invalid("contains control characters or spaces");
+    }
+    let url = Url::parse(input).map_err(|e| KeyError::InvalidUrl(format!("not absolute: {e}")))?;
+    if !matches!(url.scheme(), "https" | "http") {
+        return invalid("scheme must be https or http");
+    }
+    if url.host().is_none() {
+        return invalid("no host");
+    }
+    if !url.username().is_empty() || url.password().is_some() {
+        return invalid("userinfo is not allowed");
+    }
+    if url.fragment().is_some() {
+        return invalid("fragment is not allowed");
+    }
+    if url.query().is_some() {
+        return invalid("query is not allowed");
+    }
+    if url.path() != "/" && url.path().ends_with('/') {
+        return invalid("trailing slash is not allowed");
+    }
+    if url.as_str().len() > MAX_URL_LEN {
+        return invalid("longer than 2048 bytes once normalised");
+    }
+    Ok(url)
+}
+
+/// Applies the address and scheme policy to what can be judged before any
+/// connection: IP-literal hosts (which reqwest connects to without asking the
+/// resolver) and `localhost` names. Domain names are checked again after
+/// resolution by [`PolicyResolver`].
+fn check_remote(url: &Url, policy: &FetchPolicy) -> Result<(), KeyError> {
+    let loopback = match url.host() {
+        Some(Host::Ipv4(ip)) => check_ip(IpAddr::V4(ip), policy)?,
+        Some(Host::Ipv6(ip)) => check_ip(IpAddr::V6(ip), policy)?,
+        Some(Host::Domain(name)) => {
+            let name = name.trim_end_matches('.');
+            let loopback = name == "localhost" || name.ends_with(".localhost");
+            if loopback && !policy.allow_loopback {
+                return Err(KeyError::Forbidden(format!("loopback host {name}")));
+            }
+            loopback
+        }
+        None => return Err(KeyError::InvalidUrl("no host".to_owned())),
+    };
+    if url.scheme() == "http" && !policy.allow_http && !(loopback && policy.allow_loopback) {
+        return Err(KeyError::Forbidden(format!(
+            "plain http to {}",
+            url.host_str().unwrap_or_default()
+        )));
+    }
+    Ok(())
+}
+
+/// Refuses a forbidden IP literal; says whether it is a loopback address.
+fn check_ip(ip: IpAddr, policy: &FetchPolicy) -> Result<bool, KeyError> {
+    if is_forbidden(ip, policy) {
+        return Err(KeyError::Forbidden(format!("address {ip}")));
+    }
+    Ok(classify(ip) == AddrClass::Loopback)
+}
+
+/// `{wallet}/jwks.json`; a wallet address without a path keeps its document
+/// under `/.well-known/pay` (CONTRACT.md §1, §3).
+fn jwks_url(wallet: &Url) -> Url {
+    let mut url = wallet.clone();
+    if wallet.path() == "/" {
+        url.set_path("/.well-known/pay/jwks.json");
+    } else {
+        url.set_path(&format!("{}/jwks.json", wallet.path()));
+    }
+    url
+}
+
+/// This ASE's public base URL, for recognising wallets it hosts.
+#[derive(Debug, Clone)]
+struct PublicBase {
+    origin: url::Origin,
+    /// The path without its trailing slash (empty at the root).
+    path: String,
+}
+
+impl PublicBase {
+    fn parse(public_url: &str) -> Result<Self, KeyError> {
+        let url = parse_wallet_url(public_url.trim_end_matches('/'))
+            .map_err(|e| KeyError::InvalidUrl(format!("public URL: {e}")))?;
+        Ok(Self {
+            origin: url.origin(),
+            path: url.path().trim_end_matches('/').to_owned(),
+        })
+    }
+
+    /// The wallet name if `url` is `{public_url}/{name}` with exactly one segment.
+    fn local_name(&self, url: &Url) -> Option<String> {
+        if url.origin() != self.origin {
+            return None;
+        }
+        let name = url.path().strip_prefix(&self.path)?.strip_prefix('/')?;
+        (!name.is_empty() && !name.contains('/')).then(|| name.to_owned())
+    }
+}
+
+/// A wallet's keys, checked once when fetched.
+#[derive(Debug, Default)]
+struct KeySet {
+    /// The usable keys, as served.
+    jwks: Jwks,
+    usable: HashMap<String, VerifyingKey>,
+    /// Keys present under a `kid` but refused, with the reason (for logs).
+    rejected: HashMap<String, String>,
+}
+
+impl KeySet {
+    /// Keeps the valid Ed25519 keys; refuses the set if it is too long or has a
+    /// duplicate `kid`. Entries without a string `kid` cannot be referred to and are dropped.
+    fn build(
+        entries: impl ExactSizeIterator<Item = (Option<String>, Result<Jwk, String>)>,
+        max_keys: usize,
+    ) -> Result<Self, KeyError> {
+        if entries.len() > max_keys {
+            return Err(KeyError::Malformed(format!(
+                "{} keys, at most {max_keys} allowed",
+                entries.len()
+            )));
+        }
+        let mut seen = HashSet::new();
+        let mut set = Self::default();
+        for (kid, jwk) in entries {
+            let Some(kid) = kid else { continue };
+            if !seen.insert(kid.clone()) {
+                return Err(KeyError::Malformed(format!("duplicate kid {kid:?}")));
+            }
+            match jwk.and_then(|j| j.verifying_key().map(|k| (j, k)).map_err(|e| e.to_string())) {
+                Ok((jwk, key)) => {
+                    set.usable.insert(kid, key);
+                    set.jwks.keys.push(jwk);
+                }
+                Err(why) => {
+                    set.rejected.insert(kid, why);
+                }
+            }
+        }
+        Ok(set)
+    }
+
+    fn from_json(body: &[u8], max_keys: usize) -> Result<Self, KeyError> {
+        #[derive(Deserialize)]
+        struct Raw {
+            keys: Vec<serde_json::Value>,
+        }
+        let raw: Raw = serde_json::from_slice(body).map_err(|e| match e.classify() {
+            serde_json::error::Category::Data => KeyError::Malformed(format!("not a JWKS: {e}")),
+            _ => KeyError::NotJson,
+        })?;
+        let entries = raw.keys.into_iter().map(|v| {
+            let kid = v.get("kid").and_then(|k| k.as_str()).map(str::to_owned);
+            let jwk = serde_json::from_value::<Jwk>(v).map_err(|e| format!("not a JWK: {e}"));
+            (kid, jwk)
+        });
+        Self::build(entries, max_keys)
+    }
+
+    fn from_jwks(jwks: Jwks, max_keys: usize) -> Result<Self, KeyError> {
+        let entries = jwks.keys.into_iter().map(|j| (Some(j.kid.clone()), Ok(j)));
+        Self::build(entries, max_keys)
+    }
+
+    /// `Ok(None)` when no key has this `kid`.
+    fn get(&self, kid: &str) -> Result<Option<VerifyingKey>, KeyError> {
+        if let Some(why) = self.rejected.get(kid) {
+            return Err(KeyError::Malformed(format!("key {kid:?}: {why}")));
+        }
+        Ok(self.usable.get(kid).copied())
+    }
+}
+
+struct CacheEntry {
+    set: Arc<KeySet>,
+    fetched_at: Instant,
+    /// Last fetch or unknown-`kid` refetch claim: the throttle's clock.
+    last_attempt: Instant,
+}
+
+type Fetch = Arc<OnceCell<Result<Arc<KeySet>, KeyError>>>;
+
+struct Inner {
+    policy: FetchPolicy,
+    public: PublicBase,
+    local: LocalKeys,
+    http: reqwest::Client,
+    cache: Mutex<HashMap<String, CacheEntry>>,
+    /// Fetches under way, so that concurrent misses for one wallet share one request.
+    inflight: Mutex<HashMap<String, Fetch>>,
+}
+
+/// Resolves a client's wallet address to its keys. Cheap to clone (one `Arc`).
+#[derive(Clone)]
+pub struct KeyResolver {
+    inner: Arc<Inner>,
+}
+
+impl fmt::Debug for KeyResolver {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("KeyResolver")
+            .field("policy", &self.inner.policy)
+            .field("public", &self.inner.public)
+            .finish_non_exhaustive()
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The HTTP client for key fetches: TLS through rustls with the *ring* provider
+/// and the platform's roots, resolution through [`PolicyResolver`], no redirects,
+/// proxies, retries, pooling or compression, and the policy's timeouts.
+fn build_client(
+    policy: &FetchPolicy,
+    resolver: Arc<dyn HostResolver>,
+) -> Result<reqwest::Client, KeyError> {
+    let tls_error = |e: rustls::Error| KeyError::Unreachable(format!("TLS setup: {e}"));
+    let tls = rustls::ClientConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .map_err(tls_error)?
+    .with_platform_verifier()
+    .map_err(tls_error)?
+    .with_no_client_auth();
+    reqwest::Client::builder()
+        .tls_backend_preconfigured(tls)
+        .dns_resolver(Arc::new(PolicyResolver {
+            inner: resolver,
+            policy: policy.clone(),
+        }))
+        .redirect(reqwest::redirect::Policy::none())
+        .retry(reqwest::retry::never())
+        .no_proxy()
+        .referer(false)
+        .http1_only()
+        .pool_max_idle_per_host(0)
+        .connect_timeout(policy.connect_timeout)
+        .timeout(policy.total_timeout)
+        .user_agent(concat!("opdesk/", env!("CARGO_PKG_VERSION")))
+        .build()
+        .map_err(|e| KeyError::Unreachable(format!("HTTP client setup: {}", error_chain(&e))))
+}
+
+/// Installs rustls' *ring* provider as the process default, unless one is
+/// installed already. With reqwest's `rustls-no-provider` feature (which this
+/// module needs to keep aws-lc out) every `reqwest::Client` built without a
+/// preconfigured TLS config panics until a default exists, so call this once at
+/// startup and in test helpers. [`KeyResolver`] itself does not depend on it.
+pub fn install_default_crypto_provider() {
+    if rustls::crypto::CryptoProvider::get_default().is_none() {
+        // Err only if another thread won the race, which is just as good.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    }
+}
+
+/// An error and its sources, joined with `: `.
+fn error_chain(e: &(dyn StdError + 'static)) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        let part = s.to_string();
+        if !text.contains(&part) {
+            text.push_str(": ");
+            text.push_str(&part);
+        }
+        source = s.source();
+    }
+    text
+}
+
+fn map_reqwest(e: reqwest::Error) -> KeyError {
+    let mut source: Option<&(dyn StdError + 'static)> = Some(&e);
+    while let Some(s) = source {
+        if let Some(f) = s.downcast_ref::<ForbiddenAddress>() {
+            return KeyError::Forbidden(f.to_string());
+        }
+        source = s.source();
+    }
+    if e.is_timeout() {
+        return KeyError::Timeout;
+    }
+    KeyError::Unreachable(error_chain(&e))
+}
+
+impl KeyResolver {
+    /// A resolver using the system's name resolution. `public_url` is this ASE's
+    /// public base URL; wallets directly under it are looked up with `local`.
+    pub fn new(policy: FetchPolicy, public_url: &str, local: LocalKeys) -> Result<Self, KeyError> {
+        Self::with_host_resolver(policy, public_url, local, Arc::new(SystemResolver))
+    }
+
+    /// As [`KeyResolver::new`], resolving names with `resolver` (tests use a
+    /// [`StaticResolver`]). The policy still filters whatever it returns.
+    pub fn with_host_resolver(
+        policy: FetchPolicy,
+        public_url: &str,
+        local: LocalKeys,
+        resolver: Arc<dyn HostResolver>,
+    ) -> Result<Self, KeyError> {
+        let public = PublicBase::parse(public_url)?;
+        let http = build_client(&policy, resolver)?;
+        Ok(Self {
+            inner: Arc::new(Inner {
+                policy,
+                public,
+                local,
+                http,
+                cache: Mutex::new(HashMap::new()),
+                inflight: Mutex::new(HashMap::new()),
+            }),
+        })
+    }
+
+    /// The policy in force.
+    pub fn policy(&self) -> &FetchPolicy {
+        &self.inner.policy
+    }
+
+    /// The usable (valid Ed25519) keys of `wallet_url`: from the local store for
+    /// wallets this ASE hosts, else from the cache or `{wallet_url}/jwks.json`.
+    pub async fn jwks(&self, wallet_url: &str) -> Result<Jwks, KeyError> {
+        let url = parse_wallet_url(wallet_url)?;
+        let set = match self.inner.public.local_name(&url) {
+            Some(name) => self.local_set(name).await?,
+            None => self.remote_set(&url).await?,
+        };
+        Ok(set.jwks.clone())
+    }
+
+    /// The verifying key `kid` of `wallet_url`. For a remote wallet, an unknown
+    /// `kid` refetches the key set at most once per `refetch_interval`, so a flood
+    /// of bogus kids cannot make the server a request amplifier.
+    pub async fn key(&self, wallet_url: &str, kid: &str) -> Result<VerifyingKey, KeyError> {
+        let unknown = || KeyError::UnknownKey(kid.to_owned());
+        let url = parse_wallet_url(wallet_url)?;
+        if let Some(name) = self.inner.public.local_name(&url) {
+            return self.local_set(name).await?.get(kid)?.ok_or_else(unknown);
+        }
+        let set = self.remote_set(&url).await?;
+        if let Some(key) = set.get(kid)? {
+            return Ok(key);
+        }
+        if !self.claim_refetch(url.as_str()) {
+            return Err(unknown());
+        }
+        self.fetch_shared(&url).await?.get(kid)?.ok_or_else(unknown)
+    }
+
+    /// Forgets the cached keys of `wallet_url` (no effect for an invalid URL).
+    pub fn invalidate(&self, wallet_url: &str) {
+        if let Ok(url) = parse_wallet_url(wallet_url) {
+            lock(&self.inner.cache).remove(url.as_str());
+        }
+    }
+
+    async fn local_set(&self, name: String) -> Result<Arc<KeySet>, KeyError> {
+        match (self.inner.local)(name).await {
+            Ok(Some(jwks)) => Ok(Arc::new(KeySet::from_jwks(
+                jwks,
+                self.inner.policy.max_keys,
+            )?)),
+            Ok(None) => Err(KeyError::UnknownWallet),
+            Err(e) => Err(KeyError::Local(e)),
+        }
+    }
+
+    async fn remote_set(&self, url: &Url) -> Result<Arc<KeySet>, KeyError> {
+        let fresh = {
+            let cache = lock(&self.inner.cache);
+            cache
+                .get(url.as_str())
+                .filter(|e| e.fetched_at.elapsed() < self.inner.policy.cache_ttl)
+                .map(|e| e.set.clone())
+        };
+        match fresh {
+            Some(set) => Ok(set),
+            None => self.fetch_shared(url).await,
+        }
+    }
+
+    /// Whether an unknown `kid` may refetch now; if so, starts the throttle interval.
+    fn claim_refetch(&self, key: &str) -> bool {
+        let mut cache = lock(&self.inner.cache);
+        match cache.get_mut(key) {
+            Some(entry) if entry.last_attempt.elapsed() < self.inner.policy.refetch_interval => {
+                false
+            }
+            Some(entry) => {
+                entry.last_attempt = Instant::now();
+                true
+            }
+            None => true,
+        }
+    }
+
+    /// Fetches and caches the key set, joining a fetch already under way for this wallet.
+    async fn fetch_shared(&self, url: &Url) -> Result<Arc<KeySet>, KeyError> {
+        let key = url.as_str();
+        let cell = lock(&self.inner.inflight)
+            .entry(key.to_owned())
+            .or_default()
+            .clone();
+        let result = cell.get_or_init(|| self.fetch_and_store(url)).await.clone();
+        let mut inflight = lock(&self.inner.inflight);
+        if inflight.get(key).is_some_and(|c| Arc::ptr_eq(c, &cell)) {
+            inflight.remove(key);
+        }
+        result
+    }
+
+    async fn fetch_and_store(&self, url: &Url) -> Result<Arc<KeySet>, KeyError> {
+        let set = Arc::new(self.fetch(url).await?);
+        let now = Instant::now();
+        let policy = &self.inner.policy;
+        let mut cache = lock(&self.inner.cache);
+        if cache.len() >= policy.max_cached_wallets && !cache.contains_key(url.as_str()) {
+            cache.retain(|_, e| e.fetched_at.elapsed() < policy.cache_ttl);
+            if cache.len() >= policy.max_cached_wallets {
+                let oldest = cache
+                    .iter()
+                    .min_by_key(|(_, e)| e.fetched_at)
+                    .map(|(k, _)| k.clone());
+                if let Some(oldest) = oldest {
+                    cache.remove(&oldest);
+                }
+            }
+        }
+        cache.insert(
+            url.as_str().to_owned(),
+            CacheEntry {
+                set: set.clone(),
+                fetched_at: now,
+                last_attempt: now,
+            },
+        );
+        Ok(set)
+    }
+
+    async fn fetch(&self, wallet: &Url) -> Result<KeySet, KeyError> {
+        let policy = &self.inner.policy;
+        check_remote(wallet, policy)?;
+        let body = tokio::time::timeout(policy.total_timeout, self.download(jwks_url(wallet)))
+            .await
+            .map_err(|_| KeyError::Timeout)??;
+        KeySet::from_json(&body, policy.max_keys)
+    }
+
+    /// GETs `url` and returns the body of a 200 `application/json` answer, read
+    /// chunk by chunk and abandoned as soon as it exceeds the byte cap.
+    async fn download(&self, url: Url) -> Result<Vec<u8>, KeyError> {
+        let max = self.inner.policy.max_body_bytes;
+        let mut response = self
+            .inner
+            .http
+            .get(url)
+            .header(ACCEPT, "application/json")
+            .send()
+            .await
+            .map_err(map_reqwest)?;
+        if response.status() != StatusCode::OK {
+            return Err(KeyError::BadStatus(response.status().as_u16()));
+        }
+        let content_type = response
+            .headers()
+            .get(CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default();
+        let essence = content_type.split(';').next().unwrap_or_default().trim();
+        if !essence.eq_ignore_ascii_case("application/json") {
+            return Err(KeyError::NotJson);
+        }
+        let declared = response.content_length().unwrap_or(0);
+        if declared > max as u64 {
+            return Err(KeyError::TooLarge);
+        }
+        let mut body = Vec::with_capacity(usize::try_from(declared).unwrap_or(max).min(max));
+        while let Some(chunk) = response.chunk().await.map_err(map_reqwest)? {
+            if body.len() + chunk.len() > max {
+                return Err(KeyError::TooLarge);
+            }
+            body.extend_from_slice(&chunk);
+        }
+        Ok(body)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ed25519_dalek::SigningKey;
+    use serde_json::{Value, json};
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::net::{TcpListener, TcpStream};
+
+    // ---------- pure functions ----------
+
+    #[test]
+    fn is_forbidden_table() {
+        let open = FetchPolicy {
+            allow_loopback: true,
+            allow_private: true,
+            ..FetchPolicy::for_listen_addr(true)
+        };
+        let prod = FetchPolicy::for_listen_addr(false);
+        let loop_only = FetchPolicy {
+            allow_private: false,
+            ..open.clone()
+        };
+        // (address, refused in production, refused with everything allowed, refused with loopback only)
+        let table: &[(&str, bool, bool, bool)] = &[
+            ("8.8.8.8", false, false, false),
+            ("1.1.1.1", false, false, false),
+            ("2606:4700:4700::1111", false, false, false),
+            ("::ffff:8.8.8.8", false, false, false),
+            ("64:ff9b::808:808", false, false, false),
+            ("2002:808:808::1", false, false, false),
+            ("127.0.0.1", true, false, false),
+            ("127.255.255.254", true, false, false),
+            ("::1", true, false, false),
+            ("::ffff:127.0.0.1", true, false, false),
+            ("64:ff9b::7f00:1", true, false, false),
+            ("2002:7f00:1::", true, false, false),
+            ("10.0.0.1", true, false, true),
+            ("172.16.0.1", true, false, true),
+            ("172.31.255.255", true, false, true),
+            ("172.32.0.1", false, false, false),
+            ("192.168.1.1", true, false, true),
+            ("::ffff:192.168.1.1", true, false, true),
+            ("169.254.169.254", true, false, true),
+            ("::ffff:169.254.169.254", true, false, true),
+            ("100.64.0.1", true, false, true),
+            ("100.127.255.255", true, false, true),
+            ("100.128.0.1", false, false, false),
+            ("192.0.0.1", true, false, true),
+            ("192.0.2.1", true, false, true),
+            ("198.51.100.7", true, false, true),
+            ("203.0.113.9", true, false, true),
+            ("198.18.0.1", true, false, true),
+            ("fc00::1", true, false, true),
+            ("fd12:3456::1", true, false, true),
+            ("fe80::1", true, false, true),
+            ("febf::1", true, false, true),
+            ("fec0::1", true, false, true),
+            ("2001:db8::1", true, false, true),
+            ("2001:0:4136:e378::1", true, false, true),
+            ("3fff::1", true, false, true),
+            ("64:ff9b:1::1", true, false, true),
+            ("0.0.0.0", true, true, true),
+            ("0.1.2.3", true, true, true),
+            ("::", true, true, true),
+            ("::ffff:0.0.0.0", true, true, true),
+            ("255.255.255.255", true, true, true),
+            ("224.0.0.1", true, true, true),
+            ("239.255.255.250", true, true, true),
+            ("240.0.0.1", true, true, true),
+            ("ff02::1", true, true, true),
+            ("::7f00:1", true, true, true),
+            ("::ffff:0:7f00:1", true, true, true),
+            ("100::1", true, true, true),
+        ];
+        for (addr, in_prod, in_open, in_loop_only) in table {
+            let ip: IpAddr = addr.parse().unwrap();
+            assert_eq!(is_forbidden(ip, &prod), *in_prod, "{addr} production");
+            assert_eq!(is_forbidden(ip, &open), *in_open, "{addr} open");
+            assert_eq!(
+                is_forbidden(ip, &loop_only),
+                *in_loop_only,
+                "{addr} loopback only"
+            );
+        }
+    }
+
+    #[test]
+    fn default_policy_follows_listen_address() {
+        let dev = FetchPolicy::for_listen_addr(true);
+        assert!(dev.allow_loopback && dev.allow_private && !dev.allow_http);
+        let prod = FetchPolicy::for_listen_addr(false);
+        assert!(!prod.allow_loopback && !prod.allow_private && !prod.allow_http);
+        assert_eq!(prod.max_body_bytes, 64 * 1024);
+        assert!(prod.connect_timeout <= prod.total_timeout);
+    }
+
+    #[test]
+    fn url_shape_table() {
+        let long = format!("https://example.com/{}", "a".repeat(MAX_URL_LEN));
+        let bad = [
+            "",
+            "alice",
+            "/alice",
+            "//evil.test/alice",
+            "javascript:alert(1)",
+            "data:application/json,{}",
+            "ftp://example.com/alice",
+            "file:///etc/passwd",
+            "https://good@evil.test/alice",
+            "https://user:pw@evil.test/alice",
+            "https://evil.test#@good.test",
+            "https://evil.test/alice#x",
+            "https://evil.test/alice?x=1",
+            "https://evil.test/alice/",
+            "https://evil.test/al\r\nice",
+            "https://evil.test/al\tice",
+            "https://evil.test/al ice",
+            "https://",
+            long.as_str(),
+        ];
+        for input in bad {
+            assert!(
+                matches!(parse_wallet_url(input), Err(KeyError::InvalidUrl(_))),
+                "{input:?}"
+            );
+        }
+        let norm = [
+            ("HTTPS://EXAMPLE.com:443/alice", "https://example.com/alice"),
+            (
+                "https://example.com/x/../alice",
+                "https://example.com/alice",
+            ),
+            ("https://ex%61mple.com/alice", "https://example.com/alice"),
+            (
+                "https://аррӏе.com/alice",
+                "https://xn--80ak6aa92e.com/alice",
+            ),
+            ("http://0x7f.1:80/alice", "http://127.0.0.1/alice"),
+            ("http://2130706433/alice", "http://127.0.0.1/alice"),
+            ("http://0177.0.0.1/alice", "http://127.0.0.1/alice"),
+            ("https://example.com", "https://example.com/"),
+            ("https://[::FFFF:127.0.0.1]/a", "https://[::ffff:7f00:1]/a"),
+        ];
+        for (input, want) in norm {
+            assert_eq!(parse_wallet_url(input).unwrap().as_str(), want, "{input}");
+        }
+    }
+
+    #[test]
+    fn remote_policy_table() {
+        let prod = FetchPolicy::for_listen_addr(false);
+        let dev = FetchPolicy::for_listen_addr(true);
+        let check = |input: &str, policy: &FetchPolicy| {
+            check_remote(&parse_wallet_url(input).unwrap(), policy)
+        };
+        for input in [
+            "https://127.0.0.1/alice",
+            "https://0x7f.1/alice",
+            "https://2130706433/alice",
+            "https://0177.0.0.1/alice",
+            "https://[::1]/alice",
+            "https://[::ffff:127.0.0.1]/alice",
+            "https://localhost/alice",
+            "https://LOCALHOST./alice",
+            "https://api.localhost/alice",
+            "https://169.254.169.254/latest/meta-data",
+            "https://10.1.2.3/alice",
+            "https://[fe80::1]/alice",
+            "https://[fd00::1]/alice",
+            "https://0.0.0.0/alice",
+            "http://example.com/alice",
+            "http://8.8.8.8/alice",
+        ] {
+            assert!(
+                matches!(check(input, &prod), Err(KeyError::Forbidden(_))),
+                "{input}"
+            );
+        }
+        for input in ["https://example.com/alice", "https://8.8.8.8/alice"] {
+            check(input, &prod).unwrap();
+        }
+        // Development: loopback over plain http is fine; other hosts still need https.
+        for input in [
+            "http://127.0.0.1:3000/alice",
+            "http://localhost:3000/alice",
+            "http://[::1]:3000/alice",
+            "https://10.1.2.3/alice",
+        ] {
+            check(input, &dev).unwrap();
+        }
+        for input in ["http://10.1.2.3/alice", "http://example.com/alice"] {
+            assert!(matches!(check(input, &dev), Err(KeyError::Forbidden(_))));
+        }
+        let http_ok = FetchPolicy {
+            allow_http: true,
+            ..prod.clone()
+        };
+        check("http://example.com/alice", &http_ok).unwrap();
+        assert!(check("http://127.0.0.1/alice", &http_ok).is_err());
+    }
+
+    #[test]
+    fn jwks_location() {
+        let at = |w: &str| jwks_url(&parse_wallet_url(w).unwrap()).to_string();
+        assert_eq!(
+            at("https://example.com/alice"),
+            "https://example.com/alice/jwks.json"
+        );
+        assert_eq!(
+            at("https://example.com/a/b"),
+            "https://example.com/a/b/jwks.json"
+        );
+        assert_eq!(
+            at("https://example.com"),
+            "https://example.com/.well-known/pay/jwks.json"
+        );
+        assert_eq!(
+            at("https://example.com:8443/%61lice"),
+            "https://example.com:8443/%61lice/jwks.json"
+        );
+    }
+
+    #[test]
+    fn public_base_matching() {
+        let base = PublicBase::parse("https://ase.example/").unwrap();
+        let name = |w: &str| base.local_name(&parse_wallet_url(w).unwrap());
+        assert_eq!(name("https://ase.example/alice").as_deref(), Some("alice"));
+        assert_eq!(
+            name("HTTPS://ASE.example:443/alice").as_deref(),
+            Some("alice")
+        );
+        assert_eq!(name("https://ase.example/a/b"), None);
+        assert_eq!(name("https://ase.example"), None);
+        assert_eq!(name("http://ase.example/alice"), None);
+        assert_eq!(name("https://ase.example:8443/alice"), None);
+        assert_eq!(name("https://ase.example.evil.test/alice"), None);
+
+        let nested = PublicBase::parse("http://127.0.0.1:9/op").unwrap();
+        let name = |w: &str| nested.local_name(&parse_wallet_url(w).unwrap());
+        assert_eq!(name("http://127.0.0.1:9/op/bob").as_deref(), Some("bob"));
+        assert_eq!(name("http://127.0.0.1:9/opbob"), None);
+        assert_eq!(name("http://127.0.0.1:9/op"), None);
+        assert_eq!(name("http://127.0.0.1:9/bob"), None);
+
+        for bad in ["not a url", "https://u@ase.example", "ftp://ase.example"] {
+            assert!(matches!(
+                PublicBase::parse(bad),
+                Err(KeyError::InvalidUrl(_))
+            ));
+        }
+    }
+
+    #[tokio::test]
+    async fn resolver_drops_forbidden_addresses() {
+        let stub = StaticResolver::new()
+            .with("mixed.test", "127.0.0.1".parse().unwrap())
+            .with("mixed.test", "8.8.8.8".parse().unwrap())
+            .with("mixed.test", "::ffff:10.0.0.1".parse().unwrap())
+            .with("bad.test", "169.254.169.254".parse().unwrap())
+            .with("bad.test", "::1".parse().unwrap());
+        let inner: Arc<dyn HostResolver> = Arc::new(stub);
+        let prod = FetchPolicy::for_listen_addr(false);
+        // Only resolution happens here: nothing connects to these addresses.
+        let got = PolicyResolver::resolve_allowed(inner.clone(), prod.clone(), "mixed.test".into())
+            .await
+            .unwrap();
+        assert_eq!(got, vec!["8.8.8.8:0".parse::<SocketAddr>().unwrap()]);
+        let err = PolicyResolver::resolve_allowed(inner.clone(), prod, "bad.test".into())
+            .await
+            .unwrap_err();
+        assert!(err.downcast_ref::<ForbiddenAddress>().is_some());
+        let dev = FetchPolicy::for_listen_addr(true);
+        let got = PolicyResolver::resolve_allowed(inner.clone(), dev, "mixed.test".into())
+            .await
+            .unwrap();
+        assert_eq!(got.len(), 3);
+        let err = PolicyResolver::resolve_allowed(
+            inner,
+            FetchPolicy::for_listen_addr(true),
+            "nowhere.test".into(),
+        )
+        .await
+        .unwrap_err();
+        assert!(err.downcast_ref::<ForbiddenAddress>().is_none());
+    }
+
+    // ---------- loopback mock JWKS server ----------
+
+    /// What the mock does with one request.
+    #[derive(Clone)]
+    enum Reply {
+        /// Read the request, then say nothing for 30 s.
+        Hang,
+        /// Send headers promising 64 bytes, then one byte per second.
+        Dribble,
+        /// A complete response after `delay`.
+        Fixed {
+            status: u16,
+            content_type: &'static str,
+            headers: String,
+            body: Vec<u8>,
+            delay: Duration,
+        },
+        /// 10 MB of JSON-ish bytes, with or without `Content-Length`.
+        Huge { content_length: bool },
+    }
+
+    fn json_reply(body: &Value) -> Reply {
+        Reply::Fixed {
+            status: 200,
+            content_type: "application/json",
+            headers: String::new(),
+            body: serde_json::to_vec(body).unwrap(),
+            delay: Duration::ZERO,
+        }
+    }
+
+    type Handler = Arc<dyn Fn(usize, &str) -> Reply + Send + Sync>;
+
+    struct Mock {
+        addr: SocketAddr,
+        connections: Arc<AtomicUsize>,
+        requests: Arc<AtomicUsize>,
+        heads: Arc<Mutex<Vec<String>>>,
+    }
+
+    impl Mock {
+        fn url(&self, path: &str) -> String {
+            format!("http://{}{path}", self.addr)
+        }
+        fn connections(&self) -> usize {
+            self.connections.load(Ordering::SeqCst)
+        }
+        fn requests(&self) -> usize {
+            self.requests.load(Ordering::SeqCst)
+        }
+        fn head(&self, i: usize) -> String {
+            lock(&self.heads)[i].clone()
+        }
+    }
+
+    /// A one-request-per-connection HTTP/1.1 server on 127.0.0.1:0. Every loop
+    /// in it is bounded in count and time.
+    async fn mock(handler: impl Fn(usize, &str) -> Reply + Send + Sync + 'static) -> Mock {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let connections = Arc::new(AtomicUsize::new(0));
+        let requests = Arc::new(AtomicUsize::new(0));
+        let heads = Arc::new(Mutex::new(Vec::new()));
+        let handler: Handler = Arc::new(handler);
+        let (c, r, h) = (connections.clone(), requests.clone(), heads.clone());
+        tokio::spawn(async move {
+            for _ in 0..1000 {
+                let Ok((sock, _)) = listener.accept().await else {
+                    break;
+                };
+                c.fetch_add(1, Ordering::SeqCst);
+                let (r, h, handler) = (r.clone(), h.clone(), handler.clone());
+                tokio::spawn(async move {
+                    let _ = serve(sock, r, h, handler).await;
+                });
+            }
+        });
+        Mock {
+            addr,
+            connections,
+            requests,
+            heads,
+        }
+    }
+
+    async fn serve(
+        mut sock: TcpStream,
+        requests: Arc<AtomicUsize>,
+        heads: Arc<Mutex<Vec<String>>>,
+        handler: Handler,
+    ) -> io::Result<()> {
+        let mut head = Vec::new();
+        let mut buf = [0u8; 1024];
+        while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+            let n = tokio::time::timeout(Duration::from_secs(5), sock.read(&mut buf))
+                .await
+                .map_err(|_| io::Error::from(io::ErrorKind::TimedOut))??;
+            if n == 0 || head.len() > 16 * 1024 {
+                return Ok(());
+            }
+            head.extend_from_slice(&buf[..n]);
+        }
+        let head = String::from_utf8_lossy(&head).into_owned();
+        let path = head.split(' ').nth(1).unwrap_or("").to_owned();
+        let n = requests.fetch_add(1, Ordering::SeqCst);
+        lock(&heads).push(head);
+        match handler(n, &path) {
+            Reply::Hang => tokio::time::sleep(Duration::from_secs(30)).await,
+            Reply::Dribble => {
+                sock.write_all(
+                    b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 64\r\n\r\n",
+                )
+                .await?;
+                for _ in 0..64 {
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                    sock.write_all(b" ").await?;
+                }
+            }
+            Reply::Fixed {
+                status,
+                content_type,
+                headers,
+                body,
+                delay,
+            } => {
+                tokio::time::sleep(delay).await;
+                let head = format!(
+                    "HTTP/1.1 {status} X\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\nconnection: close\r\n{headers}\r\n",
+                    body.len()
+                );
+                sock.write_all(head.as_bytes()).await?;
+                sock.write_all(&body).await?;
+                sock.shutdown().await?;
+            }
+            Reply::Huge { content_length } => {
+                const TOTAL: usize = 10 * 1024 * 1024;
+                let length = if content_length {
+                    format!("content-length: {TOTAL}\r\n")
+                } else {
+                    String::new()
+                };
+                let head = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n{length}connection: close\r\n\r\n"
+                );
+                sock.write_all(head.as_bytes()).await?;
+                sock.write_all(b"{\"keys\":[\"").await?;
+                let chunk = vec![b'a'; 64 * 1024];
+                for _ in 0..TOTAL / chunk.len() {
+                    sock.write_all(&chunk).await?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    // ---------- resolver fixtures ----------
+
+    fn signing_key(seed: u8) -> SigningKey {
+        SigningKey::from_bytes(&[seed; 32])
+    }
+
+    fn jwk(kid: &str, seed: u8) -> Jwk {
+        Jwk::from_verifying_key(kid, &signing_key(seed).verifying_key())
+    }
+
+    fn jwk_json(kid: &str, seed: u8) -> Value {
+        serde_json::to_value(jwk(kid, seed)).unwrap()
+    }
+
+    /// Short timeouts, loopback allowed (the mocks live there).
+    fn test_policy() -> FetchPolicy {
+        FetchPolicy {
+            connect_timeout: Duration::from_millis(500),
+            total_timeout: Duration::from_millis(1000),
+            ..FetchPolicy::for_listen_addr(true)
+        }
+    }
+
+    fn no_local() -> LocalKeys {
+        Arc::new(|_| Box::pin(async { Ok(None) }))
+    }
+
+    /// A resolver whose names resolve only through `stub` (nothing leaves the machine).
+    fn resolver_with(policy: FetchPolicy, stub: StaticResolver) -> KeyResolver {
+        KeyResolver::with_host_resolver(policy, "https://ase.invalid", no_local(), Arc::new(stub))
+            .unwrap()
+    }
+
+    fn resolver(policy: FetchPolicy) -> KeyResolver {
+        resolver_with(policy, StaticResolver::new())
+    }
+
+    /// Runs `fut` and fails the test if it takes more than `secs`.
+    async fn bounded<T>(secs: u64, fut: impl Future<Output = T>) -> T {
+        tokio::time::timeout(Duration::from_secs(secs), fut)
+            .await
+            .expect("hung")
+    }
+
+    // ---------- fetch behaviour ----------
+
+    #[tokio::test]
+    async fn good_jwks_is_fetched_filtered_and_cached() {
+        let good = jwk_json("k1", 1);
+        let body = json!({"keys": [good, {"kid": "hmac", "kty": "oct", "k": "c2VjcmV0"}]});
+        let m = mock(move |_, _| json_reply(&body)).await;
+        let r = resolver(test_policy());
+        let wallet = m.url("/alice");
+
+        let set = bounded(5, r.jwks(&wallet)).await.unwrap();
+        assert_eq!(
+            set,
+            Jwks {
+                keys: vec![jwk("k1", 1)]
+            }
+        );
+        let key = bounded(5, r.key(&wallet, "k1")).await.unwrap();
+        assert_eq!(key, signing_key(1).verifying_key());
+        // A refused key is reported as such, without a refetch.
+        assert!(matches!(
+            bounded(5, r.key(&wallet, "hmac")).await,
+            Err(KeyError::Malformed(_))
+        ));
+        // The same wallet in another spelling is the same cache entry.
+        let other_spelling = format!("HTTP://{}/x/../alice", m.addr);
+        bounded(5, r.key(&other_spelling, "k1")).await.unwrap();
+        assert_eq!(m.requests(), 1, "cache hits make no request");
+
+        let head = m.head(0).to_ascii_lowercase();
+        assert!(
+            head.starts_with("get /alice/jwks.json http/1.1\r\n"),
+            "{head}"
+        );
+        assert!(head.contains("\r\naccept: application/json\r\n"), "{head}");
+        assert!(!head.contains("referer"), "{head}");
+
+        r.invalidate(&wallet);
+        bounded(5, r.key(&wallet, "k1")).await.unwrap();
+        assert_eq!(m.requests(), 2, "invalidate forgets the keys");
+    }
+
+    #[tokio::test]
+    async fn wallet_without_path_uses_well_known() {
+        let body = json!({"keys": [jwk_json("k1", 1)]});
+        let m = mock(move |_, _| json_reply(&body)).await;
+        let r = resolver(test_policy());
+        bounded(5, r.key(&m.url(""), "k1")).await.unwrap();
+        assert!(m.head(0).starts_with("GET /.well-known/pay/jwks.json "));
+    }
+
+    #[tokio::test]
+    async fn cache_expires_after_ttl() {
+        let body = json!({"keys": [jwk_json("k1", 1)]});
+        let m = mock(move |_, _| json_reply(&body)).await;
+        let r = resolver(FetchPolicy {
+            cache_ttl: Duration::from_millis(400),
+            ..test_policy()
+        });
+        let wallet = m.url("/alice");
+        bounded(5, r.jwks(&wallet)).await.unwrap();
+        bounded(5, r.jwks(&wallet)).await.unwrap();
+        assert_eq!(m.requests(), 1);
+        tokio::time::sleep(Duration::from_millis(450)).await;
+        bounded(5, r.jwks(&wallet)).await.unwrap();
+        assert_eq!(m.requests(), 2);
+    }
+
+    #[tokio::test]
+    async fn concurrent_misses_share_one_fetch() {
+        let body = serde_json::to_vec(&json!({"keys": [jwk_json("k1", 1)]})).unwrap();
+        let m = mock(move |_, _| Reply::Fixed {
+            status: 200,
+            content_type: "application/json",
+            headers: String::new(),
+            body: body.clone(),
+            delay: Duration::from_millis(300),
+        })
+        .await;
+        let r = resolver(test_policy());
+        let wallet = m.url("/alice");
+        let tasks: Vec<_> = (0..8)
+            .map(|_| {
+                let (r, w) = (r.clone(), wallet.clone());
+                tokio::spawn(async move { r.key(&w, "k1").await })
+            })
+            .collect();
+        for t in tasks {
+            bounded(5, t).await.unwrap().unwrap();
+        }
+        assert_eq!(m.requests(), 1);
+        assert!(lock(&r.inner.inflight).is_empty());
+    }
+
+    #[tokio::test]
+    async fn unknown_kid_refetches_once_per_interval() {
+        let rotated = Arc::new(AtomicBool::new(false));
+        let flag = rotated.clone();
+        let m = mock(move |_, _| {
+            let mut keys = vec![jwk_json("k1", 1)];
+            if flag.load(Ordering::SeqCst) {
+                keys.push(jwk_json("k2", 2));
+            }
+            json_reply(&json!({ "keys": keys }))
+        })
+        .await;
+        let r = resolver(FetchPolicy {
+            refetch_interval: Duration::from_millis(500),
+            ..test_policy()
+        });
+        let wallet = m.url("/alice");
+        bounded(5, r.key(&wallet, "k1")).await.unwrap();
+        assert_eq!(m.requests(), 1);
+        // The set was just fetched: an unknown kid does not refetch it.
+        assert_eq!(
+            bounded(5, r.key(&wallet, "bogus")).await,
+            Err(KeyError::UnknownKey("bogus".into()))
+        );
+        assert_eq!(m.requests(), 1);
+
+        tokio::time::sleep(Duration::from_millis(600)).await;
+        // Once the interval has passed: one refetch, then throttled for a flood of kids.
+        assert!(matches!(
+            bounded(5, r.key(&wallet, "bogus-0")).await,
+            Err(KeyError::UnknownKey(_))
+        ));
+        assert_eq!(m.requests(), 2);
+        for i in 1..50 {
+            let kid = format!("bogus-{i}");
+            assert!(matches!(
+                bounded(5, r.key(&wallet, &kid)).await,
+                Err(KeyError::UnknownKey(_))
+            ));
+        }
+        assert_eq!(m.requests(), 2);
+
+        // A rotated-in key is found on the next allowed refetch.
+        rotated.store(true, Ordering::SeqCst);
+        assert!(bounded(5, r.key(&wallet, "k2")).await.is_err());
+        tokio::time::sleep(Duration::from_millis(600)).await;
+        let key = bounded(5, r.key(&wallet, "k2")).await.unwrap();
+        assert_eq!(key, signing_key(2).verifying_key());
+        assert_eq!(m.requests(), 3);
+        bounded(5, r.key(&wallet, "k1")).await.unwrap();
+        assert_eq!(m.requests(), 3);
+    }
+
+    #[tokio::test]
+    async fn never_answering_server_times_out() {
+        let m = mock(|_, _| Reply::Hang).await;
+        let r = resolver(test_policy());
+        let started = std::time::Instant::now();
+        assert_eq!(
+            bounded(5, r.jwks(&m.url("/alice"))).await,
+            Err(KeyError::Timeout)
+        );
+        assert!(started.elapsed() < Duration::from_secs(3));
+    }
+
+    #[tokio::test]
+    async fn dribbling_server_times_out() {
+        let m = mock(|_, _| Reply::Dribble).await;
+        let r = resolver(test_policy());
+        let started = std::time::Instant::now();
+        assert_eq!(
+            bounded(5, r.jwks(&m.url("/alice"))).await,
+            Err(KeyError::Timeout)
+        );
+        assert!(started.elapsed() < Duration::from_secs(3));
+    }
+
+    #[tokio::test]
+    async fn huge_bodies_are_cut_off() {
+        for content_length in [true, false] {
+            let m = mock(move |_, _| Reply::Huge { content_length }).await;
+            let r = resolver(test_policy());
+            let started = std::time::Instant::now();
+            assert_eq!(
+                bounded(5, r.jwks(&m.url("/alice"))).await,
+                Err(KeyError::TooLarge),
+                "content-length: {content_length}"
+            );
+            assert!(started.elapsed() < Duration::from_secs(2));
+        }
+    }
+
+    #[tokio::test]
+    async fn wrong_content_or_status_is_refused() {
+        let fixed =
+            |status: u16, content_type: &'static str, body: &str, headers: &str| Reply::Fixed {
+                status,
+                content_type,
+                headers: headers.to_owned(),
+                body: body.as_bytes().to_vec(),
+                delay: Duration::ZERO,
+            };
+        let good = serde_json::to_string(&json!({"keys": [jwk_json("k1", 1)]})).unwrap();
+        let cases = [
+            (fixed(200, "text/html", &good, ""), Err(KeyError::NotJson)),
+            (
+                fixed(200, "application/jsonx", &good, ""),
+                Err(KeyError::NotJson),
+            ),
+            (
+                fixed(200, "application/json", "<html>hi</html>", ""),
+                Err(KeyError::NotJson),
+            ),
+            (
+                fixed(200, "application/json", "", ""),
+                Err(KeyError::NotJson),
+            ),
+            (
+                fixed(200, "application/json", r#"{"keys": 5}"#, ""),
+                Err(KeyError::Malformed(String::new())),
+            ),
+            (
+                fixed(200, "application/json", "[]", ""),
+                Err(KeyError::Malformed(String::new())),
+            ),
+            (
+                fixed(404, "application/json", &good, ""),
+                Err(KeyError::BadStatus(404)),
+            ),
+            (
+                fixed(500, "text/plain", "oops", ""),
+                Err(KeyError::BadStatus(500)),
+            ),
+            (
+                fixed(302, "text/plain", "", "location: /elsewhere/jwks.json\r\n"),
+                Err(KeyError::BadStatus(302)),
+            ),
+            (
+                fixed(200, "Application/JSON; charset=utf-8", &good, ""),
+                Ok(1),
+            ),
+        ];
+        for (i, (reply, want)) in cases.into_iter().enumerate() {
+            let m = mock(move |_, _| reply.clone()).await;
+            let r = resolver(test_policy());
+            let got = bounded(5, r.jwks(&m.url("/alice"))).await;
+            match (&got, &want) {
+                (Err(KeyError::Malformed(_)), Err(KeyError::Malformed(_))) => {}
+                (Ok(set), Ok(n)) => assert_eq!(set.keys.len(), *n, "case {i}"),
+                _ => assert_eq!(got.map(|s| s.keys.len()), want, "case {i}"),
+            }
+            // Redirects are not followed: one request, to the original path.
+            assert_eq!(m.requests(), 1, "case {i}");
+        }
+    }
+
+    #[tokio::test]
+    async fn invalid_keys_are_dropped_and_bad_sets_refused() {
+        let good = jwk_json("good", 1);
+        let x31 = {
+            use base64::Engine as _;
+            base64::engine::general_purpose::URL_SAFE_NO_PAD.encode([7u8; 31])
+        };
+        let mut oct = jwk_json("oct", 2);
+        oct["kty"] = json!("oct");
+        let mut none = jwk_json("none", 3);
+        none["alg"] = json!("none");
+        let mut x25519 = jwk_json("x25519", 4);
+        x25519["crv"] = json!("X25519");
+        let mut short = jwk_json("short", 5);
+        short["x"] = json!(x31);
+        let body = json!({"keys": [oct, none, x25519, short, good, {"kty": "OKP"}, {"kid": 7}]});
+        let m = mock(move |_, _| json_reply(&body)).await;
+        let r = resolver(test_policy());
+        let wallet = m.url("/alice");
+        let set = bounded(5, r.jwks(&wallet)).await.unwrap();
+        assert_eq!(set.keys, vec![jwk("good", 1)]);
+        for kid in ["oct", "none", "x25519", "short"] {
+            let err = bounded(5, r.key(&wallet, kid)).await.unwrap_err();
+            assert!(matches!(err, KeyError::Malformed(_)), "{kid}: {err}");
+        }
+        assert_eq!(m.requests(), 1);
+
+        let dup = json!({"keys": [jwk_json("k", 1), jwk_json("k", 2)]});
+        let m = mock(move |_, _| json_reply(&dup)).await;
+        let err = bounded(5, r.key(&m.url("/alice"), "k")).await.unwrap_err();
+        assert!(
+            matches!(&err, KeyError::Malformed(why) if why.contains("duplicate")),
+            "{err}"
+        );
+
+        let many: Vec<Value> = (0..17).map(|i| jwk_json(&format!("k{i}"), 1)).collect();
+        let many = json!({ "keys": many });
+        let m = mock(move |_, _| json_reply(&many)).await;
+        let err = bounded(5, r.key(&m.url("/alice"), "k0")).await.unwrap_err();
+        assert!(
+            matches!(&err, KeyError::Malformed(why) if why.contains("at most")),
+            "{err}"
+        );
+    }
+
+    #[tokio::test]
+    async fn https_uses_the_ring_provider() {
+        // A plain-TCP listener that answers a TLS ClientHello with HTTP text: the
+        // handshake must fail cleanly (the ClientHello itself needs the provider).
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            for _ in 0..4 {
+                let Ok((mut sock, _)) = listener.accept().await else {
+                    break;
+                };
+                let _ = sock.write_all(b"HTTP/1.1 400 Bad Request\r\n\r\n").await;
+            }
+        });
+        let r = resolver(test_policy());
+        let err = bounded(5, r.jwks(&format!("https://{addr}/alice")))
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&err, KeyError::Unreachable(why) if why.contains("corrupt message")),
+            "{err}"
+        );
+    }
+
+    // ---------- SSRF policy ----------
+
+    #[tokio::test]
+    async fn no_loopback_policy_never_connects_to_loopback_literals() {
+        let m = mock(|_, _| Reply::Hang).await;
+        let port = m.addr.port();
+        for policy in [
+            FetchPolicy::for_listen_addr(false),
+            FetchPolicy {
+                allow_http: true,
+                ..FetchPolicy::for_listen_addr(false)
+            },
+        ] {
+            let r = resolver(policy);
+            for wallet in [
+                format!("http://127.0.0.1:{port}/alice"),
+                format!("https://127.0.0.1:{port}/alice"),
+                format!("http://[::ffff:127.0.0.1]:{port}/alice"),
+                format!("https://[::ffff:7f00:1]:{port}/alice"),
+                format!("http://2130706433:{port}/alice"),
+                format!("http://localhost:{port}/alice"),
+            ] {
+                let err = bounded(5, r.key(&wallet, "k1")).await.unwrap_err();
+                assert!(matches!(err, KeyError::Forbidden(_)), "{wallet}: {err}");
+            }
+        }
+        assert_eq!(m.connections(), 0);
+    }
+
+    #[tokio::test]
+    async fn rebinding_name_to_loopback_is_refused_after_resolution() {
+        let body = json!({"keys": [jwk_json("k1", 1)]});
+        let m = mock(move |_, _| json_reply(&body)).await;
+        let port = m.addr.port();
+        let stub = StaticResolver::new().with("evil.test", IpAddr::V4(Ipv4Addr::LOCALHOST));
+
+        let prod = FetchPolicy::for_listen_addr(false);
+        let r = resolver_with(prod.clone(), stub.clone());
+        let err = bounded(5, r.key(&format!("https://evil.test:{port}/alice"), "k1"))
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&err, KeyError::Forbidden(why) if why.contains("evil.test resolves only to refused")),
+            "{err}"
+        );
+        let r = resolver_with(
+            FetchPolicy {
+                allow_http: true,
+                ..prod
+            },
+            stub.clone(),
+        );
+        let err = bounded(5, r.key(&format!("http://evil.test:{port}/alice"), "k1"))
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&err, KeyError::Forbidden(why) if why.contains("resolves only to refused")),
+            "{err}"
+        );
+        assert_eq!(m.connections(), 0, "the refused fetches never connected");
+
+        // Control: the same stub under a policy that allows loopback reaches the mock.
+        let r = resolver_with(
+            FetchPolicy {
+                allow_http: true,
+                ..test_policy()
+            },
+            stub,
+        );
+        bounded(5, r.key(&format!("http://evil.test:{port}/alice"), "k1"))
+            .await
+            .unwrap();
+        assert_eq!(m.requests(), 1);
+        assert!(
+            m.head(0)
+                .to_ascii_lowercase()
+                .contains(&format!("\r\nhost: evil.test:{port}\r\n"))
+        );
+    }
+
+    #[tokio::test]
+    async fn unresolvable_name_is_unreachable() {
+        let r = resolver(FetchPolicy::for_listen_addr(false));
+        let err = bounded(5, r.jwks("https://nowhere.test/alice"))
+            .await
+            .unwrap_err();
+        assert!(matches!(err, KeyError::Unreachable(_)), "{err}");
+        assert!(matches!(
+            bounded(5, r.jwks("https://good@evil.test/alice")).await,
+            Err(KeyError::InvalidUrl(_))
+        ));
+    }
+
+    // ---------- wallets hosted here ----------
+
+    #[tokio::test]
+    async fn local_wallets_resolve_without_http() {
+        let m = mock(|_, _| Reply::Hang).await;
+        let calls = Arc::new(Mutex::new(Vec::<String>::new()));
+        let seen = calls.clone();
+        let local: LocalKeys = Arc::new(move |name: String| {
+            lock(&seen).push(name.clone());
+            Box::pin(async move {
+                match name.as_str() {
+                    "alice" => Ok(Some(Jwks {
+                        keys: vec![jwk("a1", 1), {
+                            let mut bad = jwk("bad", 2);
+                            bad.alg = "Ed25519".into();
+                            bad
+                        }],
+                    })),
+                    "broken" => Err("database is locked".to_owned()),
+                    _ => Ok(None),
+                }
+            })
+        });
+        // The public URL points at the loopback mock: any HTTP would show up there.
+        let public = format!("http://{}/op/", m.addr);
+        let r = KeyResolver::with_host_resolver(
+            FetchPolicy::for_listen_addr(false),
+            &public,
+            local,
+            Arc::new(StaticResolver::new()),
+        )
+        .unwrap();
+        let alice = m.url("/op/alice");
+        let set = bounded(5, r.jwks(&alice)).await.unwrap();
+        assert_eq!(set.keys, vec![jwk("a1", 1)]);
+        let key = bounded(5, r.key(&alice, "a1")).await.unwrap();
+        assert_eq!(key, signing_key(1).verifying_key());
+        let upper = format!("HTTP://{}/op/alice", m.addr);
+        bounded(5, r.key(&upper, "a1")).await.unwrap();
+        assert!(matches!(
+            bounded(5, r.key(&alice, "bad")).await,
+            Err(KeyError::Malformed(_))
+        ));
+        assert_eq!(
+            bounded(5, r.key(&alice, "zz")).await,
+            Err(KeyError::UnknownKey("zz".into()))
+        );
+        assert_eq!(
+            bounded(5, r.jwks(&m.url("/op/carol"))).await,
+            Err(KeyError::UnknownWallet)
+        );
+        assert_eq!(
+            bounded(5, r.jwks(&m.url("/op/broken"))).await,
+            Err(KeyError::Local("database is locked".into()))
+        );
+        // Not exactly one segment under the public URL: treated as remote, and
+        // the production policy refuses loopback before connecting.
+        assert!(matches!(
+            bounded(5, r.jwks(&m.url("/op/alice/x"))).await,
+            Err(KeyError::Forbidden(_))
+        ));
+        assert_eq!(
+            *lock(&calls),
+            [
+                "alice", "alice", "alice", "alice", "alice", "carol", "broken"
+            ]
+        );
+        // Local lookups bypass the cache.
+        assert!(lock(&r.inner.cache).is_empty());
+        assert_eq!(m.connections(), 0);
+    }
+
+    #[tokio::test]
+    async fn cache_is_bounded() {
+        let body = json!({"keys": [jwk_json("k1", 1)]});
+        let m = mock(move |_, _| json_reply(&body)).await;
+        let r = resolver(FetchPolicy {
+            max_cached_wallets: 3,
+            ..test_policy()
+        });
+        for i in 0..6 {
+            bounded(5, r.jwks(&m.url(&format!("/w{i}")))).await.unwrap();
+        }
+        assert_eq!(lock(&r.inner.cache).len(), 3);
+        assert!(lock(&r.inner.cache).contains_key(&m.url("/w5")));
+    }
+}

@@ -1,0 +1,693 @@
+//! GNAP authorization server end to end with the project's own signed client: non-interactive, interactive
+//! with finish, and polling grants; rotation and revocation; every refusal the issue lists; a hostile JWKS
+//! host; and the exactly-once token under concurrent continues.
+
+use std::time::Duration;
+
+use reqwest::Method;
+use serde_json::{Value, json};
+
+use crate::common::{TestAse, assert_envelope, assert_matches_pointer};
+
+const GRANT_200: &str = "/paths/~1/post/responses/200/content/application~1json/schema";
+const CONTINUE_200: &str =
+    "/paths/~1continue~1%7Bid%7D/post/responses/200/content/application~1json/schema";
+const ROTATE_200: &str =
+    "/paths/~1token~1%7Bid%7D/post/responses/200/content/application~1json/schema";
+
+fn incoming_grant(ase: &TestAse) -> Value {
+    json!({
+        "access_token": {"access": [{"type": "incoming-payment", "actions": ["create", "read", "complete"], "identifier": ase.url("/bob")}]},
+        "client": ase.url("/demo-client"),
+    })
+}
+
+fn outgoing_grant(ase: &TestAse, finish: Option<&str>) -> Value {
+    let mut interact = json!({"start": ["redirect"]});
+    if let Some(uri) = finish {
+        interact["finish"] = json!({"method": "redirect", "uri": uri, "nonce": "client-nonce-123"});
+    }
+    json!({
+        "access_token": {"access": [{
+            "type": "outgoing-payment", "actions": ["create", "read"], "identifier": ase.url("/alice"),
+            "limits": {"debitAmount": {"value": "500", "assetCode": "USD", "assetScale": 2}, "interval": "R12/2026-01-01T00:00:00Z/P1M"}
+        }]},
+        "client": {"walletAddress": ase.url("/demo-client")},
+        "interact": interact,
+    })
+}
+
+async fn approve(ase: &TestAse, grant_id: &str) {
+    let (s, b) = ase
+        .admin(
+            Method::POST,
+            &format!("/grants/{grant_id}/approve"),
+            Some("{}"),
+        )
+        .await;
+    assert_eq!(s, 200, "{b}");
+    assert_eq!(b["state"], "approved");
+}
+
+/// The grant id behind a pending interaction (the operator's view).
+async fn pending_grant_id(ase: &TestAse) -> String {
+    let (_, list) = ase.admin(Method::GET, "/grants?state=pending", None).await;
+    list[0]["id"].as_str().expect("a pending grant").to_owned()
+}
+
+#[tokio::test]
+async fn non_interactive_grant_is_issued_at_once() {
+    let ase = TestAse::spawn().await;
+    let client = ase.demo_client().await;
+    let res = client
+        .send(
+            Method::POST,
+            &ase.url("/auth"),
+            None,
+            Some(&incoming_grant(&ase)),
+        )
+        .await
+        .unwrap();
+    assert_eq!(res.status, 200, "{}", res.body);
+    assert_matches_pointer("auth-server.yaml", GRANT_200, &res.body);
+    let at = &res.body["access_token"];
+    assert!(at["value"].as_str().unwrap().len() >= 32);
+    assert!(
+        at["manage"]
+            .as_str()
+            .unwrap()
+            .starts_with(&ase.url("/auth/token/"))
+    );
+    assert!(
+        !at["manage"]
+            .as_str()
+            .unwrap()
+            .contains(at["value"].as_str().unwrap())
+    );
+    assert_eq!(at["expires_in"], 600);
+    assert_eq!(at["access"], incoming_grant(&ase)["access_token"]["access"]);
+    assert!(
+        res.body["continue"]["uri"]
+            .as_str()
+            .unwrap()
+            .starts_with(&ase.url("/auth/continue/"))
+    );
+    let info = ase
+        .state
+        .gnap
+        .introspect(at["value"].as_str().unwrap())
+        .await
+        .unwrap()
+        .expect("live token");
+    assert_eq!(info.access.len(), 1);
+}
+
+#[tokio::test]
+async fn interactive_grant_with_finish_approve_redirect_continue_rotate_revoke() {
+    let ase = TestAse::spawn().await;
+    let client = ase.demo_client().await;
+    let mut events = ase.state.bus.subscribe();
+    let finish = "http://127.0.0.1:9/callback?state=xyz";
+    let res = client
+        .send(
+            Method::POST,
+            &ase.url("/auth"),
+            None,
+            Some(&outgoing_grant(&ase, Some(finish))),
+        )
+        .await
+        .unwrap();
+    assert_eq!(res.status, 200, "{}", res.body);
+    assert_matches_pointer("auth-server.yaml", GRANT_200, &res.body);
+    assert!(res.body.get("access_token").is_none());
+    let redirect = res.body["interact"]["redirect"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let as_nonce = res.body["interact"]["finish"].as_str().unwrap().to_owned();
+    let cont_uri = res.body["continue"]["uri"].as_str().unwrap().to_owned();
+    let cont_token = res.body["continue"]["access_token"]["value"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(redirect.starts_with(&ase.url("/auth/interact/")));
+
+    // the browser waits on the interaction page until the operator decides
+    let page = ase.http.get(&redirect).send().await.unwrap();
+    assert_eq!(page.status(), 200);
+    assert_eq!(page.headers()["cache-control"], "no-store");
+    let html = page.text().await.unwrap();
+    assert!(html.contains("up to 5.00 USD"), "{html}");
+    assert!(html.contains("Waiting for the account holder"), "{html}");
+
+    // continuing before approval is refused: this grant has a finish, so it cannot be polled
+    let r = client
+        .send(Method::POST, &cont_uri, Some(&cont_token), None)
+        .await
+        .unwrap();
+    assert_eq!(r.status, 401);
+    assert_envelope(&r.body, "request_denied");
+
+    let grant_id = pending_grant_id(&ase).await;
+    let saw_pending = loop {
+        match tokio::time::timeout(Duration::from_secs(1), events.recv()).await {
+            Ok(Ok(opdesk::events::DomainEvent::GrantPending { id, .. })) => break id,
+            Ok(Ok(_)) => continue,
+            other => panic!("no GrantPending event: {other:?}"),
+        }
+    };
+    assert_eq!(saw_pending, grant_id);
+    approve(&ase, &grant_id).await;
+
+    let no_redirects = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let r = no_redirects.get(&redirect).send().await.unwrap();
+    assert_eq!(r.status(), 303);
+    let location = url::Url::parse(r.headers()["location"].to_str().unwrap()).unwrap();
+    assert!(
+        location
+            .as_str()
+            .starts_with("http://127.0.0.1:9/callback?state=xyz&")
+    );
+    let q: std::collections::HashMap<_, _> = location.query_pairs().into_owned().collect();
+    let interact_ref = q["interact_ref"].clone();
+    assert!(opdesk::httpsig::verify_interaction_hash(
+        "client-nonce-123",
+        &as_nonce,
+        &interact_ref,
+        &ase.url("/auth"),
+        &q["hash"]
+    ));
+    assert_eq!(
+        q["hash"],
+        opdesk::httpsig::interaction_hash_std(
+            "client-nonce-123",
+            &as_nonce,
+            &interact_ref,
+            &ase.url("/auth")
+        )
+    );
+
+    // a wrong interact_ref is refused; the right one issues the token once
+    let r = client
+        .send(
+            Method::POST,
+            &cont_uri,
+            Some(&cont_token),
+            Some(&json!({"interact_ref": "nope"})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.status, 404);
+    assert_envelope(&r.body, "invalid_continuation");
+    let r = client
+        .send(
+            Method::POST,
+            &cont_uri,
+            Some(&cont_token),
+            Some(&json!({"interact_ref": interact_ref})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_matches_pointer("auth-server.yaml", CONTINUE_200, &r.body);
+    let token = r.body["access_token"]["value"].as_str().unwrap().to_owned();
+    let manage = r.body["access_token"]["manage"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(
+        r.body["access_token"]["access"],
+        outgoing_grant(&ase, None)["access_token"]["access"]
+    );
+    let again = client
+        .send(
+            Method::POST,
+            &cont_uri,
+            Some(&cont_token),
+            Some(&json!({"interact_ref": interact_ref})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(again.status, 401, "issued once: {}", again.body);
+
+    // the access token is not a continuation token, and the continuation token is not an access token
+    let r = client
+        .send(Method::POST, &cont_uri, Some(&token), None)
+        .await
+        .unwrap();
+    assert_eq!(r.status, 401);
+    assert_envelope(&r.body, "invalid_continuation");
+    assert!(
+        ase.state
+            .gnap
+            .introspect(&cont_token)
+            .await
+            .unwrap()
+            .is_none()
+    );
+
+    // rotate: new value and manage URL; the old ones are dead
+    let r = client
+        .send(Method::POST, &manage, Some(&token), None)
+        .await
+        .unwrap();
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_matches_pointer("auth-server.yaml", ROTATE_200, &r.body);
+    let token2 = r.body["access_token"]["value"].as_str().unwrap().to_owned();
+    let manage2 = r.body["access_token"]["manage"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_ne!(token2, token);
+    assert_ne!(manage2, manage);
+    assert!(ase.state.gnap.introspect(&token).await.unwrap().is_none());
+    assert!(ase.state.gnap.introspect(&token2).await.unwrap().is_some());
+    let r = client
+        .send(Method::POST, &manage, Some(&token), None)
+        .await
+        .unwrap();
+    assert_eq!(r.status, 401, "old manage URL is dead");
+    let r = client
+        .send(Method::POST, &manage2, Some(&token), None)
+        .await
+        .unwrap();
+    assert_eq!(r.status, 401, "presented token must be the managed one");
+
+    // revoke: 204, idempotent, and the token is dead
+    let r = client
+        .send(Method::DELETE, &manage2, Some(&token2), None)
+        .await
+        .unwrap();
+    assert_eq!(r.status, 204);
+    assert!(r.raw.is_empty());
+    let r = client
+        .send(Method::DELETE, &manage2, Some(&token2), None)
+        .await
+        .unwrap();
+    assert_eq!(r.status, 204);
+    assert!(ase.state.gnap.introspect(&token2).await.unwrap().is_none());
+    let r = client
+        .send(Method::POST, &manage2, Some(&token2), None)
+        .await
+        .unwrap();
+    assert_eq!(r.status, 401, "a revoked token cannot be rotated");
+}
+
+#[tokio::test]
+async fn polling_grant_waits_then_issues() {
+    let ase = TestAse::spawn().await;
+    let client = ase.demo_client().await;
+    let res = client
+        .send(
+            Method::POST,
+            &ase.url("/auth"),
+            None,
+            Some(&outgoing_grant(&ase, None)),
+        )
+        .await
+        .unwrap();
+    assert_eq!(res.status, 200, "{}", res.body);
+    assert_eq!(res.body["continue"]["wait"], 1);
+    let cont_uri = res.body["continue"]["uri"].as_str().unwrap().to_owned();
+    let cont_token = res.body["continue"]["access_token"]["value"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let r = client
+        .send(Method::POST, &cont_uri, Some(&cont_token), None)
+        .await
+        .unwrap();
+    assert_eq!(r.status, 400);
+    assert_envelope(&r.body, "too_fast");
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    let r = client
+        .send(Method::POST, &cont_uri, Some(&cont_token), None)
+        .await
+        .unwrap();
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_matches_pointer("auth-server.yaml", CONTINUE_200, &r.body);
+    assert!(r.body.get("access_token").is_none());
+    assert_eq!(r.body["continue"]["wait"], 1);
+    approve(&ase, &pending_grant_id(&ase).await).await;
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    let r = client
+        .send(Method::POST, &cont_uri, Some(&cont_token), None)
+        .await
+        .unwrap();
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert!(r.body["access_token"]["value"].is_string());
+}
+
+#[tokio::test]
+async fn reject_then_continue_is_request_denied_and_cancel_revokes() {
+    let ase = TestAse::spawn().await;
+    let client = ase.demo_client().await;
+    let res = client
+        .send(
+            Method::POST,
+            &ase.url("/auth"),
+            None,
+            Some(&outgoing_grant(&ase, None)),
+        )
+        .await
+        .unwrap();
+    let cont_uri = res.body["continue"]["uri"].as_str().unwrap().to_owned();
+    let cont_token = res.body["continue"]["access_token"]["value"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let id = pending_grant_id(&ase).await;
+    let (s, b) = ase
+        .admin(
+            Method::POST,
+            &format!("/grants/{id}/reject"),
+            Some(r#"{"reason":"not today"}"#),
+        )
+        .await;
+    assert_eq!(s, 200);
+    assert_eq!(b["state"], "rejected");
+    let (s, _) = ase
+        .admin(Method::POST, &format!("/grants/{id}/approve"), Some("{}"))
+        .await;
+    assert_eq!(s, 409, "a decided grant stays decided");
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    let r = client
+        .send(Method::POST, &cont_uri, Some(&cont_token), None)
+        .await
+        .unwrap();
+    assert_eq!(r.status, 401);
+    assert_envelope(&r.body, "request_denied");
+    let r = client
+        .send(Method::DELETE, &cont_uri, Some(&cont_token), None)
+        .await
+        .unwrap();
+    assert_eq!(r.status, 204);
+    let (_, g) = ase.admin(Method::GET, &format!("/grants/{id}"), None).await;
+    assert_eq!(g["state"], "revoked");
+}
+
+#[tokio::test]
+async fn grant_request_refusals() {
+    let ase = TestAse::spawn().await;
+    let client = ase.demo_client().await;
+    let auth = ase.url("/auth");
+    let mut no_interact = outgoing_grant(&ase, None);
+    no_interact.as_object_mut().unwrap().remove("interact");
+    let jwk_client = {
+        let mut g = outgoing_grant(&ase, None);
+        let (_, jwks) = ase.get("/demo-client/jwks.json").await;
+        g["client"] = json!({"jwk": jwks["keys"][0]});
+        g
+    };
+    let foreign_wallet = {
+        let mut g = outgoing_grant(&ase, None);
+        g["access_token"]["access"][0]["identifier"] = json!("https://elsewhere.test/alice");
+        g
+    };
+    let cases = [
+        (no_interact, 400, "invalid_request"),
+        (jwk_client, 400, "invalid_client"),
+        (foreign_wallet, 400, "invalid_request"),
+        (
+            json!({"client": ase.url("/demo-client")}),
+            400,
+            "invalid_request",
+        ),
+        (
+            json!({"client": ase.url("/demo-client"), "access_token": {"access": [{"type": "quote", "actions": ["list"]}]}}),
+            400,
+            "invalid_request",
+        ),
+        (
+            json!({"client": ase.url("/demo-client"), "access_token": {"access": [{"type": "outgoing-payment", "actions": ["create"], "identifier": ase.url("/alice"),
+            "limits": {"debitAmount": {"value": "5", "assetCode": "EUR", "assetScale": 2}}}]}, "interact": {"start": ["redirect"]}}),
+            400,
+            "invalid_request",
+        ),
+        (
+            json!({"client": ase.url("/demo-client"), "access_token": {"access": [{"type": "outgoing-payment", "actions": ["create"], "identifier": ase.url("/alice")}]},
+            "interact": {"start": ["redirect"], "finish": {"method": "redirect", "uri": "https://good@evil.test/cb", "nonce": "n"}}}),
+            400,
+            "invalid_request",
+        ),
+    ];
+    for (body, status, code) in cases {
+        let r = client
+            .send(Method::POST, &auth, None, Some(&body))
+            .await
+            .unwrap();
+        assert_eq!(r.status, status, "{body}: {}", r.body);
+        assert_envelope(&r.body, code);
+    }
+    let r = client
+        .send_raw(
+            Method::POST,
+            &auth,
+            {
+                let body = b"{not json";
+                client
+                    .sign(&Method::POST, &auth, None, body, now())
+                    .unwrap()
+            },
+            b"{not json".to_vec(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.status, 400);
+    assert_envelope(&r.body, "invalid_request");
+}
+
+fn now() -> i64 {
+    time::OffsetDateTime::now_utc().unix_timestamp()
+}
+
+#[tokio::test]
+async fn signature_refusals() {
+    let ase = TestAse::spawn().await;
+    let client = ase.demo_client().await;
+    let auth = ase.url("/auth");
+    let body = serde_json::to_vec(&incoming_grant(&ase)).unwrap();
+
+    // unsigned
+    let r = ase
+        .http
+        .post(&auth)
+        .header("content-type", "application/json")
+        .body(body.clone())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 401);
+
+    // tampered body (digest no longer matches)
+    let headers = client
+        .sign(&Method::POST, &auth, None, &body, now())
+        .unwrap();
+    let mut tampered = body.clone();
+    let pos = tampered.iter().position(|b| *b == b'b').unwrap();
+    tampered[pos] = b'c';
+    let r = client
+        .send_raw(Method::POST, &auth, headers, tampered)
+        .await
+        .unwrap();
+    assert_eq!(r.status, 401, "{}", r.body);
+    assert_envelope(&r.body, "invalid_client");
+
+    // wrong key under the right kid
+    let wrong = opdesk::client::SignedClient::new(
+        opdesk::httpsig::jwk::generate().unwrap(),
+        client.keyid(),
+    );
+    let r = wrong
+        .send(Method::POST, &auth, None, Some(&incoming_grant(&ase)))
+        .await
+        .unwrap();
+    assert_eq!(r.status, 401);
+
+    // unknown kid
+    let unknown =
+        opdesk::client::SignedClient::new(opdesk::httpsig::jwk::generate().unwrap(), "no-such-kid");
+    let r = unknown
+        .send(Method::POST, &auth, None, Some(&incoming_grant(&ase)))
+        .await
+        .unwrap();
+    assert_eq!(r.status, 401);
+
+    // stale created
+    let headers = client
+        .sign(&Method::POST, &auth, None, &body, now() - 1000)
+        .unwrap();
+    let r = client
+        .send_raw(Method::POST, &auth, headers, body.clone())
+        .await
+        .unwrap();
+    assert_eq!(r.status, 401);
+
+    // replay: the same signed request twice
+    let headers = client
+        .sign(&Method::POST, &auth, None, &body, now())
+        .unwrap();
+    let r = client
+        .send_raw(Method::POST, &auth, headers.clone(), body.clone())
+        .await
+        .unwrap();
+    assert_eq!(r.status, 200, "{}", r.body);
+    let r = client
+        .send_raw(Method::POST, &auth, headers, body.clone())
+        .await
+        .unwrap();
+    assert_eq!(r.status, 401, "replayed signature");
+
+    // signed for another URL (a host alias)
+    let other = auth.replace("127.0.0.1", "localhost");
+    let headers = client
+        .sign(&Method::POST, &other, None, &body, now())
+        .unwrap();
+    let r = client
+        .send_raw(Method::POST, &auth, headers, body.clone())
+        .await
+        .unwrap();
+    assert_eq!(r.status, 401);
+
+    // wrong continuation token (a different body: the same one signed in the same second would be a replay)
+    let mut other_grant = incoming_grant(&ase);
+    other_grant["access_token"]["access"][0]["actions"] = json!(["read"]);
+    let res = client
+        .send(Method::POST, &auth, None, Some(&other_grant))
+        .await
+        .unwrap();
+    let cont = res.body["continue"]["uri"].as_str().unwrap().to_owned();
+    let r = client
+        .send(Method::POST, &cont, Some("wrong-token"), None)
+        .await
+        .unwrap();
+    assert_eq!(r.status, 401);
+    assert_envelope(&r.body, "invalid_continuation");
+    let r = client.send(Method::POST, &cont, None, None).await.unwrap();
+    assert_eq!(r.status, 401);
+}
+
+#[tokio::test]
+async fn concurrent_continues_issue_one_token() {
+    let ase = TestAse::spawn().await;
+    let client = ase.demo_client().await;
+    let res = client
+        .send(
+            Method::POST,
+            &ase.url("/auth"),
+            None,
+            Some(&outgoing_grant(&ase, Some("http://127.0.0.1:9/cb"))),
+        )
+        .await
+        .unwrap();
+    let redirect = res.body["interact"]["redirect"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let cont = res.body["continue"]["uri"].as_str().unwrap().to_owned();
+    let token = res.body["continue"]["access_token"]["value"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    approve(&ase, &pending_grant_id(&ase).await).await;
+    let no_redirects = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let loc = no_redirects.get(&redirect).send().await.unwrap().headers()["location"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let interact_ref = url::Url::parse(&loc)
+        .unwrap()
+        .query_pairs()
+        .find(|(k, _)| k == "interact_ref")
+        .unwrap()
+        .1
+        .into_owned();
+    let body = serde_json::to_vec(&json!({"interact_ref": interact_ref})).unwrap();
+    let mut tasks = Vec::new();
+    for i in 0..10 {
+        let (client, cont, token, body) =
+            (client.clone(), cont.clone(), token.clone(), body.clone());
+        tasks.push(tokio::spawn(async move {
+            // distinct `created` values so no request is a replay of another
+            let headers = client
+                .sign(&Method::POST, &cont, Some(&token), &body, now() - i)
+                .unwrap();
+            client
+                .send_raw(Method::POST, &cont, headers, body)
+                .await
+                .unwrap()
+        }));
+    }
+    let mut issued = 0;
+    for t in tasks {
+        let r = t.await.unwrap();
+        if r.status == 200 {
+            assert!(r.body["access_token"]["value"].is_string());
+            issued += 1;
+        } else {
+            assert_eq!(r.status, 401, "{}", r.body);
+        }
+    }
+    assert_eq!(issued, 1);
+}
+
+/// A JWKS host that misbehaves must cost bounded time and give 401, never a hung handler.
+#[tokio::test]
+async fn hostile_jwks_hosts_are_bounded() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let ase = TestAse::spawn_with("[client_keys]\nfetch_timeout_ms = 700\n").await;
+    let signer = opdesk::client::SignedClient::new(opdesk::httpsig::jwk::generate().unwrap(), "k1");
+    for mode in ["hang", "garbage", "huge"] {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            while let Ok((mut sock, _)) = listener.accept().await {
+                tokio::spawn(async move {
+                    let mut buf = [0u8; 4096];
+                    let _ = sock.read(&mut buf).await;
+                    match mode {
+                        "hang" => tokio::time::sleep(Duration::from_secs(30)).await,
+                        "garbage" => {
+                            let _ = sock.write_all(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 9\r\n\r\nnot json!").await;
+                        }
+                        _ => {
+                            let _ = sock.write_all(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 10485760\r\n\r\n").await;
+                            let chunk = vec![b' '; 65536];
+                            for _ in 0..160 {
+                                if sock.write_all(&chunk).await.is_err() {
+                                    break;
+                                }
+                            }
+                        }
+                    }
+                });
+            }
+        });
+        let body = json!({
+            "access_token": {"access": [{"type": "quote", "actions": ["create"]}]},
+            "client": format!("http://{addr}/wallet"),
+        });
+        let started = std::time::Instant::now();
+        let r = tokio::time::timeout(
+            Duration::from_secs(10),
+            signer.send(Method::POST, &ase.url("/auth"), None, Some(&body)),
+        )
+        .await
+        .expect("bounded")
+        .unwrap();
+        assert_eq!(r.status, 401, "{mode}: {}", r.body);
+        assert_envelope(&r.body, "invalid_client");
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "{mode} took {:?}",
+            started.elapsed()
+        );
+    }
+    assert_eq!(ase.get("/healthz").await.0, 200);
+}
