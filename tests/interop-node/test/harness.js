@@ -40,10 +40,22 @@ export async function startOpdesk() {
     if (Date.now() > deadline) throw new Error(`opdesk did not start: ${stderr}`)
     await new Promise((r) => setTimeout(r, 50))
   }
+  const adminToken = readFileSync(join(dataDir, 'admin.token'), 'utf8').trim()
+  const admin = async (method, path, body) => {
+    const res = await fetch(`${base}/admin${path}`, {
+      method,
+      headers: { authorization: `Bearer ${adminToken}`, 'content-type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body)
+    })
+    const text = await res.text()
+    return { status: res.status, body: text ? JSON.parse(text) : null }
+  }
   return {
     base,
     dataDir,
-    adminToken: readFileSync(join(dataDir, 'admin.token'), 'utf8').trim(),
+    adminToken,
+    admin,
+    demoClientKey: join(dataDir, 'demo-client.pem'),
     async stop() {
       child.kill('SIGTERM')
       await new Promise((r) => (child.exitCode !== null ? r() : child.once('exit', r)))
