@@ -188,3 +188,57 @@ fn serve_shuts_down_cleanly_on_sigterm() {
     // the store closed cleanly: the WAL was checkpointed and removed on close
     assert!(!dir.path().join("ase.sqlite3-wal").exists());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn grants_can_be_listed_shown_and_approved_from_the_cli() {
+    let ase = TestAse::spawn().await;
+    let client = ase.demo_client().await;
+    let body = serde_json::json!({
+        "access_token": {"access": [{"type": "outgoing-payment", "actions": ["create"], "identifier": ase.url("/alice"),
+            "limits": {"debitAmount": {"value": "250", "assetCode": "USD", "assetScale": 2}}}]},
+        "client": ase.url("/demo-client"),
+        "interact": {"start": ["redirect"]},
+    });
+    let r = client
+        .send(reqwest::Method::POST, &ase.url("/auth"), None, Some(&body))
+        .await
+        .unwrap();
+    assert_eq!(r.status, 200);
+    let dir = ase.dir.path().to_owned();
+    let listen = ase.addr.to_string();
+    let run = move |args: Vec<String>| {
+        let (d, l) = (dir.clone(), listen.clone());
+        tokio::task::spawn_blocking(move || {
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            opdesk(&d, &l, &args)
+        })
+    };
+    let out = run(vec![
+        "grants".into(),
+        "list".into(),
+        "--state".into(),
+        "pending".into(),
+        "--json".into(),
+    ])
+    .await
+    .unwrap();
+    let list: serde_json::Value = serde_json::from_str(&ok(&out)).unwrap();
+    let id = list[0]["id"].as_str().unwrap().to_owned();
+    let out = run(vec!["grants".into(), "show".into(), id.clone()])
+        .await
+        .unwrap();
+    let text = ok(&out);
+    assert!(text.contains("up to 2.50 USD debited"), "{text}");
+    assert!(text.contains("[pending]"), "{text}");
+    let out = run(vec!["grants".into(), "approve".into(), id.clone()])
+        .await
+        .unwrap();
+    assert!(ok(&out).contains("[approved]"));
+    let out = run(vec!["grants".into(), "reject".into(), id.clone()])
+        .await
+        .unwrap();
+    assert!(
+        !out.status.success(),
+        "an approved grant cannot be rejected"
+    );
+}

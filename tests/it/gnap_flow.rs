@@ -691,3 +691,112 @@ async fn hostile_jwks_hosts_are_bounded() {
     }
     assert_eq!(ase.get("/healthz").await.0, 200);
 }
+
+#[tokio::test]
+async fn subject_grant_returns_the_subject_after_approval() {
+    let ase = TestAse::spawn().await;
+    let client = ase.demo_client().await;
+    let body = json!({
+        "subject": {"sub_ids": [{"id": ase.url("/alice"), "format": "uri"}]},
+        "client": ase.url("/demo-client"),
+        "interact": {"start": ["redirect"]},
+    });
+    let res = client
+        .send(Method::POST, &ase.url("/auth"), None, Some(&body))
+        .await
+        .unwrap();
+    assert_eq!(res.status, 200, "{}", res.body);
+    assert!(res.body["interact"]["redirect"].is_string());
+    let mut no_interact = body.clone();
+    no_interact.as_object_mut().unwrap().remove("interact");
+    let r = client
+        .send(Method::POST, &ase.url("/auth"), None, Some(&no_interact))
+        .await
+        .unwrap();
+    assert_eq!(r.status, 400, "subject grants need interaction");
+    approve(&ase, &pending_grant_id(&ase).await).await;
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    let cont = res.body["continue"]["uri"].as_str().unwrap();
+    let token = res.body["continue"]["access_token"]["value"]
+        .as_str()
+        .unwrap();
+    let r = client
+        .send(Method::POST, cont, Some(token), None)
+        .await
+        .unwrap();
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_matches_pointer("auth-server.yaml", CONTINUE_200, &r.body);
+    assert_eq!(r.body["subject"]["sub_ids"][0]["id"], ase.url("/alice"));
+    assert!(r.body.get("access_token").is_none());
+}
+
+#[tokio::test]
+async fn auto_approve_skips_the_operator_and_expired_tokens_still_rotate() {
+    let ase =
+        TestAse::spawn_with("[gnap]\nauto_approve = true\naccess_token_expires_in_secs = 1\n")
+            .await;
+    let client = ase.demo_client().await;
+    let res = client
+        .send(
+            Method::POST,
+            &ase.url("/auth"),
+            None,
+            Some(&outgoing_grant(&ase, Some("http://127.0.0.1:9/cb"))),
+        )
+        .await
+        .unwrap();
+    assert_eq!(res.status, 200);
+    let no_redirects = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let r = no_redirects
+        .get(res.body["interact"]["redirect"].as_str().unwrap())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 303, "approved without an operator");
+    let loc = url::Url::parse(r.headers()["location"].to_str().unwrap()).unwrap();
+    let interact_ref = loc
+        .query_pairs()
+        .find(|(k, _)| k == "interact_ref")
+        .unwrap()
+        .1
+        .into_owned();
+    let cont = res.body["continue"]["uri"].as_str().unwrap();
+    let ctoken = res.body["continue"]["access_token"]["value"]
+        .as_str()
+        .unwrap();
+    let r = client
+        .send(
+            Method::POST,
+            cont,
+            Some(ctoken),
+            Some(&json!({"interact_ref": interact_ref})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.body["access_token"]["expires_in"], 1);
+    let token = r.body["access_token"]["value"].as_str().unwrap().to_owned();
+    let manage = r.body["access_token"]["manage"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    assert!(
+        ase.state.gnap.introspect(&token).await.unwrap().is_none(),
+        "expired"
+    );
+    let r = client
+        .send(Method::POST, &manage, Some(&token), None)
+        .await
+        .unwrap();
+    assert_eq!(
+        r.status, 200,
+        "an expired token rotates while its grant lives: {}",
+        r.body
+    );
+    let fresh = r.body["access_token"]["value"].as_str().unwrap();
+    assert!(ase.state.gnap.introspect(fresh).await.unwrap().is_some());
+}
