@@ -122,8 +122,14 @@ pub struct Gnap {
     inner: Arc<Inner>,
 }
 
+/// A token value: 256 random bits.
 fn secret() -> Result<String, GnapError> {
     ids::random_secret(32).map_err(|e| GnapError::internal(&e))
+}
+
+/// An identifier or nonce: 128 random bits.
+fn nonce() -> Result<String, GnapError> {
+    ids::random_secret(16).map_err(|e| GnapError::internal(&e))
 }
 
 fn client_to_row(c: &Client) -> Result<(Option<String>, Option<String>), GnapError> {
@@ -338,28 +344,12 @@ impl Gnap {
             interactive,
             finish_uri: finish.as_ref().map(|f| f.uri.clone()),
             client_nonce: finish.as_ref().map(|f| f.nonce.clone()),
-            interact_id: if interactive {
-                Some(ids::random_secret(16).map_err(|e| GnapError::internal(&e))?)
-            } else {
-                None
-            },
-            interact_nonce: if interactive {
-                Some(ids::random_secret(16).map_err(|e| GnapError::internal(&e))?)
-            } else {
-                None
-            },
-            as_finish_nonce: if interactive {
-                Some(ids::random_secret(16).map_err(|e| GnapError::internal(&e))?)
-            } else {
-                None
-            },
-            interact_ref: if auto {
-                Some(ids::random_secret(16).map_err(|e| GnapError::internal(&e))?)
-            } else {
-                None
-            },
+            interact_id: if interactive { Some(nonce()?) } else { None },
+            interact_nonce: if interactive { Some(nonce()?) } else { None },
+            as_finish_nonce: if interactive { Some(nonce()?) } else { None },
+            interact_ref: if auto { Some(nonce()?) } else { None },
             grant_endpoint: self.grant_endpoint(),
-            continue_id: ids::random_secret(16).map_err(|e| GnapError::internal(&e))?,
+            continue_id: nonce()?,
             continue_token_hash: ids::sha256_hex(&continue_token),
             wait_secs: i64::from(self.inner.settings.wait_secs),
             last_continued_at: now_s.clone(),
@@ -445,7 +435,7 @@ impl Gnap {
             grant_id: grant_id.to_owned(),
             value_hash: ids::sha256_hex(&value),
             value_hint: value.chars().take(6).collect(),
-            manage_id: ids::random_secret(16).map_err(|e| GnapError::internal(&e))?,
+            manage_id: nonce()?,
             expires_in: i64::from(self.inner.settings.access_token_expires_in_secs),
             created_at: now.to_owned(),
             revoked_at: None,
@@ -816,11 +806,7 @@ impl Gnap {
         let now = self.now();
         let now_s = format_ts(now);
         let ttl = i64::from(self.inner.settings.interaction_expires_in_secs);
-        let interact_ref = if approve {
-            Some(ids::random_secret(16).map_err(|e| GnapError::internal(&e))?)
-        } else {
-            None
-        };
+        let interact_ref = if approve { Some(nonce()?) } else { None };
         let r = reason.clone();
         self.inner
             .store
