@@ -10,7 +10,12 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use crate::{
-    ase::wallet::{WalletError, Wallets},
+    ase::{
+        incoming::IncomingPayments,
+        outgoing::OutgoingPayments,
+        quotes::Quotes,
+        wallet::{WalletError, Wallets},
+    },
     clock::{SharedClock, SystemClock},
     events::EventBus,
     gnap::Gnap,
@@ -73,12 +78,39 @@ impl AppCore {
             key_resolver(&settings, &wallets)?,
             clock.clone(),
         ));
+        let rs = &settings.resource_server;
+        let incoming = IncomingPayments::new(
+            store.clone(),
+            bus.clone(),
+            clock.clone(),
+            &settings.public_url,
+            rs.incoming_max_lifetime_secs,
+        );
+        let quotes = Quotes::new(
+            store.clone(),
+            bus.clone(),
+            clock.clone(),
+            settings.rates.clone(),
+            incoming.clone(),
+            &settings.public_url,
+            rs.quote_lifetime_secs,
+        );
+        let outgoing = OutgoingPayments::new(
+            store.clone(),
+            bus.clone(),
+            clock.clone(),
+            quotes.clone(),
+            &settings.public_url,
+        );
         let state = AppState {
             settings: Arc::new(settings),
             bus,
             wallets,
             ledger,
             gnap,
+            incoming,
+            quotes,
+            outgoing,
             verifier,
             clock,
             admin_token: token.into(),

@@ -183,7 +183,7 @@ pub fn print_version(settings: &Settings) {
 /// Where operator commands go.
 enum Backend {
     Remote(AdminClient),
-    Local(AppCore),
+    Local(Box<AppCore>),
 }
 
 impl Backend {
@@ -202,7 +202,9 @@ impl Backend {
             }
         }
         tracing::info!("no server answers on {addr}; using the data dir directly");
-        Ok(Self::Local(AppCore::open(settings.clone()).await?))
+        Ok(Self::Local(Box::new(
+            AppCore::open(settings.clone()).await?,
+        )))
     }
 }
 

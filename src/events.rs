@@ -59,6 +59,24 @@ pub enum DomainEvent {
     TokenRevoked {
         grant_id: String,
     },
+    IncomingPaymentCreated {
+        id: String,
+        wallet: String,
+    },
+    IncomingPaymentCompleted {
+        id: String,
+    },
+    IncomingPaymentExpired {
+        id: String,
+    },
+    QuoteCreated {
+        id: String,
+        wallet: String,
+    },
+    OutgoingPaymentCreated {
+        id: String,
+        wallet: String,
+    },
     #[serde(rename_all = "camelCase")]
     HttpRequest {
         method: String,

@@ -59,6 +59,16 @@ struct Raw {
     server: ServerSettings,
     gnap: GnapSettings,
     client_keys: ClientKeySettings,
+    resource_server: ResourceServerSettings,
+    rates: std::collections::BTreeMap<String, String>,
+    fees: std::collections::BTreeMap<String, crate::ase::rates::Fee>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ResourceServerSettings {
+    pub incoming_max_lifetime_secs: u64,
+    pub quote_lifetime_secs: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -125,6 +135,9 @@ pub struct Settings {
     pub server: ServerSettings,
     pub gnap: GnapSettings,
     pub client_keys: ClientKeySettings,
+    pub resource_server: ResourceServerSettings,
+    /// Exchange rates and fees, validated.
+    pub rates: crate::ase::rates::Rates,
     pub paths: Paths,
     pub wallet_cache_max_age_secs: u64,
 }
@@ -325,6 +338,16 @@ impl Settings {
                 "expiry times must be at least one second".into(),
             ));
         }
+        let rates = crate::ase::rates::Rates::new(&raw.rates, &raw.fees)
+            .map_err(|e| invalid("rates", e.to_string()))?;
+        if raw.resource_server.quote_lifetime_secs == 0
+            || raw.resource_server.incoming_max_lifetime_secs == 0
+        {
+            return Err(invalid(
+                "resource_server",
+                "lifetimes must be at least one second".into(),
+            ));
+        }
         if raw.server.body_limit_bytes < 1024 {
             return Err(invalid(
                 "server.body_limit_bytes",
@@ -341,6 +364,8 @@ impl Settings {
             server: raw.server,
             gnap: raw.gnap,
             client_keys: raw.client_keys,
+            resource_server: raw.resource_server,
+            rates,
             paths: Paths {
                 config_file,
                 data_dir,

@@ -9,6 +9,7 @@ pub mod grants;
 pub mod ledger;
 pub mod meta;
 mod migrations;
+pub mod payments;
 pub mod wallets;
 
 use std::{path::Path, sync::mpsc, thread, time::Duration};

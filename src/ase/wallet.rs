@@ -247,6 +247,23 @@ impl Wallets {
             .ok_or_else(|| WalletError::NotFound(name.to_owned()))
     }
 
+    /// The wallet a URL names, if it is one of ours (`{public}/{name}`, trailing slash tolerated).
+    pub async fn by_url(&self, url: &str) -> Result<Option<Wallet>, WalletError> {
+        let Some(name) = url
+            .trim_end_matches('/')
+            .strip_prefix(self.public_url.as_str())
+            .and_then(|r| r.strip_prefix('/'))
+            .filter(|n| !n.is_empty() && !n.contains('/'))
+        else {
+            return Ok(None);
+        };
+        match self.get(name).await {
+            Ok(w) => Ok(Some(w)),
+            Err(WalletError::NotFound(_)) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
     pub async fn list(&self) -> Result<Vec<Wallet>, WalletError> {
         let rows = self
             .store

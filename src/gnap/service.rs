@@ -21,7 +21,7 @@ use super::{
     },
 };
 use crate::{
-    ase::wallet::{Wallet, WalletError, Wallets},
+    ase::wallet::{Wallet, Wallets},
     clock::{SharedClock, format_ts, parse_ts},
     events::{DomainEvent, EventBus},
     httpsig::{interaction_hash_std, jwk::Jwk},
@@ -215,18 +215,11 @@ impl Gnap {
 
     /// The local wallet a URL names, if it names one of ours.
     pub async fn local_wallet(&self, url: &str) -> Result<Option<Wallet>, GnapError> {
-        let Some(name) = url
-            .strip_prefix(self.inner.public_url.as_str())
-            .and_then(|r| r.strip_prefix('/'))
-            .filter(|n| !n.is_empty() && !n.contains('/'))
-        else {
-            return Ok(None);
-        };
-        match self.inner.wallets.get(name).await {
-            Ok(w) => Ok(Some(w)),
-            Err(WalletError::NotFound(_)) => Ok(None),
-            Err(e) => Err(GnapError::internal(&e)),
-        }
+        self.inner
+            .wallets
+            .by_url(url)
+            .await
+            .map_err(|e| GnapError::internal(&e))
     }
 
     async fn client_name(&self, c: &Client) -> Option<String> {

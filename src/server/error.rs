@@ -16,6 +16,8 @@ pub struct ApiError {
     pub status: StatusCode,
     pub code: &'static str,
     pub description: String,
+    /// A `WWW-Authenticate` challenge to send with the error.
+    pub challenge: Option<String>,
 }
 
 impl ApiError {
@@ -24,6 +26,23 @@ impl ApiError {
             status,
             code,
             description: description.into(),
+            challenge: None,
+        }
+    }
+
+    /// 401 with `WWW-Authenticate: GNAP as_uri=<grant endpoint>`.
+    pub fn unauthorized(as_uri: &str, description: impl Into<String>) -> Self {
+        Self {
+            challenge: Some(format!("GNAP as_uri=\"{as_uri}\"")),
+            ..Self::new(StatusCode::UNAUTHORIZED, "unauthorized", description)
+        }
+    }
+
+    /// 403 with the same challenge.
+    pub fn forbidden(as_uri: &str, description: impl Into<String>) -> Self {
+        Self {
+            challenge: Some(format!("GNAP as_uri=\"{as_uri}\"")),
+            ..Self::new(StatusCode::FORBIDDEN, "forbidden", description)
         }
     }
 
@@ -49,7 +68,15 @@ impl ApiError {
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let body = json!({ "error": { "code": self.code, "description": self.description } });
-        (self.status, Json(body)).into_response()
+        let mut res = (self.status, Json(body)).into_response();
+        if let Some(c) = self
+            .challenge
+            .and_then(|c| axum::http::HeaderValue::from_str(&c).ok())
+        {
+            res.headers_mut()
+                .insert(axum::http::header::WWW_AUTHENTICATE, c);
+        }
+        res
     }
 }
 
@@ -118,6 +145,19 @@ impl From<GnapError> for ApiError {
             status: e.status,
             code: e.code,
             description: e.description,
+            challenge: None,
         }
+    }
+}
+
+impl From<crate::store::Error> for ApiError {
+    fn from(e: crate::store::Error) -> Self {
+        Self::internal(&e)
+    }
+}
+
+impl From<rusqlite::Error> for ApiError {
+    fn from(e: rusqlite::Error) -> Self {
+        Self::internal(&e)
     }
 }

@@ -4,7 +4,13 @@ use std::sync::Arc;
 
 use super::signed::Verifier;
 use crate::{
-    ase::wallet::Wallets, clock::SharedClock, events::EventBus, gnap::Gnap, ledger::Ledger,
+    ase::{
+        incoming::IncomingPayments, outgoing::OutgoingPayments, quotes::Quotes, wallet::Wallets,
+    },
+    clock::SharedClock,
+    events::EventBus,
+    gnap::Gnap,
+    ledger::Ledger,
     settings::Settings,
 };
 
@@ -15,6 +21,9 @@ pub struct AppState {
     pub wallets: Wallets,
     pub ledger: Ledger,
     pub gnap: Gnap,
+    pub incoming: IncomingPayments,
+    pub quotes: Quotes,
+    pub outgoing: OutgoingPayments,
     /// Checks request signatures against client keys.
     pub verifier: Arc<Verifier>,
     pub clock: SharedClock,

@@ -9,6 +9,7 @@ use super::Error;
 const MIGRATIONS: &[M<'static>] = &[
     M::up(include_str!("../../migrations/0001_init.sql")),
     M::up(include_str!("../../migrations/0002_gnap.sql")),
+    M::up(include_str!("../../migrations/0003_payments.sql")),
 ];
 
 fn migrations() -> Migrations<'static> {

@@ -1,0 +1,68 @@
+-- opdesk schema v3: incoming payments, quotes and outgoing payments. Ids are UUIDv7, so `ORDER BY id`
+-- is creation order and keyset pagination needs no created_at index.
+
+CREATE TABLE incoming_payments (
+    id              TEXT PRIMARY KEY,
+    wallet_id       TEXT NOT NULL REFERENCES wallet_addresses (id),
+    -- the client that created it (wallet address URL or jwk:<thumbprint>); NULL when created by the operator
+    client          TEXT,
+    incoming_amount INTEGER CHECK (incoming_amount IS NULL OR incoming_amount > 0),
+    received_amount INTEGER NOT NULL DEFAULT 0 CHECK (received_amount >= 0),
+    completed       INTEGER NOT NULL DEFAULT 0 CHECK (completed IN (0, 1)),
+    expires_at      TEXT,
+    metadata        TEXT,
+    created_at      TEXT NOT NULL,
+    updated_at      TEXT NOT NULL,
+    CHECK (incoming_amount IS NULL OR received_amount <= incoming_amount)
+) STRICT;
+
+CREATE INDEX incoming_by_wallet ON incoming_payments (wallet_id, id);
+
+CREATE TABLE quotes (
+    id                  TEXT PRIMARY KEY,
+    wallet_id           TEXT NOT NULL REFERENCES wallet_addresses (id),
+    client              TEXT,
+    receiver            TEXT NOT NULL,
+    -- the local incoming payment the receiver URL names
+    incoming_payment_id TEXT REFERENCES incoming_payments (id),
+    debit_amount        INTEGER NOT NULL CHECK (debit_amount > 0),
+    receive_amount      INTEGER NOT NULL CHECK (receive_amount > 0),
+    receive_asset_code  TEXT NOT NULL,
+    receive_asset_scale INTEGER NOT NULL CHECK (receive_asset_scale BETWEEN 0 AND 255),
+    fee                 INTEGER NOT NULL DEFAULT 0 CHECK (fee >= 0),
+    expires_at          TEXT NOT NULL,
+    created_at          TEXT NOT NULL
+) STRICT;
+
+CREATE INDEX quotes_by_wallet ON quotes (wallet_id, id);
+
+CREATE TABLE outgoing_payments (
+    id                  TEXT PRIMARY KEY,
+    wallet_id           TEXT NOT NULL REFERENCES wallet_addresses (id),
+    client              TEXT,
+    grant_id            TEXT REFERENCES grants (id),
+    quote_id            TEXT UNIQUE REFERENCES quotes (id),
+    receiver            TEXT NOT NULL,
+    incoming_payment_id TEXT REFERENCES incoming_payments (id),
+    debit_amount        INTEGER NOT NULL CHECK (debit_amount > 0),
+    receive_amount      INTEGER NOT NULL CHECK (receive_amount > 0),
+    receive_asset_code  TEXT NOT NULL,
+    receive_asset_scale INTEGER NOT NULL,
+    -- sent in the debit asset; delivered in the receive asset
+    sent_amount         INTEGER NOT NULL DEFAULT 0 CHECK (sent_amount >= 0),
+    delivered_amount    INTEGER NOT NULL DEFAULT 0 CHECK (delivered_amount >= 0),
+    -- funding: waiting for its reservation; sending: reserved, being paid; then completed | failed | cancelled
+    state               TEXT NOT NULL CHECK (state IN ('funding', 'sending', 'completed', 'failed', 'cancelled')),
+    reservation_id      TEXT REFERENCES transfers (id),
+    failure_reason      TEXT,
+    failure_message     TEXT,
+    attempts            INTEGER NOT NULL DEFAULT 0,
+    metadata            TEXT,
+    created_at          TEXT NOT NULL,
+    updated_at          TEXT NOT NULL,
+    CHECK (sent_amount <= debit_amount)
+) STRICT;
+
+CREATE INDEX outgoing_by_wallet ON outgoing_payments (wallet_id, id);
+CREATE INDEX outgoing_by_grant ON outgoing_payments (grant_id, created_at);
+CREATE INDEX outgoing_by_state ON outgoing_payments (state, id);

@@ -1,0 +1,143 @@
+//! Resource-server authorization: `Authorization: GNAP <token>` plus a valid signature by the token's client
+//! → the grant's access. 401 (with `WWW-Authenticate: GNAP as_uri=…`) for a missing or malformed header and
+//! for a bad signature; 403 for an unknown, expired or revoked token and for access that does not cover the
+//! type, action and wallet. `read`/`list` see the client's own resources; `read-all`/`list-all` the wallet's.
+
+use axum::extract::{FromRequest, Request};
+
+use crate::{
+    gnap::{
+        model::{AccessItem, Action, Client},
+        service::TokenInfo,
+    },
+    httpsig::jwk,
+    server::{
+        AppState,
+        error::ApiError,
+        signed::{Signed, SignedError, gnap_token},
+    },
+};
+
+/// An authenticated resource-server request.
+pub struct RsAuth {
+    pub signed: Signed,
+    pub token: TokenInfo,
+    /// Who the client is, as stored on the resources it creates.
+    pub client_id: String,
+    as_uri: String,
+}
+
+/// What an access check allows.
+#[derive(Debug, Clone)]
+pub struct Scope {
+    /// `read-all` / `list-all`: every resource of the wallet, not only the client's own.
+    pub all: bool,
+    pub item: AccessItem,
+}
+
+/// The identity stored on resources a client creates.
+pub fn client_id(c: &Client) -> String {
+    match c {
+        Client::Wallet(u) => u.clone(),
+        Client::Jwk(j) => match j.verifying_key() {
+            Ok(k) => format!("jwk:{}", jwk::thumbprint(&k)),
+            Err(_) => format!("jwk:{}", j.kid),
+        },
+    }
+}
+
+impl FromRequest<AppState> for RsAuth {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &AppState) -> Result<Self, Self::Rejection> {
+        let as_uri = state.gnap.grant_endpoint();
+        let Some(value) = gnap_token(req.headers()).map(str::to_owned) else {
+            return Err(ApiError::unauthorized(
+                &as_uri,
+                "missing or malformed Authorization: GNAP <token>",
+            ));
+        };
+        let signed = Signed::from_request(req, state)
+            .await
+            .map_err(|e| match e {
+                SignedError::TooLarge => ApiError::new(
+                    axum::http::StatusCode::PAYLOAD_TOO_LARGE,
+                    "payload_too_large",
+                    "request body is too large",
+                ),
+                SignedError::Body(d) => ApiError::bad_request("invalid_request", d),
+                SignedError::Signature(s) => {
+                    tracing::info!(error = %s, "resource request signature refused");
+                    ApiError::unauthorized(&as_uri, format!("signature validation error: {s}"))
+                }
+            })?;
+        let token = state
+            .gnap
+            .introspect(&value)
+            .await?
+            .ok_or_else(|| ApiError::forbidden(&as_uri, "inactive token"))?;
+        state
+            .verifier
+            .verify(&signed, &token.client)
+            .await
+            .map_err(|e| {
+                tracing::info!(error = %e, "resource request signature refused");
+                ApiError::unauthorized(&as_uri, format!("signature validation error: {e}"))
+            })?;
+        Ok(Self {
+            client_id: client_id(&token.client),
+            signed,
+            token,
+            as_uri,
+        })
+    }
+}
+
+impl RsAuth {
+    /// The access item that allows `action` on `type_name` for `wallet_url`, preferring the `-all` variant.
+    pub fn require(
+        &self,
+        type_name: &str,
+        action: Action,
+        wallet_url: &str,
+    ) -> Result<Scope, ApiError> {
+        let all_action = match action {
+            Action::Read => Some(Action::ReadAll),
+            Action::List => Some(Action::ListAll),
+            _ => None,
+        };
+        let matching = |a: Action| {
+            self.token.access.iter().find(|i| {
+                i.type_name() == type_name
+                    && i.actions().contains(&a)
+                    && i.identifier()
+                        .is_none_or(|id| id.trim_end_matches('/') == wallet_url)
+            })
+        };
+        if let Some(item) = all_action.and_then(matching) {
+            return Ok(Scope {
+                all: true,
+                item: item.clone(),
+            });
+        }
+        matching(action)
+            .map(|item| Scope {
+                all: false,
+                item: item.clone(),
+            })
+            .ok_or_else(|| {
+                ApiError::forbidden(
+                    &self.as_uri,
+                    format!(
+                        "insufficient grant: {type_name} {} on {wallet_url}",
+                        action.as_str()
+                    ),
+                )
+            })
+    }
+
+    /// The client filter for reads and lists: `None` when the scope sees every resource.
+    pub fn owner_filter(&self, scope: &Scope) -> Option<String> {
+        (!scope.all).then(|| self.client_id.clone())
+    }
+}

@@ -1,0 +1,397 @@
+//! Incoming payments: create, read (authenticated with `methods`, or the public view), list, complete.
+//! The service is the only writer of `incoming_payments` (the payment engine credits them through it);
+//! expiry is applied by time: past `expiresAt` an open payment counts as expired wherever it is read.
+
+use std::collections::HashMap;
+
+use axum::{
+    Json, Router,
+    extract::{FromRequest, Path, Query, Request, State},
+    http::StatusCode,
+    response::{IntoResponse, Response},
+    routing::{get, post},
+};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use time::{Duration, OffsetDateTime};
+
+use super::{
+    auth::RsAuth,
+    pagination::{ListQuery, ListResponse},
+    wallet::Wallet,
+};
+use crate::{
+    clock::{SharedClock, format_ts, parse_ts},
+    events::{DomainEvent, EventBus},
+    gnap::model::Action,
+    ids,
+    money::{Amount, Asset, Value as Money},
+    server::{AppState, error::ApiError},
+    store::{
+        self, Store,
+        payments::{self as repo, IncomingRow, Page, PageQuery},
+    },
+};
+
+/// `POST /incoming-payments` body.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CreateIncoming {
+    pub wallet_address: String,
+    #[serde(default)]
+    pub incoming_amount: Option<Amount>,
+    #[serde(default)]
+    pub expires_at: Option<String>,
+    #[serde(default)]
+    pub metadata: Option<Map<String, Value>>,
+}
+
+/// The wire form of an incoming payment (`methods` only where the spec puts it).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct IncomingPaymentDto {
+    pub id: String,
+    pub wallet_address: String,
+    pub completed: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub incoming_amount: Option<Amount>,
+    pub received_amount: Amount,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<Value>,
+    pub created_at: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub methods: Option<Vec<Value>>,
+}
+
+/// An incoming payment as operators see it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct IncomingView {
+    #[serde(flatten)]
+    pub payment: IncomingPaymentDto,
+    /// `pending`, `completed` or `expired`.
+    pub state: String,
+    pub wallet: String,
+    pub client: Option<String>,
+}
+
+/// The lifecycle state of a row at `now`.
+pub fn state_of(r: &IncomingRow, now: OffsetDateTime) -> &'static str {
+    if r.completed {
+        "completed"
+    } else if r
+        .expires_at
+        .as_deref()
+        .and_then(|e| parse_ts(e).ok())
+        .is_some_and(|e| e <= now)
+    {
+        "expired"
+    } else {
+        "pending"
+    }
+}
+
+/// The incoming-payment service.
+#[derive(Clone)]
+pub struct IncomingPayments {
+    store: Store,
+    bus: EventBus,
+    clock: SharedClock,
+    public_url: String,
+    max_lifetime: Duration,
+}
+
+impl IncomingPayments {
+    pub fn new(
+        store: Store,
+        bus: EventBus,
+        clock: SharedClock,
+        public_url: &str,
+        max_lifetime_secs: u64,
+    ) -> Self {
+        Self {
+            store,
+            bus,
+            clock,
+            public_url: public_url.trim_end_matches('/').to_owned(),
+            max_lifetime: Duration::seconds(
+                i64::try_from(max_lifetime_secs).unwrap_or(i64::MAX / 2),
+            ),
+        }
+    }
+
+    pub fn url_of(&self, id: &str) -> String {
+        format!("{}/incoming-payments/{id}", self.public_url)
+    }
+
+    /// The row id a receiver URL names, if it is one of ours.
+    pub fn id_from_url<'a>(&self, url: &'a str) -> Option<&'a str> {
+        url.strip_prefix(self.public_url.as_str())?
+            .strip_prefix("/incoming-payments/")
+            .filter(|id| ids::is_id(id))
+    }
+
+    pub fn dto(&self, r: &IncomingRow, with_methods: bool) -> IncomingPaymentDto {
+        let asset = Asset {
+            code: r.asset_code.clone(),
+            scale: r.asset_scale,
+        };
+        let amount = |v: i64| Amount::new(Money::from_i64(v).unwrap_or_default(), &asset);
+        IncomingPaymentDto {
+            id: self.url_of(&r.id),
+            wallet_address: format!("{}/{}", self.public_url, r.wallet_name),
+            completed: r.completed,
+            incoming_amount: r.incoming_amount.map(amount),
+            received_amount: amount(r.received_amount),
+            expires_at: r.expires_at.clone(),
+            metadata: r
+                .metadata
+                .as_deref()
+                .and_then(|m| serde_json::from_str(m).ok()),
+            created_at: r.created_at.clone(),
+            methods: with_methods.then(Vec::new),
+        }
+    }
+
+    pub fn view(&self, r: &IncomingRow) -> IncomingView {
+        IncomingView {
+            payment: self.dto(r, false),
+            state: state_of(r, self.clock.now()).to_owned(),
+            wallet: r.wallet_name.clone(),
+            client: r.client.clone(),
+        }
+    }
+
+    /// Creates an incoming payment on `wallet` for `client`.
+    pub async fn create(
+        &self,
+        wallet: &Wallet,
+        client: Option<String>,
+        req: CreateIncoming,
+    ) -> Result<IncomingRow, ApiError> {
+        let now = self.clock.now();
+        let incoming_amount = match &req.incoming_amount {
+            None => None,
+            Some(a) => {
+                let v = a.expect_asset(&wallet.asset())?;
+                if v.is_zero() {
+                    return Err(ApiError::bad_request(
+                        "invalid_amount",
+                        "incomingAmount must be greater than zero",
+                    ));
+                }
+                Some(v.as_i64())
+            }
+        };
+        let latest = now + self.max_lifetime;
+        let expires_at = match &req.expires_at {
+            None => latest,
+            Some(s) => {
+                let t = parse_ts(s).map_err(|e| {
+                    ApiError::bad_request("invalid_request", format!("expiresAt {s:?}: {e}"))
+                })?;
+                if t <= now {
+                    return Err(ApiError::bad_request(
+                        "invalid_request",
+                        "expiresAt must be in the future",
+                    ));
+                }
+                if t > latest {
+                    return Err(ApiError::bad_request(
+                        "invalid_request",
+                        format!(
+                            "expiresAt may be at most {} s from now",
+                            self.max_lifetime.whole_seconds()
+                        ),
+                    ));
+                }
+                t
+            }
+        };
+        let metadata = req.metadata.map(|m| Value::Object(m).to_string());
+        let now_s = format_ts(now);
+        let row = IncomingRow {
+            id: ids::new_id(),
+            wallet_id: wallet.id.clone(),
+            wallet_name: wallet.name.clone(),
+            account_id: wallet.account_id.clone(),
+            asset_code: wallet.asset_code.clone(),
+            asset_scale: wallet.asset_scale,
+            client,
+            incoming_amount,
+            received_amount: 0,
+            completed: false,
+            expires_at: Some(format_ts(expires_at)),
+            metadata,
+            created_at: now_s.clone(),
+            updated_at: now_s,
+        };
+        let stored = row.clone();
+        self.store
+            .call(move |conn| {
+                repo::insert_incoming(conn, &stored)?;
+                Ok::<_, store::Error>(())
+            })
+            .await
+            .map_err(|e| ApiError::internal(&e))?;
+        self.bus.publish(DomainEvent::IncomingPaymentCreated {
+            id: row.id.clone(),
+            wallet: row.wallet_name.clone(),
+        });
+        Ok(row)
+    }
+
+    pub async fn get(&self, id: &str) -> Result<IncomingRow, ApiError> {
+        let not_found = || ApiError::not_found("unknown incoming payment");
+        if !ids::is_id(id) {
+            return Err(not_found());
+        }
+        let i = id.to_owned();
+        self.store
+            .call(move |c| repo::incoming(c, &i))
+            .await
+            .map_err(|e| ApiError::internal(&e))?
+            .ok_or_else(not_found)
+    }
+
+    pub async fn list(
+        &self,
+        wallet_id: &str,
+        client: Option<String>,
+        page: PageQuery,
+    ) -> Result<Page<IncomingRow>, ApiError> {
+        let w = wallet_id.to_owned();
+        self.store
+            .call(move |c| repo::list_incoming(c, &w, client.as_deref(), &page))
+            .await
+            .map_err(|e| ApiError::internal(&e))
+    }
+
+    /// Completes a pending incoming payment; completing a completed one returns it unchanged.
+    pub async fn complete(&self, id: &str) -> Result<IncomingRow, ApiError> {
+        let row = self.get(id).await?;
+        let now = self.clock.now();
+        match state_of(&row, now) {
+            "completed" => return Ok(row),
+            "expired" => {
+                return Err(ApiError::bad_request(
+                    "invalid_state",
+                    "the incoming payment has expired",
+                ));
+            }
+            _ => {}
+        }
+        let (i, now_s) = (row.id.clone(), format_ts(now));
+        let changed = self
+            .store
+            .call(move |c| {
+                let tx = store::immediate(c)?;
+                let changed = repo::complete_incoming(&tx, &i, &now_s)?;
+                tx.commit()?;
+                Ok::<_, store::Error>(changed)
+            })
+            .await
+            .map_err(|e| ApiError::internal(&e))?;
+        if changed {
+            self.bus
+                .publish(DomainEvent::IncomingPaymentCompleted { id: row.id.clone() });
+        }
+        self.get(&row.id).await
+    }
+}
+
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/incoming-payments", post(create).get(list))
+        .route("/incoming-payments/{id}", get(read))
+        .route("/incoming-payments/{id}/complete", post(complete))
+}
+
+/// The wallet a request names, which must be one of ours.
+pub async fn wallet_of(state: &AppState, url: &str) -> Result<Wallet, ApiError> {
+    state
+        .wallets
+        .by_url(url)
+        .await?
+        .ok_or_else(|| ApiError::not_found(format!("{url} is not a wallet address of this server")))
+}
+
+pub fn parse_body<T: serde::de::DeserializeOwned>(auth: &RsAuth) -> Result<T, ApiError> {
+    serde_json::from_slice(&auth.signed.body)
+        .map_err(|e| ApiError::bad_request("invalid_request", format!("invalid request body: {e}")))
+}
+
+async fn create(State(s): State<AppState>, auth: RsAuth) -> Result<Response, ApiError> {
+    let req: CreateIncoming = parse_body(&auth)?;
+    let wallet_url = req.wallet_address.trim_end_matches('/').to_owned();
+    auth.require("incoming-payment", Action::Create, &wallet_url)?;
+    let wallet = wallet_of(&s, &wallet_url).await?;
+    let row = s
+        .incoming
+        .create(&wallet, Some(auth.client_id.clone()), req)
+        .await?;
+    Ok((StatusCode::CREATED, Json(s.incoming.dto(&row, true))).into_response())
+}
+
+async fn list(
+    State(s): State<AppState>,
+    Query(q): Query<HashMap<String, String>>,
+    auth: RsAuth,
+) -> Result<Response, ApiError> {
+    let q = ListQuery::parse(&q)?;
+    let wallet_url = q.wallet_address.trim_end_matches('/').to_owned();
+    let scope = auth.require("incoming-payment", Action::List, &wallet_url)?;
+    let wallet = wallet_of(&s, &wallet_url).await?;
+    let page = s
+        .incoming
+        .list(&wallet.id, auth.owner_filter(&scope), q.page)
+        .await?;
+    Ok(Json(ListResponse::from_page(
+        page,
+        |r| r.id.clone(),
+        |r| s.incoming.dto(&r, false),
+    ))
+    .into_response())
+}
+
+/// Authenticated: the full resource with `methods`. Without `Authorization`: the public view.
+async fn read(
+    State(s): State<AppState>,
+    Path(id): Path<String>,
+    req: Request,
+) -> Result<Response, ApiError> {
+    if !req
+        .headers()
+        .contains_key(axum::http::header::AUTHORIZATION)
+    {
+        let row = s.incoming.get(&id).await?;
+        let dto = s.incoming.dto(&row, false);
+        return Ok(Json(serde_json::json!({
+            "authServer": s.gnap.grant_endpoint(),
+            "receivedAmount": dto.received_amount,
+        }))
+        .into_response());
+    }
+    let auth = RsAuth::from_request(req, &s).await?;
+    let row = s.incoming.get(&id).await?;
+    let wallet_url = format!("{}/{}", s.settings.public_url, row.wallet_name);
+    let scope = auth.require("incoming-payment", Action::Read, &wallet_url)?;
+    if !scope.all && row.client.as_deref() != Some(auth.client_id.as_str()) {
+        return Err(ApiError::not_found("unknown incoming payment"));
+    }
+    Ok(Json(s.incoming.dto(&row, true)).into_response())
+}
+
+async fn complete(
+    State(s): State<AppState>,
+    Path(id): Path<String>,
+    auth: RsAuth,
+) -> Result<Response, ApiError> {
+    let row = s.incoming.get(&id).await?;
+    let wallet_url = format!("{}/{}", s.settings.public_url, row.wallet_name);
+    auth.require("incoming-payment", Action::Complete, &wallet_url)?;
+    let row = s.incoming.complete(&row.id).await?;
+    Ok(Json(s.incoming.dto(&row, false)).into_response())
+}

@@ -1,0 +1,578 @@
+//! Outgoing payments: creation from a quote or from an incoming payment plus a debit amount, read, list, and
+//! the grant's spent amounts. Creation is one `BEGIN IMMEDIATE` transaction that checks the quote, the grant's
+//! limits for the current interval and the sender's balance, reserves the debit (a pending ledger transfer)
+//! and inserts the payment — so concurrent creates can never overspend a grant or a wallet. A payment the
+//! sender cannot fund is created failed (`insufficient_balance`) with nothing reserved.
+
+use std::collections::HashMap;
+
+use axum::{
+    Json, Router,
+    extract::{Path, Query, State},
+    http::StatusCode,
+    response::{IntoResponse, Response},
+    routing::{get, post},
+};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value as JsonValue};
+use time::OffsetDateTime;
+
+use super::{
+    auth::RsAuth,
+    incoming::{parse_body, wallet_of},
+    pagination::{ListQuery, ListResponse},
+    quotes::{Priced, Quotes},
+    wallet::Wallet,
+};
+use crate::{
+    clock::{SharedClock, format_ts, parse_ts},
+    events::{DomainEvent, EventBus},
+    gnap::model::{AccessItem, Action, Limits},
+    ids,
+    interval::RepeatingInterval,
+    ledger::{self, LedgerError, NewTransfer},
+    money::{Amount, Asset, Value},
+    server::{AppState, error::ApiError},
+    store::{
+        self, Store,
+        payments::{self as repo, OutgoingRow, Page, PageQuery},
+    },
+};
+
+/// `POST /outgoing-payments` body: `{walletAddress, quoteId}` or `{walletAddress, incomingPayment,
+/// debitAmount}`, each with optional `metadata`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CreateOutgoing {
+    pub wallet_address: String,
+    #[serde(default)]
+    pub quote_id: Option<String>,
+    #[serde(default)]
+    pub incoming_payment: Option<String>,
+    #[serde(default)]
+    pub debit_amount: Option<Amount>,
+    #[serde(default)]
+    pub metadata: Option<Map<String, JsonValue>>,
+}
+
+/// The spec's `outgoing-payment` (and, with the grant amounts, `outgoing-payment-with-spent-amounts`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OutgoingPaymentDto {
+    pub id: String,
+    pub wallet_address: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quote_id: Option<String>,
+    pub failed: bool,
+    pub receiver: String,
+    pub receive_amount: Amount,
+    pub debit_amount: Amount,
+    pub sent_amount: Amount,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<JsonValue>,
+    pub created_at: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grant_spent_debit_amount: Option<Amount>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grant_spent_receive_amount: Option<Amount>,
+}
+
+/// An outgoing payment as operators see it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OutgoingView {
+    #[serde(flatten)]
+    pub payment: OutgoingPaymentDto,
+    pub state: String,
+    pub wallet: String,
+    pub grant_id: Option<String>,
+    pub delivered_amount: Amount,
+    pub failure_reason: Option<String>,
+    pub failure_message: Option<String>,
+    pub attempts: i64,
+    pub updated_at: String,
+}
+
+/// `GET /outgoing-payment-grant`: both keys always present.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GrantSpent {
+    pub spent_debit_amount: Option<Amount>,
+    pub spent_receive_amount: Option<Amount>,
+}
+
+/// The grant a create runs under.
+#[derive(Debug, Clone)]
+pub struct GrantContext {
+    pub grant_id: String,
+    pub limits: Option<Limits>,
+}
+
+/// Where the payment goes.
+#[derive(Debug, Clone)]
+pub enum Source {
+    Quote(String),
+    Incoming { receiver: String, debit: Amount },
+}
+
+fn forbidden(d: impl Into<String>) -> ApiError {
+    ApiError::new(StatusCode::FORBIDDEN, "forbidden", d)
+}
+
+/// The [start, end) window of a limit's interval at `now` as stored timestamps; all time without one.
+fn window(limits: Option<&Limits>, now: OffsetDateTime) -> Result<(String, String), ApiError> {
+    match limits.and_then(|l| l.interval.as_deref()) {
+        None => Ok((String::new(), "~".into())),
+        Some(i) => {
+            let iv: RepeatingInterval = i
+                .parse()
+                .map_err(|e| ApiError::internal(&format!("stored interval {i:?}: {e}")))?;
+            match iv.window_at(now) {
+                Ok(Some((s, e))) => Ok((format_ts(s), format_ts(e))),
+                Ok(None) => Err(forbidden(
+                    "the grant's interval does not cover the current time",
+                )),
+                Err(e) => Err(forbidden(format!(
+                    "the grant's interval cannot be applied now: {e}"
+                ))),
+            }
+        }
+    }
+}
+
+fn amount(v: i128, asset: &Asset) -> Amount {
+    let v = u64::try_from(v.max(0))
+        .unwrap_or(u64::MAX)
+        .min(i64::MAX as u64);
+    Amount::new(Value::new(v).unwrap_or_default(), asset)
+}
+
+#[derive(Clone)]
+pub struct OutgoingPayments {
+    store: Store,
+    bus: EventBus,
+    clock: SharedClock,
+    quotes: Quotes,
+    public_url: String,
+}
+
+impl OutgoingPayments {
+    pub fn new(
+        store: Store,
+        bus: EventBus,
+        clock: SharedClock,
+        quotes: Quotes,
+        public_url: &str,
+    ) -> Self {
+        Self {
+            store,
+            bus,
+            clock,
+            quotes,
+            public_url: public_url.trim_end_matches('/').to_owned(),
+        }
+    }
+
+    pub fn url_of(&self, id: &str) -> String {
+        format!("{}/outgoing-payments/{id}", self.public_url)
+    }
+
+    pub fn dto(&self, r: &OutgoingRow) -> OutgoingPaymentDto {
+        let debit = Asset {
+            code: r.asset_code.clone(),
+            scale: r.asset_scale,
+        };
+        let receive = Asset {
+            code: r.receive_asset_code.clone(),
+            scale: r.receive_asset_scale,
+        };
+        OutgoingPaymentDto {
+            id: self.url_of(&r.id),
+            wallet_address: format!("{}/{}", self.public_url, r.wallet_name),
+            quote_id: r.quote_id.as_deref().map(|q| self.quotes.url_of(q)),
+            failed: r.state == "failed" || r.state == "cancelled",
+            receiver: r.receiver.clone(),
+            receive_amount: amount(r.receive_amount.into(), &receive),
+            debit_amount: amount(r.debit_amount.into(), &debit),
+            sent_amount: amount(r.sent_amount.into(), &debit),
+            metadata: r
+                .metadata
+                .as_deref()
+                .and_then(|m| serde_json::from_str(m).ok()),
+            created_at: r.created_at.clone(),
+            grant_spent_debit_amount: None,
+            grant_spent_receive_amount: None,
+        }
+    }
+
+    pub fn view(&self, r: &OutgoingRow) -> OutgoingView {
+        let receive = Asset {
+            code: r.receive_asset_code.clone(),
+            scale: r.receive_asset_scale,
+        };
+        OutgoingView {
+            payment: self.dto(r),
+            state: r.state.clone(),
+            wallet: r.wallet_name.clone(),
+            grant_id: r.grant_id.clone(),
+            delivered_amount: amount(r.delivered_amount.into(), &receive),
+            failure_reason: r.failure_reason.clone(),
+            failure_message: r.failure_message.clone(),
+            attempts: r.attempts,
+            updated_at: r.updated_at.clone(),
+        }
+    }
+
+    /// Creates a payment under `grant`: quote, limits, reservation and insert in one transaction.
+    pub async fn create(
+        &self,
+        wallet: &Wallet,
+        client: Option<String>,
+        grant: Option<GrantContext>,
+        source: Source,
+        metadata: Option<Map<String, JsonValue>>,
+    ) -> Result<OutgoingPaymentDto, ApiError> {
+        let now = self.clock.now();
+        let now_s = format_ts(now);
+        // a payment without a quote is priced now (fixed-send)
+        let priced: Option<Priced> = match &source {
+            Source::Incoming { receiver, debit } => Some(
+                self.quotes
+                    .price(wallet, receiver, Some(debit), None)
+                    .await?,
+            ),
+            Source::Quote(_) => None,
+        };
+        let quote_id = match &source {
+            Source::Quote(url) => Some(
+                self.quotes
+                    .id_from_url(url)
+                    .ok_or_else(|| ApiError::bad_request("invalid_quote", "unknown quoteId"))?
+                    .to_owned(),
+            ),
+            Source::Incoming { .. } => None,
+        };
+        let receiver_url = match &source {
+            Source::Incoming { receiver, .. } => Some(receiver.clone()),
+            Source::Quote(_) => None,
+        };
+        let (win_from, win_to) = window(grant.as_ref().and_then(|g| g.limits.as_ref()), now)?;
+        let w = wallet.clone();
+        let id = ids::new_id();
+        let metadata = metadata.map(|m| JsonValue::Object(m).to_string());
+        let (row, spent, balance) = self
+            .store
+            .call(move |conn| {
+                let tx = store::immediate(conn).map_err(|e| ApiError::internal(&e))?;
+                let (receiver, incoming_id, debit, receive, recv_code, recv_scale) = match (&quote_id, &priced) {
+                    (Some(qid), _) => {
+                        let q = repo::quote(&tx, qid)
+                            .map_err(|e| ApiError::internal(&e))?
+                            .ok_or_else(|| ApiError::bad_request("invalid_quote", "unknown quoteId"))?;
+                        if q.wallet_id != w.id {
+                            return Err(ApiError::bad_request("invalid_quote", "the quote belongs to another wallet"));
+                        }
+                        if parse_ts(&q.expires_at).map_err(|e| ApiError::internal(&e))? <= now {
+                            return Err(ApiError::bad_request("invalid_quote", "the quote has expired"));
+                        }
+                        if repo::outgoing_by_quote(&tx, qid).map_err(|e| ApiError::internal(&e))?.is_some() {
+                            return Err(ApiError::bad_request("invalid_quote", "the quote was already used"));
+                        }
+                        (q.receiver, q.incoming_payment_id, q.debit_amount, q.receive_amount, q.receive_asset_code, q.receive_asset_scale)
+                    }
+                    (None, Some(p)) => (
+                        receiver_url.clone().unwrap_or_default(),
+                        Some(p.receiver.id.clone()),
+                        Value::new(p.debit)?.as_i64(),
+                        Value::new(p.receive)?.as_i64(),
+                        p.receiver.asset_code.clone(),
+                        p.receiver.asset_scale,
+                    ),
+                    (None, None) => return Err(ApiError::internal(&"outgoing payment without a source")),
+                };
+                let debit_asset = w.asset();
+                let receive_asset = Asset { code: recv_code.clone(), scale: recv_scale };
+                // grant limits, counted in the current interval
+                let spent = match &grant {
+                    None => None,
+                    Some(g) => {
+                        let (sd, sr, _, _) = repo::grant_spent(&tx, &g.grant_id, &win_from, &win_to)
+                            .map_err(|e| ApiError::internal(&e))?
+                            .unwrap_or((0, 0, String::new(), 0));
+                        if let Some(l) = &g.limits {
+                            if let Some(r) = &l.receiver
+                                && r != &receiver
+                            {
+                                return Err(forbidden("the grant only allows payments to its receiver"));
+                            }
+                            if let Some(limit) = &l.debit_amount {
+                                if limit.asset() != debit_asset {
+                                    return Err(forbidden("the grant's debitAmount limit is in another asset"));
+                                }
+                                if sd + i128::from(debit) > i128::from(limit.value.get()) {
+                                    return Err(forbidden("the payment exceeds the grant's debitAmount limit"));
+                                }
+                            }
+                            if let Some(limit) = &l.receive_amount {
+                                if limit.asset() != receive_asset {
+                                    return Err(forbidden("the grant's receiveAmount limit is in another asset"));
+                                }
+                                if sr + i128::from(receive) > i128::from(limit.value.get()) {
+                                    return Err(forbidden("the payment exceeds the grant's receiveAmount limit"));
+                                }
+                            }
+                        }
+                        Some((sd, sr))
+                    }
+                };
+                // reserve the debit from the sender's balance
+                let settlement = ledger::ops::settlement_account(&tx, &debit_asset, &now_s)?;
+                let reservation = NewTransfer {
+                    id: format!("reserve-{id}"),
+                    debit: w.account_id.clone(),
+                    credit: settlement,
+                    amount: Value::from_i64(debit)?,
+                    pending: true,
+                    kind: "reservation".into(),
+                    memo: Some(format!("outgoing payment {id}")),
+                };
+                let (state, reservation_id, failure) = match ledger::ops::create_transfer(&tx, &reservation, &now_s) {
+                    Ok(_) => ("sending", Some(reservation.id.clone()), None),
+                    Err(LedgerError::InsufficientBalance { available, .. }) => (
+                        "failed",
+                        None,
+                        Some((
+                            "insufficient_balance".to_owned(),
+                            format!(
+                                "The sender's available balance of {} does not cover the {} to send.",
+                                debit_asset.format(available.into()),
+                                debit_asset.format(debit.into())
+                            ),
+                        )),
+                    ),
+                    Err(e) => return Err(e.into()),
+                };
+                let row = OutgoingRow {
+                    id: id.clone(),
+                    wallet_id: w.id.clone(),
+                    wallet_name: w.name.clone(),
+                    account_id: w.account_id.clone(),
+                    asset_code: w.asset_code.clone(),
+                    asset_scale: w.asset_scale,
+                    client,
+                    grant_id: grant.as_ref().map(|g| g.grant_id.clone()),
+                    quote_id: quote_id.clone(),
+                    receiver,
+                    incoming_payment_id: incoming_id,
+                    debit_amount: debit,
+                    receive_amount: receive,
+                    receive_asset_code: recv_code,
+                    receive_asset_scale: recv_scale,
+                    sent_amount: 0,
+                    delivered_amount: 0,
+                    state: state.into(),
+                    reservation_id,
+                    failure_reason: failure.as_ref().map(|f| f.0.clone()),
+                    failure_message: failure.as_ref().map(|f| f.1.clone()),
+                    attempts: 0,
+                    metadata,
+                    created_at: now_s.clone(),
+                    updated_at: now_s.clone(),
+                };
+                repo::insert_outgoing(&tx, &row).map_err(|e| ApiError::internal(&e))?;
+                let balance = ledger::ops::balances(&tx, &[&w.account_id])?;
+                tx.commit().map_err(|e| ApiError::internal(&e))?;
+                Ok::<_, ApiError>((row, spent, balance))
+            })
+            .await?;
+        self.bus.publish(DomainEvent::OutgoingPaymentCreated {
+            id: row.id.clone(),
+            wallet: row.wallet_name.clone(),
+        });
+        self.bus
+            .publish_all(balance.iter().map(ledger::Balance::event));
+        let mut dto = self.dto(&row);
+        if let Some((sd, sr)) = spent {
+            let debit_asset = wallet.asset();
+            let receive_asset = Asset {
+                code: row.receive_asset_code.clone(),
+                scale: row.receive_asset_scale,
+            };
+            dto.grant_spent_debit_amount = Some(amount(sd, &debit_asset));
+            dto.grant_spent_receive_amount = Some(amount(sr, &receive_asset));
+        }
+        Ok(dto)
+    }
+
+    pub async fn get(&self, id: &str) -> Result<OutgoingRow, ApiError> {
+        let not_found = || ApiError::not_found("unknown outgoing payment");
+        if !ids::is_id(id) {
+            return Err(not_found());
+        }
+        let i = id.to_owned();
+        self.store
+            .call(move |c| repo::outgoing(c, &i))
+            .await
+            .map_err(|e| ApiError::internal(&e))?
+            .ok_or_else(not_found)
+    }
+
+    pub async fn list(
+        &self,
+        wallet_id: &str,
+        client: Option<String>,
+        state: Option<String>,
+        page: PageQuery,
+    ) -> Result<Page<OutgoingRow>, ApiError> {
+        let w = wallet_id.to_owned();
+        self.store
+            .call(move |c| repo::list_outgoing(c, &w, client.as_deref(), state.as_deref(), &page))
+            .await
+            .map_err(|e| ApiError::internal(&e))
+    }
+
+    /// What a grant has spent in its current interval (`null`s when it never paid anything).
+    pub async fn grant_spent(
+        &self,
+        grant_id: &str,
+        limits: Option<&Limits>,
+        debit_asset: Option<Asset>,
+    ) -> Result<GrantSpent, ApiError> {
+        // outside the interval nothing is spent in "the current" one: an empty window
+        let (from, to) = window(limits, self.clock.now()).unwrap_or_default();
+        let g = grant_id.to_owned();
+        let (ever, now) = self
+            .store
+            .call(move |c| {
+                let ever = repo::grant_spent(c, &g, "", "~")?;
+                let now = repo::grant_spent(c, &g, &from, &to)?;
+                Ok::<_, store::Error>((ever, now))
+            })
+            .await
+            .map_err(|e| ApiError::internal(&e))?;
+        let Some((_, _, code, scale)) = ever else {
+            return Ok(GrantSpent {
+                spent_debit_amount: None,
+                spent_receive_amount: None,
+            });
+        };
+        let (sd, sr) = now.map(|(d, r, _, _)| (d, r)).unwrap_or((0, 0));
+        let receive_asset = limits
+            .and_then(|l| l.receive_amount.as_ref().map(Amount::asset))
+            .unwrap_or(Asset { code, scale });
+        let debit_asset = limits
+            .and_then(|l| l.debit_amount.as_ref().map(Amount::asset))
+            .or(debit_asset)
+            .unwrap_or_else(|| receive_asset.clone());
+        Ok(GrantSpent {
+            spent_debit_amount: Some(amount(sd, &debit_asset)),
+            spent_receive_amount: Some(amount(sr, &receive_asset)),
+        })
+    }
+}
+
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/outgoing-payments", post(create).get(list))
+        .route("/outgoing-payments/{id}", get(read))
+        .route("/outgoing-payment-grant", get(spent))
+}
+
+async fn create(State(s): State<AppState>, auth: RsAuth) -> Result<Response, ApiError> {
+    let req: CreateOutgoing = parse_body(&auth)?;
+    let wallet_url = req.wallet_address.trim_end_matches('/').to_owned();
+    let scope = auth.require("outgoing-payment", Action::Create, &wallet_url)?;
+    let source = match (req.quote_id, req.incoming_payment, req.debit_amount) {
+        (Some(q), None, None) => Source::Quote(q),
+        (None, Some(receiver), Some(debit)) => Source::Incoming { receiver, debit },
+        _ => {
+            return Err(ApiError::bad_request(
+                "invalid_request",
+                "give quoteId, or incomingPayment with debitAmount",
+            ));
+        }
+    };
+    let wallet = wallet_of(&s, &wallet_url).await?;
+    let limits = match &scope.item {
+        AccessItem::OutgoingPayment { limits, .. } => limits.clone(),
+        _ => None,
+    };
+    let grant = GrantContext {
+        grant_id: auth.token.grant_id.clone(),
+        limits,
+    };
+    let dto = s
+        .outgoing
+        .create(
+            &wallet,
+            Some(auth.client_id.clone()),
+            Some(grant),
+            source,
+            req.metadata,
+        )
+        .await?;
+    Ok((StatusCode::CREATED, Json(dto)).into_response())
+}
+
+async fn list(
+    State(s): State<AppState>,
+    Query(q): Query<HashMap<String, String>>,
+    auth: RsAuth,
+) -> Result<Response, ApiError> {
+    let q = ListQuery::parse(&q)?;
+    let wallet_url = q.wallet_address.trim_end_matches('/').to_owned();
+    let scope = auth.require("outgoing-payment", Action::List, &wallet_url)?;
+    let wallet = wallet_of(&s, &wallet_url).await?;
+    let page = s
+        .outgoing
+        .list(&wallet.id, auth.owner_filter(&scope), None, q.page)
+        .await?;
+    Ok(Json(ListResponse::from_page(
+        page,
+        |r| r.id.clone(),
+        |r| s.outgoing.dto(&r),
+    ))
+    .into_response())
+}
+
+async fn read(
+    State(s): State<AppState>,
+    Path(id): Path<String>,
+    auth: RsAuth,
+) -> Result<Response, ApiError> {
+    let row = s.outgoing.get(&id).await?;
+    let wallet_url = format!("{}/{}", s.settings.public_url, row.wallet_name);
+    let scope = auth.require("outgoing-payment", Action::Read, &wallet_url)?;
+    if !scope.all && row.client.as_deref() != Some(auth.client_id.as_str()) {
+        return Err(ApiError::not_found("unknown outgoing payment"));
+    }
+    Ok(Json(s.outgoing.dto(&row)).into_response())
+}
+
+async fn spent(State(s): State<AppState>, auth: RsAuth) -> Result<Response, ApiError> {
+    let item = auth
+        .token
+        .access
+        .iter()
+        .find(|i| matches!(i, AccessItem::OutgoingPayment { .. }))
+        .ok_or_else(|| {
+            ApiError::forbidden(
+                &s.gnap.grant_endpoint(),
+                "the token is not for outgoing payments",
+            )
+        })?;
+    let (limits, wallet_asset) = match item {
+        AccessItem::OutgoingPayment {
+            limits, identifier, ..
+        } => {
+            let asset = s.wallets.by_url(identifier).await?.map(|w| w.asset());
+            (limits.clone(), asset)
+        }
+        _ => (None, None),
+    };
+    let spent = s
+        .outgoing
+        .grant_spent(&auth.token.grant_id, limits.as_ref(), wallet_asset)
+        .await?;
+    Ok(Json(spent).into_response())
+}

@@ -1,0 +1,269 @@
+//! Quoting arithmetic for local receivers: the operator's exchange-rate table (exact decimals, no floats),
+//! per-asset sending fees, and the fixed-send / fixed-receive quote computations. Pure; no I/O.
+//!
+//! Conversions round in the ASE's favour: what the receiver gets rounds down, what the sender pays rounds up.
+
+use std::collections::BTreeMap;
+
+use crate::money::Asset;
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RateError {
+    #[error("no exchange rate from {0} to {1} is configured")]
+    NoRate(String, String),
+    #[error("invalid rate {key:?} = {value:?}: {reason}")]
+    BadRate {
+        key: String,
+        value: String,
+        reason: &'static str,
+    },
+    #[error("the amount is too small to deliver anything after fees and conversion")]
+    TooSmall,
+    #[error("the amount is too large")]
+    TooLarge,
+}
+
+/// A sending fee: `fixed + ceil(amount × basis_points / 10000)`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Fee {
+    #[serde(default)]
+    pub fixed: u64,
+    #[serde(default)]
+    pub basis_points: u32,
+}
+
+impl Fee {
+    pub fn on(&self, amount: u64) -> Result<u64, RateError> {
+        let variable = (u128::from(amount) * u128::from(self.basis_points)).div_ceil(10_000);
+        let total = variable + u128::from(self.fixed);
+        u64::try_from(total).map_err(|_| RateError::TooLarge)
+    }
+}
+
+/// A rate as an exact fraction `num / den` of major units.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Ratio {
+    num: u128,
+    den: u128,
+}
+
+fn parse_decimal(key: &str, value: &str) -> Result<Ratio, RateError> {
+    let bad = |reason| RateError::BadRate {
+        key: key.to_owned(),
+        value: value.to_owned(),
+        reason,
+    };
+    let (int, frac) = value.split_once('.').unwrap_or((value, ""));
+    if int.is_empty()
+        || !int.bytes().all(|b| b.is_ascii_digit())
+        || !frac.bytes().all(|b| b.is_ascii_digit())
+    {
+        return Err(bad("must be a positive decimal such as 0.90"));
+    }
+    if int.len() > 12 || frac.len() > 18 {
+        return Err(bad("at most 12 integer and 18 decimal digits"));
+    }
+    let den = 10u128.pow(u32::try_from(frac.len()).map_err(|_| bad("too many digits"))?);
+    let num: u128 = format!("{int}{frac}")
+        .parse()
+        .map_err(|_| bad("not a number"))?;
+    if num == 0 {
+        return Err(bad("must be greater than zero"));
+    }
+    Ok(Ratio { num, den })
+}
+
+/// The operator's rates and fees.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Rates {
+    rates: BTreeMap<(String, String), Ratio>,
+    fees: BTreeMap<String, Fee>,
+}
+
+impl Rates {
+    /// From `"FROM:TO" = "rate"` entries and fees per asset code.
+    pub fn new(
+        rates: &BTreeMap<String, String>,
+        fees: &BTreeMap<String, Fee>,
+    ) -> Result<Self, RateError> {
+        let mut out = BTreeMap::new();
+        for (k, v) in rates {
+            let (from, to) = k
+                .split_once(':')
+                .filter(|(a, b)| !a.is_empty() && !b.is_empty() && a != b)
+                .ok_or(RateError::BadRate {
+                    key: k.clone(),
+                    value: v.clone(),
+                    reason: "the key must be FROM:TO, e.g. USD:EUR",
+                })?;
+            out.insert((from.to_owned(), to.to_owned()), parse_decimal(k, v)?);
+        }
+        Ok(Self {
+            rates: out,
+            fees: fees.clone(),
+        })
+    }
+
+    fn ratio(&self, from: &str, to: &str) -> Result<Ratio, RateError> {
+        if from == to {
+            return Ok(Ratio { num: 1, den: 1 });
+        }
+        if let Some(r) = self.rates.get(&(from.to_owned(), to.to_owned())) {
+            return Ok(*r);
+        }
+        if let Some(r) = self.rates.get(&(to.to_owned(), from.to_owned())) {
+            return Ok(Ratio {
+                num: r.den,
+                den: r.num,
+            });
+        }
+        Err(RateError::NoRate(from.to_owned(), to.to_owned()))
+    }
+
+    /// Converts minor units of `from` into minor units of `to`, rounding down or up.
+    pub fn convert(
+        &self,
+        amount: u64,
+        from: &Asset,
+        to: &Asset,
+        round_up: bool,
+    ) -> Result<u64, RateError> {
+        let r = self.ratio(&from.code, &to.code)?;
+        let scale = |s: u8| 10u128.checked_pow(u32::from(s)).ok_or(RateError::TooLarge);
+        let num = u128::from(amount)
+            .checked_mul(r.num)
+            .and_then(|v| v.checked_mul(scale(to.scale).ok()?))
+            .ok_or(RateError::TooLarge)?;
+        let den = r
+            .den
+            .checked_mul(scale(from.scale)?)
+            .ok_or(RateError::TooLarge)?;
+        let v = if round_up {
+            num.div_ceil(den)
+        } else {
+            num / den
+        };
+        let v = u64::try_from(v).map_err(|_| RateError::TooLarge)?;
+        if v > i64::MAX as u64 {
+            return Err(RateError::TooLarge);
+        }
+        Ok(v)
+    }
+
+    pub fn fee(&self, asset: &Asset) -> Fee {
+        self.fees.get(&asset.code).copied().unwrap_or_default()
+    }
+
+    /// Fixed-send: the sender pays `debit`; the fee comes out of it; returns (receive, fee).
+    pub fn fixed_send(
+        &self,
+        debit: u64,
+        from: &Asset,
+        to: &Asset,
+    ) -> Result<(u64, u64), RateError> {
+        let fee = self.fee(from).on(debit)?;
+        let net = debit
+            .checked_sub(fee)
+            .filter(|n| *n > 0)
+            .ok_or(RateError::TooSmall)?;
+        let receive = self.convert(net, from, to, false)?;
+        if receive == 0 {
+            return Err(RateError::TooSmall);
+        }
+        Ok((receive, fee))
+    }
+
+    /// Fixed-receive: the receiver gets `receive`; the fee is added; returns (debit, fee).
+    pub fn fixed_receive(
+        &self,
+        receive: u64,
+        from: &Asset,
+        to: &Asset,
+    ) -> Result<(u64, u64), RateError> {
+        let net = self.convert(receive, to, from, true)?.max(1);
+        let fee = self.fee(from).on(net)?;
+        let debit = net
+            .checked_add(fee)
+            .filter(|d| *d <= i64::MAX as u64)
+            .ok_or(RateError::TooLarge)?;
+        Ok((debit, fee))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rates(fee: Option<Fee>) -> Rates {
+        let r = BTreeMap::from([("USD:EUR".to_owned(), "0.90".to_owned())]);
+        let f = fee
+            .map(|f| BTreeMap::from([("USD".to_owned(), f)]))
+            .unwrap_or_default();
+        Rates::new(&r, &f).unwrap()
+    }
+
+    fn usd() -> Asset {
+        Asset::new("USD", 2).unwrap()
+    }
+    fn eur() -> Asset {
+        Asset::new("EUR", 2).unwrap()
+    }
+
+    #[test]
+    fn conversions_are_exact_and_round_for_the_ase() {
+        let r = rates(None);
+        assert_eq!(r.convert(1000, &usd(), &eur(), false).unwrap(), 900);
+        assert_eq!(r.convert(1001, &usd(), &eur(), false).unwrap(), 900);
+        assert_eq!(r.convert(1001, &usd(), &eur(), true).unwrap(), 901);
+        assert_eq!(r.convert(900, &eur(), &usd(), true).unwrap(), 1000);
+        assert_eq!(
+            r.convert(901, &eur(), &usd(), true).unwrap(),
+            1002,
+            "901/0.9 = 1001.1 → 1002"
+        );
+        assert_eq!(
+            r.convert(5, &usd(), &Asset::new("USD", 4).unwrap(), false)
+                .unwrap(),
+            500
+        );
+        assert!(matches!(
+            r.convert(5, &usd(), &Asset::new("JPY", 0).unwrap(), false),
+            Err(RateError::NoRate(..))
+        ));
+        assert!(
+            r.convert(u64::MAX / 2, &usd(), &Asset::new("USD", 18).unwrap(), false)
+                .is_err()
+        );
+    }
+
+    #[test]
+    fn fees_come_out_of_fixed_send_and_are_added_to_fixed_receive() {
+        let r = rates(Some(Fee {
+            fixed: 10,
+            basis_points: 100,
+        }));
+        // 1000 debit: fee 10 + 1% = 20; 980 USD → 882 EUR
+        assert_eq!(r.fixed_send(1000, &usd(), &eur()).unwrap(), (882, 20));
+        // 900 EUR needs 1000 USD; fee 10 + 10 = 20 → debit 1020
+        assert_eq!(r.fixed_receive(900, &usd(), &eur()).unwrap(), (1020, 20));
+        assert_eq!(r.fixed_send(10, &usd(), &eur()), Err(RateError::TooSmall));
+        let same = rates(None);
+        assert_eq!(same.fixed_send(250, &usd(), &usd()).unwrap(), (250, 0));
+        assert_eq!(same.fixed_receive(250, &usd(), &usd()).unwrap(), (250, 0));
+    }
+
+    #[test]
+    fn bad_rates_are_named() {
+        for (k, v) in [
+            ("USD:EUR", "-1"),
+            ("USD:EUR", "0"),
+            ("USD:EUR", "1e3"),
+            ("USDEUR", "1"),
+            ("USD:USD", "1"),
+        ] {
+            let r = BTreeMap::from([(k.to_owned(), v.to_owned())]);
+            assert!(Rates::new(&r, &BTreeMap::new()).is_err(), "{k}={v}");
+        }
+    }
+}

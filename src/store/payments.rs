@@ -1,0 +1,487 @@
+//! Rows of incoming payments, quotes and outgoing payments, and keyset pagination over them (newest first;
+//! the cursor is a row id; UUIDv7 ids sort in creation order, so no OFFSET and no created_at index).
+
+use rusqlite::{Connection, OptionalExtension, Row, ToSql, params};
+
+use super::Error;
+
+/// Which page: `first` rows after `cursor` (older), or with `backward` the `last` rows before it (newer).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PageQuery {
+    pub cursor: Option<String>,
+    pub backward: bool,
+    pub limit: u32,
+}
+
+/// A page, newest first.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Page<T> {
+    pub items: Vec<T>,
+    pub has_next: bool,
+    pub has_previous: bool,
+}
+
+/// Keyset pagination over a table aliased `t` (joined as `from`), filtered by wallet, optionally by client and,
+/// for tables with a `state` column, by state.
+#[allow(clippy::too_many_arguments)]
+fn page<T>(
+    conn: &Connection,
+    from: &str,
+    cols: &str,
+    wallet_id: &str,
+    client: Option<&str>,
+    state: Option<Option<&str>>,
+    q: &PageQuery,
+    map: fn(&Row<'_>) -> rusqlite::Result<T>,
+    id_of: fn(&T) -> &str,
+) -> Result<Page<T>, Error> {
+    let state_filter = if state.is_some() {
+        " AND (?5 IS NULL OR t.state = ?5)"
+    } else {
+        ""
+    };
+    let filter = format!("t.wallet_id = ?1 AND (?2 IS NULL OR t.client = ?2){state_filter}");
+    let args = |cursor: Option<&str>, n: i64| -> Vec<Box<dyn ToSql + '_>> {
+        let mut v: Vec<Box<dyn ToSql + '_>> = vec![
+            Box::new(wallet_id),
+            Box::new(client),
+            Box::new(cursor.map(str::to_owned)),
+            Box::new(n),
+        ];
+        if let Some(st) = state {
+            v.push(Box::new(st));
+        }
+        v
+    };
+    let query = |sql: &str, cursor: Option<&str>, n: i64| -> Result<Vec<T>, Error> {
+        let a = args(cursor, n);
+        let refs: Vec<&dyn ToSql> = a.iter().map(|b| b.as_ref()).collect();
+        Ok(conn
+            .prepare_cached(sql)?
+            .query_map(refs.as_slice(), map)?
+            .collect::<Result<Vec<_>, _>>()?)
+    };
+    let exists = |cmp: &str, anchor: Option<&str>| -> Result<bool, Error> {
+        let Some(anchor) = anchor else {
+            return Ok(false);
+        };
+        let sql = format!("SELECT 1 FROM {from} WHERE {filter} AND t.id {cmp} ?3 LIMIT ?4");
+        let a = args(Some(anchor), 1);
+        let refs: Vec<&dyn ToSql> = a.iter().map(|b| b.as_ref()).collect();
+        Ok(conn
+            .prepare_cached(&sql)?
+            .query_row(refs.as_slice(), |_| Ok(()))
+            .optional()?
+            .is_some())
+    };
+    let (cmp, order) = if q.backward {
+        (">", "ASC")
+    } else {
+        ("<", "DESC")
+    };
+    let sql = format!(
+        "SELECT {cols} FROM {from} WHERE {filter} AND (?3 IS NULL OR t.id {cmp} ?3) ORDER BY t.id {order} LIMIT ?4"
+    );
+    let limit = q.limit as usize;
+    let mut items = query(&sql, q.cursor.as_deref(), i64::from(q.limit) + 1)?;
+    let more = items.len() > limit;
+    items.truncate(limit);
+    if q.backward {
+        items.reverse();
+    }
+    let newest = items.first().map(id_of).or(q.cursor.as_deref());
+    let oldest = items.last().map(id_of).or(q.cursor.as_deref());
+    let (has_next, has_previous) = if q.backward {
+        (exists("<", oldest)?, more)
+    } else {
+        (more, exists(">", newest)?)
+    };
+    Ok(Page {
+        items,
+        has_next,
+        has_previous,
+    })
+}
+
+// ---- incoming payments ----
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IncomingRow {
+    pub id: String,
+    pub wallet_id: String,
+    pub wallet_name: String,
+    pub account_id: String,
+    pub asset_code: String,
+    pub asset_scale: u8,
+    pub client: Option<String>,
+    pub incoming_amount: Option<i64>,
+    pub received_amount: i64,
+    pub completed: bool,
+    pub expires_at: Option<String>,
+    pub metadata: Option<String>,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+const INCOMING_FROM: &str = "incoming_payments t JOIN wallet_addresses w ON w.id = t.wallet_id \
+     JOIN accounts a ON a.id = w.account_id";
+const INCOMING_COLS: &str = "t.id, t.wallet_id, w.name, w.account_id, a.asset_code, a.asset_scale, t.client, \
+     t.incoming_amount, t.received_amount, t.completed, t.expires_at, t.metadata, t.created_at, t.updated_at";
+
+fn incoming_from_row(r: &Row<'_>) -> rusqlite::Result<IncomingRow> {
+    Ok(IncomingRow {
+        id: r.get(0)?,
+        wallet_id: r.get(1)?,
+        wallet_name: r.get(2)?,
+        account_id: r.get(3)?,
+        asset_code: r.get(4)?,
+        asset_scale: r.get(5)?,
+        client: r.get(6)?,
+        incoming_amount: r.get(7)?,
+        received_amount: r.get(8)?,
+        completed: r.get(9)?,
+        expires_at: r.get(10)?,
+        metadata: r.get(11)?,
+        created_at: r.get(12)?,
+        updated_at: r.get(13)?,
+    })
+}
+
+pub fn insert_incoming(conn: &Connection, p: &IncomingRow) -> Result<(), Error> {
+    conn.prepare_cached(
+        "INSERT INTO incoming_payments (id, wallet_id, client, incoming_amount, received_amount, completed, \
+         expires_at, metadata, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+    )?
+    .execute(params![
+        p.id,
+        p.wallet_id,
+        p.client,
+        p.incoming_amount,
+        p.received_amount,
+        p.completed,
+        p.expires_at,
+        p.metadata,
+        p.created_at,
+        p.updated_at
+    ])?;
+    Ok(())
+}
+
+pub fn incoming(conn: &Connection, id: &str) -> Result<Option<IncomingRow>, Error> {
+    let sql = format!("SELECT {INCOMING_COLS} FROM {INCOMING_FROM} WHERE t.id = ?1");
+    Ok(conn
+        .prepare_cached(&sql)?
+        .query_row([id], incoming_from_row)
+        .optional()?)
+}
+
+pub fn list_incoming(
+    conn: &Connection,
+    wallet_id: &str,
+    client: Option<&str>,
+    q: &PageQuery,
+) -> Result<Page<IncomingRow>, Error> {
+    page(
+        conn,
+        INCOMING_FROM,
+        INCOMING_COLS,
+        wallet_id,
+        client,
+        None,
+        q,
+        incoming_from_row,
+        |r| &r.id,
+    )
+}
+
+/// Marks an incoming payment completed; false if it already was.
+pub fn complete_incoming(conn: &Connection, id: &str, now: &str) -> Result<bool, Error> {
+    let n = conn
+        .prepare_cached("UPDATE incoming_payments SET completed = 1, updated_at = ?2 WHERE id = ?1 AND completed = 0")?
+        .execute(params![id, now])?;
+    Ok(n == 1)
+}
+
+// ---- quotes ----
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QuoteRow {
+    pub id: String,
+    pub wallet_id: String,
+    pub wallet_name: String,
+    pub asset_code: String,
+    pub asset_scale: u8,
+    pub client: Option<String>,
+    pub receiver: String,
+    pub incoming_payment_id: Option<String>,
+    pub debit_amount: i64,
+    pub receive_amount: i64,
+    pub receive_asset_code: String,
+    pub receive_asset_scale: u8,
+    pub fee: i64,
+    pub expires_at: String,
+    pub created_at: String,
+}
+
+const QUOTE_FROM: &str =
+    "quotes t JOIN wallet_addresses w ON w.id = t.wallet_id JOIN accounts a ON a.id = w.account_id";
+const QUOTE_COLS: &str = "t.id, t.wallet_id, w.name, a.asset_code, a.asset_scale, t.client, t.receiver, \
+     t.incoming_payment_id, t.debit_amount, t.receive_amount, t.receive_asset_code, t.receive_asset_scale, t.fee, \
+     t.expires_at, t.created_at";
+
+fn quote_from_row(r: &Row<'_>) -> rusqlite::Result<QuoteRow> {
+    Ok(QuoteRow {
+        id: r.get(0)?,
+        wallet_id: r.get(1)?,
+        wallet_name: r.get(2)?,
+        asset_code: r.get(3)?,
+        asset_scale: r.get(4)?,
+        client: r.get(5)?,
+        receiver: r.get(6)?,
+        incoming_payment_id: r.get(7)?,
+        debit_amount: r.get(8)?,
+        receive_amount: r.get(9)?,
+        receive_asset_code: r.get(10)?,
+        receive_asset_scale: r.get(11)?,
+        fee: r.get(12)?,
+        expires_at: r.get(13)?,
+        created_at: r.get(14)?,
+    })
+}
+
+pub fn insert_quote(conn: &Connection, q: &QuoteRow) -> Result<(), Error> {
+    conn.prepare_cached(
+        "INSERT INTO quotes (id, wallet_id, client, receiver, incoming_payment_id, debit_amount, receive_amount, \
+         receive_asset_code, receive_asset_scale, fee, expires_at, created_at) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+    )?
+    .execute(params![
+        q.id,
+        q.wallet_id,
+        q.client,
+        q.receiver,
+        q.incoming_payment_id,
+        q.debit_amount,
+        q.receive_amount,
+        q.receive_asset_code,
+        q.receive_asset_scale,
+        q.fee,
+        q.expires_at,
+        q.created_at
+    ])?;
+    Ok(())
+}
+
+pub fn quote(conn: &Connection, id: &str) -> Result<Option<QuoteRow>, Error> {
+    let sql = format!("SELECT {QUOTE_COLS} FROM {QUOTE_FROM} WHERE t.id = ?1");
+    Ok(conn
+        .prepare_cached(&sql)?
+        .query_row([id], quote_from_row)
+        .optional()?)
+}
+
+pub fn list_quotes(
+    conn: &Connection,
+    wallet_id: &str,
+    q: &PageQuery,
+) -> Result<Page<QuoteRow>, Error> {
+    page(
+        conn,
+        QUOTE_FROM,
+        QUOTE_COLS,
+        wallet_id,
+        None,
+        None,
+        q,
+        quote_from_row,
+        |r| &r.id,
+    )
+}
+
+// ---- outgoing payments ----
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutgoingRow {
+    pub id: String,
+    pub wallet_id: String,
+    pub wallet_name: String,
+    pub account_id: String,
+    pub asset_code: String,
+    pub asset_scale: u8,
+    pub client: Option<String>,
+    pub grant_id: Option<String>,
+    pub quote_id: Option<String>,
+    pub receiver: String,
+    pub incoming_payment_id: Option<String>,
+    pub debit_amount: i64,
+    pub receive_amount: i64,
+    pub receive_asset_code: String,
+    pub receive_asset_scale: u8,
+    pub sent_amount: i64,
+    pub delivered_amount: i64,
+    pub state: String,
+    pub reservation_id: Option<String>,
+    pub failure_reason: Option<String>,
+    pub failure_message: Option<String>,
+    pub attempts: i64,
+    pub metadata: Option<String>,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+const OUTGOING_FROM: &str = "outgoing_payments t JOIN wallet_addresses w ON w.id = t.wallet_id JOIN accounts a ON a.id = w.account_id";
+const OUTGOING_COLS: &str = "t.id, t.wallet_id, w.name, w.account_id, a.asset_code, a.asset_scale, t.client, \
+     t.grant_id, t.quote_id, t.receiver, t.incoming_payment_id, t.debit_amount, t.receive_amount, \
+     t.receive_asset_code, t.receive_asset_scale, t.sent_amount, t.delivered_amount, t.state, t.reservation_id, \
+     t.failure_reason, t.failure_message, t.attempts, t.metadata, t.created_at, t.updated_at";
+
+fn outgoing_from_row(r: &Row<'_>) -> rusqlite::Result<OutgoingRow> {
+    Ok(OutgoingRow {
+        id: r.get(0)?,
+        wallet_id: r.get(1)?,
+        wallet_name: r.get(2)?,
+        account_id: r.get(3)?,
+        asset_code: r.get(4)?,
+        asset_scale: r.get(5)?,
+        client: r.get(6)?,
+        grant_id: r.get(7)?,
+        quote_id: r.get(8)?,
+        receiver: r.get(9)?,
+        incoming_payment_id: r.get(10)?,
+        debit_amount: r.get(11)?,
+        receive_amount: r.get(12)?,
+        receive_asset_code: r.get(13)?,
+        receive_asset_scale: r.get(14)?,
+        sent_amount: r.get(15)?,
+        delivered_amount: r.get(16)?,
+        state: r.get(17)?,
+        reservation_id: r.get(18)?,
+        failure_reason: r.get(19)?,
+        failure_message: r.get(20)?,
+        attempts: r.get(21)?,
+        metadata: r.get(22)?,
+        created_at: r.get(23)?,
+        updated_at: r.get(24)?,
+    })
+}
+
+pub fn insert_outgoing(conn: &Connection, p: &OutgoingRow) -> Result<(), Error> {
+    conn.prepare_cached(
+        "INSERT INTO outgoing_payments (id, wallet_id, client, grant_id, quote_id, receiver, incoming_payment_id, \
+         debit_amount, receive_amount, receive_asset_code, receive_asset_scale, sent_amount, delivered_amount, \
+         state, reservation_id, failure_reason, failure_message, attempts, metadata, created_at, updated_at) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21)",
+    )?
+    .execute(params![
+        p.id,
+        p.wallet_id,
+        p.client,
+        p.grant_id,
+        p.quote_id,
+        p.receiver,
+        p.incoming_payment_id,
+        p.debit_amount,
+        p.receive_amount,
+        p.receive_asset_code,
+        p.receive_asset_scale,
+        p.sent_amount,
+        p.delivered_amount,
+        p.state,
+        p.reservation_id,
+        p.failure_reason,
+        p.failure_message,
+        p.attempts,
+        p.metadata,
+        p.created_at,
+        p.updated_at
+    ])?;
+    Ok(())
+}
+
+pub fn outgoing(conn: &Connection, id: &str) -> Result<Option<OutgoingRow>, Error> {
+    let sql = format!("SELECT {OUTGOING_COLS} FROM {OUTGOING_FROM} WHERE t.id = ?1");
+    Ok(conn
+        .prepare_cached(&sql)?
+        .query_row([id], outgoing_from_row)
+        .optional()?)
+}
+
+pub fn outgoing_by_quote(conn: &Connection, quote_id: &str) -> Result<Option<OutgoingRow>, Error> {
+    let sql = format!("SELECT {OUTGOING_COLS} FROM {OUTGOING_FROM} WHERE t.quote_id = ?1");
+    Ok(conn
+        .prepare_cached(&sql)?
+        .query_row([quote_id], outgoing_from_row)
+        .optional()?)
+}
+
+pub fn list_outgoing(
+    conn: &Connection,
+    wallet_id: &str,
+    client: Option<&str>,
+    state: Option<&str>,
+    q: &PageQuery,
+) -> Result<Page<OutgoingRow>, Error> {
+    page(
+        conn,
+        OUTGOING_FROM,
+        OUTGOING_COLS,
+        wallet_id,
+        client,
+        Some(state),
+        q,
+        outgoing_from_row,
+        |r| &r.id,
+    )
+}
+
+/// Amounts counted against a grant between `from` (inclusive) and `to` (exclusive): a failed or cancelled
+/// payment counts what it sent and delivered, any other what it was authorised for. `None` when the grant has
+/// no payment in the window.
+pub fn grant_spent(
+    conn: &Connection,
+    grant_id: &str,
+    from: &str,
+    to: &str,
+) -> Result<Option<(i128, i128, String, u8)>, Error> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT state, debit_amount, receive_amount, sent_amount, delivered_amount, receive_asset_code, \
+         receive_asset_scale FROM outgoing_payments WHERE grant_id = ?1 AND created_at >= ?2 AND created_at < ?3 \
+         ORDER BY created_at",
+    )?;
+    let mut rows = stmt.query(params![grant_id, from, to])?;
+    let mut acc: Option<(i128, i128, String, u8)> = None;
+    while let Some(r) = rows.next()? {
+        let state: String = r.get(0)?;
+        let released = state == "failed" || state == "cancelled";
+        let debit: i64 = if released { r.get(3)? } else { r.get(1)? };
+        let receive: i64 = if released { r.get(4)? } else { r.get(2)? };
+        let e = acc.get_or_insert_with(|| (0, 0, String::new(), 0));
+        e.0 += i128::from(debit);
+        e.1 += i128::from(receive);
+        if e.2.is_empty() {
+            e.2 = r.get(5)?;
+            e.3 = r.get(6)?;
+        }
+    }
+    Ok(acc)
+}
+
+/// Sets an outgoing payment's state (and reservation / failure) if it is in `from`.
+#[allow(clippy::too_many_arguments)]
+pub fn set_outgoing_state(
+    conn: &Connection,
+    id: &str,
+    from: &str,
+    to: &str,
+    reservation_id: Option<&str>,
+    failure: Option<(&str, &str)>,
+    now: &str,
+) -> Result<bool, Error> {
+    let n = conn
+        .prepare_cached(
+            "UPDATE outgoing_payments SET state = ?3, reservation_id = COALESCE(?4, reservation_id), \
+             failure_reason = ?5, failure_message = ?6, updated_at = ?7 WHERE id = ?1 AND state = ?2",
+        )?
+        .execute(params![id, from, to, reservation_id, failure.map(|f| f.0), failure.map(|f| f.1), now])?;
+    Ok(n == 1)
+}
