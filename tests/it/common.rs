@@ -179,3 +179,28 @@ pub fn assert_envelope(body: &Value, code: &str) {
         "{body}"
     );
 }
+
+/// Validates a list response the way the official SDK does: `pagination` is a `page-info`, and each item is
+/// the closed `{item_schema}` (the spec's `$ref` + sibling `additionalProperties: false`, which the SDK's
+/// ref-parser merges into one closed object).
+pub fn assert_list_matches(file: &str, item_schema: &str, body: &Value) {
+    assert_matches_schema(file, "page-info", &body["pagination"]);
+    for item in body["result"].as_array().expect("result array") {
+        assert_closed_matches(file, item_schema, item);
+    }
+}
+
+/// Validates `body` against `schema` closed to the properties it defines (see [`assert_list_matches`]).
+pub fn assert_closed_matches(file: &str, schema: &str, body: &Value) {
+    assert_matches_schema(file, schema, body);
+    let spec = spec(file);
+    let props = spec["components"]["schemas"][schema]["properties"]
+        .as_object()
+        .expect("properties");
+    for key in body.as_object().expect("object").keys() {
+        assert!(
+            props.contains_key(key),
+            "{key:?} is not a property of {schema}: {body}"
+        );
+    }
+}

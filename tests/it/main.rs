@@ -8,4 +8,5 @@ mod cli;
 mod common;
 mod gnap_flow;
 mod ledger_props;
+mod rs_api;
 mod wallet_api;
