@@ -23,7 +23,10 @@ use crate::{
     money::Asset,
     server::{error::ApiError, extract::Json, state::AppState},
 };
-use dto::{AddKey, CreateWallet, GrantFilter, KeyAdded, Move, Moved, Reject, WalletDetail};
+use dto::{
+    AddKey, CreateWallet, GrantFilter, KeyAdded, Listed, Move, Moved, PaymentFilter, Reject,
+    WalletDetail,
+};
 
 /// Admin routes (nested under `/admin`), guarded by loopback + bearer token.
 pub fn routes(state: AppState) -> Router<AppState> {
@@ -35,6 +38,13 @@ pub fn routes(state: AppState) -> Router<AppState> {
         .route("/wallets/{name}/deposit", post(deposit))
         .route("/wallets/{name}/withdraw", post(withdraw))
         .route("/balances", get(balances))
+        .route("/incoming-payments", get(list_incoming))
+        .route("/incoming-payments/{id}", get(show_incoming))
+        .route("/incoming-payments/{id}/complete", post(complete_incoming))
+        .route("/outgoing-payments", get(list_outgoing))
+        .route("/outgoing-payments/{id}", get(show_outgoing))
+        .route("/quotes", get(list_quotes))
+        .route("/quotes/{id}", get(show_quote))
         .route("/grants", get(list_grants))
         .route("/grants/{id}", get(show_grant))
         .route("/grants/{id}/approve", post(approve_grant))
@@ -88,7 +98,11 @@ async fn guard(State(state): State<AppState>, req: Request, next: Next) -> Respo
 pub mod ops {
     use super::*;
     use crate::{
-        ase::wallet::Wallet, gnap::service::GrantView, httpsig::jwk::Jwks, ledger::Balance,
+        ase::{incoming::IncomingView, outgoing::OutgoingView, quotes::QuoteDto, wallet::Wallet},
+        gnap::service::GrantView,
+        httpsig::jwk::Jwks,
+        ledger::Balance,
+        store::payments::{Page, PageQuery},
     };
 
     pub async fn list_wallets(s: &AppState) -> Result<Vec<Wallet>, ApiError> {
@@ -177,6 +191,100 @@ pub mod ops {
 
     pub async fn balances(s: &AppState) -> Result<Vec<Balance>, ApiError> {
         Ok(s.ledger.balances().await?)
+    }
+
+    fn page_of(f: &PaymentFilter) -> Result<PageQuery, ApiError> {
+        if let Some(c) = &f.cursor
+            && !crate::ids::is_id(c)
+        {
+            return Err(ApiError::bad_request(
+                "invalid_request",
+                "cursor is not an id",
+            ));
+        }
+        let limit = f.first.unwrap_or(50);
+        if !(1..=500).contains(&limit) {
+            return Err(ApiError::bad_request(
+                "invalid_request",
+                "first must be from 1 to 500",
+            ));
+        }
+        Ok(PageQuery {
+            cursor: f.cursor.clone(),
+            backward: false,
+            limit,
+        })
+    }
+
+    async fn wallet_id(s: &AppState, f: &PaymentFilter) -> Result<Option<String>, ApiError> {
+        match &f.wallet {
+            None => Ok(None),
+            Some(name) => Ok(Some(s.wallets.get(name).await?.id)),
+        }
+    }
+
+    fn listed<R, T>(page: Page<R>, id: impl Fn(&R) -> String, view: impl Fn(&R) -> T) -> Listed<T> {
+        let next_cursor = if page.has_next {
+            page.items.last().map(&id)
+        } else {
+            None
+        };
+        Listed {
+            items: page.items.iter().map(view).collect(),
+            next_cursor,
+        }
+    }
+
+    pub async fn list_incoming(
+        s: &AppState,
+        f: PaymentFilter,
+    ) -> Result<Listed<IncomingView>, ApiError> {
+        let wallet = wallet_id(s, &f).await?;
+        let page = s
+            .incoming
+            .list(wallet.as_deref(), None, f.state.as_deref(), page_of(&f)?)
+            .await?;
+        Ok(listed(page, |r| r.id.clone(), |r| s.incoming.view(r)))
+    }
+
+    pub async fn show_incoming(s: &AppState, id: &str) -> Result<IncomingView, ApiError> {
+        Ok(s.incoming.view(&s.incoming.get(id).await?))
+    }
+
+    pub async fn complete_incoming(s: &AppState, id: &str) -> Result<IncomingView, ApiError> {
+        Ok(s.incoming.view(&s.incoming.complete(id).await?))
+    }
+
+    pub async fn list_outgoing(
+        s: &AppState,
+        f: PaymentFilter,
+    ) -> Result<Listed<OutgoingView>, ApiError> {
+        let wallet = wallet_id(s, &f).await?;
+        let page = s
+            .outgoing
+            .list(wallet.as_deref(), None, f.state.clone(), page_of(&f)?)
+            .await?;
+        Ok(listed(page, |r| r.id.clone(), |r| s.outgoing.view(r)))
+    }
+
+    pub async fn show_outgoing(s: &AppState, id: &str) -> Result<OutgoingView, ApiError> {
+        Ok(s.outgoing.view(&s.outgoing.get(id).await?))
+    }
+
+    pub async fn list_quotes(s: &AppState, f: PaymentFilter) -> Result<Listed<QuoteDto>, ApiError> {
+        if f.state.is_some() {
+            return Err(ApiError::bad_request(
+                "invalid_request",
+                "quotes have no state filter",
+            ));
+        }
+        let wallet = wallet_id(s, &f).await?;
+        let page = s.quotes.list(wallet.as_deref(), page_of(&f)?).await?;
+        Ok(listed(page, |r| r.id.clone(), |r| s.quotes.dto(r)))
+    }
+
+    pub async fn show_quote(s: &AppState, id: &str) -> Result<QuoteDto, ApiError> {
+        Ok(s.quotes.dto(&s.quotes.get(id).await?))
     }
 
     pub async fn list_grants(
@@ -289,6 +397,55 @@ async fn withdraw(
 
 async fn balances(State(s): State<AppState>) -> Result<impl IntoResponse, ApiError> {
     Ok(axum::Json(ops::balances(&s).await?))
+}
+
+async fn list_incoming(
+    State(s): State<AppState>,
+    Query(f): Query<PaymentFilter>,
+) -> Result<impl IntoResponse, ApiError> {
+    Ok(axum::Json(ops::list_incoming(&s, f).await?))
+}
+
+async fn show_incoming(
+    State(s): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<impl IntoResponse, ApiError> {
+    Ok(axum::Json(ops::show_incoming(&s, &id).await?))
+}
+
+async fn complete_incoming(
+    State(s): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<impl IntoResponse, ApiError> {
+    Ok(axum::Json(ops::complete_incoming(&s, &id).await?))
+}
+
+async fn list_outgoing(
+    State(s): State<AppState>,
+    Query(f): Query<PaymentFilter>,
+) -> Result<impl IntoResponse, ApiError> {
+    Ok(axum::Json(ops::list_outgoing(&s, f).await?))
+}
+
+async fn show_outgoing(
+    State(s): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<impl IntoResponse, ApiError> {
+    Ok(axum::Json(ops::show_outgoing(&s, &id).await?))
+}
+
+async fn list_quotes(
+    State(s): State<AppState>,
+    Query(f): Query<PaymentFilter>,
+) -> Result<impl IntoResponse, ApiError> {
+    Ok(axum::Json(ops::list_quotes(&s, f).await?))
+}
+
+async fn show_quote(
+    State(s): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<impl IntoResponse, ApiError> {
+    Ok(axum::Json(ops::show_quote(&s, &id).await?))
 }
 
 async fn list_grants(

@@ -14,7 +14,7 @@ use crate::{
     admin::{
         self,
         client::{AdminClient, ClientError},
-        dto::{AddKey, CreateWallet, Move, Reject},
+        dto::{AddKey, CreateWallet, Move, PaymentFilter, Reject},
     },
     app::{self, AppCore},
     gnap::service::GrantView,
@@ -95,6 +95,69 @@ pub enum Command {
     /// Grants: the consent queue and issued grants. You act as the resource owner.
     #[command(subcommand)]
     Grants(GrantsCmd),
+    /// Incoming payments: list, show, complete.
+    #[command(subcommand)]
+    Incoming(IncomingCmd),
+    /// Outgoing payments: list (e.g. only failed ones) and show.
+    #[command(subcommand)]
+    Outgoing(OutgoingCmd),
+    /// Quotes: list and show.
+    #[command(subcommand)]
+    Quotes(QuotesCmd),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ListArgs {
+    /// Only this wallet's.
+    #[arg(long)]
+    pub wallet: Option<String>,
+    /// Continue after this id (the previous page's next cursor).
+    #[arg(long)]
+    pub cursor: Option<String>,
+    /// How many (default 50).
+    #[arg(long)]
+    pub first: Option<u32>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum IncomingCmd {
+    /// List incoming payments, newest first.
+    List {
+        #[command(flatten)]
+        list: ListArgs,
+        /// pending, completed or expired.
+        #[arg(long)]
+        state: Option<String>,
+    },
+    /// Show one (id or URL).
+    Show { id: String },
+    /// Complete a pending incoming payment: it accepts no more money.
+    Complete { id: String },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum OutgoingCmd {
+    /// List outgoing payments, newest first.
+    List {
+        #[command(flatten)]
+        list: ListArgs,
+        /// funding, sending, completed, failed or cancelled.
+        #[arg(long)]
+        state: Option<String>,
+    },
+    /// Show one (id or URL), with its failure reason if it failed.
+    Show { id: String },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum QuotesCmd {
+    /// List quotes, newest first.
+    List {
+        #[command(flatten)]
+        list: ListArgs,
+    },
+    /// Show one (id or URL).
+    Show { id: String },
 }
 
 #[derive(Debug, Subcommand)]
@@ -353,6 +416,9 @@ async fn operate(b: &Backend, cmd: Command, json: bool) -> Result<()> {
             })
         }
         Command::Grants(g) => grants(b, g, json).await,
+        Command::Incoming(c) => incoming(b, c, json).await,
+        Command::Outgoing(c) => outgoing(b, c, json).await,
+        Command::Quotes(c) => quotes(b, c, json).await,
         Command::Deposit(m) => move_funds(b, m, Movement::Deposit, json).await,
         Command::Withdraw(m) => move_funds(b, m, Movement::Withdrawal, json).await,
         Command::Balances => {
@@ -383,6 +449,193 @@ async fn operate(b: &Backend, cmd: Command, json: bool) -> Result<()> {
             })
         }
     }
+}
+
+/// An id from an id or a resource URL.
+fn id_of(s: &str) -> String {
+    s.trim_end_matches('/')
+        .rsplit('/')
+        .next()
+        .unwrap_or(s)
+        .to_owned()
+}
+
+fn filter(list: ListArgs, state: Option<String>) -> PaymentFilter {
+    PaymentFilter {
+        wallet: list.wallet,
+        state,
+        cursor: list.cursor,
+        first: list.first,
+    }
+}
+
+fn amount_text(a: &crate::money::Amount) -> String {
+    format!(
+        "{} {}",
+        format_minor(a.value.get().into(), a.asset_scale),
+        a.asset_code
+    )
+}
+
+fn next_page(next: &Option<String>) -> String {
+    next.as_ref()
+        .map(|c| format!("(more: --cursor {c})\n"))
+        .unwrap_or_default()
+}
+
+async fn incoming(b: &Backend, cmd: IncomingCmd, json: bool) -> Result<()> {
+    let one = match cmd {
+        IncomingCmd::List { list, state } => {
+            let f = filter(list, state);
+            let l = dispatch!(b, c => c.list_incoming(&f), l => admin::ops::list_incoming(&l.state, f.clone()))?;
+            return emit(json, &l, || {
+                let rows = l
+                    .items
+                    .iter()
+                    .map(|p| {
+                        vec![
+                            id_of(&p.payment.id),
+                            p.wallet.clone(),
+                            p.state.clone(),
+                            amount_text(&p.payment.received_amount),
+                            p.payment
+                                .incoming_amount
+                                .as_ref()
+                                .map(amount_text)
+                                .unwrap_or_else(|| "open".into()),
+                            p.payment.expires_at.clone().unwrap_or_default(),
+                        ]
+                    })
+                    .collect();
+                table(
+                    &["ID", "WALLET", "STATE", "RECEIVED", "EXPECTED", "EXPIRES"],
+                    rows,
+                ) + &next_page(&l.next_cursor)
+            });
+        }
+        IncomingCmd::Show { id } => {
+            let id = id_of(&id);
+            dispatch!(b, c => c.show_incoming(&id), l => admin::ops::show_incoming(&l.state, &id))?
+        }
+        IncomingCmd::Complete { id } => {
+            let id = id_of(&id);
+            dispatch!(b, c => c.complete_incoming(&id), l => admin::ops::complete_incoming(&l.state, &id))?
+        }
+    };
+    emit(json, &one, || {
+        format!(
+            "{}  [{}]\n  wallet:   {}\n  received: {} of {}\n  expires:  {}\n  client:   {}\n",
+            one.payment.id,
+            one.state,
+            one.payment.wallet_address,
+            amount_text(&one.payment.received_amount),
+            one.payment
+                .incoming_amount
+                .as_ref()
+                .map(amount_text)
+                .unwrap_or_else(|| "an open amount".into()),
+            one.payment
+                .expires_at
+                .clone()
+                .unwrap_or_else(|| "never".into()),
+            one.client.clone().unwrap_or_else(|| "(operator)".into()),
+        )
+    })
+}
+
+async fn outgoing(b: &Backend, cmd: OutgoingCmd, json: bool) -> Result<()> {
+    let one = match cmd {
+        OutgoingCmd::List { list, state } => {
+            let f = filter(list, state);
+            let l = dispatch!(b, c => c.list_outgoing(&f), l => admin::ops::list_outgoing(&l.state, f.clone()))?;
+            return emit(json, &l, || {
+                let rows = l
+                    .items
+                    .iter()
+                    .map(|p| {
+                        vec![
+                            id_of(&p.payment.id),
+                            p.wallet.clone(),
+                            p.state.clone(),
+                            amount_text(&p.payment.sent_amount),
+                            amount_text(&p.payment.debit_amount),
+                            p.failure_reason.clone().unwrap_or_default(),
+                        ]
+                    })
+                    .collect();
+                table(&["ID", "WALLET", "STATE", "SENT", "DEBIT", "FAILURE"], rows)
+                    + &next_page(&l.next_cursor)
+            });
+        }
+        OutgoingCmd::Show { id } => {
+            let id = id_of(&id);
+            dispatch!(b, c => c.show_outgoing(&id), l => admin::ops::show_outgoing(&l.state, &id))?
+        }
+    };
+    emit(json, &one, || {
+        let mut out = format!(
+            "{}  [{}]\n  from:      {}\n  to:        {}\n  debit:     {}\n  receive:   {}\n  sent:      {}\n  delivered: {}\n  attempts:  {}\n  created:   {}\n  updated:   {}\n",
+            one.payment.id,
+            one.state,
+            one.payment.wallet_address,
+            one.payment.receiver,
+            amount_text(&one.payment.debit_amount),
+            amount_text(&one.payment.receive_amount),
+            amount_text(&one.payment.sent_amount),
+            amount_text(&one.delivered_amount),
+            one.attempts,
+            one.payment.created_at,
+            one.updated_at,
+        );
+        if let Some(r) = &one.failure_reason {
+            out.push_str(&format!(
+                "  failure:   {r}: {}\n",
+                one.failure_message.clone().unwrap_or_default()
+            ));
+        }
+        out
+    })
+}
+
+async fn quotes(b: &Backend, cmd: QuotesCmd, json: bool) -> Result<()> {
+    let one = match cmd {
+        QuotesCmd::List { list } => {
+            let f = filter(list, None);
+            let l = dispatch!(b, c => c.list_quotes(&f), l => admin::ops::list_quotes(&l.state, f.clone()))?;
+            return emit(json, &l, || {
+                let rows = l
+                    .items
+                    .iter()
+                    .map(|q| {
+                        vec![
+                            id_of(&q.id),
+                            id_of(&q.wallet_address),
+                            amount_text(&q.debit_amount),
+                            amount_text(&q.receive_amount),
+                            q.expires_at.clone(),
+                        ]
+                    })
+                    .collect();
+                table(&["ID", "WALLET", "DEBIT", "RECEIVE", "EXPIRES"], rows)
+                    + &next_page(&l.next_cursor)
+            });
+        }
+        QuotesCmd::Show { id } => {
+            let id = id_of(&id);
+            dispatch!(b, c => c.show_quote(&id), l => admin::ops::show_quote(&l.state, &id))?
+        }
+    };
+    emit(json, &one, || {
+        format!(
+            "{}\n  from:    {}\n  to:      {}\n  debit:   {}\n  receive: {}\n  expires: {}\n",
+            one.id,
+            one.wallet_address,
+            one.receiver,
+            amount_text(&one.debit_amount),
+            amount_text(&one.receive_amount),
+            one.expires_at
+        )
+    })
 }
 
 fn grant_text(g: &GrantView) -> String {

@@ -4,8 +4,15 @@
 use reqwest::{Method, StatusCode};
 use serde::{Serialize, de::DeserializeOwned};
 
-use super::dto::{AddKey, CreateWallet, KeyAdded, Move, Moved, Reject, WalletDetail};
-use crate::{ase::wallet::Wallet, gnap::service::GrantView, httpsig::jwk::Jwks, ledger::Balance};
+use super::dto::{
+    AddKey, CreateWallet, KeyAdded, Listed, Move, Moved, PaymentFilter, Reject, WalletDetail,
+};
+use crate::{
+    ase::{incoming::IncomingView, outgoing::OutgoingView, quotes::QuoteDto, wallet::Wallet},
+    gnap::service::GrantView,
+    httpsig::jwk::Jwks,
+    ledger::Balance,
+};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
@@ -166,5 +173,69 @@ impl AdminClient {
     pub async fn revoke_grant(&self, id: &str) -> Result<GrantView, ClientError> {
         self.post(&format!("/grants/{id}/revoke"), &serde_json::json!({}))
             .await
+    }
+
+    fn query(f: &PaymentFilter) -> String {
+        let mut parts = Vec::new();
+        for (k, v) in [
+            ("wallet", &f.wallet),
+            ("state", &f.state),
+            ("cursor", &f.cursor),
+        ] {
+            if let Some(v) = v {
+                parts.push(format!(
+                    "{k}={}",
+                    url::form_urlencoded::byte_serialize(v.as_bytes()).collect::<String>()
+                ));
+            }
+        }
+        if let Some(n) = f.first {
+            parts.push(format!("first={n}"));
+        }
+        if parts.is_empty() {
+            String::new()
+        } else {
+            format!("?{}", parts.join("&"))
+        }
+    }
+
+    pub async fn list_incoming(
+        &self,
+        f: &PaymentFilter,
+    ) -> Result<Listed<IncomingView>, ClientError> {
+        self.get(&format!("/incoming-payments{}", Self::query(f)))
+            .await
+    }
+
+    pub async fn show_incoming(&self, id: &str) -> Result<IncomingView, ClientError> {
+        self.get(&format!("/incoming-payments/{id}")).await
+    }
+
+    pub async fn complete_incoming(&self, id: &str) -> Result<IncomingView, ClientError> {
+        self.post(
+            &format!("/incoming-payments/{id}/complete"),
+            &serde_json::json!({}),
+        )
+        .await
+    }
+
+    pub async fn list_outgoing(
+        &self,
+        f: &PaymentFilter,
+    ) -> Result<Listed<OutgoingView>, ClientError> {
+        self.get(&format!("/outgoing-payments{}", Self::query(f)))
+            .await
+    }
+
+    pub async fn show_outgoing(&self, id: &str) -> Result<OutgoingView, ClientError> {
+        self.get(&format!("/outgoing-payments/{id}")).await
+    }
+
+    pub async fn list_quotes(&self, f: &PaymentFilter) -> Result<Listed<QuoteDto>, ClientError> {
+        self.get(&format!("/quotes{}", Self::query(f))).await
+    }
+
+    pub async fn show_quote(&self, id: &str) -> Result<QuoteDto, ClientError> {
+        self.get(&format!("/quotes/{id}")).await
     }
 }

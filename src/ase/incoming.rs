@@ -256,15 +256,32 @@ impl IncomingPayments {
             .ok_or_else(not_found)
     }
 
+    /// Lists newest first: one wallet's or all, one client's or all, optionally in one state.
     pub async fn list(
         &self,
-        wallet_id: &str,
+        wallet_id: Option<&str>,
         client: Option<String>,
+        state: Option<&str>,
         page: PageQuery,
     ) -> Result<Page<IncomingRow>, ApiError> {
-        let w = wallet_id.to_owned();
+        let w = wallet_id.map(str::to_owned);
+        let condition = match state {
+            None => None,
+            Some(st) => Some(
+                repo::incoming_state_condition(st, &format_ts(self.clock.now())).ok_or_else(
+                    || {
+                        ApiError::bad_request(
+                            "invalid_request",
+                            "state must be pending, completed or expired",
+                        )
+                    },
+                )?,
+            ),
+        };
         self.store
-            .call(move |c| repo::list_incoming(c, &w, client.as_deref(), &page))
+            .call(move |c| {
+                repo::list_incoming(c, w.as_deref(), client.as_deref(), condition, &page)
+            })
             .await
             .map_err(|e| ApiError::internal(&e))
     }
@@ -346,7 +363,7 @@ async fn list(
     let wallet = wallet_of(&s, &wallet_url).await?;
     let page = s
         .incoming
-        .list(&wallet.id, auth.owner_filter(&scope), q.page)
+        .list(Some(&wallet.id), auth.owner_filter(&scope), None, q.page)
         .await?;
     Ok(Json(ListResponse::from_page(
         page,

@@ -417,16 +417,28 @@ impl OutgoingPayments {
             .ok_or_else(not_found)
     }
 
+    /// Lists newest first: one wallet's or all, one client's or all, optionally in one state.
     pub async fn list(
         &self,
-        wallet_id: &str,
+        wallet_id: Option<&str>,
         client: Option<String>,
         state: Option<String>,
         page: PageQuery,
     ) -> Result<Page<OutgoingRow>, ApiError> {
-        let w = wallet_id.to_owned();
+        const STATES: &[&str] = &["funding", "sending", "completed", "failed", "cancelled"];
+        if let Some(st) = &state
+            && !STATES.contains(&st.as_str())
+        {
+            return Err(ApiError::bad_request(
+                "invalid_request",
+                format!("state must be one of {STATES:?}"),
+            ));
+        }
+        let w = wallet_id.map(str::to_owned);
         self.store
-            .call(move |c| repo::list_outgoing(c, &w, client.as_deref(), state.as_deref(), &page))
+            .call(move |c| {
+                repo::list_outgoing(c, w.as_deref(), client.as_deref(), state.as_deref(), &page)
+            })
             .await
             .map_err(|e| ApiError::internal(&e))
     }
@@ -525,7 +537,7 @@ async fn list(
     let wallet = wallet_of(&s, &wallet_url).await?;
     let page = s
         .outgoing
-        .list(&wallet.id, auth.owner_filter(&scope), None, q.page)
+        .list(Some(&wallet.id), auth.owner_filter(&scope), None, q.page)
         .await?;
     Ok(Json(ListResponse::from_page(
         page,

@@ -27,7 +27,7 @@ use crate::{
     server::{AppState, error::ApiError},
     store::{
         Store,
-        payments::{self as repo, IncomingRow, QuoteRow},
+        payments::{self as repo, IncomingRow, Page, PageQuery, QuoteRow},
     },
 };
 
@@ -293,6 +293,19 @@ impl Quotes {
             wallet: row.wallet_name.clone(),
         });
         Ok(row)
+    }
+
+    /// Lists newest first, one wallet's or all.
+    pub async fn list(
+        &self,
+        wallet_id: Option<&str>,
+        page: PageQuery,
+    ) -> Result<Page<QuoteRow>, ApiError> {
+        let w = wallet_id.map(str::to_owned);
+        self.store
+            .call(move |c| repo::list_quotes(c, w.as_deref(), &page))
+            .await
+            .map_err(|e| ApiError::internal(&e))
     }
 
     pub async fn get(&self, id: &str) -> Result<QuoteRow, ApiError> {

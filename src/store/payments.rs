@@ -21,26 +21,33 @@ pub struct Page<T> {
     pub has_previous: bool,
 }
 
-/// Keyset pagination over a table aliased `t` (joined as `from`), filtered by wallet, optionally by client and,
-/// for tables with a `state` column, by state.
+/// An extra list condition: SQL that may use `?5`, and the value bound to it.
+pub type Condition = (&'static str, String);
+
+/// Keyset pagination over a table aliased `t` (joined as `from`): optionally one wallet's rows, optionally
+/// one client's, optionally an extra condition.
 #[allow(clippy::too_many_arguments)]
 fn page<T>(
     conn: &Connection,
     from: &str,
     cols: &str,
-    wallet_id: &str,
+    wallet_id: Option<&str>,
     client: Option<&str>,
-    state: Option<Option<&str>>,
+    extra: Option<Condition>,
     q: &PageQuery,
     map: fn(&Row<'_>) -> rusqlite::Result<T>,
     id_of: fn(&T) -> &str,
 ) -> Result<Page<T>, Error> {
-    let state_filter = if state.is_some() {
-        " AND (?5 IS NULL OR t.state = ?5)"
+    let wallet_filter = if wallet_id.is_some() {
+        "t.wallet_id = ?1"
     } else {
-        ""
+        "?1 IS NULL"
     };
-    let filter = format!("t.wallet_id = ?1 AND (?2 IS NULL OR t.client = ?2){state_filter}");
+    let extra_filter = extra
+        .as_ref()
+        .map(|(sql, _)| format!(" AND {sql}"))
+        .unwrap_or_default();
+    let filter = format!("{wallet_filter} AND (?2 IS NULL OR t.client = ?2){extra_filter}");
     let args = |cursor: Option<&str>, n: i64| -> Vec<Box<dyn ToSql + '_>> {
         let mut v: Vec<Box<dyn ToSql + '_>> = vec![
             Box::new(wallet_id),
@@ -48,8 +55,8 @@ fn page<T>(
             Box::new(cursor.map(str::to_owned)),
             Box::new(n),
         ];
-        if let Some(st) = state {
-            v.push(Box::new(st));
+        if let Some((_, value)) = &extra {
+            v.push(Box::new(value.as_str()));
         }
         v
     };
@@ -101,6 +108,17 @@ fn page<T>(
         has_next,
         has_previous,
     })
+}
+
+/// The incoming-payment state filter at `now` (`pending`, `completed` or `expired`).
+pub fn incoming_state_condition(state: &str, now: &str) -> Option<Condition> {
+    let sql = match state {
+        "completed" => "t.completed = 1 AND ?5 IS NOT NULL",
+        "expired" => "t.completed = 0 AND t.expires_at <= ?5",
+        "pending" => "t.completed = 0 AND (t.expires_at IS NULL OR t.expires_at > ?5)",
+        _ => return None,
+    };
+    Some((sql, now.to_owned()))
 }
 
 // ---- incoming payments ----
@@ -177,8 +195,9 @@ pub fn incoming(conn: &Connection, id: &str) -> Result<Option<IncomingRow>, Erro
 
 pub fn list_incoming(
     conn: &Connection,
-    wallet_id: &str,
+    wallet_id: Option<&str>,
     client: Option<&str>,
+    condition: Option<Condition>,
     q: &PageQuery,
 ) -> Result<Page<IncomingRow>, Error> {
     page(
@@ -187,7 +206,7 @@ pub fn list_incoming(
         INCOMING_COLS,
         wallet_id,
         client,
-        None,
+        condition,
         q,
         incoming_from_row,
         |r| &r.id,
@@ -282,7 +301,7 @@ pub fn quote(conn: &Connection, id: &str) -> Result<Option<QuoteRow>, Error> {
 
 pub fn list_quotes(
     conn: &Connection,
-    wallet_id: &str,
+    wallet_id: Option<&str>,
     q: &PageQuery,
 ) -> Result<Page<QuoteRow>, Error> {
     page(
@@ -416,18 +435,19 @@ pub fn outgoing_by_quote(conn: &Connection, quote_id: &str) -> Result<Option<Out
 
 pub fn list_outgoing(
     conn: &Connection,
-    wallet_id: &str,
+    wallet_id: Option<&str>,
     client: Option<&str>,
     state: Option<&str>,
     q: &PageQuery,
 ) -> Result<Page<OutgoingRow>, Error> {
+    let condition = state.map(|s| ("t.state = ?5", s.to_owned()));
     page(
         conn,
         OUTGOING_FROM,
         OUTGOING_COLS,
         wallet_id,
         client,
-        Some(state),
+        condition,
         q,
         outgoing_from_row,
         |r| &r.id,

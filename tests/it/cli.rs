@@ -242,3 +242,65 @@ async fn grants_can_be_listed_shown_and_approved_from_the_cli() {
         "an approved grant cannot be rejected"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn payments_can_be_listed_shown_and_completed_from_the_cli() {
+    let ase = TestAse::spawn().await;
+    let client = ase.demo_client().await;
+    let grant = serde_json::json!({
+        "access_token": {"access": [{"type": "incoming-payment", "actions": ["create"], "identifier": ase.url("/bob")}]},
+        "client": ase.url("/demo-client"),
+    });
+    let r = client
+        .send(reqwest::Method::POST, &ase.url("/auth"), None, Some(&grant))
+        .await
+        .unwrap();
+    let token = r.body["access_token"]["value"].as_str().unwrap().to_owned();
+    let body = serde_json::json!({"walletAddress": ase.url("/bob"), "incomingAmount": {"value": "1234", "assetCode": "USD", "assetScale": 2}});
+    let r = client
+        .send(
+            reqwest::Method::POST,
+            &ase.url("/incoming-payments"),
+            Some(&token),
+            Some(&body),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.status, 201);
+    let url = r.body["id"].as_str().unwrap().to_owned();
+    let dir = ase.dir.path().to_owned();
+    let listen = ase.addr.to_string();
+    let run = move |args: Vec<String>| {
+        let (d, l) = (dir.clone(), listen.clone());
+        tokio::task::spawn_blocking(move || {
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            opdesk(&d, &l, &args)
+        })
+    };
+    let s = |v: &[&str]| v.iter().map(|x| (*x).to_owned()).collect::<Vec<_>>();
+    let out = run(s(&[
+        "incoming", "list", "--wallet", "bob", "--state", "pending",
+    ]))
+    .await
+    .unwrap();
+    let text = ok(&out);
+    assert!(
+        text.contains("12.34 USD") && text.contains("pending"),
+        "{text}"
+    );
+    let out = run(s(&["incoming", "complete", &url])).await.unwrap();
+    assert!(ok(&out).contains("[completed]"));
+    let out = run(s(&["incoming", "list", "--state", "completed", "--json"]))
+        .await
+        .unwrap();
+    let l: serde_json::Value = serde_json::from_str(&ok(&out)).unwrap();
+    assert_eq!(l["items"][0]["id"], url.as_str());
+    let out = run(s(&["outgoing", "list", "--state", "failed"]))
+        .await
+        .unwrap();
+    assert!(ok(&out).starts_with("ID"));
+    let out = run(s(&["incoming", "list", "--state", "bogus"]))
+        .await
+        .unwrap();
+    assert!(!out.status.success());
+}
