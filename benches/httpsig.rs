@@ -18,16 +18,7 @@ fn bench(c: &mut Criterion) {
         header::AUTHORIZATION,
         HeaderValue::from_static("GNAP 3Bq9x0Xk2mT5fKc8PzR1vYwL6hN4jE7dUaSgQoIbVnC"),
     );
-    httpsig::sign_request(
-        &Method::POST,
-        url,
-        &mut headers,
-        body,
-        &key,
-        "key-1",
-        created,
-    )
-    .expect("sign");
+    httpsig::sign_request(&Method::POST, url, &mut headers, body, &key, "key-1", created).expect("sign");
     let policy = Policy { max_skew_secs: 300 };
 
     let mut group = c.benchmark_group("httpsig");
@@ -52,8 +43,7 @@ fn bench(c: &mut Criterion) {
                 header::AUTHORIZATION,
                 HeaderValue::from_static("GNAP 3Bq9x0Xk2mT5fKc8PzR1vYwL6hN4jE7dUaSgQoIbVnC"),
             );
-            httpsig::sign_request(&Method::POST, url, &mut h, body, &key, "key-1", created)
-                .expect("sign");
+            httpsig::sign_request(&Method::POST, url, &mut h, body, &key, "key-1", created).expect("sign");
         })
     });
     group.finish();

@@ -12,8 +12,7 @@ const NOW: &str = "2026-01-01T00:00:00.000Z";
 
 fn bench(c: &mut Criterion) {
     let dir = tempfile::tempdir().expect("tempdir");
-    let (store, _) =
-        Store::open(&dir.path().join("bench.sqlite3"), &Options::default()).expect("open");
+    let (store, _) = Store::open(&dir.path().join("bench.sqlite3"), &Options::default()).expect("open");
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -42,45 +41,42 @@ fn bench(c: &mut Criterion) {
 
     let mut group = c.benchmark_group("ledger");
     group.throughput(Throughput::Elements(1));
-    group.bench_function(
-        "reserve+post (2 transactions, file DB, synchronous=NORMAL)",
-        |b| {
-            b.iter(|| {
-                let (from, to) = (from.clone(), to.clone());
-                rt.block_on(async {
-                    let id = opdesk::ids::new_id();
-                    let reserve_id = id.clone();
-                    store
-                        .call(move |conn| {
-                            let tx = store::immediate(conn)?;
-                            let t = NewTransfer {
-                                id: reserve_id,
-                                debit: from,
-                                credit: to,
-                                amount: Value::new(1).map_err(LedgerError::from)?,
-                                pending: true,
-                                kind: "payment".into(),
-                                memo: None,
-                            };
-                            ledger::ops::create_transfer(&tx, &t, NOW)?;
-                            tx.commit()?;
-                            Ok::<_, LedgerError>(())
-                        })
-                        .await
-                        .expect("reserve");
-                    store
-                        .call(move |conn| {
-                            let tx = store::immediate(conn)?;
-                            ledger::ops::post(&tx, &id, None, NOW)?;
-                            tx.commit()?;
-                            Ok::<_, LedgerError>(())
-                        })
-                        .await
-                        .expect("post");
-                })
+    group.bench_function("reserve+post (2 transactions, file DB, synchronous=NORMAL)", |b| {
+        b.iter(|| {
+            let (from, to) = (from.clone(), to.clone());
+            rt.block_on(async {
+                let id = opdesk::ids::new_id();
+                let reserve_id = id.clone();
+                store
+                    .call(move |conn| {
+                        let tx = store::immediate(conn)?;
+                        let t = NewTransfer {
+                            id: reserve_id,
+                            debit: from,
+                            credit: to,
+                            amount: Value::new(1).map_err(LedgerError::from)?,
+                            pending: true,
+                            kind: "payment".into(),
+                            memo: None,
+                        };
+                        ledger::ops::create_transfer(&tx, &t, NOW)?;
+                        tx.commit()?;
+                        Ok::<_, LedgerError>(())
+                    })
+                    .await
+                    .expect("reserve");
+                store
+                    .call(move |conn| {
+                        let tx = store::immediate(conn)?;
+                        ledger::ops::post(&tx, &id, None, NOW)?;
+                        tx.commit()?;
+                        Ok::<_, LedgerError>(())
+                    })
+                    .await
+                    .expect("post");
             })
-        },
-    );
+        })
+    });
     group.finish();
     store.close();
 }

@@ -130,20 +130,14 @@ async fn worker(
         };
         stats.sent_total += 1;
         let start = Instant::now();
-        let res = tokio::time::timeout(
-            REQUEST_TIMEOUT,
-            client.send_raw(Method::POST, &url, headers, bytes),
-        )
-        .await;
+        let res = tokio::time::timeout(REQUEST_TIMEOUT, client.send_raw(Method::POST, &url, headers, bytes)).await;
         let done = Instant::now();
         let in_window = done >= measure_from && done <= deadline;
         let failure = match res {
             Ok(Ok(r)) if r.status == 201 => {
                 if in_window {
                     let us = done.duration_since(start).as_micros();
-                    stats
-                        .latencies_us
-                        .push(u32::try_from(us).unwrap_or(u32::MAX));
+                    stats.latencies_us.push(u32::try_from(us).unwrap_or(u32::MAX));
                 }
                 None
             }
@@ -157,9 +151,7 @@ async fn worker(
                 stats.errors_measured += 1;
             }
             if stats.error_bodies.len() < KEEP_ERROR_BODIES {
-                stats
-                    .error_bodies
-                    .push(format!("worker {id} req {n}: {status} {text}"));
+                stats.error_bodies.push(format!("worker {id} req {n}: {status} {text}"));
             }
             if status == 0 {
                 // Do not spin on a dead server.
@@ -182,13 +174,10 @@ async fn run(args: Args) -> Result<(), BoxError> {
     }
 
     let pem_path = args.data_dir.join("demo-client.pem");
-    let pem = std::fs::read_to_string(&pem_path)
-        .map_err(|e| format!("reading {}: {e}", pem_path.display()))?;
+    let pem = std::fs::read_to_string(&pem_path).map_err(|e| format!("reading {}: {e}", pem_path.display()))?;
     let key = opdesk::httpsig::jwk::from_pkcs8_pem(&pem)?;
 
-    let plain = reqwest::Client::builder()
-        .timeout(Duration::from_secs(10))
-        .build()?;
+    let plain = reqwest::Client::builder().timeout(Duration::from_secs(10)).build()?;
     let jwks: Value = plain
         .get(format!("{base}/demo-client/jwks.json"))
         .send()
@@ -321,8 +310,6 @@ async fn run(args: Args) -> Result<(), BoxError> {
 
 fn main() -> Result<(), BoxError> {
     let args = Args::parse();
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?;
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     rt.block_on(run(args))
 }

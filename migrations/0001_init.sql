@@ -8,7 +8,8 @@ CREATE TABLE meta (
 
 CREATE TABLE accounts (
     id             TEXT PRIMARY KEY,
-    kind           TEXT NOT NULL CHECK (kind IN ('wallet', 'settlement')),
+    -- wallet: a customer's; settlement: the ASE's side per asset; payment: one outgoing payment's funds in flight
+    kind           TEXT NOT NULL CHECK (kind IN ('wallet', 'settlement', 'payment')),
     asset_code     TEXT NOT NULL,
     asset_scale    INTEGER NOT NULL CHECK (asset_scale BETWEEN 0 AND 255),
     -- cached from the journal: posted credits minus posted debits, and pending (reserved) amounts

@@ -11,12 +11,15 @@ CREATE TABLE incoming_payments (
     completed       INTEGER NOT NULL DEFAULT 0 CHECK (completed IN (0, 1)),
     expires_at      TEXT,
     metadata        TEXT,
+    -- set once the engine has announced the expiry
+    expiry_announced INTEGER NOT NULL DEFAULT 0 CHECK (expiry_announced IN (0, 1)),
     created_at      TEXT NOT NULL,
     updated_at      TEXT NOT NULL,
     CHECK (incoming_amount IS NULL OR received_amount <= incoming_amount)
 ) STRICT;
 
 CREATE INDEX incoming_by_wallet ON incoming_payments (wallet_id, id);
+CREATE INDEX incoming_open_by_expiry ON incoming_payments (expires_at) WHERE completed = 0 AND expiry_announced = 0;
 
 CREATE TABLE quotes (
     id                  TEXT PRIMARY KEY,
@@ -54,9 +57,13 @@ CREATE TABLE outgoing_payments (
     -- funding: waiting for its reservation; sending: reserved, being paid; then completed | failed | cancelled
     state               TEXT NOT NULL CHECK (state IN ('funding', 'sending', 'completed', 'failed', 'cancelled')),
     reservation_id      TEXT REFERENCES transfers (id),
+    -- the account holding this payment's funds while it is sent
+    account_id          TEXT REFERENCES accounts (id),
     failure_reason      TEXT,
     failure_message     TEXT,
     attempts            INTEGER NOT NULL DEFAULT 0,
+    -- when the engine should next work on it (sending payments only)
+    next_attempt_at     TEXT,
     metadata            TEXT,
     created_at          TEXT NOT NULL,
     updated_at          TEXT NOT NULL,
@@ -66,3 +73,4 @@ CREATE TABLE outgoing_payments (
 CREATE INDEX outgoing_by_wallet ON outgoing_payments (wallet_id, id);
 CREATE INDEX outgoing_by_grant ON outgoing_payments (grant_id, created_at);
 CREATE INDEX outgoing_by_state ON outgoing_payments (state, id);
+CREATE INDEX outgoing_due ON outgoing_payments (next_attempt_at) WHERE state = 'sending';

@@ -23,10 +23,7 @@ use crate::{
     money::Asset,
     server::{error::ApiError, extract::Json, state::AppState},
 };
-use dto::{
-    AddKey, CreateWallet, GrantFilter, KeyAdded, Listed, Move, Moved, PaymentFilter, Reject,
-    WalletDetail,
-};
+use dto::{AddKey, CreateWallet, GrantFilter, KeyAdded, Listed, Move, Moved, PaymentFilter, Reject, WalletDetail};
 
 /// Admin routes (nested under `/admin`), guarded by loopback + bearer token.
 pub fn routes(state: AppState) -> Router<AppState> {
@@ -60,10 +57,7 @@ fn same_secret(a: &[u8], b: &[u8]) -> bool {
 }
 
 async fn guard(State(state): State<AppState>, req: Request, next: Next) -> Response {
-    let peer = req
-        .extensions()
-        .get::<ConnectInfo<SocketAddr>>()
-        .map(|c| c.0);
+    let peer = req.extensions().get::<ConnectInfo<SocketAddr>>().map(|c| c.0);
     if !peer.is_some_and(|p| p.ip().is_loopback()) {
         tracing::warn!(?peer, "admin API refused to a non-loopback peer");
         return ApiError::new(
@@ -124,11 +118,7 @@ pub mod ops {
         let wallet = s.wallets.get(name).await?;
         let keys = s.wallets.keys(name).await?.keys;
         let balance = s.ledger.balance(&wallet.account_id).await?;
-        Ok(WalletDetail {
-            wallet,
-            keys,
-            balance,
-        })
+        Ok(WalletDetail { wallet, keys, balance })
     }
 
     pub async fn list_keys(s: &AppState, name: &str) -> Result<Jwks, ApiError> {
@@ -165,12 +155,7 @@ pub mod ops {
         Ok(s.wallets.remove_key(name, kid).await?)
     }
 
-    pub async fn move_funds(
-        s: &AppState,
-        name: &str,
-        m: Move,
-        movement: Movement,
-    ) -> Result<Moved, ApiError> {
+    pub async fn move_funds(s: &AppState, name: &str, m: Move, movement: Movement) -> Result<Moved, ApiError> {
         let wallet = s.wallets.get(name).await?;
         let expect = match (m.asset_code, m.asset_scale) {
             (None, None) => None,
@@ -197,17 +182,11 @@ pub mod ops {
         if let Some(c) = &f.cursor
             && !crate::ids::is_id(c)
         {
-            return Err(ApiError::bad_request(
-                "invalid_request",
-                "cursor is not an id",
-            ));
+            return Err(ApiError::bad_request("invalid_request", "cursor is not an id"));
         }
         let limit = f.first.unwrap_or(50);
         if !(1..=500).contains(&limit) {
-            return Err(ApiError::bad_request(
-                "invalid_request",
-                "first must be from 1 to 500",
-            ));
+            return Err(ApiError::bad_request("invalid_request", "first must be from 1 to 500"));
         }
         Ok(PageQuery {
             cursor: f.cursor.clone(),
@@ -235,10 +214,7 @@ pub mod ops {
         }
     }
 
-    pub async fn list_incoming(
-        s: &AppState,
-        f: PaymentFilter,
-    ) -> Result<Listed<IncomingView>, ApiError> {
+    pub async fn list_incoming(s: &AppState, f: PaymentFilter) -> Result<Listed<IncomingView>, ApiError> {
         let wallet = wallet_id(s, &f).await?;
         let page = s
             .incoming
@@ -255,10 +231,7 @@ pub mod ops {
         Ok(s.incoming.view(&s.incoming.complete(id).await?))
     }
 
-    pub async fn list_outgoing(
-        s: &AppState,
-        f: PaymentFilter,
-    ) -> Result<Listed<OutgoingView>, ApiError> {
+    pub async fn list_outgoing(s: &AppState, f: PaymentFilter) -> Result<Listed<OutgoingView>, ApiError> {
         let wallet = wallet_id(s, &f).await?;
         let page = s
             .outgoing
@@ -273,10 +246,7 @@ pub mod ops {
 
     pub async fn list_quotes(s: &AppState, f: PaymentFilter) -> Result<Listed<QuoteDto>, ApiError> {
         if f.state.is_some() {
-            return Err(ApiError::bad_request(
-                "invalid_request",
-                "quotes have no state filter",
-            ));
+            return Err(ApiError::bad_request("invalid_request", "quotes have no state filter"));
         }
         let wallet = wallet_id(s, &f).await?;
         let page = s.quotes.list(wallet.as_deref(), page_of(&f)?).await?;
@@ -287,18 +257,8 @@ pub mod ops {
         Ok(s.quotes.dto(&s.quotes.get(id).await?))
     }
 
-    pub async fn list_grants(
-        s: &AppState,
-        state: Option<String>,
-    ) -> Result<Vec<GrantView>, ApiError> {
-        const STATES: &[&str] = &[
-            "pending",
-            "approved",
-            "finalized",
-            "rejected",
-            "revoked",
-            "expired",
-        ];
+    pub async fn list_grants(s: &AppState, state: Option<String>) -> Result<Vec<GrantView>, ApiError> {
+        const STATES: &[&str] = &["pending", "approved", "finalized", "rejected", "revoked", "expired"];
         if let Some(st) = &state
             && !STATES.contains(&st.as_str())
         {
@@ -336,23 +296,14 @@ async fn create_wallet(
     State(s): State<AppState>,
     Json(body): Json<CreateWallet>,
 ) -> Result<impl IntoResponse, ApiError> {
-    Ok((
-        StatusCode::CREATED,
-        axum::Json(ops::create_wallet(&s, body).await?),
-    ))
+    Ok((StatusCode::CREATED, axum::Json(ops::create_wallet(&s, body).await?)))
 }
 
-async fn show_wallet(
-    State(s): State<AppState>,
-    Path(name): Path<String>,
-) -> Result<impl IntoResponse, ApiError> {
+async fn show_wallet(State(s): State<AppState>, Path(name): Path<String>) -> Result<impl IntoResponse, ApiError> {
     Ok(axum::Json(ops::show_wallet(&s, &name).await?))
 }
 
-async fn list_keys(
-    State(s): State<AppState>,
-    Path(name): Path<String>,
-) -> Result<impl IntoResponse, ApiError> {
+async fn list_keys(State(s): State<AppState>, Path(name): Path<String>) -> Result<impl IntoResponse, ApiError> {
     Ok(axum::Json(ops::list_keys(&s, &name).await?))
 }
 
@@ -361,10 +312,7 @@ async fn add_key(
     Path(name): Path<String>,
     Json(body): Json<AddKey>,
 ) -> Result<impl IntoResponse, ApiError> {
-    Ok((
-        StatusCode::CREATED,
-        axum::Json(ops::add_key(&s, &name, body).await?),
-    ))
+    Ok((StatusCode::CREATED, axum::Json(ops::add_key(&s, &name, body).await?)))
 }
 
 async fn remove_key(
@@ -380,9 +328,7 @@ async fn deposit(
     Path(name): Path<String>,
     Json(body): Json<Move>,
 ) -> Result<impl IntoResponse, ApiError> {
-    Ok(axum::Json(
-        ops::move_funds(&s, &name, body, Movement::Deposit).await?,
-    ))
+    Ok(axum::Json(ops::move_funds(&s, &name, body, Movement::Deposit).await?))
 }
 
 async fn withdraw(
@@ -406,17 +352,11 @@ async fn list_incoming(
     Ok(axum::Json(ops::list_incoming(&s, f).await?))
 }
 
-async fn show_incoming(
-    State(s): State<AppState>,
-    Path(id): Path<String>,
-) -> Result<impl IntoResponse, ApiError> {
+async fn show_incoming(State(s): State<AppState>, Path(id): Path<String>) -> Result<impl IntoResponse, ApiError> {
     Ok(axum::Json(ops::show_incoming(&s, &id).await?))
 }
 
-async fn complete_incoming(
-    State(s): State<AppState>,
-    Path(id): Path<String>,
-) -> Result<impl IntoResponse, ApiError> {
+async fn complete_incoming(State(s): State<AppState>, Path(id): Path<String>) -> Result<impl IntoResponse, ApiError> {
     Ok(axum::Json(ops::complete_incoming(&s, &id).await?))
 }
 
@@ -427,45 +367,27 @@ async fn list_outgoing(
     Ok(axum::Json(ops::list_outgoing(&s, f).await?))
 }
 
-async fn show_outgoing(
-    State(s): State<AppState>,
-    Path(id): Path<String>,
-) -> Result<impl IntoResponse, ApiError> {
+async fn show_outgoing(State(s): State<AppState>, Path(id): Path<String>) -> Result<impl IntoResponse, ApiError> {
     Ok(axum::Json(ops::show_outgoing(&s, &id).await?))
 }
 
-async fn list_quotes(
-    State(s): State<AppState>,
-    Query(f): Query<PaymentFilter>,
-) -> Result<impl IntoResponse, ApiError> {
+async fn list_quotes(State(s): State<AppState>, Query(f): Query<PaymentFilter>) -> Result<impl IntoResponse, ApiError> {
     Ok(axum::Json(ops::list_quotes(&s, f).await?))
 }
 
-async fn show_quote(
-    State(s): State<AppState>,
-    Path(id): Path<String>,
-) -> Result<impl IntoResponse, ApiError> {
+async fn show_quote(State(s): State<AppState>, Path(id): Path<String>) -> Result<impl IntoResponse, ApiError> {
     Ok(axum::Json(ops::show_quote(&s, &id).await?))
 }
 
-async fn list_grants(
-    State(s): State<AppState>,
-    Query(q): Query<GrantFilter>,
-) -> Result<impl IntoResponse, ApiError> {
+async fn list_grants(State(s): State<AppState>, Query(q): Query<GrantFilter>) -> Result<impl IntoResponse, ApiError> {
     Ok(axum::Json(ops::list_grants(&s, q.state).await?))
 }
 
-async fn show_grant(
-    State(s): State<AppState>,
-    Path(id): Path<String>,
-) -> Result<impl IntoResponse, ApiError> {
+async fn show_grant(State(s): State<AppState>, Path(id): Path<String>) -> Result<impl IntoResponse, ApiError> {
     Ok(axum::Json(ops::show_grant(&s, &id).await?))
 }
 
-async fn approve_grant(
-    State(s): State<AppState>,
-    Path(id): Path<String>,
-) -> Result<impl IntoResponse, ApiError> {
+async fn approve_grant(State(s): State<AppState>, Path(id): Path<String>) -> Result<impl IntoResponse, ApiError> {
     Ok(axum::Json(ops::approve_grant(&s, &id).await?))
 }
 
@@ -477,16 +399,12 @@ async fn reject_grant(
     let body: Reject = if body.iter().all(u8::is_ascii_whitespace) {
         Reject::default()
     } else {
-        serde_json::from_slice(&body)
-            .map_err(|e| ApiError::bad_request("invalid_request", e.to_string()))?
+        serde_json::from_slice(&body).map_err(|e| ApiError::bad_request("invalid_request", e.to_string()))?
     };
     Ok(axum::Json(ops::reject_grant(&s, &id, body).await?))
 }
 
-async fn revoke_grant(
-    State(s): State<AppState>,
-    Path(id): Path<String>,
-) -> Result<impl IntoResponse, ApiError> {
+async fn revoke_grant(State(s): State<AppState>, Path(id): Path<String>) -> Result<impl IntoResponse, ApiError> {
     Ok(axum::Json(ops::revoke_grant(&s, &id).await?))
 }
 

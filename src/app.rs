@@ -4,13 +4,14 @@
 
 use std::{io::Write, path::Path, sync::Arc, time::Duration};
 
-use base64::{Engine, engine::general_purpose::URL_SAFE_NO_PAD};
+use base64::{Engine as _, engine::general_purpose::URL_SAFE_NO_PAD};
 use color_eyre::eyre::{Context, Result};
-use tokio::net::TcpListener;
+use tokio::{net::TcpListener, sync::Notify};
 use tokio_util::sync::CancellationToken;
 
 use crate::{
     ase::{
+        engine::Engine,
         incoming::IncomingPayments,
         outgoing::OutgoingPayments,
         quotes::Quotes,
@@ -56,12 +57,7 @@ impl AppCore {
             .wrap_err_with(|| format!("cannot open the database {}", paths.database().display()))?;
         let token = admin_token(&paths.admin_token())?;
         let bus = EventBus::default();
-        let wallets = Wallets::new(
-            store.clone(),
-            bus.clone(),
-            clock.clone(),
-            &settings.public_url,
-        );
+        let wallets = Wallets::new(store.clone(), bus.clone(), clock.clone(), &settings.public_url);
         let ledger = Ledger::new(store.clone(), bus.clone(), clock.clone());
         let gnap = Gnap::new(
             store.clone(),
@@ -95,13 +91,16 @@ impl AppCore {
             &settings.public_url,
             rs.quote_lifetime_secs,
         );
+        let wake = Arc::new(Notify::new());
         let outgoing = OutgoingPayments::new(
             store.clone(),
             bus.clone(),
             clock.clone(),
             quotes.clone(),
             &settings.public_url,
+            wake.clone(),
         );
+        let engine = Engine::new(store.clone(), bus.clone(), clock.clone(), settings.engine.clone(), wake);
         let state = AppState {
             settings: Arc::new(settings),
             bus,
@@ -111,6 +110,7 @@ impl AppCore {
             incoming,
             quotes,
             outgoing,
+            engine,
             verifier,
             clock,
             admin_token: token.into(),
@@ -160,13 +160,14 @@ pub async fn bind(settings: &Settings) -> Result<TcpListener> {
 }
 
 /// Serves until `shutdown` is cancelled, then closes the store.
-pub async fn serve(
-    core: AppCore,
-    listener: TcpListener,
-    shutdown: CancellationToken,
-) -> Result<()> {
+pub async fn serve(core: AppCore, listener: TcpListener, shutdown: CancellationToken) -> Result<()> {
     let router = server::router(core.state.clone());
-    let result = server::serve(listener, router, shutdown).await;
+    let engine = tokio::spawn(core.state.engine.clone().run(shutdown.clone()));
+    let result = server::serve(listener, router, shutdown.clone()).await;
+    shutdown.cancel();
+    if tokio::time::timeout(Duration::from_secs(10), engine).await.is_err() {
+        tracing::warn!("the payment engine did not stop within 10 s");
+    }
     core.close();
     result.wrap_err("the server failed")
 }
@@ -177,16 +178,15 @@ pub fn cancel_on_signals(token: CancellationToken) {
         let ctrl_c = tokio::signal::ctrl_c();
         #[cfg(unix)]
         {
-            let mut term =
-                match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-                    Ok(s) => s,
-                    Err(e) => {
-                        tracing::warn!(error = %e, "cannot listen for SIGTERM");
-                        let _ = ctrl_c.await;
-                        token.cancel();
-                        return;
-                    }
-                };
+            let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(s) => s,
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot listen for SIGTERM");
+                    let _ = ctrl_c.await;
+                    token.cancel();
+                    return;
+                }
+            };
             tokio::select! {
                 _ = ctrl_c => {}
                 _ = term.recv() => {}
@@ -231,8 +231,7 @@ fn admin_token(path: &Path) -> Result<String> {
     let mut bytes = [0u8; 32];
     getrandom::fill(&mut bytes).map_err(|e| color_eyre::eyre::eyre!("no randomness: {e}"))?;
     let token = URL_SAFE_NO_PAD.encode(bytes);
-    write_private(path, token.as_bytes())
-        .wrap_err_with(|| format!("cannot write {}", path.display()))?;
+    write_private(path, token.as_bytes()).wrap_err_with(|| format!("cannot write {}", path.display()))?;
     Ok(token)
 }
 

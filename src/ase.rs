@@ -3,6 +3,7 @@
 //! and its thin routes.
 
 pub mod auth;
+pub mod engine;
 pub mod incoming;
 pub mod outgoing;
 pub mod pagination;

@@ -265,9 +265,7 @@ impl Backend {
             }
         }
         tracing::info!("no server answers on {addr}; using the data dir directly");
-        Ok(Self::Local(Box::new(
-            AppCore::open(settings.clone()).await?,
-        )))
+        Ok(Self::Local(Box::new(AppCore::open(settings.clone()).await?)))
     }
 }
 
@@ -364,9 +362,7 @@ async fn operate(b: &Backend, cmd: Command, json: bool) -> Result<()> {
         }
         Command::Keys(KeysCmd::Add { wallet, jwk }) => {
             let text = match jwk.strip_prefix('@') {
-                Some(path) => {
-                    std::fs::read_to_string(path).wrap_err_with(|| format!("cannot read {path}"))?
-                }
+                Some(path) => std::fs::read_to_string(path).wrap_err_with(|| format!("cannot read {path}"))?,
                 None => jwk,
             };
             let jwk: Jwk = serde_json::from_str(&text).wrap_err("--jwk is not a JWK")?;
@@ -375,9 +371,7 @@ async fn operate(b: &Backend, cmd: Command, json: bool) -> Result<()> {
                 generate: false,
             };
             let k = dispatch!(b, c => c.add_key(&wallet, &body), l => admin::ops::add_key(&l.state, &wallet, body.clone()))?;
-            emit(json, &k, || {
-                format!("added key {} to {wallet}\n", k.jwk.kid)
-            })
+            emit(json, &k, || format!("added key {} to {wallet}\n", k.jwk.kid))
         }
         Command::Keys(KeysCmd::Generate { wallet, out }) => {
             let body = AddKey {
@@ -402,10 +396,7 @@ async fn operate(b: &Backend, cmd: Command, json: bool) -> Result<()> {
                     })
                 }
                 None => emit(json, &k, || {
-                    format!(
-                        "added key {} to {wallet}; private key (shown once):\n{pem}",
-                        k.jwk.kid
-                    )
+                    format!("added key {} to {wallet}; private key (shown once):\n{pem}", k.jwk.kid)
                 }),
             }
         }
@@ -425,14 +416,7 @@ async fn operate(b: &Backend, cmd: Command, json: bool) -> Result<()> {
             let bs = dispatch!(b, c => c.balances(), l => admin::ops::balances(&l.state))?;
             emit(json, &bs, || {
                 table(
-                    &[
-                        "ACCOUNT",
-                        "KIND",
-                        "ASSET",
-                        "BALANCE",
-                        "RESERVED",
-                        "AVAILABLE",
-                    ],
+                    &["ACCOUNT", "KIND", "ASSET", "BALANCE", "RESERVED", "AVAILABLE"],
                     bs.iter()
                         .map(|x| {
                             vec![
@@ -453,11 +437,7 @@ async fn operate(b: &Backend, cmd: Command, json: bool) -> Result<()> {
 
 /// An id from an id or a resource URL.
 fn id_of(s: &str) -> String {
-    s.trim_end_matches('/')
-        .rsplit('/')
-        .next()
-        .unwrap_or(s)
-        .to_owned()
+    s.trim_end_matches('/').rsplit('/').next().unwrap_or(s).to_owned()
 }
 
 fn filter(list: ListArgs, state: Option<String>) -> PaymentFilter {
@@ -470,11 +450,7 @@ fn filter(list: ListArgs, state: Option<String>) -> PaymentFilter {
 }
 
 fn amount_text(a: &crate::money::Amount) -> String {
-    format!(
-        "{} {}",
-        format_minor(a.value.get().into(), a.asset_scale),
-        a.asset_code
-    )
+    format!("{} {}", format_minor(a.value.get().into(), a.asset_scale), a.asset_code)
 }
 
 fn next_page(next: &Option<String>) -> String {
@@ -507,10 +483,7 @@ async fn incoming(b: &Backend, cmd: IncomingCmd, json: bool) -> Result<()> {
                         ]
                     })
                     .collect();
-                table(
-                    &["ID", "WALLET", "STATE", "RECEIVED", "EXPECTED", "EXPIRES"],
-                    rows,
-                ) + &next_page(&l.next_cursor)
+                table(&["ID", "WALLET", "STATE", "RECEIVED", "EXPECTED", "EXPIRES"], rows) + &next_page(&l.next_cursor)
             });
         }
         IncomingCmd::Show { id } => {
@@ -534,10 +507,7 @@ async fn incoming(b: &Backend, cmd: IncomingCmd, json: bool) -> Result<()> {
                 .as_ref()
                 .map(amount_text)
                 .unwrap_or_else(|| "an open amount".into()),
-            one.payment
-                .expires_at
-                .clone()
-                .unwrap_or_else(|| "never".into()),
+            one.payment.expires_at.clone().unwrap_or_else(|| "never".into()),
             one.client.clone().unwrap_or_else(|| "(operator)".into()),
         )
     })
@@ -563,8 +533,7 @@ async fn outgoing(b: &Backend, cmd: OutgoingCmd, json: bool) -> Result<()> {
                         ]
                     })
                     .collect();
-                table(&["ID", "WALLET", "STATE", "SENT", "DEBIT", "FAILURE"], rows)
-                    + &next_page(&l.next_cursor)
+                table(&["ID", "WALLET", "STATE", "SENT", "DEBIT", "FAILURE"], rows) + &next_page(&l.next_cursor)
             });
         }
         OutgoingCmd::Show { id } => {
@@ -616,8 +585,7 @@ async fn quotes(b: &Backend, cmd: QuotesCmd, json: bool) -> Result<()> {
                         ]
                     })
                     .collect();
-                table(&["ID", "WALLET", "DEBIT", "RECEIVE", "EXPIRES"], rows)
-                    + &next_page(&l.next_cursor)
+                table(&["ID", "WALLET", "DEBIT", "RECEIVE", "EXPIRES"], rows) + &next_page(&l.next_cursor)
             });
         }
         QuotesCmd::Show { id } => {
@@ -650,15 +618,8 @@ fn grant_text(g: &GrantView) -> String {
         out.push_str(&format!("  reason: {r}\n"));
     }
     for t in &g.tokens {
-        let state = if t.revoked_at.is_some() {
-            "revoked"
-        } else {
-            "live"
-        };
-        out.push_str(&format!(
-            "  token {} {state}, expires {}\n",
-            t.hint, t.expires_at
-        ));
+        let state = if t.revoked_at.is_some() { "revoked" } else { "live" };
+        out.push_str(&format!("  token {} {state}, expires {}\n", t.hint, t.expires_at));
     }
     out
 }
@@ -676,11 +637,7 @@ async fn grants(b: &Backend, cmd: GrantsCmd, json: bool) -> Result<()> {
                                 g.id.clone(),
                                 g.state.clone(),
                                 g.client_name.clone().unwrap_or_else(|| g.client.clone()),
-                                g.access
-                                    .iter()
-                                    .map(|a| a.type_name())
-                                    .collect::<Vec<_>>()
-                                    .join(","),
+                                g.access.iter().map(|a| a.type_name()).collect::<Vec<_>>().join(","),
                                 g.created_at.clone(),
                             ]
                         })
@@ -688,9 +645,7 @@ async fn grants(b: &Backend, cmd: GrantsCmd, json: bool) -> Result<()> {
                 )
             });
         }
-        GrantsCmd::Show { id } => {
-            dispatch!(b, c => c.show_grant(&id), l => admin::ops::show_grant(&l.state, &id))?
-        }
+        GrantsCmd::Show { id } => dispatch!(b, c => c.show_grant(&id), l => admin::ops::show_grant(&l.state, &id))?,
         GrantsCmd::Approve { id } => {
             dispatch!(b, c => c.approve_grant(&id), l => admin::ops::approve_grant(&l.state, &id))?
         }
@@ -706,8 +661,7 @@ async fn grants(b: &Backend, cmd: GrantsCmd, json: bool) -> Result<()> {
 }
 
 async fn move_funds(b: &Backend, m: MoveArgs, movement: Movement, json: bool) -> Result<()> {
-    let value = Value::parse(&m.amount)
-        .wrap_err("the amount must be whole minor units, e.g. 1000 for 10.00")?;
+    let value = Value::parse(&m.amount).wrap_err("the amount must be whole minor units, e.g. 1000 for 10.00")?;
     let body = Move {
         value,
         asset_code: None,
@@ -732,11 +686,7 @@ async fn move_funds(b: &Backend, m: MoveArgs, movement: Movement, json: bool) ->
         format!(
             "{verb} {} {} {wallet}; balance {}\n",
             money(moved.transfer.amount, &moved.balance),
-            if movement == Movement::Deposit {
-                "to"
-            } else {
-                "from"
-            },
+            if movement == Movement::Deposit { "to" } else { "from" },
             money(moved.balance.balance, &moved.balance)
         )
     })
@@ -797,10 +747,7 @@ mod tests {
     fn cli_parses() {
         use clap::CommandFactory;
         Cli::command().debug_assert();
-        let c = Cli::try_parse_from([
-            "opdesk", "wallets", "create", "dave", "--asset", "USD", "--json",
-        ])
-        .unwrap();
+        let c = Cli::try_parse_from(["opdesk", "wallets", "create", "dave", "--asset", "USD", "--json"]).unwrap();
         assert!(c.global.json);
         assert!(matches!(
             c.command,

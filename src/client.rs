@@ -69,15 +69,7 @@ impl SignedClient {
                 HeaderValue::from_str(&format!("GNAP {t}")).map_err(|_| ClientError::Header)?,
             );
         }
-        httpsig::sign_request(
-            method,
-            url,
-            &mut headers,
-            body,
-            &self.key,
-            &self.keyid,
-            created,
-        )?;
+        httpsig::sign_request(method, url, &mut headers, body, &self.key, &self.keyid, created)?;
         Ok(headers)
     }
 

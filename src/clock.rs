@@ -40,10 +40,7 @@ impl FixedClock {
 
 impl Clock for FixedClock {
     fn now(&self) -> OffsetDateTime {
-        self.0
-            .lock()
-            .map(|t| *t)
-            .unwrap_or(OffsetDateTime::UNIX_EPOCH)
+        self.0.lock().map(|t| *t).unwrap_or(OffsetDateTime::UNIX_EPOCH)
     }
 }
 

@@ -77,6 +77,26 @@ pub enum DomainEvent {
         id: String,
         wallet: String,
     },
+    /// Progress of a payment being sent (coalesced: not every packet).
+    OutgoingPaymentProgress {
+        id: String,
+        sent: i64,
+    },
+    OutgoingPaymentCompleted {
+        id: String,
+    },
+    OutgoingPaymentFailed {
+        id: String,
+        reason: String,
+    },
+    OutgoingPaymentCancelled {
+        id: String,
+    },
+    /// Money arrived (coalesced like progress).
+    IncomingPaymentReceived {
+        id: String,
+        received: i64,
+    },
     #[serde(rename_all = "camelCase")]
     HttpRequest {
         method: String,

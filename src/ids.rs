@@ -47,10 +47,7 @@ mod tests {
         let a = random_secret(32).unwrap();
         assert_eq!(a.len(), 43);
         assert_ne!(a, random_secret(32).unwrap());
-        assert!(
-            a.bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
-        );
+        assert!(a.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_'));
         assert_eq!(
             sha256_hex("abc"),
             "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"

@@ -12,13 +12,13 @@ pub mod packet;
 pub mod stream;
 
 pub use crypto::{
-    ConnectionDetails, ResolvedConnection, StreamCredentials, StreamKeys, TokenAsset,
-    condition_for, fulfillment_for, generate_credentials, resolve_destination,
+    ConnectionDetails, ResolvedConnection, StreamCredentials, StreamKeys, TokenAsset, condition_for, fulfillment_for,
+    generate_credentials, resolve_destination,
 };
 pub use ildcp::IldcpResponse;
 pub use packet::{
-    Address, AmountTooLarge, ErrorClass, ErrorCode, Fulfill, MAX_DATA_LEN, Packet, PacketType,
-    Prepare, Reject, Timestamp,
+    Address, AmountTooLarge, ErrorClass, ErrorCode, Fulfill, MAX_DATA_LEN, Packet, PacketType, Prepare, Reject,
+    Timestamp,
 };
 pub use stream::{Frame, FrameType, StreamErrorCode, StreamPacket};
 
@@ -158,18 +158,9 @@ mod tests {
             Error::InvalidStreamPacket(Box::new(Error::EmptyVarUInt)).reject_code(),
             ErrorCode::F06_UNEXPECTED_PAYMENT
         );
-        assert_eq!(
-            Error::DecryptionFailed.reject_code(),
-            ErrorCode::F06_UNEXPECTED_PAYMENT
-        );
-        assert_eq!(
-            Error::NotOurAddress.reject_code(),
-            ErrorCode::F02_UNREACHABLE
-        );
-        assert_eq!(
-            Error::RandomUnavailable.reject_code(),
-            ErrorCode::T00_INTERNAL_ERROR
-        );
+        assert_eq!(Error::DecryptionFailed.reject_code(), ErrorCode::F06_UNEXPECTED_PAYMENT);
+        assert_eq!(Error::NotOurAddress.reject_code(), ErrorCode::F02_UNREACHABLE);
+        assert_eq!(Error::RandomUnavailable.reject_code(), ErrorCode::T00_INTERNAL_ERROR);
         assert_eq!(
             Error::InvalidStreamPacket(Box::new(Error::UnsupportedStreamVersion(2))).to_string(),
             "invalid STREAM packet: unsupported STREAM version 2"

@@ -62,6 +62,8 @@ pub enum AccountKind {
     Wallet,
     /// The ASE's account for an asset: the other side of deposits and withdrawals.
     Settlement,
+    /// One outgoing payment's funds while it is being sent: never overdrawn.
+    Payment,
 }
 
 impl AccountKind {
@@ -69,6 +71,7 @@ impl AccountKind {
         match self {
             Self::Wallet => "wallet",
             Self::Settlement => "settlement",
+            Self::Payment => "payment",
         }
     }
 }
@@ -182,18 +185,14 @@ pub mod ops {
             kind.as_str(),
             &asset.code,
             asset.scale,
-            kind == AccountKind::Wallet,
+            kind != AccountKind::Settlement,
             now,
         )?;
         Ok(id)
     }
 
     /// The settlement account of `asset`, created on first use.
-    pub fn settlement_account(
-        conn: &Connection,
-        asset: &Asset,
-        now: &str,
-    ) -> Result<String, LedgerError> {
+    pub fn settlement_account(conn: &Connection, asset: &Asset, now: &str) -> Result<String, LedgerError> {
         if let Some(id) = repo::settlement_account(conn, &asset.code, asset.scale)? {
             return Ok(id);
         }
@@ -216,11 +215,7 @@ pub mod ops {
     }
 
     /// Creates a posted or pending transfer. Returns the transfer and whether it was new.
-    pub fn create_transfer(
-        conn: &Connection,
-        t: &NewTransfer,
-        now: &str,
-    ) -> Result<(TransferRow, bool), LedgerError> {
+    pub fn create_transfer(conn: &Connection, t: &NewTransfer, now: &str) -> Result<(TransferRow, bool), LedgerError> {
         if let Some(existing) = repo::transfer(conn, &t.id)? {
             let was_pending = existing.state == "pending" || existing.resolved_at.is_some();
             let same = existing.debit_account == t.debit
@@ -243,10 +238,7 @@ pub mod ops {
         let debit = account(conn, &t.debit)?;
         let credit = account(conn, &t.credit)?;
         if asset_of(&debit) != asset_of(&credit) {
-            return Err(LedgerError::AssetMismatch(
-                asset_of(&debit),
-                asset_of(&credit),
-            ));
+            return Err(LedgerError::AssetMismatch(asset_of(&debit), asset_of(&credit)));
         }
         let amount = t.amount.as_i64();
         if debit.no_overdraft {
@@ -306,12 +298,7 @@ pub mod ops {
     }
 
     /// Posts a pending transfer, moving `amount` (default: all of it) and releasing the rest. Exactly once.
-    pub fn post(
-        conn: &Connection,
-        id: &str,
-        amount: Option<Value>,
-        now: &str,
-    ) -> Result<TransferRow, LedgerError> {
+    pub fn post(conn: &Connection, id: &str, amount: Option<Value>, now: &str) -> Result<TransferRow, LedgerError> {
         resolve(conn, id, amount, true, now)
     }
 
@@ -327,8 +314,7 @@ pub mod ops {
         post: bool,
         now: &str,
     ) -> Result<TransferRow, LedgerError> {
-        let t =
-            repo::transfer(conn, id)?.ok_or_else(|| LedgerError::UnknownTransfer(id.to_owned()))?;
+        let t = repo::transfer(conn, id)?.ok_or_else(|| LedgerError::UnknownTransfer(id.to_owned()))?;
         if t.state != "pending" {
             return Err(LedgerError::AlreadyResolved {
                 id: id.to_owned(),
@@ -376,9 +362,7 @@ pub mod ops {
 
     /// Balances of the given accounts (for events after commit).
     pub fn balances(conn: &Connection, ids: &[&str]) -> Result<Vec<Balance>, LedgerError> {
-        ids.iter()
-            .map(|id| account(conn, id).map(Balance::from))
-            .collect()
+        ids.iter().map(|id| account(conn, id).map(Balance::from)).collect()
     }
 }
 
@@ -395,11 +379,7 @@ pub fn audit(conn: &Connection) -> Result<Vec<AuditMismatch>, LedgerError> {
     let mut out = Vec::new();
     for (id, bal, pd, pc) in store::ledger::journal_balances(conn)? {
         let a = ops::account(conn, &id)?;
-        let cached = (
-            a.balance.into(),
-            a.pending_debits.into(),
-            a.pending_credits.into(),
-        );
+        let cached = (a.balance.into(), a.pending_debits.into(), a.pending_credits.into());
         if cached != (bal, pd, pc) {
             out.push(AuditMismatch {
                 account_id: id,
@@ -444,9 +424,7 @@ impl Ledger {
         if let Some(id) = &transfer_id
             && (id.is_empty()
                 || id.len() > 128
-                || !id
-                    .bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b".-_:".contains(&b)))
+                || !id.bytes().all(|b| b.is_ascii_alphanumeric() || b".-_:".contains(&b)))
         {
             return Err(LedgerError::BadTransferId);
         }
@@ -495,29 +473,20 @@ impl Ledger {
         let mine = balances
             .into_iter()
             .find(|b| b.kind == "wallet")
-            .ok_or_else(|| {
-                LedgerError::Store(store::Error::Corrupt("wallet balance missing".into()))
-            })?;
+            .ok_or_else(|| LedgerError::Store(store::Error::Corrupt("wallet balance missing".into())))?;
         Ok((transfer.into(), mine))
     }
 
     /// One account's balances.
     pub async fn balance(&self, account_id: &str) -> Result<Balance, LedgerError> {
         let id = account_id.to_owned();
-        self.store
-            .call(move |conn| Ok(ops::account(conn, &id)?.into()))
-            .await
+        self.store.call(move |conn| Ok(ops::account(conn, &id)?.into())).await
     }
 
     /// All account balances.
     pub async fn balances(&self) -> Result<Vec<Balance>, LedgerError> {
         self.store
-            .call(|conn| {
-                Ok(store::ledger::accounts(conn)?
-                    .into_iter()
-                    .map(Balance::from)
-                    .collect())
-            })
+            .call(|conn| Ok(store::ledger::accounts(conn)?.into_iter().map(Balance::from).collect()))
             .await
     }
 }

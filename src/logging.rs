@@ -28,8 +28,7 @@ pub fn to_file(level: &str, file: &Path) -> std::io::Result<WorkerGuard> {
         .file_name()
         .map(|n| n.to_owned())
         .unwrap_or_else(|| "opdesk.log".into());
-    let (writer, guard) =
-        tracing_appender::non_blocking(tracing_appender::rolling::never(dir, name));
+    let (writer, guard) = tracing_appender::non_blocking(tracing_appender::rolling::never(dir, name));
     let _ = fmt()
         .with_env_filter(filter(level))
         .with_ansi(false)

@@ -10,9 +10,7 @@ use serde::{Deserialize, Serialize};
 /// Why an amount or asset was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum MoneyError {
-    #[error(
-        "amount value must be a string of decimal digits without sign or leading zeros, got {0:?}"
-    )]
+    #[error("amount value must be a string of decimal digits without sign or leading zeros, got {0:?}")]
     NotCanonical(String),
     #[error("amount value {0} is larger than the maximum {max}", max = i64::MAX)]
     TooLarge(String),
@@ -91,9 +89,7 @@ impl Value {
 
     /// Parses the wire form: `0` or a non-zero digit followed by digits; nothing else.
     pub fn parse(s: &str) -> Result<Self, MoneyError> {
-        let canonical = !s.is_empty()
-            && s.bytes().all(|b| b.is_ascii_digit())
-            && (s == "0" || !s.starts_with('0'));
+        let canonical = !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) && (s == "0" || !s.starts_with('0'));
         if !canonical {
             return Err(MoneyError::NotCanonical(s.to_owned()));
         }
@@ -124,10 +120,7 @@ impl Value {
     }
 
     pub fn checked_sub(self, other: Value) -> Result<Value, MoneyError> {
-        self.0
-            .checked_sub(other.0)
-            .map(Value)
-            .ok_or(MoneyError::Overflow)
+        self.0.checked_sub(other.0).map(Value).ok_or(MoneyError::Overflow)
     }
 
     pub fn is_zero(self) -> bool {
@@ -240,16 +233,8 @@ mod tests {
 
     #[test]
     fn amount_rejects_unknown_fields_and_big_scale() {
-        assert!(
-            serde_json::from_str::<Amount>(r#"{"value":"1","assetCode":"USD","assetScale":256}"#)
-                .is_err()
-        );
-        assert!(
-            serde_json::from_str::<Amount>(
-                r#"{"value":"1","assetCode":"USD","assetScale":2,"x":1}"#
-            )
-            .is_err()
-        );
+        assert!(serde_json::from_str::<Amount>(r#"{"value":"1","assetCode":"USD","assetScale":256}"#).is_err());
+        assert!(serde_json::from_str::<Amount>(r#"{"value":"1","assetCode":"USD","assetScale":2,"x":1}"#).is_err());
     }
 
     #[test]

@@ -31,14 +31,8 @@ pub fn router(state: AppState) -> Router {
         .merge(ase::wallet::routes())
         .fallback(error::not_found)
         .layer(DefaultBodyLimit::max(limit))
-        .layer(middleware::from_fn_with_state(
-            state.clone(),
-            request_log::emit,
-        ))
-        .layer(TimeoutLayer::with_status_code(
-            StatusCode::REQUEST_TIMEOUT,
-            timeout,
-        ))
+        .layer(middleware::from_fn_with_state(state.clone(), request_log::emit))
+        .layer(TimeoutLayer::with_status_code(StatusCode::REQUEST_TIMEOUT, timeout))
         .with_state(state)
 }
 
@@ -47,15 +41,8 @@ async fn healthz() -> &'static str {
 }
 
 /// Serves `router` on `listener` until `shutdown` is cancelled; in-flight requests finish first.
-pub async fn serve(
-    listener: TcpListener,
-    router: Router,
-    shutdown: CancellationToken,
-) -> std::io::Result<()> {
-    axum::serve(
-        listener,
-        router.into_make_service_with_connect_info::<SocketAddr>(),
-    )
-    .with_graceful_shutdown(async move { shutdown.cancelled().await })
-    .await
+pub async fn serve(listener: TcpListener, router: Router, shutdown: CancellationToken) -> std::io::Result<()> {
+    axum::serve(listener, router.into_make_service_with_connect_info::<SocketAddr>())
+        .with_graceful_shutdown(async move { shutdown.cancelled().await })
+        .await
 }

@@ -16,10 +16,7 @@ const DEFAULTS: &str = include_str!("../assets/config.toml");
 #[derive(Debug, thiserror::Error)]
 pub enum SettingsError {
     #[error("cannot read {path}: {source}")]
-    Read {
-        path: PathBuf,
-        source: std::io::Error,
-    },
+    Read { path: PathBuf, source: std::io::Error },
     #[error("{origin}: {message}")]
     Invalid { origin: String, message: String },
     #[error("no home directory: pass --data-dir and --config")]
@@ -60,8 +57,31 @@ struct Raw {
     gnap: GnapSettings,
     client_keys: ClientKeySettings,
     resource_server: ResourceServerSettings,
+    engine: EngineSettings,
     rates: std::collections::BTreeMap<String, String>,
     fees: std::collections::BTreeMap<String, crate::ase::rates::Fee>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EngineSettings {
+    pub preset: String,
+    pub packets_per_payment: u32,
+    pub packet_interval_ms: u64,
+    pub retry_base_ms: u64,
+    pub retry_max_ms: u64,
+    pub max_attempts: u32,
+}
+
+impl EngineSettings {
+    /// Packets per payment and the pause between them, after applying the preset.
+    pub fn pacing(&self) -> (u32, u64) {
+        match self.preset.as_str() {
+            "demo" => (20, 150),
+            "custom" => (self.packets_per_payment.max(1), self.packet_interval_ms),
+            _ => (1, 0),
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -136,6 +156,7 @@ pub struct Settings {
     pub gnap: GnapSettings,
     pub client_keys: ClientKeySettings,
     pub resource_server: ResourceServerSettings,
+    pub engine: EngineSettings,
     /// Exchange rates and fees, validated.
     pub rates: crate::ase::rates::Rates,
     pub paths: Paths,
@@ -197,9 +218,7 @@ fn env_layer(vars: impl Iterator<Item = (String, String)>, known: &Table) -> Tab
             if i + 1 == path.len() {
                 t.insert(seg.clone(), value.clone());
             } else {
-                let entry = t
-                    .entry(seg.clone())
-                    .or_insert_with(|| Value::Table(Table::new()));
+                let entry = t.entry(seg.clone()).or_insert_with(|| Value::Table(Table::new()));
                 match entry {
                     Value::Table(inner) => t = inner,
                     _ => break,
@@ -224,10 +243,7 @@ impl Settings {
     }
 
     /// Resolves settings with an explicit environment (tests).
-    pub fn load_from(
-        o: &Overrides,
-        env: impl Iterator<Item = (String, String)>,
-    ) -> Result<Self, SettingsError> {
+    pub fn load_from(o: &Overrides, env: impl Iterator<Item = (String, String)>) -> Result<Self, SettingsError> {
         let dirs = project_dirs();
         let config_file = match (&o.config, &dirs) {
             (Some(p), _) => p.clone(),
@@ -236,10 +252,7 @@ impl Settings {
         };
         let mut table = parse_table(DEFAULTS, "built-in defaults")?;
         match std::fs::read_to_string(&config_file) {
-            Ok(text) => merge(
-                &mut table,
-                parse_table(&text, &config_file.display().to_string())?,
-            ),
+            Ok(text) => merge(&mut table, parse_table(&text, &config_file.display().to_string())?),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound && !o.config_required => {}
             Err(source) => {
                 return Err(SettingsError::Read {
@@ -273,11 +286,7 @@ impl Settings {
         Self::resolve(raw, config_file, dirs.as_ref())
     }
 
-    fn resolve(
-        raw: Raw,
-        config_file: PathBuf,
-        dirs: Option<&directories::ProjectDirs>,
-    ) -> Result<Self, SettingsError> {
+    fn resolve(raw: Raw, config_file: PathBuf, dirs: Option<&directories::ProjectDirs>) -> Result<Self, SettingsError> {
         let invalid = |key: &str, message: String| SettingsError::Invalid {
             origin: key.to_owned(),
             message,
@@ -285,10 +294,7 @@ impl Settings {
         let listen: SocketAddr = raw.listen.parse().map_err(|e| {
             invalid(
                 "listen",
-                format!(
-                    "{:?} is not an address like 127.0.0.1:4000: {e}",
-                    raw.listen
-                ),
+                format!("{:?} is not an address like 127.0.0.1:4000: {e}", raw.listen),
             )
         })?;
         let public_url = if raw.public_url.is_empty() {
@@ -296,8 +302,7 @@ impl Settings {
         } else {
             let u = url::Url::parse(&raw.public_url)
                 .map_err(|e| invalid("public_url", format!("{:?}: {e}", raw.public_url)))?;
-            if !matches!(u.scheme(), "http" | "https") || u.host().is_none() || u.query().is_some()
-            {
+            if !matches!(u.scheme(), "http" | "https") || u.host().is_none() || u.query().is_some() {
                 return Err(invalid(
                     "public_url",
                     "must be an http(s) URL with a host and no query".into(),
@@ -317,10 +322,7 @@ impl Settings {
             raw.store.synchronous.to_ascii_uppercase().as_str(),
             "NORMAL" | "FULL" | "EXTRA"
         ) {
-            return Err(invalid(
-                "store.synchronous",
-                "must be NORMAL, FULL or EXTRA".into(),
-            ));
+            return Err(invalid("store.synchronous", "must be NORMAL, FULL or EXTRA".into()));
         }
         match &raw.client_keys.allow_loopback {
             toml::Value::Boolean(_) => {}
@@ -333,26 +335,27 @@ impl Settings {
             }
         }
         if raw.gnap.access_token_expires_in_secs == 0 || raw.gnap.interaction_expires_in_secs == 0 {
+            return Err(invalid("gnap", "expiry times must be at least one second".into()));
+        }
+        if !matches!(raw.engine.preset.as_str(), "fast" | "demo" | "custom") {
             return Err(invalid(
-                "gnap",
-                "expiry times must be at least one second".into(),
+                "engine.preset",
+                "must be \"fast\", \"demo\" or \"custom\"".into(),
             ));
         }
-        let rates = crate::ase::rates::Rates::new(&raw.rates, &raw.fees)
-            .map_err(|e| invalid("rates", e.to_string()))?;
-        if raw.resource_server.quote_lifetime_secs == 0
-            || raw.resource_server.incoming_max_lifetime_secs == 0
-        {
+        if raw.engine.max_attempts == 0 {
+            return Err(invalid("engine.max_attempts", "must be at least 1".into()));
+        }
+        let rates =
+            crate::ase::rates::Rates::new(&raw.rates, &raw.fees).map_err(|e| invalid("rates", e.to_string()))?;
+        if raw.resource_server.quote_lifetime_secs == 0 || raw.resource_server.incoming_max_lifetime_secs == 0 {
             return Err(invalid(
                 "resource_server",
                 "lifetimes must be at least one second".into(),
             ));
         }
         if raw.server.body_limit_bytes < 1024 {
-            return Err(invalid(
-                "server.body_limit_bytes",
-                "must be at least 1024".into(),
-            ));
+            return Err(invalid("server.body_limit_bytes", "must be at least 1024".into()));
         }
         Ok(Self {
             listen,
@@ -365,6 +368,7 @@ impl Settings {
             gnap: raw.gnap,
             client_keys: raw.client_keys,
             resource_server: raw.resource_server,
+            engine: raw.engine,
             rates,
             paths: Paths {
                 config_file,
@@ -423,10 +427,7 @@ mod tests {
 
         let s = Settings::load_from(
             &o,
-            env(&[
-                ("OPDESK_LISTEN", "127.0.0.1:6000"),
-                ("OPDESK_DEMO__SEED", "true"),
-            ]),
+            env(&[("OPDESK_LISTEN", "127.0.0.1:6000"), ("OPDESK_DEMO__SEED", "true")]),
         )
         .unwrap();
         assert_eq!(s.listen.port(), 6000);
@@ -436,11 +437,7 @@ mod tests {
             listen: Some("127.0.0.1:7000".into()),
             ..o
         };
-        let s = Settings::load_from(
-            &o2,
-            env(&[("OPDESK_LISTEN", "127.0.0.1:6000"), ("OPDESK_BIN", "/x")]),
-        )
-        .unwrap();
+        let s = Settings::load_from(&o2, env(&[("OPDESK_LISTEN", "127.0.0.1:6000"), ("OPDESK_BIN", "/x")])).unwrap();
         assert_eq!(s.listen.port(), 7000);
         assert_eq!(s.paths.database(), dir.path().join("ase.sqlite3"));
     }

@@ -117,9 +117,7 @@ impl Store {
         let job: Job = Box::new(move |conn| {
             let _ = reply.send(f(conn));
         });
-        self.tx
-            .send(Msg::Job(job))
-            .map_err(|_| E::from(Error::Closed))?;
+        self.tx.send(Msg::Job(job)).map_err(|_| E::from(Error::Closed))?;
         rx.await.map_err(|_| E::from(Error::Closed))?
     }
 
@@ -134,9 +132,7 @@ impl Store {
         let job: Job = Box::new(move |conn| {
             let _ = reply.send(f(conn));
         });
-        self.tx
-            .send(Msg::Job(job))
-            .map_err(|_| E::from(Error::Closed))?;
+        self.tx.send(Msg::Job(job)).map_err(|_| E::from(Error::Closed))?;
         rx.recv().map_err(|_| E::from(Error::Closed))?
     }
 

@@ -4,9 +4,7 @@
 use reqwest::{Method, StatusCode};
 use serde::{Serialize, de::DeserializeOwned};
 
-use super::dto::{
-    AddKey, CreateWallet, KeyAdded, Listed, Move, Moved, PaymentFilter, Reject, WalletDetail,
-};
+use super::dto::{AddKey, CreateWallet, KeyAdded, Listed, Move, Moved, PaymentFilter, Reject, WalletDetail};
 use crate::{
     ase::{incoming::IncomingView, outgoing::OutgoingView, quotes::QuoteDto, wallet::Wallet},
     gnap::service::GrantView,
@@ -71,10 +69,7 @@ impl AdminClient {
             }
         })?;
         let status = res.status();
-        let bytes = res
-            .bytes()
-            .await
-            .map_err(|e| ClientError::Protocol(e.to_string()))?;
+        let bytes = res.bytes().await.map_err(|e| ClientError::Protocol(e.to_string()))?;
         if status == StatusCode::NO_CONTENT {
             return Ok(None);
         }
@@ -98,11 +93,7 @@ impl AdminClient {
             .ok_or_else(|| ClientError::Protocol("empty body".into()))
     }
 
-    async fn post<B: Serialize, T: DeserializeOwned>(
-        &self,
-        path: &str,
-        body: &B,
-    ) -> Result<T, ClientError> {
+    async fn post<B: Serialize, T: DeserializeOwned>(&self, path: &str, body: &B) -> Result<T, ClientError> {
         self.send(Method::POST, path, Some(body))
             .await?
             .ok_or_else(|| ClientError::Protocol("empty body".into()))
@@ -129,12 +120,8 @@ impl AdminClient {
     }
 
     pub async fn remove_key(&self, name: &str, kid: &str) -> Result<(), ClientError> {
-        self.send::<(), serde_json::Value>(
-            Method::DELETE,
-            &format!("/wallets/{name}/keys/{kid}"),
-            None,
-        )
-        .await?;
+        self.send::<(), serde_json::Value>(Method::DELETE, &format!("/wallets/{name}/keys/{kid}"), None)
+            .await?;
         Ok(())
     }
 
@@ -171,17 +158,12 @@ impl AdminClient {
     }
 
     pub async fn revoke_grant(&self, id: &str) -> Result<GrantView, ClientError> {
-        self.post(&format!("/grants/{id}/revoke"), &serde_json::json!({}))
-            .await
+        self.post(&format!("/grants/{id}/revoke"), &serde_json::json!({})).await
     }
 
     fn query(f: &PaymentFilter) -> String {
         let mut parts = Vec::new();
-        for (k, v) in [
-            ("wallet", &f.wallet),
-            ("state", &f.state),
-            ("cursor", &f.cursor),
-        ] {
+        for (k, v) in [("wallet", &f.wallet), ("state", &f.state), ("cursor", &f.cursor)] {
             if let Some(v) = v {
                 parts.push(format!(
                     "{k}={}",
@@ -199,12 +181,8 @@ impl AdminClient {
         }
     }
 
-    pub async fn list_incoming(
-        &self,
-        f: &PaymentFilter,
-    ) -> Result<Listed<IncomingView>, ClientError> {
-        self.get(&format!("/incoming-payments{}", Self::query(f)))
-            .await
+    pub async fn list_incoming(&self, f: &PaymentFilter) -> Result<Listed<IncomingView>, ClientError> {
+        self.get(&format!("/incoming-payments{}", Self::query(f))).await
     }
 
     pub async fn show_incoming(&self, id: &str) -> Result<IncomingView, ClientError> {
@@ -212,19 +190,12 @@ impl AdminClient {
     }
 
     pub async fn complete_incoming(&self, id: &str) -> Result<IncomingView, ClientError> {
-        self.post(
-            &format!("/incoming-payments/{id}/complete"),
-            &serde_json::json!({}),
-        )
-        .await
+        self.post(&format!("/incoming-payments/{id}/complete"), &serde_json::json!({}))
+            .await
     }
 
-    pub async fn list_outgoing(
-        &self,
-        f: &PaymentFilter,
-    ) -> Result<Listed<OutgoingView>, ClientError> {
-        self.get(&format!("/outgoing-payments{}", Self::query(f)))
-            .await
+    pub async fn list_outgoing(&self, f: &PaymentFilter) -> Result<Listed<OutgoingView>, ClientError> {
+        self.get(&format!("/outgoing-payments{}", Self::query(f))).await
     }
 
     pub async fn show_outgoing(&self, id: &str) -> Result<OutgoingView, ClientError> {

@@ -57,33 +57,27 @@ impl FromRequest<AppState> for RsAuth {
                 "missing or malformed Authorization: GNAP <token>",
             ));
         };
-        let signed = Signed::from_request(req, state)
-            .await
-            .map_err(|e| match e {
-                SignedError::TooLarge => ApiError::new(
-                    axum::http::StatusCode::PAYLOAD_TOO_LARGE,
-                    "payload_too_large",
-                    "request body is too large",
-                ),
-                SignedError::Body(d) => ApiError::bad_request("invalid_request", d),
-                SignedError::Signature(s) => {
-                    tracing::info!(error = %s, "resource request signature refused");
-                    ApiError::unauthorized(&as_uri, format!("signature validation error: {s}"))
-                }
-            })?;
+        let signed = Signed::from_request(req, state).await.map_err(|e| match e {
+            SignedError::TooLarge => ApiError::new(
+                axum::http::StatusCode::PAYLOAD_TOO_LARGE,
+                "payload_too_large",
+                "request body is too large",
+            ),
+            SignedError::Body(d) => ApiError::bad_request("invalid_request", d),
+            SignedError::Signature(s) => {
+                tracing::info!(error = %s, "resource request signature refused");
+                ApiError::unauthorized(&as_uri, format!("signature validation error: {s}"))
+            }
+        })?;
         let token = state
             .gnap
             .introspect(&value)
             .await?
             .ok_or_else(|| ApiError::forbidden(&as_uri, "inactive token"))?;
-        state
-            .verifier
-            .verify(&signed, &token.client)
-            .await
-            .map_err(|e| {
-                tracing::info!(error = %e, "resource request signature refused");
-                ApiError::unauthorized(&as_uri, format!("signature validation error: {e}"))
-            })?;
+        state.verifier.verify(&signed, &token.client).await.map_err(|e| {
+            tracing::info!(error = %e, "resource request signature refused");
+            ApiError::unauthorized(&as_uri, format!("signature validation error: {e}"))
+        })?;
         Ok(Self {
             client_id: client_id(&token.client),
             signed,
@@ -95,12 +89,7 @@ impl FromRequest<AppState> for RsAuth {
 
 impl RsAuth {
     /// The access item that allows `action` on `type_name` for `wallet_url`, preferring the `-all` variant.
-    pub fn require(
-        &self,
-        type_name: &str,
-        action: Action,
-        wallet_url: &str,
-    ) -> Result<Scope, ApiError> {
+    pub fn require(&self, type_name: &str, action: Action, wallet_url: &str) -> Result<Scope, ApiError> {
         let all_action = match action {
             Action::Read => Some(Action::ReadAll),
             Action::List => Some(Action::ListAll),
@@ -110,8 +99,7 @@ impl RsAuth {
             self.token.access.iter().find(|i| {
                 i.type_name() == type_name
                     && i.actions().contains(&a)
-                    && i.identifier()
-                        .is_none_or(|id| id.trim_end_matches('/') == wallet_url)
+                    && i.identifier().is_none_or(|id| id.trim_end_matches('/') == wallet_url)
             })
         };
         if let Some(item) = all_action.and_then(matching) {
@@ -128,10 +116,7 @@ impl RsAuth {
             .ok_or_else(|| {
                 ApiError::forbidden(
                     &self.as_uri,
-                    format!(
-                        "insufficient grant: {type_name} {} on {wallet_url}",
-                        action.as_str()
-                    ),
+                    format!("insufficient grant: {type_name} {} on {wallet_url}", action.as_str()),
                 )
             })
     }

@@ -104,21 +104,13 @@ pub struct IncomingPayments {
 }
 
 impl IncomingPayments {
-    pub fn new(
-        store: Store,
-        bus: EventBus,
-        clock: SharedClock,
-        public_url: &str,
-        max_lifetime_secs: u64,
-    ) -> Self {
+    pub fn new(store: Store, bus: EventBus, clock: SharedClock, public_url: &str, max_lifetime_secs: u64) -> Self {
         Self {
             store,
             bus,
             clock,
             public_url: public_url.trim_end_matches('/').to_owned(),
-            max_lifetime: Duration::seconds(
-                i64::try_from(max_lifetime_secs).unwrap_or(i64::MAX / 2),
-            ),
+            max_lifetime: Duration::seconds(i64::try_from(max_lifetime_secs).unwrap_or(i64::MAX / 2)),
         }
     }
 
@@ -146,10 +138,7 @@ impl IncomingPayments {
             incoming_amount: r.incoming_amount.map(amount),
             received_amount: amount(r.received_amount),
             expires_at: r.expires_at.clone(),
-            metadata: r
-                .metadata
-                .as_deref()
-                .and_then(|m| serde_json::from_str(m).ok()),
+            metadata: r.metadata.as_deref().and_then(|m| serde_json::from_str(m).ok()),
             created_at: r.created_at.clone(),
             methods: with_methods.then(Vec::new),
         }
@@ -189,9 +178,8 @@ impl IncomingPayments {
         let expires_at = match &req.expires_at {
             None => latest,
             Some(s) => {
-                let t = parse_ts(s).map_err(|e| {
-                    ApiError::bad_request("invalid_request", format!("expiresAt {s:?}: {e}"))
-                })?;
+                let t = parse_ts(s)
+                    .map_err(|e| ApiError::bad_request("invalid_request", format!("expiresAt {s:?}: {e}")))?;
                 if t <= now {
                     return Err(ApiError::bad_request(
                         "invalid_request",
@@ -268,20 +256,13 @@ impl IncomingPayments {
         let condition = match state {
             None => None,
             Some(st) => Some(
-                repo::incoming_state_condition(st, &format_ts(self.clock.now())).ok_or_else(
-                    || {
-                        ApiError::bad_request(
-                            "invalid_request",
-                            "state must be pending, completed or expired",
-                        )
-                    },
-                )?,
+                repo::incoming_state_condition(st, &format_ts(self.clock.now())).ok_or_else(|| {
+                    ApiError::bad_request("invalid_request", "state must be pending, completed or expired")
+                })?,
             ),
         };
         self.store
-            .call(move |c| {
-                repo::list_incoming(c, w.as_deref(), client.as_deref(), condition, &page)
-            })
+            .call(move |c| repo::list_incoming(c, w.as_deref(), client.as_deref(), condition, &page))
             .await
             .map_err(|e| ApiError::internal(&e))
     }
@@ -345,10 +326,7 @@ async fn create(State(s): State<AppState>, auth: RsAuth) -> Result<Response, Api
     let wallet_url = req.wallet_address.trim_end_matches('/').to_owned();
     auth.require("incoming-payment", Action::Create, &wallet_url)?;
     let wallet = wallet_of(&s, &wallet_url).await?;
-    let row = s
-        .incoming
-        .create(&wallet, Some(auth.client_id.clone()), req)
-        .await?;
+    let row = s.incoming.create(&wallet, Some(auth.client_id.clone()), req).await?;
     Ok((StatusCode::CREATED, Json(s.incoming.dto(&row, true))).into_response())
 }
 
@@ -374,15 +352,8 @@ async fn list(
 }
 
 /// Authenticated: the full resource with `methods`. Without `Authorization`: the public view.
-async fn read(
-    State(s): State<AppState>,
-    Path(id): Path<String>,
-    req: Request,
-) -> Result<Response, ApiError> {
-    if !req
-        .headers()
-        .contains_key(axum::http::header::AUTHORIZATION)
-    {
+async fn read(State(s): State<AppState>, Path(id): Path<String>, req: Request) -> Result<Response, ApiError> {
+    if !req.headers().contains_key(axum::http::header::AUTHORIZATION) {
         let row = s.incoming.get(&id).await?;
         let dto = s.incoming.dto(&row, false);
         return Ok(Json(serde_json::json!({
@@ -401,11 +372,7 @@ async fn read(
     Ok(Json(s.incoming.dto(&row, true)).into_response())
 }
 
-async fn complete(
-    State(s): State<AppState>,
-    Path(id): Path<String>,
-    auth: RsAuth,
-) -> Result<Response, ApiError> {
+async fn complete(State(s): State<AppState>, Path(id): Path<String>, auth: RsAuth) -> Result<Response, ApiError> {
     let row = s.incoming.get(&id).await?;
     let wallet_url = format!("{}/{}", s.settings.public_url, row.wallet_name);
     auth.require("incoming-payment", Action::Complete, &wallet_url)?;

@@ -4,7 +4,9 @@
 //! and inserts the payment — so concurrent creates can never overspend a grant or a wallet. A payment the
 //! sender cannot fund is created failed (`insufficient_balance`) with nothing reserved.
 
-use std::collections::HashMap;
+use std::{collections::HashMap, sync::Arc};
+
+use tokio::sync::Notify;
 
 use axum::{
     Json, Router,
@@ -30,7 +32,7 @@ use crate::{
     gnap::model::{AccessItem, Action, Limits},
     ids,
     interval::RepeatingInterval,
-    ledger::{self, LedgerError, NewTransfer},
+    ledger,
     money::{Amount, Asset, Value},
     server::{AppState, error::ApiError},
     store::{
@@ -129,21 +131,15 @@ fn window(limits: Option<&Limits>, now: OffsetDateTime) -> Result<(String, Strin
                 .map_err(|e| ApiError::internal(&format!("stored interval {i:?}: {e}")))?;
             match iv.window_at(now) {
                 Ok(Some((s, e))) => Ok((format_ts(s), format_ts(e))),
-                Ok(None) => Err(forbidden(
-                    "the grant's interval does not cover the current time",
-                )),
-                Err(e) => Err(forbidden(format!(
-                    "the grant's interval cannot be applied now: {e}"
-                ))),
+                Ok(None) => Err(forbidden("the grant's interval does not cover the current time")),
+                Err(e) => Err(forbidden(format!("the grant's interval cannot be applied now: {e}"))),
             }
         }
     }
 }
 
 fn amount(v: i128, asset: &Asset) -> Amount {
-    let v = u64::try_from(v.max(0))
-        .unwrap_or(u64::MAX)
-        .min(i64::MAX as u64);
+    let v = u64::try_from(v.max(0)).unwrap_or(u64::MAX).min(i64::MAX as u64);
     Amount::new(Value::new(v).unwrap_or_default(), asset)
 }
 
@@ -154,6 +150,8 @@ pub struct OutgoingPayments {
     clock: SharedClock,
     quotes: Quotes,
     public_url: String,
+    /// Wakes the payment engine when a payment is ready to send.
+    wake: Arc<Notify>,
 }
 
 impl OutgoingPayments {
@@ -163,6 +161,7 @@ impl OutgoingPayments {
         clock: SharedClock,
         quotes: Quotes,
         public_url: &str,
+        wake: Arc<Notify>,
     ) -> Self {
         Self {
             store,
@@ -170,6 +169,7 @@ impl OutgoingPayments {
             clock,
             quotes,
             public_url: public_url.trim_end_matches('/').to_owned(),
+            wake,
         }
     }
 
@@ -195,10 +195,7 @@ impl OutgoingPayments {
             receive_amount: amount(r.receive_amount.into(), &receive),
             debit_amount: amount(r.debit_amount.into(), &debit),
             sent_amount: amount(r.sent_amount.into(), &debit),
-            metadata: r
-                .metadata
-                .as_deref()
-                .and_then(|m| serde_json::from_str(m).ok()),
+            metadata: r.metadata.as_deref().and_then(|m| serde_json::from_str(m).ok()),
             created_at: r.created_at.clone(),
             grant_spent_debit_amount: None,
             grant_spent_receive_amount: None,
@@ -236,11 +233,7 @@ impl OutgoingPayments {
         let now_s = format_ts(now);
         // a payment without a quote is priced now (fixed-send)
         let priced: Option<Priced> = match &source {
-            Source::Incoming { receiver, debit } => Some(
-                self.quotes
-                    .price(wallet, receiver, Some(debit), None)
-                    .await?,
-            ),
+            Source::Incoming { receiver, debit } => Some(self.quotes.price(wallet, receiver, Some(debit), None).await?),
             Source::Quote(_) => None,
         };
         let quote_id = match &source {
@@ -270,15 +263,28 @@ impl OutgoingPayments {
                             .map_err(|e| ApiError::internal(&e))?
                             .ok_or_else(|| ApiError::bad_request("invalid_quote", "unknown quoteId"))?;
                         if q.wallet_id != w.id {
-                            return Err(ApiError::bad_request("invalid_quote", "the quote belongs to another wallet"));
+                            return Err(ApiError::bad_request(
+                                "invalid_quote",
+                                "the quote belongs to another wallet",
+                            ));
                         }
                         if parse_ts(&q.expires_at).map_err(|e| ApiError::internal(&e))? <= now {
                             return Err(ApiError::bad_request("invalid_quote", "the quote has expired"));
                         }
-                        if repo::outgoing_by_quote(&tx, qid).map_err(|e| ApiError::internal(&e))?.is_some() {
+                        if repo::outgoing_by_quote(&tx, qid)
+                            .map_err(|e| ApiError::internal(&e))?
+                            .is_some()
+                        {
                             return Err(ApiError::bad_request("invalid_quote", "the quote was already used"));
                         }
-                        (q.receiver, q.incoming_payment_id, q.debit_amount, q.receive_amount, q.receive_asset_code, q.receive_asset_scale)
+                        (
+                            q.receiver,
+                            q.incoming_payment_id,
+                            q.debit_amount,
+                            q.receive_amount,
+                            q.receive_asset_code,
+                            q.receive_asset_scale,
+                        )
                     }
                     (None, Some(p)) => (
                         receiver_url.clone().unwrap_or_default(),
@@ -291,7 +297,10 @@ impl OutgoingPayments {
                     (None, None) => return Err(ApiError::internal(&"outgoing payment without a source")),
                 };
                 let debit_asset = w.asset();
-                let receive_asset = Asset { code: recv_code.clone(), scale: recv_scale };
+                let receive_asset = Asset {
+                    code: recv_code.clone(),
+                    scale: recv_scale,
+                };
                 // grant limits, counted in the current interval
                 let spent = match &grant {
                     None => None,
@@ -326,32 +335,11 @@ impl OutgoingPayments {
                     }
                 };
                 // reserve the debit from the sender's balance
-                let settlement = ledger::ops::settlement_account(&tx, &debit_asset, &now_s)?;
-                let reservation = NewTransfer {
-                    id: format!("reserve-{id}"),
-                    debit: w.account_id.clone(),
-                    credit: settlement,
-                    amount: Value::from_i64(debit)?,
-                    pending: true,
-                    kind: "reservation".into(),
-                    memo: Some(format!("outgoing payment {id}")),
-                };
-                let (state, reservation_id, failure) = match ledger::ops::create_transfer(&tx, &reservation, &now_s) {
-                    Ok(_) => ("sending", Some(reservation.id.clone()), None),
-                    Err(LedgerError::InsufficientBalance { available, .. }) => (
-                        "failed",
-                        None,
-                        Some((
-                            "insufficient_balance".to_owned(),
-                            format!(
-                                "The sender's available balance of {} does not cover the {} to send.",
-                                debit_asset.format(available.into()),
-                                debit_asset.format(debit.into())
-                            ),
-                        )),
-                    ),
-                    Err(e) => return Err(e.into()),
-                };
+                let (state, reservation_id, payment_account_id, failure) =
+                    match super::engine::reserve(&tx, &id, &w.account_id, &debit_asset, debit, &now_s)? {
+                        Ok((r, a)) => ("sending", Some(r), Some(a), None),
+                        Err(f) => ("failed", None, None, Some(f)),
+                    };
                 let row = OutgoingRow {
                     id: id.clone(),
                     wallet_id: w.id.clone(),
@@ -372,9 +360,11 @@ impl OutgoingPayments {
                     delivered_amount: 0,
                     state: state.into(),
                     reservation_id,
-                    failure_reason: failure.as_ref().map(|f| f.0.clone()),
+                    payment_account_id,
+                    failure_reason: failure.as_ref().map(|f| f.0.to_owned()),
                     failure_message: failure.as_ref().map(|f| f.1.clone()),
                     attempts: 0,
+                    next_attempt_at: (state == "sending").then(|| now_s.clone()),
                     metadata,
                     created_at: now_s.clone(),
                     updated_at: now_s.clone(),
@@ -389,8 +379,14 @@ impl OutgoingPayments {
             id: row.id.clone(),
             wallet: row.wallet_name.clone(),
         });
-        self.bus
-            .publish_all(balance.iter().map(ledger::Balance::event));
+        if row.state == "failed" {
+            self.bus.publish(DomainEvent::OutgoingPaymentFailed {
+                id: row.id.clone(),
+                reason: row.failure_reason.clone().unwrap_or_default(),
+            });
+        }
+        self.wake.notify_one();
+        self.bus.publish_all(balance.iter().map(ledger::Balance::event));
         let mut dto = self.dto(&row);
         if let Some((sd, sr)) = spent {
             let debit_asset = wallet.asset();
@@ -436,9 +432,7 @@ impl OutgoingPayments {
         }
         let w = wallet_id.map(str::to_owned);
         self.store
-            .call(move |c| {
-                repo::list_outgoing(c, w.as_deref(), client.as_deref(), state.as_deref(), &page)
-            })
+            .call(move |c| repo::list_outgoing(c, w.as_deref(), client.as_deref(), state.as_deref(), &page))
             .await
             .map_err(|e| ApiError::internal(&e))
     }
@@ -515,13 +509,7 @@ async fn create(State(s): State<AppState>, auth: RsAuth) -> Result<Response, Api
     };
     let dto = s
         .outgoing
-        .create(
-            &wallet,
-            Some(auth.client_id.clone()),
-            Some(grant),
-            source,
-            req.metadata,
-        )
+        .create(&wallet, Some(auth.client_id.clone()), Some(grant), source, req.metadata)
         .await?;
     Ok((StatusCode::CREATED, Json(dto)).into_response())
 }
@@ -539,19 +527,10 @@ async fn list(
         .outgoing
         .list(Some(&wallet.id), auth.owner_filter(&scope), None, q.page)
         .await?;
-    Ok(Json(ListResponse::from_page(
-        page,
-        |r| r.id.clone(),
-        |r| s.outgoing.dto(&r),
-    ))
-    .into_response())
+    Ok(Json(ListResponse::from_page(page, |r| r.id.clone(), |r| s.outgoing.dto(&r))).into_response())
 }
 
-async fn read(
-    State(s): State<AppState>,
-    Path(id): Path<String>,
-    auth: RsAuth,
-) -> Result<Response, ApiError> {
+async fn read(State(s): State<AppState>, Path(id): Path<String>, auth: RsAuth) -> Result<Response, ApiError> {
     let row = s.outgoing.get(&id).await?;
     let wallet_url = format!("{}/{}", s.settings.public_url, row.wallet_name);
     let scope = auth.require("outgoing-payment", Action::Read, &wallet_url)?;
@@ -567,16 +546,9 @@ async fn spent(State(s): State<AppState>, auth: RsAuth) -> Result<Response, ApiE
         .access
         .iter()
         .find(|i| matches!(i, AccessItem::OutgoingPayment { .. }))
-        .ok_or_else(|| {
-            ApiError::forbidden(
-                &s.gnap.grant_endpoint(),
-                "the token is not for outgoing payments",
-            )
-        })?;
+        .ok_or_else(|| ApiError::forbidden(&s.gnap.grant_endpoint(), "the token is not for outgoing payments"))?;
     let (limits, wallet_asset) = match item {
-        AccessItem::OutgoingPayment {
-            limits, identifier, ..
-        } => {
+        AccessItem::OutgoingPayment { limits, identifier, .. } => {
             let asset = s.wallets.by_url(identifier).await?.map(|w| w.asset());
             (limits.clone(), asset)
         }

@@ -103,12 +103,7 @@ mod tests {
     use super::*;
 
     fn q(pairs: &[(&str, &str)]) -> Result<ListQuery, ApiError> {
-        ListQuery::parse(
-            &pairs
-                .iter()
-                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-                .collect(),
-        )
+        ListQuery::parse(&pairs.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect())
     }
 
     #[test]

@@ -132,14 +132,8 @@ impl Quotes {
             id: self.url_of(&q.id),
             wallet_address: format!("{}/{}", self.public_url, q.wallet_name),
             receiver: q.receiver.clone(),
-            receive_amount: Amount::new(
-                Value::from_i64(q.receive_amount).unwrap_or_default(),
-                &receive_asset,
-            ),
-            debit_amount: Amount::new(
-                Value::from_i64(q.debit_amount).unwrap_or_default(),
-                &debit_asset,
-            ),
+            receive_amount: Amount::new(Value::from_i64(q.receive_amount).unwrap_or_default(), &receive_asset),
+            debit_amount: Amount::new(Value::from_i64(q.debit_amount).unwrap_or_default(), &debit_asset),
             method: "ilp".into(),
             expires_at: q.expires_at.clone(),
             created_at: q.created_at.clone(),
@@ -185,10 +179,7 @@ impl Quotes {
             .map(|i| u64::try_from(i - r.received_amount).unwrap_or(0));
         let (debit, receive, fee) = match (debit, receive) {
             (Some(_), Some(_)) => {
-                return Err(bad(
-                    "invalid_request",
-                    "give debitAmount or receiveAmount, not both",
-                ));
+                return Err(bad("invalid_request", "give debitAmount or receiveAmount, not both"));
             }
             (Some(d), None) => {
                 let d = d.expect_asset(&from)?.get();
@@ -198,10 +189,7 @@ impl Quotes {
             (None, Some(x)) => {
                 let x = x.expect_asset(&to)?.get();
                 if x == 0 {
-                    return Err(bad(
-                        "invalid_amount",
-                        "receiveAmount must be greater than zero",
-                    ));
+                    return Err(bad("invalid_amount", "receiveAmount must be greater than zero"));
                 }
                 let (debit, fee) = self.rates.fixed_receive(x, &from, &to)?;
                 (debit, x, fee)
@@ -222,10 +210,7 @@ impl Quotes {
         {
             return Err(bad(
                 "invalid_amount",
-                format!(
-                    "the receiver expects only {} more",
-                    to.format(i128::from(rem))
-                ),
+                format!("the receiver expects only {} more", to.format(i128::from(rem))),
             ));
         }
         Ok(Priced {
@@ -239,11 +224,7 @@ impl Quotes {
     /// When a quote priced now expires: its lifetime, never after the receiver's expiry.
     pub fn expiry(&self, receiver: &IncomingRow) -> String {
         let mut t = self.clock.now() + self.lifetime;
-        if let Some(e) = receiver
-            .expires_at
-            .as_deref()
-            .and_then(|e| parse_ts(e).ok())
-        {
+        if let Some(e) = receiver.expires_at.as_deref().and_then(|e| parse_ts(e).ok()) {
             t = t.min(e);
         }
         format_ts(t)
@@ -296,11 +277,7 @@ impl Quotes {
     }
 
     /// Lists newest first, one wallet's or all.
-    pub async fn list(
-        &self,
-        wallet_id: Option<&str>,
-        page: PageQuery,
-    ) -> Result<Page<QuoteRow>, ApiError> {
+    pub async fn list(&self, wallet_id: Option<&str>, page: PageQuery) -> Result<Page<QuoteRow>, ApiError> {
         let w = wallet_id.map(str::to_owned);
         self.store
             .call(move |c| repo::list_quotes(c, w.as_deref(), &page))
@@ -333,18 +310,11 @@ async fn create(State(s): State<AppState>, auth: RsAuth) -> Result<Response, Api
     let wallet_url = req.wallet_address.trim_end_matches('/').to_owned();
     auth.require("quote", Action::Create, &wallet_url)?;
     let wallet = wallet_of(&s, &wallet_url).await?;
-    let q = s
-        .quotes
-        .create(&wallet, Some(auth.client_id.clone()), req)
-        .await?;
+    let q = s.quotes.create(&wallet, Some(auth.client_id.clone()), req).await?;
     Ok((StatusCode::CREATED, Json(s.quotes.dto(&q))).into_response())
 }
 
-async fn read(
-    State(s): State<AppState>,
-    Path(id): Path<String>,
-    auth: RsAuth,
-) -> Result<Response, ApiError> {
+async fn read(State(s): State<AppState>, Path(id): Path<String>, auth: RsAuth) -> Result<Response, ApiError> {
     let q = s.quotes.get(&id).await?;
     let wallet_url = format!("{}/{}", s.settings.public_url, q.wallet_name);
     let scope = auth.require("quote", Action::Read, &wallet_url)?;

@@ -55,19 +55,14 @@ fn parse_decimal(key: &str, value: &str) -> Result<Ratio, RateError> {
         reason,
     };
     let (int, frac) = value.split_once('.').unwrap_or((value, ""));
-    if int.is_empty()
-        || !int.bytes().all(|b| b.is_ascii_digit())
-        || !frac.bytes().all(|b| b.is_ascii_digit())
-    {
+    if int.is_empty() || !int.bytes().all(|b| b.is_ascii_digit()) || !frac.bytes().all(|b| b.is_ascii_digit()) {
         return Err(bad("must be a positive decimal such as 0.90"));
     }
     if int.len() > 12 || frac.len() > 18 {
         return Err(bad("at most 12 integer and 18 decimal digits"));
     }
     let den = 10u128.pow(u32::try_from(frac.len()).map_err(|_| bad("too many digits"))?);
-    let num: u128 = format!("{int}{frac}")
-        .parse()
-        .map_err(|_| bad("not a number"))?;
+    let num: u128 = format!("{int}{frac}").parse().map_err(|_| bad("not a number"))?;
     if num == 0 {
         return Err(bad("must be greater than zero"));
     }
@@ -83,10 +78,7 @@ pub struct Rates {
 
 impl Rates {
     /// From `"FROM:TO" = "rate"` entries and fees per asset code.
-    pub fn new(
-        rates: &BTreeMap<String, String>,
-        fees: &BTreeMap<String, Fee>,
-    ) -> Result<Self, RateError> {
+    pub fn new(rates: &BTreeMap<String, String>, fees: &BTreeMap<String, Fee>) -> Result<Self, RateError> {
         let mut out = BTreeMap::new();
         for (k, v) in rates {
             let (from, to) = k
@@ -113,37 +105,21 @@ impl Rates {
             return Ok(*r);
         }
         if let Some(r) = self.rates.get(&(to.to_owned(), from.to_owned())) {
-            return Ok(Ratio {
-                num: r.den,
-                den: r.num,
-            });
+            return Ok(Ratio { num: r.den, den: r.num });
         }
         Err(RateError::NoRate(from.to_owned(), to.to_owned()))
     }
 
     /// Converts minor units of `from` into minor units of `to`, rounding down or up.
-    pub fn convert(
-        &self,
-        amount: u64,
-        from: &Asset,
-        to: &Asset,
-        round_up: bool,
-    ) -> Result<u64, RateError> {
+    pub fn convert(&self, amount: u64, from: &Asset, to: &Asset, round_up: bool) -> Result<u64, RateError> {
         let r = self.ratio(&from.code, &to.code)?;
         let scale = |s: u8| 10u128.checked_pow(u32::from(s)).ok_or(RateError::TooLarge);
         let num = u128::from(amount)
             .checked_mul(r.num)
             .and_then(|v| v.checked_mul(scale(to.scale).ok()?))
             .ok_or(RateError::TooLarge)?;
-        let den = r
-            .den
-            .checked_mul(scale(from.scale)?)
-            .ok_or(RateError::TooLarge)?;
-        let v = if round_up {
-            num.div_ceil(den)
-        } else {
-            num / den
-        };
+        let den = r.den.checked_mul(scale(from.scale)?).ok_or(RateError::TooLarge)?;
+        let v = if round_up { num.div_ceil(den) } else { num / den };
         let v = u64::try_from(v).map_err(|_| RateError::TooLarge)?;
         if v > i64::MAX as u64 {
             return Err(RateError::TooLarge);
@@ -156,17 +132,9 @@ impl Rates {
     }
 
     /// Fixed-send: the sender pays `debit`; the fee comes out of it; returns (receive, fee).
-    pub fn fixed_send(
-        &self,
-        debit: u64,
-        from: &Asset,
-        to: &Asset,
-    ) -> Result<(u64, u64), RateError> {
+    pub fn fixed_send(&self, debit: u64, from: &Asset, to: &Asset) -> Result<(u64, u64), RateError> {
         let fee = self.fee(from).on(debit)?;
-        let net = debit
-            .checked_sub(fee)
-            .filter(|n| *n > 0)
-            .ok_or(RateError::TooSmall)?;
+        let net = debit.checked_sub(fee).filter(|n| *n > 0).ok_or(RateError::TooSmall)?;
         let receive = self.convert(net, from, to, false)?;
         if receive == 0 {
             return Err(RateError::TooSmall);
@@ -175,12 +143,7 @@ impl Rates {
     }
 
     /// Fixed-receive: the receiver gets `receive`; the fee is added; returns (debit, fee).
-    pub fn fixed_receive(
-        &self,
-        receive: u64,
-        from: &Asset,
-        to: &Asset,
-    ) -> Result<(u64, u64), RateError> {
+    pub fn fixed_receive(&self, receive: u64, from: &Asset, to: &Asset) -> Result<(u64, u64), RateError> {
         let net = self.convert(receive, to, from, true)?.max(1);
         let fee = self.fee(from).on(net)?;
         let debit = net
@@ -197,9 +160,7 @@ mod tests {
 
     fn rates(fee: Option<Fee>) -> Rates {
         let r = BTreeMap::from([("USD:EUR".to_owned(), "0.90".to_owned())]);
-        let f = fee
-            .map(|f| BTreeMap::from([("USD".to_owned(), f)]))
-            .unwrap_or_default();
+        let f = fee.map(|f| BTreeMap::from([("USD".to_owned(), f)])).unwrap_or_default();
         Rates::new(&r, &f).unwrap()
     }
 
@@ -223,8 +184,7 @@ mod tests {
             "901/0.9 = 1001.1 → 1002"
         );
         assert_eq!(
-            r.convert(5, &usd(), &Asset::new("USD", 4).unwrap(), false)
-                .unwrap(),
+            r.convert(5, &usd(), &Asset::new("USD", 4).unwrap(), false).unwrap(),
             500
         );
         assert!(matches!(

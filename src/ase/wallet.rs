@@ -211,8 +211,7 @@ impl Wallets {
                 if repo::by_name(&tx, &new.name)?.is_some() {
                     return Err(WalletError::Exists(new.name));
                 }
-                let account_id =
-                    ledger::ops::create_account(&tx, AccountKind::Wallet, &new.asset, &now)?;
+                let account_id = ledger::ops::create_account(&tx, AccountKind::Wallet, &new.asset, &now)?;
                 ledger::ops::settlement_account(&tx, &new.asset, &now)?;
                 let row = repo::WalletRow {
                     id: ids::new_id(),
@@ -265,10 +264,7 @@ impl Wallets {
     }
 
     pub async fn list(&self) -> Result<Vec<Wallet>, WalletError> {
-        let rows = self
-            .store
-            .call(|c| Ok::<_, WalletError>(repo::list(c)?))
-            .await?;
+        let rows = self.store.call(|c| Ok::<_, WalletError>(repo::list(c)?)).await?;
         Ok(rows.into_iter().map(|r| self.to_wallet(r)).collect())
     }
 
@@ -374,10 +370,7 @@ pub fn routes() -> Router<AppState> {
 }
 
 fn cacheable(state: &AppState, body: impl Serialize) -> Response {
-    let value = format!(
-        "public, max-age={}",
-        state.settings.wallet_cache_max_age_secs
-    );
+    let value = format!("public, max-age={}", state.settings.wallet_cache_max_age_secs);
     let mut res = axum::Json(body).into_response();
     if let Ok(v) = HeaderValue::from_str(&value) {
         res.headers_mut().insert(header::CACHE_CONTROL, v);
@@ -385,26 +378,17 @@ fn cacheable(state: &AppState, body: impl Serialize) -> Response {
     res
 }
 
-async fn document(
-    State(state): State<AppState>,
-    Path(name): Path<String>,
-) -> Result<Response, ApiError> {
+async fn document(State(state): State<AppState>, Path(name): Path<String>) -> Result<Response, ApiError> {
     let w = state.wallets.get(&name).await?;
     Ok(cacheable(&state, state.wallets.document(&w)))
 }
 
-async fn jwks(
-    State(state): State<AppState>,
-    Path(name): Path<String>,
-) -> Result<Response, ApiError> {
+async fn jwks(State(state): State<AppState>, Path(name): Path<String>) -> Result<Response, ApiError> {
     let keys = state.wallets.keys(&name).await?;
     Ok(cacheable(&state, keys))
 }
 
-async fn did(
-    State(state): State<AppState>,
-    Path(name): Path<String>,
-) -> Result<Response, ApiError> {
+async fn did(State(state): State<AppState>, Path(name): Path<String>) -> Result<Response, ApiError> {
     state.wallets.get(&name).await?;
     Err(ApiError::new(
         StatusCode::INTERNAL_SERVER_ERROR,

@@ -11,9 +11,7 @@ use crate::{
 /// Removes control characters (ANSI escapes, bidi overrides are left visible as text by the caller's font).
 pub fn sanitize(s: &str) -> String {
     s.chars()
-        .filter(|c| {
-            !c.is_control() && !matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
-        })
+        .filter(|c| !c.is_control() && !matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}'))
         .collect()
 }
 
@@ -34,12 +32,7 @@ fn actions(a: &[Action]) -> String {
 
 /// One line per access item (and subject), e.g.
 /// `send payments from http://…/alice (create, read): up to 5.00 USD per month, 12 times, to http://…`.
-pub fn grant(
-    client: &str,
-    client_name: Option<&str>,
-    access: &[AccessItem],
-    subject: Option<&Subject>,
-) -> Vec<String> {
+pub fn grant(client: &str, client_name: Option<&str>, access: &[AccessItem], subject: Option<&Subject>) -> Vec<String> {
     let who = match client_name {
         Some(n) => format!("{} ({})", sanitize(n), sanitize(client)),
         None => sanitize(client),
@@ -47,10 +40,7 @@ pub fn grant(
     let mut lines = vec![format!("{who} asks for:")];
     for item in access {
         let line = match item {
-            AccessItem::IncomingPayment {
-                actions: a,
-                identifier,
-            } => format!(
+            AccessItem::IncomingPayment { actions: a, identifier } => format!(
                 "receive payments into {} ({})",
                 identifier
                     .as_deref()
@@ -64,11 +54,7 @@ pub fn grant(
                 identifier,
                 limits,
             } => {
-                let mut s = format!(
-                    "send payments from {} ({})",
-                    sanitize(identifier),
-                    actions(a)
-                );
+                let mut s = format!("send payments from {} ({})", sanitize(identifier), actions(a));
                 match limits {
                     None => s.push_str(": no limit"),
                     Some(l) => {
@@ -120,9 +106,7 @@ mod tests {
         let lines = grant("https://c.test/app", Some("Shop\u{1b}[31m"), &[item], None);
         assert_eq!(lines[0], "Shop[31m (https://c.test/app) asks for:");
         assert!(
-            lines[1].contains(
-                "send payments from https://a.test/alice (create, read): up to 5.00 USD debited"
-            ),
+            lines[1].contains("send payments from https://a.test/alice (create, read): up to 5.00 USD debited"),
             "{}",
             lines[1]
         );

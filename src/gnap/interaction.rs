@@ -55,10 +55,7 @@ fn render(title: &str, lines: &[String], status: &str, refresh: bool) -> String 
 fn no_store(mut res: Response) -> Response {
     let h = res.headers_mut();
     h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    h.insert(
-        header::REFERRER_POLICY,
-        HeaderValue::from_static("no-referrer"),
-    );
+    h.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
     h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
     h.insert(
         header::CONTENT_SECURITY_POLICY,
@@ -95,9 +92,13 @@ pub async fn page_handler(state: &AppState, id: &str, nonce: &str) -> Response {
             true,
         ))
         .into_response(),
-        InteractionOutcome::Approved => {
-            Html(render(title, &view.description, "Approved. You can return to the application.", false)).into_response()
-        }
+        InteractionOutcome::Approved => Html(render(
+            title,
+            &view.description,
+            "Approved. You can return to the application.",
+            false,
+        ))
+        .into_response(),
         InteractionOutcome::Rejected { reason } => Html(render(
             title,
             &view.description,
@@ -108,9 +109,13 @@ pub async fn page_handler(state: &AppState, id: &str, nonce: &str) -> Response {
             false,
         ))
         .into_response(),
-        InteractionOutcome::Expired => {
-            Html(render(title, &view.description, "This request expired before a decision.", false)).into_response()
-        }
+        InteractionOutcome::Expired => Html(render(
+            title,
+            &view.description,
+            "This request expired before a decision.",
+            false,
+        ))
+        .into_response(),
         InteractionOutcome::Cancelled => {
             Html(render(title, &view.description, "This request was cancelled.", false)).into_response()
         }
@@ -118,10 +123,7 @@ pub async fn page_handler(state: &AppState, id: &str, nonce: &str) -> Response {
     no_store(res)
 }
 
-pub async fn page(
-    State(state): State<AppState>,
-    Path((id, nonce)): Path<(String, String)>,
-) -> Response {
+pub async fn page(State(state): State<AppState>, Path((id, nonce)): Path<(String, String)>) -> Response {
     page_handler(&state, &id, &nonce).await
 }
 

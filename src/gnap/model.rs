@@ -77,9 +77,9 @@ impl AccessItem {
 
     pub fn actions(&self) -> &[Action] {
         match self {
-            Self::IncomingPayment { actions, .. }
-            | Self::OutgoingPayment { actions, .. }
-            | Self::Quote { actions } => actions,
+            Self::IncomingPayment { actions, .. } | Self::OutgoingPayment { actions, .. } | Self::Quote { actions } => {
+                actions
+            }
         }
     }
 
@@ -149,10 +149,7 @@ impl AccessItem {
         if let Some(id) = self.identifier() {
             check_uri("identifier", id)?;
         }
-        if let Self::OutgoingPayment {
-            limits: Some(l), ..
-        } = self
-        {
+        if let Self::OutgoingPayment { limits: Some(l), .. } = self {
             if l.debit_amount.is_some() && l.receive_amount.is_some() {
                 return Err(GnapError::invalid_request(
                     "limits may set debitAmount or receiveAmount, not both",
@@ -160,23 +157,18 @@ impl AccessItem {
             }
             for amount in [&l.debit_amount, &l.receive_amount].into_iter().flatten() {
                 if amount.value.is_zero() {
-                    return Err(GnapError::invalid_request(
-                        "a limit amount must be greater than zero",
-                    ));
+                    return Err(GnapError::invalid_request("a limit amount must be greater than zero"));
                 }
                 if amount.asset_code.is_empty() {
-                    return Err(GnapError::invalid_request(
-                        "a limit amount needs an assetCode",
-                    ));
+                    return Err(GnapError::invalid_request("a limit amount needs an assetCode"));
                 }
             }
             if let Some(r) = &l.receiver {
                 check_receiver(r)?;
             }
             if let Some(i) = &l.interval {
-                i.parse::<RepeatingInterval>().map_err(|e| {
-                    GnapError::invalid_request(format!("limits.interval {i:?}: {e}"))
-                })?;
+                i.parse::<RepeatingInterval>()
+                    .map_err(|e| GnapError::invalid_request(format!("limits.interval {i:?}: {e}")))?;
             }
         }
         Ok(())
@@ -186,9 +178,7 @@ impl AccessItem {
 /// Checks `^(https|http)://(.+)/incoming-payments/(.+)$` and URL syntax.
 pub fn check_receiver(r: &str) -> Result<(), GnapError> {
     check_uri("receiver", r)?;
-    let rest = r
-        .strip_prefix("https://")
-        .or_else(|| r.strip_prefix("http://"));
+    let rest = r.strip_prefix("https://").or_else(|| r.strip_prefix("http://"));
     let ok = rest
         .and_then(|s| s.find("/incoming-payments/").map(|i| (i, s)))
         .is_some_and(|(i, s)| i > 0 && s.len() > i + "/incoming-payments/".len());
@@ -253,12 +243,9 @@ impl ClientRef {
     pub fn resolve(self) -> Result<Client, GnapError> {
         match self {
             Self::Url(u) | Self::Wallet(WalletClient { wallet_address: u }) => {
-                let parsed = check_uri("client", &u)
-                    .map_err(|e| GnapError::invalid_client(e.description))?;
+                let parsed = check_uri("client", &u).map_err(|e| GnapError::invalid_client(e.description))?;
                 if parsed.query().is_some() {
-                    return Err(GnapError::invalid_client(
-                        "client wallet address must not have a query",
-                    ));
+                    return Err(GnapError::invalid_client("client wallet address must not have a query"));
                 }
                 Ok(Client::Wallet(u.trim_end_matches('/').to_owned()))
             }
@@ -323,20 +310,14 @@ impl GrantRequest {
     /// Structural validation; wallet existence is checked by the service.
     pub fn validate(&self) -> Result<(), GnapError> {
         if self.access_token.is_none() && self.subject.is_none() {
-            return Err(GnapError::invalid_request(
-                "subject or access_token required",
-            ));
+            return Err(GnapError::invalid_request("subject or access_token required"));
         }
         if let Some(at) = &self.access_token {
             if at.access.is_empty() {
-                return Err(GnapError::invalid_request(
-                    "access_token.access must not be empty",
-                ));
+                return Err(GnapError::invalid_request("access_token.access must not be empty"));
             }
             if at.access.len() > 3 {
-                return Err(GnapError::invalid_request(
-                    "access_token.access has at most 3 items",
-                ));
+                return Err(GnapError::invalid_request("access_token.access has at most 3 items"));
             }
             for (i, item) in at.access.iter().enumerate() {
                 item.validate()?;
@@ -347,24 +328,18 @@ impl GrantRequest {
         }
         if let Some(s) = &self.subject {
             if s.sub_ids.len() != 1 {
-                return Err(GnapError::invalid_request(
-                    "subject.sub_ids must have exactly one item",
-                ));
+                return Err(GnapError::invalid_request("subject.sub_ids must have exactly one item"));
             }
             for id in &s.sub_ids {
                 if id.format != "uri" {
-                    return Err(GnapError::invalid_request(
-                        "subject.sub_ids format must be \"uri\"",
-                    ));
+                    return Err(GnapError::invalid_request("subject.sub_ids format must be \"uri\""));
                 }
                 check_uri("subject id", &id.id)?;
             }
         }
         if let Some(i) = &self.interact {
             if i.start.is_empty() || i.start.iter().any(|s| s != "redirect") {
-                return Err(GnapError::invalid_request(
-                    "interact.start must be [\"redirect\"]",
-                ));
+                return Err(GnapError::invalid_request("interact.start must be [\"redirect\"]"));
             }
             if let Some(f) = &i.finish {
                 if f.method != "redirect" {
@@ -458,9 +433,7 @@ mod tests {
 
     #[test]
     fn access_items_follow_the_spec() {
-        assert!(
-            item(json!({"type":"incoming-payment","actions":["create","read","complete"]})).is_ok()
-        );
+        assert!(item(json!({"type":"incoming-payment","actions":["create","read","complete"]})).is_ok());
         assert!(item(json!({"type":"quote","actions":["create","read"]})).is_ok());
         let out = item(json!({"type":"outgoing-payment","actions":["create"],"identifier":"https://a.test/alice",
             "limits":{"debitAmount":{"value":"500","assetCode":"USD","assetScale":2},"interval":"R12/2019-08-24T14:15:22Z/P1M",
@@ -504,14 +477,11 @@ mod tests {
         .unwrap();
         r.validate().unwrap();
         assert!(r.interact.unwrap().finish.is_none());
-        let r: GrantRequest =
-            serde_json::from_value(json!({"client":{"walletAddress":"https://a.test/c"}})).unwrap();
+        let r: GrantRequest = serde_json::from_value(json!({"client":{"walletAddress":"https://a.test/c"}})).unwrap();
         assert!(r.validate().is_err(), "needs access or subject");
         assert!(
-            serde_json::from_value::<GrantRequest>(
-                json!({"client":{"walletAddress":"https://a.test/c","x":1},
-                "access_token":{"access":[]}})
-            )
+            serde_json::from_value::<GrantRequest>(json!({"client":{"walletAddress":"https://a.test/c","x":1},
+                "access_token":{"access":[]}}))
             .is_err()
         );
         let too_many = json!({"client":"https://a.test/c","access_token":{"access":[

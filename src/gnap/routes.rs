@@ -98,10 +98,7 @@ async fn continue_grant(
             .map_err(|e| GnapError::invalid_request(format!("invalid continue request: {e}")))?
     };
     Ok(Json(
-        state
-            .gnap
-            .continue_grant(&grant.id, body.interact_ref, token)
-            .await?,
+        state.gnap.continue_grant(&grant.id, body.interact_ref, token).await?,
     ))
 }
 

@@ -16,8 +16,8 @@ use time::{Duration, OffsetDateTime};
 use super::{
     GnapError, describe,
     model::{
-        AccessItem, AccessTokenResponse, Client, Continue, ContinueToken, GrantRequest,
-        GrantResponse, InteractResponse, RotateResponse, Subject,
+        AccessItem, AccessTokenResponse, Client, Continue, ContinueToken, GrantRequest, GrantResponse,
+        InteractResponse, RotateResponse, Subject,
     },
 };
 use crate::{
@@ -224,12 +224,7 @@ impl Gnap {
 
     async fn client_name(&self, c: &Client) -> Option<String> {
         match c {
-            Client::Wallet(u) => self
-                .local_wallet(u)
-                .await
-                .ok()
-                .flatten()
-                .and_then(|w| w.public_name),
+            Client::Wallet(u) => self.local_wallet(u).await.ok().flatten().and_then(|w| w.public_name),
             Client::Jwk(_) => None,
         }
     }
@@ -241,13 +236,9 @@ impl Gnap {
                 continue;
             };
             let wallet = self.local_wallet(id).await?.ok_or_else(|| {
-                GnapError::invalid_request(format!(
-                    "identifier {id:?} is not a wallet address of this ASE"
-                ))
+                GnapError::invalid_request(format!("identifier {id:?} is not a wallet address of this ASE"))
             })?;
-            if let AccessItem::OutgoingPayment {
-                limits: Some(l), ..
-            } = item
+            if let AccessItem::OutgoingPayment { limits: Some(l), .. } = item
                 && let Some(d) = &l.debit_amount
                 && (d.asset_code != wallet.asset_code || d.asset_scale != wallet.asset_scale)
             {
@@ -277,19 +268,13 @@ impl Gnap {
             None => false,
         };
         if u.scheme() == "http" && !loopback && !self.inner.public_url.starts_with("http://") {
-            return Err(GnapError::invalid_request(
-                "interact.finish.uri must use https",
-            ));
+            return Err(GnapError::invalid_request("interact.finish.uri must use https"));
         }
         Ok(())
     }
 
     /// `POST /auth`: a signed grant request from `client`, already verified by the caller.
-    pub async fn request(
-        &self,
-        req: GrantRequest,
-        client: Client,
-    ) -> Result<GrantResponse, GnapError> {
+    pub async fn request(&self, req: GrantRequest, client: Client) -> Result<GrantResponse, GnapError> {
         req.validate()?;
         let interactive = req.needs_interaction();
         if interactive && matches!(client, Client::Jwk(_)) {
@@ -298,9 +283,7 @@ impl Gnap {
             ));
         }
         if interactive && req.interact.is_none() {
-            return Err(GnapError::invalid_request(
-                "missing required request field 'interact'",
-            ));
+            return Err(GnapError::invalid_request("missing required request field 'interact'"));
         }
         self.check_local(&req).await?;
         let finish = req
@@ -370,9 +353,7 @@ impl Gnap {
             .await?;
         let label = client_label(&client);
         let continue_ = Continue {
-            access_token: ContinueToken {
-                value: continue_token,
-            },
+            access_token: ContinueToken { value: continue_token },
             uri: self.continue_uri(&row.continue_id),
             wait: interactive.then_some(row.wait_secs),
         };
@@ -437,12 +418,7 @@ impl Gnap {
         Ok((row, value))
     }
 
-    fn token_response(
-        &self,
-        t: &repo::TokenRow,
-        value: &str,
-        access: Vec<AccessItem>,
-    ) -> AccessTokenResponse {
+    fn token_response(&self, t: &repo::TokenRow, value: &str, access: Vec<AccessItem>) -> AccessTokenResponse {
         AccessTokenResponse {
             value: value.to_owned(),
             manage: self.manage_uri(&t.manage_id),
@@ -452,19 +428,14 @@ impl Gnap {
     }
 
     /// Finds the grant of a continuation and checks the presented continuation token.
-    pub async fn grant_for_continue(
-        &self,
-        continue_id: &str,
-        token: &str,
-    ) -> Result<repo::GrantRow, GnapError> {
+    pub async fn grant_for_continue(&self, continue_id: &str, token: &str) -> Result<repo::GrantRow, GnapError> {
         let id = continue_id.to_owned();
         let g = self
             .inner
             .store
             .call(move |c| Ok::<_, GnapError>(repo::grant_by_continue_id(c, &id)?))
             .await?;
-        let unknown =
-            || GnapError::invalid_continuation(StatusCode::UNAUTHORIZED, "unknown continuation");
+        let unknown = || GnapError::invalid_continuation(StatusCode::UNAUTHORIZED, "unknown continuation");
         let g = g.ok_or_else(unknown)?;
         if !constant_eq(&g.continue_token_hash, &ids::sha256_hex(token)) {
             return Err(unknown());
@@ -572,9 +543,9 @@ impl Gnap {
                     .map_err(|e| GnapError::internal(&e))?;
                 let access_token = issued.map(|(t, value)| self.token_response(&t, &value, access));
                 if access_token.is_some() {
-                    self.inner.bus.publish(DomainEvent::TokenIssued {
-                        grant_id: g.id.clone(),
-                    });
+                    self.inner
+                        .bus
+                        .publish(DomainEvent::TokenIssued { grant_id: g.id.clone() });
                 }
                 Ok(GrantResponse {
                     interact: None,
@@ -590,9 +561,7 @@ impl Gnap {
         let id = id.to_owned();
         self.inner
             .store
-            .call(move |c| {
-                repo::grant(c, &id)?.ok_or_else(|| GnapError::not_found("unknown grant"))
-            })
+            .call(move |c| repo::grant(c, &id)?.ok_or_else(|| GnapError::not_found("unknown grant")))
             .await
     }
 
@@ -613,10 +582,9 @@ impl Gnap {
                 )? {
                     return Err(match repo::grant(&tx, &id)? {
                         None => GnapError::not_found("unknown grant"),
-                        Some(_) => GnapError::invalid_continuation(
-                            StatusCode::UNAUTHORIZED,
-                            "the grant is already revoked",
-                        ),
+                        Some(_) => {
+                            GnapError::invalid_continuation(StatusCode::UNAUTHORIZED, "the grant is already revoked")
+                        }
                     });
                 }
                 repo::revoke_tokens_of_grant(&tx, &id, &now)?;
@@ -645,8 +613,7 @@ impl Gnap {
                 let Some(t) = repo::token_by_manage_id(c, &id)? else {
                     return Ok::<_, GnapError>(None);
                 };
-                let g = repo::grant(c, &t.grant_id)?
-                    .ok_or_else(|| GnapError::internal(&"token without grant"))?;
+                let g = repo::grant(c, &t.grant_id)?.ok_or_else(|| GnapError::internal(&"token without grant"))?;
                 Ok(Some((t, g)))
             })
             .await?;
@@ -685,9 +652,7 @@ impl Gnap {
             })
             .await?;
         self.invalidate_grant(&grant_id);
-        self.inner
-            .bus
-            .publish(DomainEvent::TokenRotated { grant_id });
+        self.inner.bus.publish(DomainEvent::TokenRotated { grant_id });
         Ok(RotateResponse {
             access_token: self.token_response(&t, &value, access),
         })
@@ -702,8 +667,7 @@ impl Gnap {
             .store
             .call(move |conn| {
                 let tx = store::immediate(conn)?;
-                let (t, _) = repo::token_with_grant(&tx, &id)?
-                    .ok_or_else(|| GnapError::not_found("unknown token"))?;
+                let (t, _) = repo::token_with_grant(&tx, &id)?.ok_or_else(|| GnapError::not_found("unknown token"))?;
                 let changed = repo::revoke_token(&tx, &t.id, &now)?;
                 tx.commit()?;
                 Ok::<_, GnapError>((changed, t.grant_id))
@@ -711,9 +675,7 @@ impl Gnap {
             .await?;
         self.invalidate_grant(&grant_id);
         if changed {
-            self.inner
-                .bus
-                .publish(DomainEvent::TokenRevoked { grant_id });
+            self.inner.bus.publish(DomainEvent::TokenRevoked { grant_id });
         }
         Ok(())
     }
@@ -773,11 +735,7 @@ impl Gnap {
     }
 
     /// The resource owner rejects a pending grant, optionally saying why.
-    pub async fn reject(
-        &self,
-        grant_id: &str,
-        reason: Option<String>,
-    ) -> Result<GrantView, GnapError> {
+    pub async fn reject(&self, grant_id: &str, reason: Option<String>) -> Result<GrantView, GnapError> {
         if reason
             .as_ref()
             .is_some_and(|r| r.chars().count() > 500 || r.chars().any(char::is_control))
@@ -789,12 +747,7 @@ impl Gnap {
         self.decide(grant_id, false, reason).await
     }
 
-    async fn decide(
-        &self,
-        grant_id: &str,
-        approve: bool,
-        reason: Option<String>,
-    ) -> Result<GrantView, GnapError> {
+    async fn decide(&self, grant_id: &str, approve: bool, reason: Option<String>) -> Result<GrantView, GnapError> {
         let id = grant_id.to_owned();
         let now = self.now();
         let now_s = format_ts(now);
@@ -805,23 +758,12 @@ impl Gnap {
             .store
             .call(move |conn| {
                 let tx = store::immediate(conn)?;
-                let g =
-                    repo::grant(&tx, &id)?.ok_or_else(|| GnapError::not_found("unknown grant"))?;
+                let g = repo::grant(&tx, &id)?.ok_or_else(|| GnapError::not_found("unknown grant"))?;
                 if g.state != "pending" {
-                    return Err(GnapError::conflict(format!(
-                        "the grant is {}, not pending",
-                        g.state
-                    )));
+                    return Err(GnapError::conflict(format!("the grant is {}, not pending", g.state)));
                 }
                 if now >= ts(&g.created_at)? + Duration::seconds(ttl) {
-                    repo::decide(
-                        &tx,
-                        &id,
-                        "rejected",
-                        None,
-                        Some("interaction expired"),
-                        &now_s,
-                    )?;
+                    repo::decide(&tx, &id, "rejected", None, Some("interaction expired"), &now_s)?;
                     tx.commit()?;
                     return Err(GnapError::conflict("the interaction expired"));
                 }
@@ -846,11 +788,7 @@ impl Gnap {
         self.show(grant_id).await
     }
 
-    async fn view(
-        &self,
-        g: repo::GrantRow,
-        tokens: Vec<repo::TokenRow>,
-    ) -> Result<GrantView, GnapError> {
+    async fn view(&self, g: repo::GrantRow, tokens: Vec<repo::TokenRow>) -> Result<GrantView, GnapError> {
         let client = client_of(&g)?;
         let access = access_of(&g)?;
         let subject: Option<Subject> = g
@@ -860,8 +798,7 @@ impl Gnap {
             .transpose()
             .map_err(|e| GnapError::internal(&e))?;
         let created = ts(&g.created_at)?;
-        let expires =
-            created + Duration::seconds(i64::from(self.inner.settings.interaction_expires_in_secs));
+        let expires = created + Duration::seconds(i64::from(self.inner.settings.interaction_expires_in_secs));
         let state = if g.state == "pending" && self.now() >= expires {
             "expired".into()
         } else {
@@ -890,8 +827,7 @@ impl Gnap {
             tokens: tokens
                 .into_iter()
                 .map(|t| {
-                    let expires_at =
-                        ts(&t.created_at).map(|c| format_ts(c + Duration::seconds(t.expires_in)));
+                    let expires_at = ts(&t.created_at).map(|c| format_ts(c + Duration::seconds(t.expires_in)));
                     TokenView {
                         manage: self.manage_uri(&t.manage_id),
                         id: t.id,
@@ -912,8 +848,7 @@ impl Gnap {
             .inner
             .store
             .call(move |c| {
-                let g =
-                    repo::grant(c, &id)?.ok_or_else(|| GnapError::not_found("unknown grant"))?;
+                let g = repo::grant(c, &id)?.ok_or_else(|| GnapError::not_found("unknown grant"))?;
                 let tokens = repo::tokens_of_grant(c, &g.id)?;
                 Ok::<_, GnapError>((g, tokens))
             })
@@ -922,18 +857,10 @@ impl Gnap {
     }
 
     /// Grants newest first; `state` filters (`expired` selects pending grants past their window).
-    pub async fn list(
-        &self,
-        state: Option<String>,
-        limit: u32,
-    ) -> Result<Vec<GrantView>, GnapError> {
-        let db_state = state.clone().map(|s| {
-            if s == "expired" {
-                "pending".to_owned()
-            } else {
-                s
-            }
-        });
+    pub async fn list(&self, state: Option<String>, limit: u32) -> Result<Vec<GrantView>, GnapError> {
+        let db_state = state
+            .clone()
+            .map(|s| if s == "expired" { "pending".to_owned() } else { s });
         let rows = self
             .inner
             .store
@@ -958,11 +885,7 @@ impl Gnap {
     }
 
     /// What the interaction page at `/auth/interact/{id}/{nonce}` shows or where it sends the browser.
-    pub async fn interaction(
-        &self,
-        interact_id: &str,
-        nonce: &str,
-    ) -> Result<InteractionView, GnapError> {
+    pub async fn interaction(&self, interact_id: &str, nonce: &str) -> Result<InteractionView, GnapError> {
         let id = interact_id.to_owned();
         let g = self
             .inner
@@ -970,11 +893,7 @@ impl Gnap {
             .call(move |c| Ok::<_, GnapError>(repo::grant_by_interact_id(c, &id)?))
             .await?;
         let g = g
-            .filter(|g| {
-                g.interact_nonce
-                    .as_deref()
-                    .is_some_and(|n| constant_eq(n, nonce))
-            })
+            .filter(|g| g.interact_nonce.as_deref().is_some_and(|n| constant_eq(n, nonce)))
             .ok_or_else(|| GnapError::not_found("unknown interaction"))?;
         let view = self.view(g.clone(), Vec::new()).await?;
         let redirect = |params: &[(&str, &str)]| -> Result<Option<String>, GnapError> {
@@ -1034,9 +953,5 @@ impl Gnap {
 
 /// Compares two strings without an early exit.
 fn constant_eq(a: &str, b: &str) -> bool {
-    a.len() == b.len()
-        && a.bytes()
-            .zip(b.bytes())
-            .fold(0u8, |acc, (x, y)| acc | (x ^ y))
-            == 0
+    a.len() == b.len() && a.bytes().zip(b.bytes()).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }

@@ -106,13 +106,9 @@ mod tests {
                 verify_content_digest(&format!("sha-256={v}"), body).expect("sha-256 verifies");
             }
             if let (Some(a), Some(b)) = (case["sha-256"].as_str(), case["sha-512"].as_str()) {
-                verify_content_digest(&format!("sha-256={a}, sha-512={b}"), body)
-                    .expect("both verify");
+                verify_content_digest(&format!("sha-256={a}, sha-512={b}"), body).expect("both verify");
             }
-            for key in [
-                "content_digest_header_sha256",
-                "content_digest_header_sha512",
-            ] {
+            for key in ["content_digest_header_sha256", "content_digest_header_sha512"] {
                 if let Some(h) = case[key].as_str() {
                     verify_content_digest(h, body).expect("header form verifies");
                 }
@@ -147,7 +143,8 @@ mod tests {
             Err(Error::Malformed(_))
         ));
         // RFC 9421 test-response header that does not match its body.
-        let wrong = "sha-512=:JlEy2bfUz7WrWIjc1qV6KVLpdr/7L5/L4h7Sxvh6sNHpDQWDCL+GauFQWcZBvVDhiyOnAQsxzZFYwi0wDH+1pw==:";
+        let wrong =
+            "sha-512=:JlEy2bfUz7WrWIjc1qV6KVLpdr/7L5/L4h7Sxvh6sNHpDQWDCL+GauFQWcZBvVDhiyOnAQsxzZFYwi0wDH+1pw==:";
         assert_eq!(
             verify_content_digest(wrong, b"{\"message\": \"good dog\"}"),
             Err(Error::DigestMismatch("sha-512"))
@@ -159,10 +156,7 @@ mod tests {
         let body = b"{\"hello\": \"world\"}";
         let good512 = content_digest_sha512(body);
         for (value, want) in [
-            (
-                "md5=:XrY7u+Ae7tCTyyK7j1rNww==:",
-                Error::UnsupportedDigest("md5".into()),
-            ),
+            ("md5=:XrY7u+Ae7tCTyyK7j1rNww==:", Error::UnsupportedDigest("md5".into())),
             (
                 "sha=:Dm2pNcFaBjjqz6S3mK7VH0ZqTUE=:",
                 Error::UnsupportedDigest("sha".into()),

@@ -11,12 +11,7 @@ use sha2::{Digest as _, Sha256};
 
 use super::digest::ct_eq;
 
-fn hash(
-    client_nonce: &str,
-    as_nonce: &str,
-    interact_ref: &str,
-    grant_endpoint_url: &str,
-) -> [u8; 32] {
+fn hash(client_nonce: &str, as_nonce: &str, interact_ref: &str, grant_endpoint_url: &str) -> [u8; 32] {
     let mut h = Sha256::new();
     for (i, part) in [client_nonce, as_nonce, interact_ref, grant_endpoint_url]
         .iter()
@@ -37,12 +32,7 @@ pub fn interaction_hash_std(
     interact_ref: &str,
     grant_endpoint_url: &str,
 ) -> String {
-    STANDARD.encode(hash(
-        client_nonce,
-        as_nonce,
-        interact_ref,
-        grant_endpoint_url,
-    ))
+    STANDARD.encode(hash(client_nonce, as_nonce, interact_ref, grant_endpoint_url))
 }
 
 /// The hash in base64url without padding (RFC 9635).
@@ -52,12 +42,7 @@ pub fn interaction_hash_url(
     interact_ref: &str,
     grant_endpoint_url: &str,
 ) -> String {
-    URL_SAFE_NO_PAD.encode(hash(
-        client_nonce,
-        as_nonce,
-        interact_ref,
-        grant_endpoint_url,
-    ))
+    URL_SAFE_NO_PAD.encode(hash(client_nonce, as_nonce, interact_ref, grant_endpoint_url))
 }
 
 /// Whether `received` is the hash of these inputs in either encoding (standard or
@@ -110,20 +95,12 @@ mod tests {
             v["hash_base"].as_str().expect("base")
         );
         let url = v["sha-256_base64url_nopad"].as_str().expect("url");
-        let std = v["rafiki_style_sha-256_base64_std_padded"]
-            .as_str()
-            .expect("std");
+        let std = v["rafiki_style_sha-256_base64_std_padded"].as_str().expect("std");
         assert_eq!(interaction_hash_url(&c, &s, &r, &g), url);
         assert_eq!(interaction_hash_std(&c, &s, &r, &g), std);
         assert!(verify_interaction_hash(&c, &s, &r, &g, url));
         assert!(verify_interaction_hash(&c, &s, &r, &g, std));
-        assert!(verify_interaction_hash(
-            &c,
-            &s,
-            &r,
-            &g,
-            std.trim_end_matches('=')
-        ));
+        assert!(verify_interaction_hash(&c, &s, &r, &g, std.trim_end_matches('=')));
     }
 
     #[test]
@@ -132,13 +109,7 @@ mod tests {
         let [c, s, r, g] = inputs(&v);
         let url = v["sha-256_base64url_nopad"].as_str().expect("url");
         // The RFC's callback URL typo (extra C in interact_ref).
-        assert!(!verify_interaction_hash(
-            &c,
-            &s,
-            "4IFWWIKYBC2PQ6U56NL1",
-            &g,
-            url
-        ));
+        assert!(!verify_interaction_hash(&c, &s, "4IFWWIKYBC2PQ6U56NL1", &g, url));
         // A trailing slash on the grant endpoint changes the hash.
         assert!(!verify_interaction_hash(&c, &s, &r, &format!("{g}/"), url));
         // Swapped nonces.

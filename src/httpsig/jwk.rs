@@ -60,9 +60,7 @@ impl Jwk {
             ("alg", &self.alg, "EdDSA"),
         ] {
             if got != want {
-                return Err(Error::BadKey(format!(
-                    "{field} must be {want:?}, got {got:?}"
-                )));
+                return Err(Error::BadKey(format!("{field} must be {want:?}, got {got:?}")));
             }
         }
         if let Some(u) = &self.use_
@@ -76,8 +74,7 @@ impl Jwk {
         let bytes: [u8; 32] = bytes
             .try_into()
             .map_err(|b: Vec<u8>| Error::BadKey(format!("x has {} bytes, expected 32", b.len())))?;
-        let key = VerifyingKey::from_bytes(&bytes)
-            .map_err(|_| Error::BadKey("x is not an Ed25519 point".into()))?;
+        let key = VerifyingKey::from_bytes(&bytes).map_err(|_| Error::BadKey("x is not an Ed25519 point".into()))?;
         if key.is_weak() {
             return Err(Error::BadKey("weak Ed25519 key".into()));
         }
@@ -237,10 +234,7 @@ mod tests {
         for (i, mutate) in cases.iter().enumerate() {
             let mut jwk = good.clone();
             mutate(&mut jwk);
-            assert!(
-                matches!(jwk.verifying_key(), Err(Error::BadKey(_))),
-                "case {i}"
-            );
+            assert!(matches!(jwk.verifying_key(), Err(Error::BadKey(_))), "case {i}");
         }
     }
 
@@ -295,9 +289,7 @@ mod key_material_tests {
         let pem = to_pkcs8_pem(&sk);
         assert!(pem.starts_with("-----BEGIN PRIVATE KEY-----\nMC4CAQAwBQYDK2VwBCIEI"));
         assert_eq!(from_pkcs8_pem(&pem).unwrap().to_bytes(), sk.to_bytes());
-        assert!(
-            from_pkcs8_pem("-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----").is_err()
-        );
+        assert!(from_pkcs8_pem("-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----").is_err());
     }
 
     #[test]
@@ -307,9 +299,6 @@ mod key_material_tests {
             .decode("11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo")
             .unwrap();
         let key = VerifyingKey::from_bytes(&x.try_into().unwrap()).unwrap();
-        assert_eq!(
-            thumbprint(&key),
-            "kPrK_qmxVWaYVA9wwBF6Iuo3vVzz7TxHCTwXBygrS4k"
-        );
+        assert_eq!(thumbprint(&key), "kPrK_qmxVWaYVA9wwBF6Iuo3vVzz7TxHCTwXBygrS4k");
     }
 }

@@ -150,9 +150,7 @@ fn classify_v6(ip: Ipv6Addr) -> AddrClass {
         // 64:ff9b:1::/48 local-use NAT64.
         [0x64, 0xff9b, 1, ..] => AddrClass::Private,
         // fc00::/7 ULA, fe80::/10 link-local, fec0::/10 site-local (deprecated).
-        [x, ..] if x & 0xfe00 == 0xfc00 || x & 0xffc0 == 0xfe80 || x & 0xffc0 == 0xfec0 => {
-            AddrClass::Private
-        }
+        [x, ..] if x & 0xfe00 == 0xfc00 || x & 0xffc0 == 0xfe80 || x & 0xffc0 == 0xfec0 => AddrClass::Private,
         // 2001::/23 IETF protocol assignments (Teredo, benchmarking, ORCHID, ...),
         // 2001:db8::/32 and 3fff::/20 documentation.
         [0x2001, y, ..] if y < 0x0200 || y == 0x0db8 => AddrClass::Private,
@@ -257,10 +255,7 @@ impl StaticResolver {
 
     /// Adds `ip` to the addresses of `host` (matched case-insensitively).
     pub fn with(mut self, host: &str, ip: IpAddr) -> Self {
-        self.names
-            .entry(host.to_ascii_lowercase())
-            .or_default()
-            .push(ip);
+        self.names.entry(host.to_ascii_lowercase()).or_default().push(ip);
         self
     }
 }
@@ -268,9 +263,7 @@ impl StaticResolver {
 impl HostResolver for StaticResolver {
     fn lookup(&self, host: String) -> BoxFuture<io::Result<Vec<IpAddr>>> {
         let found = self.names.get(&host.to_ascii_lowercase()).cloned();
-        Box::pin(async move {
-            found.ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, "unknown host"))
-        })
+        Box::pin(async move { found.ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, "unknown host")) })
     }
 }
 
@@ -283,11 +276,7 @@ struct ForbiddenAddress {
 
 impl fmt::Display for ForbiddenAddress {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{} resolves only to refused addresses {:?}",
-            self.host, self.addrs
-        )
+        write!(f, "{} resolves only to refused addresses {:?}", self.host, self.addrs)
     }
 }
 
@@ -325,11 +314,7 @@ impl PolicyResolver {
 
 impl reqwest::dns::Resolve for PolicyResolver {
     fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
-        let fut = Self::resolve_allowed(
-            self.inner.clone(),
-            self.policy.clone(),
-            name.as_str().to_owned(),
-        );
+        let fut = Self::resolve_allowed(self.inner.clone(), self.policy.clone(), name.as_str().to_owned());
         Box::pin(async move {
             let addrs = fut.await?;
             Ok(Box::new(addrs.into_iter()) as reqwest::dns::Addrs)
@@ -566,19 +551,14 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 /// The HTTP client for key fetches: TLS through rustls with the *ring* provider
 /// and the platform's roots, resolution through [`PolicyResolver`], no redirects,
 /// proxies, retries, pooling or compression, and the policy's timeouts.
-fn build_client(
-    policy: &FetchPolicy,
-    resolver: Arc<dyn HostResolver>,
-) -> Result<reqwest::Client, KeyError> {
+fn build_client(policy: &FetchPolicy, resolver: Arc<dyn HostResolver>) -> Result<reqwest::Client, KeyError> {
     let tls_error = |e: rustls::Error| KeyError::Unreachable(format!("TLS setup: {e}"));
-    let tls = rustls::ClientConfig::builder_with_provider(Arc::new(
-        rustls::crypto::ring::default_provider(),
-    ))
-    .with_safe_default_protocol_versions()
-    .map_err(tls_error)?
-    .with_platform_verifier()
-    .map_err(tls_error)?
-    .with_no_client_auth();
+    let tls = rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+        .with_safe_default_protocol_versions()
+        .map_err(tls_error)?
+        .with_platform_verifier()
+        .map_err(tls_error)?
+        .with_no_client_auth();
     reqwest::Client::builder()
         .tls_backend_preconfigured(tls)
         .dns_resolver(Arc::new(PolicyResolver {
@@ -712,10 +692,7 @@ impl KeyResolver {
 
     async fn local_set(&self, name: String) -> Result<Arc<KeySet>, KeyError> {
         match (self.inner.local)(name).await {
-            Ok(Some(jwks)) => Ok(Arc::new(KeySet::from_jwks(
-                jwks,
-                self.inner.policy.max_keys,
-            )?)),
+            Ok(Some(jwks)) => Ok(Arc::new(KeySet::from_jwks(jwks, self.inner.policy.max_keys)?)),
             Ok(None) => Err(KeyError::UnknownWallet),
             Err(e) => Err(KeyError::Local(e)),
         }
@@ -739,9 +716,7 @@ impl KeyResolver {
     fn claim_refetch(&self, key: &str) -> bool {
         let mut cache = lock(&self.inner.cache);
         match cache.get_mut(key) {
-            Some(entry) if entry.last_attempt.elapsed() < self.inner.policy.refetch_interval => {
-                false
-            }
+            Some(entry) if entry.last_attempt.elapsed() < self.inner.policy.refetch_interval => false,
             Some(entry) => {
                 entry.last_attempt = Instant::now();
                 true
@@ -753,10 +728,7 @@ impl KeyResolver {
     /// Fetches and caches the key set, joining a fetch already under way for this wallet.
     async fn fetch_shared(&self, url: &Url) -> Result<Arc<KeySet>, KeyError> {
         let key = url.as_str();
-        let cell = lock(&self.inner.inflight)
-            .entry(key.to_owned())
-            .or_default()
-            .clone();
+        let cell = lock(&self.inner.inflight).entry(key.to_owned()).or_default().clone();
         let result = cell.get_or_init(|| self.fetch_and_store(url)).await.clone();
         let mut inflight = lock(&self.inner.inflight);
         if inflight.get(key).is_some_and(|c| Arc::ptr_eq(c, &cell)) {
@@ -773,10 +745,7 @@ impl KeyResolver {
         if cache.len() >= policy.max_cached_wallets && !cache.contains_key(url.as_str()) {
             cache.retain(|_, e| e.fetched_at.elapsed() < policy.cache_ttl);
             if cache.len() >= policy.max_cached_wallets {
-                let oldest = cache
-                    .iter()
-                    .min_by_key(|(_, e)| e.fetched_at)
-                    .map(|(k, _)| k.clone());
+                let oldest = cache.iter().min_by_key(|(_, e)| e.fetched_at).map(|(k, _)| k.clone());
                 if let Some(oldest) = oldest {
                     cache.remove(&oldest);
                 }
@@ -920,11 +889,7 @@ mod tests {
             let ip: IpAddr = addr.parse().unwrap();
             assert_eq!(is_forbidden(ip, &prod), *in_prod, "{addr} production");
             assert_eq!(is_forbidden(ip, &open), *in_open, "{addr} open");
-            assert_eq!(
-                is_forbidden(ip, &loop_only),
-                *in_loop_only,
-                "{addr} loopback only"
-            );
+            assert_eq!(is_forbidden(ip, &loop_only), *in_loop_only, "{addr} loopback only");
         }
     }
 
@@ -970,15 +935,9 @@ mod tests {
         }
         let norm = [
             ("HTTPS://EXAMPLE.com:443/alice", "https://example.com/alice"),
-            (
-                "https://example.com/x/../alice",
-                "https://example.com/alice",
-            ),
+            ("https://example.com/x/../alice", "https://example.com/alice"),
             ("https://ex%61mple.com/alice", "https://example.com/alice"),
-            (
-                "https://аррӏе.com/alice",
-                "https://xn--80ak6aa92e.com/alice",
-            ),
+            ("https://аррӏе.com/alice", "https://xn--80ak6aa92e.com/alice"),
             ("http://0x7f.1:80/alice", "http://127.0.0.1/alice"),
             ("http://2130706433/alice", "http://127.0.0.1/alice"),
             ("http://0177.0.0.1/alice", "http://127.0.0.1/alice"),
@@ -994,9 +953,7 @@ mod tests {
     fn remote_policy_table() {
         let prod = FetchPolicy::for_listen_addr(false);
         let dev = FetchPolicy::for_listen_addr(true);
-        let check = |input: &str, policy: &FetchPolicy| {
-            check_remote(&parse_wallet_url(input).unwrap(), policy)
-        };
+        let check = |input: &str, policy: &FetchPolicy| check_remote(&parse_wallet_url(input).unwrap(), policy);
         for input in [
             "https://127.0.0.1/alice",
             "https://0x7f.1/alice",
@@ -1015,10 +972,7 @@ mod tests {
             "http://example.com/alice",
             "http://8.8.8.8/alice",
         ] {
-            assert!(
-                matches!(check(input, &prod), Err(KeyError::Forbidden(_))),
-                "{input}"
-            );
+            assert!(matches!(check(input, &prod), Err(KeyError::Forbidden(_))), "{input}");
         }
         for input in ["https://example.com/alice", "https://8.8.8.8/alice"] {
             check(input, &prod).unwrap();
@@ -1046,14 +1000,8 @@ mod tests {
     #[test]
     fn jwks_location() {
         let at = |w: &str| jwks_url(&parse_wallet_url(w).unwrap()).to_string();
-        assert_eq!(
-            at("https://example.com/alice"),
-            "https://example.com/alice/jwks.json"
-        );
-        assert_eq!(
-            at("https://example.com/a/b"),
-            "https://example.com/a/b/jwks.json"
-        );
+        assert_eq!(at("https://example.com/alice"), "https://example.com/alice/jwks.json");
+        assert_eq!(at("https://example.com/a/b"), "https://example.com/a/b/jwks.json");
         assert_eq!(
             at("https://example.com"),
             "https://example.com/.well-known/pay/jwks.json"
@@ -1069,10 +1017,7 @@ mod tests {
         let base = PublicBase::parse("https://ase.example/").unwrap();
         let name = |w: &str| base.local_name(&parse_wallet_url(w).unwrap());
         assert_eq!(name("https://ase.example/alice").as_deref(), Some("alice"));
-        assert_eq!(
-            name("HTTPS://ASE.example:443/alice").as_deref(),
-            Some("alice")
-        );
+        assert_eq!(name("HTTPS://ASE.example:443/alice").as_deref(), Some("alice"));
         assert_eq!(name("https://ase.example/a/b"), None);
         assert_eq!(name("https://ase.example"), None);
         assert_eq!(name("http://ase.example/alice"), None);
@@ -1087,10 +1032,7 @@ mod tests {
         assert_eq!(name("http://127.0.0.1:9/bob"), None);
 
         for bad in ["not a url", "https://u@ase.example", "ftp://ase.example"] {
-            assert!(matches!(
-                PublicBase::parse(bad),
-                Err(KeyError::InvalidUrl(_))
-            ));
+            assert!(matches!(PublicBase::parse(bad), Err(KeyError::InvalidUrl(_))));
         }
     }
 
@@ -1118,13 +1060,9 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(got.len(), 3);
-        let err = PolicyResolver::resolve_allowed(
-            inner,
-            FetchPolicy::for_listen_addr(true),
-            "nowhere.test".into(),
-        )
-        .await
-        .unwrap_err();
+        let err = PolicyResolver::resolve_allowed(inner, FetchPolicy::for_listen_addr(true), "nowhere.test".into())
+            .await
+            .unwrap_err();
         assert!(err.downcast_ref::<ForbiddenAddress>().is_none());
     }
 
@@ -1237,10 +1175,8 @@ mod tests {
         match handler(n, &path) {
             Reply::Hang => tokio::time::sleep(Duration::from_secs(30)).await,
             Reply::Dribble => {
-                sock.write_all(
-                    b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 64\r\n\r\n",
-                )
-                .await?;
+                sock.write_all(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 64\r\n\r\n")
+                    .await?;
                 for _ in 0..64 {
                     tokio::time::sleep(Duration::from_secs(1)).await;
                     sock.write_all(b" ").await?;
@@ -1269,9 +1205,8 @@ mod tests {
                 } else {
                     String::new()
                 };
-                let head = format!(
-                    "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n{length}connection: close\r\n\r\n"
-                );
+                let head =
+                    format!("HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n{length}connection: close\r\n\r\n");
                 sock.write_all(head.as_bytes()).await?;
                 sock.write_all(b"{\"keys\":[\"").await?;
                 let chunk = vec![b'a'; 64 * 1024];
@@ -1312,8 +1247,7 @@ mod tests {
 
     /// A resolver whose names resolve only through `stub` (nothing leaves the machine).
     fn resolver_with(policy: FetchPolicy, stub: StaticResolver) -> KeyResolver {
-        KeyResolver::with_host_resolver(policy, "https://ase.invalid", no_local(), Arc::new(stub))
-            .unwrap()
+        KeyResolver::with_host_resolver(policy, "https://ase.invalid", no_local(), Arc::new(stub)).unwrap()
     }
 
     fn resolver(policy: FetchPolicy) -> KeyResolver {
@@ -1357,10 +1291,7 @@ mod tests {
         assert_eq!(m.requests(), 1, "cache hits make no request");
 
         let head = m.head(0).to_ascii_lowercase();
-        assert!(
-            head.starts_with("get /alice/jwks.json http/1.1\r\n"),
-            "{head}"
-        );
+        assert!(head.starts_with("get /alice/jwks.json http/1.1\r\n"), "{head}");
         assert!(head.contains("\r\naccept: application/json\r\n"), "{head}");
         assert!(!head.contains("referer"), "{head}");
 
@@ -1479,10 +1410,7 @@ mod tests {
         let m = mock(|_, _| Reply::Hang).await;
         let r = resolver(test_policy());
         let started = std::time::Instant::now();
-        assert_eq!(
-            bounded(5, r.jwks(&m.url("/alice"))).await,
-            Err(KeyError::Timeout)
-        );
+        assert_eq!(bounded(5, r.jwks(&m.url("/alice"))).await, Err(KeyError::Timeout));
         assert!(started.elapsed() < Duration::from_secs(3));
     }
 
@@ -1491,10 +1419,7 @@ mod tests {
         let m = mock(|_, _| Reply::Dribble).await;
         let r = resolver(test_policy());
         let started = std::time::Instant::now();
-        assert_eq!(
-            bounded(5, r.jwks(&m.url("/alice"))).await,
-            Err(KeyError::Timeout)
-        );
+        assert_eq!(bounded(5, r.jwks(&m.url("/alice"))).await, Err(KeyError::Timeout));
         assert!(started.elapsed() < Duration::from_secs(3));
     }
 
@@ -1515,29 +1440,22 @@ mod tests {
 
     #[tokio::test]
     async fn wrong_content_or_status_is_refused() {
-        let fixed =
-            |status: u16, content_type: &'static str, body: &str, headers: &str| Reply::Fixed {
-                status,
-                content_type,
-                headers: headers.to_owned(),
-                body: body.as_bytes().to_vec(),
-                delay: Duration::ZERO,
-            };
+        let fixed = |status: u16, content_type: &'static str, body: &str, headers: &str| Reply::Fixed {
+            status,
+            content_type,
+            headers: headers.to_owned(),
+            body: body.as_bytes().to_vec(),
+            delay: Duration::ZERO,
+        };
         let good = serde_json::to_string(&json!({"keys": [jwk_json("k1", 1)]})).unwrap();
         let cases = [
             (fixed(200, "text/html", &good, ""), Err(KeyError::NotJson)),
-            (
-                fixed(200, "application/jsonx", &good, ""),
-                Err(KeyError::NotJson),
-            ),
+            (fixed(200, "application/jsonx", &good, ""), Err(KeyError::NotJson)),
             (
                 fixed(200, "application/json", "<html>hi</html>", ""),
                 Err(KeyError::NotJson),
             ),
-            (
-                fixed(200, "application/json", "", ""),
-                Err(KeyError::NotJson),
-            ),
+            (fixed(200, "application/json", "", ""), Err(KeyError::NotJson)),
             (
                 fixed(200, "application/json", r#"{"keys": 5}"#, ""),
                 Err(KeyError::Malformed(String::new())),
@@ -1546,22 +1464,13 @@ mod tests {
                 fixed(200, "application/json", "[]", ""),
                 Err(KeyError::Malformed(String::new())),
             ),
-            (
-                fixed(404, "application/json", &good, ""),
-                Err(KeyError::BadStatus(404)),
-            ),
-            (
-                fixed(500, "text/plain", "oops", ""),
-                Err(KeyError::BadStatus(500)),
-            ),
+            (fixed(404, "application/json", &good, ""), Err(KeyError::BadStatus(404))),
+            (fixed(500, "text/plain", "oops", ""), Err(KeyError::BadStatus(500))),
             (
                 fixed(302, "text/plain", "", "location: /elsewhere/jwks.json\r\n"),
                 Err(KeyError::BadStatus(302)),
             ),
-            (
-                fixed(200, "Application/JSON; charset=utf-8", &good, ""),
-                Ok(1),
-            ),
+            (fixed(200, "Application/JSON; charset=utf-8", &good, ""), Ok(1)),
         ];
         for (i, (reply, want)) in cases.into_iter().enumerate() {
             let m = mock(move |_, _| reply.clone()).await;
@@ -1637,9 +1546,7 @@ mod tests {
             }
         });
         let r = resolver(test_policy());
-        let err = bounded(5, r.jwks(&format!("https://{addr}/alice")))
-            .await
-            .unwrap_err();
+        let err = bounded(5, r.jwks(&format!("https://{addr}/alice"))).await.unwrap_err();
         assert!(
             matches!(&err, KeyError::Unreachable(why) if why.contains("corrupt message")),
             "{err}"
@@ -1729,9 +1636,7 @@ mod tests {
     #[tokio::test]
     async fn unresolvable_name_is_unreachable() {
         let r = resolver(FetchPolicy::for_listen_addr(false));
-        let err = bounded(5, r.jwks("https://nowhere.test/alice"))
-            .await
-            .unwrap_err();
+        let err = bounded(5, r.jwks("https://nowhere.test/alice")).await.unwrap_err();
         assert!(matches!(err, KeyError::Unreachable(_)), "{err}");
         assert!(matches!(
             bounded(5, r.jwks("https://good@evil.test/alice")).await,
@@ -1802,9 +1707,7 @@ mod tests {
         ));
         assert_eq!(
             *lock(&calls),
-            [
-                "alice", "alice", "alice", "alice", "alice", "carol", "broken"
-            ]
+            ["alice", "alice", "alice", "alice", "alice", "carol", "broken"]
         );
         // Local lookups bypass the cache.
         assert!(lock(&r.inner.cache).is_empty());

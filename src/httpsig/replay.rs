@@ -54,10 +54,7 @@ mod tests {
         assert!(c.check_and_insert(b"sig", 100, 400));
         assert!(!c.check_and_insert(b"sig", 101, 401));
         assert!(c.check_and_insert(b"other", 101, 401));
-        assert!(
-            c.check_and_insert(b"sig", 400, 700),
-            "expired entries may be reused"
-        );
+        assert!(c.check_and_insert(b"sig", 400, 700), "expired entries may be reused");
     }
 
     #[test]
@@ -69,10 +66,6 @@ mod tests {
         for i in 0..20_000u32 {
             c.check_and_insert(&(i + 100_000).to_be_bytes(), 20, 30);
         }
-        assert!(
-            c.len() <= 20_000,
-            "the first, expired batch was swept: {}",
-            c.len()
-        );
+        assert!(c.len() <= 20_000, "the first, expired batch was swept: {}", c.len());
     }
 }

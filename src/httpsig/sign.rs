@@ -33,8 +33,8 @@ pub fn sign_request(
     keyid: &str,
     created: i64,
 ) -> Result<(), Error> {
-    let keyid_sf = StringRef::from_str(keyid)
-        .map_err(|e| Error::Malformed(format!("keyid cannot be sent as a string: {e}")))?;
+    let keyid_sf =
+        StringRef::from_str(keyid).map_err(|e| Error::Malformed(format!("keyid cannot be sent as a string: {e}")))?;
 
     let mut components = vec!["@method", "@target-uri"];
     if headers.contains_key(AUTHORIZATION) {
@@ -78,10 +78,7 @@ pub fn sign_request(
     headers.insert(SIGNATURE_INPUT, header_value(&input)?);
     headers.insert(
         SIGNATURE,
-        header_value(&format!(
-            "{LABEL}=:{}:",
-            STANDARD.encode(signature.to_bytes())
-        ))?,
+        header_value(&format!("{LABEL}=:{}:", STANDARD.encode(signature.to_bytes())))?,
     );
     Ok(())
 }
@@ -91,8 +88,8 @@ fn signature_input(components: &[&str], keyid: &StringRef, created: i64) -> Resu
     let label = KeyRef::from_str(LABEL).map_err(|e| Error::Malformed(e.to_string()))?;
     let keyid_key = KeyRef::from_str("keyid").map_err(|e| Error::Malformed(e.to_string()))?;
     let created_key = KeyRef::from_str("created").map_err(|e| Error::Malformed(e.to_string()))?;
-    let created = sfv::Integer::try_from(created)
-        .map_err(|_| Error::Malformed(format!("created {created} is out of range")))?;
+    let created =
+        sfv::Integer::try_from(created).map_err(|_| Error::Malformed(format!("created {created} is out of range")))?;
     let mut dict = DictSerializer::new();
     {
         let mut list = dict.inner_list(label);
@@ -122,10 +119,14 @@ mod tests {
     // Captured from `@interledger/http-signature-utils` 2.0.3 `createHeaders` with
     // the private key whose seed is 32 bytes of 0x01, the clock fixed at
     // 1700000000.123 s, and the inputs used in the tests below.
-    const NODE_DIGEST: &str = "sha-512=:KRDmS/FUf+qKdhPC6X1xzhGIfoUt0Vdp979O0W/R/zZP+WujL5VsVVNJw81bmBUJoxZpRGIz72WSvypsuxHHng==:";
-    const NODE_SIG_BODY: &str = "sig1=:M07pl8tMHr8YSSdDqwsuUeuHRVT52QkJj4MuOWkH9k8Yom75O73Vrqe31VzqZm/33tO+ajZr7QIQ1rBs4r7oDw==:";
-    const NODE_SIG_NO_BODY: &str = "sig1=:qeorLO2mX9jFdocq0/PO/ACFMWizOx/DKaUCEs6EtRDRY5VZ6oi//Rk8h5z+5lc5+V5CkiFsQJ6jawEgHrCPBA==:";
-    const NODE_SIG_GET_AUTH: &str = "sig1=:4+rN05KGvOkbjq3Uq/MDGLe3xFz9OMq8KJbZ6UZRfyODYNNVTYqQ7EVDnuBD8cpRCtKTl8Uf9chczU1IhwbGDQ==:";
+    const NODE_DIGEST: &str =
+        "sha-512=:KRDmS/FUf+qKdhPC6X1xzhGIfoUt0Vdp979O0W/R/zZP+WujL5VsVVNJw81bmBUJoxZpRGIz72WSvypsuxHHng==:";
+    const NODE_SIG_BODY: &str =
+        "sig1=:M07pl8tMHr8YSSdDqwsuUeuHRVT52QkJj4MuOWkH9k8Yom75O73Vrqe31VzqZm/33tO+ajZr7QIQ1rBs4r7oDw==:";
+    const NODE_SIG_NO_BODY: &str =
+        "sig1=:qeorLO2mX9jFdocq0/PO/ACFMWizOx/DKaUCEs6EtRDRY5VZ6oi//Rk8h5z+5lc5+V5CkiFsQJ6jawEgHrCPBA==:";
+    const NODE_SIG_GET_AUTH: &str =
+        "sig1=:4+rN05KGvOkbjq3Uq/MDGLe3xFz9OMq8KJbZ6UZRfyODYNNVTYqQ7EVDnuBD8cpRCtKTl8Uf9chczU1IhwbGDQ==:";
 
     fn key() -> SigningKey {
         SigningKey::from_bytes(&[1u8; 32])
@@ -171,10 +172,7 @@ mod tests {
         );
         assert_eq!(
             NODE_SIG_BODY,
-            format!(
-                "sig1=:{}:",
-                STANDARD.encode(key().sign(base.as_bytes()).to_bytes())
-            )
+            format!("sig1=:{}:", STANDARD.encode(key().sign(base.as_bytes()).to_bytes()))
         );
 
         // And the verifier accepts the Node-signed request.

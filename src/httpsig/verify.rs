@@ -108,10 +108,7 @@ pub fn parse_signature(headers: &HeaderMap) -> Result<SignatureParams, Error> {
         };
         let name = name.as_str();
         if let Some((param, _)) = item.params.first() {
-            return Err(Error::UnsupportedComponent(format!(
-                "{name};{}",
-                param.as_str()
-            )));
+            return Err(Error::UnsupportedComponent(format!("{name};{}", param.as_str())));
         }
         if name.is_empty() || name.bytes().any(|b| b.is_ascii_uppercase()) {
             return Err(Error::Malformed(format!(
@@ -159,9 +156,8 @@ pub fn parse_signature(headers: &HeaderMap) -> Result<SignatureParams, Error> {
 
     // The received text of the member, cross-checked against the parser's view so
     // that the scanner can never disagree with what was parsed.
-    let raw = raw_member(&input, &label).ok_or_else(|| {
-        Error::Malformed(format!("signature-input: cannot locate member `{label}`"))
-    })?;
+    let raw = raw_member(&input, &label)
+        .ok_or_else(|| Error::Malformed(format!("signature-input: cannot locate member `{label}`")))?;
     let reparsed: Dictionary = Parser::new(&format!("{label}={raw}"))
         .parse()
         .map_err(|e| Error::Malformed(format!("signature-input: {e}")))?;
@@ -179,14 +175,10 @@ pub fn parse_signature(headers: &HeaderMap) -> Result<SignatureParams, Error> {
         return Err(Error::MissingSignature(label));
     };
     let ListEntry::Item(item) = entry else {
-        return Err(Error::Malformed(format!(
-            "signature: `{label}` is an inner list"
-        )));
+        return Err(Error::Malformed(format!("signature: `{label}` is an inner list")));
     };
     let Some(bytes) = item.bare_item.as_byte_sequence() else {
-        return Err(Error::Malformed(format!(
-            "signature: `{label}` is not a byte sequence"
-        )));
+        return Err(Error::Malformed(format!("signature: `{label}` is not a byte sequence")));
     };
     if bytes.len() != Signature::BYTE_SIZE {
         return Err(Error::Malformed(format!(
@@ -240,12 +232,7 @@ pub fn verify(req: &Request<'_>, sig: &SignatureParams, key: &VerifyingKey) -> R
 /// `content-type` covered and the digest valid over the raw bytes; `content-digest`
 /// never over an empty body; `Content-Length` equal to the body length; `keyid`
 /// and `created` present, `created` within the skew window, `expires` not past.
-pub fn check_policy(
-    req: &Request<'_>,
-    sig: &SignatureParams,
-    now_unix: i64,
-    policy: &Policy,
-) -> Result<(), Error> {
+pub fn check_policy(req: &Request<'_>, sig: &SignatureParams, now_unix: i64, policy: &Policy) -> Result<(), Error> {
     for required in ["@method", "@target-uri"] {
         if !sig.covers(required) {
             return Err(Error::NotCovered(required));
@@ -284,18 +271,12 @@ pub fn check_policy(
     }
     let created = sig.created.ok_or(Error::MissingParam("created"))?;
     if created.abs_diff(now_unix) > policy.max_skew_secs.unsigned_abs() {
-        return Err(Error::Stale {
-            created,
-            now: now_unix,
-        });
+        return Err(Error::Stale { created, now: now_unix });
     }
     if let Some(expires) = sig.expires
         && expires < now_unix
     {
-        return Err(Error::Expired {
-            expires,
-            now: now_unix,
-        });
+        return Err(Error::Expired { expires, now: now_unix });
     }
     Ok(())
 }
@@ -368,11 +349,7 @@ fn int_param(key: &str, value: &BareItem) -> Result<i64, Error> {
 }
 
 /// The value of one covered component.
-fn component_value(
-    req: &Request<'_>,
-    name: &str,
-    uri: &mut Option<http::Uri>,
-) -> Result<String, Error> {
+fn component_value(req: &Request<'_>, name: &str, uri: &mut Option<http::Uri>) -> Result<String, Error> {
     if let Some(derived) = name.strip_prefix('@') {
         let target = || -> Result<http::Uri, Error> {
             req.target_uri
@@ -564,8 +541,7 @@ mod tests {
         let r = &v["request"];
         let mut headers = HeaderMap::new();
         for h in r["headers"].as_array().expect("headers") {
-            let name = HeaderName::from_bytes(h[0].as_str().expect("name").as_bytes())
-                .expect("header name");
+            let name = HeaderName::from_bytes(h[0].as_str().expect("name").as_bytes()).expect("header name");
             headers.append(
                 name,
                 HeaderValue::from_str(h[1].as_str().expect("value")).expect("value"),
@@ -573,16 +549,14 @@ mod tests {
         }
         headers.insert(
             "signature-input",
-            HeaderValue::from_str(v["signature_input_header"].as_str().expect("si"))
-                .expect("si value"),
+            HeaderValue::from_str(v["signature_input_header"].as_str().expect("si")).expect("si value"),
         );
         headers.insert(
             "signature",
             HeaderValue::from_str(v["signature_header"].as_str().expect("sig")).expect("sig"),
         );
         let owned = Owned {
-            method: Method::from_bytes(r["method"].as_str().expect("method").as_bytes())
-                .expect("method"),
+            method: Method::from_bytes(r["method"].as_str().expect("method").as_bytes()).expect("method"),
             target_uri: r["target_uri"].as_str().expect("uri").to_owned(),
             headers,
             body: r["body"].as_str().expect("body").as_bytes().to_vec(),
@@ -605,10 +579,7 @@ mod tests {
         assert_eq!(sig.components, want);
         assert_eq!(sig.keyid.as_deref(), Some("test-key-ed25519"));
         assert_eq!(sig.created, Some(1_618_884_473));
-        assert_eq!(
-            sig.signature,
-            hex(v["signature_hex"].as_str().expect("signature hex"))
-        );
+        assert_eq!(sig.signature, hex(v["signature_hex"].as_str().expect("signature hex")));
 
         let base = signature_base(&req, &sig).expect("base");
         let file = read("rfc9421-B.2.6-signature-base.txt");
@@ -641,31 +612,21 @@ mod tests {
         // Base + trailing LF / CRLF endings do not verify.
         let base = read("rfc9421-B.2.6-signature-base.txt");
         let s = Signature::from_slice(&sig.signature).expect("sig");
-        assert!(
-            key.verify_strict(format!("{base}\n").as_bytes(), &s)
-                .is_err()
-        );
-        assert!(
-            key.verify_strict(base.replace('\n', "\r\n").as_bytes(), &s)
-                .is_err()
-        );
+        assert!(key.verify_strict(format!("{base}\n").as_bytes(), &s).is_err());
+        assert!(key.verify_strict(base.replace('\n', "\r\n").as_bytes(), &s).is_err());
 
         // Date changed by one second.
         let mut changed = Owned { ..owned };
-        changed.headers.insert(
-            "date",
-            HeaderValue::from_static("Tue, 20 Apr 2021 02:07:56 GMT"),
-        );
+        changed
+            .headers
+            .insert("date", HeaderValue::from_static("Tue, 20 Apr 2021 02:07:56 GMT"));
         assert_eq!(verify(&changed.req(), &sig, &key), Err(Error::BadSignature));
         let (owned, _) = b26_request();
 
         // One bit of the signature flipped.
         let mut flipped = sig.clone();
         flipped.signature[10] ^= 1;
-        assert_eq!(
-            verify(&owned.req(), &flipped, &key),
-            Err(Error::BadSignature)
-        );
+        assert_eq!(verify(&owned.req(), &flipped, &key), Err(Error::BadSignature));
 
         // Wrong public key.
         let other = SigningKey::from_bytes(&[7u8; 32]).verifying_key();
@@ -677,9 +638,7 @@ mod tests {
             Err(Error::NotCovered("@target-uri"))
         );
         assert_eq!(
-            verify_request(&owned.req(), 1_618_884_473, &Policy::default(), |_| Some(
-                key
-            )),
+            verify_request(&owned.req(), 1_618_884_473, &Policy::default(), |_| Some(key)),
             Err(Error::NotCovered("@target-uri"))
         );
     }
@@ -697,10 +656,7 @@ mod tests {
             HeaderValue::from_str(v["signature_header"].as_str().expect("sig")).expect("sig"),
         );
         // A 32-byte HMAC value is not an Ed25519 signature.
-        assert!(matches!(
-            parse_signature(&headers),
-            Err(Error::Malformed(_))
-        ));
+        assert!(matches!(parse_signature(&headers), Err(Error::Malformed(_))));
         let mut alg = headers.clone();
         alg.insert(
             "signature-input",
@@ -728,16 +684,7 @@ mod tests {
             headers.insert(AUTHORIZATION, HeaderValue::from_str(a).expect("auth"));
         }
         headers.insert("accept", HeaderValue::from_static("application/json"));
-        sign_request(
-            &Method::POST,
-            TARGET,
-            &mut headers,
-            body,
-            &client_key(),
-            keyid,
-            NOW,
-        )
-        .expect("sign");
+        sign_request(&Method::POST, TARGET, &mut headers, body, &client_key(), keyid, NOW).expect("sign");
         Owned {
             method: Method::POST,
             target_uri: TARGET.to_owned(),
@@ -764,8 +711,7 @@ mod tests {
         let s = client_key().sign(base.as_bytes());
         owned.headers.insert(
             "signature",
-            HeaderValue::from_str(&format!("sig1=:{}:", STANDARD.encode(s.to_bytes())))
-                .expect("sig"),
+            HeaderValue::from_str(&format!("sig1=:{}:", STANDARD.encode(s.to_bytes()))).expect("sig"),
         );
     }
 
@@ -793,14 +739,11 @@ mod tests {
         // Window edges.
         let key = client_key().verifying_key();
         for now in [NOW - 300, NOW + 300] {
-            verify_request(&owned.req(), now, &Policy::default(), |_| Some(key))
-                .expect("inside window");
+            verify_request(&owned.req(), now, &Policy::default(), |_| Some(key)).expect("inside window");
         }
         // A header outside the covered set may change.
         let mut owned = signed(BODY, None, "key-1");
-        owned
-            .headers
-            .insert("accept", HeaderValue::from_static("text/plain"));
+        owned.headers.insert("accept", HeaderValue::from_static("text/plain"));
         check(&owned).expect("uncovered header change is fine");
     }
 
@@ -907,9 +850,7 @@ mod tests {
     fn digest_on_empty_body_is_rejected() {
         let mut owned = signed(BODY, None, "key-1");
         owned.body.clear();
-        owned
-            .headers
-            .insert(CONTENT_LENGTH, HeaderValue::from_static("0"));
+        owned.headers.insert(CONTENT_LENGTH, HeaderValue::from_static("0"));
         resign_with_input(
             &mut owned,
             r#"("@method" "@target-uri" "content-digest" "content-length" "content-type");keyid="key-1";created=1700000000"#,
@@ -989,11 +930,7 @@ mod tests {
         }
         // Both correct: accepted.
         let mut owned = signed(BODY, None, "key-1");
-        let both = format!(
-            "{}, {}",
-            content_digest_sha256(BODY),
-            content_digest_sha512(BODY)
-        );
+        let both = format!("{}, {}", content_digest_sha256(BODY), content_digest_sha512(BODY));
         owned
             .headers
             .insert(CONTENT_DIGEST, HeaderValue::from_str(&both).expect("d"));
@@ -1018,15 +955,7 @@ mod tests {
         // Characters an sf-string cannot carry: refused at signing time.
         for kid in ["k\n1", "k\u{e9}", "k\t1"] {
             let mut headers = HeaderMap::new();
-            let r = sign_request(
-                &Method::POST,
-                TARGET,
-                &mut headers,
-                BODY,
-                &client_key(),
-                kid,
-                NOW,
-            );
+            let r = sign_request(&Method::POST, TARGET, &mut headers, BODY, &client_key(), kid, NOW);
             assert!(matches!(r, Err(Error::Malformed(_))), "{kid:?}");
         }
         // ... and at parse time when a client sends them.
@@ -1052,23 +981,14 @@ mod tests {
             HeaderValue::from_bytes("sig1=(\"@method\");keyid=\"k\u{e9}\"".as_bytes())
                 .expect("obs-text is a valid header value"),
         );
-        assert!(matches!(
-            parse_signature(&headers),
-            Err(Error::Malformed(_))
-        ));
+        assert!(matches!(parse_signature(&headers), Err(Error::Malformed(_))));
     }
 
     #[test]
     fn labels_and_shapes() {
         let owned = signed(BODY, None, "key-1");
-        let input = owned.headers["signature-input"]
-            .to_str()
-            .expect("ascii")
-            .to_owned();
-        let sig_header = owned.headers["signature"]
-            .to_str()
-            .expect("ascii")
-            .to_owned();
+        let input = owned.headers["signature-input"].to_str().expect("ascii").to_owned();
+        let sig_header = owned.headers["signature"].to_str().expect("ascii").to_owned();
         let raw = input.strip_prefix("sig1=").expect("sig1").to_owned();
 
         // sig1 preferred among several labels, in any order or header line.
@@ -1079,11 +999,7 @@ mod tests {
         );
         h.insert(
             "signature",
-            HeaderValue::from_str(&format!(
-                "other=:{}:, {sig_header}",
-                STANDARD.encode([0u8; 64])
-            ))
-            .expect("v"),
+            HeaderValue::from_str(&format!("other=:{}:, {sig_header}", STANDARD.encode([0u8; 64]))).expect("v"),
         );
         let parsed = parse_signature(&h).expect("sig1 picked");
         assert_eq!(parsed.raw_params, raw);
@@ -1137,19 +1053,13 @@ mod tests {
             "signature",
             HeaderValue::from_str(&sig_header.replacen("sig1=", "sig2=", 1)).expect("v"),
         );
-        assert_eq!(
-            parse_signature(&h),
-            Err(Error::MissingSignature("sig1".into()))
-        );
+        assert_eq!(parse_signature(&h), Err(Error::MissingSignature("sig1".into())));
         let mut h = owned.headers.clone();
         h.remove("signature");
         assert_eq!(parse_signature(&h), Err(Error::MissingHeader("signature")));
         let mut h = owned.headers.clone();
         h.remove("signature-input");
-        assert_eq!(
-            parse_signature(&h),
-            Err(Error::MissingHeader("signature-input"))
-        );
+        assert_eq!(parse_signature(&h), Err(Error::MissingHeader("signature-input")));
 
         // Raw params are used as received: extra whitespace is kept, so a signer
         // that signed the canonical form fails, one that signed the raw text passes.
@@ -1195,23 +1105,12 @@ mod tests {
         ] {
             let mut h = owned.headers.clone();
             h.insert("signature-input", HeaderValue::from_static(input));
-            assert!(
-                matches!(parse_signature(&h), Err(Error::Malformed(_))),
-                "{input}"
-            );
+            assert!(matches!(parse_signature(&h), Err(Error::Malformed(_))), "{input}");
         }
-        for sig in [
-            "sig1=:AAAA:",
-            "sig1=\"abc\"",
-            "sig1=(:AAAA:)",
-            "sig1=:not base64:",
-        ] {
+        for sig in ["sig1=:AAAA:", "sig1=\"abc\"", "sig1=(:AAAA:)", "sig1=:not base64:"] {
             let mut h = owned.headers.clone();
             h.insert("signature", HeaderValue::from_static(sig));
-            assert!(
-                matches!(parse_signature(&h), Err(Error::Malformed(_))),
-                "{sig}"
-            );
+            assert!(matches!(parse_signature(&h), Err(Error::Malformed(_))), "{sig}");
         }
 
         // Unknown derived components and absent headers fail at base building.
@@ -1284,11 +1183,7 @@ mod tests {
                 raw_params: "()".into(),
                 signature: vec![],
             };
-            let scheme = if uri.starts_with("https") {
-                "https"
-            } else {
-                "http"
-            };
+            let scheme = if uri.starts_with("https") { "https" } else { "http" };
             let want = format!(
                 "\"@method\": GET\n\"@target-uri\": {uri}\n\"@authority\": {authority}\n\
                  \"@scheme\": {scheme}\n\"@path\": {path}\n\"@query\": {query}\n\
@@ -1302,10 +1197,7 @@ mod tests {
     #[test]
     fn raw_member_scanner() {
         let f = r#"a=("x,y" "z");k="q\"),(", sig1=("@method");keyid="a,b";created=1 , c=1"#;
-        assert_eq!(
-            raw_member(f, "sig1"),
-            Some(r#"("@method");keyid="a,b";created=1"#)
-        );
+        assert_eq!(raw_member(f, "sig1"), Some(r#"("@method");keyid="a,b";created=1"#));
         assert_eq!(raw_member(f, "a"), Some(r#"("x,y" "z");k="q\"),(""#));
         assert_eq!(raw_member(f, "sig"), None);
         assert_eq!(raw_member("s=1, s=2", "s"), Some("2"));

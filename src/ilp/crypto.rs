@@ -376,13 +376,8 @@ pub fn connection_id(destination: &Address) -> String {
 /// The raw token bytes in `destination`: the first segment after `server_address.`,
 /// base64url-decoded (padding tolerated). Not under the server address → [`Error::NotOurAddress`]
 /// (`F02`); undecodable → [`Error::InvalidToken`] (`F06`).
-pub fn token_from_address(
-    server_address: &Address,
-    destination: &Address,
-) -> Result<Vec<u8>, Error> {
-    let segment = destination
-        .segment_after(server_address)
-        .ok_or(Error::NotOurAddress)?;
+pub fn token_from_address(server_address: &Address, destination: &Address) -> Result<Vec<u8>, Error> {
+    let segment = destination.segment_after(server_address).ok_or(Error::NotOurAddress)?;
     URL_SAFE_NO_PAD_INDIFFERENT
         .decode(segment)
         .map_err(|_| Error::InvalidToken)
@@ -419,20 +414,14 @@ mod tests {
     use crate::ilp::stream::{Frame, StreamPacket};
     use base64::engine::general_purpose::STANDARD;
 
-    const E2E: &str = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../shared/vectors/stream/e2e-vectors.json"
-    );
+    const E2E: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/vectors/stream/e2e-vectors.json");
 
     fn e2e() -> serde_json::Value {
         serde_json::from_str(&std::fs::read_to_string(E2E).expect(E2E)).unwrap()
     }
 
     fn hex_field<const N: usize>(v: &serde_json::Value, key: &str) -> [u8; N] {
-        hex::decode(v[key].as_str().unwrap())
-            .unwrap()
-            .try_into()
-            .unwrap()
+        hex::decode(v[key].as_str().unwrap()).unwrap().try_into().unwrap()
     }
 
     fn hex_vec(v: &serde_json::Value, key: &str) -> Vec<u8> {
@@ -446,10 +435,7 @@ mod tests {
         let secret: [u8; 32] = hex_field(v, "sharedSecretHex");
         let keys = StreamKeys::derive(&secret);
         assert_eq!(keys.encryption_key, hex_field::<32>(v, "encryptionKeyHex"));
-        assert_eq!(
-            keys.fulfillment_key,
-            hex_field::<32>(v, "fulfillmentKeyHex")
-        );
+        assert_eq!(keys.fulfillment_key, hex_field::<32>(v, "fulfillmentKeyHex"));
         assert_eq!(encryption_key(&secret), keys.encryption_key);
         assert_eq!(fulfillment_key(&secret), keys.fulfillment_key);
 
@@ -515,19 +501,14 @@ mod tests {
             }),
         };
         let iv: [u8; 12] = hex_field(v, "tokenIvHex");
-        let creds =
-            generate_credentials_with_iv(&server_secret, &server_address, &details, &iv).unwrap();
-        assert_eq!(
-            creds.ilp_address.as_str(),
-            v["ilpAddress"].as_str().unwrap()
-        );
+        let creds = generate_credentials_with_iv(&server_secret, &server_address, &details, &iv).unwrap();
+        assert_eq!(creds.ilp_address.as_str(), v["ilpAddress"].as_str().unwrap());
         assert_eq!(
             creds.shared_secret_base64url(),
             v["sharedSecretBase64Url"].as_str().unwrap()
         );
 
-        let resolved =
-            resolve_destination(&server_secret, &server_address, &creds.ilp_address).unwrap();
+        let resolved = resolve_destination(&server_secret, &server_address, &creds.ilp_address).unwrap();
         assert_eq!(resolved.details, details);
         assert_eq!(resolved.shared_secret, creds.shared_secret);
         assert_eq!(resolved.keys, StreamKeys::derive(&creds.shared_secret));
@@ -658,9 +639,7 @@ mod tests {
             condition_for(&[0; 32]).to_vec(),
             b64("Zmh6rfhivXdsj8GLjp+OIAiXFIVu4jOzkCpZHQ1fKSU=")
         );
-        let key: [u8; 32] = b64("AOStyoBvoK9/OFhdmf2TzQRrJsCkxH/cj49Ya7RFOEc=")
-            .try_into()
-            .unwrap();
+        let key: [u8; 32] = b64("AOStyoBvoK9/OFhdmf2TzQRrJsCkxH/cj49Ya7RFOEc=").try_into().unwrap();
         let ciphertext = b64("Y1UiXpDA1GwAv+h95CEv67O49MOAJQrnYEQMrOFsbv6rrlE=");
         assert_eq!(decrypt(&key, &ciphertext).unwrap(), b"foo bar");
         let sealed = encrypt(&key, b"foo bar").unwrap();

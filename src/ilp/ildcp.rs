@@ -16,8 +16,8 @@ pub const PEER_PROTOCOL_FULFILLMENT: [u8; 32] = [0; 32];
 
 /// `SHA-256(PEER_PROTOCOL_FULFILLMENT)`.
 pub const PEER_PROTOCOL_CONDITION: [u8; 32] = [
-    0x66, 0x68, 0x7a, 0xad, 0xf8, 0x62, 0xbd, 0x77, 0x6c, 0x8f, 0xc1, 0x8b, 0x8e, 0x9f, 0x8e, 0x20,
-    0x08, 0x97, 0x14, 0x85, 0x6e, 0xe2, 0x33, 0xb3, 0x90, 0x2a, 0x59, 0x1d, 0x0d, 0x5f, 0x29, 0x25,
+    0x66, 0x68, 0x7a, 0xad, 0xf8, 0x62, 0xbd, 0x77, 0x6c, 0x8f, 0xc1, 0x8b, 0x8e, 0x9f, 0x8e, 0x20, 0x08, 0x97, 0x14,
+    0x85, 0x6e, 0xe2, 0x33, 0xb3, 0x90, 0x2a, 0x59, 0x1d, 0x0d, 0x5f, 0x29, 0x25,
 ];
 
 /// Expiry the JS client uses for requests (60 s).
@@ -114,16 +114,12 @@ mod tests {
     // Vectors from interledgerjs `packages/ilp-protocol-ildcp/test/index.spec.ts`.
     const REQUEST_HEX: &str = "0c460000000000000000323031353036313630303031303030303066687aadf862bd776c8fc18b8e9f8e20089714856ee233b3902a591d0d5f29250b706565722e636f6e66696700";
     const RESPONSE_HEX: &str = "0d350000000000000000000000000000000000000000000000000000000000000000140e6578616d706c652e636c69656e740d0358414d";
-    const REJECT_HEX: &str =
-        "0e254630300e6578616d706c652e73657276657211756e6578706563746564206572726f722e00";
+    const REJECT_HEX: &str = "0e254630300e6578616d706c652e73657276657211756e6578706563746564206572726f722e00";
     const START_DATE: i64 = 1_434_412_800_000;
 
     #[test]
     fn condition_constant() {
-        assert_eq!(
-            condition_for(&PEER_PROTOCOL_FULFILLMENT),
-            PEER_PROTOCOL_CONDITION
-        );
+        assert_eq!(condition_for(&PEER_PROTOCOL_FULFILLMENT), PEER_PROTOCOL_CONDITION);
     }
 
     #[test]
@@ -140,14 +136,8 @@ mod tests {
         assert_eq!(validate_request(&decoded, late), Err(Error::Expired));
         let mut wrong = decoded.clone();
         wrong.execution_condition[0] ^= 1;
-        assert_eq!(
-            validate_request(&wrong, now),
-            Err(Error::IldcpWrongCondition)
-        );
-        assert_eq!(
-            Error::IldcpWrongCondition.reject_code(),
-            ErrorCode::F00_BAD_REQUEST
-        );
+        assert_eq!(validate_request(&wrong, now), Err(Error::IldcpWrongCondition));
+        assert_eq!(Error::IldcpWrongCondition.reject_code(), ErrorCode::F00_BAD_REQUEST);
         wrong = decoded;
         wrong.destination = Address::new("peer.bonfig").unwrap();
         assert!(!is_request(&wrong));
@@ -171,10 +161,7 @@ mod tests {
         let mut bad = bytes.clone();
         bad[16] = 0x10;
         let f = Fulfill::decode(&bad).unwrap();
-        assert_eq!(
-            IldcpResponse::from_fulfill(&f),
-            Err(Error::IldcpWrongFulfillment)
-        );
+        assert_eq!(IldcpResponse::from_fulfill(&f), Err(Error::IldcpWrongFulfillment));
         for cut in 0..resp.encode_data().len() {
             assert!(IldcpResponse::decode_data(&resp.encode_data()[..cut]).is_err());
         }

@@ -308,19 +308,7 @@ mod tests {
         assert_eq!(encode_len(300), [0x82, 0x01, 0x2c]);
         assert_eq!(encode_len(32767), [0x82, 0x7f, 0xff]);
         assert_eq!(encode_len(65536), [0x83, 0x01, 0x00, 0x00]);
-        for len in [
-            0usize,
-            1,
-            127,
-            128,
-            255,
-            256,
-            300,
-            32767,
-            65535,
-            65536,
-            1 << 24,
-        ] {
+        for len in [0usize, 1, 127, 128, 255, 256, 300, 32767, 65535, 65536, 1 << 24] {
             let enc = encode_len(len);
             assert_eq!(enc.len(), length_prefix_len(len));
             let mut r = Reader::new(&enc);
@@ -382,15 +370,9 @@ mod tests {
             (256, &[0x02, 0x01, 0x00]),
             (259, &[0x02, 0x01, 0x03]),
             (0x0102_0305, &[0x04, 0x01, 0x02, 0x03, 0x05]),
-            (
-                9_007_199_254_740_991,
-                &[0x07, 0x1f, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff],
-            ),
+            (9_007_199_254_740_991, &[0x07, 0x1f, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff]),
             (1 << 56, &[0x08, 0x01, 0, 0, 0, 0, 0, 0, 0]),
-            (
-                u64::MAX,
-                &[0x08, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff],
-            ),
+            (u64::MAX, &[0x08, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff]),
         ];
         for &(value, bytes) in cases {
             assert_eq!(encode_var_uint(value), bytes, "encode {value}");
@@ -398,10 +380,7 @@ mod tests {
             let mut r = Reader::new(bytes);
             assert_eq!(r.read_var_uint().unwrap(), value);
             assert!(r.is_empty());
-            assert_eq!(
-                Reader::new(bytes).read_var_uint_saturating().unwrap(),
-                value
-            );
+            assert_eq!(Reader::new(bytes).read_var_uint_saturating().unwrap(), value);
         }
     }
 
@@ -410,28 +389,19 @@ mod tests {
         // Non-minimal is accepted.
         assert_eq!(Reader::new(&[0x02, 0x00, 0x05]).read_var_uint(), Ok(5));
         // Empty is rejected.
-        assert_eq!(
-            Reader::new(&[0x00]).read_var_uint(),
-            Err(Error::EmptyVarUInt)
-        );
+        assert_eq!(Reader::new(&[0x00]).read_var_uint(), Err(Error::EmptyVarUInt));
         assert_eq!(
             Reader::new(&[0x00]).read_var_uint_saturating(),
             Err(Error::EmptyVarUInt)
         );
         // Nine bytes: error, or saturate.
         let nine = [0x09, 0x01, 0, 0, 0, 0, 0, 0, 0, 0];
-        assert_eq!(
-            Reader::new(&nine).read_var_uint(),
-            Err(Error::VarUIntTooLarge(9))
-        );
+        assert_eq!(Reader::new(&nine).read_var_uint(), Err(Error::VarUIntTooLarge(9)));
         assert_eq!(Reader::new(&nine).read_var_uint_saturating(), Ok(u64::MAX));
         // Nine bytes with a leading zero still fits.
         let small = [0x09, 0x00, 0, 0, 0, 0, 0, 0, 0, 0x2a];
         assert_eq!(Reader::new(&small).read_var_uint_saturating(), Ok(42));
-        assert_eq!(
-            Reader::new(&[0x03, 0, 0, 0]).read_var_uint_saturating(),
-            Ok(0)
-        );
+        assert_eq!(Reader::new(&[0x03, 0, 0, 0]).read_var_uint_saturating(), Ok(0));
     }
 
     #[test]

@@ -81,8 +81,7 @@ impl Address {
 
     /// The first segment of `self` after `prefix` (e.g. the STREAM connection token).
     pub fn segment_after(&self, prefix: &Address) -> Option<&str> {
-        self.child_part(prefix)
-            .and_then(|rest| rest.split('.').next())
+        self.child_part(prefix).and_then(|rest| rest.split('.').next())
     }
 }
 
@@ -172,19 +171,12 @@ impl Timestamp {
             && t.field(8, 2) <= 23
             && t.field(10, 2) <= 59
             && t.field(12, 2) <= 59;
-        if valid {
-            Ok(t)
-        } else {
-            Err(Error::InvalidTimestamp)
-        }
+        if valid { Ok(t) } else { Err(Error::InvalidTimestamp) }
     }
 
     /// Parses the 17-character text form.
     pub fn parse(s: &str) -> Result<Self, Error> {
-        let bytes: [u8; TIMESTAMP_LEN] = s
-            .as_bytes()
-            .try_into()
-            .map_err(|_| Error::InvalidTimestamp)?;
+        let bytes: [u8; TIMESTAMP_LEN] = s.as_bytes().try_into().map_err(|_| Error::InvalidTimestamp)?;
         Self::from_bytes(bytes)
     }
 
@@ -368,10 +360,7 @@ impl ErrorCode {
 
     /// Parses the text form.
     pub fn parse(s: &str) -> Result<Self, Error> {
-        let bytes: [u8; 3] = s
-            .as_bytes()
-            .try_into()
-            .map_err(|_| Error::InvalidErrorCode)?;
+        let bytes: [u8; 3] = s.as_bytes().try_into().map_err(|_| Error::InvalidErrorCode)?;
         Self::from_bytes(bytes)
     }
 
@@ -670,20 +659,12 @@ impl Reject {
     }
 
     /// An `F08 Amount Too Large` reject carrying [`AmountTooLarge`] data.
-    pub fn amount_too_large(
-        triggered_by: Option<Address>,
-        received_amount: u64,
-        maximum_amount: u64,
-    ) -> Self {
+    pub fn amount_too_large(triggered_by: Option<Address>, received_amount: u64, maximum_amount: u64) -> Self {
         let data = AmountTooLarge {
             received_amount,
             maximum_amount,
         };
-        Self::new(
-            ErrorCode::F08_AMOUNT_TOO_LARGE,
-            triggered_by,
-            data.encode().to_vec(),
-        )
+        Self::new(ErrorCode::F08_AMOUNT_TOO_LARGE, triggered_by, data.encode().to_vec())
     }
 
     /// The F08 data, if this is an F08 reject carrying it.
@@ -794,10 +775,7 @@ mod tests {
     use base64::Engine as _;
     use base64::engine::general_purpose::STANDARD;
 
-    const VECTORS: &str = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../shared/vectors/stream/ilp-packet"
-    );
+    const VECTORS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/vectors/stream/ilp-packet");
 
     #[derive(serde::Deserialize)]
     struct Vector<T> {
@@ -867,10 +845,7 @@ mod tests {
     fn fulfill_vector() {
         let (bin, json) = load::<FulfillJson>("ilp_fulfill");
         let f = Fulfill::decode(&bin).unwrap();
-        assert_eq!(
-            f.fulfillment.to_vec(),
-            STANDARD.decode(&json.fulfillment).unwrap()
-        );
+        assert_eq!(f.fulfillment.to_vec(), STANDARD.decode(&json.fulfillment).unwrap());
         assert_eq!(f.data, STANDARD.decode(&json.data).unwrap());
         assert_eq!(f.encode().unwrap(), bin);
         assert_eq!(Packet::decode(&bin).unwrap().encode().unwrap(), bin);
@@ -949,10 +924,7 @@ mod tests {
         w.write_var_octet_string(p.destination.as_str().as_bytes());
         w.write_var_octet_string(&vec![0; MAX_DATA_LEN + 1]);
         let bytes = write_envelope(PacketType::Prepare, w.as_slice());
-        assert_eq!(
-            Prepare::decode(&bytes),
-            Err(Error::DataTooLong(MAX_DATA_LEN + 1))
-        );
+        assert_eq!(Prepare::decode(&bytes), Err(Error::DataTooLong(MAX_DATA_LEN + 1)));
 
         let good = sample_prepare(4).encode().unwrap();
         // Envelope length prefix in non-canonical long form.
@@ -1002,8 +974,8 @@ mod tests {
             assert!(Address::new(ok).is_ok(), "{ok}");
         }
         for bad in [
-            "", "g", "test", "test4.a", "test.", "test..a", "test.a.", ".test.a", "test.a b",
-            "test.a=", "test.a/b", "TEST.a", "test.ä",
+            "", "g", "test", "test4.a", "test.", "test..a", "test.a.", ".test.a", "test.a b", "test.a=", "test.a/b",
+            "TEST.a", "test.ä",
         ] {
             assert_eq!(Address::new(bad), Err(Error::InvalidAddress), "{bad}");
         }
@@ -1053,9 +1025,7 @@ mod tests {
         assert!(before < epoch);
         // IL-DCP test vector time: 1434412860000 = 2015-06-16T00:01:00.000Z.
         assert_eq!(
-            Timestamp::from_unix_millis(1_434_412_860_000)
-                .unwrap()
-                .as_str(),
+            Timestamp::from_unix_millis(1_434_412_860_000).unwrap().as_str(),
             "20150616000100000"
         );
         let max = Timestamp::parse("99991231235959999").unwrap();
@@ -1076,31 +1046,16 @@ mod tests {
 
     #[test]
     fn error_codes_and_f08() {
-        assert_eq!(
-            ErrorCode::parse("F08").unwrap(),
-            ErrorCode::F08_AMOUNT_TOO_LARGE
-        );
-        assert_eq!(
-            ErrorCode::T04_INSUFFICIENT_LIQUIDITY.class(),
-            ErrorClass::Temporary
-        );
-        assert_eq!(
-            ErrorCode::R00_TRANSFER_TIMED_OUT.class(),
-            ErrorClass::Relative
-        );
+        assert_eq!(ErrorCode::parse("F08").unwrap(), ErrorCode::F08_AMOUNT_TOO_LARGE);
+        assert_eq!(ErrorCode::T04_INSUFFICIENT_LIQUIDITY.class(), ErrorClass::Temporary);
+        assert_eq!(ErrorCode::R00_TRANSFER_TIMED_OUT.class(), ErrorClass::Relative);
         assert_eq!(ErrorCode::F02_UNREACHABLE.name(), Some("Unreachable"));
         assert!(ErrorCode::parse("F0").is_err());
         assert!(ErrorCode::parse("F 0").is_err());
-        assert_eq!(
-            ErrorCode::parse("X42").unwrap().class(),
-            ErrorClass::Unknown
-        );
+        assert_eq!(ErrorCode::parse("X42").unwrap().class(), ErrorClass::Unknown);
 
         let r = Reject::amount_too_large(Some(Address::new("test.ase").unwrap()), 1500, 1000);
-        assert_eq!(
-            r.data,
-            [0, 0, 0, 0, 0, 0, 0x05, 0xdc, 0, 0, 0, 0, 0, 0, 0x03, 0xe8]
-        );
+        assert_eq!(r.data, [0, 0, 0, 0, 0, 0, 0x05, 0xdc, 0, 0, 0, 0, 0, 0, 0x03, 0xe8]);
         let back = Reject::decode(&r.encode().unwrap()).unwrap();
         assert_eq!(back, r);
         assert_eq!(back.message, "Amount Too Large");

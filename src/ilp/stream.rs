@@ -358,8 +358,7 @@ impl Frame {
             Self::ConnectionMaxData { max_offset } | Self::ConnectionDataBlocked { max_offset } => {
                 c.write_var_uint(*max_offset);
             }
-            Self::ConnectionMaxStreamId { max_stream_id }
-            | Self::ConnectionStreamIdBlocked { max_stream_id } => {
+            Self::ConnectionMaxStreamId { max_stream_id } | Self::ConnectionStreamIdBlocked { max_stream_id } => {
                 c.write_var_uint(*max_stream_id);
             }
             Self::ConnectionAssetDetails {
@@ -405,14 +404,7 @@ impl Frame {
                 c.write_var_uint(*offset);
                 c.write_var_octet_string(data);
             }
-            Self::StreamMaxData {
-                stream_id,
-                max_offset,
-            }
-            | Self::StreamDataBlocked {
-                stream_id,
-                max_offset,
-            } => {
+            Self::StreamMaxData { stream_id, max_offset } | Self::StreamDataBlocked { stream_id, max_offset } => {
                 c.write_var_uint(*stream_id);
                 c.write_var_uint(*max_offset);
             }
@@ -511,9 +503,7 @@ impl StreamPacket {
 
     /// True if any frame is a `ConnectionClose`.
     pub fn has_connection_close(&self) -> bool {
-        self.frames
-            .iter()
-            .any(|f| matches!(f, Frame::ConnectionClose { .. }))
+        self.frames.iter().any(|f| matches!(f, Frame::ConnectionClose { .. }))
     }
 
     /// True if any frame is a `ConnectionNewAddress` (the sender wants our asset details).
@@ -658,8 +648,7 @@ mod tests {
                 prepare_amount: fx.packet.amount.parse().unwrap(),
                 frames: fx.packet.frames.iter().map(frame_from_json).collect(),
             };
-            let decoded = StreamPacket::decode(&bytes)
-                .unwrap_or_else(|e| panic!("{}: decode failed: {e}", fx.name));
+            let decoded = StreamPacket::decode(&bytes).unwrap_or_else(|e| panic!("{}: decode failed: {e}", fx.name));
             assert_eq!(decoded, expected, "{}", fx.name);
             seen_types.extend(decoded.frames.iter().map(Frame::frame_type));
             if fx.decode_only {
@@ -682,11 +671,7 @@ mod tests {
         for fx in load() {
             let bytes = STANDARD.decode(&fx.buffer).unwrap();
             for cut in 0..bytes.len() {
-                assert!(
-                    StreamPacket::decode(&bytes[..cut]).is_err(),
-                    "{} cut at {cut}",
-                    fx.name
-                );
+                assert!(StreamPacket::decode(&bytes[..cut]).is_err(), "{} cut at {cut}", fx.name);
             }
             for i in 0..bytes.len() {
                 for bit in 0..8 {
@@ -741,24 +726,13 @@ mod tests {
             Err(Error::InvalidStreamPacket(e)) => *e,
             other => panic!("expected InvalidStreamPacket, got {other:?}"),
         };
-        assert_eq!(
-            inner(&[2, 12, 1, 0, 1, 0, 1, 0]),
-            Error::UnsupportedStreamVersion(2)
-        );
-        assert_eq!(
-            inner(&[1, 15, 1, 0, 1, 0, 1, 0]),
-            Error::UnknownPacketType(15)
-        );
+        assert_eq!(inner(&[2, 12, 1, 0, 1, 0, 1, 0]), Error::UnsupportedStreamVersion(2));
+        assert_eq!(inner(&[1, 15, 1, 0, 1, 0, 1, 0]), Error::UnknownPacketType(15));
         assert_eq!(inner(&[1, 12, 0, 1, 0, 1, 0]), Error::EmptyVarUInt);
         // Frame count larger than what the remaining bytes could hold.
+        assert_eq!(inner(&[1, 12, 1, 0, 1, 0, 1, 2, 1, 0]), Error::TooManyFrames(2));
         assert_eq!(
-            inner(&[1, 12, 1, 0, 1, 0, 1, 2, 1, 0]),
-            Error::TooManyFrames(2)
-        );
-        assert_eq!(
-            inner(&[
-                1, 12, 1, 0, 1, 0, 8, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff
-            ]),
+            inner(&[1, 12, 1, 0, 1, 0, 8, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff]),
             Error::TooManyFrames(u64::MAX)
         );
         // Bare length byte instead of a VarUInt frame count (`00` = empty VarUInt).
@@ -770,9 +744,7 @@ mod tests {
         );
         // Oversized non-saturating VarUInt (9-byte stream id).
         assert_eq!(
-            inner(&[
-                1, 12, 1, 0, 1, 0, 1, 1, 0x11, 12, 9, 1, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1
-            ]),
+            inner(&[1, 12, 1, 0, 1, 0, 1, 1, 0x11, 12, 9, 1, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1]),
             Error::VarUIntTooLarge(9)
         );
         assert_eq!(
@@ -795,10 +767,7 @@ mod tests {
         };
         let data = packet.encrypt(&key).unwrap();
         assert_eq!(StreamPacket::decrypt(&key, &data).unwrap(), packet);
-        assert_eq!(
-            StreamPacket::decrypt(&[8u8; 32], &data),
-            Err(Error::DecryptionFailed)
-        );
+        assert_eq!(StreamPacket::decrypt(&[8u8; 32], &data), Err(Error::DecryptionFailed));
         assert!(!packet.has_connection_close());
         assert!(!packet.has_connection_new_address());
     }

@@ -69,12 +69,8 @@ impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let body = json!({ "error": { "code": self.code, "description": self.description } });
         let mut res = (self.status, Json(body)).into_response();
-        if let Some(c) = self
-            .challenge
-            .and_then(|c| axum::http::HeaderValue::from_str(&c).ok())
-        {
-            res.headers_mut()
-                .insert(axum::http::header::WWW_AUTHENTICATE, c);
+        if let Some(c) = self.challenge.and_then(|c| axum::http::HeaderValue::from_str(&c).ok()) {
+            res.headers_mut().insert(axum::http::header::WWW_AUTHENTICATE, c);
         }
         res
     }
@@ -87,9 +83,7 @@ pub async fn not_found(uri: Uri) -> ApiError {
 impl From<MoneyError> for ApiError {
     fn from(e: MoneyError) -> Self {
         match e {
-            MoneyError::Overflow => {
-                Self::bad_request("invalid_amount", "amount arithmetic would overflow")
-            }
+            MoneyError::Overflow => Self::bad_request("invalid_amount", "amount arithmetic would overflow"),
             other => Self::bad_request("invalid_amount", other.to_string()),
         }
     }
@@ -108,12 +102,8 @@ impl From<LedgerError> for ApiError {
             LedgerError::AssetMismatch(..)
             | LedgerError::SameAccount
             | LedgerError::BadTransferId
-            | LedgerError::PostExceedsReserved { .. } => {
-                Self::bad_request("invalid_request", e.to_string())
-            }
-            LedgerError::UnknownAccount(_) | LedgerError::UnknownTransfer(_) => {
-                Self::not_found(e.to_string())
-            }
+            | LedgerError::PostExceedsReserved { .. } => Self::bad_request("invalid_request", e.to_string()),
+            LedgerError::UnknownAccount(_) | LedgerError::UnknownTransfer(_) => Self::not_found(e.to_string()),
             LedgerError::Store(s) => Self::internal(&s),
         }
     }
@@ -122,9 +112,7 @@ impl From<LedgerError> for ApiError {
 impl From<WalletError> for ApiError {
     fn from(e: WalletError) -> Self {
         match e {
-            WalletError::NotFound(_) | WalletError::KeyNotFound { .. } => {
-                Self::not_found(e.to_string())
-            }
+            WalletError::NotFound(_) | WalletError::KeyNotFound { .. } => Self::not_found(e.to_string()),
             WalletError::Exists(_) | WalletError::KeyExists { .. } => {
                 Self::new(StatusCode::CONFLICT, "conflict", e.to_string())
             }

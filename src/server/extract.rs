@@ -35,9 +35,7 @@ fn json_rejection(r: &JsonRejection) -> ApiError {
     let detail = match r {
         JsonRejection::JsonDataError(e) => e.body_text(),
         JsonRejection::JsonSyntaxError(e) => e.body_text(),
-        JsonRejection::MissingJsonContentType(_) => {
-            "expected Content-Type: application/json".into()
-        }
+        JsonRejection::MissingJsonContentType(_) => "expected Content-Type: application/json".into(),
         other => other.body_text(),
     };
     ApiError::bad_request("invalid_request", detail)

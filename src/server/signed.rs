@@ -58,11 +58,7 @@ impl Signed {
                     SignedError::Body(r.body_text())
                 }
             })?;
-        let path = parts
-            .uri
-            .path_and_query()
-            .map(|p| p.as_str())
-            .unwrap_or("/");
+        let path = parts.uri.path_and_query().map(|p| p.as_str()).unwrap_or("/");
         let target_uri = format!("{}{path}", state.settings.public_url);
         let sig = httpsig::parse_signature(&parts.headers).map_err(SignedError::Signature)?;
         let signed = Self {
@@ -95,10 +91,7 @@ impl Signed {
 
 /// `Authorization: GNAP <token>`: the scheme is case-sensitive and the token has no spaces.
 pub fn gnap_token(headers: &HeaderMap) -> Option<&str> {
-    let v = headers
-        .get(axum::http::header::AUTHORIZATION)?
-        .to_str()
-        .ok()?;
+    let v = headers.get(axum::http::header::AUTHORIZATION)?.to_str().ok()?;
     let t = v.strip_prefix("GNAP ")?;
     (!t.is_empty() && !t.contains(' ')).then_some(t)
 }
@@ -147,10 +140,7 @@ impl Verifier {
             let until = created
                 .saturating_add(self.policy.max_skew_secs)
                 .max(now.saturating_add(1));
-            if !self
-                .replay
-                .check_and_insert(&signed.sig.signature, now, until)
-            {
+            if !self.replay.check_and_insert(&signed.sig.signature, now, until) {
                 return Err(httpsig::Error::Replayed);
             }
         }

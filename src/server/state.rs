@@ -4,9 +4,7 @@ use std::sync::Arc;
 
 use super::signed::Verifier;
 use crate::{
-    ase::{
-        incoming::IncomingPayments, outgoing::OutgoingPayments, quotes::Quotes, wallet::Wallets,
-    },
+    ase::{engine::Engine, incoming::IncomingPayments, outgoing::OutgoingPayments, quotes::Quotes, wallet::Wallets},
     clock::SharedClock,
     events::EventBus,
     gnap::Gnap,
@@ -24,6 +22,7 @@ pub struct AppState {
     pub incoming: IncomingPayments,
     pub quotes: Quotes,
     pub outgoing: OutgoingPayments,
+    pub engine: Engine,
     /// Checks request signatures against client keys.
     pub verifier: Arc<Verifier>,
     pub clock: SharedClock,

@@ -103,25 +103,17 @@ pub fn grant(conn: &Connection, id: &str) -> Result<Option<GrantRow>, Error> {
     grant_where(conn, "id", id)
 }
 
-pub fn grant_by_continue_id(
-    conn: &Connection,
-    continue_id: &str,
-) -> Result<Option<GrantRow>, Error> {
+pub fn grant_by_continue_id(conn: &Connection, continue_id: &str) -> Result<Option<GrantRow>, Error> {
     grant_where(conn, "continue_id", continue_id)
 }
 
-pub fn grant_by_interact_id(
-    conn: &Connection,
-    interact_id: &str,
-) -> Result<Option<GrantRow>, Error> {
+pub fn grant_by_interact_id(conn: &Connection, interact_id: &str) -> Result<Option<GrantRow>, Error> {
     grant_where(conn, "interact_id", interact_id)
 }
 
 /// Grants newest first, optionally only those in `state`, at most `limit`.
 pub fn grants(conn: &Connection, state: Option<&str>, limit: u32) -> Result<Vec<GrantRow>, Error> {
-    let sql = format!(
-        "SELECT {GRANT_COLS} FROM grants WHERE (?1 IS NULL OR state = ?1) ORDER BY id DESC LIMIT ?2"
-    );
+    let sql = format!("SELECT {GRANT_COLS} FROM grants WHERE (?1 IS NULL OR state = ?1) ORDER BY id DESC LIMIT ?2");
     let mut stmt = conn.prepare_cached(&sql)?;
     let rows = stmt
         .query_map(params![state, limit], grant_from_row)?
@@ -130,20 +122,12 @@ pub fn grants(conn: &Connection, state: Option<&str>, limit: u32) -> Result<Vec<
 }
 
 /// Moves a grant from `from` to `to`; returns whether it was in `from`.
-pub fn transition(
-    conn: &Connection,
-    id: &str,
-    from: &[&str],
-    to: &str,
-    now: &str,
-) -> Result<bool, Error> {
+pub fn transition(conn: &Connection, id: &str, from: &[&str], to: &str, now: &str) -> Result<bool, Error> {
     let placeholders = (0..from.len())
         .map(|i| format!("?{}", i + 4))
         .collect::<Vec<_>>()
         .join(", ");
-    let sql = format!(
-        "UPDATE grants SET state = ?2, updated_at = ?3 WHERE id = ?1 AND state IN ({placeholders})"
-    );
+    let sql = format!("UPDATE grants SET state = ?2, updated_at = ?3 WHERE id = ?1 AND state IN ({placeholders})");
     let mut values: Vec<&dyn rusqlite::ToSql> = vec![&id, &to, &now];
     for f in from {
         values.push(f);
@@ -189,7 +173,8 @@ pub struct TokenRow {
     pub rotated_from: Option<String>,
 }
 
-const TOKEN_COLS: &str = "id, grant_id, value_hash, value_hint, manage_id, expires_in, created_at, revoked_at, rotated_from";
+const TOKEN_COLS: &str =
+    "id, grant_id, value_hash, value_hint, manage_id, expires_in, created_at, revoked_at, rotated_from";
 
 fn token_from_row(r: &Row<'_>) -> rusqlite::Result<TokenRow> {
     Ok(TokenRow {
@@ -206,9 +191,7 @@ fn token_from_row(r: &Row<'_>) -> rusqlite::Result<TokenRow> {
 }
 
 pub fn insert_token(conn: &Connection, t: &TokenRow) -> Result<(), Error> {
-    let sql = format!(
-        "INSERT INTO access_tokens ({TOKEN_COLS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"
-    );
+    let sql = format!("INSERT INTO access_tokens ({TOKEN_COLS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)");
     conn.prepare_cached(&sql)?.execute(params![
         t.id,
         t.grant_id,
@@ -240,20 +223,12 @@ pub fn token_by_manage_id(conn: &Connection, manage_id: &str) -> Result<Option<T
 }
 
 /// A token by id, with its grant.
-pub fn token_with_grant(
-    conn: &Connection,
-    id: &str,
-) -> Result<Option<(TokenRow, GrantRow)>, Error> {
+pub fn token_with_grant(conn: &Connection, id: &str) -> Result<Option<(TokenRow, GrantRow)>, Error> {
     let sql = format!("SELECT {TOKEN_COLS} FROM access_tokens WHERE id = ?1");
-    let Some(t) = conn
-        .prepare_cached(&sql)?
-        .query_row([id], token_from_row)
-        .optional()?
-    else {
+    let Some(t) = conn.prepare_cached(&sql)?.query_row([id], token_from_row).optional()? else {
         return Ok(None);
     };
-    let g = grant(conn, &t.grant_id)?
-        .ok_or_else(|| Error::Corrupt(format!("token {id} has no grant")))?;
+    let g = grant(conn, &t.grant_id)?.ok_or_else(|| Error::Corrupt(format!("token {id} has no grant")))?;
     Ok(Some((t, g)))
 }
 
@@ -269,22 +244,14 @@ pub fn tokens_of_grant(conn: &Connection, grant_id: &str) -> Result<Vec<TokenRow
 /// Revokes one live token; returns whether it was live.
 pub fn revoke_token(conn: &Connection, id: &str, now: &str) -> Result<bool, Error> {
     let n = conn
-        .prepare_cached(
-            "UPDATE access_tokens SET revoked_at = ?2 WHERE id = ?1 AND revoked_at IS NULL",
-        )?
+        .prepare_cached("UPDATE access_tokens SET revoked_at = ?2 WHERE id = ?1 AND revoked_at IS NULL")?
         .execute(params![id, now])?;
     Ok(n == 1)
 }
 
 /// Revokes every live token of a grant; returns how many.
-pub fn revoke_tokens_of_grant(
-    conn: &Connection,
-    grant_id: &str,
-    now: &str,
-) -> Result<usize, Error> {
+pub fn revoke_tokens_of_grant(conn: &Connection, grant_id: &str, now: &str) -> Result<usize, Error> {
     Ok(conn
-        .prepare_cached(
-            "UPDATE access_tokens SET revoked_at = ?2 WHERE grant_id = ?1 AND revoked_at IS NULL",
-        )?
+        .prepare_cached("UPDATE access_tokens SET revoked_at = ?2 WHERE grant_id = ?1 AND revoked_at IS NULL")?
         .execute(params![grant_id, now])?)
 }

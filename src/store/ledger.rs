@@ -67,14 +67,7 @@ pub fn insert_account(
         "INSERT INTO accounts (id, kind, asset_code, asset_scale, no_overdraft, created_at) \
          VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
     )?
-    .execute(params![
-        id,
-        kind,
-        asset_code,
-        asset_scale,
-        no_overdraft,
-        now
-    ])?;
+    .execute(params![id, kind, asset_code, asset_scale, no_overdraft, now])?;
     Ok(())
 }
 
@@ -89,15 +82,9 @@ pub fn account(conn: &Connection, id: &str) -> Result<Option<AccountRow>, Error>
         .optional()?)
 }
 
-pub fn settlement_account(
-    conn: &Connection,
-    code: &str,
-    scale: u8,
-) -> Result<Option<String>, Error> {
+pub fn settlement_account(conn: &Connection, code: &str, scale: u8) -> Result<Option<String>, Error> {
     Ok(conn
-        .prepare_cached(
-            "SELECT id FROM accounts WHERE kind = 'settlement' AND asset_code = ?1 AND asset_scale = ?2",
-        )?
+        .prepare_cached("SELECT id FROM accounts WHERE kind = 'settlement' AND asset_code = ?1 AND asset_scale = ?2")?
         .query_row(params![code, scale], |r| r.get(0))
         .optional()?)
 }
@@ -109,9 +96,7 @@ pub fn accounts(conn: &Connection) -> Result<Vec<AccountRow>, Error> {
          ORDER BY w.name IS NULL, w.name, a.asset_code, a.asset_scale"
     );
     let mut stmt = conn.prepare_cached(&sql)?;
-    let rows = stmt
-        .query_map([], account_from_row)?
-        .collect::<Result<Vec<_>, _>>()?;
+    let rows = stmt.query_map([], account_from_row)?.collect::<Result<Vec<_>, _>>()?;
     Ok(rows)
 }
 
@@ -122,10 +107,8 @@ pub fn set_balances(
     pending_debits: i64,
     pending_credits: i64,
 ) -> Result<(), Error> {
-    conn.prepare_cached(
-        "UPDATE accounts SET balance = ?2, pending_debits = ?3, pending_credits = ?4 WHERE id = ?1",
-    )?
-    .execute(params![id, balance, pending_debits, pending_credits])?;
+    conn.prepare_cached("UPDATE accounts SET balance = ?2, pending_debits = ?3, pending_credits = ?4 WHERE id = ?1")?
+        .execute(params![id, balance, pending_debits, pending_credits])?;
     Ok(())
 }
 
@@ -195,15 +178,13 @@ pub fn resolve_pending(
 /// Balances recomputed from the journal, per account: (id, balance, pending_debits, pending_credits).
 /// Summed in `i128` in Rust: gross sums of a busy account can exceed `i64` even when its net cannot.
 pub fn journal_balances(conn: &Connection) -> Result<Vec<(String, i128, i128, i128)>, Error> {
-    let mut totals: std::collections::BTreeMap<String, (i128, i128, i128)> =
-        std::collections::BTreeMap::new();
+    let mut totals: std::collections::BTreeMap<String, (i128, i128, i128)> = std::collections::BTreeMap::new();
     let mut stmt = conn.prepare_cached("SELECT id FROM accounts")?;
     for id in stmt.query_map([], |r| r.get::<_, String>(0))? {
         totals.insert(id?, (0, 0, 0));
     }
-    let mut stmt = conn.prepare_cached(
-        "SELECT debit_account, credit_account, amount, state, posted_amount FROM transfers",
-    )?;
+    let mut stmt =
+        conn.prepare_cached("SELECT debit_account, credit_account, amount, state, posted_amount FROM transfers")?;
     let mut rows = stmt.query([])?;
     while let Some(r) = rows.next()? {
         let (debit, credit): (String, String) = (r.get(0)?, r.get(1)?);
@@ -222,8 +203,5 @@ pub fn journal_balances(conn: &Connection) -> Result<Vec<(String, i128, i128, i1
             e.2 += delta.2;
         }
     }
-    Ok(totals
-        .into_iter()
-        .map(|(id, (b, pd, pc))| (id, b, pd, pc))
-        .collect())
+    Ok(totals.into_iter().map(|(id, (b, pd, pc))| (id, b, pd, pc)).collect())
 }

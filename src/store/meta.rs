@@ -14,9 +14,7 @@ pub fn get(conn: &Connection, key: &str) -> Result<Option<String>, Error> {
 /// Sets `key` only if it is not set yet; returns whether it was set now.
 pub fn set_once(conn: &Connection, key: &str, value: &str) -> Result<bool, Error> {
     let n = conn
-        .prepare_cached(
-            "INSERT INTO meta (key, value) VALUES (?1, ?2) ON CONFLICT (key) DO NOTHING",
-        )?
+        .prepare_cached("INSERT INTO meta (key, value) VALUES (?1, ?2) ON CONFLICT (key) DO NOTHING")?
         .execute(params![key, value])?;
     Ok(n == 1)
 }

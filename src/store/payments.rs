@@ -43,10 +43,7 @@ fn page<T>(
     } else {
         "?1 IS NULL"
     };
-    let extra_filter = extra
-        .as_ref()
-        .map(|(sql, _)| format!(" AND {sql}"))
-        .unwrap_or_default();
+    let extra_filter = extra.as_ref().map(|(sql, _)| format!(" AND {sql}")).unwrap_or_default();
     let filter = format!("{wallet_filter} AND (?2 IS NULL OR t.client = ?2){extra_filter}");
     let args = |cursor: Option<&str>, n: i64| -> Vec<Box<dyn ToSql + '_>> {
         let mut v: Vec<Box<dyn ToSql + '_>> = vec![
@@ -81,11 +78,7 @@ fn page<T>(
             .optional()?
             .is_some())
     };
-    let (cmp, order) = if q.backward {
-        (">", "ASC")
-    } else {
-        ("<", "DESC")
-    };
+    let (cmp, order) = if q.backward { (">", "ASC") } else { ("<", "DESC") };
     let sql = format!(
         "SELECT {cols} FROM {from} WHERE {filter} AND (?3 IS NULL OR t.id {cmp} ?3) ORDER BY t.id {order} LIMIT ?4"
     );
@@ -293,17 +286,10 @@ pub fn insert_quote(conn: &Connection, q: &QuoteRow) -> Result<(), Error> {
 
 pub fn quote(conn: &Connection, id: &str) -> Result<Option<QuoteRow>, Error> {
     let sql = format!("SELECT {QUOTE_COLS} FROM {QUOTE_FROM} WHERE t.id = ?1");
-    Ok(conn
-        .prepare_cached(&sql)?
-        .query_row([id], quote_from_row)
-        .optional()?)
+    Ok(conn.prepare_cached(&sql)?.query_row([id], quote_from_row).optional()?)
 }
 
-pub fn list_quotes(
-    conn: &Connection,
-    wallet_id: Option<&str>,
-    q: &PageQuery,
-) -> Result<Page<QuoteRow>, Error> {
+pub fn list_quotes(conn: &Connection, wallet_id: Option<&str>, q: &PageQuery) -> Result<Page<QuoteRow>, Error> {
     page(
         conn,
         QUOTE_FROM,
@@ -340,19 +326,23 @@ pub struct OutgoingRow {
     pub delivered_amount: i64,
     pub state: String,
     pub reservation_id: Option<String>,
+    pub payment_account_id: Option<String>,
     pub failure_reason: Option<String>,
     pub failure_message: Option<String>,
     pub attempts: i64,
+    pub next_attempt_at: Option<String>,
     pub metadata: Option<String>,
     pub created_at: String,
     pub updated_at: String,
 }
 
-const OUTGOING_FROM: &str = "outgoing_payments t JOIN wallet_addresses w ON w.id = t.wallet_id JOIN accounts a ON a.id = w.account_id";
+const OUTGOING_FROM: &str =
+    "outgoing_payments t JOIN wallet_addresses w ON w.id = t.wallet_id JOIN accounts a ON a.id = w.account_id";
 const OUTGOING_COLS: &str = "t.id, t.wallet_id, w.name, w.account_id, a.asset_code, a.asset_scale, t.client, \
      t.grant_id, t.quote_id, t.receiver, t.incoming_payment_id, t.debit_amount, t.receive_amount, \
      t.receive_asset_code, t.receive_asset_scale, t.sent_amount, t.delivered_amount, t.state, t.reservation_id, \
-     t.failure_reason, t.failure_message, t.attempts, t.metadata, t.created_at, t.updated_at";
+     t.account_id, t.failure_reason, t.failure_message, t.attempts, t.next_attempt_at, t.metadata, t.created_at, \
+     t.updated_at";
 
 fn outgoing_from_row(r: &Row<'_>) -> rusqlite::Result<OutgoingRow> {
     Ok(OutgoingRow {
@@ -375,12 +365,14 @@ fn outgoing_from_row(r: &Row<'_>) -> rusqlite::Result<OutgoingRow> {
         delivered_amount: r.get(16)?,
         state: r.get(17)?,
         reservation_id: r.get(18)?,
-        failure_reason: r.get(19)?,
-        failure_message: r.get(20)?,
-        attempts: r.get(21)?,
-        metadata: r.get(22)?,
-        created_at: r.get(23)?,
-        updated_at: r.get(24)?,
+        payment_account_id: r.get(19)?,
+        failure_reason: r.get(20)?,
+        failure_message: r.get(21)?,
+        attempts: r.get(22)?,
+        next_attempt_at: r.get(23)?,
+        metadata: r.get(24)?,
+        created_at: r.get(25)?,
+        updated_at: r.get(26)?,
     })
 }
 
@@ -388,8 +380,9 @@ pub fn insert_outgoing(conn: &Connection, p: &OutgoingRow) -> Result<(), Error> 
     conn.prepare_cached(
         "INSERT INTO outgoing_payments (id, wallet_id, client, grant_id, quote_id, receiver, incoming_payment_id, \
          debit_amount, receive_amount, receive_asset_code, receive_asset_scale, sent_amount, delivered_amount, \
-         state, reservation_id, failure_reason, failure_message, attempts, metadata, created_at, updated_at) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21)",
+         state, reservation_id, account_id, failure_reason, failure_message, attempts, next_attempt_at, metadata, \
+         created_at, updated_at) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23)",
     )?
     .execute(params![
         p.id,
@@ -407,9 +400,11 @@ pub fn insert_outgoing(conn: &Connection, p: &OutgoingRow) -> Result<(), Error> 
         p.delivered_amount,
         p.state,
         p.reservation_id,
+        p.payment_account_id,
         p.failure_reason,
         p.failure_message,
         p.attempts,
+        p.next_attempt_at,
         p.metadata,
         p.created_at,
         p.updated_at
@@ -486,22 +481,104 @@ pub fn grant_spent(
     Ok(acc)
 }
 
-/// Sets an outgoing payment's state (and reservation / failure) if it is in `from`.
-#[allow(clippy::too_many_arguments)]
-pub fn set_outgoing_state(
+/// Records progress: what was sent and delivered, and when to work on the payment next.
+pub fn update_progress(
+    conn: &Connection,
+    id: &str,
+    sent: i64,
+    delivered: i64,
+    next_attempt_at: Option<&str>,
+    now: &str,
+) -> Result<bool, Error> {
+    let n = conn
+        .prepare_cached(
+            "UPDATE outgoing_payments SET sent_amount = ?2, delivered_amount = ?3, next_attempt_at = ?4, \
+             updated_at = ?5 WHERE id = ?1 AND state = 'sending'",
+        )?
+        .execute(params![id, sent, delivered, next_attempt_at, now])?;
+    Ok(n == 1)
+}
+
+/// Moves a payment from `from` to `to`, recording (or clearing) a failure.
+pub fn set_state(
     conn: &Connection,
     id: &str,
     from: &str,
     to: &str,
-    reservation_id: Option<&str>,
     failure: Option<(&str, &str)>,
     now: &str,
 ) -> Result<bool, Error> {
     let n = conn
         .prepare_cached(
-            "UPDATE outgoing_payments SET state = ?3, reservation_id = COALESCE(?4, reservation_id), \
-             failure_reason = ?5, failure_message = ?6, updated_at = ?7 WHERE id = ?1 AND state = ?2",
+            "UPDATE outgoing_payments SET state = ?3, failure_reason = ?4, failure_message = ?5, \
+             next_attempt_at = CASE WHEN ?3 = 'sending' THEN ?6 ELSE NULL END, updated_at = ?6 \
+             WHERE id = ?1 AND state = ?2",
         )?
-        .execute(params![id, from, to, reservation_id, failure.map(|f| f.0), failure.map(|f| f.1), now])?;
+        .execute(params![id, from, to, failure.map(|f| f.0), failure.map(|f| f.1), now])?;
     Ok(n == 1)
+}
+
+/// A retry after a transient failure: one more attempt, not before `next`.
+pub fn schedule_retry(conn: &Connection, id: &str, next: &str, message: &str, now: &str) -> Result<bool, Error> {
+    let n = conn
+        .prepare_cached(
+            "UPDATE outgoing_payments SET attempts = attempts + 1, next_attempt_at = ?2, failure_message = ?3, \
+             updated_at = ?4 WHERE id = ?1 AND state = 'sending'",
+        )?
+        .execute(params![id, next, message, now])?;
+    Ok(n == 1)
+}
+
+/// A new attempt at a failed payment with a fresh reservation.
+pub fn restart(conn: &Connection, id: &str, reservation_id: &str, account_id: &str, now: &str) -> Result<bool, Error> {
+    let n = conn
+        .prepare_cached(
+            "UPDATE outgoing_payments SET state = 'sending', reservation_id = ?2, account_id = ?3, \
+             failure_reason = NULL, failure_message = NULL, attempts = attempts + 1, next_attempt_at = ?4, \
+             updated_at = ?4 WHERE id = ?1 AND state = 'failed'",
+        )?
+        .execute(params![id, reservation_id, account_id, now])?;
+    Ok(n == 1)
+}
+
+/// Ids of sending payments due at `now`, oldest due first.
+pub fn due_outgoing(conn: &Connection, now: &str, limit: u32) -> Result<Vec<String>, Error> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT id FROM outgoing_payments WHERE state = 'sending' AND next_attempt_at <= ?1 \
+         ORDER BY next_attempt_at LIMIT ?2",
+    )?;
+    let rows = stmt
+        .query_map(params![now, limit], |r| r.get(0))?
+        .collect::<Result<Vec<String>, _>>()?;
+    Ok(rows)
+}
+
+/// When the next sending payment is due, if any.
+pub fn next_due(conn: &Connection) -> Result<Option<String>, Error> {
+    Ok(conn
+        .prepare_cached("SELECT MIN(next_attempt_at) FROM outgoing_payments WHERE state = 'sending'")?
+        .query_row([], |r| r.get(0))?)
+}
+
+/// Credits an incoming payment; completes it when `complete`.
+pub fn credit_incoming(conn: &Connection, id: &str, received: i64, complete: bool, now: &str) -> Result<bool, Error> {
+    let n = conn
+        .prepare_cached(
+            "UPDATE incoming_payments SET received_amount = ?2, completed = CASE WHEN ?3 THEN 1 ELSE completed END, \
+             updated_at = ?4 WHERE id = ?1 AND completed = 0",
+        )?
+        .execute(params![id, received, complete, now])?;
+    Ok(n == 1)
+}
+
+/// Open incoming payments past their expiry that were not announced yet; marks them announced.
+pub fn announce_expired(conn: &Connection, now: &str, limit: u32) -> Result<Vec<String>, Error> {
+    let mut stmt = conn.prepare_cached(
+        "UPDATE incoming_payments SET expiry_announced = 1 WHERE id IN (SELECT id FROM incoming_payments \
+         WHERE completed = 0 AND expiry_announced = 0 AND expires_at <= ?1 LIMIT ?2) RETURNING id",
+    )?;
+    let rows = stmt
+        .query_map(params![now, limit], |r| r.get(0))?
+        .collect::<Result<Vec<String>, _>>()?;
+    Ok(rows)
 }

@@ -25,8 +25,7 @@ pub struct KeyRow {
     pub created_at: String,
 }
 
-const COLS: &str =
-    "w.id, w.name, w.public_name, w.account_id, a.asset_code, a.asset_scale, w.demo, w.created_at";
+const COLS: &str = "w.id, w.name, w.public_name, w.account_id, a.asset_code, a.asset_scale, w.demo, w.created_at";
 
 fn from_row(r: &Row<'_>) -> rusqlite::Result<WalletRow> {
     Ok(WalletRow {
@@ -46,50 +45,31 @@ pub fn insert(conn: &Connection, w: &WalletRow) -> Result<(), Error> {
         "INSERT INTO wallet_addresses (id, name, public_name, account_id, demo, created_at) \
          VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
     )?
-    .execute(params![
-        w.id,
-        w.name,
-        w.public_name,
-        w.account_id,
-        w.demo,
-        w.created_at
-    ])?;
+    .execute(params![w.id, w.name, w.public_name, w.account_id, w.demo, w.created_at])?;
     Ok(())
 }
 
 pub fn by_name(conn: &Connection, name: &str) -> Result<Option<WalletRow>, Error> {
-    let sql = format!(
-        "SELECT {COLS} FROM wallet_addresses w JOIN accounts a ON a.id = w.account_id WHERE w.name = ?1"
-    );
-    Ok(conn
-        .prepare_cached(&sql)?
-        .query_row([name], from_row)
-        .optional()?)
+    let sql = format!("SELECT {COLS} FROM wallet_addresses w JOIN accounts a ON a.id = w.account_id WHERE w.name = ?1");
+    Ok(conn.prepare_cached(&sql)?.query_row([name], from_row).optional()?)
 }
 
 pub fn list(conn: &Connection) -> Result<Vec<WalletRow>, Error> {
-    let sql = format!(
-        "SELECT {COLS} FROM wallet_addresses w JOIN accounts a ON a.id = w.account_id ORDER BY w.name"
-    );
+    let sql = format!("SELECT {COLS} FROM wallet_addresses w JOIN accounts a ON a.id = w.account_id ORDER BY w.name");
     let mut stmt = conn.prepare_cached(&sql)?;
-    let rows = stmt
-        .query_map([], from_row)?
-        .collect::<Result<Vec<_>, _>>()?;
+    let rows = stmt.query_map([], from_row)?.collect::<Result<Vec<_>, _>>()?;
     Ok(rows)
 }
 
 pub fn insert_key(conn: &Connection, k: &KeyRow) -> Result<(), Error> {
-    conn.prepare_cached(
-        "INSERT INTO wallet_keys (id, wallet_id, kid, x, created_at) VALUES (?1, ?2, ?3, ?4, ?5)",
-    )?
-    .execute(params![k.id, k.wallet_id, k.kid, k.x, k.created_at])?;
+    conn.prepare_cached("INSERT INTO wallet_keys (id, wallet_id, kid, x, created_at) VALUES (?1, ?2, ?3, ?4, ?5)")?
+        .execute(params![k.id, k.wallet_id, k.kid, k.x, k.created_at])?;
     Ok(())
 }
 
 pub fn keys(conn: &Connection, wallet_id: &str) -> Result<Vec<KeyRow>, Error> {
-    let mut stmt = conn.prepare_cached(
-        "SELECT id, wallet_id, kid, x, created_at FROM wallet_keys WHERE wallet_id = ?1 ORDER BY id",
-    )?;
+    let mut stmt = conn
+        .prepare_cached("SELECT id, wallet_id, kid, x, created_at FROM wallet_keys WHERE wallet_id = ?1 ORDER BY id")?;
     let rows = stmt
         .query_map([wallet_id], |r| {
             Ok(KeyRow {

@@ -11,12 +11,7 @@ use crate::common::{TestAse, assert_envelope, assert_matches_schema};
 #[tokio::test]
 async fn token_is_required() {
     let ase = TestAse::spawn().await;
-    let res = ase
-        .http
-        .get(ase.url("/admin/wallets"))
-        .send()
-        .await
-        .unwrap();
+    let res = ase.http.get(ase.url("/admin/wallets")).send().await.unwrap();
     assert_eq!(res.status(), 401);
     assert!(res.headers().contains_key("www-authenticate"));
     assert_envelope(&res.json().await.unwrap(), "unauthorized");
@@ -44,9 +39,7 @@ async fn non_loopback_peers_are_refused_even_with_the_token() {
         .unwrap();
     let res = app.clone().oneshot(req).await.unwrap();
     assert_eq!(res.status(), 403);
-    let bytes = axum::body::to_bytes(res.into_body(), 1 << 16)
-        .await
-        .unwrap();
+    let bytes = axum::body::to_bytes(res.into_body(), 1 << 16).await.unwrap();
     assert_envelope(&serde_json::from_slice(&bytes).unwrap(), "forbidden");
     // the open wallet routes still answer that peer
     let res = app
@@ -73,11 +66,7 @@ async fn create_wallet_deposit_withdraw_and_balances() {
     assert_eq!(doc["publicName"], "Dave");
 
     let (s, m) = ase
-        .admin(
-            Method::POST,
-            "/wallets/dave/deposit",
-            Some(r#"{"value":"1000"}"#),
-        )
+        .admin(Method::POST, "/wallets/dave/deposit", Some(r#"{"value":"1000"}"#))
         .await;
     assert_eq!(s, 200, "{m}");
     assert_eq!(m["balance"]["balance"], 1000);
@@ -91,11 +80,7 @@ async fn create_wallet_deposit_withdraw_and_balances() {
     assert_eq!(s, 200, "{m}");
     assert_eq!(m["balance"]["balance"], 600);
     let (s, m) = ase
-        .admin(
-            Method::POST,
-            "/wallets/dave/withdraw",
-            Some(r#"{"value":"601"}"#),
-        )
+        .admin(Method::POST, "/wallets/dave/withdraw", Some(r#"{"value":"601"}"#))
         .await;
     assert_eq!(s, 409);
     assert_envelope(&m, "insufficient_balance");
@@ -117,9 +102,7 @@ async fn transfer_ids_make_movements_idempotent() {
     let ase = TestAse::spawn().await;
     let body = r#"{"value":"250","transferId":"op-1"}"#;
     for _ in 0..3 {
-        let (s, _) = ase
-            .admin(Method::POST, "/wallets/bob/deposit", Some(body))
-            .await;
+        let (s, _) = ase.admin(Method::POST, "/wallets/bob/deposit", Some(body)).await;
         assert_eq!(s, 200);
     }
     assert_eq!(ase.balance("bob").await, 50_000 + 250);
@@ -147,46 +130,14 @@ async fn bad_input_is_400_and_writes_nothing() {
             r#"{"value":"1","extra":true}"#,
             "invalid_request",
         ),
-        (
-            "/wallets/alice/deposit",
-            r#"{"value":"-1"}"#,
-            "invalid_request",
-        ),
-        (
-            "/wallets/alice/deposit",
-            r#"{"value":"01"}"#,
-            "invalid_request",
-        ),
-        (
-            "/wallets/alice/deposit",
-            r#"{"value":"+1"}"#,
-            "invalid_request",
-        ),
-        (
-            "/wallets/alice/deposit",
-            r#"{"value":"1e3"}"#,
-            "invalid_request",
-        ),
-        (
-            "/wallets/alice/deposit",
-            r#"{"value":" 1"}"#,
-            "invalid_request",
-        ),
-        (
-            "/wallets/alice/deposit",
-            r#"{"value":""}"#,
-            "invalid_request",
-        ),
-        (
-            "/wallets/alice/deposit",
-            r#"{"value":1}"#,
-            "invalid_request",
-        ),
-        (
-            "/wallets/alice/deposit",
-            r#"{"value":null}"#,
-            "invalid_request",
-        ),
+        ("/wallets/alice/deposit", r#"{"value":"-1"}"#, "invalid_request"),
+        ("/wallets/alice/deposit", r#"{"value":"01"}"#, "invalid_request"),
+        ("/wallets/alice/deposit", r#"{"value":"+1"}"#, "invalid_request"),
+        ("/wallets/alice/deposit", r#"{"value":"1e3"}"#, "invalid_request"),
+        ("/wallets/alice/deposit", r#"{"value":" 1"}"#, "invalid_request"),
+        ("/wallets/alice/deposit", r#"{"value":""}"#, "invalid_request"),
+        ("/wallets/alice/deposit", r#"{"value":1}"#, "invalid_request"),
+        ("/wallets/alice/deposit", r#"{"value":null}"#, "invalid_request"),
         (
             "/wallets/alice/deposit",
             r#"{"value":"9223372036854775808"}"#,
@@ -197,11 +148,7 @@ async fn bad_input_is_400_and_writes_nothing() {
             r#"{"value":"18446744073709551616"}"#,
             "invalid_request",
         ),
-        (
-            "/wallets/alice/deposit",
-            r#"{"value":"0"}"#,
-            "invalid_amount",
-        ),
+        ("/wallets/alice/deposit", r#"{"value":"0"}"#, "invalid_amount"),
         (
             "/wallets/alice/deposit",
             r#"{"value":"5","assetCode":"EUR","assetScale":2}"#,
@@ -217,11 +164,7 @@ async fn bad_input_is_400_and_writes_nothing() {
             r#"{"value":"5","assetCode":"USD"}"#,
             "invalid_amount",
         ),
-        (
-            "/wallets/alice/withdraw",
-            r#"{"value":"-5"}"#,
-            "invalid_request",
-        ),
+        ("/wallets/alice/withdraw", r#"{"value":"-5"}"#, "invalid_request"),
         (
             "/wallets/alice/deposit",
             r#"{"value":"5","transferId":"has space"}"#,
@@ -278,32 +221,18 @@ async fn bad_input_is_400_and_writes_nothing() {
         .await;
     assert_eq!(s, 409);
     let big = format!(r#"{{"value":"1","pad":"{}"}}"#, "x".repeat(70_000));
-    let (s, e) = ase
-        .admin(Method::POST, "/wallets/alice/deposit", Some(&big))
-        .await;
+    let (s, e) = ase.admin(Method::POST, "/wallets/alice/deposit", Some(&big)).await;
     assert_eq!(s, 413, "{e}");
     let (s, _) = ase
-        .admin(
-            Method::POST,
-            "/wallets/nobody/deposit",
-            Some(r#"{"value":"1"}"#),
-        )
+        .admin(Method::POST, "/wallets/nobody/deposit", Some(r#"{"value":"1"}"#))
         .await;
     assert_eq!(s, 404);
     let after: Value = ase.admin(Method::GET, "/balances", None).await.1;
     assert_eq!(before, after, "no bad request moved money");
     let (_, wallets) = ase.admin(Method::GET, "/wallets", None).await;
-    assert_eq!(
-        wallets.as_array().unwrap().len(),
-        4,
-        "no bad request created a wallet"
-    );
+    assert_eq!(wallets.as_array().unwrap().len(), 4, "no bad request created a wallet");
     let (_, keys) = ase.get("/alice/jwks.json").await;
-    assert_eq!(
-        keys["keys"].as_array().unwrap().len(),
-        0,
-        "no bad request added a key"
-    );
+    assert_eq!(keys["keys"].as_array().unwrap().len(), 0, "no bad request added a key");
     // and the server keeps serving
     assert_eq!(ase.get("/alice").await.0, 200);
 }
@@ -312,11 +241,7 @@ async fn bad_input_is_400_and_writes_nothing() {
 async fn keys_can_be_generated_added_and_removed() {
     let ase = TestAse::spawn().await;
     let (s, k) = ase
-        .admin(
-            Method::POST,
-            "/wallets/alice/keys",
-            Some(r#"{"generate":true}"#),
-        )
+        .admin(Method::POST, "/wallets/alice/keys", Some(r#"{"generate":true}"#))
         .await;
     assert_eq!(s, 201, "{k}");
     let pem = k["privateKeyPem"].as_str().unwrap();
@@ -324,8 +249,7 @@ async fn keys_can_be_generated_added_and_removed() {
     let kid = k["jwk"]["kid"].as_str().unwrap().to_owned();
     let (_, jwks) = ase.get("/alice/jwks.json").await;
     assert_matches_schema("wallet-address-server.yaml", "json-web-key-set", &jwks);
-    let published: opdesk::httpsig::jwk::Jwk =
-        serde_json::from_value(jwks["keys"][0].clone()).unwrap();
+    let published: opdesk::httpsig::jwk::Jwk = serde_json::from_value(jwks["keys"][0].clone()).unwrap();
     assert_eq!(published.verifying_key().unwrap(), secret.verifying_key());
 
     let given = opdesk::httpsig::jwk::Jwk::from_verifying_key(
@@ -333,21 +257,11 @@ async fn keys_can_be_generated_added_and_removed() {
         &opdesk::httpsig::jwk::generate().unwrap().verifying_key(),
     );
     let body = serde_json::json!({ "jwk": given }).to_string();
-    let (s, _) = ase
-        .admin(Method::POST, "/wallets/alice/keys", Some(&body))
-        .await;
+    let (s, _) = ase.admin(Method::POST, "/wallets/alice/keys", Some(&body)).await;
     assert_eq!(s, 201);
-    let (s, _) = ase
-        .admin(Method::POST, "/wallets/alice/keys", Some(&body))
-        .await;
+    let (s, _) = ase.admin(Method::POST, "/wallets/alice/keys", Some(&body)).await;
     assert_eq!(s, 409, "kid is unique per wallet");
-    assert_eq!(
-        ase.get("/alice/jwks.json").await.1["keys"]
-            .as_array()
-            .unwrap()
-            .len(),
-        2
-    );
+    assert_eq!(ase.get("/alice/jwks.json").await.1["keys"].as_array().unwrap().len(), 2);
 
     let (s, _) = ase
         .admin(Method::DELETE, &format!("/wallets/alice/keys/{kid}"), None)
@@ -367,18 +281,12 @@ async fn events_are_published_after_commit() {
     let ase = TestAse::spawn().await;
     let mut rx = ase.state.bus.subscribe();
     let (s, _) = ase
-        .admin(
-            Method::POST,
-            "/wallets/bob/deposit",
-            Some(r#"{"value":"7"}"#),
-        )
+        .admin(Method::POST, "/wallets/bob/deposit", Some(r#"{"value":"7"}"#))
         .await;
     assert_eq!(s, 200);
     let mut saw_balance = false;
     let mut saw_http = false;
-    while let Ok(Ok(e)) =
-        tokio::time::timeout(std::time::Duration::from_millis(500), rx.recv()).await
-    {
+    while let Ok(Ok(e)) = tokio::time::timeout(std::time::Duration::from_millis(500), rx.recv()).await {
         match e {
             opdesk::events::DomainEvent::BalanceChanged {
                 wallet: Some(w),
@@ -388,9 +296,7 @@ async fn events_are_published_after_commit() {
                 assert_eq!(balance, 50_007);
                 saw_balance = true;
             }
-            opdesk::events::DomainEvent::HttpRequest { path, status, .. }
-                if path == "/admin/wallets/bob/deposit" =>
-            {
+            opdesk::events::DomainEvent::HttpRequest { path, status, .. } if path == "/admin/wallets/bob/deposit" => {
                 assert_eq!(status, 200);
                 saw_http = true;
             }

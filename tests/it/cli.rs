@@ -19,11 +19,7 @@ fn opdesk(ase_dir: &std::path::Path, listen: &str, args: &[&str]) -> Output {
 }
 
 fn ok(out: &Output) -> String {
-    assert!(
-        out.status.success(),
-        "stderr: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "stderr: {}", String::from_utf8_lossy(&out.stderr));
     String::from_utf8(out.stdout.clone()).unwrap()
 }
 
@@ -36,20 +32,16 @@ async fn operator_commands_work_against_a_running_server() {
         let (d, l) = (dir.clone(), listen.clone());
         tokio::task::spawn_blocking(move || opdesk(&d, &l, &args))
     };
-    let out = run(vec![
-        "wallets", "create", "dave", "--asset", "USD", "--scale", "2",
-    ])
-    .await
-    .unwrap();
+    let out = run(vec!["wallets", "create", "dave", "--asset", "USD", "--scale", "2"])
+        .await
+        .unwrap();
     assert!(ok(&out).contains("/dave"));
     let out = run(vec!["deposit", "dave", "1000"]).await.unwrap();
     assert!(ok(&out).contains("10.00 USD"));
     let out = run(vec!["balances"]).await.unwrap();
     let table = ok(&out);
     assert!(
-        table
-            .lines()
-            .any(|l| l.starts_with("dave") && l.contains("10.00")),
+        table.lines().any(|l| l.starts_with("dave") && l.contains("10.00")),
         "{table}"
     );
     let out = run(vec!["balances", "--json"]).await.unwrap();
@@ -65,9 +57,7 @@ async fn operator_commands_work_against_a_running_server() {
 
     let out = run(vec!["keys", "generate", "dave"]).await.unwrap();
     assert!(ok(&out).contains("BEGIN PRIVATE KEY"));
-    let out = run(vec!["wallets", "show", "dave", "--json"])
-        .await
-        .unwrap();
+    let out = run(vec!["wallets", "show", "dave", "--json"]).await.unwrap();
     let d: serde_json::Value = serde_json::from_str(&ok(&out)).unwrap();
     assert_eq!(d["keys"].as_array().unwrap().len(), 1);
 
@@ -178,10 +168,7 @@ fn serve_shuts_down_cleanly_on_sigterm() {
         if let Some(s) = child.try_wait().unwrap() {
             break s;
         }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "server did not stop on SIGTERM"
-        );
+        assert!(std::time::Instant::now() < deadline, "server did not stop on SIGTERM");
         std::thread::sleep(std::time::Duration::from_millis(20));
     };
     assert!(exit.success(), "exit status {exit:?}");
@@ -224,23 +211,14 @@ async fn grants_can_be_listed_shown_and_approved_from_the_cli() {
     .unwrap();
     let list: serde_json::Value = serde_json::from_str(&ok(&out)).unwrap();
     let id = list[0]["id"].as_str().unwrap().to_owned();
-    let out = run(vec!["grants".into(), "show".into(), id.clone()])
-        .await
-        .unwrap();
+    let out = run(vec!["grants".into(), "show".into(), id.clone()]).await.unwrap();
     let text = ok(&out);
     assert!(text.contains("up to 2.50 USD debited"), "{text}");
     assert!(text.contains("[pending]"), "{text}");
-    let out = run(vec!["grants".into(), "approve".into(), id.clone()])
-        .await
-        .unwrap();
+    let out = run(vec!["grants".into(), "approve".into(), id.clone()]).await.unwrap();
     assert!(ok(&out).contains("[approved]"));
-    let out = run(vec!["grants".into(), "reject".into(), id.clone()])
-        .await
-        .unwrap();
-    assert!(
-        !out.status.success(),
-        "an approved grant cannot be rejected"
-    );
+    let out = run(vec!["grants".into(), "reject".into(), id.clone()]).await.unwrap();
+    assert!(!out.status.success(), "an approved grant cannot be rejected");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -278,16 +256,11 @@ async fn payments_can_be_listed_shown_and_completed_from_the_cli() {
         })
     };
     let s = |v: &[&str]| v.iter().map(|x| (*x).to_owned()).collect::<Vec<_>>();
-    let out = run(s(&[
-        "incoming", "list", "--wallet", "bob", "--state", "pending",
-    ]))
-    .await
-    .unwrap();
+    let out = run(s(&["incoming", "list", "--wallet", "bob", "--state", "pending"]))
+        .await
+        .unwrap();
     let text = ok(&out);
-    assert!(
-        text.contains("12.34 USD") && text.contains("pending"),
-        "{text}"
-    );
+    assert!(text.contains("12.34 USD") && text.contains("pending"), "{text}");
     let out = run(s(&["incoming", "complete", &url])).await.unwrap();
     assert!(ok(&out).contains("[completed]"));
     let out = run(s(&["incoming", "list", "--state", "completed", "--json"]))
@@ -295,12 +268,8 @@ async fn payments_can_be_listed_shown_and_completed_from_the_cli() {
         .unwrap();
     let l: serde_json::Value = serde_json::from_str(&ok(&out)).unwrap();
     assert_eq!(l["items"][0]["id"], url.as_str());
-    let out = run(s(&["outgoing", "list", "--state", "failed"]))
-        .await
-        .unwrap();
+    let out = run(s(&["outgoing", "list", "--state", "failed"])).await.unwrap();
     assert!(ok(&out).starts_with("ID"));
-    let out = run(s(&["incoming", "list", "--state", "bogus"]))
-        .await
-        .unwrap();
+    let out = run(s(&["incoming", "list", "--state", "bogus"])).await.unwrap();
     assert!(!out.status.success());
 }

@@ -46,11 +46,9 @@ impl TestAse {
     /// Starts on `dir` (reusing it), optionally on a fixed address (restarts keep their URLs).
     pub async fn spawn_in(dir: Arc<tempfile::TempDir>, addr: Option<SocketAddr>) -> Self {
         opdesk::httpsig::keys::install_default_crypto_provider();
-        let listener = tokio::net::TcpListener::bind(
-            addr.unwrap_or_else(|| "127.0.0.1:0".parse().expect("addr")),
-        )
-        .await
-        .expect("bind");
+        let listener = tokio::net::TcpListener::bind(addr.unwrap_or_else(|| "127.0.0.1:0".parse().expect("addr")))
+            .await
+            .expect("bind");
         let addr = listener.local_addr().expect("addr");
         let settings = Settings::for_data_dir(dir.path(), addr).expect("settings");
         let core = AppCore::open(settings).await.expect("open");
@@ -94,25 +92,35 @@ impl TestAse {
     }
 
     /// An admin request with the token; `body` is sent as raw bytes with the JSON content type.
-    pub async fn admin(
-        &self,
-        method: reqwest::Method,
-        path: &str,
-        body: Option<&str>,
-    ) -> (u16, Value) {
+    pub async fn admin(&self, method: reqwest::Method, path: &str, body: Option<&str>) -> (u16, Value) {
         let mut req = self
             .http
             .request(method, self.url(&format!("/admin{path}")))
             .bearer_auth(&self.admin_token);
         if let Some(b) = body {
-            req = req
-                .header("content-type", "application/json")
-                .body(b.to_owned());
+            req = req.header("content-type", "application/json").body(b.to_owned());
         }
         let res = req.send().await.expect("request");
         let status = res.status().as_u16();
         let body = res.json::<Value>().await.unwrap_or(Value::Null);
         (status, body)
+    }
+
+    /// Waits (bounded) until the outgoing payment `id_or_url` is completed, failed or cancelled; returns its
+    /// operator view.
+    pub async fn wait_outgoing(&self, id_or_url: &str) -> Value {
+        let id = id_or_url.rsplit('/').next().unwrap_or(id_or_url).to_owned();
+        for _ in 0..500 {
+            let (s, v) = self
+                .admin(reqwest::Method::GET, &format!("/outgoing-payments/{id}"), None)
+                .await;
+            assert_eq!(s, 200, "{v}");
+            if matches!(v["state"].as_str(), Some("completed" | "failed" | "cancelled")) {
+                return v;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        panic!("outgoing payment {id} did not finish");
     }
 
     /// The posted balance of a wallet (from the admin API).
@@ -163,19 +171,14 @@ pub fn assert_matches_pointer(file: &str, pointer: &str, body: &Value) {
         .iter_errors(body)
         .map(|e| format!("{e} at {}", e.instance_path()))
         .collect();
-    assert!(
-        errors.is_empty(),
-        "{body} does not match {pointer}: {errors:?}"
-    );
+    assert!(errors.is_empty(), "{body} does not match {pointer}: {errors:?}");
 }
 
 /// The error envelope: `{"error":{"code","description"}}` with non-empty strings.
 pub fn assert_envelope(body: &Value, code: &str) {
     assert_eq!(body["error"]["code"], code, "{body}");
     assert!(
-        body["error"]["description"]
-            .as_str()
-            .is_some_and(|d| !d.is_empty()),
+        body["error"]["description"].as_str().is_some_and(|d| !d.is_empty()),
         "{body}"
     );
 }
@@ -198,9 +201,6 @@ pub fn assert_closed_matches(file: &str, schema: &str, body: &Value) {
         .as_object()
         .expect("properties");
     for key in body.as_object().expect("object").keys() {
-        assert!(
-            props.contains_key(key),
-            "{key:?} is not a property of {schema}: {body}"
-        );
+        assert!(props.contains_key(key), "{key:?} is not a property of {schema}: {body}");
     }
 }

@@ -10,10 +10,8 @@ use serde_json::{Value, json};
 use crate::common::{TestAse, assert_envelope, assert_matches_pointer};
 
 const GRANT_200: &str = "/paths/~1/post/responses/200/content/application~1json/schema";
-const CONTINUE_200: &str =
-    "/paths/~1continue~1%7Bid%7D/post/responses/200/content/application~1json/schema";
-const ROTATE_200: &str =
-    "/paths/~1token~1%7Bid%7D/post/responses/200/content/application~1json/schema";
+const CONTINUE_200: &str = "/paths/~1continue~1%7Bid%7D/post/responses/200/content/application~1json/schema";
+const ROTATE_200: &str = "/paths/~1token~1%7Bid%7D/post/responses/200/content/application~1json/schema";
 
 fn incoming_grant(ase: &TestAse) -> Value {
     json!({
@@ -39,11 +37,7 @@ fn outgoing_grant(ase: &TestAse, finish: Option<&str>) -> Value {
 
 async fn approve(ase: &TestAse, grant_id: &str) {
     let (s, b) = ase
-        .admin(
-            Method::POST,
-            &format!("/grants/{grant_id}/approve"),
-            Some("{}"),
-        )
+        .admin(Method::POST, &format!("/grants/{grant_id}/approve"), Some("{}"))
         .await;
     assert_eq!(s, 200, "{b}");
     assert_eq!(b["state"], "approved");
@@ -60,30 +54,15 @@ async fn non_interactive_grant_is_issued_at_once() {
     let ase = TestAse::spawn().await;
     let client = ase.demo_client().await;
     let res = client
-        .send(
-            Method::POST,
-            &ase.url("/auth"),
-            None,
-            Some(&incoming_grant(&ase)),
-        )
+        .send(Method::POST, &ase.url("/auth"), None, Some(&incoming_grant(&ase)))
         .await
         .unwrap();
     assert_eq!(res.status, 200, "{}", res.body);
     assert_matches_pointer("auth-server.yaml", GRANT_200, &res.body);
     let at = &res.body["access_token"];
     assert!(at["value"].as_str().unwrap().len() >= 32);
-    assert!(
-        at["manage"]
-            .as_str()
-            .unwrap()
-            .starts_with(&ase.url("/auth/token/"))
-    );
-    assert!(
-        !at["manage"]
-            .as_str()
-            .unwrap()
-            .contains(at["value"].as_str().unwrap())
-    );
+    assert!(at["manage"].as_str().unwrap().starts_with(&ase.url("/auth/token/")));
+    assert!(!at["manage"].as_str().unwrap().contains(at["value"].as_str().unwrap()));
     assert_eq!(at["expires_in"], 600);
     assert_eq!(at["access"], incoming_grant(&ase)["access_token"]["access"]);
     assert!(
@@ -120,10 +99,7 @@ async fn interactive_grant_with_finish_approve_redirect_continue_rotate_revoke()
     assert_eq!(res.status, 200, "{}", res.body);
     assert_matches_pointer("auth-server.yaml", GRANT_200, &res.body);
     assert!(res.body.get("access_token").is_none());
-    let redirect = res.body["interact"]["redirect"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let redirect = res.body["interact"]["redirect"].as_str().unwrap().to_owned();
     let as_nonce = res.body["interact"]["finish"].as_str().unwrap().to_owned();
     let cont_uri = res.body["continue"]["uri"].as_str().unwrap().to_owned();
     let cont_token = res.body["continue"]["access_token"]["value"]
@@ -166,11 +142,7 @@ async fn interactive_grant_with_finish_approve_redirect_continue_rotate_revoke()
     let r = no_redirects.get(&redirect).send().await.unwrap();
     assert_eq!(r.status(), 303);
     let location = url::Url::parse(r.headers()["location"].to_str().unwrap()).unwrap();
-    assert!(
-        location
-            .as_str()
-            .starts_with("http://127.0.0.1:9/callback?state=xyz&")
-    );
+    assert!(location.as_str().starts_with("http://127.0.0.1:9/callback?state=xyz&"));
     let q: std::collections::HashMap<_, _> = location.query_pairs().into_owned().collect();
     let interact_ref = q["interact_ref"].clone();
     assert!(opdesk::httpsig::verify_interaction_hash(
@@ -182,12 +154,7 @@ async fn interactive_grant_with_finish_approve_redirect_continue_rotate_revoke()
     ));
     assert_eq!(
         q["hash"],
-        opdesk::httpsig::interaction_hash_std(
-            "client-nonce-123",
-            &as_nonce,
-            &interact_ref,
-            &ase.url("/auth")
-        )
+        opdesk::httpsig::interaction_hash_std("client-nonce-123", &as_nonce, &interact_ref, &ase.url("/auth"))
     );
 
     // a wrong interact_ref is refused; the right one issues the token once
@@ -214,10 +181,7 @@ async fn interactive_grant_with_finish_approve_redirect_continue_rotate_revoke()
     assert_eq!(r.status, 200, "{}", r.body);
     assert_matches_pointer("auth-server.yaml", CONTINUE_200, &r.body);
     let token = r.body["access_token"]["value"].as_str().unwrap().to_owned();
-    let manage = r.body["access_token"]["manage"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let manage = r.body["access_token"]["manage"].as_str().unwrap().to_owned();
     assert_eq!(
         r.body["access_token"]["access"],
         outgoing_grant(&ase, None)["access_token"]["access"]
@@ -234,46 +198,24 @@ async fn interactive_grant_with_finish_approve_redirect_continue_rotate_revoke()
     assert_eq!(again.status, 401, "issued once: {}", again.body);
 
     // the access token is not a continuation token, and the continuation token is not an access token
-    let r = client
-        .send(Method::POST, &cont_uri, Some(&token), None)
-        .await
-        .unwrap();
+    let r = client.send(Method::POST, &cont_uri, Some(&token), None).await.unwrap();
     assert_eq!(r.status, 401);
     assert_envelope(&r.body, "invalid_continuation");
-    assert!(
-        ase.state
-            .gnap
-            .introspect(&cont_token)
-            .await
-            .unwrap()
-            .is_none()
-    );
+    assert!(ase.state.gnap.introspect(&cont_token).await.unwrap().is_none());
 
     // rotate: new value and manage URL; the old ones are dead
-    let r = client
-        .send(Method::POST, &manage, Some(&token), None)
-        .await
-        .unwrap();
+    let r = client.send(Method::POST, &manage, Some(&token), None).await.unwrap();
     assert_eq!(r.status, 200, "{}", r.body);
     assert_matches_pointer("auth-server.yaml", ROTATE_200, &r.body);
     let token2 = r.body["access_token"]["value"].as_str().unwrap().to_owned();
-    let manage2 = r.body["access_token"]["manage"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let manage2 = r.body["access_token"]["manage"].as_str().unwrap().to_owned();
     assert_ne!(token2, token);
     assert_ne!(manage2, manage);
     assert!(ase.state.gnap.introspect(&token).await.unwrap().is_none());
     assert!(ase.state.gnap.introspect(&token2).await.unwrap().is_some());
-    let r = client
-        .send(Method::POST, &manage, Some(&token), None)
-        .await
-        .unwrap();
+    let r = client.send(Method::POST, &manage, Some(&token), None).await.unwrap();
     assert_eq!(r.status, 401, "old manage URL is dead");
-    let r = client
-        .send(Method::POST, &manage2, Some(&token), None)
-        .await
-        .unwrap();
+    let r = client.send(Method::POST, &manage2, Some(&token), None).await.unwrap();
     assert_eq!(r.status, 401, "presented token must be the managed one");
 
     // revoke: 204, idempotent, and the token is dead
@@ -289,10 +231,7 @@ async fn interactive_grant_with_finish_approve_redirect_continue_rotate_revoke()
         .unwrap();
     assert_eq!(r.status, 204);
     assert!(ase.state.gnap.introspect(&token2).await.unwrap().is_none());
-    let r = client
-        .send(Method::POST, &manage2, Some(&token2), None)
-        .await
-        .unwrap();
+    let r = client.send(Method::POST, &manage2, Some(&token2), None).await.unwrap();
     assert_eq!(r.status, 401, "a revoked token cannot be rotated");
 }
 
@@ -301,12 +240,7 @@ async fn polling_grant_waits_then_issues() {
     let ase = TestAse::spawn().await;
     let client = ase.demo_client().await;
     let res = client
-        .send(
-            Method::POST,
-            &ase.url("/auth"),
-            None,
-            Some(&outgoing_grant(&ase, None)),
-        )
+        .send(Method::POST, &ase.url("/auth"), None, Some(&outgoing_grant(&ase, None)))
         .await
         .unwrap();
     assert_eq!(res.status, 200, "{}", res.body);
@@ -346,12 +280,7 @@ async fn reject_then_continue_is_request_denied_and_cancel_revokes() {
     let ase = TestAse::spawn().await;
     let client = ase.demo_client().await;
     let res = client
-        .send(
-            Method::POST,
-            &ase.url("/auth"),
-            None,
-            Some(&outgoing_grant(&ase, None)),
-        )
+        .send(Method::POST, &ase.url("/auth"), None, Some(&outgoing_grant(&ase, None)))
         .await
         .unwrap();
     let cont_uri = res.body["continue"]["uri"].as_str().unwrap().to_owned();
@@ -411,11 +340,7 @@ async fn grant_request_refusals() {
         (no_interact, 400, "invalid_request"),
         (jwk_client, 400, "invalid_client"),
         (foreign_wallet, 400, "invalid_request"),
-        (
-            json!({"client": ase.url("/demo-client")}),
-            400,
-            "invalid_request",
-        ),
+        (json!({"client": ase.url("/demo-client")}), 400, "invalid_request"),
         (
             json!({"client": ase.url("/demo-client"), "access_token": {"access": [{"type": "quote", "actions": ["list"]}]}}),
             400,
@@ -435,10 +360,7 @@ async fn grant_request_refusals() {
         ),
     ];
     for (body, status, code) in cases {
-        let r = client
-            .send(Method::POST, &auth, None, Some(&body))
-            .await
-            .unwrap();
+        let r = client.send(Method::POST, &auth, None, Some(&body)).await.unwrap();
         assert_eq!(r.status, status, "{body}: {}", r.body);
         assert_envelope(&r.body, code);
     }
@@ -448,9 +370,7 @@ async fn grant_request_refusals() {
             &auth,
             {
                 let body = b"{not json";
-                client
-                    .sign(&Method::POST, &auth, None, body, now())
-                    .unwrap()
+                client.sign(&Method::POST, &auth, None, body, now()).unwrap()
             },
             b"{not json".to_vec(),
         )
@@ -483,24 +403,16 @@ async fn signature_refusals() {
     assert_eq!(r.status(), 401);
 
     // tampered body (digest no longer matches)
-    let headers = client
-        .sign(&Method::POST, &auth, None, &body, now())
-        .unwrap();
+    let headers = client.sign(&Method::POST, &auth, None, &body, now()).unwrap();
     let mut tampered = body.clone();
     let pos = tampered.iter().position(|b| *b == b'b').unwrap();
     tampered[pos] = b'c';
-    let r = client
-        .send_raw(Method::POST, &auth, headers, tampered)
-        .await
-        .unwrap();
+    let r = client.send_raw(Method::POST, &auth, headers, tampered).await.unwrap();
     assert_eq!(r.status, 401, "{}", r.body);
     assert_envelope(&r.body, "invalid_client");
 
     // wrong key under the right kid
-    let wrong = opdesk::client::SignedClient::new(
-        opdesk::httpsig::jwk::generate().unwrap(),
-        client.keyid(),
-    );
+    let wrong = opdesk::client::SignedClient::new(opdesk::httpsig::jwk::generate().unwrap(), client.keyid());
     let r = wrong
         .send(Method::POST, &auth, None, Some(&incoming_grant(&ase)))
         .await
@@ -508,8 +420,7 @@ async fn signature_refusals() {
     assert_eq!(r.status, 401);
 
     // unknown kid
-    let unknown =
-        opdesk::client::SignedClient::new(opdesk::httpsig::jwk::generate().unwrap(), "no-such-kid");
+    let unknown = opdesk::client::SignedClient::new(opdesk::httpsig::jwk::generate().unwrap(), "no-such-kid");
     let r = unknown
         .send(Method::POST, &auth, None, Some(&incoming_grant(&ase)))
         .await
@@ -517,9 +428,7 @@ async fn signature_refusals() {
     assert_eq!(r.status, 401);
 
     // stale created
-    let headers = client
-        .sign(&Method::POST, &auth, None, &body, now() - 1000)
-        .unwrap();
+    let headers = client.sign(&Method::POST, &auth, None, &body, now() - 1000).unwrap();
     let r = client
         .send_raw(Method::POST, &auth, headers, body.clone())
         .await
@@ -527,9 +436,7 @@ async fn signature_refusals() {
     assert_eq!(r.status, 401);
 
     // replay: the same signed request twice
-    let headers = client
-        .sign(&Method::POST, &auth, None, &body, now())
-        .unwrap();
+    let headers = client.sign(&Method::POST, &auth, None, &body, now()).unwrap();
     let r = client
         .send_raw(Method::POST, &auth, headers.clone(), body.clone())
         .await
@@ -543,9 +450,7 @@ async fn signature_refusals() {
 
     // signed for another URL (a host alias)
     let other = auth.replace("127.0.0.1", "localhost");
-    let headers = client
-        .sign(&Method::POST, &other, None, &body, now())
-        .unwrap();
+    let headers = client.sign(&Method::POST, &other, None, &body, now()).unwrap();
     let r = client
         .send_raw(Method::POST, &auth, headers, body.clone())
         .await
@@ -583,10 +488,7 @@ async fn concurrent_continues_issue_one_token() {
         )
         .await
         .unwrap();
-    let redirect = res.body["interact"]["redirect"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let redirect = res.body["interact"]["redirect"].as_str().unwrap().to_owned();
     let cont = res.body["continue"]["uri"].as_str().unwrap().to_owned();
     let token = res.body["continue"]["access_token"]["value"]
         .as_str()
@@ -611,17 +513,13 @@ async fn concurrent_continues_issue_one_token() {
     let body = serde_json::to_vec(&json!({"interact_ref": interact_ref})).unwrap();
     let mut tasks = Vec::new();
     for i in 0..10 {
-        let (client, cont, token, body) =
-            (client.clone(), cont.clone(), token.clone(), body.clone());
+        let (client, cont, token, body) = (client.clone(), cont.clone(), token.clone(), body.clone());
         tasks.push(tokio::spawn(async move {
             // distinct `created` values so no request is a replay of another
             let headers = client
                 .sign(&Method::POST, &cont, Some(&token), &body, now() - i)
                 .unwrap();
-            client
-                .send_raw(Method::POST, &cont, headers, body)
-                .await
-                .unwrap()
+            client.send_raw(Method::POST, &cont, headers, body).await.unwrap()
         }));
     }
     let mut issued = 0;
@@ -717,13 +615,8 @@ async fn subject_grant_returns_the_subject_after_approval() {
     approve(&ase, &pending_grant_id(&ase).await).await;
     tokio::time::sleep(Duration::from_millis(1100)).await;
     let cont = res.body["continue"]["uri"].as_str().unwrap();
-    let token = res.body["continue"]["access_token"]["value"]
-        .as_str()
-        .unwrap();
-    let r = client
-        .send(Method::POST, cont, Some(token), None)
-        .await
-        .unwrap();
+    let token = res.body["continue"]["access_token"]["value"].as_str().unwrap();
+    let r = client.send(Method::POST, cont, Some(token), None).await.unwrap();
     assert_eq!(r.status, 200, "{}", r.body);
     assert_matches_pointer("auth-server.yaml", CONTINUE_200, &r.body);
     assert_eq!(r.body["subject"]["sub_ids"][0]["id"], ase.url("/alice"));
@@ -732,9 +625,7 @@ async fn subject_grant_returns_the_subject_after_approval() {
 
 #[tokio::test]
 async fn auto_approve_skips_the_operator_and_expired_tokens_still_rotate() {
-    let ase =
-        TestAse::spawn_with("[gnap]\nauto_approve = true\naccess_token_expires_in_secs = 1\n")
-            .await;
+    let ase = TestAse::spawn_with("[gnap]\nauto_approve = true\naccess_token_expires_in_secs = 1\n").await;
     let client = ase.demo_client().await;
     let res = client
         .send(
@@ -764,9 +655,7 @@ async fn auto_approve_skips_the_operator_and_expired_tokens_still_rotate() {
         .1
         .into_owned();
     let cont = res.body["continue"]["uri"].as_str().unwrap();
-    let ctoken = res.body["continue"]["access_token"]["value"]
-        .as_str()
-        .unwrap();
+    let ctoken = res.body["continue"]["access_token"]["value"].as_str().unwrap();
     let r = client
         .send(
             Method::POST,
@@ -779,19 +668,10 @@ async fn auto_approve_skips_the_operator_and_expired_tokens_still_rotate() {
     assert_eq!(r.status, 200, "{}", r.body);
     assert_eq!(r.body["access_token"]["expires_in"], 1);
     let token = r.body["access_token"]["value"].as_str().unwrap().to_owned();
-    let manage = r.body["access_token"]["manage"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let manage = r.body["access_token"]["manage"].as_str().unwrap().to_owned();
     tokio::time::sleep(Duration::from_millis(1200)).await;
-    assert!(
-        ase.state.gnap.introspect(&token).await.unwrap().is_none(),
-        "expired"
-    );
-    let r = client
-        .send(Method::POST, &manage, Some(&token), None)
-        .await
-        .unwrap();
+    assert!(ase.state.gnap.introspect(&token).await.unwrap().is_none(), "expired");
+    let r = client.send(Method::POST, &manage, Some(&token), None).await.unwrap();
     assert_eq!(
         r.status, 200,
         "an expired token rotates while its grant lives: {}",

@@ -55,14 +55,9 @@ fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
         (w.clone(), amt.clone()).prop_map(|(wallet, amount)| Op::Deposit { wallet, amount }),
         (w.clone(), amt.clone()).prop_map(|(wallet, amount)| Op::Withdraw { wallet, amount }),
-        (w.clone(), w.clone(), amt.clone()).prop_map(|(from, to, amount)| Op::Transfer {
-            from,
-            to,
-            amount
-        }),
+        (w.clone(), w.clone(), amt.clone()).prop_map(|(from, to, amount)| Op::Transfer { from, to, amount }),
         (w.clone(), w.clone(), amt).prop_map(|(from, to, amount)| Op::Reserve { from, to, amount }),
-        (0usize..8, proptest::option::of(1u64..3_000))
-            .prop_map(|(reservation, part)| Op::Post { reservation, part }),
+        (0usize..8, proptest::option::of(1u64..3_000)).prop_map(|(reservation, part)| Op::Post { reservation, part }),
         (0usize..8).prop_map(|reservation| Op::Void { reservation }),
         (0usize..16, any::<bool>()).prop_map(|(transfer, change)| Op::Replay { transfer, change }),
     ]
@@ -80,10 +75,7 @@ struct World {
     resolved: HashMap<String, bool>,
 }
 
-fn tx<T>(
-    conn: &mut Connection,
-    f: impl FnOnce(&Connection) -> Result<T, LedgerError>,
-) -> Result<T, LedgerError> {
+fn tx<T>(conn: &mut Connection, f: impl FnOnce(&Connection) -> Result<T, LedgerError>) -> Result<T, LedgerError> {
     let t = store::immediate(conn)?;
     let r = f(&t)?;
     t.commit()?;
@@ -98,10 +90,7 @@ fn setup(conn: &mut Connection) -> World {
     let mut settlement = HashMap::new();
     let mut model = HashMap::new();
     for a in &assets {
-        let id = tx(conn, |c| {
-            ledger::ops::create_account(c, AccountKind::Wallet, a, NOW)
-        })
-        .unwrap();
+        let id = tx(conn, |c| ledger::ops::create_account(c, AccountKind::Wallet, a, NOW)).unwrap();
         model.insert(id.clone(), (0, 0));
         wallets.push(id);
     }
@@ -156,11 +145,7 @@ fn apply(conn: &mut Connection, w: &mut World, op: Op) {
             let deposit = matches!(op, Op::Deposit { .. });
             let acct = w.wallets[wallet].clone();
             let settle = w.settlement[&w.assets[wallet].code].clone();
-            let (debit, credit) = if deposit {
-                (settle, acct)
-            } else {
-                (acct, settle)
-            };
+            let (debit, credit) = if deposit { (settle, acct) } else { (acct, settle) };
             transfer(conn, w, debit, credit, amount, false, new_id());
         }
         Op::Transfer { from, to, amount } | Op::Reserve { from, to, amount } => {
@@ -203,10 +188,7 @@ fn apply(conn: &mut Connection, w: &mut World, op: Op) {
             }
         }
         Op::Post { .. } | Op::Void { .. } => {}
-        Op::Replay {
-            transfer: i,
-            change,
-        } if !w.transfers.is_empty() => {
+        Op::Replay { transfer: i, change } if !w.transfers.is_empty() => {
             let mut t = w.transfers[i % w.transfers.len()].clone();
             if change {
                 t.amount = Value::new(t.amount.get() % 1000 + 1).unwrap();
@@ -254,12 +236,7 @@ fn transfer(
                 .iter()
                 .position(|x| x == id)
                 .map(|i| w.assets[i].code.clone())
-                .or_else(|| {
-                    w.settlement
-                        .iter()
-                        .find(|(_, v)| *v == id)
-                        .map(|(k, _)| k.clone())
-                })
+                .or_else(|| w.settlement.iter().find(|(_, v)| *v == id).map(|(k, _)| k.clone()))
         };
         ai(&debit) == ai(&credit)
     };
@@ -332,16 +309,10 @@ fn posted_and_voided_transfers_are_immutable_in_sql() {
         conn.execute("UPDATE transfers SET amount = 6 WHERE id = 't1'", [])
             .is_err()
     );
+    assert!(conn.execute("DELETE FROM transfers WHERE id = 't1'", []).is_err());
     assert!(
-        conn.execute("DELETE FROM transfers WHERE id = 't1'", [])
-            .is_err()
-    );
-    assert!(
-        conn.execute(
-            "UPDATE accounts SET balance = -1 WHERE id = ?1",
-            [&w.wallets[0]]
-        )
-        .is_err(),
+        conn.execute("UPDATE accounts SET balance = -1 WHERE id = ?1", [&w.wallets[0]])
+            .is_err(),
         "CHECK forbids overdraft"
     );
 }

@@ -10,8 +10,7 @@ use reqwest::Method;
 use serde_json::{Value, json};
 
 use crate::common::{
-    TestAse, assert_closed_matches, assert_envelope, assert_list_matches, assert_matches_pointer,
-    assert_matches_schema,
+    TestAse, assert_closed_matches, assert_envelope, assert_list_matches, assert_matches_pointer, assert_matches_schema,
 };
 
 const RS: &str = "resource-server.yaml";
@@ -19,9 +18,7 @@ const RS: &str = "resource-server.yaml";
 fn ok_schema(path: &str, method: &str, status: u16) -> String {
     format!(
         "/paths/{}/{method}/responses/{status}/content/application~1json/schema",
-        path.replace('/', "~1")
-            .replace('{', "%7B")
-            .replace('}', "%7D")
+        path.replace('/', "~1").replace('{', "%7B").replace('}', "%7D")
     )
 }
 
@@ -37,12 +34,7 @@ async fn token(ase: &TestAse, client: &SignedClient, client_url: &str, access: V
 }
 
 /// An outgoing-payment grant approved by the operator; returns the access token.
-async fn outgoing_token(
-    ase: &TestAse,
-    client: &SignedClient,
-    wallet: &str,
-    limits: Option<Value>,
-) -> String {
+async fn outgoing_token(ase: &TestAse, client: &SignedClient, wallet: &str, limits: Option<Value>) -> String {
     let mut item = json!({"type": "outgoing-payment", "actions": ["create", "read", "list"], "identifier": ase.url(&format!("/{wallet}"))});
     if let Some(l) = limits {
         item["limits"] = l;
@@ -87,17 +79,17 @@ async fn outgoing_token(
         .send(
             Method::POST,
             r.body["continue"]["uri"].as_str().unwrap(),
-            Some(
-                r.body["continue"]["access_token"]["value"]
-                    .as_str()
-                    .unwrap(),
-            ),
+            Some(r.body["continue"]["access_token"]["value"].as_str().unwrap()),
             Some(&json!({"interact_ref": iref})),
         )
         .await
         .unwrap();
     assert_eq!(c.status, 200, "{}", c.body);
     c.body["access_token"]["value"].as_str().unwrap().to_owned()
+}
+
+fn id_of(v: &Value) -> String {
+    v["id"].as_str().unwrap().to_owned()
 }
 
 fn usd(v: &str) -> Value {
@@ -117,12 +109,7 @@ async fn create_incoming(
         body["incomingAmount"] = a;
     }
     let r = c
-        .send(
-            Method::POST,
-            &ase.url("/incoming-payments"),
-            Some(tok),
-            Some(&body),
-        )
+        .send(Method::POST, &ase.url("/incoming-payments"), Some(tok), Some(&body))
         .await
         .unwrap();
     assert_eq!(r.status, 201, "{}", r.body);
@@ -147,15 +134,7 @@ async fn incoming_payment_lifecycle_matches_the_spec() {
     assert_eq!(r.status, 200);
     assert_matches_schema(RS, "incoming-payment-with-methods", &r.body);
 
-    let public: Value = ase
-        .http
-        .get(&id)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let public: Value = ase.http.get(&id).send().await.unwrap().json().await.unwrap();
     assert_matches_schema(RS, "public-incoming-payment", &public);
     assert_eq!(
         public,
@@ -165,11 +144,7 @@ async fn incoming_payment_lifecycle_matches_the_spec() {
     let r = c
         .send(
             Method::GET,
-            &format!(
-                "{}?wallet-address={}",
-                ase.url("/incoming-payments"),
-                ase.url("/bob")
-            ),
+            &format!("{}?wallet-address={}", ase.url("/incoming-payments"), ase.url("/bob")),
             Some(&tok),
             None,
         )
@@ -254,32 +229,19 @@ async fn resource_server_error_statuses() {
         .unwrap();
     assert_eq!(r.status, 403, "no complete action");
     let g = c.send(Method::POST, &ase.url("/auth"), None, Some(&json!({"access_token": {"access": [{"type": "quote", "actions": ["create"]}]}, "client": ase.url("/demo-client")}))).await.unwrap();
-    let cont_token = g.body["continue"]["access_token"]["value"]
-        .as_str()
-        .unwrap();
-    let r = c
-        .send(Method::GET, id, Some(cont_token), None)
-        .await
-        .unwrap();
+    let cont_token = g.body["continue"]["access_token"]["value"].as_str().unwrap();
+    let r = c.send(Method::GET, id, Some(cont_token), None).await.unwrap();
     assert_eq!(r.status, 403, "a continuation token is not an access token");
 
     // 404: unknown ids, with and without auth
     let unknown = format!("{url}/{}", opdesk::ids::new_id());
     assert_eq!(
-        c.send(Method::GET, &unknown, Some(&tok), None)
-            .await
-            .unwrap()
-            .status,
+        c.send(Method::GET, &unknown, Some(&tok), None).await.unwrap().status,
         404
     );
     assert_eq!(ase.http.get(&unknown).send().await.unwrap().status(), 404);
     assert_eq!(
-        ase.http
-            .get(format!("{url}/garbage"))
-            .send()
-            .await
-            .unwrap()
-            .status(),
+        ase.http.get(format!("{url}/garbage")).send().await.unwrap().status(),
         404
     );
 
@@ -298,10 +260,7 @@ async fn resource_server_error_statuses() {
         json!({}),
     ];
     for b in cases {
-        let r = c
-            .send(Method::POST, &url, Some(&tok), Some(&b))
-            .await
-            .unwrap();
+        let r = c.send(Method::POST, &url, Some(&tok), Some(&b)).await.unwrap();
         assert_eq!(r.status, 400, "{b}: {}", r.body);
         assert!(r.body["error"]["code"].is_string() && r.body["error"]["description"].is_string());
     }
@@ -353,17 +312,9 @@ async fn resource_server_error_statuses() {
             )
             .await
             .unwrap();
-        assert_eq!(
-            r.status,
-            if q.is_empty() { 200 } else { 400 },
-            "{q}: {}",
-            r.body
-        );
+        assert_eq!(r.status, if q.is_empty() { 200 } else { 400 }, "{q}: {}", r.body);
     }
-    let r = c
-        .send(Method::GET, &url, Some(&list_tok), None)
-        .await
-        .unwrap();
+    let r = c.send(Method::GET, &url, Some(&list_tok), None).await.unwrap();
     assert_eq!(r.status, 400, "wallet-address is required");
     assert_envelope(&r.body, "invalid_request");
 }
@@ -374,11 +325,7 @@ async fn read_sees_own_resources_and_read_all_sees_all() {
     let demo = ase.demo_client().await;
     // a second client: carol's wallet with a generated key
     let (s, k) = ase
-        .admin(
-            Method::POST,
-            "/wallets/carol/keys",
-            Some(r#"{"generate":true}"#),
-        )
+        .admin(Method::POST, "/wallets/carol/keys", Some(r#"{"generate":true}"#))
         .await;
     assert_eq!(s, 201);
     let carol = SignedClient::new(
@@ -386,7 +333,13 @@ async fn read_sees_own_resources_and_read_all_sees_all() {
         k["jwk"]["kid"].as_str().unwrap(),
     );
     let bob = ase.url("/bob");
-    let tok_a = token(&ase, &demo, &ase.url("/demo-client"), json!([{"type": "incoming-payment", "actions": ["create", "read", "list"], "identifier": bob}])).await;
+    let tok_a = token(
+        &ase,
+        &demo,
+        &ase.url("/demo-client"),
+        json!([{"type": "incoming-payment", "actions": ["create", "read", "list"], "identifier": bob}]),
+    )
+    .await;
     let p = create_incoming(&ase, &demo, &tok_a, "bob", None, 1).await;
     let id = p["id"].as_str().unwrap();
     let list = format!("{}?wallet-address={bob}", ase.url("/incoming-payments"));
@@ -399,41 +352,29 @@ async fn read_sees_own_resources_and_read_all_sees_all() {
     )
     .await;
     assert_eq!(
-        carol
-            .send(Method::GET, id, Some(&tok_read), None)
-            .await
-            .unwrap()
-            .status,
+        carol.send(Method::GET, id, Some(&tok_read), None).await.unwrap().status,
         404
     );
-    let r = carol
-        .send(Method::GET, &list, Some(&tok_read), None)
-        .await
-        .unwrap();
+    let r = carol.send(Method::GET, &list, Some(&tok_read), None).await.unwrap();
     assert_eq!(r.body["result"].as_array().unwrap().len(), 0);
 
-    let tok_all = token(&ase, &carol, &ase.url("/carol"), json!([{"type": "incoming-payment", "actions": ["read-all", "list-all"], "identifier": bob}])).await;
+    let tok_all = token(
+        &ase,
+        &carol,
+        &ase.url("/carol"),
+        json!([{"type": "incoming-payment", "actions": ["read-all", "list-all"], "identifier": bob}]),
+    )
+    .await;
     assert_eq!(
-        carol
-            .send(Method::GET, id, Some(&tok_all), None)
-            .await
-            .unwrap()
-            .status,
+        carol.send(Method::GET, id, Some(&tok_all), None).await.unwrap().status,
         200
     );
-    let r = carol
-        .send(Method::GET, &list, Some(&tok_all), None)
-        .await
-        .unwrap();
+    let r = carol.send(Method::GET, &list, Some(&tok_all), None).await.unwrap();
     assert_eq!(r.body["result"].as_array().unwrap().len(), 1);
 
     // a token is bound to its client: carol cannot use demo-client's token
     assert_eq!(
-        carol
-            .send(Method::GET, id, Some(&tok_a), None)
-            .await
-            .unwrap()
-            .status,
+        carol.send(Method::GET, id, Some(&tok_a), None).await.unwrap().status,
         401
     );
 }
@@ -442,7 +383,13 @@ async fn read_sees_own_resources_and_read_all_sees_all() {
 async fn pagination_walks_both_directions() {
     let ase = TestAse::spawn().await;
     let c = ase.demo_client().await;
-    let tok = token(&ase, &c, &ase.url("/demo-client"), json!([{"type": "incoming-payment", "actions": ["create", "list"], "identifier": ase.url("/bob")}])).await;
+    let tok = token(
+        &ase,
+        &c,
+        &ase.url("/demo-client"),
+        json!([{"type": "incoming-payment", "actions": ["create", "list"], "identifier": ase.url("/bob")}]),
+    )
+    .await;
     let mut ids = Vec::new();
     for n in 0..7 {
         ids.push(
@@ -463,22 +410,14 @@ async fn pagination_walks_both_directions() {
                 ase.url("/bob")
             ),
         );
-        async move {
-            c.send(Method::GET, &url, Some(&tok), None)
-                .await
-                .unwrap()
-                .body
-        }
+        async move { c.send(Method::GET, &url, Some(&tok), None).await.unwrap().body }
     };
     let mut seen = Vec::new();
     let mut cursor: Option<String> = None;
     loop {
         let page = list(format!(
             "&first=3{}",
-            cursor
-                .as_ref()
-                .map(|c| format!("&cursor={c}"))
-                .unwrap_or_default()
+            cursor.as_ref().map(|c| format!("&cursor={c}")).unwrap_or_default()
         ))
         .await;
         assert_list_matches(RS, "incoming-payment", &page);
@@ -541,11 +480,7 @@ async fn quotes_variants_cross_currency_and_expiry() {
     let alice = ase.url("/alice");
     let q = |body: Value| {
         let (c, quo, url) = (c.clone(), quo.clone(), ase.url("/quotes"));
-        async move {
-            c.send(Method::POST, &url, Some(&quo), Some(&body))
-                .await
-                .unwrap()
-        }
+        async move { c.send(Method::POST, &url, Some(&quo), Some(&body)).await.unwrap() }
     };
     let r = q(json!({"walletAddress": alice, "receiver": bob_ip, "method": "ilp"})).await;
     assert_eq!(r.status, 201, "{}", r.body);
@@ -558,12 +493,7 @@ async fn quotes_variants_cross_currency_and_expiry() {
         (Some("1500"), Some("1500"))
     );
     let got = c
-        .send(
-            Method::GET,
-            r.body["id"].as_str().unwrap(),
-            Some(&quo),
-            None,
-        )
+        .send(Method::GET, r.body["id"].as_str().unwrap(), Some(&quo), None)
         .await
         .unwrap();
     assert_eq!(got.status, 200);
@@ -594,7 +524,9 @@ async fn quotes_variants_cross_currency_and_expiry() {
         assert_eq!(r.status, 400, "{bad}: {}", r.body);
     }
     // an expired quote cannot be paid
-    let quote = q(json!({"walletAddress": alice, "receiver": bob_ip, "method": "ilp", "debitAmount": usd("100")})).await.body;
+    let quote = q(json!({"walletAddress": alice, "receiver": bob_ip, "method": "ilp", "debitAmount": usd("100")}))
+        .await
+        .body;
     tokio::time::sleep(Duration::from_millis(1200)).await;
     let out = outgoing_token(&ase, &c, "alice", None).await;
     let r = c
@@ -634,22 +566,37 @@ async fn outgoing_payments_reserve_and_respect_quotes() {
         .as_str()
         .unwrap()
         .to_owned();
-    let quote = c.send(Method::POST, &ase.url("/quotes"), Some(&quo), Some(&json!({"walletAddress": alice, "receiver": bob_ip, "method": "ilp", "debitAmount": usd("1000")}))).await.unwrap().body;
-    let r = c.send(Method::POST, &ase.url("/outgoing-payments"), Some(&out), Some(&json!({"walletAddress": alice, "quoteId": quote["id"], "metadata": {"invoice": 7}}))).await.unwrap();
+    let quote = c
+        .send(
+            Method::POST,
+            &ase.url("/quotes"),
+            Some(&quo),
+            Some(&json!({"walletAddress": alice, "receiver": bob_ip, "method": "ilp", "debitAmount": usd("1000")})),
+        )
+        .await
+        .unwrap()
+        .body;
+    let r = c
+        .send(
+            Method::POST,
+            &ase.url("/outgoing-payments"),
+            Some(&out),
+            Some(&json!({"walletAddress": alice, "quoteId": quote["id"], "metadata": {"invoice": 7}})),
+        )
+        .await
+        .unwrap();
     assert_eq!(r.status, 201, "{}", r.body);
     assert_matches_schema(RS, "outgoing-payment-with-spent-amounts", &r.body);
     assert_eq!(r.body["debitAmount"], quote["debitAmount"]);
     assert_eq!(r.body["sentAmount"]["value"], "0");
     assert_eq!(r.body["failed"], false);
     assert_eq!(r.body["grantSpentDebitAmount"]["value"], "0");
-    let (_, detail) = ase.admin(Method::GET, "/wallets/alice", None).await;
-    assert_eq!(
-        detail["balance"]["pendingDebits"], 1000,
-        "the debit is reserved"
-    );
-    assert_eq!(detail["balance"]["available"], 100_000 - 1000);
-
+    // the debit was reserved at once; the engine then settles it
     let id = r.body["id"].as_str().unwrap();
+    let settled = ase.wait_outgoing(id).await;
+    assert_eq!(settled["state"], "completed");
+    assert_eq!(ase.balance("alice").await, 100_000 - 1000);
+
     let got = c.send(Method::GET, id, Some(&out), None).await.unwrap();
     assert_eq!(got.status, 200);
     assert_matches_schema(RS, "outgoing-payment", &got.body);
@@ -677,7 +624,15 @@ async fn outgoing_payments_reserve_and_respect_quotes() {
         .unwrap();
     assert_eq!(again.status, 400);
     // from an incoming payment and a debit amount
-    let r = c.send(Method::POST, &ase.url("/outgoing-payments"), Some(&out), Some(&json!({"walletAddress": alice, "incomingPayment": bob_ip, "debitAmount": usd("500")}))).await.unwrap();
+    let r = c
+        .send(
+            Method::POST,
+            &ase.url("/outgoing-payments"),
+            Some(&out),
+            Some(&json!({"walletAddress": alice, "incomingPayment": bob_ip, "debitAmount": usd("500")})),
+        )
+        .await
+        .unwrap();
     assert_eq!(r.status, 201, "{}", r.body);
     assert_eq!(r.body["receiveAmount"]["value"], "500");
     // more than alice has: created failed, nothing reserved
@@ -685,11 +640,21 @@ async fn outgoing_payments_reserve_and_respect_quotes() {
         .as_str()
         .unwrap()
         .to_owned();
-    let r = c.send(Method::POST, &ase.url("/outgoing-payments"), Some(&out), Some(&json!({"walletAddress": alice, "incomingPayment": big_ip, "debitAmount": usd("9999999")}))).await.unwrap();
+    let r = c
+        .send(
+            Method::POST,
+            &ase.url("/outgoing-payments"),
+            Some(&out),
+            Some(&json!({"walletAddress": alice, "incomingPayment": big_ip, "debitAmount": usd("9999999")})),
+        )
+        .await
+        .unwrap();
     assert_eq!(r.status, 201, "{}", r.body);
     assert_eq!(r.body["failed"], true);
+    let failed = ase.wait_outgoing(&id_of(&r.body)).await;
+    assert_eq!(failed["failureReason"], "insufficient_balance");
     let (_, detail) = ase.admin(Method::GET, "/wallets/alice", None).await;
-    assert_eq!(detail["balance"]["pendingDebits"], 1500);
+    assert_eq!(detail["balance"]["pendingDebits"], 0, "nothing stays reserved");
     // a token for another wallet cannot pay from alice
     let bob_out = token(
         &ase,
@@ -698,7 +663,15 @@ async fn outgoing_payments_reserve_and_respect_quotes() {
         json!([{"type": "incoming-payment", "actions": ["create", "read"]}]),
     )
     .await;
-    let r = c.send(Method::POST, &ase.url("/outgoing-payments"), Some(&bob_out), Some(&json!({"walletAddress": alice, "incomingPayment": big_ip, "debitAmount": usd("1")}))).await.unwrap();
+    let r = c
+        .send(
+            Method::POST,
+            &ase.url("/outgoing-payments"),
+            Some(&bob_out),
+            Some(&json!({"walletAddress": alice, "incomingPayment": big_ip, "debitAmount": usd("1")})),
+        )
+        .await
+        .unwrap();
     assert_eq!(r.status, 403);
 }
 
@@ -727,9 +700,7 @@ async fn twenty_concurrent_creates_against_a_limit_of_five() {
             json!({"walletAddress": ase.url("/alice"), "incomingPayment": bob_ip, "debitAmount": usd("100"), "metadata": {"i": i}}),
         );
         tasks.push(tokio::spawn(async move {
-            c.send(Method::POST, &url, Some(&out), Some(&body))
-                .await
-                .unwrap()
+            c.send(Method::POST, &url, Some(&out), Some(&body)).await.unwrap()
         }));
     }
     let mut created = 0;
@@ -743,20 +714,11 @@ async fn twenty_concurrent_creates_against_a_limit_of_five() {
     }
     assert_eq!(created, 5);
     let spent = c
-        .send(
-            Method::GET,
-            &ase.url("/outgoing-payment-grant"),
-            Some(&out),
-            None,
-        )
+        .send(Method::GET, &ase.url("/outgoing-payment-grant"), Some(&out), None)
         .await
         .unwrap();
     assert_eq!(spent.status, 200, "{}", spent.body);
-    assert_matches_pointer(
-        RS,
-        &ok_schema("/outgoing-payment-grant", "get", 200),
-        &spent.body,
-    );
+    assert_matches_pointer(RS, &ok_schema("/outgoing-payment-grant", "get", 200), &spent.body);
     assert_eq!(spent.body["spentDebitAmount"], usd("500"));
 }
 
@@ -776,14 +738,15 @@ async fn interval_limits_and_spent_amounts() {
         .unwrap()
         .to_owned();
     let start = opdesk::clock::format_ts(time::OffsetDateTime::now_utc() - time::Duration::days(1));
-    let out = outgoing_token(&ase, &c, "alice", Some(json!({"debitAmount": usd("500"), "interval": format!("R/{start}/P1M"), "receiver": bob_ip}))).await;
+    let out = outgoing_token(
+        &ase,
+        &c,
+        "alice",
+        Some(json!({"debitAmount": usd("500"), "interval": format!("R/{start}/P1M"), "receiver": bob_ip})),
+    )
+    .await;
     let spent = c
-        .send(
-            Method::GET,
-            &ase.url("/outgoing-payment-grant"),
-            Some(&out),
-            None,
-        )
+        .send(Method::GET, &ase.url("/outgoing-payment-grant"), Some(&out), None)
         .await
         .unwrap();
     assert_eq!(
@@ -793,11 +756,7 @@ async fn interval_limits_and_spent_amounts() {
     let pay = |v: &str, to: &str, n: u32| {
         let (c, out, url) = (c.clone(), out.clone(), ase.url("/outgoing-payments"));
         let body = json!({"walletAddress": ase.url("/alice"), "incomingPayment": to, "debitAmount": usd(v), "metadata": {"n": n}});
-        async move {
-            c.send(Method::POST, &url, Some(&out), Some(&body))
-                .await
-                .unwrap()
-        }
+        async move { c.send(Method::POST, &url, Some(&out), Some(&body)).await.unwrap() }
     };
     let r = pay("300", &bob_ip, 1).await;
     assert_eq!(r.status, 201, "{}", r.body);
@@ -813,12 +772,7 @@ async fn interval_limits_and_spent_amounts() {
     assert_eq!(r.status, 201);
     assert_eq!(r.body["grantSpentDebitAmount"], usd("300"));
     let spent = c
-        .send(
-            Method::GET,
-            &ase.url("/outgoing-payment-grant"),
-            Some(&out),
-            None,
-        )
+        .send(Method::GET, &ase.url("/outgoing-payment-grant"), Some(&out), None)
         .await
         .unwrap();
     assert_eq!(spent.body["spentDebitAmount"], usd("500"));

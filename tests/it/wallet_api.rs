@@ -8,12 +8,7 @@ async fn wallet_document_matches_the_spec() {
     let ase = TestAse::spawn().await;
     let res = ase.http.get(ase.url("/alice")).send().await.unwrap();
     assert_eq!(res.status(), 200);
-    assert!(
-        res.headers()["cache-control"]
-            .to_str()
-            .unwrap()
-            .contains("max-age=")
-    );
+    assert!(res.headers()["cache-control"].to_str().unwrap().contains("max-age="));
     let body: serde_json::Value = res.json().await.unwrap();
     assert_matches_schema("wallet-address-server.yaml", "wallet-address", &body);
     assert_eq!(body["id"], ase.url("/alice"));
@@ -50,12 +45,7 @@ async fn demo_client_jwks_has_its_key_and_matches_the_private_key_file() {
 #[tokio::test]
 async fn unknown_wallet_is_a_404_envelope() {
     let ase = TestAse::spawn().await;
-    for path in [
-        "/nobody",
-        "/nobody/jwks.json",
-        "/nobody/did.json",
-        "/no/such/route",
-    ] {
+    for path in ["/nobody", "/nobody/jwks.json", "/nobody/did.json", "/no/such/route"] {
         let (status, body) = ase.get(path).await;
         assert_eq!(status, 404, "{path}");
         assert_envelope(&body, "not_found");
@@ -82,11 +72,7 @@ async fn restart_keeps_data_and_never_reseeds_and_a_new_dir_reseeds() {
     let (dir, addr) = ase.stop().await;
 
     let ase = TestAse::spawn_in(dir.clone(), Some(addr)).await;
-    assert_eq!(
-        ase.balance("alice").await,
-        100_000 - 100,
-        "no second seeding deposit"
-    );
+    assert_eq!(ase.balance("alice").await, 100_000 - 100, "no second seeding deposit");
     let (_, jwks_after) = ase.get("/demo-client/jwks.json").await;
     assert_eq!(jwks_before, jwks_after, "no second demo key");
     let (_, wallets) = ase.admin(reqwest::Method::GET, "/wallets", None).await;

@@ -1,0 +1,697 @@
+//! The payment engine: settles outgoing payments to local receivers in packets, drives them to completed or
+//! failed, announces incoming-payment expiries, and carries out the operator's cancel and retry.
+//!
+//! Every step is one `BEGIN IMMEDIATE` transaction that leaves the ledger consistent: a packet moves money
+//! sender-side (payment account → the ASE's settlement account of the debit asset) and receiver-side
+//! (settlement account of the receive asset → receiver wallet), credits the incoming payment and records
+//! progress together. A crash between steps loses nothing: on start the engine resumes every `sending`
+//! payment from what was committed. Money flow per payment: the creation reserves the debit (a pending
+//! transfer sender → payment account), the first packet posts it, packets drain the payment account, and a
+//! failure returns whatever was not sent to the sender (voiding the reservation if nothing was posted).
+
+use std::{
+    collections::HashMap,
+    sync::{Arc, Mutex},
+    time::{Duration as StdDuration, Instant},
+};
+
+use rusqlite::Connection;
+use time::{Duration, OffsetDateTime};
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+
+use super::incoming::state_of;
+use crate::{
+    clock::{SharedClock, format_ts, parse_ts},
+    events::{DomainEvent, EventBus},
+    gnap::model::AccessItem,
+    interval::RepeatingInterval,
+    ledger::{self, AccountKind, Balance, LedgerError, NewTransfer},
+    money::{Asset, MoneyError, Value},
+    server::error::ApiError,
+    settings::EngineSettings,
+    store::{
+        self, Store, ledger as ledger_repo,
+        payments::{self as repo, OutgoingRow},
+    },
+};
+
+/// Why a payment failed: a machine-readable reason and a sentence for people.
+pub type Failure = (&'static str, String);
+
+/// Events are coalesced to at most one progress event per payment per this interval.
+const PROGRESS_EVERY: StdDuration = StdDuration::from_millis(100);
+
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    #[error(transparent)]
+    Ledger(#[from] LedgerError),
+    #[error(transparent)]
+    Store(#[from] store::Error),
+    #[error(transparent)]
+    Money(#[from] MoneyError),
+}
+
+impl From<rusqlite::Error> for EngineError {
+    fn from(e: rusqlite::Error) -> Self {
+        Self::Store(e.into())
+    }
+}
+
+/// Reserves `amount` of `sender`'s balance for payment `payment_id`: a pending transfer into a payment
+/// account (created here, or `reuse`d on retry). `Ok(Err(failure))` when the balance does not cover it.
+pub fn reserve(
+    tx: &Connection,
+    payment_id: &str,
+    sender: &str,
+    asset: &Asset,
+    amount: i64,
+    now: &str,
+) -> Result<Result<(String, String), Failure>, LedgerError> {
+    reserve_into(tx, payment_id, sender, asset, amount, None, 0, now)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn reserve_into(
+    tx: &Connection,
+    payment_id: &str,
+    sender: &str,
+    asset: &Asset,
+    amount: i64,
+    reuse: Option<&str>,
+    attempt: i64,
+    now: &str,
+) -> Result<Result<(String, String), Failure>, LedgerError> {
+    let account = ledger::ops::account(tx, sender)?;
+    let available = account.balance.saturating_sub(account.pending_debits);
+    if available < amount {
+        return Ok(Err((
+            "insufficient_balance",
+            format!(
+                "The sender's available balance of {} does not cover the {} to send.",
+                asset.format(available.into()),
+                asset.format(amount.into())
+            ),
+        )));
+    }
+    let payment_account = match reuse {
+        Some(a) => a.to_owned(),
+        None => ledger::ops::create_account(tx, AccountKind::Payment, asset, now)?,
+    };
+    let id = if attempt == 0 {
+        format!("reserve-{payment_id}")
+    } else {
+        format!("reserve-{payment_id}-{attempt}")
+    };
+    let t = NewTransfer {
+        id: id.clone(),
+        debit: sender.to_owned(),
+        credit: payment_account.clone(),
+        amount: Value::from_i64(amount)?,
+        pending: true,
+        kind: "reservation".into(),
+        memo: Some(format!("outgoing payment {payment_id}")),
+    };
+    ledger::ops::create_transfer(tx, &t, now)?;
+    Ok(Ok((id, payment_account)))
+}
+
+/// What one step did, for events.
+#[derive(Debug, Default)]
+struct StepOutcome {
+    payment: Option<OutgoingRow>,
+    finished: Option<Result<(), String>>,
+    received: Option<(String, i64, bool)>,
+    balances: Vec<Balance>,
+}
+
+/// The engine. Cheap to clone.
+#[derive(Clone)]
+pub struct Engine {
+    store: Store,
+    bus: EventBus,
+    clock: SharedClock,
+    settings: EngineSettings,
+    wake: Arc<Notify>,
+    last_event: Arc<Mutex<HashMap<String, Instant>>>,
+}
+
+fn asset(code: &str, scale: u8) -> Asset {
+    Asset {
+        code: code.to_owned(),
+        scale,
+    }
+}
+
+impl Engine {
+    pub fn new(store: Store, bus: EventBus, clock: SharedClock, settings: EngineSettings, wake: Arc<Notify>) -> Self {
+        Self {
+            store,
+            bus,
+            clock,
+            settings,
+            wake,
+            last_event: Arc::new(Mutex::new(HashMap::new())),
+        }
+    }
+
+    /// Runs until `shutdown`: due payments get one packet each per round; sleeps until the next is due,
+    /// a new payment arrives or a second passes.
+    pub async fn run(self, shutdown: CancellationToken) {
+        let mut last_sweep = Instant::now() - StdDuration::from_secs(10);
+        loop {
+            if last_sweep.elapsed() >= StdDuration::from_secs(1) {
+                self.announce_expiries().await;
+                last_sweep = Instant::now();
+            }
+            let worked = match self.step().await {
+                Ok(n) => n,
+                Err(e) => {
+                    tracing::error!(error = %e, "payment engine step failed");
+                    0
+                }
+            };
+            if worked > 0 {
+                tokio::task::yield_now().await;
+                continue;
+            }
+            let wait = self
+                .until_next_due()
+                .await
+                .unwrap_or(StdDuration::from_secs(1))
+                .min(StdDuration::from_secs(1));
+            tokio::select! {
+                _ = shutdown.cancelled() => break,
+                _ = self.wake.notified() => {}
+                _ = tokio::time::sleep(wait) => {}
+            }
+        }
+        tracing::info!("payment engine stopped");
+    }
+
+    async fn until_next_due(&self) -> Option<StdDuration> {
+        let next = self.store.call(|c| repo::next_due(c)).await.ok().flatten()?;
+        let at = parse_ts(&next).ok()?;
+        let d = at - self.clock.now();
+        Some(if d.is_negative() {
+            StdDuration::ZERO
+        } else {
+            StdDuration::try_from(d).unwrap_or(StdDuration::ZERO)
+        })
+    }
+
+    /// One round: every due payment gets one packet. Returns how many payments were worked on.
+    pub async fn step(&self) -> Result<usize, EngineError> {
+        let now = format_ts(self.clock.now());
+        let due = self.store.call(move |c| repo::due_outgoing(c, &now, 64)).await?;
+        for id in &due {
+            self.packet(id).await;
+        }
+        Ok(due.len())
+    }
+
+    /// Runs steps until nothing is due (tests and tools).
+    pub async fn drain(&self) -> Result<(), EngineError> {
+        for _ in 0..100_000 {
+            if self.step().await? == 0 {
+                return Ok(());
+            }
+        }
+        Ok(())
+    }
+
+    async fn packet(&self, id: &str) {
+        let now = self.clock.now();
+        let (packets, interval_ms) = self.settings.pacing();
+        let pid = id.to_owned();
+        let result = self
+            .store
+            .call(move |conn| {
+                let tx = store::immediate(conn)?;
+                let out = packet_tx(&tx, &pid, now, packets, interval_ms)?;
+                tx.commit()?;
+                Ok::<_, EngineError>(out)
+            })
+            .await;
+        match result {
+            Ok(out) => self.publish(out),
+            Err(e) => self.transient(id, &e.to_string()).await,
+        }
+    }
+
+    /// A transient failure: retry with backoff, or fail for good after the last attempt.
+    async fn transient(&self, id: &str, message: &str) {
+        tracing::warn!(payment = id, error = message, "payment step failed; will retry");
+        let now = self.clock.now();
+        let s = self.settings.clone();
+        let (pid, msg) = (id.to_owned(), message.to_owned());
+        let result = self
+            .store
+            .call(move |conn| {
+                let tx = store::immediate(conn)?;
+                let Some(p) = repo::outgoing(&tx, &pid)? else {
+                    return Ok::<_, EngineError>(StepOutcome::default());
+                };
+                if p.state != "sending" {
+                    return Ok(StepOutcome::default());
+                }
+                let out = if p.attempts + 1 >= i64::from(s.max_attempts) {
+                    fail_tx(
+                        &tx,
+                        &p,
+                        ("internal", format!("The payment could not be processed: {msg}")),
+                        now,
+                    )?
+                } else {
+                    let shift = u32::try_from(p.attempts.clamp(0, 20)).unwrap_or(20);
+                    let backoff = s.retry_base_ms.saturating_mul(1u64 << shift).min(s.retry_max_ms);
+                    let next = now + Duration::milliseconds(i64::try_from(backoff).unwrap_or(i64::MAX / 2));
+                    repo::schedule_retry(&tx, &pid, &format_ts(next), &msg, &format_ts(now))?;
+                    StepOutcome::default()
+                };
+                tx.commit()?;
+                Ok(out)
+            })
+            .await;
+        match result {
+            Ok(out) => self.publish(out),
+            Err(e) => tracing::error!(payment = id, error = %e, "cannot record a retry"),
+        }
+    }
+
+    fn due_for_event(&self, key: &str, final_event: bool) -> bool {
+        let Ok(mut map) = self.last_event.lock() else {
+            return true;
+        };
+        if final_event {
+            map.remove(key);
+            return true;
+        }
+        match map.get(key) {
+            Some(t) if t.elapsed() < PROGRESS_EVERY => false,
+            _ => {
+                map.insert(key.to_owned(), Instant::now());
+                true
+            }
+        }
+    }
+
+    fn publish(&self, out: StepOutcome) {
+        let final_event = out.finished.is_some();
+        if let Some(p) = &out.payment {
+            let show = self.due_for_event(&p.id, final_event);
+            if show {
+                self.bus.publish(DomainEvent::OutgoingPaymentProgress {
+                    id: p.id.clone(),
+                    sent: p.sent_amount,
+                });
+                self.bus.publish_all(out.balances.iter().map(Balance::event));
+            }
+            match &out.finished {
+                Some(Ok(())) => self
+                    .bus
+                    .publish(DomainEvent::OutgoingPaymentCompleted { id: p.id.clone() }),
+                Some(Err(reason)) => self.bus.publish(DomainEvent::OutgoingPaymentFailed {
+                    id: p.id.clone(),
+                    reason: reason.clone(),
+                }),
+                None => {}
+            }
+        }
+        if let Some((id, received, completed)) = out.received {
+            if self.due_for_event(&format!("in-{id}"), completed || final_event) {
+                self.bus.publish(DomainEvent::IncomingPaymentReceived {
+                    id: id.clone(),
+                    received,
+                });
+            }
+            if completed {
+                self.bus.publish(DomainEvent::IncomingPaymentCompleted { id });
+            }
+        }
+    }
+
+    /// Announces incoming payments whose expiry passed (once each).
+    pub async fn announce_expiries(&self) {
+        let now = format_ts(self.clock.now());
+        match self.store.call(move |c| repo::announce_expired(c, &now, 500)).await {
+            Ok(ids) => {
+                for id in ids {
+                    self.bus.publish(DomainEvent::IncomingPaymentExpired { id });
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "cannot announce expired incoming payments"),
+        }
+    }
+
+    /// The operator cancels a payment that has not sent anything yet; its reservation is released.
+    pub async fn cancel(&self, id: &str) -> Result<OutgoingRow, ApiError> {
+        let pid = id.to_owned();
+        let now = self.clock.now();
+        let out = self
+            .store
+            .call(move |conn| {
+                let tx = store::immediate(conn)?;
+                let p = repo::outgoing(&tx, &pid)?.ok_or_else(|| ApiError::not_found("unknown outgoing payment"))?;
+                if p.state != "sending" || p.sent_amount > 0 {
+                    return Err(ApiError::new(
+                        axum::http::StatusCode::CONFLICT,
+                        "invalid_state",
+                        format!(
+                            "only a payment that has sent nothing can be cancelled; this one is {} with {} sent",
+                            p.state, p.sent_amount
+                        ),
+                    ));
+                }
+                let balances = release(&tx, &p, now)?;
+                repo::set_state(
+                    &tx,
+                    &pid,
+                    "sending",
+                    "cancelled",
+                    Some(("cancelled", "Cancelled by the operator.")),
+                    &format_ts(now),
+                )?;
+                let p = repo::outgoing(&tx, &pid)?.ok_or_else(|| ApiError::internal(&"payment vanished"))?;
+                tx.commit()?;
+                Ok::<_, ApiError>((p, balances))
+            })
+            .await?;
+        self.bus
+            .publish(DomainEvent::OutgoingPaymentCancelled { id: out.0.id.clone() });
+        self.bus.publish_all(out.1.iter().map(Balance::event));
+        Ok(out.0)
+    }
+
+    /// The operator retries a failed payment: a new attempt with a fresh reservation of what is left to send,
+    /// if its quote and receiver still allow it and its grant still has room.
+    pub async fn retry(&self, id: &str) -> Result<OutgoingRow, ApiError> {
+        let pid = id.to_owned();
+        let now = self.clock.now();
+        let p = self
+            .store
+            .call(move |conn| {
+                let tx = store::immediate(conn)?;
+                let p = repo::outgoing(&tx, &pid)?.ok_or_else(|| ApiError::not_found("unknown outgoing payment"))?;
+                if p.state != "failed" {
+                    return Err(ApiError::new(
+                        axum::http::StatusCode::CONFLICT,
+                        "invalid_state",
+                        format!("only a failed payment can be retried; this one is {}", p.state),
+                    ));
+                }
+                if let Some(reason) = blocked(&tx, &p, now)? {
+                    return Err(ApiError::new(
+                        axum::http::StatusCode::CONFLICT,
+                        "not_retryable",
+                        reason.1,
+                    ));
+                }
+                check_grant_room(&tx, &p)?;
+                let debit_asset = asset(&p.asset_code, p.asset_scale);
+                let remaining = p.debit_amount - p.sent_amount;
+                match reserve_into(
+                    &tx,
+                    &p.id,
+                    &p.account_id,
+                    &debit_asset,
+                    remaining,
+                    p.payment_account_id.as_deref(),
+                    p.attempts + 1,
+                    &format_ts(now),
+                )? {
+                    Err(f) => return Err(ApiError::new(axum::http::StatusCode::CONFLICT, f.0, f.1)),
+                    Ok((reservation, account)) => {
+                        repo::restart(&tx, &p.id, &reservation, &account, &format_ts(now))?;
+                    }
+                }
+                let p = repo::outgoing(&tx, &p.id)?.ok_or_else(|| ApiError::internal(&"payment vanished"))?;
+                tx.commit()?;
+                Ok::<_, ApiError>(p)
+            })
+            .await?;
+        self.wake.notify_one();
+        Ok(p)
+    }
+}
+
+impl From<EngineError> for ApiError {
+    fn from(e: EngineError) -> Self {
+        match e {
+            EngineError::Ledger(l) => l.into(),
+            EngineError::Money(m) => m.into(),
+            EngineError::Store(s) => ApiError::internal(&s),
+        }
+    }
+}
+
+/// Whether the payment's quote or receiver forbids going on (a permanent failure).
+fn blocked(tx: &Connection, p: &OutgoingRow, now: OffsetDateTime) -> Result<Option<Failure>, EngineError> {
+    if let Some(q) = &p.quote_id
+        && let Some(q) = repo::quote(tx, q)?
+        && parse_ts(&q.expires_at).is_ok_and(|e| e <= now)
+        && p.sent_amount == 0
+    {
+        return Ok(Some((
+            "quote_expired",
+            format!("The quote expired at {} before the payment was sent.", q.expires_at),
+        )));
+    }
+    let Some(rid) = &p.incoming_payment_id else {
+        return Ok(Some((
+            "receiver_unreachable",
+            format!("The receiver {} is not an incoming payment of this ASE.", p.receiver),
+        )));
+    };
+    let Some(r) = repo::incoming(tx, rid)? else {
+        return Ok(Some((
+            "receiver_unreachable",
+            format!("The receiver {} no longer exists.", p.receiver),
+        )));
+    };
+    Ok(match state_of(&r, now) {
+        "completed" => Some((
+            "receiver_completed",
+            "The receiver was already completed and accepts no more money.".to_owned(),
+        )),
+        "expired" => Some((
+            "receiver_expired",
+            format!(
+                "The receiver expired at {} and accepts no more money.",
+                r.expires_at.unwrap_or_default()
+            ),
+        )),
+        _ => None,
+    })
+}
+
+/// A retried payment counts its full debit against its grant again: refuse if that would pass a limit.
+fn check_grant_room(tx: &Connection, p: &OutgoingRow) -> Result<(), ApiError> {
+    let Some(gid) = &p.grant_id else { return Ok(()) };
+    let Some(g) = store::grants::grant(tx, gid)? else {
+        return Ok(());
+    };
+    let access: Vec<AccessItem> = serde_json::from_str(&g.access).map_err(|e| ApiError::internal(&e))?;
+    let Some(limits) = access.iter().find_map(|i| match i {
+        AccessItem::OutgoingPayment { limits: Some(l), .. } => Some(l.clone()),
+        _ => None,
+    }) else {
+        return Ok(());
+    };
+    let created = parse_ts(&p.created_at).map_err(|e| ApiError::internal(&e))?;
+    let (from, to) = match limits.interval.as_deref().map(str::parse::<RepeatingInterval>) {
+        Some(Ok(iv)) => match iv.window_at(created) {
+            Ok(Some((s, e))) => (format_ts(s), format_ts(e)),
+            _ => return Ok(()),
+        },
+        _ => (String::new(), "~".to_owned()),
+    };
+    let (sd, sr, _, _) = repo::grant_spent(tx, gid, &from, &to)?.unwrap_or((0, 0, String::new(), 0));
+    let extra_debit = i128::from(p.debit_amount - p.sent_amount);
+    let extra_receive = i128::from(p.receive_amount - p.delivered_amount);
+    let over = |limit: &Option<crate::money::Amount>, spent: i128, extra: i128| {
+        limit
+            .as_ref()
+            .is_some_and(|l| spent + extra > i128::from(l.value.get()))
+    };
+    if over(&limits.debit_amount, sd, extra_debit) || over(&limits.receive_amount, sr, extra_receive) {
+        return Err(ApiError::new(
+            axum::http::StatusCode::CONFLICT,
+            "limit_exceeded",
+            "retrying would pass the grant's limit for this interval",
+        ));
+    }
+    Ok(())
+}
+
+/// Returns what was not sent to the sender: voids a still-pending reservation, or moves the payment
+/// account's balance back.
+fn release(tx: &Connection, p: &OutgoingRow, now: OffsetDateTime) -> Result<Vec<Balance>, EngineError> {
+    let now_s = format_ts(now);
+    let mut touched = vec![p.account_id.clone()];
+    if let Some(res) = &p.reservation_id
+        && let Some(t) = ledger_repo::transfer(tx, res)?
+        && t.state == "pending"
+    {
+        ledger::ops::void(tx, res, &now_s)?;
+    }
+    if let Some(acct) = &p.payment_account_id {
+        let a = ledger::ops::account(tx, acct)?;
+        if a.balance > 0 {
+            let t = NewTransfer {
+                id: format!("refund-{}-{}", p.id, p.attempts),
+                debit: acct.clone(),
+                credit: p.account_id.clone(),
+                amount: Value::from_i64(a.balance)?,
+                pending: false,
+                kind: "refund".into(),
+                memo: Some(format!("unsent part of outgoing payment {}", p.id)),
+            };
+            ledger::ops::create_transfer(tx, &t, &now_s)?;
+        }
+        touched.push(acct.clone());
+    }
+    let ids: Vec<&str> = touched.iter().map(String::as_str).collect();
+    Ok(ledger::ops::balances(tx, &ids)?)
+}
+
+fn fail_tx(
+    tx: &Connection,
+    p: &OutgoingRow,
+    failure: Failure,
+    now: OffsetDateTime,
+) -> Result<StepOutcome, EngineError> {
+    let balances = release(tx, p, now)?;
+    repo::set_state(
+        tx,
+        &p.id,
+        "sending",
+        "failed",
+        Some((failure.0, &failure.1)),
+        &format_ts(now),
+    )?;
+    tracing::info!(payment = %p.id, reason = failure.0, "outgoing payment failed: {}", failure.1);
+    Ok(StepOutcome {
+        payment: repo::outgoing(tx, &p.id)?,
+        finished: Some(Err(failure.0.to_owned())),
+        received: None,
+        balances,
+    })
+}
+
+/// One packet of one payment, inside the caller's transaction.
+fn packet_tx(
+    tx: &Connection,
+    id: &str,
+    now: OffsetDateTime,
+    packets: u32,
+    interval_ms: u64,
+) -> Result<StepOutcome, EngineError> {
+    let now_s = format_ts(now);
+    let Some(p) = repo::outgoing(tx, id)? else {
+        return Ok(StepOutcome::default());
+    };
+    if p.state != "sending" {
+        return Ok(StepOutcome::default());
+    }
+    if let Some(f) = blocked(tx, &p, now)? {
+        return fail_tx(tx, &p, f, now);
+    }
+    let (Some(rid), Some(payment_account)) = (&p.incoming_payment_id, &p.payment_account_id) else {
+        return fail_tx(
+            tx,
+            &p,
+            ("internal", "The payment has no receiver or funds record.".into()),
+            now,
+        );
+    };
+    // fund: the first packet posts the reservation into the payment account
+    if let Some(res) = &p.reservation_id
+        && ledger_repo::transfer(tx, res)?.is_some_and(|t| t.state == "pending")
+    {
+        ledger::ops::post(tx, res, None, &now_s)?;
+    }
+    let r = repo::incoming(tx, rid)?.ok_or_else(|| store::Error::Corrupt(format!("receiver {rid} vanished")))?;
+    let debit_asset = asset(&p.asset_code, p.asset_scale);
+    let receive_asset = asset(&p.receive_asset_code, p.receive_asset_scale);
+    let remaining_debit = p.debit_amount - p.sent_amount;
+    let chunk = if packets <= 1 {
+        remaining_debit
+    } else {
+        (p.debit_amount + i64::from(packets) - 1) / i64::from(packets)
+    };
+    let packet_debit = chunk.clamp(1, remaining_debit.max(1)).min(remaining_debit);
+    let new_sent = p.sent_amount + packet_debit;
+    let target = if new_sent >= p.debit_amount {
+        i128::from(p.receive_amount)
+    } else {
+        i128::from(p.receive_amount) * i128::from(new_sent) / i128::from(p.debit_amount)
+    };
+    let mut deliver = i64::try_from(target - i128::from(p.delivered_amount))
+        .unwrap_or(0)
+        .max(0);
+    let room = r.incoming_amount.map(|i| i - r.received_amount);
+    if let Some(room) = room {
+        deliver = deliver.min(room);
+    }
+    // sender side: payment account → settlement of the debit asset
+    if packet_debit > 0 {
+        let settle = ledger::ops::settlement_account(tx, &debit_asset, &now_s)?;
+        ledger::ops::create_transfer(
+            tx,
+            &NewTransfer {
+                id: format!("send-{}-{}-{new_sent}", p.id, p.attempts),
+                debit: payment_account.clone(),
+                credit: settle,
+                amount: Value::from_i64(packet_debit)?,
+                pending: false,
+                kind: "payment".into(),
+                memo: None,
+            },
+            &now_s,
+        )?;
+    }
+    // receiver side: settlement of the receive asset → receiver wallet
+    let mut touched = vec![p.account_id.clone(), r.account_id.clone()];
+    if deliver > 0 {
+        let settle = ledger::ops::settlement_account(tx, &receive_asset, &now_s)?;
+        ledger::ops::create_transfer(
+            tx,
+            &NewTransfer {
+                id: format!("deliver-{}-{}-{new_sent}", p.id, p.attempts),
+                debit: settle,
+                credit: r.account_id.clone(),
+                amount: Value::from_i64(deliver)?,
+                pending: false,
+                kind: "payment".into(),
+                memo: None,
+            },
+            &now_s,
+        )?;
+    }
+    let new_received = r.received_amount + deliver;
+    let receiver_done = r.incoming_amount.is_some_and(|i| new_received >= i);
+    if deliver > 0 || receiver_done {
+        repo::credit_incoming(tx, &r.id, new_received, receiver_done, &now_s)?;
+    }
+    let new_delivered = p.delivered_amount + deliver;
+    let done = new_sent >= p.debit_amount || new_delivered >= p.receive_amount || receiver_done;
+    let next = (!done).then(|| format_ts(now + Duration::milliseconds(i64::try_from(interval_ms).unwrap_or(0))));
+    repo::update_progress(tx, &p.id, new_sent, new_delivered, next.as_deref(), &now_s)?;
+    let mut finished = None;
+    if done {
+        let p2 = repo::outgoing(tx, &p.id)?.ok_or_else(|| store::Error::Corrupt("payment vanished".into()))?;
+        touched.extend(release(tx, &p2, now)?.into_iter().map(|b| b.account_id));
+        repo::set_state(tx, &p.id, "sending", "completed", None, &now_s)?;
+        finished = Some(Ok(()));
+    }
+    touched.sort();
+    touched.dedup();
+    let ids: Vec<&str> = touched.iter().map(String::as_str).collect();
+    Ok(StepOutcome {
+        payment: repo::outgoing(tx, &p.id)?,
+        finished,
+        received: (deliver > 0 || receiver_done).then(|| (r.id.clone(), new_received, receiver_done)),
+        balances: ledger::ops::balances(tx, &ids)?,
+    })
+}
