@@ -40,6 +40,8 @@ pub fn routes(state: AppState) -> Router<AppState> {
         .route("/incoming-payments/{id}/complete", post(complete_incoming))
         .route("/outgoing-payments", get(list_outgoing))
         .route("/outgoing-payments/{id}", get(show_outgoing))
+        .route("/outgoing-payments/{id}/cancel", post(cancel_outgoing))
+        .route("/outgoing-payments/{id}/retry", post(retry_outgoing))
         .route("/quotes", get(list_quotes))
         .route("/quotes/{id}", get(show_quote))
         .route("/grants", get(list_grants))
@@ -244,6 +246,16 @@ pub mod ops {
         Ok(s.outgoing.view(&s.outgoing.get(id).await?))
     }
 
+    pub async fn cancel_outgoing(s: &AppState, id: &str) -> Result<OutgoingView, ApiError> {
+        let p = s.outgoing.get(id).await?;
+        Ok(s.outgoing.view(&s.engine.cancel(&p.id).await?))
+    }
+
+    pub async fn retry_outgoing(s: &AppState, id: &str) -> Result<OutgoingView, ApiError> {
+        let p = s.outgoing.get(id).await?;
+        Ok(s.outgoing.view(&s.engine.retry(&p.id).await?))
+    }
+
     pub async fn list_quotes(s: &AppState, f: PaymentFilter) -> Result<Listed<QuoteDto>, ApiError> {
         if f.state.is_some() {
             return Err(ApiError::bad_request("invalid_request", "quotes have no state filter"));
@@ -369,6 +381,14 @@ async fn list_outgoing(
 
 async fn show_outgoing(State(s): State<AppState>, Path(id): Path<String>) -> Result<impl IntoResponse, ApiError> {
     Ok(axum::Json(ops::show_outgoing(&s, &id).await?))
+}
+
+async fn cancel_outgoing(State(s): State<AppState>, Path(id): Path<String>) -> Result<impl IntoResponse, ApiError> {
+    Ok(axum::Json(ops::cancel_outgoing(&s, &id).await?))
+}
+
+async fn retry_outgoing(State(s): State<AppState>, Path(id): Path<String>) -> Result<impl IntoResponse, ApiError> {
+    Ok(axum::Json(ops::retry_outgoing(&s, &id).await?))
 }
 
 async fn list_quotes(State(s): State<AppState>, Query(f): Query<PaymentFilter>) -> Result<impl IntoResponse, ApiError> {

@@ -147,6 +147,10 @@ pub enum OutgoingCmd {
     },
     /// Show one (id or URL), with its failure reason if it failed.
     Show { id: String },
+    /// Cancel a payment that has not sent anything yet; its reservation is released.
+    Cancel { id: String },
+    /// Retry a failed payment (a new attempt) when its quote and receiver still allow it.
+    Retry { id: String },
 }
 
 #[derive(Debug, Subcommand)]
@@ -539,6 +543,14 @@ async fn outgoing(b: &Backend, cmd: OutgoingCmd, json: bool) -> Result<()> {
         OutgoingCmd::Show { id } => {
             let id = id_of(&id);
             dispatch!(b, c => c.show_outgoing(&id), l => admin::ops::show_outgoing(&l.state, &id))?
+        }
+        OutgoingCmd::Cancel { id } => {
+            let id = id_of(&id);
+            dispatch!(b, c => c.cancel_outgoing(&id), l => admin::ops::cancel_outgoing(&l.state, &id))?
+        }
+        OutgoingCmd::Retry { id } => {
+            let id = id_of(&id);
+            dispatch!(b, c => c.retry_outgoing(&id), l => admin::ops::retry_outgoing(&l.state, &id))?
         }
     };
     emit(json, &one, || {

@@ -202,6 +202,16 @@ impl AdminClient {
         self.get(&format!("/outgoing-payments/{id}")).await
     }
 
+    pub async fn cancel_outgoing(&self, id: &str) -> Result<OutgoingView, ClientError> {
+        self.post(&format!("/outgoing-payments/{id}/cancel"), &serde_json::json!({}))
+            .await
+    }
+
+    pub async fn retry_outgoing(&self, id: &str) -> Result<OutgoingView, ClientError> {
+        self.post(&format!("/outgoing-payments/{id}/retry"), &serde_json::json!({}))
+            .await
+    }
+
     pub async fn list_quotes(&self, f: &PaymentFilter) -> Result<Listed<QuoteDto>, ClientError> {
         self.get(&format!("/quotes{}", Self::query(f))).await
     }
