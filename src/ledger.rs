@@ -483,6 +483,11 @@ impl Ledger {
         self.store.call(move |conn| Ok(ops::account(conn, &id)?.into())).await
     }
 
+    /// Recomputes every balance from the journal; empty when the cached balances agree.
+    pub async fn audit(&self) -> Result<Vec<AuditMismatch>, LedgerError> {
+        self.store.call(|conn| audit(conn)).await
+    }
+
     /// All account balances.
     pub async fn balances(&self) -> Result<Vec<Balance>, LedgerError> {
         self.store

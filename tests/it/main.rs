@@ -6,6 +6,7 @@
 mod admin_api;
 mod cli;
 mod common;
+mod engine;
 mod gnap_flow;
 mod ledger_props;
 mod rs_api;
