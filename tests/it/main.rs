@@ -7,6 +7,7 @@ mod admin_api;
 mod cli;
 mod common;
 mod engine;
+mod engine_props;
 mod gnap_flow;
 mod ledger_props;
 mod rs_api;

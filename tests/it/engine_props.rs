@@ -1,0 +1,250 @@
+//! A property test of the payment engine as a state machine: random sequences of deposits, incoming
+//! payments, outgoing payments, completes, cancels, retries, engine steps, clock jumps (an injected clock)
+//! and restarts on the same data dir. After every step: per-asset conservation, no negative balance outside
+//! the ASE's settlement accounts, cached balances equal to the journal, `sentAmount ≤ debitAmount`,
+//! `receivedAmount ≤ incomingAmount`, every reservation pending only while its payment is unsent, and no
+//! money left in the account of a finished payment.
+
+use std::sync::Arc;
+
+use opdesk::{
+    app::AppCore,
+    ase::{
+        incoming::CreateIncoming,
+        outgoing::{GrantContext, Source},
+    },
+    clock::{FixedClock, SharedClock},
+    ledger::{self, Movement},
+    money::{Amount, Value},
+    settings::Settings,
+    store::{ledger as ledger_repo, payments},
+};
+use proptest::prelude::*;
+
+const WALLETS: [&str; 3] = ["alice", "bob", "carol"];
+
+#[derive(Debug, Clone)]
+enum Op {
+    Deposit {
+        wallet: usize,
+        amount: u64,
+    },
+    Incoming {
+        wallet: usize,
+        amount: Option<u64>,
+        lifetime_secs: i64,
+    },
+    Pay {
+        from: usize,
+        to: usize,
+        debit: u64,
+    },
+    Complete {
+        incoming: usize,
+    },
+    Cancel {
+        payment: usize,
+    },
+    Retry {
+        payment: usize,
+    },
+    Advance {
+        ms: i64,
+    },
+    Step,
+    Restart,
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        1 => (0..3usize, 1..50_000u64).prop_map(|(wallet, amount)| Op::Deposit { wallet, amount }),
+        3 => (0..3usize, proptest::option::of(1..5_000u64), 1..20i64)
+            .prop_map(|(wallet, amount, lifetime_secs)| Op::Incoming { wallet, amount, lifetime_secs }),
+        4 => (0..3usize, 0..8usize, 1..80_000u64).prop_map(|(from, to, debit)| Op::Pay { from, to, debit }),
+        1 => (0..8usize).prop_map(|incoming| Op::Complete { incoming }),
+        1 => (0..8usize).prop_map(|payment| Op::Cancel { payment }),
+        1 => (0..8usize).prop_map(|payment| Op::Retry { payment }),
+        2 => (0..4_000i64).prop_map(|ms| Op::Advance { ms }),
+        4 => Just(Op::Step),
+        1 => Just(Op::Restart),
+    ]
+}
+
+struct World {
+    dir: tempfile::TempDir,
+    clock: FixedClock,
+    core: AppCore,
+    incoming: Vec<String>,
+    payments: Vec<String>,
+}
+
+async fn open(dir: &std::path::Path, clock: &FixedClock) -> AppCore {
+    std::fs::write(
+        dir.join("config.toml"),
+        "[engine]\npreset = \"custom\"\npackets_per_payment = 3\npacket_interval_ms = 1000\n",
+    )
+    .unwrap();
+    let settings = Settings::for_data_dir(dir, "127.0.0.1:0".parse().unwrap()).unwrap();
+    let shared: SharedClock = Arc::new(clock.clone());
+    AppCore::open_with_clock(settings, shared).await.unwrap()
+}
+
+async fn apply(w: &mut World, op: Op) {
+    let s = w.core.state.clone();
+    match op {
+        Op::Deposit { wallet, amount } => {
+            let wl = s.wallets.get(WALLETS[wallet]).await.unwrap();
+            s.ledger
+                .move_funds(
+                    wl.account_id,
+                    Movement::Deposit,
+                    Value::new(amount).unwrap(),
+                    None,
+                    None,
+                )
+                .await
+                .unwrap();
+        }
+        Op::Incoming {
+            wallet,
+            amount,
+            lifetime_secs,
+        } => {
+            let wl = s.wallets.get(WALLETS[wallet]).await.unwrap();
+            let expires = opdesk::clock::format_ts(w.clock_now() + time::Duration::seconds(lifetime_secs));
+            let req = CreateIncoming {
+                wallet_address: wl.url.clone(),
+                incoming_amount: amount.map(|a| Amount::new(Value::new(a).unwrap(), &wl.asset())),
+                expires_at: Some(expires),
+                metadata: None,
+            };
+            let row = s.incoming.create(&wl, None, req).await.unwrap();
+            w.incoming.push(row.id);
+        }
+        Op::Pay { from, to, debit } => {
+            let Some(target) = w.incoming.get(to % w.incoming.len().max(1)).cloned() else {
+                return;
+            };
+            let wl = s.wallets.get(WALLETS[from]).await.unwrap();
+            let source = Source::Incoming {
+                receiver: s.incoming.url_of(&target),
+                debit: Amount::new(Value::new(debit).unwrap(), &wl.asset()),
+            };
+            // refusals (receiver closed, amount too large, no rate) are fine: nothing may be written
+            if let Ok(dto) = s.outgoing.create(&wl, None, None::<GrantContext>, source, None).await {
+                w.payments.push(dto.id.rsplit('/').next().unwrap().to_owned());
+            }
+        }
+        Op::Complete { incoming } => {
+            if let Some(id) = w.incoming.get(incoming % w.incoming.len().max(1)) {
+                let _ = s.incoming.complete(id).await;
+            }
+        }
+        Op::Cancel { payment } => {
+            if let Some(id) = w.payments.get(payment % w.payments.len().max(1)) {
+                let _ = s.engine.cancel(id).await;
+            }
+        }
+        Op::Retry { payment } => {
+            if let Some(id) = w.payments.get(payment % w.payments.len().max(1)) {
+                let _ = s.engine.retry(id).await;
+            }
+        }
+        Op::Advance { ms } => w.clock.advance(time::Duration::milliseconds(ms)),
+        Op::Step => {
+            s.engine.step().await.unwrap();
+            s.engine.announce_expiries().await;
+        }
+        Op::Restart => {
+            w.core.close();
+            w.core = open(w.dir.path(), &w.clock).await;
+        }
+    }
+}
+
+impl World {
+    fn clock_now(&self) -> time::OffsetDateTime {
+        use opdesk::clock::Clock;
+        self.clock.now()
+    }
+}
+
+async fn check(w: &World) {
+    let ids = w.payments.clone();
+    let incoming = w.incoming.clone();
+    w.core
+        .store
+        .call(move |c| {
+            let accounts = ledger_repo::accounts(c)?;
+            let mut sums = std::collections::HashMap::<String, i128>::new();
+            for a in &accounts {
+                *sums.entry(a.asset_code.clone()).or_default() += i128::from(a.balance);
+                if a.kind != "settlement" {
+                    assert!(a.balance - a.pending_debits >= 0, "negative: {a:?}");
+                }
+            }
+            assert!(sums.values().all(|v| *v == 0), "not conserved: {sums:?}");
+            assert!(ledger::audit(c).unwrap().is_empty(), "cache differs from journal");
+            for id in &ids {
+                let p = payments::outgoing(c, id)?.expect("payment");
+                assert!(
+                    p.sent_amount <= p.debit_amount && p.delivered_amount <= p.receive_amount,
+                    "{p:?}"
+                );
+                let reservation = match &p.reservation_id {
+                    Some(r) => ledger_repo::transfer(c, r)?,
+                    None => None,
+                };
+                if reservation.as_ref().is_some_and(|t| t.state == "pending") {
+                    assert_eq!(p.state, "sending", "a pending reservation outlived its payment: {p:?}");
+                    assert_eq!(p.sent_amount, 0);
+                }
+                if p.state != "sending"
+                    && let Some(acct) = &p.payment_account_id
+                {
+                    let a = ledger_repo::account(c, acct)?.expect("account");
+                    assert_eq!((a.balance, a.pending_credits), (0, 0), "money left behind: {p:?}");
+                }
+            }
+            for id in &incoming {
+                let r = payments::incoming(c, id)?.expect("incoming");
+                if let Some(i) = r.incoming_amount {
+                    assert!(r.received_amount <= i, "{r:?}");
+                }
+            }
+            Ok::<_, opdesk::store::Error>(())
+        })
+        .await
+        .unwrap();
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    #[test]
+    fn engine_invariants_hold_after_every_step(ops in proptest::collection::vec(op(), 1..50)) {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        rt.block_on(async {
+            let dir = tempfile::tempdir().unwrap();
+            let clock = FixedClock::new(time::OffsetDateTime::now_utc());
+            let core = open(dir.path(), &clock).await;
+            let mut w = World { dir, clock, core, incoming: vec![], payments: vec![] };
+            check(&w).await;
+            for op in ops {
+                apply(&mut w, op).await;
+                check(&w).await;
+            }
+            // drive everything to the end: every payment finishes
+            for _ in 0..20 {
+                w.clock.advance(time::Duration::seconds(2));
+                w.core.state.engine.drain().await.unwrap();
+            }
+            check(&w).await;
+            for id in &w.payments {
+                let p = w.core.state.outgoing.get(id).await.unwrap();
+                assert!(matches!(p.state.as_str(), "completed" | "failed" | "cancelled"), "{p:?}");
+            }
+            w.core.close();
+        });
+    }
+}
