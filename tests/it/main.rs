@@ -6,6 +6,7 @@
 mod admin_api;
 mod cli;
 mod common;
+mod crash;
 mod engine;
 mod engine_props;
 mod gnap_flow;

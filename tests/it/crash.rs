@@ -1,0 +1,232 @@
+//! Crash safety: `opdesk serve` as a child process is killed with SIGKILL while payments are in flight,
+//! restarted on the same data dir, and left to finish. Afterwards every payment is completed or failed,
+//! every asset balances to zero, no payment holds money, and what left alice equals what reached bob.
+
+use std::{
+    process::{Child, Command, Stdio},
+    time::{Duration, Instant},
+};
+
+use reqwest::Method;
+use serde_json::{Value, json};
+
+fn start(dir: &std::path::Path, port: u16) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_opdesk"))
+        .args([
+            "serve",
+            "--data-dir",
+            dir.to_str().unwrap(),
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+        ])
+        .env("OPDESK_CONFIG", dir.join("config.toml"))
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+async fn wait_up(base: &str) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while reqwest::get(format!("{base}/healthz")).await.is_err() {
+        assert!(Instant::now() < deadline, "server did not start");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+async fn admin(base: &str, token: &str, path: &str) -> Value {
+    let r = reqwest::Client::new()
+        .get(format!("{base}/admin{path}"))
+        .bearer_auth(token)
+        .send()
+        .await
+        .unwrap();
+    assert!(r.status().is_success(), "{path}: {}", r.status());
+    r.json().await.unwrap()
+}
+
+fn balance_of(balances: &Value, wallet: &str) -> i64 {
+    balances
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["wallet"] == wallet)
+        .unwrap()["balance"]
+        .as_i64()
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_9_mid_flight_loses_and_doubles_nothing() {
+    opdesk::httpsig::keys::install_default_crypto_provider();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("config.toml"),
+        "[gnap]\nauto_approve = true\n[engine]\npreset = \"custom\"\npackets_per_payment = 10\npacket_interval_ms = 40\n",
+    )
+    .unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let base = format!("http://127.0.0.1:{port}");
+    let mut child = start(dir.path(), port);
+    wait_up(&base).await;
+    let token = std::fs::read_to_string(dir.path().join("admin.token"))
+        .unwrap()
+        .trim()
+        .to_owned();
+    let before = admin(&base, &token, "/balances").await;
+
+    // a client with tokens for incoming payments and for alice's outgoing payments
+    let key =
+        opdesk::httpsig::jwk::from_pkcs8_pem(&std::fs::read_to_string(dir.path().join("demo-client.pem")).unwrap())
+            .unwrap();
+    let jwks: Value = reqwest::get(format!("{base}/demo-client/jwks.json"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let c = opdesk::client::SignedClient::new(key, jwks["keys"][0]["kid"].as_str().unwrap());
+    let client_url = format!("{base}/demo-client");
+    let r = c
+        .send(Method::POST, &format!("{base}/auth"), None, Some(&json!({"access_token": {"access": [{"type": "incoming-payment", "actions": ["create"]}]}, "client": client_url})))
+        .await
+        .unwrap();
+    let inc = r.body["access_token"]["value"].as_str().unwrap().to_owned();
+    let r = c
+        .send(
+            Method::POST,
+            &format!("{base}/auth"),
+            None,
+            Some(&json!({
+                "access_token": {"access": [{"type": "outgoing-payment", "actions": ["create"], "identifier": format!("{base}/alice")}]},
+                "client": client_url,
+                "interact": {"start": ["redirect"], "finish": {"method": "redirect", "uri": "http://127.0.0.1:9/cb", "nonce": "n"}},
+            })),
+        )
+        .await
+        .unwrap();
+    let http = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let loc = http
+        .get(r.body["interact"]["redirect"].as_str().unwrap())
+        .send()
+        .await
+        .unwrap()
+        .headers()["location"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let iref = url::Url::parse(&loc)
+        .unwrap()
+        .query_pairs()
+        .find(|(k, _)| k == "interact_ref")
+        .unwrap()
+        .1
+        .into_owned();
+    let cont = c
+        .send(
+            Method::POST,
+            r.body["continue"]["uri"].as_str().unwrap(),
+            Some(r.body["continue"]["access_token"]["value"].as_str().unwrap()),
+            Some(&json!({"interact_ref": iref})),
+        )
+        .await
+        .unwrap();
+    let out = cont.body["access_token"]["value"].as_str().unwrap().to_owned();
+
+    let mut receivers = Vec::new();
+    for n in 0..5 {
+        let r = c
+            .send(
+                Method::POST,
+                &format!("{base}/incoming-payments"),
+                Some(&inc),
+                Some(&json!({"walletAddress": format!("{base}/bob"), "metadata": {"n": n}})),
+            )
+            .await
+            .unwrap();
+        receivers.push(r.body["id"].as_str().unwrap().to_owned());
+    }
+    // many payments, then SIGKILL while they stream
+    let mut tasks = Vec::new();
+    for n in 0..30u64 {
+        let (c, out, url, body) = (
+            c.clone(),
+            out.clone(),
+            format!("{base}/outgoing-payments"),
+            json!({"walletAddress": format!("{base}/alice"), "incomingPayment": receivers[(n % 5) as usize], "debitAmount": {"value": (100 + n * 7).to_string(), "assetCode": "USD", "assetScale": 2}, "metadata": {"n": n}}),
+        );
+        tasks.push(tokio::spawn(async move {
+            c.send(Method::POST, &url, Some(&out), Some(&body)).await
+        }));
+    }
+    // wait until money is actually streaming, then kill
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let sending = admin(&base, &token, "/outgoing-payments?state=sending&first=500").await;
+        let streaming = sending["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|p| p["sentAmount"]["value"] != "0");
+        if streaming {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no payment started streaming");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    for t in tasks {
+        let _ = t.await;
+    }
+
+    // restart on the same data dir: the engine resumes what was committed
+    let mut child = start(dir.path(), port);
+    wait_up(&base).await;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let sending = admin(&base, &token, "/outgoing-payments?state=sending&first=500").await;
+        if sending["items"].as_array().unwrap().is_empty() {
+            break;
+        }
+        assert!(Instant::now() < deadline, "payments did not finish after the restart");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let all = admin(&base, &token, "/outgoing-payments?first=500").await;
+    let items = all["items"].as_array().unwrap();
+    assert!(!items.is_empty(), "some payments were created before the crash");
+    for p in items {
+        assert!(matches!(p["state"].as_str(), Some("completed" | "failed")), "{p}");
+    }
+    let after = admin(&base, &token, "/balances").await;
+    let mut sums = std::collections::HashMap::<String, i64>::new();
+    for b in after.as_array().unwrap() {
+        *sums.entry(b["assetCode"].as_str().unwrap().to_owned()).or_default() += b["balance"].as_i64().unwrap();
+        assert_eq!(b["pendingDebits"], 0, "no reservation outlives its payment: {b}");
+        if b["kind"] == "payment" {
+            assert_eq!(b["balance"], 0, "{b}");
+        }
+    }
+    assert!(sums.values().all(|v| *v == 0), "{sums:?}");
+    let left_alice = balance_of(&before, "alice") - balance_of(&after, "alice");
+    let reached_bob = balance_of(&after, "bob") - balance_of(&before, "bob");
+    let sent: i64 = items
+        .iter()
+        .map(|p| p["sentAmount"]["value"].as_str().unwrap().parse::<i64>().unwrap())
+        .sum();
+    assert_eq!(
+        left_alice, reached_bob,
+        "same asset, no fees: what left alice reached bob"
+    );
+    assert_eq!(left_alice, sent);
+    child.kill().unwrap();
+    child.wait().unwrap();
+}
