@@ -54,8 +54,8 @@ CREATE TABLE outgoing_payments (
     -- sent in the debit asset; delivered in the receive asset
     sent_amount         INTEGER NOT NULL DEFAULT 0 CHECK (sent_amount >= 0),
     delivered_amount    INTEGER NOT NULL DEFAULT 0 CHECK (delivered_amount >= 0),
-    -- funding: waiting for its reservation; sending: reserved, being paid; then completed | failed | cancelled
-    state               TEXT NOT NULL CHECK (state IN ('funding', 'sending', 'completed', 'failed', 'cancelled')),
+    -- sending: funds reserved (created so), being paid; then completed | failed | cancelled
+    state               TEXT NOT NULL CHECK (state IN ('sending', 'completed', 'failed', 'cancelled')),
     reservation_id      TEXT REFERENCES transfers (id),
     -- the account holding this payment's funds while it is sent
     account_id          TEXT REFERENCES accounts (id),

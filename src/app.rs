@@ -163,6 +163,17 @@ pub async fn bind(settings: &Settings) -> Result<TcpListener> {
 pub async fn serve(core: AppCore, listener: TcpListener, shutdown: CancellationToken) -> Result<()> {
     let router = server::router(core.state.clone());
     let engine = tokio::spawn(core.state.engine.clone().run(shutdown.clone()));
+    let hooks = &core.state.settings.webhooks;
+    if !hooks.url.is_empty() {
+        let secret = webhook_secret(&core.state.settings)?;
+        tokio::spawn(crate::webhooks::run(
+            hooks.clone(),
+            secret,
+            core.state.bus.clone(),
+            core.state.clock.clone(),
+            shutdown.clone(),
+        ));
+    }
     let result = server::serve(listener, router, shutdown.clone()).await;
     shutdown.cancel();
     if tokio::time::timeout(Duration::from_secs(10), engine).await.is_err() {
@@ -220,7 +231,7 @@ pub fn write_private(path: &Path, contents: &[u8]) -> std::io::Result<()> {
     std::fs::rename(tmp, path)
 }
 
-/// Reads the admin token, creating a random one on first use.
+/// Reads a secret file (the admin token, the webhook key), creating a random one on first use.
 fn admin_token(path: &Path) -> Result<String> {
     match std::fs::read_to_string(path) {
         Ok(t) if !t.trim().is_empty() => return Ok(t.trim().to_owned()),
@@ -233,6 +244,14 @@ fn admin_token(path: &Path) -> Result<String> {
     let token = URL_SAFE_NO_PAD.encode(bytes);
     write_private(path, token.as_bytes()).wrap_err_with(|| format!("cannot write {}", path.display()))?;
     Ok(token)
+}
+
+/// The webhook HMAC key: configured, or generated once into the data dir.
+fn webhook_secret(settings: &Settings) -> Result<Vec<u8>> {
+    if !settings.webhooks.secret.is_empty() {
+        return Ok(settings.webhooks.secret.as_bytes().to_vec());
+    }
+    Ok(admin_token(&settings.paths.webhook_secret())?.into_bytes())
 }
 
 /// Reads the admin token without creating one (CLI).

@@ -141,7 +141,7 @@ pub enum OutgoingCmd {
     List {
         #[command(flatten)]
         list: ListArgs,
-        /// funding, sending, completed, failed or cancelled.
+        /// sending, completed, failed or cancelled.
         #[arg(long)]
         state: Option<String>,
     },

@@ -22,6 +22,7 @@ pub mod seed;
 pub mod server;
 pub mod settings;
 pub mod store;
+pub mod webhooks;
 
 use color_eyre::eyre::Result;
 use tokio_util::sync::CancellationToken;

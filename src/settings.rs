@@ -42,6 +42,9 @@ impl Paths {
     pub fn demo_client_key(&self) -> PathBuf {
         self.data_dir.join("demo-client.pem")
     }
+    pub fn webhook_secret(&self) -> PathBuf {
+        self.data_dir.join("webhook.secret")
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -58,8 +61,18 @@ struct Raw {
     client_keys: ClientKeySettings,
     resource_server: ResourceServerSettings,
     engine: EngineSettings,
+    webhooks: WebhookSettings,
     rates: std::collections::BTreeMap<String, String>,
     fees: std::collections::BTreeMap<String, crate::ase::rates::Fee>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WebhookSettings {
+    pub url: String,
+    pub secret: String,
+    pub max_attempts: u32,
+    pub timeout_ms: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -157,6 +170,7 @@ pub struct Settings {
     pub client_keys: ClientKeySettings,
     pub resource_server: ResourceServerSettings,
     pub engine: EngineSettings,
+    pub webhooks: WebhookSettings,
     /// Exchange rates and fees, validated.
     pub rates: crate::ase::rates::Rates,
     pub paths: Paths,
@@ -343,6 +357,13 @@ impl Settings {
                 "must be \"fast\", \"demo\" or \"custom\"".into(),
             ));
         }
+        if !raw.webhooks.url.is_empty() {
+            let u = url::Url::parse(&raw.webhooks.url)
+                .map_err(|e| invalid("webhooks.url", format!("{:?}: {e}", raw.webhooks.url)))?;
+            if !matches!(u.scheme(), "http" | "https") {
+                return Err(invalid("webhooks.url", "must be an http(s) URL".into()));
+            }
+        }
         if raw.engine.max_attempts == 0 {
             return Err(invalid("engine.max_attempts", "must be at least 1".into()));
         }
@@ -369,6 +390,7 @@ impl Settings {
             client_keys: raw.client_keys,
             resource_server: raw.resource_server,
             engine: raw.engine,
+            webhooks: raw.webhooks,
             rates,
             paths: Paths {
                 config_file,

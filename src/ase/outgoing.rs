@@ -421,7 +421,7 @@ impl OutgoingPayments {
         state: Option<String>,
         page: PageQuery,
     ) -> Result<Page<OutgoingRow>, ApiError> {
-        const STATES: &[&str] = &["funding", "sending", "completed", "failed", "cancelled"];
+        const STATES: &[&str] = &["sending", "completed", "failed", "cancelled"];
         if let Some(st) = &state
             && !STATES.contains(&st.as_str())
         {

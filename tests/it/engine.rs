@@ -394,3 +394,97 @@ async fn operator_cancels_an_unsent_payment() {
     );
     core.close();
 }
+
+/// Webhooks: events arrive signed; a refused delivery is retried.
+#[tokio::test]
+async fn webhooks_are_signed_and_retried() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(String, String)>();
+    tokio::spawn(async move {
+        let mut n = 0;
+        while let Ok((mut sock, _)) = listener.accept().await {
+            n += 1;
+            let tx = tx.clone();
+            let refuse = n == 1;
+            tokio::spawn(async move {
+                let mut buf = Vec::new();
+                let mut chunk = [0u8; 8192];
+                loop {
+                    let k = sock.read(&mut chunk).await.unwrap_or(0);
+                    if k == 0 {
+                        break;
+                    }
+                    buf.extend_from_slice(&chunk[..k]);
+                    let text = String::from_utf8_lossy(&buf).to_string();
+                    if let Some(i) = text.find("\r\n\r\n") {
+                        let len: usize = text
+                            .lines()
+                            .find_map(|l| {
+                                l.to_ascii_lowercase()
+                                    .strip_prefix("content-length: ")
+                                    .map(|v| v.trim().parse().unwrap())
+                            })
+                            .unwrap_or(0);
+                        if buf.len() >= i + 4 + len {
+                            let sig = text
+                                .lines()
+                                .find_map(|l| {
+                                    l.to_ascii_lowercase()
+                                        .strip_prefix("opdesk-signature: ")
+                                        .map(str::to_owned)
+                                })
+                                .unwrap_or_default();
+                            let body = text[i + 4..i + 4 + len].to_owned();
+                            let status = if refuse { "500 Internal Server Error" } else { "200 OK" };
+                            let _ = sock
+                                .write_all(
+                                    format!("HTTP/1.1 {status}\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
+                                        .as_bytes(),
+                                )
+                                .await;
+                            if !refuse {
+                                let _ = tx.send((sig, body));
+                            }
+                            break;
+                        }
+                    }
+                }
+            });
+        }
+    });
+    let ase = TestAse::spawn_with(&format!(
+        "[webhooks]\nurl = \"http://{addr}/hook\"\nsecret = \"s3cret\"\n"
+    ))
+    .await;
+    let (s, _) = ase
+        .admin(Method::POST, "/wallets/bob/deposit", Some(r#"{"value":"5"}"#))
+        .await;
+    assert_eq!(s, 200);
+    let (sig, body) = tokio::time::timeout(std::time::Duration::from_secs(10), rx.recv())
+        .await
+        .unwrap()
+        .unwrap();
+    let v: Json = serde_json::from_str(&body).unwrap();
+    assert_eq!(v["event"]["type"], "balanceChanged", "{v}");
+    let t: i64 = sig
+        .split(", ")
+        .next()
+        .unwrap()
+        .trim_start_matches("t=")
+        .parse()
+        .unwrap();
+    assert_eq!(
+        sig,
+        opdesk::webhooks::signature(b"s3cret", t, body.as_bytes()).to_ascii_lowercase()
+    );
+    // the deposit changed two balances; the first delivery was refused with 500 and arrives on retry
+    let (_, second) = tokio::time::timeout(std::time::Duration::from_secs(10), rx.recv())
+        .await
+        .unwrap()
+        .unwrap();
+    let w: Json = serde_json::from_str(&second).unwrap();
+    assert_eq!(w["event"]["type"], "balanceChanged");
+    assert_ne!(w["id"], v["id"]);
+}
