@@ -1,0 +1,86 @@
+//! Local payments settled end to end, in process on a file database: create an outgoing payment (quote by
+//! fixed-send, grant-less, reservation) and let the engine settle it (post the reservation, move the money,
+//! credit the receiver, complete). Reported per payment; `iter_custom` creates a batch, then drains it.
+
+use std::time::{Duration, Instant};
+
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use opdesk::{
+    app::AppCore,
+    ase::{
+        incoming::CreateIncoming,
+        outgoing::{GrantContext, Source},
+    },
+    money::{Amount, Asset, Value},
+    settings::Settings,
+};
+
+fn bench(c: &mut Criterion) {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let settings = Settings::for_data_dir(dir.path(), "127.0.0.1:0".parse().expect("addr")).expect("settings");
+    let core = rt.block_on(AppCore::open(settings)).expect("open");
+    let s = core.state.clone();
+    let (alice, receiver) = rt.block_on(async {
+        let alice = s.wallets.get("alice").await.expect("alice");
+        let bob = s.wallets.get("bob").await.expect("bob");
+        s.ledger
+            .move_funds(
+                alice.account_id.clone(),
+                opdesk::ledger::Movement::Deposit,
+                Value::new(1 << 40).expect("v"),
+                None,
+                None,
+            )
+            .await
+            .expect("deposit");
+        let ip = s
+            .incoming
+            .create(
+                &bob,
+                None,
+                CreateIncoming {
+                    wallet_address: bob.url.clone(),
+                    incoming_amount: None,
+                    expires_at: None,
+                    metadata: None,
+                },
+            )
+            .await
+            .expect("incoming");
+        (alice, s.incoming.url_of(&ip.id))
+    });
+    let usd = Asset::new("USD", 2).expect("asset");
+    let mut group = c.benchmark_group("engine");
+    group.throughput(Throughput::Elements(1));
+    group.sample_size(20);
+    group.bench_function("local payment create→completed (file DB, one packet)", |b| {
+        b.iter_custom(|iters| {
+            rt.block_on(async {
+                let started = Instant::now();
+                for _ in 0..iters {
+                    let source = Source::Incoming {
+                        receiver: receiver.clone(),
+                        debit: Amount::new(Value::new(1).expect("v"), &usd),
+                    };
+                    s.outgoing
+                        .create(&alice, None, None::<GrantContext>, source, None)
+                        .await
+                        .expect("create");
+                }
+                s.engine.drain().await.expect("drain");
+                let elapsed = started.elapsed();
+                elapsed.max(Duration::from_nanos(1))
+            })
+        })
+    });
+    group.finish();
+    core.close();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
