@@ -24,11 +24,15 @@ use crate::{
         Policy,
         keys::{FetchPolicy, KeyResolver, LocalKeys, install_default_crypto_provider},
     },
+    ilp::{
+        Address,
+        receiver::{Receiver, StreamServer},
+    },
     ledger::Ledger,
     seed,
     server::signed::Verifier,
     server::{self, AppState},
-    settings::Settings,
+    settings::{Settings, decode_secret},
     store::{self, Store},
 };
 
@@ -74,6 +78,10 @@ impl AppCore {
             key_resolver(&settings, &wallets)?,
             clock.clone(),
         ));
+        let stream_server = Arc::new(StreamServer::new(
+            Address::new(settings.ilp.address.as_str()).wrap_err("ilp.address")?,
+            ilp_secret(&settings)?,
+        ));
         let rs = &settings.resource_server;
         let incoming = IncomingPayments::new(
             store.clone(),
@@ -81,7 +89,9 @@ impl AppCore {
             clock.clone(),
             &settings.public_url,
             rs.incoming_max_lifetime_secs,
+            stream_server.clone(),
         );
+        let ilp = Receiver::new(stream_server, &settings.ilp, incoming.clone(), clock.clone());
         let quotes = Quotes::new(
             store.clone(),
             bus.clone(),
@@ -111,6 +121,7 @@ impl AppCore {
             quotes,
             outgoing,
             engine,
+            ilp,
             verifier,
             clock,
             admin_token: token.into(),
@@ -252,6 +263,17 @@ fn webhook_secret(settings: &Settings) -> Result<Vec<u8>> {
         return Ok(settings.webhooks.secret.as_bytes().to_vec());
     }
     Ok(admin_token(&settings.paths.webhook_secret())?.into_bytes())
+}
+
+/// The STREAM server secret: configured, or generated once into the data dir.
+fn ilp_secret(settings: &Settings) -> Result<[u8; 32]> {
+    let path = settings.paths.ilp_secret();
+    let (text, origin) = if settings.ilp.secret.is_empty() {
+        (admin_token(&path)?, path.display().to_string())
+    } else {
+        (settings.ilp.secret.clone(), "ilp.secret".to_owned())
+    };
+    decode_secret(&text).ok_or_else(|| color_eyre::eyre::eyre!("{origin}: not 32 bytes of base64"))
 }
 
 /// Reads the admin token without creating one (CLI).

@@ -61,6 +61,9 @@ pub struct Global {
     /// Print JSON instead of tables.
     #[arg(long, global = true)]
     pub json: bool,
+    /// Console: hide and refuse every action that changes something (approve, reject, complete, …).
+    #[arg(long, global = true)]
+    pub readonly: bool,
 }
 
 impl Global {
@@ -80,6 +83,8 @@ impl Global {
 pub enum Command {
     /// Run the server headless (logs to stderr) until Ctrl-C or SIGTERM.
     Serve,
+    /// Drive the demo scenario against a running instance (grants, payments, failures to watch).
+    Demo,
     /// List, create and show wallet addresses.
     #[command(subcommand)]
     Wallets(WalletsCmd),
@@ -298,7 +303,7 @@ pub async fn run_operator(cmd: Command, settings: Settings, json: bool) -> Resul
 
 async fn operate(b: &Backend, cmd: Command, json: bool) -> Result<()> {
     match cmd {
-        Command::Serve => bail!("serve is not an operator command"),
+        Command::Serve | Command::Demo => bail!("not an operator command"),
         Command::Wallets(WalletsCmd::List) => {
             let ws = dispatch!(b, c => c.list_wallets(), l => admin::ops::list_wallets(&l.state))?;
             emit(json, &ws, || {

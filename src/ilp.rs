@@ -1,14 +1,18 @@
-//! Interledger wire formats for the ASE: OER primitives ([`oer`]), ILPv4 packets ([`packet`]),
+//! Interledger for the ASE. The wire formats: OER primitives ([`oer`]), ILPv4 packets ([`packet`]),
 //! IL-DCP ([`ildcp`]), STREAM packets and frames ([`stream`]) and STREAM cryptography plus the
-//! stateless receiver credentials ([`crypto`]). It owns encoding, decoding and validation and the
-//! single [`Error`] type whose [`Error::reject_code`] picks the ILP reject code for a failure.
-//! It does no I/O, holds no state, reads no clock and never panics on any input; the receiver
-//! and sender logic (money, SQLite, HTTP) live elsewhere. See `shared/docs/STREAM.md`.
+//! stateless receiver credentials ([`crypto`]); they own encoding, decoding and validation and the
+//! single [`Error`] type whose [`Error::reject_code`] picks the ILP reject code for a failure, and
+//! they do no I/O, hold no state, read no clock and never panic on any input. On top of them, the
+//! STREAM receiver ([`receiver`]: pure per-packet decisions, crediting through the incoming-payment
+//! service) and ILP-over-HTTP ([`http`]: the `POST /ilp` route and peer authentication). See
+//! `shared/docs/STREAM.md`.
 
 pub mod crypto;
+pub mod http;
 pub mod ildcp;
 pub mod oer;
 pub mod packet;
+pub mod receiver;
 pub mod stream;
 
 pub use crypto::{

@@ -9,6 +9,7 @@ pub mod ase;
 pub mod cli;
 pub mod client;
 pub mod clock;
+pub mod demo;
 pub mod events;
 pub mod gnap;
 pub mod httpsig;
@@ -22,9 +23,10 @@ pub mod seed;
 pub mod server;
 pub mod settings;
 pub mod store;
+pub mod tui;
 pub mod webhooks;
 
-use color_eyre::eyre::Result;
+use color_eyre::eyre::{Result, WrapErr};
 use tokio_util::sync::CancellationToken;
 
 use cli::{Cli, Command};
@@ -39,13 +41,12 @@ pub async fn run(cli: Cli) -> Result<()> {
         return Ok(());
     }
     match cli.command {
-        None => {
-            logging::to_stderr(&settings.log_level);
-            tracing::warn!(
-                "the console is not built yet: serving headless on {} (same as `opdesk serve`)",
-                settings.public_url
-            );
-            serve(settings).await
+        None => console(settings, &cli.global).await,
+        Some(Command::Demo) => {
+            logging::to_stderr(cli.global.log_level.as_deref().unwrap_or("info"));
+            let pem = std::fs::read_to_string(settings.paths.demo_client_key())
+                .wrap_err("the demo signs as demo-client: its key (demo-client.pem) is missing from the data dir")?;
+            demo::run_against(&settings.public_url, &pem).await
         }
         Some(Command::Serve) => {
             logging::to_stderr(&settings.log_level);
@@ -56,6 +57,29 @@ pub async fn run(cli: Cli) -> Result<()> {
             cli::run_operator(cmd, settings, cli.global.json).await
         }
     }
+}
+
+/// The console over the embedded server: logs to a file (and the Log pane), never to the terminal.
+async fn console(settings: Settings, global: &cli::Global) -> Result<()> {
+    let (_guard, logs) = logging::to_file_and_console(&settings.log_level, &settings.paths.log_file)
+        .wrap_err_with(|| format!("cannot open the log file {}", settings.paths.log_file.display()))?;
+    let core = app::AppCore::open(settings.clone()).await?;
+    let listener = app::bind(&settings).await?;
+    tracing::info!(public_url = %settings.public_url, "opdesk console serving on {}", listener.local_addr()?);
+    let state = core.state.clone();
+    let shutdown = CancellationToken::new();
+    app::cancel_on_signals(shutdown.clone());
+    let server = tokio::spawn(app::serve(core, listener, shutdown.clone()));
+    let opts = tui::Options {
+        readonly: global.readonly,
+        no_color: std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty()),
+        keys: settings.keys.clone(),
+        theme: settings.theme.clone(),
+    };
+    let result = tui::run(state, opts, logs, shutdown.clone()).await;
+    shutdown.cancel();
+    server.await.wrap_err("the server task failed")??;
+    result
 }
 
 /// Opens the ASE (migrations before binding), binds, and serves until Ctrl-C or SIGTERM.

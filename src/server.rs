@@ -14,7 +14,7 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tower_http::timeout::TimeoutLayer;
 
-use crate::{admin, ase, gnap};
+use crate::{admin, ase, gnap, ilp};
 pub use state::AppState;
 
 /// Every route, with the body limit, timeout and request-log layers.
@@ -28,6 +28,7 @@ pub fn router(state: AppState) -> Router {
         .merge(ase::incoming::routes())
         .merge(ase::quotes::routes())
         .merge(ase::outgoing::routes())
+        .merge(ilp::http::routes())
         .merge(ase::wallet::routes())
         .fallback(error::not_found)
         .layer(DefaultBodyLimit::max(limit))

@@ -45,6 +45,9 @@ impl Paths {
     pub fn webhook_secret(&self) -> PathBuf {
         self.data_dir.join("webhook.secret")
     }
+    pub fn ilp_secret(&self) -> PathBuf {
+        self.data_dir.join("ilp.secret")
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -62,6 +65,9 @@ struct Raw {
     resource_server: ResourceServerSettings,
     engine: EngineSettings,
     webhooks: WebhookSettings,
+    ilp: IlpSettings,
+    keys: std::collections::BTreeMap<String, String>,
+    theme: std::collections::BTreeMap<String, String>,
     rates: std::collections::BTreeMap<String, String>,
     fees: std::collections::BTreeMap<String, crate::ase::rates::Fee>,
 }
@@ -73,6 +79,141 @@ pub struct WebhookSettings {
     pub secret: String,
     pub max_attempts: u32,
     pub timeout_ms: u64,
+}
+
+/// `[ilp]`: this node on the Interledger network and the peers that may send it packets at `POST /ilp`.
+#[derive(Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct IlpSettings {
+    /// The node's ILP address; incoming payments get `{address}.{token}`.
+    pub address: String,
+    /// The STREAM server secret (32 bytes, base64 or base64url). Empty: generated into `ilp.secret`.
+    pub secret: String,
+    /// Peers allowed to send ILP Prepares to `POST /ilp`.
+    pub peers: Vec<PeerSettings>,
+}
+
+impl std::fmt::Debug for IlpSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("IlpSettings")
+            .field("address", &self.address)
+            .field("secret", &if self.secret.is_empty() { "" } else { "<set>" })
+            .field("peers", &self.peers)
+            .finish()
+    }
+}
+
+/// One `[[ilp.peers]]` entry.
+#[derive(Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PeerSettings {
+    /// A short name for logs and ledger memos (`A-Z a-z 0-9 _ ~ -`).
+    pub name: String,
+    /// Bearer tokens this peer presents at `POST /ilp` (any one of them authenticates it).
+    pub incoming_tokens: Vec<String>,
+    /// Largest Prepare amount accepted from this peer (larger ones are rejected `F08`). None: no limit.
+    #[serde(default)]
+    pub max_packet_amount: Option<u64>,
+    /// The asset of the link with this peer.
+    pub asset_code: String,
+    pub asset_scale: u8,
+}
+
+impl std::fmt::Debug for PeerSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PeerSettings")
+            .field("name", &self.name)
+            .field("incoming_tokens", &self.incoming_tokens.len())
+            .field("max_packet_amount", &self.max_packet_amount)
+            .field("asset_code", &self.asset_code)
+            .field("asset_scale", &self.asset_scale)
+            .finish()
+    }
+}
+
+/// Decodes a 32-byte secret written in base64 or base64url (padding optional).
+pub fn decode_secret(text: &str) -> Option<[u8; 32]> {
+    use base64::{
+        Engine as _,
+        engine::general_purpose::{STANDARD_NO_PAD_INDIFFERENT, URL_SAFE_NO_PAD_INDIFFERENT},
+    };
+    let text = text.trim();
+    URL_SAFE_NO_PAD_INDIFFERENT
+        .decode(text)
+        .or_else(|_| STANDARD_NO_PAD_INDIFFERENT.decode(text))
+        .ok()
+        .and_then(|bytes| <[u8; 32]>::try_from(bytes).ok())
+}
+
+/// Longest accepted node address: `{address}.{token}` must stay within an ILP address's 1023 characters.
+const MAX_NODE_ADDRESS_LEN: usize = 800;
+
+impl IlpSettings {
+    fn validate(&self) -> Result<(), (&'static str, String)> {
+        if crate::ilp::Address::new(self.address.as_str()).is_err() {
+            return Err((
+                "ilp.address",
+                format!("{:?} is not an ILP address like test.opdesk", self.address),
+            ));
+        }
+        if self.address.len() > MAX_NODE_ADDRESS_LEN {
+            return Err((
+                "ilp.address",
+                format!("must be at most {MAX_NODE_ADDRESS_LEN} characters"),
+            ));
+        }
+        if !self.secret.is_empty() && decode_secret(&self.secret).is_none() {
+            return Err((
+                "ilp.secret",
+                "must be 32 bytes in base64 or base64url (e.g. `openssl rand -base64 32`), or empty".into(),
+            ));
+        }
+        let mut names = std::collections::BTreeSet::new();
+        let mut tokens = std::collections::BTreeSet::new();
+        for p in &self.peers {
+            let valid_name = !p.name.is_empty()
+                && p.name.len() <= 64
+                && p.name
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'~' | b'-'));
+            if !valid_name {
+                return Err(("ilp.peers.name", format!("{:?}: 1 to 64 of A-Z a-z 0-9 _ ~ -", p.name)));
+            }
+            if !names.insert(p.name.as_str()) {
+                return Err(("ilp.peers.name", format!("{:?} is configured twice", p.name)));
+            }
+            if p.incoming_tokens.is_empty() {
+                return Err((
+                    "ilp.peers.incoming_tokens",
+                    format!("peer {:?} needs at least one token", p.name),
+                ));
+            }
+            for t in &p.incoming_tokens {
+                if t.trim().is_empty() || t.trim() != t {
+                    return Err((
+                        "ilp.peers.incoming_tokens",
+                        format!("peer {:?}: tokens must be non-empty without surrounding spaces", p.name),
+                    ));
+                }
+                if !tokens.insert(t.as_str()) {
+                    return Err((
+                        "ilp.peers.incoming_tokens",
+                        format!("peer {:?}: a token is used more than once", p.name),
+                    ));
+                }
+            }
+            if p.max_packet_amount == Some(0) {
+                return Err((
+                    "ilp.peers.max_packet_amount",
+                    format!("peer {:?}: must be at least 1 (leave it out for no limit)", p.name),
+                ));
+            }
+            if let Err(e) = crate::money::Asset::new(&p.asset_code, p.asset_scale) {
+                return Err(("ilp.peers.asset_code", format!("peer {:?}: {e}", p.name)));
+            }
+        }
+        Ok(())
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -171,6 +312,10 @@ pub struct Settings {
     pub resource_server: ResourceServerSettings,
     pub engine: EngineSettings,
     pub webhooks: WebhookSettings,
+    /// Console key overrides (`[keys]`) and colours (`[theme]`).
+    pub keys: std::collections::BTreeMap<String, String>,
+    pub theme: std::collections::BTreeMap<String, String>,
+    pub ilp: IlpSettings,
     /// Exchange rates and fees, validated.
     pub rates: crate::ase::rates::Rates,
     pub paths: Paths,
@@ -378,6 +523,7 @@ impl Settings {
         if raw.server.body_limit_bytes < 1024 {
             return Err(invalid("server.body_limit_bytes", "must be at least 1024".into()));
         }
+        raw.ilp.validate().map_err(|(key, message)| invalid(key, message))?;
         Ok(Self {
             listen,
             public_url,
@@ -391,6 +537,9 @@ impl Settings {
             resource_server: raw.resource_server,
             engine: raw.engine,
             webhooks: raw.webhooks,
+            keys: raw.keys,
+            theme: raw.theme,
+            ilp: raw.ilp,
             rates,
             paths: Paths {
                 config_file,
@@ -501,5 +650,56 @@ mod tests {
         };
         let s = Settings::load_from(&o, env(&[])).unwrap();
         assert_eq!(s.public_url, "https://pay.example");
+    }
+
+    #[test]
+    fn ilp_defaults_peers_and_validation() {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = dir.path().join("config.toml");
+        let o = Overrides {
+            config: Some(cfg.clone()),
+            config_required: false,
+            data_dir: Some(dir.path().into()),
+            ..Default::default()
+        };
+        let s = Settings::load_from(&o, env(&[])).unwrap();
+        assert_eq!(s.ilp.address, "test.opdesk");
+        assert_eq!(s.ilp.secret, "");
+        assert!(s.ilp.peers.is_empty());
+        assert_eq!(s.paths.ilp_secret(), dir.path().join("ilp.secret"));
+
+        let secret = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8";
+        let peers = format!(
+            "[ilp]\naddress = \"test.desk-a\"\nsecret = \"{secret}\"\n\
+             [[ilp.peers]]\nname = \"node\"\nincoming_tokens = [\"t1\", \"t2\"]\nmax_packet_amount = 1000\n\
+             asset_code = \"USD\"\nasset_scale = 2\n\
+             [[ilp.peers]]\nname = \"other\"\nincoming_tokens = [\"t3\"]\nasset_code = \"EUR\"\nasset_scale = 2\n"
+        );
+        std::fs::write(&cfg, &peers).unwrap();
+        let s = Settings::load_from(&o, env(&[("OPDESK_ILP__ADDRESS", "test.desk-b")])).unwrap();
+        assert_eq!(s.ilp.address, "test.desk-b");
+        assert_eq!(decode_secret(&s.ilp.secret), Some(std::array::from_fn(|i| i as u8)));
+        assert_eq!(s.ilp.peers.len(), 2);
+        assert_eq!(s.ilp.peers[0].incoming_tokens, ["t1", "t2"]);
+        assert_eq!(s.ilp.peers[0].max_packet_amount, Some(1000));
+        assert_eq!(s.ilp.peers[1].max_packet_amount, None);
+        let shown = format!("{:?}", s.ilp);
+        assert!(!shown.contains(secret) && !shown.contains("\"t1\""), "{shown}");
+
+        for (bad, key) in [
+            (peers.replace("test.desk-a", "nope.desk"), "ilp.address"),
+            (peers.replace(secret, "c2hvcnQ"), "ilp.secret"),
+            (peers.replace("\"t3\"", "\"t1\""), "incoming_tokens"),
+            (peers.replace("[\"t3\"]", "[]"), "incoming_tokens"),
+            (peers.replace("= 1000", "= 0"), "max_packet_amount"),
+            (peers.replace("\"EUR\"", "\"E-R\""), "asset_code"),
+            (peers.replace("\"other\"", "\"node\""), "ilp.peers.name"),
+            (peers.replace("\"other\"", "\"a b\""), "ilp.peers.name"),
+            (peers.replace("= 1000\n", "= 1000\nport = 1\n"), "port"),
+        ] {
+            std::fs::write(&cfg, &bad).unwrap();
+            let e = Settings::load_from(&o, env(&[])).unwrap_err().to_string();
+            assert!(e.contains(key), "{key}: {e}");
+        }
     }
 }

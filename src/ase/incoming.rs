@@ -1,8 +1,10 @@
-//! Incoming payments: create, read (authenticated with `methods`, or the public view), list, complete.
-//! The service is the only writer of `incoming_payments` (the payment engine credits them through it);
-//! expiry is applied by time: past `expiresAt` an open payment counts as expired wherever it is read.
+//! Incoming payments: create, read (authenticated with `methods`, or the public view), list, complete, and the
+//! credit of one STREAM packet arriving at `/ilp`. The service is the only writer of `incoming_payments` besides
+//! the payment engine's local settlement; expiry is applied by time: from `expiresAt` on an open payment counts
+//! as expired wherever it is read. `methods` carry fresh STREAM credentials (`ilpAddress` = `{node}.{token}`,
+//! the token encrypting the payment id) on every authenticated create and read.
 
-use std::collections::HashMap;
+use std::{collections::HashMap, sync::Arc};
 
 use axum::{
     Json, Router,
@@ -25,6 +27,8 @@ use crate::{
     events::{DomainEvent, EventBus},
     gnap::model::Action,
     ids,
+    ilp::receiver::{self, PaymentSnapshot, Refusal, StreamServer},
+    ledger::{self, Balance, LedgerError, NewTransfer},
     money::{Amount, Asset, Value as Money},
     server::{AppState, error::ApiError},
     store::{
@@ -93,6 +97,17 @@ pub fn state_of(r: &IncomingRow, now: OffsetDateTime) -> &'static str {
     }
 }
 
+/// What crediting one STREAM packet did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StreamCredit {
+    /// Credited; the payment as committed.
+    Credited(IncomingRow),
+    /// Nothing written: the payment (as read inside the transaction) takes no such amount.
+    Refused(IncomingRow, Refusal),
+    /// No such payment.
+    Unknown,
+}
+
 /// The incoming-payment service.
 #[derive(Clone)]
 pub struct IncomingPayments {
@@ -101,16 +116,25 @@ pub struct IncomingPayments {
     clock: SharedClock,
     public_url: String,
     max_lifetime: Duration,
+    stream: Arc<StreamServer>,
 }
 
 impl IncomingPayments {
-    pub fn new(store: Store, bus: EventBus, clock: SharedClock, public_url: &str, max_lifetime_secs: u64) -> Self {
+    pub fn new(
+        store: Store,
+        bus: EventBus,
+        clock: SharedClock,
+        public_url: &str,
+        max_lifetime_secs: u64,
+        stream: Arc<StreamServer>,
+    ) -> Self {
         Self {
             store,
             bus,
             clock,
             public_url: public_url.trim_end_matches('/').to_owned(),
             max_lifetime: Duration::seconds(i64::try_from(max_lifetime_secs).unwrap_or(i64::MAX / 2)),
+            stream,
         }
     }
 
@@ -125,7 +149,24 @@ impl IncomingPayments {
             .filter(|id| ids::is_id(id))
     }
 
-    pub fn dto(&self, r: &IncomingRow, with_methods: bool) -> IncomingPaymentDto {
+    /// The resource with `methods`: fresh STREAM credentials (a new token IV each time; all of them name this
+    /// payment).
+    pub fn dto_with_methods(&self, r: &IncomingRow) -> Result<IncomingPaymentDto, ApiError> {
+        let creds = self
+            .stream
+            .credentials(&r.id, &r.asset_code, r.asset_scale)
+            .map_err(|e| ApiError::internal(&e))?;
+        let mut dto = self.dto(r);
+        dto.methods = Some(vec![serde_json::json!({
+            "type": "ilp",
+            "ilpAddress": creds.ilp_address.as_str(),
+            "sharedSecret": creds.shared_secret_base64url(),
+        })]);
+        Ok(dto)
+    }
+
+    /// The resource without `methods` (list items, the complete response, operator views).
+    pub fn dto(&self, r: &IncomingRow) -> IncomingPaymentDto {
         let asset = Asset {
             code: r.asset_code.clone(),
             scale: r.asset_scale,
@@ -140,13 +181,13 @@ impl IncomingPayments {
             expires_at: r.expires_at.clone(),
             metadata: r.metadata.as_deref().and_then(|m| serde_json::from_str(m).ok()),
             created_at: r.created_at.clone(),
-            methods: with_methods.then(Vec::new),
+            methods: None,
         }
     }
 
     pub fn view(&self, r: &IncomingRow) -> IncomingView {
         IncomingView {
-            payment: self.dto(r, false),
+            payment: self.dto(r),
             state: state_of(r, self.clock.now()).to_owned(),
             wallet: r.wallet_name.clone(),
             client: r.client.clone(),
@@ -231,6 +272,86 @@ impl IncomingPayments {
         Ok(row)
     }
 
+    /// The payment `id`, if it exists (store errors are the caller's to map).
+    pub async fn find(&self, id: &str) -> Result<Option<IncomingRow>, store::Error> {
+        if !ids::is_id(id) {
+            return Ok(None);
+        }
+        let i = id.to_owned();
+        self.store.call(move |c| repo::incoming(c, &i)).await
+    }
+
+    /// Credits one STREAM packet of `amount` minor units of the payment's asset, in one `BEGIN IMMEDIATE`
+    /// transaction: [`receiver::money_check`] on the row as read inside it, a ledger transfer from the ASE's
+    /// settlement account of the asset to the receiver's wallet, `receivedAmount += amount`, and completion
+    /// when `incomingAmount` is reached. Events go out after the commit. A refusal or an error writes nothing.
+    pub async fn credit_stream_packet(&self, id: &str, amount: u64, memo: String) -> Result<StreamCredit, LedgerError> {
+        if !ids::is_id(id) {
+            return Ok(StreamCredit::Unknown);
+        }
+        let now = self.clock.now();
+        let pid = id.to_owned();
+        let (credit, balances) = self
+            .store
+            .call(move |conn| {
+                let tx = store::immediate(conn)?;
+                let Some(row) = repo::incoming(&tx, &pid)? else {
+                    return Ok((StreamCredit::Unknown, Vec::new()));
+                };
+                if let Err(refusal) = receiver::money_check(&PaymentSnapshot::of(&row, now), amount) {
+                    return Ok((StreamCredit::Refused(row, refusal), Vec::new()));
+                }
+                let value = Money::new(amount)?;
+                let now_s = format_ts(now);
+                let asset = Asset {
+                    code: row.asset_code.clone(),
+                    scale: row.asset_scale,
+                };
+                let settlement = ledger::ops::settlement_account(&tx, &asset, &now_s)?;
+                ledger::ops::create_transfer(
+                    &tx,
+                    &NewTransfer {
+                        id: format!("ilp-{}", ids::new_id()),
+                        debit: settlement.clone(),
+                        credit: row.account_id.clone(),
+                        amount: value,
+                        pending: false,
+                        kind: "payment".into(),
+                        memo: Some(format!("{memo} to incoming payment {pid}")),
+                    },
+                    &now_s,
+                )?;
+                let received = row
+                    .received_amount
+                    .checked_add(value.as_i64())
+                    .ok_or(crate::money::MoneyError::Overflow)?;
+                let completed = row.incoming_amount.is_some_and(|target| received >= target);
+                if !repo::credit_incoming(&tx, &pid, received, completed, &now_s)? {
+                    return Err(LedgerError::Store(store::Error::Corrupt(format!(
+                        "incoming payment {pid} changed under a write lock"
+                    ))));
+                }
+                let balances = ledger::ops::balances(&tx, &[settlement.as_str(), row.account_id.as_str()])?;
+                let row = repo::incoming(&tx, &pid)?
+                    .ok_or_else(|| store::Error::Corrupt(format!("incoming payment {pid} vanished")))?;
+                tx.commit()?;
+                Ok::<_, LedgerError>((StreamCredit::Credited(row), balances))
+            })
+            .await?;
+        if let StreamCredit::Credited(row) = &credit {
+            self.bus.publish(DomainEvent::IncomingPaymentReceived {
+                id: row.id.clone(),
+                received: row.received_amount,
+            });
+            if row.completed {
+                self.bus
+                    .publish(DomainEvent::IncomingPaymentCompleted { id: row.id.clone() });
+            }
+            self.bus.publish_all(balances.iter().map(Balance::event));
+        }
+        Ok(credit)
+    }
+
     pub async fn get(&self, id: &str) -> Result<IncomingRow, ApiError> {
         let not_found = || ApiError::not_found("unknown incoming payment");
         if !ids::is_id(id) {
@@ -263,6 +384,15 @@ impl IncomingPayments {
         };
         self.store
             .call(move |c| repo::list_incoming(c, w.as_deref(), client.as_deref(), condition, &page))
+            .await
+            .map_err(|e| ApiError::internal(&e))
+    }
+
+    /// How many incoming payments are open now.
+    pub async fn count_open(&self) -> Result<usize, ApiError> {
+        let now = format_ts(self.clock.now());
+        self.store
+            .call(move |c| repo::count_open_incoming(c, &now))
             .await
             .map_err(|e| ApiError::internal(&e))
     }
@@ -327,7 +457,7 @@ async fn create(State(s): State<AppState>, auth: RsAuth) -> Result<Response, Api
     auth.require("incoming-payment", Action::Create, &wallet_url)?;
     let wallet = wallet_of(&s, &wallet_url).await?;
     let row = s.incoming.create(&wallet, Some(auth.client_id.clone()), req).await?;
-    Ok((StatusCode::CREATED, Json(s.incoming.dto(&row, true))).into_response())
+    Ok((StatusCode::CREATED, Json(s.incoming.dto_with_methods(&row)?)).into_response())
 }
 
 async fn list(
@@ -343,19 +473,14 @@ async fn list(
         .incoming
         .list(Some(&wallet.id), auth.owner_filter(&scope), None, q.page)
         .await?;
-    Ok(Json(ListResponse::from_page(
-        page,
-        |r| r.id.clone(),
-        |r| s.incoming.dto(&r, false),
-    ))
-    .into_response())
+    Ok(Json(ListResponse::from_page(page, |r| r.id.clone(), |r| s.incoming.dto(&r))).into_response())
 }
 
 /// Authenticated: the full resource with `methods`. Without `Authorization`: the public view.
 async fn read(State(s): State<AppState>, Path(id): Path<String>, req: Request) -> Result<Response, ApiError> {
     if !req.headers().contains_key(axum::http::header::AUTHORIZATION) {
         let row = s.incoming.get(&id).await?;
-        let dto = s.incoming.dto(&row, false);
+        let dto = s.incoming.dto(&row);
         return Ok(Json(serde_json::json!({
             "authServer": s.gnap.grant_endpoint(),
             "receivedAmount": dto.received_amount,
@@ -369,7 +494,7 @@ async fn read(State(s): State<AppState>, Path(id): Path<String>, req: Request) -
     if !scope.all && row.client.as_deref() != Some(auth.client_id.as_str()) {
         return Err(ApiError::not_found("unknown incoming payment"));
     }
-    Ok(Json(s.incoming.dto(&row, true)).into_response())
+    Ok(Json(s.incoming.dto_with_methods(&row)?).into_response())
 }
 
 async fn complete(State(s): State<AppState>, Path(id): Path<String>, auth: RsAuth) -> Result<Response, ApiError> {
@@ -377,5 +502,5 @@ async fn complete(State(s): State<AppState>, Path(id): Path<String>, auth: RsAut
     let wallet_url = format!("{}/{}", s.settings.public_url, row.wallet_name);
     auth.require("incoming-payment", Action::Complete, &wallet_url)?;
     let row = s.incoming.complete(&row.id).await?;
-    Ok(Json(s.incoming.dto(&row, false)).into_response())
+    Ok(Json(s.incoming.dto(&row)).into_response())
 }

@@ -437,6 +437,15 @@ impl OutgoingPayments {
             .map_err(|e| ApiError::internal(&e))
     }
 
+    /// How many outgoing payments are in `state`.
+    pub async fn count_in_state(&self, state: &str) -> Result<usize, ApiError> {
+        let st = state.to_owned();
+        self.store
+            .call(move |c| repo::count_outgoing(c, &st))
+            .await
+            .map_err(|e| ApiError::internal(&e))
+    }
+
     /// What a grant has spent in its current interval (`null`s when it never paid anything).
     pub async fn grant_spent(
         &self,

@@ -9,6 +9,11 @@ use axum::{
     response::{IntoResponse, Response},
     routing::get,
 };
+use std::{
+    collections::HashMap,
+    sync::{Arc, RwLock},
+};
+
 use ed25519_dalek::SigningKey;
 use serde::{Deserialize, Serialize};
 
@@ -152,7 +157,16 @@ pub struct Wallets {
     bus: EventBus,
     clock: SharedClock,
     /// Public base URL without a trailing slash.
-    public_url: String,
+    public_url: Arc<str>,
+    /// Wallets and their keys as last read. This service is their only writer, so it invalidates the cache
+    /// on every change; reads on the request path (every signed request) skip the store.
+    cache: Arc<RwLock<Cache>>,
+}
+
+#[derive(Debug, Default)]
+struct Cache {
+    wallets: HashMap<String, Wallet>,
+    keys: HashMap<String, Jwks>,
 }
 
 impl Wallets {
@@ -161,7 +175,15 @@ impl Wallets {
             store,
             bus,
             clock,
-            public_url: public_url.trim_end_matches('/').to_owned(),
+            public_url: public_url.trim_end_matches('/').into(),
+            cache: Arc::new(RwLock::new(Cache::default())),
+        }
+    }
+
+    fn forget(&self, name: &str) {
+        if let Ok(mut c) = self.cache.write() {
+            c.wallets.remove(name);
+            c.keys.remove(name);
         }
     }
 
@@ -191,7 +213,7 @@ impl Wallets {
             asset_code: w.asset_code.clone(),
             asset_scale: w.asset_scale,
             auth_server: format!("{}/auth", self.public_url),
-            resource_server: self.public_url.clone(),
+            resource_server: self.public_url.to_string(),
         }
     }
 
@@ -229,6 +251,7 @@ impl Wallets {
             })
             .await?;
         let w = self.to_wallet(row);
+        self.forget(&w.name);
         self.bus.publish(DomainEvent::WalletCreated {
             id: w.id.clone(),
             name: w.name.clone(),
@@ -237,20 +260,31 @@ impl Wallets {
     }
 
     pub async fn get(&self, name: &str) -> Result<Wallet, WalletError> {
+        if let Some(w) = self.cache.read().ok().and_then(|c| c.wallets.get(name).cloned()) {
+            return Ok(w);
+        }
         let n = name.to_owned();
         let row = self
             .store
             .call(move |c| Ok::<_, WalletError>(repo::by_name(c, &n)?))
             .await?;
-        row.map(|r| self.to_wallet(r))
-            .ok_or_else(|| WalletError::NotFound(name.to_owned()))
+        let w = row
+            .map(|r| self.to_wallet(r))
+            .ok_or_else(|| WalletError::NotFound(name.to_owned()))?;
+        if let Ok(mut c) = self.cache.write() {
+            if c.wallets.len() > 10_000 {
+                c.wallets.clear();
+            }
+            c.wallets.insert(name.to_owned(), w.clone());
+        }
+        Ok(w)
     }
 
     /// The wallet a URL names, if it is one of ours (`{public}/{name}`, trailing slash tolerated).
     pub async fn by_url(&self, url: &str) -> Result<Option<Wallet>, WalletError> {
         let Some(name) = url
             .trim_end_matches('/')
-            .strip_prefix(self.public_url.as_str())
+            .strip_prefix(&*self.public_url)
             .and_then(|r| r.strip_prefix('/'))
             .filter(|n| !n.is_empty() && !n.contains('/'))
         else {
@@ -270,12 +304,16 @@ impl Wallets {
 
     /// The wallet's published keys.
     pub async fn keys(&self, name: &str) -> Result<Jwks, WalletError> {
+        if let Some(k) = self.cache.read().ok().and_then(|c| c.keys.get(name).cloned()) {
+            return Ok(k);
+        }
         let n = name.to_owned();
-        self.store
+        let keys: Jwks = self
+            .store
             .call(move |c| {
                 let w = repo::by_name(c, &n)?.ok_or_else(|| WalletError::NotFound(n.clone()))?;
                 let keys = repo::keys(c, &w.id)?;
-                Ok(Jwks {
+                Ok::<_, WalletError>(Jwks {
                     keys: keys
                         .into_iter()
                         .map(|k| Jwk {
@@ -289,7 +327,14 @@ impl Wallets {
                         .collect(),
                 })
             })
-            .await
+            .await?;
+        if let Ok(mut c) = self.cache.write() {
+            if c.keys.len() > 10_000 {
+                c.keys.clear();
+            }
+            c.keys.insert(name.to_owned(), keys.clone());
+        }
+        Ok(keys)
     }
 
     /// Registers a public key (validated) for the wallet.
@@ -323,6 +368,7 @@ impl Wallets {
                 Ok(())
             })
             .await?;
+        self.forget(name);
         self.bus.publish(DomainEvent::KeyAdded {
             wallet: name.to_owned(),
             kid: public.kid.clone(),
@@ -353,6 +399,7 @@ impl Wallets {
                 Ok(())
             })
             .await?;
+        self.forget(name);
         self.bus.publish(DomainEvent::KeyRemoved {
             wallet: name.to_owned(),
             kid: kid.to_owned(),

@@ -8,6 +8,7 @@ use crate::{
     clock::SharedClock,
     events::EventBus,
     gnap::Gnap,
+    ilp::receiver::Receiver,
     ledger::Ledger,
     settings::Settings,
 };
@@ -23,6 +24,8 @@ pub struct AppState {
     pub quotes: Quotes,
     pub outgoing: OutgoingPayments,
     pub engine: Engine,
+    /// The STREAM receiver behind `POST /ilp`.
+    pub ilp: Receiver,
     /// Checks request signatures against client keys.
     pub verifier: Arc<Verifier>,
     pub clock: SharedClock,

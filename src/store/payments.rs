@@ -582,3 +582,21 @@ pub fn announce_expired(conn: &Connection, now: &str, limit: u32) -> Result<Vec<
         .collect::<Result<Vec<String>, _>>()?;
     Ok(rows)
 }
+
+/// Open (pending, unexpired) incoming payments.
+pub fn count_open_incoming(conn: &Connection, now: &str) -> Result<usize, Error> {
+    let n: i64 = conn
+        .prepare_cached(
+            "SELECT COUNT(*) FROM incoming_payments WHERE completed = 0 AND (expires_at IS NULL OR expires_at > ?1)",
+        )?
+        .query_row([now], |r| r.get(0))?;
+    Ok(usize::try_from(n).unwrap_or(0))
+}
+
+/// Outgoing payments in `state`.
+pub fn count_outgoing(conn: &Connection, state: &str) -> Result<usize, Error> {
+    let n: i64 = conn
+        .prepare_cached("SELECT COUNT(*) FROM outgoing_payments WHERE state = ?1")?
+        .query_row([state], |r| r.get(0))?;
+    Ok(usize::try_from(n).unwrap_or(0))
+}

@@ -6,10 +6,12 @@
 mod admin_api;
 mod cli;
 mod common;
+mod console;
 mod crash;
 mod engine;
 mod engine_props;
 mod gnap_flow;
+mod ilp_receiver;
 mod ledger_props;
 mod rs_api;
 mod wallet_api;

@@ -125,7 +125,10 @@ async fn incoming_payment_lifecycle_matches_the_spec() {
     assert_matches_pointer(RS, &ok_schema("/incoming-payments", "post", 201), &created);
     assert_eq!(created["receivedAmount"]["value"], "0");
     assert_eq!(created["completed"], false);
-    assert_eq!(created["methods"], json!([]));
+    let methods = created["methods"].as_array().unwrap();
+    assert_eq!(methods.len(), 1);
+    assert_eq!(methods[0]["type"], "ilp");
+    assert!(methods[0]["ilpAddress"].as_str().unwrap().starts_with("test.opdesk."));
     assert_eq!(created["metadata"], json!({"n": 1}));
     let id = created["id"].as_str().unwrap().to_owned();
     assert!(id.starts_with(&ase.url("/incoming-payments/")));

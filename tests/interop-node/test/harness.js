@@ -18,10 +18,11 @@ async function freePort() {
   })
 }
 
-export async function startOpdesk() {
+/** `extraConfig`: TOML text written as the instance's config.toml (say, `[[ilp.peers]]` entries). */
+export async function startOpdesk(extraConfig = '') {
   const bin = process.env.OPDESK_BIN ?? join(repo, 'target/debug/opdesk')
   const dataDir = mkdtempSync(join(tmpdir(), 'opdesk-interop-'))
-  writeFileSync(join(dataDir, 'config.toml'), '')
+  writeFileSync(join(dataDir, 'config.toml'), extraConfig)
   const port = await freePort()
   const base = `http://127.0.0.1:${port}`
   const child = spawn(bin, ['serve', '--data-dir', dataDir, '--listen', `127.0.0.1:${port}`], {

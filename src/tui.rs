@@ -1,0 +1,154 @@
+//! The console: a full-screen ratatui operator desk over the embedded ASE. One inbox (terminal input,
+//! domain events, command replies, a slow tick) feeds `App::update`; everything queued is drained before a
+//! frame, and frames are drawn at most every 16 ms and only when something changed. Commands run on a
+//! control task that calls the same operations as the admin API, so the UI never waits. The terminal is
+//! restored on quit, on error and on panic; logs go to a file (and the Log pane), never over the screen.
+
+pub mod action;
+pub mod app;
+pub mod control;
+pub mod keymap;
+pub mod pane;
+pub mod panes;
+pub mod render;
+#[cfg(test)]
+mod snapshots;
+pub mod theme;
+
+use std::{collections::BTreeMap, io::stdout, time::Duration};
+
+use color_eyre::eyre::{Result, WrapErr};
+use futures_util::StreamExt;
+use ratatui::crossterm::{
+    event::{
+        DisableMouseCapture, EnableMouseCapture, Event as TermEvent, EventStream, KeyEventKind, MouseButton,
+        MouseEventKind,
+    },
+    execute,
+};
+use tokio::sync::{broadcast::error::RecvError, mpsc};
+use tokio_util::sync::CancellationToken;
+
+use crate::{events::DomainEvent, server::AppState};
+use app::{App, Effect, Msg, ServerInfo};
+use keymap::Keymap;
+use theme::Theme;
+
+/// Options of the console.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    pub readonly: bool,
+    pub no_color: bool,
+    pub keys: BTreeMap<String, String>,
+    pub theme: BTreeMap<String, String>,
+}
+
+/// The view model for `state` with keymap and theme from `opts` (warnings go to the flash line).
+pub fn build(state: &AppState, opts: &Options) -> (App, Theme) {
+    let (keymap, mut warnings) = Keymap::with_overrides(&opts.keys);
+    let (theme, theme_warnings) = Theme::load(opts.no_color, &opts.theme);
+    warnings.extend(theme_warnings);
+    let info = ServerInfo {
+        version: env!("CARGO_PKG_VERSION").to_owned(),
+        listen: state.settings.listen.to_string(),
+        public_url: state.settings.public_url.clone(),
+        ilp_address: None,
+        database: state.settings.paths.database().display().to_string(),
+    };
+    let mut app = App::new(info, keymap, opts.readonly, state.clock.now());
+    if !warnings.is_empty() {
+        app.flash(app::Level::Warn, warnings.join("; "));
+    }
+    (app, theme)
+}
+
+/// Runs the console until the person quits or `shutdown` is cancelled. `logs` feeds the Log pane.
+pub async fn run(
+    state: AppState,
+    opts: Options,
+    mut logs: mpsc::Receiver<String>,
+    shutdown: CancellationToken,
+) -> Result<()> {
+    let (mut app, theme) = build(&state, &opts);
+    let mut terminal = ratatui::init();
+    let _ = execute!(stdout(), EnableMouseCapture);
+    let result = async {
+        let size = terminal.size().wrap_err("terminal size")?;
+        app.size = (size.width, size.height);
+        let (effects_tx, effects_rx) = mpsc::unbounded_channel::<Effect>();
+        let (replies_tx, mut replies) = mpsc::unbounded_channel();
+        tokio::spawn(control::serve(state.clone(), effects_rx, replies_tx));
+        let mut bus = state.bus.subscribe();
+        let mut input = EventStream::new();
+        let mut tick = tokio::time::interval(Duration::from_millis(250));
+        for e in app.start() {
+            let _ = effects_tx.send(e);
+        }
+        let mut dirty = true;
+        let frame = Duration::from_millis(16);
+        let mut last_draw = tokio::time::Instant::now() - frame;
+        loop {
+            if dirty && last_draw.elapsed() >= frame {
+                terminal.draw(|f| render::draw(&app, &theme, f)).wrap_err("drawing")?;
+                last_draw = tokio::time::Instant::now();
+                dirty = false;
+            }
+            let deadline = last_draw + frame;
+            let msg = tokio::select! {
+                _ = shutdown.cancelled() => break,
+                Some(Ok(ev)) = input.next() => match ev {
+                    TermEvent::Key(k) if k.kind == KeyEventKind::Press => Some(Msg::Key(k)),
+                    TermEvent::Mouse(m) => match m.kind {
+                        MouseEventKind::ScrollUp => Some(Msg::Scroll(true)),
+                        MouseEventKind::ScrollDown => Some(Msg::Scroll(false)),
+                        MouseEventKind::Down(MouseButton::Left) => Some(Msg::Click(m.column, m.row)),
+                        _ => None,
+                    },
+                    TermEvent::Resize(w, h) => Some(Msg::Resize(w, h)),
+                    _ => None,
+                },
+                e = bus.recv() => match e {
+                    Ok(DomainEvent::HttpRequest { path, .. }) if path.starts_with("/admin") => None,
+                    Ok(e) => Some(Msg::Event(e)),
+                    Err(RecvError::Lagged(_)) => Some(Msg::Lagged),
+                    Err(RecvError::Closed) => break,
+                },
+                Some(r) = replies.recv() => Some(Msg::Reply(r)),
+                Some(line) = logs.recv() => Some(Msg::Log(line)),
+                _ = tick.tick() => Some(Msg::Tick(state.clock.now())),
+                _ = tokio::time::sleep_until(deadline), if dirty => None,
+            };
+            let Some(msg) = msg else { continue };
+            let mut effects = app.update(msg);
+            // drain whatever else is queued before drawing
+            while let Ok(r) = replies.try_recv() {
+                effects.extend(app.update(Msg::Reply(r)));
+            }
+            loop {
+                match bus.try_recv() {
+                    Ok(DomainEvent::HttpRequest { path, .. }) if path.starts_with("/admin") => {}
+                    Ok(e) => effects.extend(app.update(Msg::Event(e))),
+                    Err(tokio::sync::broadcast::error::TryRecvError::Lagged(_)) => {
+                        effects.extend(app.update(Msg::Lagged))
+                    }
+                    Err(_) => break,
+                }
+            }
+            dirty = true;
+            for e in effects {
+                if e == Effect::Quit {
+                    return Ok(());
+                }
+                let _ = effects_tx.send(e);
+            }
+            if app.quit {
+                return Ok(());
+            }
+        }
+        Ok(())
+    }
+    .await;
+    let _ = execute!(stdout(), DisableMouseCapture);
+    ratatui::restore();
+    result
+}

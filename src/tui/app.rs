@@ -1,0 +1,1535 @@
+//! The console's view model and its one state transition, `update`: keys, domain events, command replies
+//! and ticks go in; state changes and effects (commands for the control task) come out. No I/O, no locks,
+//! no awaiting — so every behaviour is testable without a terminal.
+
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+
+use ratatui::crossterm::event::{KeyCode, KeyEvent};
+use serde::Serialize;
+use time::OffsetDateTime;
+
+use super::{
+    action::Action,
+    keymap::{Key, Keymap},
+    pane::Pane,
+};
+use crate::{
+    ase::{incoming::IncomingView, outgoing::OutgoingView, quotes::QuoteDto, wallet::Wallet},
+    events::DomainEvent,
+    gnap::service::GrantView,
+    ledger::Balance,
+};
+
+/// Rows kept per table (a page from the store; more are fetched with the keyset cursor when scrolled to).
+pub const PAGE: u32 = 200;
+/// Requests and log lines kept in memory.
+pub const RING: usize = 2000;
+
+/// What the header shows about the embedded server.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ServerInfo {
+    pub version: String,
+    pub listen: String,
+    pub public_url: String,
+    pub ilp_address: Option<String>,
+    pub database: String,
+}
+
+/// A wallet with its balance and key count.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct WalletRow {
+    pub wallet: Wallet,
+    pub balance: Balance,
+    pub keys: usize,
+}
+
+/// Counters and balances for the overview.
+#[derive(Debug, Clone, PartialEq, Default, Serialize)]
+pub struct OverviewData {
+    pub pending_grants: usize,
+    pub open_incoming: usize,
+    pub failed_outgoing: usize,
+    pub balances: Vec<Balance>,
+}
+
+/// One HTTP exchange in the request log.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct HttpRow {
+    pub at: String,
+    pub method: String,
+    pub path: String,
+    pub status: u16,
+    pub latency_us: u64,
+}
+
+/// A page of rows and where the store continues.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rows<T> {
+    pub items: Vec<T>,
+    pub next_cursor: Option<String>,
+    pub selected: usize,
+    pub loading: bool,
+    pub loaded: bool,
+}
+
+impl<T> Default for Rows<T> {
+    fn default() -> Self {
+        Self {
+            items: Vec::new(),
+            next_cursor: None,
+            selected: 0,
+            loading: false,
+            loaded: false,
+        }
+    }
+}
+
+/// What the control task should load.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Load {
+    pub pane: Pane,
+    pub failed_only: bool,
+    /// Continue after this id (appends to the loaded rows).
+    pub cursor: Option<String>,
+}
+
+/// A command for the control task. `update` only emits them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Effect {
+    Load(Load),
+    Approve(String),
+    Reject(String, Option<String>),
+    Revoke(String),
+    Complete(String),
+    Retry(String),
+    Cancel(String),
+    Demo,
+    Quit,
+}
+
+/// A reply from the control task.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Reply {
+    Overview(OverviewData),
+    Wallets(Vec<WalletRow>),
+    Incoming {
+        rows: Vec<IncomingView>,
+        next: Option<String>,
+        append: bool,
+    },
+    Grants(Vec<GrantView>),
+    Outgoing {
+        rows: Vec<OutgoingView>,
+        next: Option<String>,
+        append: bool,
+    },
+    Quotes {
+        rows: Vec<QuoteDto>,
+        next: Option<String>,
+        append: bool,
+    },
+    Done(String),
+    Failed(String),
+}
+
+/// Everything the loop feeds into `update`.
+#[derive(Debug, Clone)]
+pub enum Msg {
+    Key(KeyEvent),
+    /// A left click at (column, row).
+    Click(u16, u16),
+    Scroll(bool),
+    Resize(u16, u16),
+    Event(DomainEvent),
+    /// The bus dropped events: resync everything.
+    Lagged,
+    Reply(Reply),
+    Tick(OffsetDateTime),
+    Log(String),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Level {
+    Info,
+    Warn,
+    Error,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Flash {
+    pub level: Level,
+    pub text: String,
+    pub until: OffsetDateTime,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PromptKind {
+    Command,
+    Filter,
+    /// The reason for rejecting this grant.
+    Reason(String),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Prompt {
+    pub kind: PromptKind,
+    pub text: String,
+}
+
+/// A dangerous action waiting for a yes. Defaults to No.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Confirm {
+    pub question: String,
+    pub effect: Effect,
+    pub yes: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Overlay {
+    Help,
+    Detail,
+    Json(String),
+    Confirm(Confirm),
+    Prompt(Prompt),
+}
+
+/// A text filter on a pane (`/`), optionally inverted (`!`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Filter {
+    pub text: String,
+    pub invert: bool,
+}
+
+impl Filter {
+    pub fn parse(s: &str) -> Option<Self> {
+        let (invert, text) = match s.strip_prefix('!') {
+            Some(t) => (true, t),
+            None => (false, s),
+        };
+        (!text.is_empty()).then(|| Self {
+            text: text.to_lowercase(),
+            invert,
+        })
+    }
+
+    pub fn keeps(&self, haystack: &str) -> bool {
+        haystack.to_lowercase().contains(&self.text) != self.invert
+    }
+}
+
+/// The view model.
+#[derive(Debug, Clone)]
+pub struct App {
+    pub info: ServerInfo,
+    pub keymap: Keymap,
+    pub readonly: bool,
+    pub now: OffsetDateTime,
+    pub started_at: OffsetDateTime,
+    pub pane: Pane,
+    pub overlay: Option<Overlay>,
+    pub frozen: bool,
+    /// Events that arrived while frozen.
+    pub missed: u64,
+    pub flash: Option<Flash>,
+    pub filters: HashMap<Pane, Filter>,
+    pub failed_only: bool,
+    pub reveal_secret: bool,
+    pub overview: OverviewData,
+    pub wallets: Rows<WalletRow>,
+    pub incoming: Rows<IncomingView>,
+    pub grants: Rows<GrantView>,
+    pub outgoing: Rows<OutgoingView>,
+    pub quotes: Rows<QuoteDto>,
+    pub requests: Rows<HttpRow>,
+    pub log: Rows<String>,
+    /// Recent domain events for the overview, newest first.
+    pub recent: VecDeque<(String, String)>,
+    /// Per-resource history seen this session (for detail views).
+    pub history: HashMap<String, Vec<(String, String)>>,
+    /// Request timestamps (unix seconds) for the rate.
+    pub request_times: VecDeque<i64>,
+    pub stale: HashSet<Pane>,
+    pub command_history: Vec<String>,
+    /// Terminal size.
+    pub size: (u16, u16),
+    pub quit: bool,
+}
+
+/// The last eight characters of a resource id or URL (UUIDv7 ids share their leading time bits).
+pub fn short_id(url: &str) -> String {
+    let id = url.rsplit('/').next().unwrap_or(url);
+    let n = id.chars().count();
+    id.chars().skip(n.saturating_sub(8)).collect()
+}
+
+impl App {
+    pub fn new(info: ServerInfo, keymap: Keymap, readonly: bool, now: OffsetDateTime) -> Self {
+        Self {
+            info,
+            keymap,
+            readonly,
+            now,
+            started_at: now,
+            pane: Pane::Overview,
+            overlay: None,
+            frozen: false,
+            missed: 0,
+            flash: None,
+            filters: HashMap::new(),
+            failed_only: false,
+            reveal_secret: false,
+            overview: OverviewData::default(),
+            wallets: Rows::default(),
+            incoming: Rows::default(),
+            grants: Rows::default(),
+            outgoing: Rows::default(),
+            quotes: Rows::default(),
+            requests: Rows {
+                loaded: true,
+                ..Rows::default()
+            },
+            log: Rows {
+                loaded: true,
+                ..Rows::default()
+            },
+            recent: VecDeque::new(),
+            history: HashMap::new(),
+            request_times: VecDeque::new(),
+            stale: Pane::ALL.iter().copied().collect(),
+            command_history: Vec::new(),
+            size: (80, 24),
+            quit: false,
+        }
+    }
+
+    /// Effects to run at start: load every pane.
+    pub fn start(&mut self) -> Vec<Effect> {
+        self.resync_all()
+    }
+
+    pub fn flash(&mut self, level: Level, text: impl Into<String>) {
+        self.flash = Some(Flash {
+            level,
+            text: text.into(),
+            until: self.now + time::Duration::seconds(4),
+        });
+    }
+
+    /// Rows a table shows at the current size (used for paging).
+    pub fn page_rows(&self) -> usize {
+        usize::from(self.size.1.saturating_sub(9)).max(1)
+    }
+
+    /// Pending grants (the header badge).
+    pub fn pending_grants(&self) -> usize {
+        self.overview.pending_grants
+    }
+
+    /// The number of rows in `pane` after its filter.
+    pub fn visible_len(&self, pane: Pane) -> usize {
+        self.visible_indices(pane).len()
+    }
+
+    /// Indices of the rows of `pane` that pass its filter.
+    pub fn visible_indices(&self, pane: Pane) -> Vec<usize> {
+        let filter = self.filters.get(&pane);
+        let keep = |s: String| filter.is_none_or(|f| f.keeps(&s));
+        match pane {
+            Pane::Overview => Vec::new(),
+            Pane::Wallets => (0..self.wallets.items.len())
+                .filter(|&i| {
+                    let w = &self.wallets.items[i];
+                    keep(format!(
+                        "{} {} {}",
+                        w.wallet.name,
+                        w.wallet.asset_code,
+                        w.wallet.public_name.clone().unwrap_or_default()
+                    ))
+                })
+                .collect(),
+            Pane::Incoming => (0..self.incoming.items.len())
+                .filter(|&i| {
+                    let p = &self.incoming.items[i];
+                    keep(format!("{} {} {}", p.payment.id, p.wallet, p.state))
+                })
+                .collect(),
+            Pane::Grants => (0..self.grants.items.len())
+                .filter(|&i| {
+                    let g = &self.grants.items[i];
+                    keep(format!(
+                        "{} {} {} {}",
+                        g.id,
+                        g.state,
+                        g.client,
+                        g.client_name.clone().unwrap_or_default()
+                    ))
+                })
+                .collect(),
+            Pane::Outgoing => (0..self.outgoing.items.len())
+                .filter(|&i| {
+                    let p = &self.outgoing.items[i];
+                    keep(format!(
+                        "{} {} {} {}",
+                        p.payment.id,
+                        p.wallet,
+                        p.state,
+                        p.failure_reason.clone().unwrap_or_default()
+                    ))
+                })
+                .collect(),
+            Pane::Quotes => (0..self.quotes.items.len())
+                .filter(|&i| {
+                    let q = &self.quotes.items[i];
+                    keep(format!("{} {} {}", q.id, q.wallet_address, q.receiver))
+                })
+                .collect(),
+            Pane::Requests => (0..self.requests.items.len())
+                .filter(|&i| {
+                    let r = &self.requests.items[i];
+                    keep(format!("{} {} {}", r.method, r.path, r.status))
+                })
+                .collect(),
+            Pane::Log => (0..self.log.items.len())
+                .filter(|&i| keep(self.log.items[i].clone()))
+                .collect(),
+        }
+    }
+
+    fn selected_mut(&mut self) -> Option<&mut usize> {
+        Some(match self.pane {
+            Pane::Overview => return None,
+            Pane::Wallets => &mut self.wallets.selected,
+            Pane::Incoming => &mut self.incoming.selected,
+            Pane::Grants => &mut self.grants.selected,
+            Pane::Outgoing => &mut self.outgoing.selected,
+            Pane::Quotes => &mut self.quotes.selected,
+            Pane::Requests => &mut self.requests.selected,
+            Pane::Log => &mut self.log.selected,
+        })
+    }
+
+    /// The selection of `pane` as a position among its visible rows.
+    pub fn selected(&self, pane: Pane) -> usize {
+        match pane {
+            Pane::Overview => 0,
+            Pane::Wallets => self.wallets.selected,
+            Pane::Incoming => self.incoming.selected,
+            Pane::Grants => self.grants.selected,
+            Pane::Outgoing => self.outgoing.selected,
+            Pane::Quotes => self.quotes.selected,
+            Pane::Requests => self.requests.selected,
+            Pane::Log => self.log.selected,
+        }
+    }
+
+    /// The row index (into `items`) of the selection.
+    fn selected_index(&self) -> Option<usize> {
+        self.visible_indices(self.pane).get(self.selected(self.pane)).copied()
+    }
+
+    pub fn selected_incoming(&self) -> Option<&IncomingView> {
+        (self.pane == Pane::Incoming)
+            .then(|| self.selected_index().and_then(|i| self.incoming.items.get(i)))
+            .flatten()
+    }
+    pub fn selected_grant(&self) -> Option<&GrantView> {
+        (self.pane == Pane::Grants)
+            .then(|| self.selected_index().and_then(|i| self.grants.items.get(i)))
+            .flatten()
+    }
+    pub fn selected_outgoing(&self) -> Option<&OutgoingView> {
+        (self.pane == Pane::Outgoing)
+            .then(|| self.selected_index().and_then(|i| self.outgoing.items.get(i)))
+            .flatten()
+    }
+
+    fn move_selection(&mut self, to: impl FnOnce(usize, usize) -> usize) -> Vec<Effect> {
+        let len = self.visible_len(self.pane);
+        let Some(sel) = self.selected_mut() else {
+            return Vec::new();
+        };
+        *sel = if len == 0 { 0 } else { to(*sel, len).min(len - 1) };
+        let at_end = len > 0 && *sel + 1 == len;
+        // scrolled to the end of what is loaded: fetch the next page from the store
+        if at_end {
+            let more = match self.pane {
+                Pane::Incoming => self.incoming.next_cursor.clone(),
+                Pane::Outgoing => self.outgoing.next_cursor.clone(),
+                Pane::Quotes => self.quotes.next_cursor.clone(),
+                _ => None,
+            };
+            if let Some(cursor) = more {
+                return vec![Effect::Load(Load {
+                    pane: self.pane,
+                    failed_only: self.failed_only,
+                    cursor: Some(cursor),
+                })];
+            }
+        }
+        Vec::new()
+    }
+
+    fn load(&mut self, pane: Pane) -> Effect {
+        self.stale.remove(&pane);
+        match pane {
+            Pane::Wallets => self.wallets.loading = true,
+            Pane::Incoming => self.incoming.loading = true,
+            Pane::Grants => self.grants.loading = true,
+            Pane::Outgoing => self.outgoing.loading = true,
+            Pane::Quotes => self.quotes.loading = true,
+            _ => {}
+        }
+        Effect::Load(Load {
+            pane,
+            failed_only: self.failed_only,
+            cursor: None,
+        })
+    }
+
+    fn resync_all(&mut self) -> Vec<Effect> {
+        [
+            Pane::Overview,
+            Pane::Wallets,
+            Pane::Incoming,
+            Pane::Grants,
+            Pane::Outgoing,
+            Pane::Quotes,
+        ]
+        .into_iter()
+        .map(|p| self.load(p))
+        .collect()
+    }
+
+    /// The one state transition.
+    pub fn update(&mut self, msg: Msg) -> Vec<Effect> {
+        match msg {
+            Msg::Key(k) => self.on_key(k),
+            Msg::Click(col, row) => self.on_click(col, row),
+            Msg::Scroll(up) => self.act(if up { Action::Up } else { Action::Down }),
+            Msg::Resize(w, h) => {
+                self.size = (w, h);
+                Vec::new()
+            }
+            Msg::Event(e) => self.on_event(e),
+            Msg::Lagged => {
+                self.flash(Level::Warn, "events were dropped; resyncing from the store");
+                self.resync_all()
+            }
+            Msg::Reply(r) => self.on_reply(r),
+            Msg::Tick(now) => self.on_tick(now),
+            Msg::Log(line) => {
+                self.log.items.insert(0, line);
+                self.log.items.truncate(RING);
+                Vec::new()
+            }
+        }
+    }
+
+    fn on_tick(&mut self, now: OffsetDateTime) -> Vec<Effect> {
+        self.now = now;
+        if self.flash.as_ref().is_some_and(|f| f.until <= now) {
+            self.flash = None;
+        }
+        let cutoff = now.unix_timestamp() - 10;
+        while self.request_times.front().is_some_and(|t| *t < cutoff) {
+            self.request_times.pop_front();
+        }
+        if self.frozen {
+            return Vec::new();
+        }
+        // reload what changed, at most once per tick: the pane in view and the overview counters
+        let mut out = Vec::new();
+        for p in [Pane::Overview, self.pane] {
+            if self.stale.contains(&p) && !matches!(p, Pane::Requests | Pane::Log) {
+                out.push(self.load(p));
+            }
+        }
+        out.dedup();
+        out
+    }
+
+    /// Requests per second over the last ten seconds.
+    pub fn request_rate(&self) -> f64 {
+        self.request_times.len() as f64 / 10.0
+    }
+
+    fn remember(&mut self, id: &str, what: String) {
+        let at = crate::clock::format_ts(self.now);
+        let h = self.history.entry(short_id(id)).or_default();
+        h.push((at.clone(), what.clone()));
+        if h.len() > 50 {
+            h.remove(0);
+        }
+        self.recent.push_front((at, what));
+        self.recent.truncate(100);
+    }
+
+    fn on_event(&mut self, e: DomainEvent) -> Vec<Effect> {
+        if let DomainEvent::HttpRequest {
+            method,
+            path,
+            status,
+            latency_us,
+        } = &e
+        {
+            self.request_times.push_back(self.now.unix_timestamp());
+            if self.frozen {
+                self.missed += 1;
+                return Vec::new();
+            }
+            self.requests.items.insert(
+                0,
+                HttpRow {
+                    at: crate::clock::format_ts(self.now),
+                    method: method.clone(),
+                    path: path.clone(),
+                    status: *status,
+                    latency_us: *latency_us,
+                },
+            );
+            self.requests.items.truncate(RING);
+            if self.pane == Pane::Requests && self.requests.selected > 0 {
+                self.requests.selected = (self.requests.selected + 1).min(self.requests.items.len() - 1);
+            }
+            return Vec::new();
+        }
+        if self.frozen {
+            self.missed += 1;
+            for p in affected(&e) {
+                self.stale.insert(p);
+            }
+            return Vec::new();
+        }
+        match &e {
+            DomainEvent::IncomingPaymentReceived { id, received } => {
+                if let Some(row) = self
+                    .incoming
+                    .items
+                    .iter_mut()
+                    .find(|r| r.payment.id.ends_with(id.as_str()))
+                {
+                    if let Ok(v) = crate::money::Value::from_i64(*received) {
+                        row.payment.received_amount.value = v;
+                    }
+                } else {
+                    self.stale.insert(Pane::Incoming);
+                }
+                self.remember(id, format!("received {received}"));
+            }
+            DomainEvent::OutgoingPaymentProgress { id, sent } => {
+                if let Some(row) = self
+                    .outgoing
+                    .items
+                    .iter_mut()
+                    .find(|r| r.payment.id.ends_with(id.as_str()))
+                {
+                    if let Ok(v) = crate::money::Value::from_i64(*sent) {
+                        row.payment.sent_amount.value = v;
+                    }
+                } else {
+                    self.stale.insert(Pane::Outgoing);
+                }
+                self.remember(id, format!("sent {sent}"));
+            }
+            DomainEvent::BalanceChanged {
+                account_id,
+                balance,
+                pending_debits,
+                ..
+            } => {
+                for w in self
+                    .wallets
+                    .items
+                    .iter_mut()
+                    .filter(|w| &w.balance.account_id == account_id)
+                {
+                    w.balance.balance = *balance;
+                    w.balance.pending_debits = *pending_debits;
+                    w.balance.available = balance - pending_debits;
+                }
+                for b in self
+                    .overview
+                    .balances
+                    .iter_mut()
+                    .filter(|b| &b.account_id == account_id)
+                {
+                    b.balance = *balance;
+                    b.pending_debits = *pending_debits;
+                    b.available = balance - pending_debits;
+                }
+            }
+            other => {
+                let text = describe_event(other);
+                if let Some(id) = event_id(other) {
+                    self.remember(&id, text);
+                }
+                if let DomainEvent::GrantPending { client, .. } = other {
+                    self.flash(
+                        Level::Info,
+                        format!("a grant from {client} waits for your decision (Grants, 4)"),
+                    );
+                }
+                for p in affected(other) {
+                    self.stale.insert(p);
+                }
+            }
+        }
+        Vec::new()
+    }
+
+    fn on_reply(&mut self, r: Reply) -> Vec<Effect> {
+        fn set<T: Clone>(
+            rows: &mut Rows<T>,
+            items: Vec<T>,
+            next: Option<String>,
+            append: bool,
+            id: impl Fn(&T) -> String,
+        ) {
+            let keep = rows.items.get(rows.selected).map(&id);
+            if append {
+                rows.items.extend(items);
+            } else {
+                rows.items = items;
+                if let Some(k) = keep {
+                    rows.selected = rows.items.iter().position(|x| id(x) == k).unwrap_or(rows.selected);
+                }
+            }
+            rows.selected = rows.selected.min(rows.items.len().saturating_sub(1));
+            rows.next_cursor = next;
+            rows.loading = false;
+            rows.loaded = true;
+        }
+        match r {
+            Reply::Overview(o) => self.overview = o,
+            Reply::Wallets(w) => set(&mut self.wallets, w, None, false, |x| x.wallet.name.clone()),
+            Reply::Incoming { rows, next, append } => {
+                set(&mut self.incoming, rows, next, append, |x| x.payment.id.clone())
+            }
+            Reply::Grants(g) => set(&mut self.grants, g, None, false, |x| x.id.clone()),
+            Reply::Outgoing { rows, next, append } => {
+                set(&mut self.outgoing, rows, next, append, |x| x.payment.id.clone())
+            }
+            Reply::Quotes { rows, next, append } => set(&mut self.quotes, rows, next, append, |x| x.id.clone()),
+            Reply::Done(text) => {
+                self.flash(Level::Info, text);
+                return self.resync_all();
+            }
+            Reply::Failed(text) => self.flash(Level::Error, text),
+        }
+        Vec::new()
+    }
+
+    fn on_click(&mut self, col: u16, row: u16) -> Vec<Effect> {
+        if row == 1 {
+            let mut x = 0u16;
+            for (i, p) in Pane::ALL.iter().enumerate() {
+                let w = u16::try_from(tab_label(i, *p, self).chars().count()).unwrap_or(0) + 1;
+                if col >= x && col < x + w {
+                    return self.act(Action::Goto(*p));
+                }
+                x += w;
+            }
+        }
+        Vec::new()
+    }
+
+    fn on_key(&mut self, k: KeyEvent) -> Vec<Effect> {
+        let key = Key::from_event(&k);
+        if key == Key::ctrl('c') {
+            self.quit = true;
+            return vec![Effect::Quit];
+        }
+        match self.overlay.clone() {
+            Some(Overlay::Prompt(p)) => return self.on_prompt_key(p, k),
+            Some(Overlay::Confirm(c)) => return self.on_confirm_key(c, k),
+            Some(Overlay::Help) => {
+                if matches!(k.code, KeyCode::Esc | KeyCode::Char('?') | KeyCode::Char('q')) {
+                    self.overlay = None;
+                }
+                return Vec::new();
+            }
+            Some(Overlay::Json(_)) | Some(Overlay::Detail) => {
+                if matches!(k.code, KeyCode::Esc | KeyCode::Char('q')) {
+                    self.overlay = None;
+                    return Vec::new();
+                }
+            }
+            None => {}
+        }
+        match self.keymap.lookup(key, self.pane, self.readonly) {
+            Some(a) => self.act(a),
+            None => Vec::new(),
+        }
+    }
+
+    fn on_prompt_key(&mut self, mut p: Prompt, k: KeyEvent) -> Vec<Effect> {
+        match k.code {
+            KeyCode::Esc => {
+                self.overlay = None;
+                return Vec::new();
+            }
+            KeyCode::Enter => {
+                self.overlay = None;
+                return self.submit_prompt(p);
+            }
+            KeyCode::Backspace => {
+                p.text.pop();
+            }
+            KeyCode::Tab if p.kind == PromptKind::Command => {
+                let matches: Vec<&str> = COMMANDS
+                    .iter()
+                    .copied()
+                    .filter(|c| c.starts_with(p.text.as_str()))
+                    .collect();
+                if let [only] = matches.as_slice() {
+                    p.text = (*only).to_owned();
+                }
+            }
+            KeyCode::Up if p.kind == PromptKind::Command => {
+                if let Some(last) = self.command_history.last() {
+                    p.text = last.clone();
+                }
+            }
+            KeyCode::Char(c) if !c.is_control() && p.text.chars().count() < 200 => p.text.push(c),
+            _ => {}
+        }
+        self.overlay = Some(Overlay::Prompt(p));
+        Vec::new()
+    }
+
+    fn submit_prompt(&mut self, p: Prompt) -> Vec<Effect> {
+        match p.kind {
+            PromptKind::Filter => {
+                match Filter::parse(p.text.trim()) {
+                    Some(f) => {
+                        self.filters.insert(self.pane, f);
+                    }
+                    None => {
+                        self.filters.remove(&self.pane);
+                    }
+                }
+                if let Some(s) = self.selected_mut() {
+                    *s = 0;
+                }
+                Vec::new()
+            }
+            PromptKind::Reason(grant) => {
+                let reason = Some(p.text.trim().to_owned()).filter(|r| !r.is_empty());
+                self.ask(
+                    format!("Reject grant {}?", short_id(&grant)),
+                    Effect::Reject(grant, reason),
+                )
+            }
+            PromptKind::Command => self.command(p.text.trim()),
+        }
+    }
+
+    fn command(&mut self, text: &str) -> Vec<Effect> {
+        if !text.is_empty() {
+            self.command_history.push(text.to_owned());
+        }
+        let mut words = text.split_whitespace();
+        let head = words.next().unwrap_or("");
+        let arg = words.next();
+        match head {
+            "" => Vec::new(),
+            "q" | "quit" => self.act(Action::Quit),
+            "help" => self.act(Action::Help),
+            "demo" => self.act(Action::Demo),
+            "outgoing" if arg == Some("failed") => {
+                self.failed_only = true;
+                self.pane = Pane::Outgoing;
+                vec![self.load(Pane::Outgoing)]
+            }
+            "wallet" => {
+                self.pane = Pane::Wallets;
+                if let Some(name) = arg {
+                    match self.wallets.items.iter().position(|w| w.wallet.name == name) {
+                        Some(i) => {
+                            self.filters.remove(&Pane::Wallets);
+                            self.wallets.selected = i;
+                        }
+                        None => self.flash(Level::Warn, format!("no wallet {name:?}")),
+                    }
+                }
+                Vec::new()
+            }
+            other => match Pane::from_name(other) {
+                Some(p) => self.act(Action::Goto(p)),
+                None => {
+                    self.flash(Level::Warn, format!("unknown command {other:?}; try :help"));
+                    Vec::new()
+                }
+            },
+        }
+    }
+
+    fn on_confirm_key(&mut self, mut c: Confirm, k: KeyEvent) -> Vec<Effect> {
+        match k.code {
+            KeyCode::Char('y') | KeyCode::Char('Y') => {
+                self.overlay = None;
+                return vec![c.effect];
+            }
+            KeyCode::Char('n') | KeyCode::Char('N') | KeyCode::Esc | KeyCode::Char('q') => {
+                self.overlay = None;
+                return Vec::new();
+            }
+            KeyCode::Left | KeyCode::Right | KeyCode::Tab | KeyCode::Char('h') | KeyCode::Char('l') => c.yes = !c.yes,
+            KeyCode::Enter => {
+                self.overlay = None;
+                return if c.yes { vec![c.effect] } else { Vec::new() };
+            }
+            _ => {}
+        }
+        self.overlay = Some(Overlay::Confirm(c));
+        Vec::new()
+    }
+
+    fn ask(&mut self, question: String, effect: Effect) -> Vec<Effect> {
+        self.overlay = Some(Overlay::Confirm(Confirm {
+            question,
+            effect,
+            yes: false,
+        }));
+        Vec::new()
+    }
+
+    /// Carries out an action.
+    pub fn act(&mut self, a: Action) -> Vec<Effect> {
+        if self.readonly && self.keymap.is_dangerous(a) {
+            self.flash(Level::Warn, "read-only mode");
+            return Vec::new();
+        }
+        let page = self.page_rows();
+        match a {
+            Action::Quit => {
+                if self.overlay.take().is_some() {
+                    return Vec::new();
+                }
+                self.quit = true;
+                vec![Effect::Quit]
+            }
+            Action::Help => {
+                self.overlay = if self.overlay == Some(Overlay::Help) {
+                    None
+                } else {
+                    Some(Overlay::Help)
+                };
+                Vec::new()
+            }
+            Action::Command => {
+                self.overlay = Some(Overlay::Prompt(Prompt {
+                    kind: PromptKind::Command,
+                    text: String::new(),
+                }));
+                Vec::new()
+            }
+            Action::Filter => {
+                let text = self
+                    .filters
+                    .get(&self.pane)
+                    .map(|f| format!("{}{}", if f.invert { "!" } else { "" }, f.text));
+                self.overlay = Some(Overlay::Prompt(Prompt {
+                    kind: PromptKind::Filter,
+                    text: text.unwrap_or_default(),
+                }));
+                Vec::new()
+            }
+            Action::NextPane => self.act(Action::Goto(self.pane.next())),
+            Action::PrevPane => self.act(Action::Goto(self.pane.prev())),
+            Action::Goto(p) => {
+                self.pane = p;
+                self.overlay = None;
+                if self.stale.contains(&p) && !self.frozen && !matches!(p, Pane::Requests | Pane::Log) {
+                    return vec![self.load(p)];
+                }
+                Vec::new()
+            }
+            Action::Up => self.move_selection(|s, _| s.saturating_sub(1)),
+            Action::Down => self.move_selection(|s, _| s + 1),
+            Action::Top => self.move_selection(|_, _| 0),
+            Action::Bottom => self.move_selection(|_, len| len.saturating_sub(1)),
+            Action::PageUp => self.move_selection(|s, _| s.saturating_sub(page)),
+            Action::PageDown => self.move_selection(|s, _| s + page),
+            Action::HalfPageUp => self.move_selection(|s, _| s.saturating_sub(page / 2)),
+            Action::HalfPageDown => self.move_selection(|s, _| s + page / 2),
+            Action::Open => {
+                if self.selected_index().is_some() && !matches!(self.pane, Pane::Overview | Pane::Log) {
+                    self.overlay = Some(Overlay::Detail);
+                }
+                Vec::new()
+            }
+            Action::Back => {
+                if self.overlay.take().is_none()
+                    && self.filters.remove(&self.pane).is_none()
+                    && self.pane == Pane::Outgoing
+                    && self.failed_only
+                {
+                    self.failed_only = false;
+                    return vec![self.load(Pane::Outgoing)];
+                }
+                Vec::new()
+            }
+            Action::Freeze => {
+                self.frozen = !self.frozen;
+                if self.frozen {
+                    self.flash(Level::Info, "frozen: the view stays still; events are counted");
+                    Vec::new()
+                } else {
+                    let missed = std::mem::take(&mut self.missed);
+                    self.flash(Level::Info, format!("live again ({missed} events while frozen)"));
+                    self.resync_all()
+                }
+            }
+            Action::Resync => {
+                self.flash(Level::Info, "resyncing from the store");
+                self.resync_all()
+            }
+            Action::RawJson => {
+                if let Some(json) = self.selection_json() {
+                    self.overlay = Some(Overlay::Json(json));
+                }
+                Vec::new()
+            }
+            Action::Reveal => {
+                self.reveal_secret = !self.reveal_secret;
+                Vec::new()
+            }
+            Action::FailedOnly => {
+                self.failed_only = !self.failed_only;
+                self.outgoing.selected = 0;
+                vec![self.load(Pane::Outgoing)]
+            }
+            Action::Approve => match self.selected_grant() {
+                Some(g) if g.state == "pending" => {
+                    let q = format!(
+                        "Approve grant {} for {}?",
+                        short_id(&g.id),
+                        g.client_name.clone().unwrap_or_else(|| g.client.clone())
+                    );
+                    let e = Effect::Approve(g.id.clone());
+                    self.ask(q, e)
+                }
+                Some(g) => {
+                    let s = g.state.clone();
+                    self.flash(
+                        Level::Warn,
+                        format!("only pending grants can be approved (this one is {s})"),
+                    );
+                    Vec::new()
+                }
+                None => Vec::new(),
+            },
+            Action::Reject => match self.selected_grant() {
+                Some(g) if g.state == "pending" => {
+                    let id = g.id.clone();
+                    self.overlay = Some(Overlay::Prompt(Prompt {
+                        kind: PromptKind::Reason(id),
+                        text: String::new(),
+                    }));
+                    Vec::new()
+                }
+                Some(_) => {
+                    self.flash(Level::Warn, "only pending grants can be rejected");
+                    Vec::new()
+                }
+                None => Vec::new(),
+            },
+            Action::Revoke => match self.selected_grant() {
+                Some(g) if g.state != "revoked" => {
+                    let (q, e) = (
+                        format!("Revoke grant {} and all its tokens?", short_id(&g.id)),
+                        Effect::Revoke(g.id.clone()),
+                    );
+                    self.ask(q, e)
+                }
+                _ => Vec::new(),
+            },
+            Action::Complete => match self.selected_incoming() {
+                Some(p) if p.state == "pending" => {
+                    let id = p.payment.id.rsplit('/').next().unwrap_or("").to_owned();
+                    self.ask(
+                        format!(
+                            "Complete incoming payment {}? It will accept no more money.",
+                            short_id(&id)
+                        ),
+                        Effect::Complete(id),
+                    )
+                }
+                Some(p) => {
+                    let s = p.state.clone();
+                    self.flash(Level::Warn, format!("this incoming payment is {s}"));
+                    Vec::new()
+                }
+                None => Vec::new(),
+            },
+            Action::Retry => match self.selected_outgoing() {
+                Some(p) if p.state == "failed" => {
+                    let id = p.payment.id.rsplit('/').next().unwrap_or("").to_owned();
+                    self.ask(format!("Retry outgoing payment {}?", short_id(&id)), Effect::Retry(id))
+                }
+                Some(_) => {
+                    self.flash(Level::Warn, "only failed payments can be retried");
+                    Vec::new()
+                }
+                None => Vec::new(),
+            },
+            Action::Cancel => match self.selected_outgoing() {
+                Some(p) if p.state == "sending" && p.payment.sent_amount.value.is_zero() => {
+                    let id = p.payment.id.rsplit('/').next().unwrap_or("").to_owned();
+                    self.ask(
+                        format!("Cancel outgoing payment {}?", short_id(&id)),
+                        Effect::Cancel(id),
+                    )
+                }
+                Some(_) => {
+                    self.flash(Level::Warn, "only payments that have sent nothing can be cancelled");
+                    Vec::new()
+                }
+                None => Vec::new(),
+            },
+            Action::Demo => {
+                self.flash(
+                    Level::Info,
+                    "demo scenario started: watch Grants (4), Incoming (3) and Outgoing (5)",
+                );
+                vec![Effect::Demo]
+            }
+        }
+    }
+
+    fn selection_json(&self) -> Option<String> {
+        let i = self.selected_index()?;
+        let v = match self.pane {
+            Pane::Wallets => serde_json::to_value(self.wallets.items.get(i)?),
+            Pane::Incoming => serde_json::to_value(self.incoming.items.get(i)?),
+            Pane::Grants => serde_json::to_value(self.grants.items.get(i)?),
+            Pane::Outgoing => serde_json::to_value(self.outgoing.items.get(i)?),
+            Pane::Quotes => serde_json::to_value(self.quotes.items.get(i)?),
+            Pane::Requests => serde_json::to_value(self.requests.items.get(i)?),
+            _ => return None,
+        };
+        v.ok().and_then(|v| serde_json::to_string_pretty(&v).ok())
+    }
+}
+
+/// Commands the `:` prompt completes.
+pub const COMMANDS: &[&str] = &[
+    "overview",
+    "wallets",
+    "wallet",
+    "incoming",
+    "grants",
+    "outgoing",
+    "outgoing failed",
+    "quotes",
+    "requests",
+    "log",
+    "demo",
+    "help",
+    "quit",
+];
+
+/// The label of a pane's tab (shared by rendering and mouse hit-testing).
+pub fn tab_label(i: usize, p: Pane, app: &App) -> String {
+    let badge = if p == Pane::Grants && app.pending_grants() > 0 {
+        format!(" ({})", app.pending_grants())
+    } else {
+        String::new()
+    };
+    format!(" {} {}{} ", i + 1, p.title(), badge)
+}
+
+/// Which panes an event makes stale.
+fn affected(e: &DomainEvent) -> Vec<Pane> {
+    use DomainEvent::*;
+    match e {
+        WalletCreated { .. } | KeyAdded { .. } | KeyRemoved { .. } => vec![Pane::Wallets],
+        BalanceChanged { .. } => vec![Pane::Wallets, Pane::Overview],
+        GrantPending { .. }
+        | GrantApproved { .. }
+        | GrantRejected { .. }
+        | GrantRevoked { .. }
+        | TokenIssued { .. }
+        | TokenRotated { .. }
+        | TokenRevoked { .. } => vec![Pane::Grants, Pane::Overview],
+        IncomingPaymentCreated { .. }
+        | IncomingPaymentCompleted { .. }
+        | IncomingPaymentExpired { .. }
+        | IncomingPaymentReceived { .. } => vec![Pane::Incoming, Pane::Overview],
+        QuoteCreated { .. } => vec![Pane::Quotes],
+        OutgoingPaymentCreated { .. }
+        | OutgoingPaymentCompleted { .. }
+        | OutgoingPaymentFailed { .. }
+        | OutgoingPaymentCancelled { .. }
+        | OutgoingPaymentProgress { .. } => vec![Pane::Outgoing, Pane::Overview],
+        HttpRequest { .. } => vec![],
+    }
+}
+
+fn event_id(e: &DomainEvent) -> Option<String> {
+    use DomainEvent::*;
+    Some(match e {
+        GrantPending { id, .. } | GrantApproved { id } | GrantRejected { id, .. } | GrantRevoked { id } => id.clone(),
+        TokenIssued { grant_id } | TokenRotated { grant_id } | TokenRevoked { grant_id } => grant_id.clone(),
+        IncomingPaymentCreated { id, .. } | IncomingPaymentCompleted { id } | IncomingPaymentExpired { id } => {
+            id.clone()
+        }
+        OutgoingPaymentCreated { id, .. }
+        | OutgoingPaymentCompleted { id }
+        | OutgoingPaymentFailed { id, .. }
+        | OutgoingPaymentCancelled { id } => id.clone(),
+        QuoteCreated { id, .. } => id.clone(),
+        _ => return None,
+    })
+}
+
+/// A domain event in a few words.
+pub fn describe_event(e: &DomainEvent) -> String {
+    use DomainEvent::*;
+    match e {
+        WalletCreated { name, .. } => format!("wallet {name} created"),
+        KeyAdded { wallet, kid } => format!("key {} added to {wallet}", short_id(kid)),
+        KeyRemoved { wallet, kid } => format!("key {} removed from {wallet}", short_id(kid)),
+        BalanceChanged { wallet, balance, .. } => format!(
+            "balance of {} is {balance}",
+            wallet.clone().unwrap_or_else(|| "an ASE account".into())
+        ),
+        GrantPending { id, client } => format!("grant {} from {client} is pending", short_id(id)),
+        GrantApproved { id } => format!("grant {} approved", short_id(id)),
+        GrantRejected { id, .. } => format!("grant {} rejected", short_id(id)),
+        GrantRevoked { id } => format!("grant {} revoked", short_id(id)),
+        TokenIssued { grant_id } => format!("token issued for grant {}", short_id(grant_id)),
+        TokenRotated { grant_id } => format!("token rotated for grant {}", short_id(grant_id)),
+        TokenRevoked { grant_id } => format!("token revoked for grant {}", short_id(grant_id)),
+        IncomingPaymentCreated { id, wallet } => format!("incoming payment {} for {wallet}", short_id(id)),
+        IncomingPaymentCompleted { id } => format!("incoming payment {} completed", short_id(id)),
+        IncomingPaymentExpired { id } => format!("incoming payment {} expired", short_id(id)),
+        IncomingPaymentReceived { id, received } => format!("incoming payment {} received {received}", short_id(id)),
+        QuoteCreated { id, wallet } => format!("quote {} for {wallet}", short_id(id)),
+        OutgoingPaymentCreated { id, wallet } => format!("outgoing payment {} from {wallet}", short_id(id)),
+        OutgoingPaymentProgress { id, sent } => format!("outgoing payment {} sent {sent}", short_id(id)),
+        OutgoingPaymentCompleted { id } => format!("outgoing payment {} completed", short_id(id)),
+        OutgoingPaymentFailed { id, reason } => format!("outgoing payment {} failed: {reason}", short_id(id)),
+        OutgoingPaymentCancelled { id } => format!("outgoing payment {} cancelled", short_id(id)),
+        HttpRequest {
+            method, path, status, ..
+        } => format!("{method} {path} → {status}"),
+    }
+}
+
+/// `[keys]` and `[theme]` tables from `config.toml`.
+pub type Overrides = BTreeMap<String, String>;
+
+/// Deterministic rows for tests and snapshots.
+#[cfg(test)]
+pub mod fixtures {
+    use super::*;
+    use crate::{
+        ase::{incoming::IncomingPaymentDto, outgoing::OutgoingPaymentDto},
+        money::{Amount, Asset, Value as Money},
+    };
+
+    pub fn now() -> OffsetDateTime {
+        crate::clock::parse_ts("2026-11-21T12:00:00Z").unwrap()
+    }
+
+    pub fn usd(v: u64) -> Amount {
+        Amount::new(Money::new(v).unwrap(), &Asset::new("USD", 2).unwrap())
+    }
+
+    pub fn grant(id: &str, state: &str) -> GrantView {
+        GrantView {
+            id: id.into(),
+            state: state.into(),
+            client: "http://x/demo-client".into(),
+            client_name: Some("Demo".into()),
+            access: vec![],
+            subject: None,
+            interactive: true,
+            finish_uri: None,
+            decision_reason: None,
+            created_at: "2026-11-21T11:59:00.000Z".into(),
+            interaction_expires_at: None,
+            description: vec!["Demo asks for:".into()],
+            tokens: vec![],
+        }
+    }
+
+    pub fn incoming(id: &str, wallet: &str, received: u64, expected: Option<u64>) -> IncomingView {
+        IncomingView {
+            payment: IncomingPaymentDto {
+                id: format!("http://x/incoming-payments/{id}"),
+                wallet_address: format!("http://x/{wallet}"),
+                completed: false,
+                incoming_amount: expected.map(usd),
+                received_amount: usd(received),
+                expires_at: Some("2026-11-21T13:00:00.000Z".into()),
+                metadata: None,
+                created_at: "2026-11-21T11:00:00.000Z".into(),
+                methods: None,
+            },
+            state: "pending".into(),
+            wallet: wallet.into(),
+            client: None,
+        }
+    }
+
+    pub fn outgoing(id: &str, state: &str) -> OutgoingView {
+        OutgoingView {
+            payment: OutgoingPaymentDto {
+                id: format!("http://x/outgoing-payments/{id}"),
+                wallet_address: "http://x/alice".into(),
+                quote_id: None,
+                failed: state == "failed",
+                receiver: "http://x/incoming-payments/r".into(),
+                receive_amount: usd(100),
+                debit_amount: usd(100),
+                sent_amount: usd(0),
+                metadata: None,
+                created_at: "2026-11-21T11:00:00.000Z".into(),
+                grant_spent_debit_amount: None,
+                grant_spent_receive_amount: None,
+            },
+            state: state.into(),
+            wallet: "alice".into(),
+            grant_id: None,
+            delivered_amount: usd(0),
+            failure_reason: (state == "failed").then(|| "insufficient_balance".into()),
+            failure_message: None,
+            attempts: 0,
+            updated_at: "2026-11-21T11:00:00.000Z".into(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+
+    use super::{fixtures::*, *};
+
+    fn app() -> App {
+        App::new(ServerInfo::default(), Keymap::default(), false, now())
+    }
+
+    fn key(c: char) -> Msg {
+        Msg::Key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE))
+    }
+
+    fn code(c: KeyCode) -> Msg {
+        Msg::Key(KeyEvent::new(c, KeyModifiers::NONE))
+    }
+
+    #[test]
+    fn approving_asks_first_and_defaults_to_no() {
+        let mut a = app();
+        a.update(Msg::Reply(Reply::Grants(vec![grant("g-1", "pending")])));
+        a.update(key('4'));
+        assert_eq!(a.pane, Pane::Grants);
+        assert!(a.update(key('a')).is_empty());
+        assert!(matches!(a.overlay, Some(Overlay::Confirm(Confirm { yes: false, .. }))));
+        assert!(
+            a.update(code(KeyCode::Enter)).is_empty(),
+            "Enter on the default No does nothing"
+        );
+        assert!(a.overlay.is_none());
+        a.update(key('a'));
+        assert_eq!(a.update(key('y')), vec![Effect::Approve("g-1".into())]);
+        a.update(key('a'));
+        a.update(code(KeyCode::Right));
+        assert_eq!(a.update(code(KeyCode::Enter)), vec![Effect::Approve("g-1".into())]);
+    }
+
+    #[test]
+    fn rejecting_asks_for_a_reason_then_confirms() {
+        let mut a = app();
+        a.update(Msg::Reply(Reply::Grants(vec![grant("g-1", "pending")])));
+        a.update(key('4'));
+        a.update(key('x'));
+        for c in "not today".chars() {
+            a.update(key(c));
+        }
+        a.update(code(KeyCode::Enter));
+        assert_eq!(
+            a.update(key('y')),
+            vec![Effect::Reject("g-1".into(), Some("not today".into()))]
+        );
+    }
+
+    #[test]
+    fn readonly_hides_dangerous_actions() {
+        let mut a = App::new(ServerInfo::default(), Keymap::default(), true, now());
+        a.update(Msg::Reply(Reply::Grants(vec![grant("g-1", "pending")])));
+        a.update(key('4'));
+        assert!(a.update(key('a')).is_empty());
+        assert!(a.overlay.is_none());
+        assert!(a.act(Action::Approve).is_empty());
+        assert!(a.overlay.is_none());
+    }
+
+    #[test]
+    fn events_update_rows_in_place_or_mark_panes_stale() {
+        let mut a = app();
+        a.update(Msg::Reply(Reply::Incoming {
+            rows: vec![incoming("i-1", "bob", 0, Some(1000))],
+            next: None,
+            append: false,
+        }));
+        a.stale.clear();
+        a.update(Msg::Event(DomainEvent::IncomingPaymentReceived {
+            id: "i-1".into(),
+            received: 400,
+        }));
+        assert_eq!(a.incoming.items[0].payment.received_amount.value.get(), 400);
+        a.update(Msg::Event(DomainEvent::GrantPending {
+            id: "g".into(),
+            client: "c".into(),
+        }));
+        assert!(a.stale.contains(&Pane::Grants));
+        assert!(a.flash.is_some());
+        let effects = a.update(key('4'));
+        assert!(
+            effects
+                .iter()
+                .any(|e| matches!(e, Effect::Load(Load { pane: Pane::Grants, .. }))),
+            "{effects:?}"
+        );
+        // while looking at Grants, a new grant reloads it on the next tick
+        a.update(Msg::Event(DomainEvent::GrantApproved { id: "g".into() }));
+        let effects = a.update(Msg::Tick(now()));
+        assert!(
+            effects
+                .iter()
+                .any(|e| matches!(e, Effect::Load(Load { pane: Pane::Grants, .. }))),
+            "{effects:?}"
+        );
+    }
+
+    #[test]
+    fn lag_resyncs_everything() {
+        let mut a = app();
+        let effects = a.update(Msg::Lagged);
+        assert!(effects.len() >= 5);
+    }
+
+    #[test]
+    fn freeze_counts_but_does_not_apply() {
+        let mut a = app();
+        a.update(key('f'));
+        a.update(Msg::Event(DomainEvent::HttpRequest {
+            method: "GET".into(),
+            path: "/alice".into(),
+            status: 200,
+            latency_us: 5,
+        }));
+        assert!(a.requests.items.is_empty());
+        assert_eq!(a.missed, 1);
+        let effects = a.update(key('f'));
+        assert!(!a.frozen);
+        assert!(!effects.is_empty(), "unfreezing resyncs");
+    }
+
+    #[test]
+    fn filters_and_commands() {
+        let mut a = app();
+        a.update(Msg::Reply(Reply::Incoming {
+            rows: vec![incoming("i-1", "bob", 0, None), incoming("i-2", "carol", 0, None)],
+            next: None,
+            append: false,
+        }));
+        a.update(key('3'));
+        a.update(key('/'));
+        for c in "carol".chars() {
+            a.update(key(c));
+        }
+        a.update(code(KeyCode::Enter));
+        assert_eq!(a.visible_len(Pane::Incoming), 1);
+        a.update(key('/'));
+        a.update(code(KeyCode::Backspace));
+        for _ in 0..5 {
+            a.update(code(KeyCode::Backspace));
+        }
+        for c in "!carol".chars() {
+            a.update(key(c));
+        }
+        a.update(code(KeyCode::Enter));
+        assert_eq!(a.visible_indices(Pane::Incoming), vec![0]);
+        a.update(code(KeyCode::Esc));
+        assert_eq!(a.visible_len(Pane::Incoming), 2);
+        a.update(key(':'));
+        for c in "outgoing failed".chars() {
+            a.update(key(c));
+        }
+        let e = a.update(code(KeyCode::Enter));
+        assert_eq!(a.pane, Pane::Outgoing);
+        assert!(a.failed_only);
+        assert_eq!(
+            e,
+            vec![Effect::Load(Load {
+                pane: Pane::Outgoing,
+                failed_only: true,
+                cursor: None
+            })]
+        );
+        a.update(key(':'));
+        for c in "q".chars() {
+            a.update(key(c));
+        }
+        assert_eq!(a.update(code(KeyCode::Enter)), vec![Effect::Quit]);
+    }
+
+    #[test]
+    fn scrolling_to_the_end_pages_from_the_store() {
+        let mut a = app();
+        let rows: Vec<_> = (0..3).map(|i| outgoing(&format!("o-{i}"), "completed")).collect();
+        a.update(Msg::Reply(Reply::Outgoing {
+            rows,
+            next: Some("cursor-1".into()),
+            append: false,
+        }));
+        a.update(key('5'));
+        a.update(key('j'));
+        let e = a.update(key('j'));
+        assert_eq!(
+            e,
+            vec![Effect::Load(Load {
+                pane: Pane::Outgoing,
+                failed_only: false,
+                cursor: Some("cursor-1".into())
+            })]
+        );
+        a.update(Msg::Reply(Reply::Outgoing {
+            rows: vec![outgoing("o-3", "failed")],
+            next: None,
+            append: true,
+        }));
+        assert_eq!(a.outgoing.items.len(), 4);
+    }
+
+    #[test]
+    fn retry_and_cancel_only_where_the_engine_allows() {
+        let mut a = app();
+        a.update(Msg::Reply(Reply::Outgoing {
+            rows: vec![outgoing("o-1", "failed"), outgoing("o-2", "completed")],
+            next: None,
+            append: false,
+        }));
+        a.update(key('5'));
+        a.update(key('R'));
+        assert_eq!(a.update(key('y')), vec![Effect::Retry("o-1".into())]);
+        a.update(key('j'));
+        assert!(a.update(key('R')).is_empty());
+        assert!(a.overlay.is_none());
+        assert!(a.update(key('C')).is_empty());
+        assert!(a.flash.is_some());
+    }
+
+    #[test]
+    fn tab_clicks_switch_panes() {
+        let mut a = app();
+        let x = u16::try_from(tab_label(0, Pane::Overview, &a).chars().count() + 2).unwrap();
+        a.update(Msg::Click(x, 1));
+        assert_eq!(a.pane, Pane::Wallets);
+    }
+}

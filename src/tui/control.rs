@@ -1,0 +1,130 @@
+//! The control task: carries out the console's effects with the same operations the admin API runs, off
+//! the UI task, and answers with replies. Loads page from the store with keyset cursors.
+
+use tokio::sync::mpsc;
+
+use super::{
+    app::{Effect, Load, OverviewData, PAGE, Reply, WalletRow, short_id},
+    pane::Pane,
+};
+use crate::{
+    admin::{
+        dto::{PaymentFilter, Reject},
+        ops,
+    },
+    server::{AppState, error::ApiError},
+};
+
+async fn load(s: &AppState, l: Load) -> Result<Reply, ApiError> {
+    let filter = |state: Option<String>| PaymentFilter {
+        wallet: None,
+        state,
+        cursor: l.cursor.clone(),
+        first: Some(PAGE),
+    };
+    let append = l.cursor.is_some();
+    Ok(match l.pane {
+        Pane::Overview => {
+            let grants = ops::list_grants(s, Some("pending".into())).await?;
+            let open = s.incoming.count_open().await?;
+            let failed = s.outgoing.count_in_state("failed").await?;
+            let balances = ops::balances(s).await?;
+            Reply::Overview(OverviewData {
+                pending_grants: grants.len(),
+                open_incoming: open,
+                failed_outgoing: failed,
+                balances,
+            })
+        }
+        Pane::Wallets => {
+            let balances = ops::balances(s).await?;
+            let mut rows = Vec::new();
+            for w in ops::list_wallets(s).await? {
+                let keys = s.wallets.keys(&w.name).await?.keys.len();
+                if let Some(b) = balances.iter().find(|b| b.account_id == w.account_id) {
+                    rows.push(WalletRow {
+                        wallet: w,
+                        balance: b.clone(),
+                        keys,
+                    });
+                }
+            }
+            Reply::Wallets(rows)
+        }
+        Pane::Incoming => {
+            let l = ops::list_incoming(s, filter(None)).await?;
+            Reply::Incoming {
+                rows: l.items,
+                next: l.next_cursor,
+                append,
+            }
+        }
+        Pane::Grants => Reply::Grants(ops::list_grants(s, None).await?),
+        Pane::Outgoing => {
+            let state = l.failed_only.then(|| "failed".to_owned());
+            let l = ops::list_outgoing(s, filter(state)).await?;
+            Reply::Outgoing {
+                rows: l.items,
+                next: l.next_cursor,
+                append,
+            }
+        }
+        Pane::Quotes => {
+            let l = ops::list_quotes(s, filter(None)).await?;
+            Reply::Quotes {
+                rows: l.items,
+                next: l.next_cursor,
+                append,
+            }
+        }
+        Pane::Requests | Pane::Log => Reply::Done(String::new()),
+    })
+}
+
+/// Runs one effect and returns the reply (none for `Quit`).
+pub async fn run_effect(s: &AppState, e: Effect) -> Option<Reply> {
+    let r = match e {
+        Effect::Load(l) => load(s, l).await,
+        Effect::Approve(id) => ops::approve_grant(s, &id)
+            .await
+            .map(|_| Reply::Done(format!("grant {} approved", short_id(&id)))),
+        Effect::Reject(id, reason) => ops::reject_grant(s, &id, Reject { reason })
+            .await
+            .map(|_| Reply::Done(format!("grant {} rejected", short_id(&id)))),
+        Effect::Revoke(id) => ops::revoke_grant(s, &id)
+            .await
+            .map(|_| Reply::Done(format!("grant {} revoked", short_id(&id)))),
+        Effect::Complete(id) => ops::complete_incoming(s, &id)
+            .await
+            .map(|_| Reply::Done(format!("incoming payment {} completed", short_id(&id)))),
+        Effect::Retry(id) => ops::retry_outgoing(s, &id)
+            .await
+            .map(|_| Reply::Done(format!("outgoing payment {} retried", short_id(&id)))),
+        Effect::Cancel(id) => ops::cancel_outgoing(s, &id)
+            .await
+            .map(|_| Reply::Done(format!("outgoing payment {} cancelled", short_id(&id)))),
+        Effect::Demo => {
+            let s = s.clone();
+            tokio::spawn(async move {
+                if let Err(e) = crate::demo::run(&s).await {
+                    tracing::warn!(error = %e, "demo scenario failed");
+                }
+            });
+            return None;
+        }
+        Effect::Quit => return None,
+    };
+    Some(r.unwrap_or_else(|e| Reply::Failed(e.description)))
+}
+
+/// Serves effects from `rx`, sending replies to `tx`, until `rx` closes. Effects run concurrently.
+pub async fn serve(s: AppState, mut rx: mpsc::UnboundedReceiver<Effect>, tx: mpsc::UnboundedSender<Reply>) {
+    while let Some(e) = rx.recv().await {
+        let (s, tx) = (s.clone(), tx.clone());
+        tokio::spawn(async move {
+            if let Some(r) = run_effect(&s, e).await {
+                let _ = tx.send(r);
+            }
+        });
+    }
+}

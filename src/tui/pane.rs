@@ -1,0 +1,74 @@
+//! The console's panes: their order (number keys, Tab), names (`:` commands) and titles.
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Pane {
+    Overview,
+    Wallets,
+    Incoming,
+    Grants,
+    Outgoing,
+    Quotes,
+    Requests,
+    Log,
+}
+
+impl Pane {
+    pub const ALL: [Pane; 8] = [
+        Pane::Overview,
+        Pane::Wallets,
+        Pane::Incoming,
+        Pane::Grants,
+        Pane::Outgoing,
+        Pane::Quotes,
+        Pane::Requests,
+        Pane::Log,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Overview => "overview",
+            Self::Wallets => "wallets",
+            Self::Incoming => "incoming",
+            Self::Grants => "grants",
+            Self::Outgoing => "outgoing",
+            Self::Quotes => "quotes",
+            Self::Requests => "requests",
+            Self::Log => "log",
+        }
+    }
+
+    pub fn title(self) -> &'static str {
+        match self {
+            Self::Overview => "Overview",
+            Self::Wallets => "Wallets",
+            Self::Incoming => "Incoming",
+            Self::Grants => "Grants",
+            Self::Outgoing => "Outgoing",
+            Self::Quotes => "Quotes",
+            Self::Requests => "Requests",
+            Self::Log => "Log",
+        }
+    }
+
+    pub fn index(self) -> usize {
+        Self::ALL.iter().position(|p| *p == self).unwrap_or(0)
+    }
+
+    pub fn next(self) -> Pane {
+        Self::ALL[(self.index() + 1) % Self::ALL.len()]
+    }
+
+    pub fn prev(self) -> Pane {
+        Self::ALL[(self.index() + Self::ALL.len() - 1) % Self::ALL.len()]
+    }
+
+    pub fn from_name(name: &str) -> Option<Pane> {
+        Self::ALL
+            .iter()
+            .copied()
+            .find(|p| p.name() == name || p.name().starts_with(name) && !name.is_empty())
+    }
+}

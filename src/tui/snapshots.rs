@@ -1,0 +1,279 @@
+//! Snapshot tests of every pane on ratatui's `TestBackend` at 80×24 and 120×40 — empty, loaded, filtered,
+//! detail, confirm dialog and error states — with a fixed clock and fixed ids. CI fails on a changed snapshot.
+
+use ratatui::{Terminal, backend::TestBackend};
+
+use super::{
+    app::{App, Level, Msg, OverviewData, Reply, ServerInfo, WalletRow, fixtures::*},
+    keymap::Keymap,
+    pane::Pane,
+    render,
+    theme::Theme,
+};
+use crate::{
+    ase::{quotes::QuoteDto, wallet::Wallet},
+    events::DomainEvent,
+    ledger::Balance,
+};
+
+fn info() -> ServerInfo {
+    ServerInfo {
+        version: "0.1.0".into(),
+        listen: "127.0.0.1:4000".into(),
+        public_url: "http://127.0.0.1:4000".into(),
+        ilp_address: Some("test.opdesk".into()),
+        database: "/data/ase.sqlite3".into(),
+    }
+}
+
+fn balance(wallet: &str, code: &str, v: i64) -> Balance {
+    Balance {
+        account_id: format!("acct-{wallet}"),
+        kind: "wallet".into(),
+        wallet: Some(wallet.into()),
+        asset_code: code.into(),
+        asset_scale: 2,
+        balance: v,
+        pending_debits: 0,
+        pending_credits: 0,
+        available: v,
+    }
+}
+
+fn wallet_row(name: &str, code: &str, v: i64) -> WalletRow {
+    WalletRow {
+        wallet: Wallet {
+            id: format!("w-{name}"),
+            name: name.into(),
+            url: format!("http://127.0.0.1:4000/{name}"),
+            public_name: Some(format!("{name} (demo)")),
+            asset_code: code.into(),
+            asset_scale: 2,
+            account_id: format!("acct-{name}"),
+            demo: true,
+            created_at: "2026-11-21T10:00:00.000Z".into(),
+        },
+        balance: balance(name, code, v),
+        keys: usize::from(name == "demo-client"),
+    }
+}
+
+fn quote(id: &str) -> QuoteDto {
+    QuoteDto {
+        id: format!("http://127.0.0.1:4000/quotes/{id}"),
+        wallet_address: "http://127.0.0.1:4000/alice".into(),
+        receiver: "http://127.0.0.1:4000/incoming-payments/0000-ip-1".into(),
+        receive_amount: usd(900),
+        debit_amount: usd(1000),
+        method: "ilp".into(),
+        expires_at: "2026-11-21T12:04:10.000Z".into(),
+        created_at: "2026-11-21T11:59:10.000Z".into(),
+    }
+}
+
+fn loaded(readonly: bool) -> App {
+    let mut a = App::new(info(), Keymap::default(), readonly, now());
+    a.started_at = now() - time::Duration::seconds(3723);
+    let mut pending = grant("0000-grant-01", "pending");
+    pending.description = vec![
+        "Demo client (demo) (http://127.0.0.1:4000/demo-client) asks for:".into(),
+        "  - send payments from http://127.0.0.1:4000/alice (create, read): up to 5.00 USD debited per month".into(),
+    ];
+    pending.interaction_expires_at = Some("2026-11-21T12:09:00.000Z".into());
+    let msgs = vec![
+        Reply::Overview(OverviewData {
+            pending_grants: 1,
+            open_incoming: 2,
+            failed_outgoing: 1,
+            balances: vec![
+                balance("alice", "USD", 100_000),
+                balance("bob", "USD", 50_000),
+                balance("carol", "EUR", 50_000),
+            ],
+        }),
+        Reply::Wallets(vec![
+            wallet_row("alice", "USD", 100_000),
+            wallet_row("bob", "USD", 50_000),
+            wallet_row("carol", "EUR", 50_000),
+            wallet_row("demo-client", "USD", 0),
+        ]),
+        Reply::Incoming {
+            rows: vec![
+                incoming("0000-ip-0001", "bob", 1250, Some(2500)),
+                incoming("0000-ip-0002", "bob", 500, None),
+                {
+                    let mut done = incoming("0000-ip-0003", "carol", 1800, Some(1800));
+                    done.state = "completed".into();
+                    done.payment.completed = true;
+                    done
+                },
+            ],
+            next: None,
+            append: false,
+        },
+        Reply::Grants(vec![
+            pending,
+            grant("0000-grant-02", "finalized"),
+            grant("0000-grant-03", "rejected"),
+        ]),
+        Reply::Outgoing {
+            rows: vec![
+                outgoing("0000-op-0001", "failed"),
+                outgoing("0000-op-0002", "completed"),
+                outgoing("0000-op-0003", "sending"),
+            ],
+            next: Some("cursor".into()),
+            append: false,
+        },
+        Reply::Quotes {
+            rows: vec![quote("0000-q-0001"), quote("0000-q-0002")],
+            next: None,
+            append: false,
+        },
+    ];
+    for m in msgs {
+        a.update(Msg::Reply(m));
+    }
+    for (i, path) in ["/alice", "/auth", "/incoming-payments", "/auth/continue/abc"]
+        .iter()
+        .enumerate()
+    {
+        a.update(Msg::Event(DomainEvent::HttpRequest {
+            method: if i % 2 == 0 { "GET".into() } else { "POST".into() },
+            path: (*path).into(),
+            status: [200, 200, 201, 400][i],
+            latency_us: 850 + i as u64 * 100,
+        }));
+    }
+    a.update(Msg::Event(DomainEvent::GrantPending {
+        id: "0000-grant-01".into(),
+        client: "demo-client".into(),
+    }));
+    a.flash = None;
+    a.update(Msg::Log("INFO opdesk: opdesk console serving on 127.0.0.1:4000".into()));
+    a
+}
+
+fn draw(a: &App, w: u16, h: u16) -> String {
+    let mut t = Terminal::new(TestBackend::new(w, h)).unwrap();
+    let mut a = a.clone();
+    a.size = (w, h);
+    t.draw(|f| render::draw(&a, &Theme::ansi(), f)).unwrap();
+    format!("{}", t.backend())
+}
+
+fn goto(a: &mut App, p: Pane) {
+    a.pane = p;
+}
+
+#[test]
+fn every_pane_empty_and_loaded_at_both_sizes() {
+    for p in Pane::ALL {
+        let mut empty = App::new(info(), Keymap::default(), false, now());
+        goto(&mut empty, p);
+        insta::assert_snapshot!(format!("{}_empty_80x24", p.name()), draw(&empty, 80, 24));
+        let mut a = loaded(false);
+        goto(&mut a, p);
+        insta::assert_snapshot!(format!("{}_loaded_80x24", p.name()), draw(&a, 80, 24));
+        insta::assert_snapshot!(format!("{}_loaded_120x40", p.name()), draw(&a, 120, 40));
+    }
+}
+
+#[test]
+fn filtered_detail_confirm_help_and_error_states() {
+    let mut a = loaded(false);
+    goto(&mut a, Pane::Incoming);
+    a.filters
+        .insert(Pane::Incoming, super::app::Filter::parse("carol").unwrap());
+    insta::assert_snapshot!("incoming_filtered_80x24", draw(&a, 80, 24));
+
+    let mut a = loaded(false);
+    goto(&mut a, Pane::Incoming);
+    a.act(super::action::Action::Open);
+    insta::assert_snapshot!("incoming_detail_120x40", draw(&a, 120, 40));
+
+    let mut a = loaded(false);
+    goto(&mut a, Pane::Grants);
+    a.act(super::action::Action::Open);
+    insta::assert_snapshot!("grants_detail_120x40", draw(&a, 120, 40));
+    a.act(super::action::Action::Approve);
+    insta::assert_snapshot!("grants_confirm_80x24", draw(&a, 80, 24));
+    insta::assert_snapshot!("grants_confirm_120x40", draw(&a, 120, 40));
+
+    let mut a = loaded(false);
+    goto(&mut a, Pane::Outgoing);
+    a.act(super::action::Action::Open);
+    insta::assert_snapshot!("outgoing_detail_120x40", draw(&a, 120, 40));
+
+    let mut a = loaded(false);
+    goto(&mut a, Pane::Outgoing);
+    a.flash(Level::Error, "only failed payments can be retried");
+    insta::assert_snapshot!("outgoing_error_80x24", draw(&a, 80, 24));
+
+    let mut a = loaded(false);
+    a.act(super::action::Action::Help);
+    insta::assert_snapshot!("help_120x40", draw(&a, 120, 40));
+
+    let mut a = loaded(true);
+    goto(&mut a, Pane::Grants);
+    insta::assert_snapshot!("grants_readonly_80x24", draw(&a, 80, 24));
+}
+
+#[test]
+fn every_bound_action_is_in_the_help_overlay_with_a_description() {
+    let mut a = loaded(false);
+    a.act(super::action::Action::Help);
+    let screen = draw(&a, 220, 80);
+    for b in &a.keymap.bindings {
+        assert!(!b.description.is_empty(), "{:?}", b.action);
+        assert!(
+            screen.contains(b.description),
+            "help lacks {:?}: {}",
+            b.action,
+            b.description
+        );
+        assert!(
+            screen.contains(&b.keys[0].label()),
+            "help lacks the key of {:?}",
+            b.action
+        );
+    }
+}
+
+#[test]
+fn tiny_terminals_do_not_panic() {
+    let a = loaded(false);
+    for (w, h) in [(1, 1), (10, 3), (20, 8), (40, 10)] {
+        draw(&a, w, h);
+    }
+}
+
+/// The README's key table as the keymap produces it.
+fn key_table() -> String {
+    let mut out = String::from("| keys | where | what |\n|---|---|---|\n");
+    for b in &Keymap::default().bindings {
+        let keys = b
+            .keys
+            .iter()
+            .map(|k| format!("`{}`", k.label()))
+            .collect::<Vec<_>>()
+            .join(" ");
+        let scope = match b.scope {
+            super::keymap::Scope::Global => "anywhere".to_owned(),
+            super::keymap::Scope::Pane(p) => p.title().to_owned(),
+        };
+        let danger = if b.dangerous { " ⚠" } else { "" };
+        out.push_str(&format!("| {keys} | {scope} | {}{danger} |\n", b.description));
+    }
+    out
+}
+
+#[test]
+fn the_readme_key_table_matches_the_keymap() {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let table = key_table();
+    assert!(
+        readme.contains(&table),
+        "README.md's key table is stale; it should read:\n{table}"
+    );
+}

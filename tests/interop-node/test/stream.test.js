@@ -1,0 +1,266 @@
+// STREAM interop: ilp-protocol-stream (2.7.2-alpha.3, what Rafiki pins) pays into opdesk's incoming payments
+// through a tiny ILP-over-HTTP plugin that POSTs every Prepare to opdesk's `/ilp` with a peer's bearer token.
+// The incoming payments (and their `methods[ilp]` credentials) come from the official Open Payments SDK with
+// response validation on; the amounts are read back from the unauthenticated (public) GET.
+//
+// Checked: N units paid arrive as exactly N (also split into packets by the peer's max packet amount, F08);
+// paying more than incomingAmount delivers exactly the remainder and the sender stops; an expired payment
+// gets nothing and the sender gives up after its first packets, within a bounded time.
+import assert from 'node:assert/strict'
+import { after, before, test } from 'node:test'
+import { createAuthenticatedClient, createUnauthenticatedClient, isFinalizedGrant } from '@interledger/open-payments'
+import { createConnection } from 'ilp-protocol-stream'
+import { startOpdesk } from './harness.js'
+
+const TOKEN = 'node-peer-token-0123456789'
+const SMALL_TOKEN = 'node-small-packets-token-0123456789'
+
+const CONFIG = `
+[[ilp.peers]]
+name = "node"
+incoming_tokens = ["${TOKEN}"]
+asset_code = "USD"
+asset_scale = 2
+
+[[ilp.peers]]
+name = "node-small"
+incoming_tokens = ["${SMALL_TOKEN}"]
+max_packet_amount = 1000
+asset_code = "USD"
+asset_scale = 2
+`
+
+let ase
+let client
+let open
+let bob
+let bobIncoming
+let seq = 0
+
+before(async () => {
+  ase = await startOpdesk(CONFIG)
+  open = await createUnauthenticatedClient({ validateResponses: true, logLevel: 'silent' })
+  const jwks = await open.walletAddress.getKeys({ url: `${ase.base}/demo-client` })
+  client = await createAuthenticatedClient({
+    walletAddressUrl: `${ase.base}/demo-client`,
+    keyId: jwks.keys[0].kid,
+    privateKey: ase.demoClientKey,
+    validateResponses: true,
+    logLevel: 'silent'
+  })
+  bob = await client.walletAddress.get({ url: `${ase.base}/bob` })
+  const grant = await client.grant.request(
+    { url: bob.authServer },
+    { access_token: { access: [{ type: 'incoming-payment', actions: ['create', 'read'], identifier: bob.id }] } }
+  )
+  assert.ok(isFinalizedGrant(grant))
+  bobIncoming = grant.access_token.value
+})
+
+after(async () => {
+  await ase?.stop()
+})
+
+// ---------------------------------------------------------------------------------------------------------
+// A minimal ILP-over-HTTP plugin (the interface ilp-protocol-stream calls; STREAM.md §5.1).
+
+/** An OER ILP Reject `T00` (short fields only), the answer to a transport failure: never throw from sendData. */
+function t00(message) {
+  const text = Buffer.from(message.slice(0, 100))
+  const contents = Buffer.concat([Buffer.from('T00'), Buffer.from([0]), Buffer.from([text.length]), text, Buffer.from([0])])
+  return Buffer.concat([Buffer.from([14, contents.length]), contents])
+}
+
+class HttpPlugin {
+  constructor({ url, token }) {
+    this.url = url
+    this.token = token
+    this.connected = false
+    this.handler = undefined
+    /** Every Prepare sent: [amount (as read from the OER), reply type (13 fulfill, 14 reject), reject code]. */
+    this.log = []
+  }
+
+  async connect() {
+    this.connected = true
+  }
+
+  async disconnect() {
+    this.connected = false
+  }
+
+  isConnected() {
+    return this.connected
+  }
+
+  registerDataHandler(handler) {
+    this.handler = handler
+  }
+
+  deregisterDataHandler() {
+    this.handler = undefined
+  }
+
+  async sendData(prepare) {
+    // Prepare: type, length prefix (1 or 1+n bytes), then amount as UInt64.
+    const lenBytes = prepare[1] & 0x80 ? 1 + (prepare[1] & 0x7f) : 1
+    const amount = prepare.readBigUInt64BE(1 + lenBytes)
+    let reply
+    try {
+      const res = await fetch(this.url, {
+        method: 'POST',
+        headers: {
+          authorization: `Bearer ${this.token}`,
+          'content-type': 'application/octet-stream',
+          accept: 'application/octet-stream'
+        },
+        body: prepare,
+        signal: AbortSignal.timeout(35000)
+      })
+      reply = res.status === 200 ? Buffer.from(await res.arrayBuffer()) : t00(`HTTP ${res.status}`)
+    } catch (e) {
+      reply = t00(String(e?.message ?? e))
+    }
+    const code = reply[0] === 14 ? reply.subarray(2, 5).toString() : undefined
+    this.log.push([amount, reply[0], code])
+    return reply
+  }
+
+  /** Money packets the receiver fulfilled. */
+  fulfilled() {
+    return this.log.filter(([amount, type]) => type === 13 && amount > 0n)
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// helpers
+
+async function incoming(extra = {}) {
+  return client.incomingPayment.create(
+    { url: bob.resourceServer, accessToken: bobIncoming },
+    { walletAddress: bob.id, metadata: { n: ++seq }, ...extra }
+  )
+}
+
+async function received(payment) {
+  const pub = await open.incomingPayment.get({ url: payment.id })
+  return pub.receivedAmount.value
+}
+
+async function connect(payment, token = TOKEN) {
+  const [method] = payment.methods
+  assert.equal(method.type, 'ilp')
+  const plugin = new HttpPlugin({ url: `${ase.base}/ilp`, token })
+  const connection = await createConnection({
+    plugin,
+    destinationAccount: method.ilpAddress,
+    sharedSecret: Buffer.from(method.sharedSecret, 'base64url'),
+    slippage: 0
+  })
+  return { plugin, connection }
+}
+
+const usd = (value) => ({ value: String(value), assetCode: 'USD', assetScale: 2 })
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
+
+/** Resolves to the error `promise` rejects with, or undefined if it resolves. */
+async function failure(promise) {
+  try {
+    await promise
+    return undefined
+  } catch (e) {
+    return e
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------
+
+test('ilp-protocol-stream pays N units: receivedAmount is exactly N', async () => {
+  const payment = await incoming({ incomingAmount: usd(100000) })
+  assert.match(payment.methods[0].ilpAddress, /^test\.opdesk\.[a-zA-Z0-9_-]+$/)
+  const { plugin, connection } = await connect(payment)
+  assert.equal(connection.destinationAssetCode, 'USD')
+  assert.equal(connection.destinationAssetScale, 2)
+  const stream = connection.createStream()
+  await stream.sendTotal(12345, { timeout: 10000 })
+  assert.equal(connection.totalDelivered, '12345')
+  await connection.end()
+  assert.equal(await received(payment), '12345')
+  assert.equal(plugin.fulfilled().length, 1, 'one money packet without a max packet amount')
+})
+
+test('a peer max packet amount splits the payment (F08), still exactly N', async () => {
+  const payment = await incoming({ incomingAmount: usd(100000) })
+  const { plugin, connection } = await connect(payment, SMALL_TOKEN)
+  const stream = connection.createStream()
+  await stream.sendTotal(12345, { timeout: 10000 })
+  await connection.end()
+  assert.equal(await received(payment), '12345')
+  assert.ok(plugin.log.some(([, , code]) => code === 'F08'), 'the sender learned the max packet amount from F08')
+  const money = plugin.fulfilled()
+  assert.equal(money.length, 13)
+  assert.ok(money.every(([amount]) => amount <= 1000n))
+})
+
+test('paying more than incomingAmount delivers exactly the remainder and the sender stops', async () => {
+  const payment = await incoming({ incomingAmount: usd(1000) })
+  // 300 first, on a connection of its own.
+  const first = await connect(payment)
+  await first.connection.createStream().sendTotal(300, { timeout: 10000 })
+  await first.connection.end()
+  assert.equal(await received(payment), '300')
+
+  const { plugin, connection } = await connect(payment)
+  const errors = []
+  connection.on('error', (e) => errors.push(e))
+  const started = Date.now()
+  const err = await failure(connection.createStream().sendTotal(1500, { timeout: 10000 }))
+  const took = Date.now() - started
+  assert.ok(err, 'sendTotal does not claim 1500 were sent')
+  assert.match(String(err), /completed|closed|error/i)
+  assert.ok(took < 5000, `the sender stopped after ${took} ms`)
+  assert.equal(connection.totalDelivered, '700', 'exactly the remainder was delivered')
+  assert.equal(await received(payment), '1000')
+  const full = await client.incomingPayment.get({ url: payment.id, accessToken: bobIncoming })
+  assert.equal(full.completed, true)
+  // Stopped for good: nothing more goes out.
+  await sleep(300)
+  const sent = plugin.log.length
+  await sleep(500)
+  assert.equal(plugin.log.length, sent, 'no packet after the refusal')
+  assert.ok(sent <= 12, `${sent} packets in all`)
+  console.log('overpay:', String(err), `${took} ms`, plugin.log)
+
+  // A new connection to the completed payment gives up at once.
+  const again = await failure(connect(payment).then(({ connection }) => connection.createStream().sendTotal(1)))
+  assert.ok(again)
+  assert.equal(await received(payment), '1000')
+})
+
+test('an expired payment gets nothing and the sender stops quickly', async () => {
+  const payment = await incoming({ expiresAt: new Date(Date.now() + 1500).toISOString() })
+  while (Date.now() < Date.parse(payment.expiresAt)) await sleep(50)
+
+  const plugin = new HttpPlugin({ url: `${ase.base}/ilp`, token: TOKEN })
+  const started = Date.now()
+  const err = await failure(
+    createConnection({
+      plugin,
+      destinationAccount: payment.methods[0].ilpAddress,
+      sharedSecret: Buffer.from(payment.methods[0].sharedSecret, 'base64url')
+    }).then((connection) => connection.createStream().sendTotal(500, { timeout: 10000 }))
+  )
+  const took = Date.now() - started
+  assert.ok(err, 'the sender fails')
+  assert.ok(took < 3000, `the sender stopped after ${took} ms`)
+  // Requests already in flight when the sender gave up still land; then nothing more.
+  await sleep(300)
+  const sent = plugin.log.length
+  await sleep(500)
+  assert.equal(plugin.log.length, sent, 'no packet after the refusal')
+  console.log('expired payment:', String(err), `${took} ms`, plugin.log)
+  // IL-DCP, then one volley of rate probes (ilp-protocol-stream sends five at once), then its close.
+  assert.ok(sent <= 8, `${sent} packets in all`)
+  assert.equal(plugin.fulfilled().length, 0)
+  assert.equal(await received(payment), '0')
+})
