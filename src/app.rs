@@ -31,7 +31,7 @@ use crate::{
     ledger::Ledger,
     seed,
     server::signed::Verifier,
-    server::{self, AppState},
+    server::{self, AppState, state::Services},
     settings::{Settings, decode_secret},
     store::{self, Store},
 };
@@ -111,7 +111,7 @@ impl AppCore {
             wake.clone(),
         );
         let engine = Engine::new(store.clone(), bus.clone(), clock.clone(), settings.engine.clone(), wake);
-        let state = AppState {
+        let state = AppState::new(Services {
             settings: Arc::new(settings),
             bus,
             wallets,
@@ -125,7 +125,7 @@ impl AppCore {
             verifier,
             clock,
             admin_token: token.into(),
-        };
+        });
         let core = Self { state, store };
         seed::run(&core, opened.fresh)
             .await

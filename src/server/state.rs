@@ -13,8 +13,26 @@ use crate::{
     settings::Settings,
 };
 
+/// Shared by every request: cloning is one reference-count increment.
 #[derive(Clone)]
-pub struct AppState {
+pub struct AppState(Arc<Services>);
+
+impl AppState {
+    pub fn new(services: Services) -> Self {
+        Self(Arc::new(services))
+    }
+}
+
+impl std::ops::Deref for AppState {
+    type Target = Services;
+
+    fn deref(&self) -> &Services {
+        &self.0
+    }
+}
+
+/// The services, the bus and the settings.
+pub struct Services {
     pub settings: Arc<Settings>,
     pub bus: EventBus,
     pub wallets: Wallets,
