@@ -124,6 +124,7 @@ impl AppCore {
             ilp,
             verifier,
             clock,
+            capture: Arc::default(),
             admin_token: token.into(),
         });
         let core = Self { state, store };

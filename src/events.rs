@@ -103,7 +103,27 @@ pub enum DomainEvent {
         path: String,
         status: u16,
         latency_us: u64,
+        /// The signing client, when the request was signed by one.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        client: Option<String>,
+        /// `ok`, or why the signature was refused; none for unsigned requests.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        signature: Option<String>,
+        /// Headers and bodies, secrets masked — captured only while the console shows them.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        exchange: Option<Box<Exchange>>,
     },
+}
+
+/// One HTTP exchange as the request log shows it: headers and bodies with secrets masked.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct Exchange {
+    pub target: String,
+    pub request_headers: Vec<(String, String)>,
+    pub request_body: String,
+    pub response_headers: Vec<(String, String)>,
+    pub response_body: String,
 }
 
 /// Cheap-to-clone handle to the broadcast bus.

@@ -70,6 +70,8 @@ pub async fn run(
     shutdown: CancellationToken,
 ) -> Result<()> {
     let (mut app, theme) = build(&state, &opts);
+    // the Requests pane shows headers and bodies: capture them while the console runs
+    state.capture.store(true, std::sync::atomic::Ordering::Relaxed);
     let mut terminal = ratatui::init();
     let _ = execute!(stdout(), EnableMouseCapture);
     let result = async {

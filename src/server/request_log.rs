@@ -1,30 +1,180 @@
-//! Middleware that publishes one `HttpRequest` event per request (method, path, status, latency) for the
-//! console's request log. It never alters the request or response.
+//! Middleware that publishes one `HttpRequest` event per request for the console's request log: method,
+//! path, status, latency, the signing client and the signature verdict (noted by the signature checks through
+//! [`Notes`]), and — only while a console asks for it — the headers and bodies with secrets masked. It never
+//! alters what the handler sees or what the client receives.
 
-use std::time::Instant;
-
-use axum::{
-    extract::{Request, State},
-    middleware::Next,
-    response::Response,
+use std::{
+    sync::{Arc, Mutex, atomic::Ordering},
+    time::Instant,
 };
 
-use super::AppState;
-use crate::events::DomainEvent;
+use axum::{
+    body::{Body, Bytes},
+    extract::{Request, State},
+    http::HeaderMap,
+    middleware::Next,
+    response::{IntoResponse, Response},
+};
+use serde_json::Value;
 
-pub async fn emit(State(state): State<AppState>, req: Request, next: Next) -> Response {
+use super::{AppState, error::ApiError};
+use crate::events::{DomainEvent, Exchange};
+
+/// What the signature checks learned about a request: the client and the verdict.
+#[derive(Debug, Clone, Default)]
+pub struct Notes(Arc<Mutex<(Option<String>, Option<String>)>>);
+
+impl Notes {
+    pub fn client(&self, client: &str) {
+        if let Ok(mut n) = self.0.lock() {
+            n.0 = Some(client.to_owned());
+        }
+    }
+
+    pub fn verdict(&self, verdict: impl Into<String>) {
+        if let Ok(mut n) = self.0.lock() {
+            n.1 = Some(verdict.into());
+        }
+    }
+
+    fn take(&self) -> (Option<String>, Option<String>) {
+        self.0.lock().map(|mut n| std::mem::take(&mut *n)).unwrap_or_default()
+    }
+}
+
+/// Header values shown masked: only the first characters of credentials.
+fn headers(h: &HeaderMap) -> Vec<(String, String)> {
+    h.iter()
+        .map(|(k, v)| {
+            let v = v.to_str().unwrap_or("(binary)").to_owned();
+            let masked = match k.as_str() {
+                "authorization" => match v.split_once(' ') {
+                    Some((scheme, token)) => format!("{scheme} {}…", token.chars().take(6).collect::<String>()),
+                    None => "…".to_owned(),
+                },
+                "signature" => format!("{}…", v.chars().take(12).collect::<String>()),
+                "cookie" | "set-cookie" => "…".to_owned(),
+                _ => v,
+            };
+            (k.as_str().to_owned(), masked)
+        })
+        .collect()
+}
+
+/// Masks secrets inside JSON: access and continuation token values, shared secrets, private keys.
+fn mask(v: &mut Value, parent: &str) {
+    match v {
+        Value::Object(map) => {
+            for (k, child) in map.iter_mut() {
+                match (k.as_str(), &*child) {
+                    ("value", Value::String(s)) if parent == "access_token" => {
+                        *child = Value::String(format!("{}…", s.chars().take(6).collect::<String>()));
+                    }
+                    ("sharedSecret" | "privateKeyPem" | "interact_ref", Value::String(_)) => {
+                        *child = Value::String("…(masked)".into());
+                    }
+                    _ => mask(child, k),
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(|i| mask(i, parent)),
+        _ => {}
+    }
+}
+
+fn body_text(bytes: &Bytes) -> String {
+    if bytes.is_empty() {
+        return String::new();
+    }
+    match serde_json::from_slice::<Value>(bytes) {
+        Ok(mut v) => {
+            mask(&mut v, "");
+            serde_json::to_string_pretty(&v).unwrap_or_default()
+        }
+        Err(_) => {
+            let text = String::from_utf8_lossy(bytes);
+            let mut t: String = text.chars().take(2000).collect();
+            if text.chars().count() > 2000 {
+                t.push('…');
+            }
+            t
+        }
+    }
+}
+
+pub async fn emit(State(state): State<AppState>, mut req: Request, next: Next) -> Response {
     let started = Instant::now();
     let method = req.method().to_string();
     let path = req.uri().path().to_owned();
-    let res = next.run(req).await;
+    let notes = Notes::default();
+    req.extensions_mut().insert(notes.clone());
+    let capture = state.capture.load(Ordering::Relaxed) && !path.starts_with("/admin");
+    let (res, exchange) = if capture {
+        let (parts, body) = req.into_parts();
+        let limit = state.settings.server.body_limit_bytes;
+        let Ok(bytes) = axum::body::to_bytes(body, limit).await else {
+            return ApiError::new(
+                axum::http::StatusCode::PAYLOAD_TOO_LARGE,
+                "payload_too_large",
+                "request body is too large",
+            )
+            .into_response();
+        };
+        let mut exchange = Exchange {
+            target: parts.uri.to_string(),
+            request_headers: headers(&parts.headers),
+            request_body: body_text(&bytes),
+            ..Exchange::default()
+        };
+        let res = next.run(Request::from_parts(parts, Body::from(bytes))).await;
+        let (rparts, rbody) = res.into_parts();
+        let rbytes = axum::body::to_bytes(rbody, 1 << 20).await.unwrap_or_default();
+        exchange.response_headers = headers(&rparts.headers);
+        exchange.response_body = body_text(&rbytes);
+        (
+            Response::from_parts(rparts, Body::from(rbytes)),
+            Some(Box::new(exchange)),
+        )
+    } else {
+        (next.run(req).await, None)
+    };
     let latency_us = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
     let status = res.status().as_u16();
+    let (client, signature) = notes.take();
     tracing::debug!(%method, %path, status, latency_us, "request");
     state.bus.publish(DomainEvent::HttpRequest {
         method,
         path,
         status,
         latency_us,
+        client,
+        signature,
+        exchange,
     });
     res
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secrets_are_masked() {
+        let mut v: Value = serde_json::json!({
+            "access_token": {"value": "ABCDEFGHIJKLMNOP", "manage": "http://x/token/1"},
+            "continue": {"access_token": {"value": "QRSTUVWXYZ"}, "uri": "u"},
+            "methods": [{"type": "ilp", "sharedSecret": "c2VjcmV0"}]
+        });
+        mask(&mut v, "");
+        assert_eq!(v["access_token"]["value"], "ABCDEF…");
+        assert_eq!(v["continue"]["access_token"]["value"], "QRSTUV…");
+        assert_eq!(v["methods"][0]["sharedSecret"], "…(masked)");
+        assert_eq!(v["access_token"]["manage"], "http://x/token/1");
+        let mut h = HeaderMap::new();
+        h.insert("authorization", "GNAP 0123456789".parse().unwrap());
+        assert_eq!(
+            headers(&h),
+            vec![("authorization".to_owned(), "GNAP 012345…".to_owned())]
+        );
+    }
 }

@@ -16,7 +16,7 @@ use axum::{
 };
 use ed25519_dalek::VerifyingKey;
 
-use super::AppState;
+use super::{AppState, request_log::Notes};
 use crate::{
     clock::SharedClock,
     gnap::model::Client,
@@ -31,6 +31,8 @@ pub struct Signed {
     pub headers: HeaderMap,
     pub body: Bytes,
     pub sig: SignatureParams,
+    /// Where the request log learns the client and the verdict.
+    pub notes: Notes,
 }
 
 /// Why a request could not be taken as signed.
@@ -48,6 +50,7 @@ impl Signed {
     /// Buffers the body and runs the key-independent checks.
     pub async fn from_request(req: Request, state: &AppState) -> Result<Self, SignedError> {
         let (parts, body) = req.into_parts();
+        let notes = parts.extensions.get::<Notes>().cloned().unwrap_or_default();
         // The Bytes extractor honours the router's DefaultBodyLimit.
         let body = Bytes::from_request(Request::from_parts(parts.clone(), body), &())
             .await
@@ -60,17 +63,21 @@ impl Signed {
             })?;
         let path = parts.uri.path_and_query().map(|p| p.as_str()).unwrap_or("/");
         let target_uri = format!("{}{path}", state.settings.public_url);
-        let sig = httpsig::parse_signature(&parts.headers).map_err(SignedError::Signature)?;
+        let refused = |e: httpsig::Error| {
+            notes.verdict(format!("refused: {e}"));
+            SignedError::Signature(e)
+        };
+        let sig = httpsig::parse_signature(&parts.headers).map_err(refused)?;
         let signed = Self {
             method: parts.method,
             target_uri,
             headers: parts.headers,
             body,
             sig,
+            notes: notes.clone(),
         };
         let now = state.clock.now().unix_timestamp();
-        httpsig::check_policy(&signed.request(), &signed.sig, now, &state.verifier.policy)
-            .map_err(SignedError::Signature)?;
+        httpsig::check_policy(&signed.request(), &signed.sig, now, &state.verifier.policy).map_err(refused)?;
         Ok(signed)
     }
 
@@ -127,6 +134,19 @@ impl Verifier {
 
     /// Verifies the signature with `client`'s key, then records it against replay.
     pub async fn verify(&self, signed: &Signed, client: &Client) -> Result<(), httpsig::Error> {
+        signed.notes.client(&match client {
+            Client::Wallet(u) => u.clone(),
+            Client::Jwk(j) => format!("jwk {}", j.kid),
+        });
+        let result = self.check(signed, client).await;
+        signed.notes.verdict(match &result {
+            Ok(()) => "ok".to_owned(),
+            Err(e) => format!("refused: {e}"),
+        });
+        result
+    }
+
+    async fn check(&self, signed: &Signed, client: &Client) -> Result<(), httpsig::Error> {
         let keyid = signed
             .sig
             .keyid

@@ -47,6 +47,8 @@ pub struct Services {
     /// Checks request signatures against client keys.
     pub verifier: Arc<Verifier>,
     pub clock: SharedClock,
+    /// Whether the request log captures headers and bodies (on while a console shows them).
+    pub capture: Arc<std::sync::atomic::AtomicBool>,
     /// The admin API bearer token.
     pub admin_token: Arc<str>,
 }

@@ -60,6 +60,9 @@ pub struct HttpRow {
     pub path: String,
     pub status: u16,
     pub latency_us: u64,
+    pub client: Option<String>,
+    pub signature: Option<String>,
+    pub exchange: Option<crate::events::Exchange>,
 }
 
 /// A page of rows and where the store continues.
@@ -570,6 +573,9 @@ impl App {
             path,
             status,
             latency_us,
+            client,
+            signature,
+            exchange,
         } = &e
         {
             self.request_times.push_back(self.now.unix_timestamp());
@@ -585,6 +591,9 @@ impl App {
                     path: path.clone(),
                     status: *status,
                     latency_us: *latency_us,
+                    client: client.clone(),
+                    signature: signature.clone(),
+                    exchange: exchange.as_deref().cloned(),
                 },
             );
             self.requests.items.truncate(RING);
@@ -1422,6 +1431,9 @@ mod tests {
             path: "/alice".into(),
             status: 200,
             latency_us: 5,
+            client: None,
+            signature: None,
+            exchange: None,
         }));
         assert!(a.requests.items.is_empty());
         assert_eq!(a.missed, 1);

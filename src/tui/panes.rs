@@ -306,21 +306,28 @@ pub fn draw(app: &App, theme: &Theme, f: &mut Frame, area: Rect) {
                 f,
                 area,
                 Pane::Requests,
-                &["AT", "METHOD", "PATH", "STATUS", "LATENCY"],
+                &["AT", "METHOD", "PATH", "STATUS", "LATENCY", "CLIENT", "SIG"],
                 &[
                     Constraint::Length(13),
                     Constraint::Length(7),
                     Constraint::Min(20),
                     Constraint::Length(6),
-                    Constraint::Length(10),
+                    Constraint::Length(9),
+                    Constraint::Length(12),
+                    Constraint::Length(4),
                 ],
                 (true, false, w.items.len()),
                 |i| {
                     let r = &w.items[i];
                     let style = match r.status {
-                        200..=299 => theme.ok,
+                        200..=299 | 303 => theme.ok,
                         400..=499 => theme.pending,
                         _ => theme.failed,
+                    };
+                    let (sig, sig_style) = match r.signature.as_deref() {
+                        None => ("", theme.dim),
+                        Some("ok") => ("ok", theme.ok),
+                        Some(_) => ("✗", theme.failed),
                     };
                     vec![
                         Cell::from(r.at.get(11..23).unwrap_or("").to_owned()).style(theme.dim),
@@ -328,6 +335,13 @@ pub fn draw(app: &App, theme: &Theme, f: &mut Frame, area: Rect) {
                         Cell::from(sanitize(&r.path)),
                         Cell::from(r.status.to_string()).style(style),
                         Cell::from(format!("{:.1} ms", r.latency_us as f64 / 1000.0)),
+                        Cell::from(sanitize(
+                            r.client
+                                .as_deref()
+                                .map(|c| c.rsplit('/').next().unwrap_or(c))
+                                .unwrap_or(""),
+                        )),
+                        Cell::from(sig).style(sig_style),
                     ]
                 },
             );
@@ -616,6 +630,60 @@ pub fn draw_detail(app: &App, theme: &Theme, f: &mut Frame, area: Rect) {
                         Span::styled(format!("{} ", at.get(11..23).unwrap_or("")), theme.dim),
                         Span::raw(what),
                     ]));
+                }
+            }
+        }
+        Pane::Requests => {
+            if let Some(r) = app
+                .visible_indices(Pane::Requests)
+                .get(app.selected(Pane::Requests))
+                .and_then(|&i| app.requests.items.get(i))
+            {
+                title = format!(" {} {} → {} ", r.method, sanitize(&r.path), r.status);
+                lines.push(kv(theme, "at", r.at.clone()));
+                lines.push(kv(theme, "latency", format!("{:.2} ms", r.latency_us as f64 / 1000.0)));
+                lines.push(kv(
+                    theme,
+                    "client",
+                    sanitize(r.client.as_deref().unwrap_or("(unsigned)")),
+                ));
+                lines.push(kv(
+                    theme,
+                    "signature",
+                    sanitize(r.signature.as_deref().unwrap_or("(none)")),
+                ));
+                match &r.exchange {
+                    None => lines.push(Line::from(Span::styled(
+                        "headers and bodies were not captured for this request",
+                        theme.dim,
+                    ))),
+                    Some(x) => {
+                        lines.push(Line::from(""));
+                        lines.push(Line::from(Span::styled(
+                            format!("request  {} {}", r.method, sanitize(&x.target)),
+                            theme.header,
+                        )));
+                        for (k, v) in &x.request_headers {
+                            lines.push(Line::from(vec![
+                                Span::styled(format!("{k}: "), theme.dim),
+                                Span::raw(sanitize(v)),
+                            ]));
+                        }
+                        for l in x.request_body.lines() {
+                            lines.push(Line::from(sanitize(l)));
+                        }
+                        lines.push(Line::from(""));
+                        lines.push(Line::from(Span::styled(format!("response {}", r.status), theme.header)));
+                        for (k, v) in &x.response_headers {
+                            lines.push(Line::from(vec![
+                                Span::styled(format!("{k}: "), theme.dim),
+                                Span::raw(sanitize(v)),
+                            ]));
+                        }
+                        for l in x.response_body.lines() {
+                            lines.push(Line::from(sanitize(l)));
+                        }
+                    }
                 }
             }
         }

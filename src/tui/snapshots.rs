@@ -143,6 +143,21 @@ fn loaded(readonly: bool) -> App {
             path: (*path).into(),
             status: [200, 200, 201, 400][i],
             latency_us: 850 + i as u64 * 100,
+            client: (i == 1).then(|| "http://127.0.0.1:4000/demo-client".into()),
+            signature: match i {
+                1 => Some("ok".into()),
+                3 => Some("refused: signature does not verify".into()),
+                _ => None,
+            },
+            exchange: (i == 1).then(|| {
+                Box::new(crate::events::Exchange {
+                    target: "/auth".into(),
+                    request_headers: vec![("content-type".into(), "application/json".into())],
+                    request_body: "{\n  \"client\": \"http://127.0.0.1:4000/demo-client\"\n}".into(),
+                    response_headers: vec![("content-type".into(), "application/json".into())],
+                    response_body: "{\n  \"access_token\": {\n    \"value\": \"ABCDEF…\"\n  }\n}".into(),
+                })
+            }),
         }));
     }
     a.update(Msg::Event(DomainEvent::GrantPending {
@@ -217,6 +232,13 @@ fn filtered_detail_confirm_help_and_error_states() {
     let mut a = loaded(true);
     goto(&mut a, Pane::Grants);
     insta::assert_snapshot!("grants_readonly_80x24", draw(&a, 80, 24));
+
+    let mut a = loaded(false);
+    goto(&mut a, Pane::Requests);
+    a.act(super::action::Action::Down);
+    a.act(super::action::Action::Down);
+    a.act(super::action::Action::Open);
+    insta::assert_snapshot!("requests_detail_120x40", draw(&a, 120, 40));
 }
 
 #[test]

@@ -95,7 +95,7 @@ async fn an_operator_approves_a_grant_with_the_keyboard() {
     // it shows up: the badge, then the Grants pane with the request in words
     wait_for(&session, "grant(s) pending").await;
     tmux(&["send-keys", "-t", &session, "4"]);
-    wait_for(&session, "pending").await;
+    wait_for(&session, "outgoing-payment").await;
     tmux(&["send-keys", "-t", &session, "Enter"]);
     wait_for(&session, "up to 5.00 USD debited").await;
     tmux(&["send-keys", "-t", &session, "a"]);
@@ -116,6 +116,15 @@ async fn an_operator_approves_a_grant_with_the_keyboard() {
         .unwrap();
     assert_eq!(c.status, 200, "{}", c.body);
     assert!(c.body["access_token"]["value"].is_string(), "{}", c.body);
+
+    // the request log shows the client's signed requests with their verdict, and the exchange on Enter
+    tmux(&["send-keys", "-t", &session, "Escape"]);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    tmux(&["send-keys", "-t", &session, "7"]);
+    let log = wait_for(&session, "/auth/continue/").await;
+    assert!(log.contains("demo-client") && log.contains(" ok "), "{log}");
+    tmux(&["send-keys", "-t", &session, "Enter"]);
+    wait_for(&session, "request  POST").await;
 
     // quitting restores the terminal and stops the server
     tmux(&["send-keys", "-t", &session, "Escape"]);
