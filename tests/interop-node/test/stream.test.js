@@ -189,6 +189,24 @@ test('ilp-protocol-stream pays N units: receivedAmount is exactly N', async () =
   assert.equal(plugin.fulfilled().length, 1, 'one money packet without a max packet amount')
 })
 
+test('closing a stream is acknowledged: no resend loop, end() completes', async () => {
+  // ilp-protocol-stream re-queues a rejected StreamClose and sends it again at once, forever: the receiver
+  // must fulfil fulfillable zero-amount packets (it rejects ~300 per second otherwise, measured).
+  const payment = await incoming({ incomingAmount: usd(100000) })
+  const { plugin, connection } = await connect(payment)
+  const stream = connection.createStream()
+  await stream.sendTotal(100, { timeout: 10000 })
+  const before = plugin.log.length
+  stream.end()
+  await sleep(300)
+  const ended = await Promise.race([connection.end().then(() => 'ended'), sleep(3000).then(() => 'timed out')])
+  assert.equal(ended, 'ended')
+  const during = plugin.log.length - before
+  assert.ok(during <= 3, `${during} packets to close`)
+  assert.ok(plugin.log.slice(before).some(([amount, type]) => amount === 0n && type === 13), 'a zero-amount packet fulfilled')
+  assert.equal(await received(payment), '100')
+})
+
 test('a peer max packet amount splits the payment (F08), still exactly N', async () => {
   const payment = await incoming({ incomingAmount: usd(100000) })
   const { plugin, connection } = await connect(payment, SMALL_TOKEN)
@@ -229,7 +247,6 @@ test('paying more than incomingAmount delivers exactly the remainder and the sen
   await sleep(500)
   assert.equal(plugin.log.length, sent, 'no packet after the refusal')
   assert.ok(sent <= 12, `${sent} packets in all`)
-  console.log('overpay:', String(err), `${took} ms`, plugin.log)
 
   // A new connection to the completed payment gives up at once.
   const again = await failure(connect(payment).then(({ connection }) => connection.createStream().sendTotal(1)))
@@ -258,7 +275,6 @@ test('an expired payment gets nothing and the sender stops quickly', async () =>
   const sent = plugin.log.length
   await sleep(500)
   assert.equal(plugin.log.length, sent, 'no packet after the refusal')
-  console.log('expired payment:', String(err), `${took} ms`, plugin.log)
   // IL-DCP, then one volley of rate probes (ilp-protocol-stream sends five at once), then its close.
   assert.ok(sent <= 8, `${sent} packets in all`)
   assert.equal(plugin.fulfilled().length, 0)
