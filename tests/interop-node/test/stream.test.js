@@ -4,8 +4,10 @@
 // response validation on; the amounts are read back from the unauthenticated (public) GET.
 //
 // Checked: N units paid arrive as exactly N (also split into packets by the peer's max packet amount, F08);
-// paying more than incomingAmount delivers exactly the remainder and the sender stops; an expired payment
-// gets nothing and the sender gives up after its first packets, within a bounded time.
+// paying exactly incomingAmount completes the payment and the connection still ends cleanly; closing a
+// stream does not start a resend loop; paying more than incomingAmount delivers exactly the remainder and the
+// sender stops; an expired payment gets nothing and the sender gives up after its first packets, within a
+// bounded time.
 import assert from 'node:assert/strict'
 import { after, before, test } from 'node:test'
 import { createAuthenticatedClient, createUnauthenticatedClient, isFinalizedGrant } from '@interledger/open-payments'
@@ -187,6 +189,16 @@ test('ilp-protocol-stream pays N units: receivedAmount is exactly N', async () =
   await connection.end()
   assert.equal(await received(payment), '12345')
   assert.equal(plugin.fulfilled().length, 1, 'one money packet without a max packet amount')
+})
+
+test('paying exactly incomingAmount completes the payment and the connection ends cleanly', async () => {
+  const payment = await incoming({ incomingAmount: usd(2500) })
+  const { connection } = await connect(payment)
+  await connection.createStream().sendTotal(2500, { timeout: 10000 })
+  const ended = await Promise.race([connection.end().then(() => 'ended'), sleep(3000).then(() => 'timed out')])
+  assert.equal(ended, 'ended')
+  assert.equal(await received(payment), '2500')
+  assert.equal((await client.incomingPayment.get({ url: payment.id, accessToken: bobIncoming })).completed, true)
 })
 
 test('closing a stream is acknowledged: no resend loop, end() completes', async () => {
