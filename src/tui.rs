@@ -52,7 +52,7 @@ pub fn build(state: &AppState, opts: &Options) -> (App, Theme) {
         version: env!("CARGO_PKG_VERSION").to_owned(),
         listen: state.settings.listen.to_string(),
         public_url: state.settings.public_url.clone(),
-        ilp_address: None,
+        ilp_address: Some(state.settings.ilp.address.clone()),
         database: state.settings.paths.database().display().to_string(),
     };
     let mut app = App::new(info, keymap, opts.readonly, state.clock.now());

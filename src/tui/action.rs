@@ -37,6 +37,10 @@ pub enum Action {
     Complete,
     Retry,
     Cancel,
+    NewWallet,
+    Deposit,
+    Withdraw,
+    GenerateKey,
     Demo,
 }
 

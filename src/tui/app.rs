@@ -14,7 +14,12 @@ use super::{
     pane::Pane,
 };
 use crate::{
-    ase::{incoming::IncomingView, outgoing::OutgoingView, quotes::QuoteDto, wallet::Wallet},
+    ase::{
+        incoming::IncomingView,
+        outgoing::{GrantSpent, OutgoingView},
+        quotes::QuoteDto,
+        wallet::Wallet,
+    },
     events::DomainEvent,
     gnap::service::GrantView,
     ledger::Balance,
@@ -106,6 +111,18 @@ pub enum Effect {
     Complete(String),
     Retry(String),
     Cancel(String),
+    CreateWallet {
+        name: String,
+        asset_code: String,
+        asset_scale: u8,
+    },
+    /// Deposit (or withdraw) minor units.
+    Move {
+        wallet: String,
+        deposit: bool,
+        amount: u64,
+    },
+    GenerateKey(String),
     Demo,
     Quit,
 }
@@ -120,7 +137,8 @@ pub enum Reply {
         next: Option<String>,
         append: bool,
     },
-    Grants(Vec<GrantView>),
+    /// Grants, and what each outgoing-payment grant has spent in its current interval.
+    Grants(Vec<GrantView>, HashMap<String, GrantSpent>),
     Outgoing {
         rows: Vec<OutgoingView>,
         next: Option<String>,
@@ -133,6 +151,12 @@ pub enum Reply {
     },
     Done(String),
     Failed(String),
+    /// A generated key: show the private key once.
+    KeyGenerated {
+        wallet: String,
+        kid: String,
+        pem: String,
+    },
 }
 
 /// Everything the loop feeds into `update`.
@@ -171,6 +195,15 @@ pub enum PromptKind {
     Filter,
     /// The reason for rejecting this grant.
     Reason(String),
+    /// `name ASSET scale` of a new wallet.
+    NewWallet,
+    /// An amount (in major units, e.g. 10.50) to deposit into (or withdraw from) this wallet.
+    Amount {
+        wallet: String,
+        deposit: bool,
+        scale: u8,
+        code: String,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -241,6 +274,8 @@ pub struct App {
     pub wallets: Rows<WalletRow>,
     pub incoming: Rows<IncomingView>,
     pub grants: Rows<GrantView>,
+    /// Spent amounts of outgoing-payment grants in their current interval.
+    pub grant_spent: HashMap<String, GrantSpent>,
     pub outgoing: Rows<OutgoingView>,
     pub quotes: Rows<QuoteDto>,
     pub requests: Rows<HttpRow>,
@@ -285,6 +320,7 @@ impl App {
             wallets: Rows::default(),
             incoming: Rows::default(),
             grants: Rows::default(),
+            grant_spent: HashMap::new(),
             outgoing: Rows::default(),
             quotes: Rows::default(),
             requests: Rows {
@@ -714,7 +750,10 @@ impl App {
             Reply::Incoming { rows, next, append } => {
                 set(&mut self.incoming, rows, next, append, |x| x.payment.id.clone())
             }
-            Reply::Grants(g) => set(&mut self.grants, g, None, false, |x| x.id.clone()),
+            Reply::Grants(g, spent) => {
+                set(&mut self.grants, g, None, false, |x| x.id.clone());
+                self.grant_spent = spent;
+            }
             Reply::Outgoing { rows, next, append } => {
                 set(&mut self.outgoing, rows, next, append, |x| x.payment.id.clone())
             }
@@ -724,6 +763,12 @@ impl App {
                 return self.resync_all();
             }
             Reply::Failed(text) => self.flash(Level::Error, text),
+            Reply::KeyGenerated { wallet, kid, pem } => {
+                self.overlay = Some(Overlay::Json(format!(
+                    "Key {kid} is now published in {wallet}'s JWKS.\nIts private key is shown this once — copy it now:\n\n{pem}"
+                )));
+                return self.resync_all();
+            }
         }
         Vec::new()
     }
@@ -830,6 +875,59 @@ impl App {
                 )
             }
             PromptKind::Command => self.command(p.text.trim()),
+            PromptKind::NewWallet => {
+                let parts: Vec<&str> = p.text.split_whitespace().collect();
+                match parts.as_slice() {
+                    [name, code] | [name, code, _] => {
+                        let scale = parts.get(2).map_or(Ok(2), |s| s.parse::<u8>());
+                        match scale {
+                            Ok(scale) => vec![Effect::CreateWallet {
+                                name: (*name).to_owned(),
+                                asset_code: code.to_uppercase(),
+                                asset_scale: scale,
+                            }],
+                            Err(_) => {
+                                self.flash(Level::Warn, "the scale must be a number from 0 to 255");
+                                Vec::new()
+                            }
+                        }
+                    }
+                    _ => {
+                        self.flash(
+                            Level::Warn,
+                            "give a name, an asset code and optionally a scale: dave USD 2",
+                        );
+                        Vec::new()
+                    }
+                }
+            }
+            PromptKind::Amount {
+                wallet,
+                deposit,
+                scale,
+                code,
+            } => match parse_major(p.text.trim(), scale) {
+                Some(amount) if amount > 0 => {
+                    let verb = if deposit { "Deposit" } else { "Withdraw" };
+                    let prep = if deposit { "into" } else { "from" };
+                    let shown = crate::money::format_minor(i128::from(amount), scale);
+                    self.ask(
+                        format!("{verb} {shown} {code} {prep} {wallet}?"),
+                        Effect::Move {
+                            wallet,
+                            deposit,
+                            amount,
+                        },
+                    )
+                }
+                _ => {
+                    self.flash(
+                        Level::Warn,
+                        format!("not an amount with at most {scale} decimals: {:?}", p.text.trim()),
+                    );
+                    Vec::new()
+                }
+            },
         }
     }
 
@@ -1097,6 +1195,48 @@ impl App {
                 }
                 None => Vec::new(),
             },
+            Action::NewWallet => {
+                self.overlay = Some(Overlay::Prompt(Prompt {
+                    kind: PromptKind::NewWallet,
+                    text: String::new(),
+                }));
+                Vec::new()
+            }
+            Action::Deposit | Action::Withdraw => {
+                let Some(w) = (self.pane == Pane::Wallets)
+                    .then(|| self.selected_index().and_then(|i| self.wallets.items.get(i)))
+                    .flatten()
+                else {
+                    return Vec::new();
+                };
+                let kind = PromptKind::Amount {
+                    wallet: w.wallet.name.clone(),
+                    deposit: a == Action::Deposit,
+                    scale: w.wallet.asset_scale,
+                    code: w.wallet.asset_code.clone(),
+                };
+                self.overlay = Some(Overlay::Prompt(Prompt {
+                    kind,
+                    text: String::new(),
+                }));
+                Vec::new()
+            }
+            Action::GenerateKey => {
+                let Some(name) = (self.pane == Pane::Wallets)
+                    .then(|| {
+                        self.selected_index()
+                            .and_then(|i| self.wallets.items.get(i))
+                            .map(|w| w.wallet.name.clone())
+                    })
+                    .flatten()
+                else {
+                    return Vec::new();
+                };
+                self.ask(
+                    format!("Generate a key pair for {name} and publish its public key?"),
+                    Effect::GenerateKey(name),
+                )
+            }
             Action::Demo => {
                 self.flash(
                     Level::Info,
@@ -1120,6 +1260,20 @@ impl App {
         };
         v.ok().and_then(|v| serde_json::to_string_pretty(&v).ok())
     }
+}
+
+/// Parses `10`, `10.5` or `10.50` as minor units of an asset with `scale` decimals.
+pub fn parse_major(s: &str, scale: u8) -> Option<u64> {
+    let (int, frac) = s.split_once('.').unwrap_or((s, ""));
+    if int.is_empty() || !int.bytes().all(|b| b.is_ascii_digit()) || !frac.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    if frac.len() > usize::from(scale) {
+        return None;
+    }
+    let digits = format!("{int}{frac:0<width$}", width = usize::from(scale));
+    let v: u64 = digits.trim_start_matches('0').parse().unwrap_or(0);
+    (v <= i64::MAX as u64 && digits.len() <= 19).then_some(v)
 }
 
 /// Commands the `:` prompt completes.
@@ -1333,7 +1487,7 @@ mod tests {
     #[test]
     fn approving_asks_first_and_defaults_to_no() {
         let mut a = app();
-        a.update(Msg::Reply(Reply::Grants(vec![grant("g-1", "pending")])));
+        a.update(Msg::Reply(Reply::Grants(vec![grant("g-1", "pending")], HashMap::new())));
         a.update(key('4'));
         assert_eq!(a.pane, Pane::Grants);
         assert!(a.update(key('a')).is_empty());
@@ -1353,7 +1507,7 @@ mod tests {
     #[test]
     fn rejecting_asks_for_a_reason_then_confirms() {
         let mut a = app();
-        a.update(Msg::Reply(Reply::Grants(vec![grant("g-1", "pending")])));
+        a.update(Msg::Reply(Reply::Grants(vec![grant("g-1", "pending")], HashMap::new())));
         a.update(key('4'));
         a.update(key('x'));
         for c in "not today".chars() {
@@ -1369,7 +1523,7 @@ mod tests {
     #[test]
     fn readonly_hides_dangerous_actions() {
         let mut a = App::new(ServerInfo::default(), Keymap::default(), true, now());
-        a.update(Msg::Reply(Reply::Grants(vec![grant("g-1", "pending")])));
+        a.update(Msg::Reply(Reply::Grants(vec![grant("g-1", "pending")], HashMap::new())));
         a.update(key('4'));
         assert!(a.update(key('a')).is_empty());
         assert!(a.overlay.is_none());
@@ -1543,5 +1697,106 @@ mod tests {
         let x = u16::try_from(tab_label(0, Pane::Overview, &a).chars().count() + 2).unwrap();
         a.update(Msg::Click(x, 1));
         assert_eq!(a.pane, Pane::Wallets);
+    }
+}
+
+#[cfg(test)]
+mod wallet_action_tests {
+    use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+
+    use super::{fixtures::now, *};
+
+    fn key(c: char) -> Msg {
+        Msg::Key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE))
+    }
+
+    fn typed(a: &mut App, text: &str) -> Vec<Effect> {
+        for c in text.chars() {
+            a.update(key(c));
+        }
+        a.update(Msg::Key(KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE)))
+    }
+
+    #[test]
+    fn amounts_in_major_units() {
+        assert_eq!(parse_major("10.50", 2), Some(1050));
+        assert_eq!(parse_major("10", 2), Some(1000));
+        assert_eq!(parse_major("0.5", 2), Some(50));
+        assert_eq!(parse_major("7", 0), Some(7));
+        for bad in ["", "1.234", "-1", "1e3", "abc", ".5", "99999999999999999999"] {
+            assert_eq!(parse_major(bad, 2), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn create_a_wallet_and_deposit_with_confirmation() {
+        let mut a = App::new(ServerInfo::default(), Keymap::default(), false, now());
+        a.update(key('2'));
+        a.update(key('n'));
+        assert!(
+            matches!(a.overlay, Some(Overlay::Prompt(_))),
+            "{:?} {:?}",
+            a.pane,
+            a.overlay
+        );
+        assert_eq!(
+            typed(&mut a, "dave usd 2"),
+            vec![Effect::CreateWallet {
+                name: "dave".into(),
+                asset_code: "USD".into(),
+                asset_scale: 2
+            }]
+        );
+        let wallet = {
+            let w = crate::ase::wallet::Wallet {
+                id: "w".into(),
+                name: "dave".into(),
+                url: "http://x/dave".into(),
+                public_name: None,
+                asset_code: "USD".into(),
+                asset_scale: 2,
+                account_id: "a".into(),
+                demo: false,
+                created_at: "2026-11-21T11:00:00.000Z".into(),
+            };
+            WalletRow {
+                wallet: w,
+                balance: crate::ledger::Balance {
+                    account_id: "a".into(),
+                    kind: "wallet".into(),
+                    wallet: Some("dave".into()),
+                    asset_code: "USD".into(),
+                    asset_scale: 2,
+                    balance: 0,
+                    pending_debits: 0,
+                    pending_credits: 0,
+                    available: 0,
+                },
+                keys: 0,
+            }
+        };
+        a.update(Msg::Reply(Reply::Wallets(vec![wallet])));
+        a.update(key('+'));
+        assert!(typed(&mut a, "12.5").is_empty(), "asks first");
+        assert!(matches!(&a.overlay, Some(Overlay::Confirm(c)) if c.question.contains("12.50 USD")));
+        assert_eq!(
+            a.update(key('y')),
+            vec![Effect::Move {
+                wallet: "dave".into(),
+                deposit: true,
+                amount: 1250
+            }]
+        );
+        a.update(key('-'));
+        assert!(typed(&mut a, "1.234").is_empty());
+        assert!(a.overlay.is_none() && a.flash.is_some(), "a bad amount is a warning");
+        a.update(key('K'));
+        assert_eq!(a.update(key('y')), vec![Effect::GenerateKey("dave".into())]);
+        a.update(Msg::Reply(Reply::KeyGenerated {
+            wallet: "dave".into(),
+            kid: "k".into(),
+            pem: "PEM".into(),
+        }));
+        assert!(matches!(&a.overlay, Some(Overlay::Json(t)) if t.contains("PEM")));
     }
 }

@@ -59,7 +59,22 @@ async fn load(s: &AppState, l: Load) -> Result<Reply, ApiError> {
                 append,
             }
         }
-        Pane::Grants => Reply::Grants(ops::list_grants(s, None).await?),
+        Pane::Grants => {
+            let grants = ops::list_grants(s, None).await?;
+            let mut spent = std::collections::HashMap::new();
+            for g in grants.iter().filter(|g| g.state == "finalized") {
+                for item in &g.access {
+                    if let crate::gnap::model::AccessItem::OutgoingPayment { limits, identifier, .. } = item {
+                        let asset = s.wallets.by_url(identifier).await?.map(|w| w.asset());
+                        spent.insert(
+                            g.id.clone(),
+                            s.outgoing.grant_spent(&g.id, limits.as_ref(), asset).await?,
+                        );
+                    }
+                }
+            }
+            Reply::Grants(grants, spent)
+        }
         Pane::Outgoing => {
             let state = l.failed_only.then(|| "failed".to_owned());
             let l = ops::list_outgoing(s, filter(state)).await?;
@@ -103,6 +118,69 @@ pub async fn run_effect(s: &AppState, e: Effect) -> Option<Reply> {
         Effect::Cancel(id) => ops::cancel_outgoing(s, &id)
             .await
             .map(|_| Reply::Done(format!("outgoing payment {} cancelled", short_id(&id)))),
+        Effect::CreateWallet {
+            name,
+            asset_code,
+            asset_scale,
+        } => ops::create_wallet(
+            s,
+            crate::admin::dto::CreateWallet {
+                name,
+                asset_code,
+                asset_scale,
+                public_name: None,
+            },
+        )
+        .await
+        .map(|w| Reply::Done(format!("wallet {} created", w.url))),
+        Effect::Move {
+            wallet,
+            deposit,
+            amount,
+        } => {
+            let movement = if deposit {
+                crate::ledger::Movement::Deposit
+            } else {
+                crate::ledger::Movement::Withdrawal
+            };
+            match crate::money::Value::new(amount) {
+                Err(e) => Err(e.into()),
+                Ok(value) => ops::move_funds(
+                    s,
+                    &wallet,
+                    crate::admin::dto::Move {
+                        value,
+                        asset_code: None,
+                        asset_scale: None,
+                        transfer_id: None,
+                    },
+                    movement,
+                )
+                .await
+                .map(|m| {
+                    Reply::Done(format!(
+                        "{} {}: balance {}",
+                        if deposit { "deposited into" } else { "withdrew from" },
+                        wallet,
+                        crate::money::format_minor(m.balance.balance.into(), m.balance.asset_scale)
+                    ))
+                }),
+            }
+        }
+        Effect::GenerateKey(wallet) => ops::add_key(
+            s,
+            &wallet,
+            crate::admin::dto::AddKey {
+                jwk: None,
+                generate: true,
+            },
+        )
+        .await
+        .map(|k| Reply::KeyGenerated {
+            wallet,
+            kid: k.jwk.kid,
+            pem: k.private_key_pem.unwrap_or_default(),
+        }),
         Effect::Demo => {
             let s = s.clone();
             tokio::spawn(async move {

@@ -563,6 +563,19 @@ pub fn draw_detail(app: &App, theme: &Theme, f: &mut Frame, area: Rect) {
                 if let Some(r) = &g.decision_reason {
                     lines.push(kv(theme, "reason", sanitize(r)));
                 }
+                if let Some(sp) = app.grant_spent.get(&g.id) {
+                    let amount =
+                        |a: &Option<crate::money::Amount>| a.as_ref().map(money).unwrap_or_else(|| "nothing".into());
+                    lines.push(kv(
+                        theme,
+                        "spent",
+                        format!(
+                            "{} debited, {} received (this interval)",
+                            amount(&sp.spent_debit_amount),
+                            amount(&sp.spent_receive_amount)
+                        ),
+                    ));
+                }
                 for t in &g.tokens {
                     let state = if t.revoked_at.is_some() { "revoked" } else { "live" };
                     lines.push(Line::from(vec![

@@ -138,6 +138,15 @@ pub fn draw(app: &App, theme: &Theme, f: &mut Frame) {
                 PromptKind::Command => ":".to_owned(),
                 PromptKind::Filter => "/".to_owned(),
                 PromptKind::Reason(_) => "reason (optional, Enter): ".to_owned(),
+                PromptKind::NewWallet => "new wallet — name ASSET [scale], e.g. dave USD 2: ".to_owned(),
+                PromptKind::Amount {
+                    wallet, deposit, code, ..
+                } => {
+                    format!(
+                        "{} {wallet} ({code}, e.g. 10.50): ",
+                        if *deposit { "deposit into" } else { "withdraw from" }
+                    )
+                }
             };
             f.render_widget(Paragraph::new(format!("{label}{}▏", p.text)), r);
         }

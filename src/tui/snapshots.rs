@@ -111,11 +111,14 @@ fn loaded(readonly: bool) -> App {
             next: None,
             append: false,
         },
-        Reply::Grants(vec![
-            pending,
-            grant("0000-grant-02", "finalized"),
-            grant("0000-grant-03", "rejected"),
-        ]),
+        Reply::Grants(
+            vec![
+                pending,
+                grant("0000-grant-02", "finalized"),
+                grant("0000-grant-03", "rejected"),
+            ],
+            Default::default(),
+        ),
         Reply::Outgoing {
             rows: vec![
                 outgoing("0000-op-0001", "failed"),
