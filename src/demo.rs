@@ -137,65 +137,40 @@ pub async fn run_against(public_url: &str, key_pem: &str) -> Result<()> {
     }
     let outgoing = outgoing.ok_or_else(|| eyre!("nobody approved the demo grant within ten minutes"))?;
 
-    let pay = |receiver: &Value, amount: Option<Value>| {
-        let mut body = json!({"walletAddress": d.wallet("alice"), "receiver": receiver["id"], "method": "ilp"});
-        if let Some(a) = amount {
-            body["debitAmount"] = a;
-        }
-        body
-    };
     let usd = |v: u64| json!({"value": v.to_string(), "assetCode": "USD", "assetScale": 2});
-    // pays the invoice in full
-    let q = d
-        .call(Method::POST, &url("/quotes"), Some(&quotes), Some(pay(&invoice, None)))
-        .await?;
-    d.call(
-        Method::POST,
-        &url("/outgoing-payments"),
-        Some(&outgoing),
-        Some(json!({"walletAddress": d.wallet("alice"), "quoteId": q["id"]})),
-    )
-    .await?;
-    // a tip into an open-ended payment, and euros to carol
-    let q = d
-        .call(
-            Method::POST,
-            &url("/quotes"),
-            Some(&quotes),
-            Some(pay(&tip, Some(usd(500)))),
-        )
-        .await?;
-    d.call(
-        Method::POST,
-        &url("/outgoing-payments"),
-        Some(&outgoing),
-        Some(json!({"walletAddress": d.wallet("alice"), "quoteId": q["id"]})),
-    )
-    .await?;
-    let q = d
-        .call(Method::POST, &url("/quotes"), Some(&quotes), Some(pay(&euro, None)))
-        .await?;
-    d.call(
-        Method::POST,
-        &url("/outgoing-payments"),
-        Some(&outgoing),
-        Some(json!({"walletAddress": d.wallet("alice"), "quoteId": q["id"]})),
-    )
-    .await?;
-    // fails: the receiver is completed after the quote
-    let q = d
-        .call(Method::POST, &url("/quotes"), Some(&quotes), Some(pay(&closed, None)))
-        .await?;
-    let closed_url = closed["id"].as_str().unwrap_or_default();
+    // quote a payment from alice to `receiver` (the remainder, or `debit`) and pay it
+    let pay = |receiver: Value, debit: Option<Value>| {
+        let (d, quotes, outgoing, url) = (&d, quotes.clone(), outgoing.clone(), url("/quotes"));
+        async move {
+            let mut body = json!({"walletAddress": d.wallet("alice"), "receiver": receiver["id"], "method": "ilp"});
+            if let Some(a) = debit {
+                body["debitAmount"] = a;
+            }
+            let q = d.call(Method::POST, &url, Some(&quotes), Some(body)).await?;
+            let body = json!({"walletAddress": d.wallet("alice"), "quoteId": q["id"]});
+            d.call(
+                Method::POST,
+                &format!("{}/outgoing-payments", d.base),
+                Some(&outgoing),
+                Some(body),
+            )
+            .await
+        }
+    };
+    // the invoice in full, a tip into an open-ended payment, euros to carol
+    pay(invoice, None).await?;
+    pay(tip, Some(usd(500))).await?;
+    pay(euro, None).await?;
+    // fails: the receiver is completed between the quote and the payment
+    let closed_url = closed["id"].as_str().unwrap_or_default().to_owned();
+    let mut body = json!({"walletAddress": d.wallet("alice"), "receiver": closed["id"], "method": "ilp"});
+    body["debitAmount"] = usd(700);
+    let q = d.call(Method::POST, &url("/quotes"), Some(&quotes), Some(body)).await?;
     d.call(Method::POST, &format!("{closed_url}/complete"), Some(&incoming), None)
         .await?;
-    d.call(
-        Method::POST,
-        &url("/outgoing-payments"),
-        Some(&outgoing),
-        Some(json!({"walletAddress": d.wallet("alice"), "quoteId": q["id"]})),
-    )
-    .await?;
+    let body = json!({"walletAddress": d.wallet("alice"), "quoteId": q["id"]});
+    d.call(Method::POST, &url("/outgoing-payments"), Some(&outgoing), Some(body))
+        .await?;
     // fails: within the grant's limit but more than alice has
     let big = d
         .call(
