@@ -8,8 +8,9 @@ CREATE TABLE meta (
 
 CREATE TABLE accounts (
     id             TEXT PRIMARY KEY,
-    -- wallet: a customer's; settlement: the ASE's side per asset; payment: one outgoing payment's funds in flight
-    kind           TEXT NOT NULL CHECK (kind IN ('wallet', 'settlement', 'payment')),
+    -- wallet: a customer's; settlement: the ASE's side per asset; payment: one outgoing payment's funds in flight;
+    -- peer: what moved over ILP peering links, per asset (credited by STREAM sends, debited by STREAM receipts)
+    kind           TEXT NOT NULL CHECK (kind IN ('wallet', 'settlement', 'payment', 'peer')),
     asset_code     TEXT NOT NULL,
     asset_scale    INTEGER NOT NULL CHECK (asset_scale BETWEEN 0 AND 255),
     -- cached from the journal: posted credits minus posted debits, and pending (reserved) amounts
@@ -25,6 +26,10 @@ CREATE TABLE accounts (
 -- one settlement account per asset: the ASE's side of deposits and withdrawals
 CREATE UNIQUE INDEX accounts_settlement_per_asset
     ON accounts (asset_code, asset_scale) WHERE kind = 'settlement';
+
+-- one peer account per asset: the other side of STREAM packets sent and received through ILP peers
+CREATE UNIQUE INDEX accounts_peer_per_asset
+    ON accounts (asset_code, asset_scale) WHERE kind = 'peer';
 
 CREATE TABLE transfers (
     id             TEXT PRIMARY KEY,

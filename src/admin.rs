@@ -35,6 +35,7 @@ pub fn routes(state: AppState) -> Router<AppState> {
         .route("/wallets/{name}/deposit", post(deposit))
         .route("/wallets/{name}/withdraw", post(withdraw))
         .route("/balances", get(balances))
+        .route("/peers", get(list_peers))
         .route("/incoming-payments", get(list_incoming))
         .route("/incoming-payments/{id}", get(show_incoming))
         .route("/incoming-payments/{id}/complete", post(complete_incoming))
@@ -355,6 +356,34 @@ async fn withdraw(
 
 async fn balances(State(s): State<AppState>) -> Result<impl IntoResponse, ApiError> {
     Ok(axum::Json(ops::balances(&s).await?))
+}
+
+/// The configured ILP peers (tokens never shown) with the balance of the peer account of their asset.
+async fn list_peers(State(s): State<AppState>) -> Result<impl IntoResponse, ApiError> {
+    let balances = ops::balances(&s).await?;
+    let peers: Vec<serde_json::Value> = s
+        .settings
+        .ilp
+        .peers
+        .iter()
+        .map(|p| {
+            let link = balances
+                .iter()
+                .find(|b| b.kind == "peer" && b.asset_code == p.asset_code && b.asset_scale == p.asset_scale)
+                .map_or(0, |b| b.balance);
+            serde_json::json!({
+                "name": p.name,
+                "receives": !p.incoming_tokens.is_empty(),
+                "outgoingEndpoint": p.outgoing_endpoint,
+                "routes": p.routes,
+                "maxPacketAmount": p.max_packet_amount,
+                "assetCode": p.asset_code,
+                "assetScale": p.asset_scale,
+                "peerAccountBalance": link,
+            })
+        })
+        .collect();
+    Ok(axum::Json(peers))
 }
 
 async fn list_incoming(

@@ -15,13 +15,15 @@ use crate::{
         incoming::IncomingPayments,
         outgoing::OutgoingPayments,
         quotes::Quotes,
-        wallet::{WalletError, Wallets},
+        remote::Remote,
+        wallet::{NewWallet, WalletError, Wallets},
     },
+    client::SignedClient,
     clock::{SharedClock, SystemClock},
     events::EventBus,
     gnap::Gnap,
     httpsig::{
-        Policy,
+        Policy, jwk,
         keys::{FetchPolicy, KeyResolver, LocalKeys, install_default_crypto_provider},
     },
     ilp::{
@@ -29,6 +31,7 @@ use crate::{
         receiver::{Receiver, StreamServer},
     },
     ledger::Ledger,
+    money::Asset,
     seed,
     server::signed::Verifier,
     server::{self, AppState, state::Services},
@@ -92,6 +95,21 @@ impl AppCore {
             stream_server.clone(),
         );
         let ilp = Receiver::new(stream_server, &settings.ilp, incoming.clone(), clock.clone());
+        let client_key = if settings.ilp.peers.iter().any(|p| p.outgoing_endpoint.is_some()) {
+            Some(ase_client_key(&settings.paths.ase_client_key())?)
+        } else {
+            None
+        };
+        let client_url = format!("{}/{}", settings.public_url, settings.ilp.client_wallet);
+        let remote = Remote::new(
+            &settings.ilp,
+            settings.rates.clone(),
+            client_key.as_ref().map(|k| {
+                let kid = jwk::thumbprint(&k.verifying_key());
+                SignedClient::new(k.clone(), &kid)
+            }),
+            &client_url,
+        );
         let quotes = Quotes::new(
             store.clone(),
             bus.clone(),
@@ -100,7 +118,8 @@ impl AppCore {
             incoming.clone(),
             &settings.public_url,
             rs.quote_lifetime_secs,
-        );
+        )
+        .with_remote(remote.clone());
         let wake = Arc::new(Notify::new());
         let outgoing = OutgoingPayments::new(
             store.clone(),
@@ -110,7 +129,8 @@ impl AppCore {
             &settings.public_url,
             wake.clone(),
         );
-        let engine = Engine::new(store.clone(), bus.clone(), clock.clone(), settings.engine.clone(), wake);
+        let engine =
+            Engine::new(store.clone(), bus.clone(), clock.clone(), settings.engine.clone(), wake).with_remote(remote);
         let state = AppState::new(Services {
             settings: Arc::new(settings),
             bus,
@@ -131,6 +151,11 @@ impl AppCore {
         seed::run(&core, opened.fresh)
             .await
             .wrap_err("seeding demo data failed")?;
+        if let Some(key) = &client_key {
+            ensure_client_wallet(&core, key)
+                .await
+                .wrap_err("setting up the ASE's client wallet failed")?;
+        }
         Ok(core)
     }
 
@@ -275,6 +300,48 @@ fn ilp_secret(settings: &Settings) -> Result<[u8; 32]> {
         (settings.ilp.secret.clone(), "ilp.secret".to_owned())
     };
     decode_secret(&text).ok_or_else(|| color_eyre::eyre::eyre!("{origin}: not 32 bytes of base64"))
+}
+
+/// The ASE's own Open Payments client key (`ase-client.pem`), generated on first use.
+fn ase_client_key(path: &Path) -> Result<ed25519_dalek::SigningKey> {
+    if let Ok(pem) = std::fs::read_to_string(path) {
+        return jwk::from_pkcs8_pem(&pem).wrap_err_with(|| format!("cannot read the key {}", path.display()));
+    }
+    let key = jwk::generate().wrap_err("cannot generate the ASE client key")?;
+    write_private(path, jwk::to_pkcs8_pem(&key).as_bytes())
+        .wrap_err_with(|| format!("cannot write {}", path.display()))?;
+    Ok(key)
+}
+
+/// Makes sure the wallet `[ilp] client_wallet` exists (in the first sending peer's asset) and publishes the
+/// ASE client key, so other ASEs can verify the ASE's signed requests.
+async fn ensure_client_wallet(core: &AppCore, key: &ed25519_dalek::SigningKey) -> Result<()> {
+    let s = &core.state;
+    let name = s.settings.ilp.client_wallet.clone();
+    match s.wallets.get(&name).await {
+        Ok(_) => {}
+        Err(WalletError::NotFound(_)) => {
+            let peer = s.settings.ilp.peers.iter().find(|p| p.outgoing_endpoint.is_some());
+            let (code, scale) = peer.map_or(("USD", 2), |p| (p.asset_code.as_str(), p.asset_scale));
+            s.wallets
+                .create(NewWallet {
+                    name: name.clone(),
+                    asset: Asset::new(code, scale)?,
+                    public_name: Some("opdesk ASE client".into()),
+                    demo: false,
+                })
+                .await?;
+            tracing::info!(wallet = %name, "created the ASE's client wallet for paying other ASEs");
+        }
+        Err(e) => return Err(e.into()),
+    }
+    let kid = jwk::thumbprint(&key.verifying_key());
+    if s.wallets.keys(&name).await?.find(&kid).is_none() {
+        s.wallets
+            .add_key(&name, jwk::Jwk::from_verifying_key(&kid, &key.verifying_key()))
+            .await?;
+    }
+    Ok(())
 }
 
 /// Reads the admin token without creating one (CLI).

@@ -9,4 +9,5 @@ pub mod outgoing;
 pub mod pagination;
 pub mod quotes;
 pub mod rates;
+pub mod remote;
 pub mod wallet;

@@ -4,7 +4,8 @@
 //! single [`Error`] type whose [`Error::reject_code`] picks the ILP reject code for a failure, and
 //! they do no I/O, hold no state, read no clock and never panic on any input. On top of them, the
 //! STREAM receiver ([`receiver`]: pure per-packet decisions, crediting through the incoming-payment
-//! service) and ILP-over-HTTP ([`http`]: the `POST /ilp` route and peer authentication). See
+//! service), the STREAM sender ([`sender`]: connect, rate probe, packetized money through a peer's
+//! ILP-over-HTTP endpoint) and ILP-over-HTTP ([`http`]: the `POST /ilp` route and peer authentication). See
 //! `shared/docs/STREAM.md`.
 
 pub mod crypto;
@@ -13,6 +14,7 @@ pub mod ildcp;
 pub mod oer;
 pub mod packet;
 pub mod receiver;
+pub mod sender;
 pub mod stream;
 
 pub use crypto::{

@@ -64,6 +64,9 @@ pub enum AccountKind {
     Settlement,
     /// One outgoing payment's funds while it is being sent: never overdrawn.
     Payment,
+    /// The ILP peering side of an asset: credited by STREAM packets sent through peers, debited by STREAM
+    /// packets received from them. May go negative, like settlement.
+    Peer,
 }
 
 impl AccountKind {
@@ -72,6 +75,7 @@ impl AccountKind {
             Self::Wallet => "wallet",
             Self::Settlement => "settlement",
             Self::Payment => "payment",
+            Self::Peer => "peer",
         }
     }
 }
@@ -185,7 +189,7 @@ pub mod ops {
             kind.as_str(),
             &asset.code,
             asset.scale,
-            kind != AccountKind::Settlement,
+            !matches!(kind, AccountKind::Settlement | AccountKind::Peer),
             now,
         )?;
         Ok(id)
@@ -197,6 +201,14 @@ pub mod ops {
             return Ok(id);
         }
         create_account(conn, AccountKind::Settlement, asset, now)
+    }
+
+    /// The peer account of `asset`, created on first use.
+    pub fn peer_account(conn: &Connection, asset: &Asset, now: &str) -> Result<String, LedgerError> {
+        if let Some(id) = repo::peer_account(conn, &asset.code, asset.scale)? {
+            return Ok(id);
+        }
+        create_account(conn, AccountKind::Peer, asset, now)
     }
 
     pub fn account(conn: &Connection, id: &str) -> Result<AccountRow, LedgerError> {

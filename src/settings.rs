@@ -48,6 +48,10 @@ impl Paths {
     pub fn ilp_secret(&self) -> PathBuf {
         self.data_dir.join("ilp.secret")
     }
+    /// The ASE's own Open Payments client key (for reading incoming payments on other ASEs).
+    pub fn ase_client_key(&self) -> PathBuf {
+        self.data_dir.join("ase-client.pem")
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -82,15 +86,32 @@ pub struct WebhookSettings {
 }
 
 /// `[ilp]`: this node on the Interledger network and the peers that may send it packets at `POST /ilp`.
-#[derive(Clone, PartialEq, Eq, Deserialize)]
+#[derive(Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct IlpSettings {
     /// The node's ILP address; incoming payments get `{address}.{token}`.
     pub address: String,
     /// The STREAM server secret (32 bytes, base64 or base64url). Empty: generated into `ilp.secret`.
     pub secret: String,
-    /// Peers allowed to send ILP Prepares to `POST /ilp`.
+    /// Peers: those with `incoming_tokens` may send ILP Prepares to `POST /ilp`; those with an
+    /// `outgoing_endpoint` carry STREAM payments to the ILP addresses under their `routes`.
     pub peers: Vec<PeerSettings>,
+    /// Tolerated exchange-rate slippage when paying by STREAM, as a fraction (0.01 = 1 %): the probed rate
+    /// must be at least the operator's rate times `1 − slippage`, and every packet must deliver that much.
+    pub slippage: f64,
+    /// The local wallet the ASE signs as when it acts as an Open Payments client of other ASEs (to read
+    /// their incoming payments). Created when a peer has an `outgoing_endpoint`; its key is `ase-client.pem`.
+    pub client_wallet: String,
+    /// Prepare expiry for STREAM packets sent through peers, in milliseconds.
+    pub packet_expiry_ms: u64,
+}
+
+impl IlpSettings {
+    /// The slippage in parts per million (validated to lie in 0..1).
+    pub fn slippage_ppm(&self) -> u64 {
+        // validated finite and in [0, 1): the cast cannot overflow
+        (self.slippage * 1_000_000.0).round().clamp(0.0, 999_999.0) as u64
+    }
 }
 
 impl std::fmt::Debug for IlpSettings {
@@ -99,18 +120,32 @@ impl std::fmt::Debug for IlpSettings {
             .field("address", &self.address)
             .field("secret", &if self.secret.is_empty() { "" } else { "<set>" })
             .field("peers", &self.peers)
+            .field("slippage", &self.slippage)
+            .field("client_wallet", &self.client_wallet)
+            .field("packet_expiry_ms", &self.packet_expiry_ms)
             .finish()
     }
 }
 
 /// One `[[ilp.peers]]` entry.
-#[derive(Clone, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PeerSettings {
     /// A short name for logs and ledger memos (`A-Z a-z 0-9 _ ~ -`).
     pub name: String,
-    /// Bearer tokens this peer presents at `POST /ilp` (any one of them authenticates it).
+    /// Bearer tokens this peer presents at `POST /ilp` (any one of them authenticates it). May be empty
+    /// for a peer we only send to.
+    #[serde(default)]
     pub incoming_tokens: Vec<String>,
+    /// The peer's ILP-over-HTTP endpoint (its `/ilp` URL) for STREAM packets we send. None: receive only.
+    #[serde(default)]
+    pub outgoing_endpoint: Option<String>,
+    /// `Authorization: Bearer …` we present at `outgoing_endpoint`.
+    #[serde(default)]
+    pub outgoing_token: Option<String>,
+    /// ILP address prefixes this peer reaches (longest prefix wins among peers).
+    #[serde(default)]
+    pub routes: Vec<String>,
     /// Largest Prepare amount accepted from this peer (larger ones are rejected `F08`). None: no limit.
     #[serde(default)]
     pub max_packet_amount: Option<u64>,
@@ -124,6 +159,9 @@ impl std::fmt::Debug for PeerSettings {
         f.debug_struct("PeerSettings")
             .field("name", &self.name)
             .field("incoming_tokens", &self.incoming_tokens.len())
+            .field("outgoing_endpoint", &self.outgoing_endpoint)
+            .field("outgoing_token", &self.outgoing_token.as_ref().map(|_| "<set>"))
+            .field("routes", &self.routes)
             .field("max_packet_amount", &self.max_packet_amount)
             .field("asset_code", &self.asset_code)
             .field("asset_scale", &self.asset_scale)
@@ -168,6 +206,18 @@ impl IlpSettings {
                 "must be 32 bytes in base64 or base64url (e.g. `openssl rand -base64 32`), or empty".into(),
             ));
         }
+        if !(self.slippage.is_finite() && (0.0..1.0).contains(&self.slippage)) {
+            return Err(("ilp.slippage", "must be a fraction from 0 to below 1, like 0.01".into()));
+        }
+        if crate::ase::wallet::validate_name(&self.client_wallet).is_err() {
+            return Err((
+                "ilp.client_wallet",
+                format!("{:?} is not a wallet name", self.client_wallet),
+            ));
+        }
+        if !(1000..=120_000).contains(&self.packet_expiry_ms) {
+            return Err(("ilp.packet_expiry_ms", "must be from 1000 to 120000".into()));
+        }
         let mut names = std::collections::BTreeSet::new();
         let mut tokens = std::collections::BTreeSet::new();
         for p in &self.peers {
@@ -182,11 +232,52 @@ impl IlpSettings {
             if !names.insert(p.name.as_str()) {
                 return Err(("ilp.peers.name", format!("{:?} is configured twice", p.name)));
             }
-            if p.incoming_tokens.is_empty() {
+            if p.incoming_tokens.is_empty() && p.outgoing_endpoint.is_none() {
                 return Err((
                     "ilp.peers.incoming_tokens",
-                    format!("peer {:?} needs at least one token", p.name),
+                    format!("peer {:?} needs at least one token (or an outgoing_endpoint)", p.name),
                 ));
+            }
+            match (&p.outgoing_endpoint, &p.outgoing_token) {
+                (None, None) => {}
+                (Some(e), Some(t)) => {
+                    let ok =
+                        url::Url::parse(e).is_ok_and(|u| matches!(u.scheme(), "http" | "https") && u.host().is_some());
+                    if !ok {
+                        return Err((
+                            "ilp.peers.outgoing_endpoint",
+                            format!("peer {:?}: {e:?} is not an http(s) URL", p.name),
+                        ));
+                    }
+                    if t.trim().is_empty() || t.trim() != t {
+                        return Err((
+                            "ilp.peers.outgoing_token",
+                            format!("peer {:?}: must be non-empty without surrounding spaces", p.name),
+                        ));
+                    }
+                }
+                _ => {
+                    return Err((
+                        "ilp.peers.outgoing_token",
+                        format!("peer {:?}: outgoing_endpoint and outgoing_token go together", p.name),
+                    ));
+                }
+            }
+            if !p.routes.is_empty() && p.outgoing_endpoint.is_none() {
+                return Err((
+                    "ilp.peers.routes",
+                    format!("peer {:?}: routes need an outgoing_endpoint", p.name),
+                ));
+            }
+            for r in &p.routes {
+                if crate::ilp::Address::new(r.as_str()).is_err()
+                    && !crate::ilp::packet::ADDRESS_SCHEMES.contains(&r.as_str())
+                {
+                    return Err((
+                        "ilp.peers.routes",
+                        format!("peer {:?}: {r:?} is not an ILP address prefix like test.rafiki", p.name),
+                    ));
+                }
             }
             for t in &p.incoming_tokens {
                 if t.trim().is_empty() || t.trim() != t {
@@ -683,6 +774,15 @@ mod tests {
         assert_eq!(s.ilp.peers[0].incoming_tokens, ["t1", "t2"]);
         assert_eq!(s.ilp.peers[0].max_packet_amount, Some(1000));
         assert_eq!(s.ilp.peers[1].max_packet_amount, None);
+        assert_eq!(s.ilp.slippage_ppm(), 10_000);
+        let send_only = peers.replace(
+            "incoming_tokens = [\"t3\"]\n",
+            "outgoing_endpoint = \"http://b.test/ilp\"\noutgoing_token = \"o1\"\nroutes = [\"test.b\", \"g\"]\n",
+        );
+        std::fs::write(&cfg, &send_only).unwrap();
+        let s2 = Settings::load_from(&o, env(&[])).unwrap();
+        assert_eq!(s2.ilp.peers[1].routes, ["test.b", "g"]);
+        assert!(!format!("{:?}", s2.ilp).contains("\"o1\""));
         let shown = format!("{:?}", s.ilp);
         assert!(!shown.contains(secret) && !shown.contains("\"t1\""), "{shown}");
 
@@ -696,6 +796,19 @@ mod tests {
             (peers.replace("\"other\"", "\"node\""), "ilp.peers.name"),
             (peers.replace("\"other\"", "\"a b\""), "ilp.peers.name"),
             (peers.replace("= 1000\n", "= 1000\nport = 1\n"), "port"),
+            (
+                peers.replace("= 1000\n", "= 1000\noutgoing_endpoint = \"http://b.test/ilp\"\n"),
+                "outgoing_token",
+            ),
+            (
+                peers.replace("= 1000\n", "= 1000\nroutes = [\"test.b\"]\n"),
+                "ilp.peers.routes",
+            ),
+            (peers.replace("[ilp]\n", "[ilp]\nslippage = 1.5\n"), "ilp.slippage"),
+            (
+                peers.replace("[ilp]\n", "[ilp]\nclient_wallet = \"A B\"\n"),
+                "ilp.client_wallet",
+            ),
         ] {
             std::fs::write(&cfg, &bad).unwrap();
             let e = Settings::load_from(&o, env(&[])).unwrap_err().to_string();

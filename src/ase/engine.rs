@@ -15,16 +15,23 @@ use std::{
     time::{Duration as StdDuration, Instant},
 };
 
-use rusqlite::Connection;
+use rusqlite::Connection as SqlConnection;
 use time::{Duration, OffsetDateTime};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
-use super::incoming::state_of;
+use super::{
+    incoming::state_of,
+    remote::{OutgoingPeer, Remote},
+};
 use crate::{
     clock::{SharedClock, format_ts, parse_ts},
     events::{DomainEvent, EventBus},
     gnap::model::AccessItem,
+    ilp::{
+        Address,
+        sender::{Connection, Rate, SendError, Verdict, next_packet},
+    },
     interval::RepeatingInterval,
     ledger::{self, AccountKind, Balance, LedgerError, NewTransfer},
     money::{Asset, MoneyError, Value},
@@ -33,6 +40,7 @@ use crate::{
     store::{
         self, Store, ledger as ledger_repo,
         payments::{self as repo, OutgoingRow},
+        stream::StreamPlanRow,
     },
 };
 
@@ -61,7 +69,7 @@ impl From<rusqlite::Error> for EngineError {
 /// Reserves `amount` of `sender`'s balance for payment `payment_id`: a pending transfer into a payment
 /// account (created here, or `reuse`d on retry). `Ok(Err(failure))` when the balance does not cover it.
 pub fn reserve(
-    tx: &Connection,
+    tx: &SqlConnection,
     payment_id: &str,
     sender: &str,
     asset: &Asset,
@@ -73,7 +81,7 @@ pub fn reserve(
 
 #[allow(clippy::too_many_arguments)]
 fn reserve_into(
-    tx: &Connection,
+    tx: &SqlConnection,
     payment_id: &str,
     sender: &str,
     asset: &Asset,
@@ -134,7 +142,21 @@ pub struct Engine {
     settings: EngineSettings,
     wake: Arc<Notify>,
     last_event: Arc<Mutex<HashMap<String, Instant>>>,
+    remote: Option<Remote>,
+    /// Open STREAM connections of remote payments, taken out while a packet is in flight.
+    connections: Arc<Mutex<HashMap<String, RemoteConnection>>>,
 }
+
+/// A remote payment's connection and what its receiver said about its room.
+struct RemoteConnection {
+    conn: Connection,
+    room: Option<u64>,
+    /// Packets in a row that made no progress (F08 shrinks, room answers); bounded.
+    stalls: u32,
+}
+
+/// Packets in a row without progress before a remote payment fails.
+const MAX_STALLS: u32 = 32;
 
 fn asset(code: &str, scale: u8) -> Asset {
     Asset {
@@ -152,7 +174,15 @@ impl Engine {
             settings,
             wake,
             last_event: Arc::new(Mutex::new(HashMap::new())),
+            remote: None,
+            connections: Arc::new(Mutex::new(HashMap::new())),
         }
+    }
+
+    /// Enables paying receivers on other ASEs by STREAM.
+    pub fn with_remote(mut self, remote: Remote) -> Self {
+        self.remote = Some(remote);
+        self
     }
 
     /// Runs until `shutdown`: due payments get one packet each per round; sleeps until the next is due,
@@ -221,6 +251,12 @@ impl Engine {
     }
 
     async fn packet(&self, id: &str) {
+        let pid = id.to_owned();
+        match self.store.call(move |c| remote_of(c, &pid)).await {
+            Ok(Some((p, plan))) => return self.remote_packet(p, plan).await,
+            Ok(None) => {}
+            Err(e) => return self.transient(id, "internal", &e.to_string()).await,
+        }
         let now = self.clock.now();
         let (packets, interval_ms) = self.settings.pacing();
         let pid = id.to_owned();
@@ -235,12 +271,12 @@ impl Engine {
             .await;
         match result {
             Ok(out) => self.publish(out),
-            Err(e) => self.transient(id, &e.to_string()).await,
+            Err(e) => self.transient(id, "internal", &e.to_string()).await,
         }
     }
 
-    /// A transient failure: retry with backoff, or fail for good after the last attempt.
-    async fn transient(&self, id: &str, message: &str) {
+    /// A transient failure: retry with backoff, or fail for good (with `reason`) after the last attempt.
+    async fn transient(&self, id: &str, reason: &'static str, message: &str) {
         tracing::warn!(payment = id, error = message, "payment step failed; will retry");
         let now = self.clock.now();
         let s = self.settings.clone();
@@ -256,12 +292,12 @@ impl Engine {
                     return Ok(StepOutcome::default());
                 }
                 let out = if p.attempts + 1 >= i64::from(s.max_attempts) {
-                    fail_tx(
-                        &tx,
-                        &p,
-                        ("internal", format!("The payment could not be processed: {msg}")),
-                        now,
-                    )?
+                    let sentence = if reason == "internal" {
+                        format!("The payment could not be processed: {msg}")
+                    } else {
+                        format!("The receiver could not be reached: {msg}")
+                    };
+                    fail_tx(&tx, &p, (reason, sentence), now)?
                 } else {
                     let shift = u32::try_from(p.attempts.clamp(0, 20)).unwrap_or(20);
                     let backoff = s.retry_base_ms.saturating_mul(1u64 << shift).min(s.retry_max_ms);
@@ -435,6 +471,360 @@ impl Engine {
     }
 }
 
+impl Engine {
+    /// Fails a sending payment for good (outside a packet transaction).
+    async fn fail(&self, id: &str, failure: Failure) {
+        self.drop_connection(id).await;
+        let now = self.clock.now();
+        let pid = id.to_owned();
+        let result = self
+            .store
+            .call(move |conn| {
+                let tx = store::immediate(conn)?;
+                let out = match repo::outgoing(&tx, &pid)? {
+                    Some(p) if p.state == "sending" => fail_tx(&tx, &p, failure, now)?,
+                    _ => StepOutcome::default(),
+                };
+                tx.commit()?;
+                Ok::<_, EngineError>(out)
+            })
+            .await;
+        match result {
+            Ok(out) => self.publish(out),
+            Err(e) => tracing::error!(payment = id, error = %e, "cannot record a failure"),
+        }
+    }
+
+    async fn drop_connection(&self, id: &str) {
+        let taken = self.connections.lock().ok().and_then(|mut m| m.remove(id));
+        if let Some(mut c) = taken {
+            c.conn.close().await;
+        }
+    }
+
+    fn keep_connection(&self, id: &str, c: RemoteConnection) {
+        if let Ok(mut m) = self.connections.lock() {
+            m.insert(id.to_owned(), c);
+        }
+    }
+
+    /// Opens a STREAM connection for a remote payment.
+    async fn open_connection(
+        &self,
+        remote: &Remote,
+        peer: &OutgoingPeer,
+        plan: &StreamPlanRow,
+    ) -> Result<RemoteConnection, (&'static str, String, bool)> {
+        use base64::{Engine as _, engine::general_purpose::URL_SAFE_NO_PAD_INDIFFERENT};
+        let address = Address::new(plan.ilp_address.as_str())
+            .map_err(|e| ("internal", format!("The stored ILP address is invalid: {e}"), false))?;
+        let secret = URL_SAFE_NO_PAD_INDIFFERENT
+            .decode(&plan.shared_secret)
+            .map_err(|e| ("internal", format!("The stored shared secret is invalid: {e}"), false))?;
+        let max = plan.max_packet_amount.and_then(|m| u64::try_from(m).ok());
+        let mut conn = remote.connection(peer, address, &secret, max);
+        match conn.connect().await {
+            Ok(_) => Ok(RemoteConnection {
+                conn,
+                room: None,
+                stalls: 0,
+            }),
+            Err(SendError::Closed(m)) => Err((
+                "receiver_completed",
+                format!("The receiver closed the connection ({m}) and accepts no more money."),
+                false,
+            )),
+            Err(e) => Err(("receiver_unreachable", e.to_string(), true)),
+        }
+    }
+
+    /// One STREAM packet of a payment to a receiver on another ASE: sent through the plan's peer, then its
+    /// outcome committed in one transaction (payment account → peer account of the debit asset, progress).
+    async fn remote_packet(&self, p: OutgoingRow, plan: StreamPlanRow) {
+        let now = self.clock.now();
+        let pid = p.id.clone();
+        let check = self.store.call(move |c| {
+            let p = repo::outgoing(c, &pid)?;
+            Ok::<_, EngineError>(match p {
+                Some(p) => blocked(c, &p, now)?,
+                None => None,
+            })
+        });
+        match check.await {
+            Ok(Some(f)) => return self.fail(&p.id, f).await,
+            Ok(None) => {}
+            Err(e) => return self.transient(&p.id, "internal", &e.to_string()).await,
+        }
+        let Some(remote) = self.remote.clone() else {
+            return self
+                .fail(
+                    &p.id,
+                    (
+                        "receiver_unreachable",
+                        "No ILP peer is configured to pay other ASEs.".into(),
+                    ),
+                )
+                .await;
+        };
+        let Some(peer) = remote.peer(&plan.peer) else {
+            let m = format!("The ILP peer {} is no longer configured.", plan.peer);
+            return self.fail(&p.id, ("receiver_unreachable", m)).await;
+        };
+        let (Some(estimated), Some(minimum)) = (Rate::parse(&plan.estimated_rate), Rate::parse(&plan.minimum_rate))
+        else {
+            return self
+                .fail(&p.id, ("internal", "The payment's stored rates are invalid.".into()))
+                .await;
+        };
+        let taken = self.connections.lock().ok().and_then(|mut m| m.remove(&p.id));
+        let mut entry = match taken {
+            Some(e) => e,
+            None => match self.open_connection(&remote, &peer, &plan).await {
+                Ok(e) => e,
+                Err((reason, m, true)) => return self.transient(&p.id, reason, &m).await,
+                Err((reason, m, false)) => return self.fail(&p.id, (reason, m)).await,
+            },
+        };
+        let (packets, interval_ms) = self.settings.pacing();
+        let source_total = u64::try_from(plan.source_amount).unwrap_or(0);
+        let chunk = if packets <= 1 {
+            u64::MAX
+        } else {
+            source_total.div_ceil(u64::from(packets))
+        };
+        let cap = chunk.min(entry.conn.max_packet.unwrap_or(u64::MAX));
+        let as_u64 = |v: i64| u64::try_from(v).unwrap_or(0);
+        let next = next_packet(
+            source_total,
+            as_u64(p.receive_amount),
+            as_u64(p.sent_amount),
+            as_u64(p.delivered_amount),
+            &estimated,
+            &minimum,
+            cap,
+            entry.room,
+        );
+        if next.is_none() && entry.room == Some(0) {
+            entry.conn.close().await;
+            let m = "The receiver accepts no more money before the payment was complete.".to_owned();
+            return self.fail(&p.id, ("receiver_completed", m)).await;
+        }
+        // nothing left to send (e.g. a crash between the last packet and completion): (0, 0) completes it
+        let (source, min_dest) = next.unwrap_or_default();
+        let verdict = if source == 0 {
+            Ok(Verdict::Fulfilled {
+                delivered: 0,
+                closed: false,
+            })
+        } else {
+            entry.conn.send_money(source, min_dest).await
+        };
+        match verdict {
+            Ok(Verdict::Fulfilled { delivered, closed }) => {
+                entry.stalls = 0;
+                entry.room = entry.room.map(|r| r.saturating_sub(delivered));
+                let pid = p.id.clone();
+                let result = self
+                    .store
+                    .call(move |conn| {
+                        let tx = store::immediate(conn)?;
+                        let out =
+                            remote_progress_tx(&tx, &pid, source, delivered, closed, source_total, now, interval_ms)?;
+                        tx.commit()?;
+                        Ok::<_, EngineError>(out)
+                    })
+                    .await;
+                match result {
+                    Ok(out) => {
+                        let finished = out.finished.is_some();
+                        self.publish(out);
+                        if finished {
+                            entry.conn.close().await;
+                        } else {
+                            self.keep_connection(&p.id, entry);
+                        }
+                    }
+                    Err(e) => {
+                        // the money moved but the record did not: the log says what to reconcile
+                        tracing::error!(payment = %p.id, source, delivered, error = %e, "a fulfilled STREAM packet could not be recorded");
+                        self.keep_connection(&p.id, entry);
+                        self.transient(&p.id, "internal", &e.to_string()).await;
+                    }
+                }
+            }
+            Ok(Verdict::ReceiverRoom { room: 0 }) => {
+                entry.conn.close().await;
+                self.fail(
+                    &p.id,
+                    ("receiver_completed", "The receiver accepts no more money.".into()),
+                )
+                .await;
+            }
+            Ok(v @ (Verdict::TooLarge { .. } | Verdict::ReceiverRoom { .. })) => {
+                if let Verdict::ReceiverRoom { room } = v {
+                    entry.room = Some(room);
+                }
+                entry.stalls += 1;
+                if entry.stalls > MAX_STALLS {
+                    entry.conn.close().await;
+                    let m = format!("The payment made no progress after {MAX_STALLS} packets ({v:?}).");
+                    self.fail(&p.id, ("receiver_unreachable", m)).await;
+                } else {
+                    self.keep_connection(&p.id, entry);
+                }
+            }
+            Ok(Verdict::RateTooLow { received }) => {
+                entry.conn.close().await;
+                let m = format!(
+                    "A packet of {source} delivered {received}, less than the minimum of {min_dest} (rate {minimum})."
+                );
+                self.fail(&p.id, ("rate_too_low", m)).await;
+            }
+            Ok(Verdict::Temporary(m)) => {
+                self.keep_connection(&p.id, entry);
+                self.transient(&p.id, "receiver_unreachable", &m).await;
+            }
+            Ok(Verdict::Closed(m)) => {
+                entry.conn.close().await;
+                let m = format!("The receiver closed the connection ({m}) and accepts no more money.");
+                self.fail(&p.id, ("receiver_completed", m)).await;
+            }
+            Ok(Verdict::Failed(m)) => {
+                entry.conn.close().await;
+                self.fail(&p.id, ("receiver_unreachable", format!("The packet was rejected: {m}")))
+                    .await;
+            }
+            Err(e) => {
+                self.keep_connection(&p.id, entry);
+                self.transient(&p.id, "internal", &e.to_string()).await;
+            }
+        }
+    }
+}
+
+/// The plan of a payment: its quote's, or its own when it was created without a quote.
+fn plan_id(p: &OutgoingRow) -> &str {
+    p.quote_id.as_deref().unwrap_or(&p.id)
+}
+
+/// A sending payment to a receiver on another ASE, with its STREAM plan.
+fn remote_of(c: &SqlConnection, id: &str) -> Result<Option<(OutgoingRow, StreamPlanRow)>, store::Error> {
+    let Some(p) = repo::outgoing(c, id)? else {
+        return Ok(None);
+    };
+    if p.state != "sending" || p.incoming_payment_id.is_some() {
+        return Ok(None);
+    }
+    Ok(store::stream::plan(c, plan_id(&p))?.map(|plan| (p, plan)))
+}
+
+/// Records one fulfilled STREAM packet (`source` sent, `delivered` arrived) and completes the payment when
+/// it delivered its receive amount or sent its source amount: the fee (debit less source) goes to the
+/// settlement account, the rest back to the sender. `closed`: the receiver closed the connection with it.
+#[allow(clippy::too_many_arguments)]
+fn remote_progress_tx(
+    tx: &SqlConnection,
+    id: &str,
+    source: u64,
+    delivered: u64,
+    closed: bool,
+    source_total: u64,
+    now: OffsetDateTime,
+    interval_ms: u64,
+) -> Result<StepOutcome, EngineError> {
+    let now_s = format_ts(now);
+    let Some(p) = repo::outgoing(tx, id)? else {
+        return Ok(StepOutcome::default());
+    };
+    if p.state != "sending" {
+        tracing::warn!(payment = id, source, delivered, state = %p.state, "a STREAM packet was fulfilled for a payment no longer sending");
+        return Ok(StepOutcome::default());
+    }
+    let Some(payment_account) = p.payment_account_id.clone() else {
+        return fail_tx(tx, &p, ("internal", "The payment has no funds record.".into()), now);
+    };
+    if let Some(res) = &p.reservation_id
+        && ledger_repo::transfer(tx, res)?.is_some_and(|t| t.state == "pending")
+    {
+        ledger::ops::post(tx, res, None, &now_s)?;
+    }
+    let debit_asset = asset(&p.asset_code, p.asset_scale);
+    let source_i = i64::try_from(source).map_err(|_| MoneyError::Overflow)?;
+    let delivered_i = i64::try_from(delivered).map_err(|_| MoneyError::Overflow)?;
+    let new_sent = p.sent_amount + source_i;
+    let new_delivered = p.delivered_amount + delivered_i;
+    let mut touched = vec![p.account_id.clone(), payment_account.clone()];
+    if source > 0 {
+        let peer = ledger::ops::peer_account(tx, &debit_asset, &now_s)?;
+        ledger::ops::create_transfer(
+            tx,
+            &NewTransfer {
+                id: format!("stream-{}-{}-{new_sent}", p.id, p.attempts),
+                debit: payment_account.clone(),
+                credit: peer.clone(),
+                amount: Value::new(source)?,
+                pending: false,
+                kind: "payment".into(),
+                memo: Some(format!("STREAM to {} ({} delivered)", p.receiver, delivered)),
+            },
+            &now_s,
+        )?;
+        touched.push(peer);
+    }
+    let done = new_delivered >= p.receive_amount || u64::try_from(new_sent).unwrap_or(0) >= source_total;
+    let next = (!done).then(|| format_ts(now + Duration::milliseconds(i64::try_from(interval_ms).unwrap_or(0))));
+    repo::update_progress(tx, &p.id, new_sent, new_delivered, next.as_deref(), &now_s)?;
+    let mut finished = None;
+    if done {
+        // the fee stays with the ASE
+        let fee = p.debit_amount - i64::try_from(source_total).unwrap_or(p.debit_amount);
+        let held = ledger::ops::account(tx, &payment_account)?.balance;
+        let fee = fee.min(held);
+        if fee > 0 {
+            let settle = ledger::ops::settlement_account(tx, &debit_asset, &now_s)?;
+            ledger::ops::create_transfer(
+                tx,
+                &NewTransfer {
+                    id: format!("fee-{}-{}", p.id, p.attempts),
+                    debit: payment_account.clone(),
+                    credit: settle.clone(),
+                    amount: Value::from_i64(fee)?,
+                    pending: false,
+                    kind: "fee".into(),
+                    memo: Some(format!("fee of outgoing payment {}", p.id)),
+                },
+                &now_s,
+            )?;
+            repo::update_progress(tx, &p.id, new_sent + fee, new_delivered, None, &now_s)?;
+            touched.push(settle);
+        }
+        let p2 = repo::outgoing(tx, &p.id)?.ok_or_else(|| store::Error::Corrupt("payment vanished".into()))?;
+        touched.extend(release(tx, &p2, now)?.into_iter().map(|b| b.account_id));
+        repo::set_state(tx, &p.id, "sending", "completed", None, &now_s)?;
+        finished = Some(Ok(()));
+    } else if closed {
+        let p2 = repo::outgoing(tx, &p.id)?.ok_or_else(|| store::Error::Corrupt("payment vanished".into()))?;
+        return fail_tx(
+            tx,
+            &p2,
+            (
+                "receiver_completed",
+                "The receiver closed the connection before the payment was complete.".into(),
+            ),
+            now,
+        );
+    }
+    touched.sort();
+    touched.dedup();
+    let ids: Vec<&str> = touched.iter().map(String::as_str).collect();
+    Ok(StepOutcome {
+        payment: repo::outgoing(tx, &p.id)?,
+        finished,
+        received: None,
+        balances: ledger::ops::balances(tx, &ids)?,
+    })
+}
+
 impl From<EngineError> for ApiError {
     fn from(e: EngineError) -> Self {
         match e {
@@ -446,7 +836,7 @@ impl From<EngineError> for ApiError {
 }
 
 /// Whether the payment's quote or receiver forbids going on (a permanent failure).
-fn blocked(tx: &Connection, p: &OutgoingRow, now: OffsetDateTime) -> Result<Option<Failure>, EngineError> {
+fn blocked(tx: &SqlConnection, p: &OutgoingRow, now: OffsetDateTime) -> Result<Option<Failure>, EngineError> {
     if let Some(q) = &p.quote_id
         && let Some(q) = repo::quote(tx, q)?
         && parse_ts(&q.expires_at).is_ok_and(|e| e <= now)
@@ -458,6 +848,10 @@ fn blocked(tx: &Connection, p: &OutgoingRow, now: OffsetDateTime) -> Result<Opti
         )));
     }
     let Some(rid) = &p.incoming_payment_id else {
+        if store::stream::plan(tx, plan_id(p))?.is_some() {
+            // a receiver on another ASE: its state is learned from its STREAM answers
+            return Ok(None);
+        }
         return Ok(Some((
             "receiver_unreachable",
             format!("The receiver {} is not an incoming payment of this ASE.", p.receiver),
@@ -486,7 +880,7 @@ fn blocked(tx: &Connection, p: &OutgoingRow, now: OffsetDateTime) -> Result<Opti
 }
 
 /// A retried payment counts its full debit against its grant again: refuse if that would pass a limit.
-fn check_grant_room(tx: &Connection, p: &OutgoingRow) -> Result<(), ApiError> {
+fn check_grant_room(tx: &SqlConnection, p: &OutgoingRow) -> Result<(), ApiError> {
     let Some(gid) = &p.grant_id else { return Ok(()) };
     let Some(g) = store::grants::grant(tx, gid)? else {
         return Ok(());
@@ -526,7 +920,7 @@ fn check_grant_room(tx: &Connection, p: &OutgoingRow) -> Result<(), ApiError> {
 
 /// Returns what was not sent to the sender: voids a still-pending reservation, or moves the payment
 /// account's balance back.
-fn release(tx: &Connection, p: &OutgoingRow, now: OffsetDateTime) -> Result<Vec<Balance>, EngineError> {
+fn release(tx: &SqlConnection, p: &OutgoingRow, now: OffsetDateTime) -> Result<Vec<Balance>, EngineError> {
     let now_s = format_ts(now);
     let mut touched = vec![p.account_id.clone()];
     if let Some(res) = &p.reservation_id
@@ -556,7 +950,7 @@ fn release(tx: &Connection, p: &OutgoingRow, now: OffsetDateTime) -> Result<Vec<
 }
 
 fn fail_tx(
-    tx: &Connection,
+    tx: &SqlConnection,
     p: &OutgoingRow,
     failure: Failure,
     now: OffsetDateTime,
@@ -581,7 +975,7 @@ fn fail_tx(
 
 /// One packet of one payment, inside the caller's transaction.
 fn packet_tx(
-    tx: &Connection,
+    tx: &SqlConnection,
     id: &str,
     now: OffsetDateTime,
     packets: u32,

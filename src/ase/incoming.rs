@@ -185,9 +185,10 @@ impl IncomingPayments {
         }
     }
 
+    /// The operator's view: the resource with its `methods`, its state, wallet and creating client.
     pub fn view(&self, r: &IncomingRow) -> IncomingView {
         IncomingView {
-            payment: self.dto(r),
+            payment: self.dto_with_methods(r).unwrap_or_else(|_| self.dto(r)),
             state: state_of(r, self.clock.now()).to_owned(),
             wallet: r.wallet_name.clone(),
             client: r.client.clone(),
@@ -283,7 +284,7 @@ impl IncomingPayments {
 
     /// Credits one STREAM packet of `amount` minor units of the payment's asset, in one `BEGIN IMMEDIATE`
     /// transaction: [`receiver::money_check`] on the row as read inside it, a ledger transfer from the ASE's
-    /// settlement account of the asset to the receiver's wallet, `receivedAmount += amount`, and completion
+    /// peer account of the asset (the ILP side) to the receiver's wallet, `receivedAmount += amount`, and completion
     /// when `incomingAmount` is reached. Events go out after the commit. A refusal or an error writes nothing.
     pub async fn credit_stream_packet(&self, id: &str, amount: u64, memo: String) -> Result<StreamCredit, LedgerError> {
         if !ids::is_id(id) {
@@ -307,7 +308,7 @@ impl IncomingPayments {
                     code: row.asset_code.clone(),
                     scale: row.asset_scale,
                 };
-                let settlement = ledger::ops::settlement_account(&tx, &asset, &now_s)?;
+                let settlement = ledger::ops::peer_account(&tx, &asset, &now_s)?;
                 ledger::ops::create_transfer(
                     &tx,
                     &NewTransfer {

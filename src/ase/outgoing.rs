@@ -286,14 +286,20 @@ impl OutgoingPayments {
                             q.receive_asset_scale,
                         )
                     }
-                    (None, Some(p)) => (
-                        receiver_url.clone().unwrap_or_default(),
-                        Some(p.receiver.id.clone()),
-                        Value::new(p.debit)?.as_i64(),
-                        Value::new(p.receive)?.as_i64(),
-                        p.receiver.asset_code.clone(),
-                        p.receiver.asset_scale,
-                    ),
+                    (None, Some(p)) => {
+                        let url = receiver_url.clone().unwrap_or_default();
+                        if let Some(plan) = p.plan_row(&id, &url, &now_s) {
+                            store::stream::insert_plan(&tx, &plan).map_err(|e| ApiError::internal(&e))?;
+                        }
+                        (
+                            url,
+                            p.receiver.as_ref().map(|r| r.id.clone()),
+                            Value::new(p.debit)?.as_i64(),
+                            Value::new(p.receive)?.as_i64(),
+                            p.receive_asset.code.clone(),
+                            p.receive_asset.scale,
+                        )
+                    }
                     (None, None) => return Err(ApiError::internal(&"outgoing payment without a source")),
                 };
                 let debit_asset = w.asset();

@@ -1,6 +1,8 @@
 //! Quotes: what a payment to a receiver will debit and deliver, valid until `expiresAt`. Local receivers
-//! (incoming payments on this ASE) are quoted from the operator's rate table and fees; receivers on other
-//! hosts need STREAM and are refused with a clear error until it lands.
+//! (incoming payments on this ASE) are quoted from the operator's rate table and fees. Receivers on other
+//! hosts are resolved over Open Payments and quoted by a STREAM rate probe through the peer that routes to
+//! them ([`super::remote`]): the probed rate must reach the operator's rate less the slippage, and the quote
+//! delivers at that minimum rate; the plan (peer, credentials, rates) is stored in `stream_plans`.
 
 use axum::{
     Json, Router,
@@ -16,6 +18,7 @@ use super::{
     auth::RsAuth,
     incoming::{IncomingPayments, parse_body, state_of, wallet_of},
     rates::{RateError, Rates},
+    remote::{Remote, RemoteError, RemotePlan},
     wallet::Wallet,
 };
 use crate::{
@@ -26,8 +29,9 @@ use crate::{
     money::{Amount, Asset, Value},
     server::{AppState, error::ApiError},
     store::{
-        Store,
+        self, Store,
         payments::{self as repo, IncomingRow, Page, PageQuery, QuoteRow},
+        stream::StreamPlanRow,
     },
 };
 
@@ -61,10 +65,35 @@ pub struct QuoteDto {
 /// What a quote amounts to before it is stored (shared with outgoing payments created without a quote).
 #[derive(Debug, Clone)]
 pub struct Priced {
-    pub receiver: IncomingRow,
+    /// The local receiver (None for a receiver on another ASE).
+    pub receiver: Option<IncomingRow>,
+    /// How to pay a receiver on another ASE.
+    pub remote: Option<RemotePlan>,
+    pub receive_asset: Asset,
+    /// When the receiver expires, if it does.
+    pub receiver_expires_at: Option<String>,
     pub debit: u64,
     pub receive: u64,
     pub fee: u64,
+}
+
+impl Priced {
+    /// The `stream_plans` row for a remote receiver, stored under `id` (quote or payment id).
+    pub fn plan_row(&self, id: &str, receiver: &str, now: &str) -> Option<StreamPlanRow> {
+        let p = self.remote.as_ref()?;
+        Some(StreamPlanRow {
+            id: id.to_owned(),
+            receiver: receiver.to_owned(),
+            peer: p.peer.clone(),
+            ilp_address: p.ilp_address.clone(),
+            shared_secret: p.shared_secret.clone(),
+            estimated_rate: p.estimated.to_string(),
+            minimum_rate: p.minimum.to_string(),
+            max_packet_amount: p.max_packet_amount.and_then(|m| i64::try_from(m).ok()),
+            source_amount: i64::try_from(p.source_amount).unwrap_or(i64::MAX),
+            created_at: now.to_owned(),
+        })
+    }
 }
 
 fn bad(code: &'static str, d: impl Into<String>) -> ApiError {
@@ -86,6 +115,7 @@ pub struct Quotes {
     incoming: IncomingPayments,
     public_url: String,
     lifetime: Duration,
+    remote: Option<Remote>,
 }
 
 impl Quotes {
@@ -106,7 +136,14 @@ impl Quotes {
             incoming,
             public_url: public_url.trim_end_matches('/').to_owned(),
             lifetime: Duration::seconds(i64::try_from(lifetime_secs).unwrap_or(3600)),
+            remote: None,
         }
+    }
+
+    /// Enables quoting receivers on other ASEs.
+    pub fn with_remote(mut self, remote: Remote) -> Self {
+        self.remote = Some(remote);
+        self
     }
 
     pub fn url_of(&self, id: &str) -> String {
@@ -150,12 +187,7 @@ impl Quotes {
     ) -> Result<Priced, ApiError> {
         check_receiver(receiver).map_err(|e| bad("invalid_receiver", e.description))?;
         let Some(id) = self.incoming.id_from_url(receiver) else {
-            return Err(bad(
-                "invalid_receiver",
-                format!(
-                    "{receiver} is not an incoming payment of this ASE; paying other ASEs needs STREAM, which this build does not do yet"
-                ),
-            ));
+            return self.price_remote(wallet, receiver, debit, receive).await;
         };
         let r = self
             .incoming
@@ -214,7 +246,111 @@ impl Quotes {
             ));
         }
         Ok(Priced {
-            receiver: r,
+            receiver_expires_at: r.expires_at.clone(),
+            receiver: Some(r),
+            remote: None,
+            receive_asset: to,
+            debit,
+            receive,
+            fee,
+        })
+    }
+
+    /// A receiver on another ASE: resolve it, probe the rate through its peer, price at the minimum rate
+    /// (fixed-send: what the debit less the fee buys; fixed-receive: the source that buys it, plus the fee).
+    async fn price_remote(
+        &self,
+        wallet: &Wallet,
+        receiver: &str,
+        debit: Option<&Amount>,
+        receive: Option<&Amount>,
+    ) -> Result<Priced, ApiError> {
+        let Some(remote) = &self.remote else {
+            return Err(bad(
+                "invalid_receiver",
+                format!("{receiver} is not an incoming payment of this ASE, and no ILP peer is configured"),
+            ));
+        };
+        let remote_err = |e: RemoteError| match e {
+            RemoteError::Receiver(m) => bad("invalid_receiver", m),
+            RemoteError::RateTooLow(m) => bad("rate_too_low", m),
+        };
+        if debit.is_some() && receive.is_some() {
+            return Err(bad("invalid_request", "give debitAmount or receiveAmount, not both"));
+        }
+        let r = remote.resolve(receiver).await.map_err(remote_err)?;
+        if r.completed {
+            return Err(bad("invalid_receiver", "the receiver is already completed"));
+        }
+        if r.expires_at
+            .as_deref()
+            .and_then(|e| parse_ts(e).ok())
+            .is_some_and(|e| e <= self.clock.now())
+        {
+            return Err(bad("invalid_receiver", "the receiver has expired"));
+        }
+        let from = wallet.asset();
+        let to = r.asset.clone();
+        let remaining = r.incoming_amount.map(|i| i.saturating_sub(r.received_amount));
+        let (peer, estimated, minimum, max_packet) = remote.probe(&r, &from).await.map_err(remote_err)?;
+        let fee_rule = self.rates.fee(&from);
+        let too_small = || {
+            bad(
+                "invalid_amount",
+                "the amount is too small to deliver anything at the minimum rate",
+            )
+        };
+        let (debit, receive, fee, source) = match (debit, receive) {
+            (Some(d), _) => {
+                let d = d.expect_asset(&from)?.get();
+                let fee = fee_rule.on(d)?;
+                let source = d.checked_sub(fee).filter(|s| *s > 0).ok_or_else(too_small)?;
+                let receive = minimum.dest_floor(source).filter(|r| *r > 0).ok_or_else(too_small)?;
+                (d, receive, fee, source)
+            }
+            (None, x) => {
+                let x = match x {
+                    Some(x) => x.expect_asset(&to)?.get(),
+                    None => remaining.ok_or_else(|| {
+                        bad(
+                            "invalid_amount",
+                            "No amount was provided and no amount could be inferred from the receiver.",
+                        )
+                    })?,
+                };
+                if x == 0 {
+                    return Err(bad("invalid_amount", "receiveAmount must be greater than zero"));
+                }
+                let source = minimum.source_ceil(x).ok_or_else(too_small)?;
+                let fee = fee_rule.on(source)?;
+                let d = source
+                    .checked_add(fee)
+                    .filter(|d| *d <= i64::MAX as u64)
+                    .ok_or_else(|| bad("invalid_amount", "the amount is too large"))?;
+                (d, x, fee, source)
+            }
+        };
+        if let Some(rem) = remaining
+            && receive > rem
+        {
+            return Err(bad(
+                "invalid_amount",
+                format!("the receiver expects only {} more", to.format(i128::from(rem))),
+            ));
+        }
+        Ok(Priced {
+            receiver: None,
+            receiver_expires_at: r.expires_at.clone(),
+            remote: Some(RemotePlan {
+                peer: peer.name.clone(),
+                ilp_address: r.ilp_address.as_str().to_owned(),
+                shared_secret: r.shared_secret_base64url(),
+                estimated,
+                minimum,
+                max_packet_amount: max_packet,
+                source_amount: source,
+            }),
+            receive_asset: to,
             debit,
             receive,
             fee,
@@ -222,9 +358,9 @@ impl Quotes {
     }
 
     /// When a quote priced now expires: its lifetime, never after the receiver's expiry.
-    pub fn expiry(&self, receiver: &IncomingRow) -> String {
+    pub fn expiry(&self, priced: &Priced) -> String {
         let mut t = self.clock.now() + self.lifetime;
-        if let Some(e) = receiver.expires_at.as_deref().and_then(|e| parse_ts(e).ok()) {
+        if let Some(e) = priced.receiver_expires_at.as_deref().and_then(|e| parse_ts(e).ok()) {
             t = t.min(e);
         }
         format_ts(t)
@@ -247,6 +383,7 @@ impl Quotes {
                 req.receive_amount.as_ref(),
             )
             .await?;
+        let now_s = format_ts(self.clock.now());
         let row = QuoteRow {
             id: ids::new_id(),
             wallet_id: wallet.id.clone(),
@@ -255,18 +392,27 @@ impl Quotes {
             asset_scale: wallet.asset_scale,
             client,
             receiver: req.receiver.clone(),
-            incoming_payment_id: Some(p.receiver.id.clone()),
+            incoming_payment_id: p.receiver.as_ref().map(|r| r.id.clone()),
             debit_amount: Value::new(p.debit)?.as_i64(),
             receive_amount: Value::new(p.receive)?.as_i64(),
-            receive_asset_code: p.receiver.asset_code.clone(),
-            receive_asset_scale: p.receiver.asset_scale,
+            receive_asset_code: p.receive_asset.code.clone(),
+            receive_asset_scale: p.receive_asset.scale,
             fee: Value::new(p.fee)?.as_i64(),
-            expires_at: self.expiry(&p.receiver),
-            created_at: format_ts(self.clock.now()),
+            expires_at: self.expiry(&p),
+            created_at: now_s.clone(),
         };
+        let plan = p.plan_row(&row.id, &row.receiver, &now_s);
         let stored = row.clone();
         self.store
-            .call(move |c| repo::insert_quote(c, &stored))
+            .call(move |c| {
+                let tx = store::immediate(c)?;
+                repo::insert_quote(&tx, &stored)?;
+                if let Some(plan) = &plan {
+                    store::stream::insert_plan(&tx, plan)?;
+                }
+                tx.commit()?;
+                Ok::<_, store::Error>(())
+            })
             .await
             .map_err(|e| ApiError::internal(&e))?;
         self.bus.publish(DomainEvent::QuoteCreated {

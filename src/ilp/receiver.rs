@@ -840,6 +840,7 @@ mod tests {
             max_packet_amount: max,
             asset_code: "USD".into(),
             asset_scale: 2,
+            ..Default::default()
         })
     }
 
@@ -951,6 +952,7 @@ mod tests {
                 max_packet_amount: None,
                 asset_code: "USD".into(),
                 asset_scale: 2,
+                ..Default::default()
             },
             PeerSettings {
                 name: "b".into(),
@@ -958,6 +960,7 @@ mod tests {
                 max_packet_amount: Some(5),
                 asset_code: "EUR".into(),
                 asset_scale: 2,
+                ..Default::default()
             },
         ];
         let peers = Peers::new(&settings);

@@ -89,6 +89,14 @@ pub fn settlement_account(conn: &Connection, code: &str, scale: u8) -> Result<Op
         .optional()?)
 }
 
+/// The peer account of an asset (one per asset, like settlement accounts).
+pub fn peer_account(conn: &Connection, code: &str, scale: u8) -> Result<Option<String>, Error> {
+    Ok(conn
+        .prepare_cached("SELECT id FROM accounts WHERE kind = 'peer' AND asset_code = ?1 AND asset_scale = ?2")?
+        .query_row(params![code, scale], |r| r.get(0))
+        .optional()?)
+}
+
 /// All accounts, wallets first by name, then settlement accounts by asset.
 pub fn accounts(conn: &Connection) -> Result<Vec<AccountRow>, Error> {
     let sql = format!(

@@ -10,6 +10,7 @@ const MIGRATIONS: &[M<'static>] = &[
     M::up(include_str!("../../migrations/0001_init.sql")),
     M::up(include_str!("../../migrations/0002_gnap.sql")),
     M::up(include_str!("../../migrations/0003_payments.sql")),
+    M::up(include_str!("../../migrations/0004_stream_plans.sql")),
 ];
 
 fn migrations() -> Migrations<'static> {

@@ -12,6 +12,7 @@ mod engine;
 mod engine_props;
 mod gnap_flow;
 mod ilp_receiver;
+mod ilp_sender;
 mod ledger_props;
 mod rs_api;
 mod wallet_api;

@@ -1,0 +1,438 @@
+//! Receivers on other ASEs: resolving their incoming payments as an Open Payments client, routing their ILP
+//! addresses to a configured peer, and quoting a STREAM payment by probing the rate through that peer.
+//!
+//! The ASE's client identity is the local wallet `[ilp] client_wallet` (default `opdesk`) with the key in
+//! `ase-client.pem` (both ensured at start when a peer has an `outgoing_endpoint`). Resolution follows Rafiki
+//! (REFERENCE-RAFIKI.md §2.8): an unauthenticated GET of the incoming payment gives `authServer`; a
+//! non-interactive grant for `incoming-payment` `read-all` there (cached per auth server, re-requested once
+//! on 401/403) lets a signed GET return the payment with `methods[ilp]`. Nothing here writes to the store.
+
+use std::{
+    collections::HashMap,
+    sync::{Arc, Mutex},
+    time::Duration,
+};
+
+use axum::http::Method;
+use base64::{
+    Engine as _,
+    engine::general_purpose::{URL_SAFE_NO_PAD, URL_SAFE_NO_PAD_INDIFFERENT},
+};
+use serde_json::{Value as Json, json};
+
+use crate::{
+    ase::rates::Rates,
+    client::SignedClient,
+    ilp::{
+        Address,
+        sender::{Connection, HttpTransport, Rate, SendError, Transport},
+    },
+    money::Asset,
+    settings::IlpSettings,
+};
+
+/// A peer we can send through.
+pub struct OutgoingPeer {
+    pub name: String,
+    pub endpoint: String,
+    pub routes: Vec<String>,
+    pub max_packet_amount: Option<u64>,
+    pub asset: Asset,
+    transport: Arc<dyn Transport>,
+}
+
+impl std::fmt::Debug for OutgoingPeer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OutgoingPeer")
+            .field("name", &self.name)
+            .field("endpoint", &self.endpoint)
+            .field("routes", &self.routes)
+            .finish_non_exhaustive()
+    }
+}
+
+/// An incoming payment on another ASE, as its authenticated GET returned it.
+#[derive(Debug, Clone)]
+pub struct RemoteIncoming {
+    pub url: String,
+    pub asset: Asset,
+    pub incoming_amount: Option<u64>,
+    pub received_amount: u64,
+    pub completed: bool,
+    pub expires_at: Option<String>,
+    pub ilp_address: Address,
+    pub shared_secret: Vec<u8>,
+}
+
+impl RemoteIncoming {
+    pub fn shared_secret_base64url(&self) -> String {
+        URL_SAFE_NO_PAD.encode(&self.shared_secret)
+    }
+}
+
+/// What a remote quote learned: stored as a `stream_plans` row.
+#[derive(Debug, Clone)]
+pub struct RemotePlan {
+    pub peer: String,
+    pub ilp_address: String,
+    pub shared_secret: String,
+    pub estimated: Rate,
+    pub minimum: Rate,
+    pub max_packet_amount: Option<u64>,
+    pub source_amount: u64,
+}
+
+/// Why a remote receiver cannot be used; the text is for the API caller.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RemoteError {
+    #[error("{0}")]
+    Receiver(String),
+    #[error("{0}")]
+    RateTooLow(String),
+}
+
+struct Inner {
+    peers: Vec<Arc<OutgoingPeer>>,
+    client: Option<SignedClient>,
+    client_url: String,
+    http: reqwest::Client,
+    rates: Rates,
+    slippage_ppm: u64,
+    expiry: Duration,
+    grants: Mutex<HashMap<String, String>>,
+}
+
+/// The remote-receiver service. Cheap to clone.
+#[derive(Clone)]
+pub struct Remote(Arc<Inner>);
+
+/// Source units the rate probe sends (capped by the path's maximum packet).
+pub const PROBE_AMOUNT: u64 = 1_000_000_000;
+
+impl Remote {
+    /// `client` signs as `client_url` (None: resolving remote receivers is refused).
+    pub fn new(settings: &IlpSettings, rates: Rates, client: Option<SignedClient>, client_url: &str) -> Self {
+        let expiry = Duration::from_millis(settings.packet_expiry_ms);
+        let peers = settings
+            .peers
+            .iter()
+            .filter_map(|p| {
+                let (endpoint, token) = (p.outgoing_endpoint.as_ref()?, p.outgoing_token.as_ref()?);
+                let transport: Arc<dyn Transport> =
+                    Arc::new(HttpTransport::new(endpoint, token, expiry + Duration::from_secs(5)));
+                Some(Arc::new(OutgoingPeer {
+                    name: p.name.clone(),
+                    endpoint: endpoint.clone(),
+                    routes: p.routes.clone(),
+                    max_packet_amount: p.max_packet_amount,
+                    asset: Asset {
+                        code: p.asset_code.clone(),
+                        scale: p.asset_scale,
+                    },
+                    transport,
+                }))
+            })
+            .collect();
+        crate::httpsig::keys::install_default_crypto_provider();
+        let http = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .timeout(Duration::from_secs(30))
+            .build()
+            .unwrap_or_default();
+        Self(Arc::new(Inner {
+            peers,
+            client,
+            client_url: client_url.to_owned(),
+            http,
+            rates,
+            slippage_ppm: settings.slippage_ppm(),
+            expiry,
+            grants: Mutex::new(HashMap::new()),
+        }))
+    }
+
+    /// Replaces a peer's transport (tests: in-process paths).
+    pub fn peers(&self) -> &[Arc<OutgoingPeer>] {
+        &self.0.peers
+    }
+
+    pub fn peer(&self, name: &str) -> Option<Arc<OutgoingPeer>> {
+        self.0.peers.iter().find(|p| p.name == name).cloned()
+    }
+
+    /// The peer whose route is the longest prefix of `address` (a route matches itself and its children).
+    pub fn route(&self, address: &Address) -> Option<Arc<OutgoingPeer>> {
+        let a = address.as_str();
+        self.0
+            .peers
+            .iter()
+            .flat_map(|p| p.routes.iter().map(move |r| (r, p)))
+            .filter(|(r, _)| a == r.as_str() || a.strip_prefix(r.as_str()).is_some_and(|rest| rest.starts_with('.')))
+            .max_by_key(|(r, _)| r.len())
+            .map(|(_, p)| p.clone())
+    }
+
+    /// A fresh STREAM connection to `address` through `peer`.
+    pub fn connection(&self, peer: &OutgoingPeer, address: Address, secret: &[u8], max: Option<u64>) -> Connection {
+        Connection::new(
+            peer.transport.clone(),
+            address,
+            secret,
+            max.or(peer.max_packet_amount),
+            self.0.expiry,
+        )
+    }
+
+    fn cached_grant(&self, auth_server: &str) -> Option<String> {
+        self.0.grants.lock().ok()?.get(auth_server).cloned()
+    }
+
+    fn forget_grant(&self, auth_server: &str) {
+        if let Ok(mut g) = self.0.grants.lock() {
+            g.remove(auth_server);
+        }
+    }
+
+    async fn grant(&self, client: &SignedClient, auth_server: &str) -> Result<String, RemoteError> {
+        if let Some(t) = self.cached_grant(auth_server) {
+            return Ok(t);
+        }
+        let body = json!({
+            "access_token": {"access": [{"type": "incoming-payment", "actions": ["read-all"]}]},
+            "client": self.0.client_url,
+        });
+        let r = client
+            .send(Method::POST, auth_server, None, Some(&body))
+            .await
+            .map_err(|e| RemoteError::Receiver(format!("the receiver's authorization server {auth_server}: {e}")))?;
+        let token = r.body["access_token"]["value"].as_str().filter(|_| r.status == 200);
+        let Some(token) = token else {
+            return Err(RemoteError::Receiver(format!(
+                "the receiver's authorization server {auth_server} refused a read grant (HTTP {}): {}",
+                r.status,
+                r.body["error"]["description"].as_str().unwrap_or_default()
+            )));
+        };
+        if let Ok(mut g) = self.0.grants.lock() {
+            g.insert(auth_server.to_owned(), token.to_owned());
+        }
+        Ok(token.to_owned())
+    }
+
+    /// Resolves an incoming payment URL on another ASE (public GET → grant → signed GET).
+    pub async fn resolve(&self, url: &str) -> Result<RemoteIncoming, RemoteError> {
+        let bad = |m: String| RemoteError::Receiver(m);
+        let client = self.0.client.as_ref().ok_or_else(|| {
+            bad(format!(
+                "{url} is not an incoming payment of this ASE, and no ILP peer is configured to pay other ASEs"
+            ))
+        })?;
+        let public = self
+            .0
+            .http
+            .get(url)
+            .header(reqwest::header::ACCEPT, "application/json")
+            .send()
+            .await
+            .map_err(|e| bad(format!("cannot reach {url}: {e}")))?;
+        let status = public.status();
+        let public: Json = public.json().await.unwrap_or(Json::Null);
+        let Some(auth_server) = public["authServer"].as_str().filter(|_| status.is_success()) else {
+            return Err(bad(format!("{url} is not an incoming payment (HTTP {status})")));
+        };
+        let mut body = None;
+        for attempt in 0..2 {
+            let token = self.grant(client, auth_server).await?;
+            let r = client
+                .send(Method::GET, url, Some(&token), None)
+                .await
+                .map_err(|e| bad(format!("cannot read {url}: {e}")))?;
+            if matches!(r.status, 401 | 403) && attempt == 0 {
+                self.forget_grant(auth_server);
+                continue;
+            }
+            if r.status != 200 {
+                return Err(bad(format!("reading {url} was refused (HTTP {})", r.status)));
+            }
+            body = Some(r.body);
+            break;
+        }
+        let body = body.ok_or_else(|| bad(format!("reading {url} was refused")))?;
+        parse_incoming(url, &body).map_err(bad)
+    }
+
+    /// The operator's rate from `from` to `to` less the slippage (the floor every packet must reach).
+    pub fn minimum_rate(&self, from: &Asset, to: &Asset) -> Result<Rate, RemoteError> {
+        const REF: u64 = 1_000_000_000;
+        let dest = self
+            .0
+            .rates
+            .convert(REF, from, to, false)
+            .map_err(|e| RemoteError::Receiver(e.to_string()))?;
+        Rate::new(u128::from(dest), u128::from(REF))
+            .and_then(|r| r.less_slippage(self.0.slippage_ppm))
+            .ok_or_else(|| RemoteError::Receiver("no usable exchange rate".into()))
+    }
+
+    /// Connects to the receiver through its peer and probes the rate; checks the asset and the minimum rate.
+    pub async fn probe(
+        &self,
+        r: &RemoteIncoming,
+        sender_asset: &Asset,
+    ) -> Result<(Arc<OutgoingPeer>, Rate, Rate, Option<u64>), RemoteError> {
+        let bad = |m: String| RemoteError::Receiver(m);
+        let peer = self
+            .route(&r.ilp_address)
+            .ok_or_else(|| bad(format!("no ILP peer routes to {}", r.ilp_address.as_str())))?;
+        if &peer.asset != sender_asset {
+            return Err(bad(format!(
+                "the ILP peer {} settles in {}/{}, the sending wallet holds {}/{}",
+                peer.name, peer.asset.code, peer.asset.scale, sender_asset.code, sender_asset.scale
+            )));
+        }
+        let minimum = self.minimum_rate(sender_asset, &r.asset)?;
+        let mut conn = self.connection(&peer, r.ilp_address.clone(), &r.shared_secret, None);
+        let result = async {
+            let asset = conn.connect().await.map_err(send_error)?;
+            if let Some((code, scale)) = asset
+                && (code != r.asset.code || scale != r.asset.scale)
+            {
+                return Err(bad(format!(
+                    "the receiver's STREAM asset {code}/{scale} differs from its incoming payment's"
+                )));
+            }
+            conn.probe(PROBE_AMOUNT).await.map_err(send_error)
+        }
+        .await;
+        conn.close().await;
+        let estimated = result?;
+        if !estimated.at_least(&minimum) {
+            return Err(RemoteError::RateTooLow(format!(
+                "the exchange rate through peer {} ({}) is below the minimum of {} (the operator's rate less {} ppm slippage)",
+                peer.name, estimated, minimum, self.0.slippage_ppm
+            )));
+        }
+        Ok((peer, estimated, minimum, conn.max_packet))
+    }
+}
+
+fn send_error(e: SendError) -> RemoteError {
+    RemoteError::Receiver(e.to_string())
+}
+
+fn amount_of(v: &Json) -> Option<(u64, Asset)> {
+    let value = v["value"].as_str()?.parse().ok()?;
+    let asset = Asset::new(v["assetCode"].as_str()?, u8::try_from(v["assetScale"].as_u64()?).ok()?).ok()?;
+    Some((value, asset))
+}
+
+/// Reads an `incoming-payment-with-methods`.
+pub fn parse_incoming(url: &str, body: &Json) -> Result<RemoteIncoming, String> {
+    let (received, asset) =
+        amount_of(&body["receivedAmount"]).ok_or_else(|| format!("{url}: no valid receivedAmount"))?;
+    let incoming_amount = match &body["incomingAmount"] {
+        Json::Null => None,
+        v => Some(amount_of(v).ok_or_else(|| format!("{url}: invalid incomingAmount"))?.0),
+    };
+    let method = body["methods"]
+        .as_array()
+        .and_then(|m| m.iter().find(|m| m["type"] == "ilp"))
+        .ok_or_else(|| format!("{url} offers no ilp payment method"))?;
+    let ilp_address = method["ilpAddress"]
+        .as_str()
+        .and_then(|a| Address::new(a).ok())
+        .ok_or_else(|| format!("{url}: invalid ilpAddress"))?;
+    let shared_secret = method["sharedSecret"]
+        .as_str()
+        .and_then(|s| {
+            URL_SAFE_NO_PAD_INDIFFERENT
+                .decode(s)
+                .or_else(|_| base64::engine::general_purpose::STANDARD.decode(s))
+                .ok()
+        })
+        .filter(|s| s.len() == 32)
+        .ok_or_else(|| format!("{url}: invalid sharedSecret"))?;
+    Ok(RemoteIncoming {
+        url: url.to_owned(),
+        asset,
+        incoming_amount,
+        received_amount: received,
+        completed: body["completed"].as_bool().unwrap_or(false),
+        expires_at: body["expiresAt"].as_str().map(str::to_owned),
+        ilp_address,
+        shared_secret,
+    })
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::settings::PeerSettings;
+
+    fn settings() -> IlpSettings {
+        let peer = |name: &str, routes: &[&str]| PeerSettings {
+            name: name.into(),
+            outgoing_endpoint: Some("http://127.0.0.1:1/ilp".into()),
+            outgoing_token: Some("t".into()),
+            routes: routes.iter().map(|r| (*r).to_owned()).collect(),
+            asset_code: "USD".into(),
+            asset_scale: 2,
+            ..Default::default()
+        };
+        IlpSettings {
+            address: "test.a".into(),
+            secret: String::new(),
+            peers: vec![
+                peer("wide", &["test"]),
+                peer("b", &["test.b"]),
+                PeerSettings {
+                    name: "in-only".into(),
+                    incoming_tokens: vec!["x".into()],
+                    asset_code: "USD".into(),
+                    asset_scale: 2,
+                    ..Default::default()
+                },
+            ],
+            slippage: 0.01,
+            client_wallet: "opdesk".into(),
+            packet_expiry_ms: 30_000,
+        }
+    }
+
+    #[test]
+    fn routes_pick_the_longest_prefix_on_segment_boundaries() {
+        let r = Remote::new(&settings(), Rates::default(), None, "http://a.test/opdesk");
+        assert_eq!(r.peers().len(), 2, "receive-only peers are not routes");
+        let name = |a: &str| r.route(&Address::new(a).unwrap()).map(|p| p.name.clone());
+        assert_eq!(name("test.b.xyz").as_deref(), Some("b"));
+        assert_eq!(name("test.b").as_deref(), Some("b"));
+        assert_eq!(name("test.bb.xyz").as_deref(), Some("wide"));
+        assert_eq!(name("g.other.x"), None);
+    }
+
+    #[test]
+    fn minimum_rate_is_the_operators_less_slippage() {
+        let r = Remote::new(&settings(), Rates::default(), None, "http://a.test/opdesk");
+        let usd = Asset::new("USD", 2).unwrap();
+        assert_eq!(r.minimum_rate(&usd, &usd).unwrap(), Rate::new(99, 100).unwrap());
+        assert!(r.minimum_rate(&usd, &Asset::new("EUR", 2).unwrap()).is_err());
+    }
+
+    #[test]
+    fn incoming_payments_with_methods_parse() {
+        let body = json!({
+            "id": "http://b.test/incoming-payments/1",
+            "receivedAmount": {"value": "10", "assetCode": "USD", "assetScale": 2},
+            "incomingAmount": {"value": "500", "assetCode": "USD", "assetScale": 2},
+            "completed": false,
+            "methods": [{"type": "ilp", "ilpAddress": "test.b.tok", "sharedSecret": URL_SAFE_NO_PAD.encode([7u8; 32])}],
+        });
+        let r = parse_incoming("u", &body).unwrap();
+        assert_eq!((r.incoming_amount, r.received_amount), (Some(500), 10));
+        assert_eq!(r.shared_secret, vec![7u8; 32]);
+        let mut no_method = body.clone();
+        no_method["methods"] = json!([]);
+        assert!(parse_incoming("u", &no_method).unwrap_err().contains("no ilp"));
+    }
+}

@@ -1,0 +1,402 @@
+//! The STREAM sender end to end: two opdesk instances on loopback, peered both ways over ILP-over-HTTP.
+//! alice@A quotes bob@B's incoming payment (A resolves it as an Open Payments client with its own key, then
+//! probes the rate through peer B) and pays it by STREAM in packets below the peer's maximum. Checked: B's
+//! incoming payment completes with exactly the amount, A's payment completes with sent/delivered amounts,
+//! both ledgers balance per asset (the peer accounts carry the link), the plan's peer and rates are used,
+//! and a completed receiver makes a second payment fail with `receiver_completed`.
+
+use std::time::Instant;
+
+use reqwest::Method;
+use serde_json::{Value as Json, json};
+
+use crate::common::TestAse;
+
+fn config(me: &str, other: &str, other_port: u16, incoming: &str, outgoing: &str, max_packet: u64) -> String {
+    format!(
+        r#"
+[ilp]
+address = "test.{me}"
+
+[[ilp.peers]]
+name = "{other}"
+incoming_tokens = ["{incoming}"]
+outgoing_endpoint = "http://127.0.0.1:{other_port}/ilp"
+outgoing_token = "{outgoing}"
+routes = ["test.{other}"]
+max_packet_amount = {max_packet}
+asset_code = "USD"
+asset_scale = 2
+"#
+    )
+}
+
+/// Two instances, A and B, peered both ways; A's packets are at most `max_packet`.
+async fn pair(max_packet: u64) -> (TestAse, TestAse) {
+    let free = || {
+        std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+    };
+    let (a_addr, b_addr) = (free(), free());
+    let dir = |cfg: String| {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join("config.toml"), cfg).unwrap();
+        std::sync::Arc::new(d)
+    };
+    let a_dir = dir(config(
+        "desk-a",
+        "desk-b",
+        b_addr.port(),
+        "b-to-a",
+        "a-to-b",
+        max_packet,
+    ));
+    let b_dir = dir(config("desk-b", "desk-a", a_addr.port(), "a-to-b", "b-to-a", 100_000));
+    let a = TestAse::spawn_in(a_dir, Some(a_addr)).await;
+    let b = TestAse::spawn_in(b_dir, Some(b_addr)).await;
+    (a, b)
+}
+
+fn tok(r: &opdesk::client::Response) -> String {
+    assert_eq!(r.status, 200, "{}", r.body);
+    r.body["access_token"]["value"].as_str().unwrap().to_owned()
+}
+
+async fn grant(ase: &TestAse, client: &opdesk::client::SignedClient, access: Json) -> String {
+    let body = json!({"access_token": {"access": access}, "client": ase.url("/demo-client")});
+    tok(&client
+        .send(Method::POST, &ase.url("/auth"), None, Some(&body))
+        .await
+        .unwrap())
+}
+
+/// An outgoing-payment grant for alice on `ase`, approved by the operator.
+async fn outgoing_grant(ase: &TestAse, client: &opdesk::client::SignedClient) -> String {
+    let body = json!({
+        "access_token": {"access": [{"type": "outgoing-payment", "actions": ["create", "read"], "identifier": ase.url("/alice")}]},
+        "client": ase.url("/demo-client"),
+        "interact": {"start": ["redirect"]},
+    });
+    let r = client
+        .send(Method::POST, &ase.url("/auth"), None, Some(&body))
+        .await
+        .unwrap();
+    assert_eq!(r.status, 200, "{}", r.body);
+    let cont = r.body["continue"].clone();
+    let (_, pending) = ase.admin(Method::GET, "/grants?state=pending", None).await;
+    let id = pending[0]["id"].as_str().unwrap();
+    let (s, _) = ase
+        .admin(Method::POST, &format!("/grants/{id}/approve"), Some("{}"))
+        .await;
+    assert_eq!(s, 200);
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    let r = client
+        .send(
+            Method::POST,
+            cont["uri"].as_str().unwrap(),
+            Some(cont["access_token"]["value"].as_str().unwrap()),
+            None,
+        )
+        .await
+        .unwrap();
+    tok(&r)
+}
+
+/// Every asset's balances sum to zero, no wallet or payment account is negative, the journal matches.
+async fn assert_balanced(ase: &TestAse) -> Json {
+    let (_, balances) = ase.admin(Method::GET, "/balances", None).await;
+    let mut sums = std::collections::HashMap::<String, i64>::new();
+    for b in balances.as_array().unwrap() {
+        *sums.entry(b["assetCode"].as_str().unwrap().to_owned()).or_default() += b["balance"].as_i64().unwrap();
+        if matches!(b["kind"].as_str(), Some("wallet" | "payment")) {
+            assert!(b["available"].as_i64().unwrap() >= 0, "{b}");
+        }
+        if b["kind"] == "payment" {
+            assert_eq!(b["balance"], 0, "a finished payment holds no money: {b}");
+        }
+    }
+    assert!(sums.values().all(|v| *v == 0), "{sums:?}");
+    assert!(ase.state.ledger.audit().await.unwrap().is_empty());
+    balances
+}
+
+fn peer_balance(balances: &Json) -> i64 {
+    balances
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|b| b["kind"] == "peer")
+        .map(|b| b["balance"].as_i64().unwrap())
+        .sum()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn alice_at_a_pays_bob_at_b_by_stream() {
+    let (a, b) = pair(700).await;
+    let a_client = a.demo_client().await;
+    let b_client = b.demo_client().await;
+
+    // bob@B: an incoming payment of 25.00 USD
+    let b_inc = grant(
+        &b,
+        &b_client,
+        json!([{"type": "incoming-payment", "actions": ["create", "read"]}]),
+    )
+    .await;
+    let body = json!({"walletAddress": b.url("/bob"), "incomingAmount": {"value": "2500", "assetCode": "USD", "assetScale": 2}});
+    let r = b_client
+        .send(Method::POST, &b.url("/incoming-payments"), Some(&b_inc), Some(&body))
+        .await
+        .unwrap();
+    assert_eq!(r.status, 201, "{}", r.body);
+    let receiver = r.body["id"].as_str().unwrap().to_owned();
+
+    // alice@A quotes it: resolved over Open Payments, rate probed through peer desk-b
+    let quote_tok = grant(&a, &a_client, json!([{"type": "quote", "actions": ["create"]}])).await;
+    let body = json!({"walletAddress": a.url("/alice"), "receiver": receiver, "method": "ilp"});
+    let started = Instant::now();
+    let q = a_client
+        .send(Method::POST, &a.url("/quotes"), Some(&quote_tok), Some(&body))
+        .await
+        .unwrap();
+    let quote_ms = started.elapsed().as_millis();
+    assert_eq!(q.status, 201, "{}", q.body);
+    crate::common::assert_matches_schema("resource-server.yaml", "quote", &q.body);
+    assert_eq!(q.body["receiveAmount"]["value"], "2500");
+    // fixed delivery at the minimum rate 0.99: ceil(2500 / 0.99) = 2526
+    assert_eq!(q.body["debitAmount"]["value"], "2526", "{}", q.body);
+    let (_, jwks) = a.get("/opdesk/jwks.json").await;
+    assert_eq!(
+        jwks["keys"].as_array().unwrap().len(),
+        1,
+        "the ASE's client key is published: {jwks}"
+    );
+
+    // and pays it
+    let out_tok = outgoing_grant(&a, &a_client).await;
+    let body = json!({"walletAddress": a.url("/alice"), "quoteId": q.body["id"]});
+    let alice_before = a.balance("alice").await;
+    let started = Instant::now();
+    let r = a_client
+        .send(Method::POST, &a.url("/outgoing-payments"), Some(&out_tok), Some(&body))
+        .await
+        .unwrap();
+    assert_eq!(r.status, 201, "{}", r.body);
+    let done = a.wait_outgoing(r.body["id"].as_str().unwrap()).await;
+    let pay_ms = started.elapsed().as_millis();
+    assert_eq!(done["state"], "completed", "{done}");
+    assert_eq!(done["sentAmount"]["value"], "2500", "{done}");
+
+    // B: completed with exactly 25.00; bob got it
+    let public: Json = b.http.get(&receiver).send().await.unwrap().json().await.unwrap();
+    assert_eq!(public["receivedAmount"]["value"], "2500", "{public}");
+    let (_, inc) = b
+        .admin(
+            Method::GET,
+            &format!("/incoming-payments/{}", receiver.rsplit('/').next().unwrap()),
+            None,
+        )
+        .await;
+    assert_eq!(inc["state"], "completed", "{inc}");
+    assert_eq!(b.balance("bob").await, 50_000 + 2500);
+    assert_eq!(
+        a.balance("alice").await,
+        alice_before - 2500,
+        "the unneeded 26 went back to alice"
+    );
+
+    // both ledgers balance; the link shows +2500 at A and −2500 at B
+    let a_bal = assert_balanced(&a).await;
+    let b_bal = assert_balanced(&b).await;
+    assert_eq!(peer_balance(&a_bal), 2500);
+    assert_eq!(peer_balance(&b_bal), -2500);
+    let (s, peers) = a.admin(Method::GET, "/peers", None).await;
+    assert_eq!(s, 200);
+    assert_eq!(peers[0]["name"], "desk-b");
+    assert_eq!(peers[0]["routes"], json!(["test.desk-b"]));
+    assert_eq!(peers[0]["peerAccountBalance"], 2500);
+    assert!(!peers.to_string().contains("a-to-b"), "tokens stay secret: {peers}");
+    eprintln!("STREAM A→B: quote {quote_ms} ms, payment of 2500 in packets of ≤700: {pay_ms} ms");
+
+    // a second payment to the completed receiver: the quote is refused, a payment without quote too
+    let q2 = a_client
+        .send(
+            Method::POST,
+            &a.url("/quotes"),
+            Some(&quote_tok),
+            Some(&body_for(&a, &receiver)),
+        )
+        .await
+        .unwrap();
+    assert_eq!(q2.status, 400, "{}", q2.body);
+    assert_eq!(q2.body["error"]["code"], "invalid_receiver", "{}", q2.body);
+}
+
+fn body_for(a: &TestAse, receiver: &str) -> Json {
+    json!({"walletAddress": a.url("/alice"), "receiver": receiver, "method": "ilp", "debitAmount": {"value": "100", "assetCode": "USD", "assetScale": 2}})
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fixed_send_without_a_quote_and_a_receiver_that_fills_up() {
+    let (a, b) = pair(100_000).await;
+    let a_client = a.demo_client().await;
+    let b_client = b.demo_client().await;
+    let b_inc = grant(
+        &b,
+        &b_client,
+        json!([{"type": "incoming-payment", "actions": ["create", "read"]}]),
+    )
+    .await;
+    let body = json!({"walletAddress": b.url("/bob"), "incomingAmount": {"value": "1000", "assetCode": "USD", "assetScale": 2}});
+    let r = b_client
+        .send(Method::POST, &b.url("/incoming-payments"), Some(&b_inc), Some(&body))
+        .await
+        .unwrap();
+    let receiver = r.body["id"].as_str().unwrap().to_owned();
+
+    // fixed-send 5.00 without a quote: delivers floor(500 × 0.99) = 495 at least; the receiver gets 500
+    let out_tok = outgoing_grant(&a, &a_client).await;
+    let body = json!({"walletAddress": a.url("/alice"), "incomingPayment": receiver, "debitAmount": {"value": "500", "assetCode": "USD", "assetScale": 2}});
+    let r = a_client
+        .send(Method::POST, &a.url("/outgoing-payments"), Some(&out_tok), Some(&body))
+        .await
+        .unwrap();
+    assert_eq!(r.status, 201, "{}", r.body);
+    assert_eq!(r.body["receiveAmount"]["value"], "495", "{}", r.body);
+    let done = a.wait_outgoing(r.body["id"].as_str().unwrap()).await;
+    assert_eq!(done["state"], "completed", "{done}");
+    let public: Json = b.http.get(&receiver).send().await.unwrap().json().await.unwrap();
+    let got: i64 = public["receivedAmount"]["value"].as_str().unwrap().parse().unwrap();
+    assert!((495..=500).contains(&got), "{public}");
+
+    // the receiver is completed on B behind A's back: the next payment fails with receiver_completed
+    let id = receiver.rsplit('/').next().unwrap();
+    let (s, _) = b
+        .admin(Method::POST, &format!("/incoming-payments/{id}/complete"), Some("{}"))
+        .await;
+    assert_eq!(s, 200);
+    let q_tok = grant(&a, &a_client, json!([{"type": "quote", "actions": ["create"]}])).await;
+    let q = a_client
+        .send(
+            Method::POST,
+            &a.url("/quotes"),
+            Some(&q_tok),
+            Some(&body_for(&a, &receiver)),
+        )
+        .await
+        .unwrap();
+    assert_eq!(q.status, 400, "{}", q.body);
+    assert_balanced(&a).await;
+    assert_balanced(&b).await;
+}
+
+#[tokio::test]
+async fn receivers_elsewhere_need_a_peer_and_a_route() {
+    // no peers: refused as before, with a clear reason
+    let a = TestAse::spawn().await;
+    let c = a.demo_client().await;
+    let q_tok = grant(&a, &c, json!([{"type": "quote", "actions": ["create"]}])).await;
+    let body = json!({"walletAddress": a.url("/alice"), "receiver": "http://127.0.0.1:9/incoming-payments/0190b8a4-5b47-7c8a-9d2e-1234567890ab", "method": "ilp"});
+    let q = c
+        .send(Method::POST, &a.url("/quotes"), Some(&q_tok), Some(&body))
+        .await
+        .unwrap();
+    assert_eq!(q.status, 400, "{}", q.body);
+    assert_eq!(q.body["error"]["code"], "invalid_receiver");
+    assert!(
+        q.body["error"]["description"].as_str().unwrap().contains("no ILP peer"),
+        "{}",
+        q.body
+    );
+}
+
+/// Throughput figures for BENCHMARKS.md (`cargo test --release --test it -- --ignored stream_throughput
+/// --nocapture`): money packets of one unit straight into B's `/ilp` (one packet in flight), then a
+/// payment A → B in packets of 10 through both instances.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "measurement, not a check"]
+async fn stream_throughput() {
+    use opdesk::ilp::{
+        Address,
+        sender::{Connection, HttpTransport, Verdict},
+    };
+    let (a, b) = pair(10).await;
+    let a_client = a.demo_client().await;
+    let b_client = b.demo_client().await;
+    let b_inc = grant(
+        &b,
+        &b_client,
+        json!([{"type": "incoming-payment", "actions": ["create", "read"]}]),
+    )
+    .await;
+    let incoming = |value: &str| {
+        let body = json!({"walletAddress": b.url("/bob"), "incomingAmount": {"value": value, "assetCode": "USD", "assetScale": 2}});
+        let (c, url, tok) = (b_client.clone(), b.url("/incoming-payments"), b_inc.clone());
+        async move { c.send(Method::POST, &url, Some(&tok), Some(&body)).await.unwrap().body }
+    };
+
+    // raw /ilp: 2000 one-unit money packets
+    let direct = incoming("100000").await;
+    let method = &direct["methods"][0];
+    let secret = base64::Engine::decode(
+        &base64::engine::general_purpose::URL_SAFE_NO_PAD,
+        method["sharedSecret"].as_str().unwrap(),
+    )
+    .unwrap();
+    let transport = std::sync::Arc::new(HttpTransport::new(
+        &b.url("/ilp"),
+        "a-to-b",
+        std::time::Duration::from_secs(10),
+    ));
+    let mut conn = Connection::new(
+        transport,
+        Address::new(method["ilpAddress"].as_str().unwrap()).unwrap(),
+        &secret,
+        None,
+        std::time::Duration::from_secs(30),
+    );
+    conn.connect().await.unwrap();
+    let n = 2000;
+    let started = Instant::now();
+    for _ in 0..n {
+        assert!(matches!(
+            conn.send_money(1, 1).await.unwrap(),
+            Verdict::Fulfilled { .. }
+        ));
+    }
+    let direct_s = started.elapsed().as_secs_f64();
+    let started = Instant::now();
+    for _ in 0..n {
+        conn.probe(1).await.unwrap();
+    }
+    let probe_s = started.elapsed().as_secs_f64();
+
+    // end to end: a payment of 20000 in packets of 10 (2000 packets, each committed on both sides)
+    let receiver = incoming("20000").await["id"].as_str().unwrap().to_owned();
+    let q_tok = grant(&a, &a_client, json!([{"type": "quote", "actions": ["create"]}])).await;
+    let body = json!({"walletAddress": a.url("/alice"), "receiver": receiver, "method": "ilp"});
+    let q = a_client
+        .send(Method::POST, &a.url("/quotes"), Some(&q_tok), Some(&body))
+        .await
+        .unwrap();
+    assert_eq!(q.status, 201, "{}", q.body);
+    let out_tok = outgoing_grant(&a, &a_client).await;
+    let body = json!({"walletAddress": a.url("/alice"), "quoteId": q.body["id"]});
+    let started = Instant::now();
+    let r = a_client
+        .send(Method::POST, &a.url("/outgoing-payments"), Some(&out_tok), Some(&body))
+        .await
+        .unwrap();
+    let done = a.wait_outgoing(r.body["id"].as_str().unwrap()).await;
+    let e2e_s = started.elapsed().as_secs_f64();
+    assert_eq!(done["state"], "completed", "{done}");
+    eprintln!(
+        "money packets into /ilp: {:.0}/s; probes: {:.0}/s; A→B payment of 2000 packets: {:.2} s = {:.0} packets/s",
+        f64::from(n) / direct_s,
+        f64::from(n) / probe_s,
+        e2e_s,
+        2000.0 / e2e_s
+    );
+}
