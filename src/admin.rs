@@ -270,6 +270,32 @@ pub mod ops {
         Ok(s.quotes.dto(&s.quotes.get(id).await?))
     }
 
+    /// The configured ILP peers (tokens never shown) with the balance of the peer account of their asset.
+    pub async fn list_peers(s: &AppState) -> Result<Vec<serde_json::Value>, ApiError> {
+        let balances = balances(s).await?;
+        Ok(s.settings
+            .ilp
+            .peers
+            .iter()
+            .map(|p| {
+                let link = balances
+                    .iter()
+                    .find(|b| b.kind == "peer" && b.asset_code == p.asset_code && b.asset_scale == p.asset_scale)
+                    .map_or(0, |b| b.balance);
+                serde_json::json!({
+                    "name": p.name,
+                    "receives": !p.incoming_tokens.is_empty(),
+                    "outgoingEndpoint": p.outgoing_endpoint,
+                    "routes": p.routes,
+                    "maxPacketAmount": p.max_packet_amount,
+                    "assetCode": p.asset_code,
+                    "assetScale": p.asset_scale,
+                    "peerAccountBalance": link,
+                })
+            })
+            .collect())
+    }
+
     pub async fn list_grants(s: &AppState, state: Option<String>) -> Result<Vec<GrantView>, ApiError> {
         const STATES: &[&str] = &["pending", "approved", "finalized", "rejected", "revoked", "expired"];
         if let Some(st) = &state
@@ -358,32 +384,8 @@ async fn balances(State(s): State<AppState>) -> Result<impl IntoResponse, ApiErr
     Ok(axum::Json(ops::balances(&s).await?))
 }
 
-/// The configured ILP peers (tokens never shown) with the balance of the peer account of their asset.
 async fn list_peers(State(s): State<AppState>) -> Result<impl IntoResponse, ApiError> {
-    let balances = ops::balances(&s).await?;
-    let peers: Vec<serde_json::Value> = s
-        .settings
-        .ilp
-        .peers
-        .iter()
-        .map(|p| {
-            let link = balances
-                .iter()
-                .find(|b| b.kind == "peer" && b.asset_code == p.asset_code && b.asset_scale == p.asset_scale)
-                .map_or(0, |b| b.balance);
-            serde_json::json!({
-                "name": p.name,
-                "receives": !p.incoming_tokens.is_empty(),
-                "outgoingEndpoint": p.outgoing_endpoint,
-                "routes": p.routes,
-                "maxPacketAmount": p.max_packet_amount,
-                "assetCode": p.asset_code,
-                "assetScale": p.asset_scale,
-                "peerAccountBalance": link,
-            })
-        })
-        .collect();
-    Ok(axum::Json(peers))
+    Ok(axum::Json(ops::list_peers(&s).await?))
 }
 
 async fn list_incoming(

@@ -109,6 +109,15 @@ pub enum Command {
     /// Quotes: list and show.
     #[command(subcommand)]
     Quotes(QuotesCmd),
+    /// ILP peers from `[[ilp.peers]]`: who may send to /ilp, where payments to other ASEs go.
+    #[command(subcommand)]
+    Peers(PeersCmd),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum PeersCmd {
+    /// List the configured peers (tokens are never shown) and their peer account balance.
+    List,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -419,6 +428,34 @@ async fn operate(b: &Backend, cmd: Command, json: bool) -> Result<()> {
         Command::Incoming(c) => incoming(b, c, json).await,
         Command::Outgoing(c) => outgoing(b, c, json).await,
         Command::Quotes(c) => quotes(b, c, json).await,
+        Command::Peers(PeersCmd::List) => {
+            let ps = dispatch!(b, c => c.list_peers(), l => admin::ops::list_peers(&l.state))?;
+            emit(json, &ps, || {
+                let rows = ps
+                    .iter()
+                    .map(|p| {
+                        let text = |k: &str| p[k].as_str().unwrap_or("").to_owned();
+                        let scale = u8::try_from(p["assetScale"].as_u64().unwrap_or(0)).unwrap_or(0);
+                        vec![
+                            text("name"),
+                            format!("{}/{scale}", text("assetCode")),
+                            if p["receives"] == true {
+                                "yes".into()
+                            } else {
+                                "no".into()
+                            },
+                            text("outgoingEndpoint"),
+                            p["routes"]
+                                .as_array()
+                                .map(|r| r.iter().filter_map(|x| x.as_str()).collect::<Vec<_>>().join(","))
+                                .unwrap_or_default(),
+                            format_minor(p["peerAccountBalance"].as_i64().unwrap_or(0).into(), scale),
+                        ]
+                    })
+                    .collect();
+                table(&["NAME", "ASSET", "RECEIVES", "SENDS TO", "ROUTES", "BALANCE"], rows)
+            })
+        }
         Command::Deposit(m) => move_funds(b, m, Movement::Deposit, json).await,
         Command::Withdraw(m) => move_funds(b, m, Movement::Withdrawal, json).await,
         Command::Balances => {

@@ -137,6 +137,10 @@ impl AdminClient {
         self.get("/balances").await
     }
 
+    pub async fn list_peers(&self) -> Result<Vec<serde_json::Value>, ClientError> {
+        self.get("/peers").await
+    }
+
     pub async fn list_grants(&self, state: Option<&str>) -> Result<Vec<GrantView>, ClientError> {
         match state {
             Some(st) => self.get(&format!("/grants?state={st}")).await,
