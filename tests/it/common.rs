@@ -204,3 +204,89 @@ pub fn assert_closed_matches(file: &str, schema: &str, body: &Value) {
         assert!(props.contains_key(key), "{key:?} is not a property of {schema}: {body}");
     }
 }
+
+/// A real `opdesk serve` child process on a data dir (its `config.toml` is the dir's own).
+pub struct Proc {
+    pub child: std::process::Child,
+    pub base: String,
+    pub admin_token: String,
+}
+
+impl Proc {
+    /// Starts the binary on `127.0.0.1:{port}` and waits until it answers.
+    pub async fn start(dir: &Path, port: u16) -> Self {
+        opdesk::httpsig::keys::install_default_crypto_provider();
+        let child = std::process::Command::new(env!("CARGO_BIN_EXE_opdesk"))
+            .args([
+                "serve",
+                "--data-dir",
+                dir.to_str().expect("dir"),
+                "--listen",
+                &format!("127.0.0.1:{port}"),
+            ])
+            .env("OPDESK_CONFIG", dir.join("config.toml"))
+            .env("RUST_LOG", "warn")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("spawn opdesk");
+        let base = format!("http://127.0.0.1:{port}");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while reqwest::get(format!("{base}/healthz")).await.is_err() {
+            assert!(std::time::Instant::now() < deadline, "opdesk did not start");
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        let admin_token = std::fs::read_to_string(dir.join("admin.token"))
+            .expect("token")
+            .trim()
+            .to_owned();
+        Self {
+            child,
+            base,
+            admin_token,
+        }
+    }
+
+    /// GET an admin path.
+    pub async fn admin(&self, path: &str) -> Value {
+        let r = reqwest::Client::new()
+            .get(format!("{}/admin{path}", self.base))
+            .bearer_auth(&self.admin_token)
+            .send()
+            .await
+            .expect("admin request");
+        assert!(r.status().is_success(), "{path}: {}", r.status());
+        r.json().await.expect("json")
+    }
+
+    /// A client signing as `demo-client` with the key seeded into `dir`.
+    pub async fn demo_client(&self, dir: &Path) -> opdesk::client::SignedClient {
+        opdesk::httpsig::keys::install_default_crypto_provider();
+        let key =
+            opdesk::httpsig::jwk::from_pkcs8_pem(&std::fs::read_to_string(dir.join("demo-client.pem")).expect("pem"))
+                .expect("key");
+        let kid = opdesk::httpsig::jwk::thumbprint(&key.verifying_key());
+        opdesk::client::SignedClient::new(key, &kid)
+    }
+
+    /// Per-asset sums of all balances are zero and no reservation is left.
+    pub async fn assert_balanced(&self) -> Value {
+        let balances = self.admin("/balances").await;
+        let mut sums = std::collections::HashMap::<String, i64>::new();
+        for b in balances.as_array().expect("array") {
+            *sums
+                .entry(b["assetCode"].as_str().expect("code").to_owned())
+                .or_default() += b["balance"].as_i64().expect("i64");
+            assert_eq!(b["pendingDebits"], 0, "{b}");
+        }
+        assert!(sums.values().all(|v| *v == 0), "{sums:?}");
+        balances
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

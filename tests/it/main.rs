@@ -15,4 +15,5 @@ mod ilp_receiver;
 mod ilp_sender;
 mod ledger_props;
 mod rs_api;
+mod two_processes;
 mod wallet_api;
