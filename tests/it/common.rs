@@ -290,3 +290,42 @@ impl Drop for Proc {
         let _ = self.child.wait();
     }
 }
+
+/// Finishes an approved interactive grant the way a client does: follows the interaction URL to the finish
+/// redirect, takes `interact_ref`, continues, and returns the access token.
+pub async fn finish_grant(client: &opdesk::client::SignedClient, grant_response: &Value) -> String {
+    let http = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .expect("client");
+    let redirect = grant_response["interact"]["redirect"]
+        .as_str()
+        .expect("interact.redirect");
+    let res = http.get(redirect).send().await.expect("interaction page");
+    let loc = res.headers()["location"].to_str().expect("location").to_owned();
+    let iref = url::Url::parse(&loc)
+        .expect("finish URI")
+        .query_pairs()
+        .find(|(k, _)| k == "interact_ref")
+        .expect("interact_ref")
+        .1
+        .into_owned();
+    let c = client
+        .send(
+            reqwest::Method::POST,
+            grant_response["continue"]["uri"].as_str().expect("continue.uri"),
+            Some(
+                grant_response["continue"]["access_token"]["value"]
+                    .as_str()
+                    .expect("continue token"),
+            ),
+            Some(&serde_json::json!({"interact_ref": iref})),
+        )
+        .await
+        .expect("continue");
+    assert_eq!(c.status, 200, "{}", c.body);
+    c.body["access_token"]["value"]
+        .as_str()
+        .expect("access token")
+        .to_owned()
+}

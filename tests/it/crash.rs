@@ -2,49 +2,12 @@
 //! restarted on the same data dir, and left to finish. Afterwards every payment is completed or failed,
 //! every asset balances to zero, no payment holds money, and what left alice equals what reached bob.
 
-use std::{
-    process::{Child, Command, Stdio},
-    time::{Duration, Instant},
-};
+use std::time::{Duration, Instant};
 
 use reqwest::Method;
 use serde_json::{Value, json};
 
-fn start(dir: &std::path::Path, port: u16) -> Child {
-    Command::new(env!("CARGO_BIN_EXE_opdesk"))
-        .args([
-            "serve",
-            "--data-dir",
-            dir.to_str().unwrap(),
-            "--listen",
-            &format!("127.0.0.1:{port}"),
-        ])
-        .env("OPDESK_CONFIG", dir.join("config.toml"))
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap()
-}
-
-async fn wait_up(base: &str) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while reqwest::get(format!("{base}/healthz")).await.is_err() {
-        assert!(Instant::now() < deadline, "server did not start");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
-async fn admin(base: &str, token: &str, path: &str) -> Value {
-    let r = reqwest::Client::new()
-        .get(format!("{base}/admin{path}"))
-        .bearer_auth(token)
-        .send()
-        .await
-        .unwrap();
-    assert!(r.status().is_success(), "{path}: {}", r.status());
-    r.json().await.unwrap()
-}
+use crate::common::{Proc, finish_grant};
 
 fn balance_of(balances: &Value, wallet: &str) -> i64 {
     balances
@@ -71,14 +34,9 @@ async fn kill_9_mid_flight_loses_and_doubles_nothing() {
         .local_addr()
         .unwrap()
         .port();
-    let base = format!("http://127.0.0.1:{port}");
-    let mut child = start(dir.path(), port);
-    wait_up(&base).await;
-    let token = std::fs::read_to_string(dir.path().join("admin.token"))
-        .unwrap()
-        .trim()
-        .to_owned();
-    let before = admin(&base, &token, "/balances").await;
+    let mut server = Proc::start(dir.path(), port).await;
+    let base = server.base.clone();
+    let before = server.admin("/balances").await;
 
     // a client with tokens for incoming payments and for alice's outgoing payments
     let key =
@@ -110,36 +68,7 @@ async fn kill_9_mid_flight_loses_and_doubles_nothing() {
         )
         .await
         .unwrap();
-    let http = reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .unwrap();
-    let loc = http
-        .get(r.body["interact"]["redirect"].as_str().unwrap())
-        .send()
-        .await
-        .unwrap()
-        .headers()["location"]
-        .to_str()
-        .unwrap()
-        .to_owned();
-    let iref = url::Url::parse(&loc)
-        .unwrap()
-        .query_pairs()
-        .find(|(k, _)| k == "interact_ref")
-        .unwrap()
-        .1
-        .into_owned();
-    let cont = c
-        .send(
-            Method::POST,
-            r.body["continue"]["uri"].as_str().unwrap(),
-            Some(r.body["continue"]["access_token"]["value"].as_str().unwrap()),
-            Some(&json!({"interact_ref": iref})),
-        )
-        .await
-        .unwrap();
-    let out = cont.body["access_token"]["value"].as_str().unwrap().to_owned();
+    let out = finish_grant(&c, &r.body).await;
 
     let mut receivers = Vec::new();
     for n in 0..5 {
@@ -170,7 +99,7 @@ async fn kill_9_mid_flight_loses_and_doubles_nothing() {
     // wait until money is actually streaming, then kill
     let deadline = Instant::now() + Duration::from_secs(5);
     loop {
-        let sending = admin(&base, &token, "/outgoing-payments?state=sending&first=500").await;
+        let sending = server.admin("/outgoing-payments?state=sending&first=500").await;
         let streaming = sending["items"]
             .as_array()
             .unwrap()
@@ -182,31 +111,31 @@ async fn kill_9_mid_flight_loses_and_doubles_nothing() {
         assert!(Instant::now() < deadline, "no payment started streaming");
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
-    child.kill().unwrap();
-    child.wait().unwrap();
+    server.child.kill().unwrap();
+    server.child.wait().unwrap();
     for t in tasks {
         let _ = t.await;
     }
 
     // restart on the same data dir: the engine resumes what was committed
-    let mut child = start(dir.path(), port);
-    wait_up(&base).await;
+    drop(server);
+    let server = Proc::start(dir.path(), port).await;
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
-        let sending = admin(&base, &token, "/outgoing-payments?state=sending&first=500").await;
+        let sending = server.admin("/outgoing-payments?state=sending&first=500").await;
         if sending["items"].as_array().unwrap().is_empty() {
             break;
         }
         assert!(Instant::now() < deadline, "payments did not finish after the restart");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    let all = admin(&base, &token, "/outgoing-payments?first=500").await;
+    let all = server.admin("/outgoing-payments?first=500").await;
     let items = all["items"].as_array().unwrap();
     assert!(!items.is_empty(), "some payments were created before the crash");
     for p in items {
         assert!(matches!(p["state"].as_str(), Some("completed" | "failed")), "{p}");
     }
-    let after = admin(&base, &token, "/balances").await;
+    let after = server.admin("/balances").await;
     let mut sums = std::collections::HashMap::<String, i64>::new();
     for b in after.as_array().unwrap() {
         *sums.entry(b["assetCode"].as_str().unwrap().to_owned()).or_default() += b["balance"].as_i64().unwrap();
@@ -227,6 +156,4 @@ async fn kill_9_mid_flight_loses_and_doubles_nothing() {
         "same asset, no fees: what left alice reached bob"
     );
     assert_eq!(left_alice, sent);
-    child.kill().unwrap();
-    child.wait().unwrap();
 }

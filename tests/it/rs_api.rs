@@ -55,37 +55,7 @@ async fn outgoing_token(ase: &TestAse, client: &SignedClient, wallet: &str, limi
         .admin(Method::POST, &format!("/grants/{id}/approve"), Some("{}"))
         .await;
     assert_eq!(s, 200);
-    let http = reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .unwrap();
-    let loc = http
-        .get(r.body["interact"]["redirect"].as_str().unwrap())
-        .send()
-        .await
-        .unwrap()
-        .headers()["location"]
-        .to_str()
-        .unwrap()
-        .to_owned();
-    let iref = url::Url::parse(&loc)
-        .unwrap()
-        .query_pairs()
-        .find(|(k, _)| k == "interact_ref")
-        .unwrap()
-        .1
-        .into_owned();
-    let c = client
-        .send(
-            Method::POST,
-            r.body["continue"]["uri"].as_str().unwrap(),
-            Some(r.body["continue"]["access_token"]["value"].as_str().unwrap()),
-            Some(&json!({"interact_ref": iref})),
-        )
-        .await
-        .unwrap();
-    assert_eq!(c.status, 200, "{}", c.body);
-    c.body["access_token"]["value"].as_str().unwrap().to_owned()
+    crate::common::finish_grant(client, &r.body).await
 }
 
 fn id_of(v: &Value) -> String {

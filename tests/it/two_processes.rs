@@ -92,36 +92,7 @@ async fn alice_at_a_pays_bob_at_b_across_two_processes() {
         )
         .await
         .unwrap();
-    let http = reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .unwrap();
-    let loc = http
-        .get(r.body["interact"]["redirect"].as_str().unwrap())
-        .send()
-        .await
-        .unwrap()
-        .headers()["location"]
-        .to_str()
-        .unwrap()
-        .to_owned();
-    let iref = url::Url::parse(&loc)
-        .unwrap()
-        .query_pairs()
-        .find(|(k, _)| k == "interact_ref")
-        .unwrap()
-        .1
-        .into_owned();
-    let c = ca
-        .send(
-            Method::POST,
-            r.body["continue"]["uri"].as_str().unwrap(),
-            Some(r.body["continue"]["access_token"]["value"].as_str().unwrap()),
-            Some(&json!({"interact_ref": iref})),
-        )
-        .await
-        .unwrap();
-    let out = c.body["access_token"]["value"].as_str().unwrap().to_owned();
+    let out = crate::common::finish_grant(&ca, &r.body).await;
     let quote = ca
         .send(
             Method::POST,
