@@ -23,7 +23,10 @@ use crate::{
     money::Asset,
     server::{error::ApiError, extract::Json, state::AppState},
 };
-use dto::{AddKey, CreateWallet, GrantFilter, KeyAdded, Listed, Move, Moved, PaymentFilter, Reject, WalletDetail};
+use dto::{
+    AddKey, CreateWallet, GrantFilter, KeyAdded, Listed, Move, Moved, NewPeer, PaymentFilter, PeerView, Reject,
+    WalletDetail,
+};
 
 /// Admin routes (nested under `/admin`), guarded by loopback + bearer token.
 pub fn routes(state: AppState) -> Router<AppState> {
@@ -35,7 +38,8 @@ pub fn routes(state: AppState) -> Router<AppState> {
         .route("/wallets/{name}/deposit", post(deposit))
         .route("/wallets/{name}/withdraw", post(withdraw))
         .route("/balances", get(balances))
-        .route("/peers", get(list_peers))
+        .route("/peers", get(list_peers).post(create_peer))
+        .route("/peers/{name}", get(show_peer).patch(update_peer).delete(remove_peer))
         .route("/incoming-payments", get(list_incoming))
         .route("/incoming-payments/{id}", get(show_incoming))
         .route("/incoming-payments/{id}/complete", post(complete_incoming))
@@ -98,6 +102,7 @@ pub mod ops {
         ase::{incoming::IncomingView, outgoing::OutgoingView, quotes::QuoteDto, wallet::Wallet},
         gnap::service::GrantView,
         httpsig::jwk::Jwks,
+        ilp::peers::{PeerPatch, Saved},
         ledger::Balance,
         store::payments::{Page, PageQuery},
     };
@@ -270,30 +275,45 @@ pub mod ops {
         Ok(s.quotes.dto(&s.quotes.get(id).await?))
     }
 
-    /// The configured ILP peers (tokens never shown) with the balance of the peer account of their asset.
-    pub async fn list_peers(s: &AppState) -> Result<Vec<serde_json::Value>, ApiError> {
+    /// The ILP peers, from config.toml and added here (tokens never shown), with their account balances.
+    pub async fn list_peers(s: &AppState) -> Result<Vec<PeerView>, ApiError> {
         let balances = balances(s).await?;
-        Ok(s.settings
-            .ilp
+        let set = s.peers.current();
+        Ok(set.all().iter().map(|p| PeerView::of(p, &balances)).collect())
+    }
+
+    pub async fn show_peer(s: &AppState, name: &str) -> Result<PeerView, ApiError> {
+        let peer = s
             .peers
-            .iter()
-            .map(|p| {
-                let link = balances
-                    .iter()
-                    .find(|b| b.kind == "peer" && b.asset_code == p.asset_code && b.asset_scale == p.asset_scale)
-                    .map_or(0, |b| b.balance);
-                serde_json::json!({
-                    "name": p.name,
-                    "receives": !p.incoming_tokens.is_empty(),
-                    "outgoingEndpoint": p.outgoing_endpoint,
-                    "routes": p.routes,
-                    "maxPacketAmount": p.max_packet_amount,
-                    "assetCode": p.asset_code,
-                    "assetScale": p.asset_scale,
-                    "peerAccountBalance": link,
-                })
-            })
-            .collect())
+            .current()
+            .get(name)
+            .ok_or_else(|| ApiError::not_found(format!("no peer named {name:?}")))?;
+        Ok(PeerView::of(&peer, &balances(s).await?))
+    }
+
+    pub async fn create_peer(s: &AppState, body: NewPeer) -> Result<PeerView, ApiError> {
+        let (def, generate) = body.into_settings();
+        let saved = s.peers.create(def, generate).await?;
+        saved_view(s, saved).await
+    }
+
+    pub async fn update_peer(s: &AppState, name: &str, patch: PeerPatch) -> Result<PeerView, ApiError> {
+        let saved = s.peers.update(name, patch).await?;
+        saved_view(s, saved).await
+    }
+
+    pub async fn remove_peer(s: &AppState, name: &str) -> Result<(), ApiError> {
+        Ok(s.peers.remove(name).await?)
+    }
+
+    /// A saved peer's view; a peer that can send needs the ASE's client wallet (created on first need).
+    async fn saved_view(s: &AppState, saved: Saved) -> Result<PeerView, ApiError> {
+        if saved.peer.outgoing().is_some() {
+            crate::app::ensure_client_wallet(s, &saved.peer.asset).await?;
+        }
+        let mut view = PeerView::of(&saved.peer, &balances(s).await?);
+        view.generated_incoming_tokens = saved.generated_tokens;
+        Ok(view)
     }
 
     pub async fn list_grants(s: &AppState, state: Option<String>) -> Result<Vec<GrantView>, ApiError> {
@@ -386,6 +406,27 @@ async fn balances(State(s): State<AppState>) -> Result<impl IntoResponse, ApiErr
 
 async fn list_peers(State(s): State<AppState>) -> Result<impl IntoResponse, ApiError> {
     Ok(axum::Json(ops::list_peers(&s).await?))
+}
+
+async fn show_peer(State(s): State<AppState>, Path(name): Path<String>) -> Result<impl IntoResponse, ApiError> {
+    Ok(axum::Json(ops::show_peer(&s, &name).await?))
+}
+
+async fn create_peer(State(s): State<AppState>, Json(body): Json<NewPeer>) -> Result<impl IntoResponse, ApiError> {
+    Ok((StatusCode::CREATED, axum::Json(ops::create_peer(&s, body).await?)))
+}
+
+async fn update_peer(
+    State(s): State<AppState>,
+    Path(name): Path<String>,
+    Json(body): Json<crate::ilp::peers::PeerPatch>,
+) -> Result<impl IntoResponse, ApiError> {
+    Ok(axum::Json(ops::update_peer(&s, &name, body).await?))
+}
+
+async fn remove_peer(State(s): State<AppState>, Path(name): Path<String>) -> Result<StatusCode, ApiError> {
+    ops::remove_peer(&s, &name).await?;
+    Ok(StatusCode::NO_CONTENT)
 }
 
 async fn list_incoming(

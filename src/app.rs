@@ -18,7 +18,6 @@ use crate::{
         remote::Remote,
         wallet::{NewWallet, WalletError, Wallets},
     },
-    client::SignedClient,
     clock::{SharedClock, SystemClock},
     events::EventBus,
     gnap::Gnap,
@@ -28,6 +27,7 @@ use crate::{
     },
     ilp::{
         Address,
+        peers::Peers,
         receiver::{Receiver, StreamServer},
     },
     ledger::Ledger,
@@ -94,20 +94,17 @@ impl AppCore {
             rs.incoming_max_lifetime_secs,
             stream_server.clone(),
         );
-        let ilp = Receiver::new(stream_server, &settings.ilp, incoming.clone(), clock.clone());
-        let client_key = if settings.ilp.peers.iter().any(|p| p.outgoing_endpoint.is_some()) {
-            Some(ase_client_key(&settings.paths.ase_client_key())?)
-        } else {
-            None
-        };
+        let peers = Peers::load(store.clone(), clock.clone(), &settings.ilp)
+            .await
+            .wrap_err("cannot load the ILP peers")?;
+        let ilp = Receiver::new(stream_server, peers.clone(), incoming.clone(), clock.clone());
+        let client_key = ase_client_key(&settings.paths.ase_client_key())?;
         let client_url = format!("{}/{}", settings.public_url, settings.ilp.client_wallet);
         let remote = Remote::new(
             &settings.ilp,
             settings.rates.clone(),
-            client_key.as_ref().map(|k| {
-                let kid = jwk::thumbprint(&k.verifying_key());
-                SignedClient::new(k.clone(), &kid)
-            }),
+            peers.clone(),
+            Some(&client_key),
             &client_url,
         );
         let quotes = Quotes::new(
@@ -129,8 +126,8 @@ impl AppCore {
             &settings.public_url,
             wake.clone(),
         );
-        let engine =
-            Engine::new(store.clone(), bus.clone(), clock.clone(), settings.engine.clone(), wake).with_remote(remote);
+        let engine = Engine::new(store.clone(), bus.clone(), clock.clone(), settings.engine.clone(), wake)
+            .with_remote(remote.clone());
         let state = AppState::new(Services {
             settings: Arc::new(settings),
             bus,
@@ -142,6 +139,8 @@ impl AppCore {
             outgoing,
             engine,
             ilp,
+            peers,
+            remote,
             verifier,
             clock,
             capture: Arc::default(),
@@ -151,8 +150,16 @@ impl AppCore {
         seed::run(&core, opened.fresh)
             .await
             .wrap_err("seeding demo data failed")?;
-        if let Some(key) = &client_key {
-            ensure_client_wallet(&core, key)
+        let sender = core
+            .state
+            .peers
+            .current()
+            .all()
+            .iter()
+            .find(|p| p.outgoing().is_some())
+            .cloned();
+        if let Some(peer) = sender {
+            ensure_client_wallet(&core.state, &peer.asset)
                 .await
                 .wrap_err("setting up the ASE's client wallet failed")?;
         }
@@ -313,33 +320,29 @@ fn ase_client_key(path: &Path) -> Result<ed25519_dalek::SigningKey> {
     Ok(key)
 }
 
-/// Makes sure the wallet `[ilp] client_wallet` exists (in the first sending peer's asset) and publishes the
-/// ASE client key, so other ASEs can verify the ASE's signed requests.
-async fn ensure_client_wallet(core: &AppCore, key: &ed25519_dalek::SigningKey) -> Result<()> {
-    let s = &core.state;
+/// Makes sure the wallet `[ilp] client_wallet` exists (in `asset`, the first sending peer's, when it is
+/// created) and publishes the ASE client key, so other ASEs can verify the ASE's signed requests.
+pub async fn ensure_client_wallet(s: &Services, asset: &Asset) -> Result<(), WalletError> {
     let name = s.settings.ilp.client_wallet.clone();
     match s.wallets.get(&name).await {
         Ok(_) => {}
         Err(WalletError::NotFound(_)) => {
-            let peer = s.settings.ilp.peers.iter().find(|p| p.outgoing_endpoint.is_some());
-            let (code, scale) = peer.map_or(("USD", 2), |p| (p.asset_code.as_str(), p.asset_scale));
             s.wallets
                 .create(NewWallet {
                     name: name.clone(),
-                    asset: Asset::new(code, scale)?,
+                    asset: asset.clone(),
                     public_name: Some("opdesk ASE client".into()),
                     demo: false,
                 })
                 .await?;
             tracing::info!(wallet = %name, "created the ASE's client wallet for paying other ASEs");
         }
-        Err(e) => return Err(e.into()),
+        Err(e) => return Err(e),
     }
-    let kid = jwk::thumbprint(&key.verifying_key());
-    if s.wallets.keys(&name).await?.find(&kid).is_none() {
-        s.wallets
-            .add_key(&name, jwk::Jwk::from_verifying_key(&kid, &key.verifying_key()))
-            .await?;
+    if let Some(key) = s.remote.client_jwk()
+        && s.wallets.keys(&name).await?.find(&key.kid).is_none()
+    {
+        s.wallets.add_key(&name, key.clone()).await?;
     }
     Ok(())
 }

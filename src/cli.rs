@@ -14,11 +14,12 @@ use crate::{
     admin::{
         self,
         client::{AdminClient, ClientError},
-        dto::{AddKey, CreateWallet, Move, PaymentFilter, Reject},
+        dto::{AddKey, CreateWallet, Move, NewPeer, PaymentFilter, PeerView, Reject},
     },
     app::{self, AppCore},
     gnap::service::GrantView,
     httpsig::jwk::Jwk,
+    ilp::peers::PeerPatch,
     ledger::{Balance, Movement},
     money::{Value, format_minor},
     server::error::ApiError,
@@ -109,15 +110,72 @@ pub enum Command {
     /// Quotes: list and show.
     #[command(subcommand)]
     Quotes(QuotesCmd),
-    /// ILP peers from `[[ilp.peers]]`: who may send to /ilp, where payments to other ASEs go.
+    /// ILP peers: who may send to /ilp, where payments to other ASEs go (config.toml or added here).
     #[command(subcommand)]
     Peers(PeersCmd),
 }
 
 #[derive(Debug, Subcommand)]
 pub enum PeersCmd {
-    /// List the configured peers (tokens are never shown) and their peer account balance.
+    /// List the peers (tokens are never shown) with their account balances.
     List,
+    /// Show one peer.
+    Show { name: String },
+    /// Add a peer (stored in the database; `[[ilp.peers]]` in config.toml is the other way).
+    Add {
+        name: String,
+        /// The link's asset code, e.g. USD.
+        #[arg(long)]
+        asset: String,
+        /// The link's asset scale.
+        #[arg(long, default_value_t = 2)]
+        scale: u8,
+        #[command(flatten)]
+        fields: PeerFields,
+    },
+    /// Change a peer added with `peers add` (flags not given stay as they are).
+    Update {
+        name: String,
+        #[command(flatten)]
+        fields: PeerFields,
+        /// Forget the peer's ILP address.
+        #[arg(long, conflicts_with = "ilp_address")]
+        no_ilp_address: bool,
+        /// Stop sending through the peer (forget its outgoing endpoint and token).
+        #[arg(long, conflicts_with_all = ["outgoing_endpoint", "outgoing_token", "route"])]
+        no_outgoing: bool,
+        /// Remove the packet limit.
+        #[arg(long, conflicts_with = "max_packet_amount")]
+        no_max_packet_amount: bool,
+    },
+    /// Remove a peer added with `peers add` (refused while payments are sending through it).
+    Remove { name: String },
+}
+
+/// What `peers add` and `peers update` set.
+#[derive(Debug, Clone, Args)]
+pub struct PeerFields {
+    /// The peer's own ILP address (told to it by IL-DCP; its route when no --route is given).
+    #[arg(long)]
+    pub ilp_address: Option<String>,
+    /// A token the peer presents at POST /ilp (repeat for several; on update, replaces them all).
+    #[arg(long = "incoming-token", value_name = "TOKEN")]
+    pub incoming_tokens: Vec<String>,
+    /// Generate an incoming token and print it once (give it to the peer).
+    #[arg(long)]
+    pub generate_incoming_token: bool,
+    /// The peer's ILP-over-HTTP endpoint, for payments we send through it.
+    #[arg(long)]
+    pub outgoing_endpoint: Option<String>,
+    /// The bearer token we present at the outgoing endpoint.
+    #[arg(long)]
+    pub outgoing_token: Option<String>,
+    /// An ILP address prefix reached through the peer (repeat for several; on update, replaces them all).
+    #[arg(long)]
+    pub route: Vec<String>,
+    /// The largest packet amount, in the link's minor units.
+    #[arg(long)]
+    pub max_packet_amount: Option<u64>,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -428,32 +486,105 @@ async fn operate(b: &Backend, cmd: Command, json: bool) -> Result<()> {
         Command::Incoming(c) => incoming(b, c, json).await,
         Command::Outgoing(c) => outgoing(b, c, json).await,
         Command::Quotes(c) => quotes(b, c, json).await,
+        Command::Peers(PeersCmd::Show { name }) => {
+            let p = dispatch!(b, c => c.show_peer(&name), l => admin::ops::show_peer(&l.state, &name))?;
+            emit(json, &p, || peer_text(&p))
+        }
+        Command::Peers(PeersCmd::Add {
+            name,
+            asset,
+            scale,
+            fields,
+        }) => {
+            let body = NewPeer {
+                name,
+                ilp_address: fields.ilp_address,
+                asset_code: asset,
+                asset_scale: scale,
+                incoming_tokens: fields.incoming_tokens,
+                generate_incoming_token: fields.generate_incoming_token,
+                outgoing_endpoint: fields.outgoing_endpoint,
+                outgoing_token: fields.outgoing_token,
+                routes: fields.route,
+                max_packet_amount: fields.max_packet_amount,
+            };
+            let p = dispatch!(b, c => c.create_peer(&body), l => admin::ops::create_peer(&l.state, body.clone()))?;
+            emit(json, &p, || peer_text(&p))
+        }
+        Command::Peers(PeersCmd::Update {
+            name,
+            fields,
+            no_ilp_address,
+            no_outgoing,
+            no_max_packet_amount,
+        }) => {
+            let patch = PeerPatch {
+                ilp_address: if no_ilp_address {
+                    Some(None)
+                } else {
+                    fields.ilp_address.map(Some)
+                },
+                incoming_tokens: (!fields.incoming_tokens.is_empty()).then_some(fields.incoming_tokens),
+                generate_incoming_token: fields.generate_incoming_token,
+                outgoing_endpoint: if no_outgoing {
+                    Some(None)
+                } else {
+                    fields.outgoing_endpoint.map(Some)
+                },
+                outgoing_token: if no_outgoing {
+                    Some(None)
+                } else {
+                    fields.outgoing_token.map(Some)
+                },
+                routes: if no_outgoing {
+                    Some(Vec::new())
+                } else {
+                    (!fields.route.is_empty()).then_some(fields.route)
+                },
+                max_packet_amount: if no_max_packet_amount {
+                    Some(None)
+                } else {
+                    fields.max_packet_amount.map(Some)
+                },
+            };
+            let p = dispatch!(b, c => c.update_peer(&name, &patch), l => admin::ops::update_peer(&l.state, &name, patch.clone()))?;
+            emit(json, &p, || peer_text(&p))
+        }
+        Command::Peers(PeersCmd::Remove { name }) => {
+            dispatch!(b, c => c.remove_peer(&name), l => admin::ops::remove_peer(&l.state, &name))?;
+            emit(json, &serde_json::json!({ "removed": name }), || {
+                format!("removed peer {name}\n")
+            })
+        }
         Command::Peers(PeersCmd::List) => {
             let ps = dispatch!(b, c => c.list_peers(), l => admin::ops::list_peers(&l.state))?;
             emit(json, &ps, || {
                 let rows = ps
                     .iter()
                     .map(|p| {
-                        let text = |k: &str| p[k].as_str().unwrap_or("").to_owned();
-                        let scale = u8::try_from(p["assetScale"].as_u64().unwrap_or(0)).unwrap_or(0);
                         vec![
-                            text("name"),
-                            format!("{}/{scale}", text("assetCode")),
-                            if p["receives"] == true {
-                                "yes".into()
+                            p.name.clone(),
+                            format!("{}/{}", p.asset_code, p.asset_scale),
+                            p.source.clone(),
+                            if p.receives {
+                                format!(
+                                    "yes ({} token{})",
+                                    p.incoming_tokens,
+                                    if p.incoming_tokens == 1 { "" } else { "s" }
+                                )
                             } else {
                                 "no".into()
                             },
-                            text("outgoingEndpoint"),
-                            p["routes"]
-                                .as_array()
-                                .map(|r| r.iter().filter_map(|x| x.as_str()).collect::<Vec<_>>().join(","))
-                                .unwrap_or_default(),
-                            format_minor(p["peerAccountBalance"].as_i64().unwrap_or(0).into(), scale),
+                            p.outgoing_endpoint.clone().unwrap_or_default(),
+                            p.routes.join(","),
+                            format_minor(p.peer_account_balance.into(), p.asset_scale),
                         ]
                     })
                     .collect();
-                table(&["NAME", "ASSET", "RECEIVES", "SENDS TO", "ROUTES", "BALANCE"], rows)
+                table(
+                    &["NAME", "ASSET", "SOURCE", "RECEIVES", "SENDS TO", "ROUTES", "BALANCE"],
+                    rows,
+                )
             })
         }
         Command::Deposit(m) => move_funds(b, m, Movement::Deposit, json).await,
@@ -466,7 +597,10 @@ async fn operate(b: &Backend, cmd: Command, json: bool) -> Result<()> {
                     bs.iter()
                         .map(|x| {
                             vec![
-                                x.wallet.clone().unwrap_or_else(|| format!("({})", x.kind)),
+                                x.wallet.clone().unwrap_or_else(|| match &x.peer {
+                                    Some(peer) => format!("(peer {peer})"),
+                                    None => format!("({})", x.kind),
+                                }),
                                 x.kind.clone(),
                                 format!("{}/{}", x.asset_code, x.asset_scale),
                                 format_minor(x.balance.into(), x.asset_scale),
@@ -748,6 +882,33 @@ async fn move_funds(b: &Backend, m: MoveArgs, movement: Movement, json: bool) ->
 
 fn money(v: i64, b: &Balance) -> String {
     format!("{} {}", format_minor(v.into(), b.asset_scale), b.asset_code)
+}
+
+/// One peer, for people; a generated token is printed once, with what to do with it.
+fn peer_text(p: &PeerView) -> String {
+    let mut out = format!(
+        "{} ({})\n  asset:           {}/{}\n  ILP address:     {}\n  incoming tokens: {}\n  sends to:        {}\n  routes:          {}\n  max packet:      {}\n  balance:         {}\n",
+        p.name,
+        p.source,
+        p.asset_code,
+        p.asset_scale,
+        p.ilp_address.as_deref().unwrap_or("-"),
+        p.incoming_tokens,
+        p.outgoing_endpoint.as_deref().unwrap_or("-"),
+        if p.routes.is_empty() {
+            "-".into()
+        } else {
+            p.routes.join(", ")
+        },
+        p.max_packet_amount.map_or_else(|| "no limit".into(), |m| m.to_string()),
+        format_minor(p.peer_account_balance.into(), p.asset_scale),
+    );
+    for t in &p.generated_incoming_tokens {
+        out.push_str(&format!(
+            "  generated incoming token (shown once; the peer sends it as its bearer token to our /ilp):\n    {t}\n"
+        ));
+    }
+    out
 }
 
 fn emit<T: Serialize>(json: bool, value: &T, human: impl FnOnce() -> String) -> Result<()> {

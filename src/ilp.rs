@@ -13,6 +13,7 @@ pub mod http;
 pub mod ildcp;
 pub mod oer;
 pub mod packet;
+pub mod peers;
 pub mod receiver;
 pub mod sender;
 pub mod stream;

@@ -64,8 +64,8 @@ pub enum AccountKind {
     Settlement,
     /// One outgoing payment's funds while it is being sent: never overdrawn.
     Payment,
-    /// The ILP peering side of an asset: credited by STREAM packets sent through peers, debited by STREAM
-    /// packets received from them. May go negative, like settlement.
+    /// One ILP peer's side, per asset: credited by STREAM packets sent through the peer (what we owe it),
+    /// debited by STREAM packets received from it (what it owes us). May go negative, like settlement.
     Peer,
 }
 
@@ -101,6 +101,9 @@ pub struct Balance {
     pub account_id: String,
     pub kind: String,
     pub wallet: Option<String>,
+    /// The ILP peer of a peer account.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peer: Option<String>,
     pub asset_code: String,
     pub asset_scale: u8,
     /// Posted balance (credits minus debits).
@@ -120,6 +123,7 @@ impl From<AccountRow> for Balance {
             account_id: a.id,
             kind: a.kind,
             wallet: a.wallet,
+            peer: a.peer,
             asset_code: a.asset_code,
             asset_scale: a.asset_scale,
             balance: a.balance,
@@ -182,14 +186,27 @@ pub mod ops {
         asset: &Asset,
         now: &str,
     ) -> Result<String, LedgerError> {
+        insert(conn, kind, None, asset, now)
+    }
+
+    fn insert(
+        conn: &Connection,
+        kind: AccountKind,
+        peer: Option<&str>,
+        asset: &Asset,
+        now: &str,
+    ) -> Result<String, LedgerError> {
         let id = ids::new_id();
         repo::insert_account(
             conn,
-            &id,
-            kind.as_str(),
-            &asset.code,
-            asset.scale,
-            !matches!(kind, AccountKind::Settlement | AccountKind::Peer),
+            &repo::NewAccount {
+                id: &id,
+                kind: kind.as_str(),
+                peer,
+                asset_code: &asset.code,
+                asset_scale: asset.scale,
+                no_overdraft: !matches!(kind, AccountKind::Settlement | AccountKind::Peer),
+            },
             now,
         )?;
         Ok(id)
@@ -204,11 +221,12 @@ pub mod ops {
     }
 
     /// The peer account of `asset`, created on first use.
-    pub fn peer_account(conn: &Connection, asset: &Asset, now: &str) -> Result<String, LedgerError> {
-        if let Some(id) = repo::peer_account(conn, &asset.code, asset.scale)? {
+    /// The account of ILP peer `peer` in `asset`, created on first use.
+    pub fn peer_account(conn: &Connection, peer: &str, asset: &Asset, now: &str) -> Result<String, LedgerError> {
+        if let Some(id) = repo::peer_account(conn, peer, &asset.code, asset.scale)? {
             return Ok(id);
         }
-        create_account(conn, AccountKind::Peer, asset, now)
+        insert(conn, AccountKind::Peer, Some(peer), asset, now)
     }
 
     pub fn account(conn: &Connection, id: &str) -> Result<AccountRow, LedgerError> {

@@ -133,6 +133,10 @@ impl std::fmt::Debug for IlpSettings {
 pub struct PeerSettings {
     /// A short name for logs and ledger memos (`A-Z a-z 0-9 _ ~ -`).
     pub name: String,
+    /// The peer's own ILP address: what IL-DCP tells it (default `{our address}.{name}`), and its route
+    /// when `routes` is empty.
+    #[serde(default)]
+    pub ilp_address: Option<String>,
     /// Bearer tokens this peer presents at `POST /ilp` (any one of them authenticates it). May be empty
     /// for a peer we only send to.
     #[serde(default)]
@@ -158,6 +162,7 @@ impl std::fmt::Debug for PeerSettings {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("PeerSettings")
             .field("name", &self.name)
+            .field("ilp_address", &self.ilp_address)
             .field("incoming_tokens", &self.incoming_tokens.len())
             .field("outgoing_endpoint", &self.outgoing_endpoint)
             .field("outgoing_token", &self.outgoing_token.as_ref().map(|_| "<set>"))
@@ -166,6 +171,94 @@ impl std::fmt::Debug for PeerSettings {
             .field("asset_code", &self.asset_code)
             .field("asset_scale", &self.asset_scale)
             .finish()
+    }
+}
+
+impl PeerSettings {
+    /// Checks this peer on its own: name, ILP address, tokens, outgoing endpoint, routes, packet limit and
+    /// asset. `kept_tokens`: incoming tokens it has besides `incoming_tokens` (digests an update keeps).
+    pub fn validate(&self, kept_tokens: usize) -> Result<(), (&'static str, String)> {
+        let name = &self.name;
+        let valid_name = !name.is_empty()
+            && name.len() <= 64
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'~' | b'-'));
+        if !valid_name {
+            return Err(("ilp.peers.name", format!("{name:?}: 1 to 64 of A-Z a-z 0-9 _ ~ -")));
+        }
+        if let Some(a) = &self.ilp_address
+            && crate::ilp::Address::new(a.as_str()).is_err()
+        {
+            return Err((
+                "ilp.peers.ilp_address",
+                format!("peer {name:?}: {a:?} is not an ILP address like test.rafiki"),
+            ));
+        }
+        if self.incoming_tokens.is_empty() && kept_tokens == 0 && self.outgoing_endpoint.is_none() {
+            return Err((
+                "ilp.peers.incoming_tokens",
+                format!("peer {name:?} needs at least one incoming token (or an outgoing_endpoint)"),
+            ));
+        }
+        for t in &self.incoming_tokens {
+            if t.trim().is_empty() || t.trim() != t || t.len() > 256 {
+                return Err((
+                    "ilp.peers.incoming_tokens",
+                    format!("peer {name:?}: tokens must be 1 to 256 characters without surrounding spaces"),
+                ));
+            }
+        }
+        match (&self.outgoing_endpoint, &self.outgoing_token) {
+            (None, None) => {}
+            (Some(e), Some(t)) => {
+                let ok = url::Url::parse(e).is_ok_and(|u| matches!(u.scheme(), "http" | "https") && u.host().is_some());
+                if !ok {
+                    return Err((
+                        "ilp.peers.outgoing_endpoint",
+                        format!("peer {name:?}: {e:?} is not an http(s) URL"),
+                    ));
+                }
+                if t.trim().is_empty() || t.trim() != t {
+                    return Err((
+                        "ilp.peers.outgoing_token",
+                        format!("peer {name:?}: must be non-empty without surrounding spaces"),
+                    ));
+                }
+            }
+            _ => {
+                return Err((
+                    "ilp.peers.outgoing_token",
+                    format!("peer {name:?}: outgoing_endpoint and outgoing_token go together"),
+                ));
+            }
+        }
+        if !self.routes.is_empty() && self.outgoing_endpoint.is_none() {
+            return Err((
+                "ilp.peers.routes",
+                format!("peer {name:?}: routes need an outgoing_endpoint"),
+            ));
+        }
+        for r in &self.routes {
+            if crate::ilp::Address::new(r.as_str()).is_err()
+                && !crate::ilp::packet::ADDRESS_SCHEMES.contains(&r.as_str())
+            {
+                return Err((
+                    "ilp.peers.routes",
+                    format!("peer {name:?}: {r:?} is not an ILP address prefix like test.rafiki"),
+                ));
+            }
+        }
+        if self.max_packet_amount == Some(0) {
+            return Err((
+                "ilp.peers.max_packet_amount",
+                format!("peer {name:?}: must be at least 1 (leave it out for no limit)"),
+            ));
+        }
+        if let Err(e) = crate::money::Asset::new(&self.asset_code, self.asset_scale) {
+            return Err(("ilp.peers.asset_code", format!("peer {name:?}: {e}")));
+        }
+        Ok(())
     }
 }
 
@@ -221,86 +314,17 @@ impl IlpSettings {
         let mut names = std::collections::BTreeSet::new();
         let mut tokens = std::collections::BTreeSet::new();
         for p in &self.peers {
-            let valid_name = !p.name.is_empty()
-                && p.name.len() <= 64
-                && p.name
-                    .bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'~' | b'-'));
-            if !valid_name {
-                return Err(("ilp.peers.name", format!("{:?}: 1 to 64 of A-Z a-z 0-9 _ ~ -", p.name)));
-            }
+            p.validate(0)?;
             if !names.insert(p.name.as_str()) {
                 return Err(("ilp.peers.name", format!("{:?} is configured twice", p.name)));
             }
-            if p.incoming_tokens.is_empty() && p.outgoing_endpoint.is_none() {
-                return Err((
-                    "ilp.peers.incoming_tokens",
-                    format!("peer {:?} needs at least one token (or an outgoing_endpoint)", p.name),
-                ));
-            }
-            match (&p.outgoing_endpoint, &p.outgoing_token) {
-                (None, None) => {}
-                (Some(e), Some(t)) => {
-                    let ok =
-                        url::Url::parse(e).is_ok_and(|u| matches!(u.scheme(), "http" | "https") && u.host().is_some());
-                    if !ok {
-                        return Err((
-                            "ilp.peers.outgoing_endpoint",
-                            format!("peer {:?}: {e:?} is not an http(s) URL", p.name),
-                        ));
-                    }
-                    if t.trim().is_empty() || t.trim() != t {
-                        return Err((
-                            "ilp.peers.outgoing_token",
-                            format!("peer {:?}: must be non-empty without surrounding spaces", p.name),
-                        ));
-                    }
-                }
-                _ => {
-                    return Err((
-                        "ilp.peers.outgoing_token",
-                        format!("peer {:?}: outgoing_endpoint and outgoing_token go together", p.name),
-                    ));
-                }
-            }
-            if !p.routes.is_empty() && p.outgoing_endpoint.is_none() {
-                return Err((
-                    "ilp.peers.routes",
-                    format!("peer {:?}: routes need an outgoing_endpoint", p.name),
-                ));
-            }
-            for r in &p.routes {
-                if crate::ilp::Address::new(r.as_str()).is_err()
-                    && !crate::ilp::packet::ADDRESS_SCHEMES.contains(&r.as_str())
-                {
-                    return Err((
-                        "ilp.peers.routes",
-                        format!("peer {:?}: {r:?} is not an ILP address prefix like test.rafiki", p.name),
-                    ));
-                }
-            }
             for t in &p.incoming_tokens {
-                if t.trim().is_empty() || t.trim() != t {
-                    return Err((
-                        "ilp.peers.incoming_tokens",
-                        format!("peer {:?}: tokens must be non-empty without surrounding spaces", p.name),
-                    ));
-                }
                 if !tokens.insert(t.as_str()) {
                     return Err((
                         "ilp.peers.incoming_tokens",
                         format!("peer {:?}: a token is used more than once", p.name),
                     ));
                 }
-            }
-            if p.max_packet_amount == Some(0) {
-                return Err((
-                    "ilp.peers.max_packet_amount",
-                    format!("peer {:?}: must be at least 1 (leave it out for no limit)", p.name),
-                ));
-            }
-            if let Err(e) = crate::money::Asset::new(&p.asset_code, p.asset_scale) {
-                return Err(("ilp.peers.asset_code", format!("peer {:?}: {e}", p.name)));
             }
         }
         Ok(())

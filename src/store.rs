@@ -10,6 +10,7 @@ pub mod ledger;
 pub mod meta;
 mod migrations;
 pub mod payments;
+pub mod peers;
 pub mod stream;
 pub mod wallets;
 

@@ -4,11 +4,14 @@
 use reqwest::{Method, StatusCode};
 use serde::{Serialize, de::DeserializeOwned};
 
-use super::dto::{AddKey, CreateWallet, KeyAdded, Listed, Move, Moved, PaymentFilter, Reject, WalletDetail};
+use super::dto::{
+    AddKey, CreateWallet, KeyAdded, Listed, Move, Moved, NewPeer, PaymentFilter, PeerView, Reject, WalletDetail,
+};
 use crate::{
     ase::{incoming::IncomingView, outgoing::OutgoingView, quotes::QuoteDto, wallet::Wallet},
     gnap::service::GrantView,
     httpsig::jwk::Jwks,
+    ilp::peers::PeerPatch,
     ledger::Balance,
 };
 
@@ -137,8 +140,28 @@ impl AdminClient {
         self.get("/balances").await
     }
 
-    pub async fn list_peers(&self) -> Result<Vec<serde_json::Value>, ClientError> {
+    pub async fn list_peers(&self) -> Result<Vec<PeerView>, ClientError> {
         self.get("/peers").await
+    }
+
+    pub async fn show_peer(&self, name: &str) -> Result<PeerView, ClientError> {
+        self.get(&format!("/peers/{name}")).await
+    }
+
+    pub async fn create_peer(&self, body: &NewPeer) -> Result<PeerView, ClientError> {
+        self.post("/peers", body).await
+    }
+
+    pub async fn update_peer(&self, name: &str, patch: &PeerPatch) -> Result<PeerView, ClientError> {
+        self.send(Method::PATCH, &format!("/peers/{name}"), Some(patch))
+            .await?
+            .ok_or_else(|| ClientError::Protocol("empty body".into()))
+    }
+
+    pub async fn remove_peer(&self, name: &str) -> Result<(), ClientError> {
+        self.send::<(), serde_json::Value>(Method::DELETE, &format!("/peers/{name}"), None)
+            .await?;
+        Ok(())
     }
 
     pub async fn list_grants(&self, state: Option<&str>) -> Result<Vec<GrantView>, ClientError> {

@@ -20,10 +20,7 @@ use time::{Duration, OffsetDateTime};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
-use super::{
-    incoming::state_of,
-    remote::{OutgoingPeer, Remote},
-};
+use super::{incoming::state_of, remote::Remote};
 use crate::{
     clock::{SharedClock, format_ts, parse_ts},
     events::{DomainEvent, EventBus},
@@ -512,7 +509,7 @@ impl Engine {
     async fn open_connection(
         &self,
         remote: &Remote,
-        peer: &OutgoingPeer,
+        peer: &crate::ilp::peers::Peer,
         plan: &StreamPlanRow,
     ) -> Result<RemoteConnection, (&'static str, String, bool)> {
         use base64::{Engine as _, engine::general_purpose::URL_SAFE_NO_PAD_INDIFFERENT};
@@ -522,7 +519,10 @@ impl Engine {
             .decode(&plan.shared_secret)
             .map_err(|e| ("internal", format!("The stored shared secret is invalid: {e}"), false))?;
         let max = plan.max_packet_amount.and_then(|m| u64::try_from(m).ok());
-        let mut conn = remote.connection(peer, address, &secret, max);
+        let mut conn = remote.connection(peer, address, &secret, max).ok_or_else(|| {
+            let m = format!("The ILP peer {} no longer sends to other ASEs.", peer.name);
+            ("receiver_unreachable", m, false)
+        })?;
         match conn.connect().await {
             Ok(_) => Ok(RemoteConnection {
                 conn,
@@ -623,13 +623,17 @@ impl Engine {
             Ok(Verdict::Fulfilled { delivered, closed }) => {
                 entry.stalls = 0;
                 entry.room = entry.room.map(|r| r.saturating_sub(delivered));
-                let pid = p.id.clone();
+                let (pid, peer_name) = (p.id.clone(), plan.peer.clone());
                 let result = self
                     .store
                     .call(move |conn| {
                         let tx = store::immediate(conn)?;
-                        let out =
-                            remote_progress_tx(&tx, &pid, source, delivered, closed, source_total, now, interval_ms)?;
+                        let sent = Sent {
+                            source,
+                            delivered,
+                            closed,
+                        };
+                        let out = remote_progress_tx(&tx, &pid, &peer_name, sent, source_total, now, interval_ms)?;
                         tx.commit()?;
                         Ok::<_, EngineError>(out)
                     })
@@ -718,20 +722,32 @@ fn remote_of(c: &SqlConnection, id: &str) -> Result<Option<(OutgoingRow, StreamP
     Ok(store::stream::plan(c, plan_id(&p))?.map(|plan| (p, plan)))
 }
 
-/// Records one fulfilled STREAM packet (`source` sent, `delivered` arrived) and completes the payment when
-/// it delivered its receive amount or sent its source amount: the fee (debit less source) goes to the
-/// settlement account, the rest back to the sender. `closed`: the receiver closed the connection with it.
-#[allow(clippy::too_many_arguments)]
-fn remote_progress_tx(
-    tx: &SqlConnection,
-    id: &str,
+/// One fulfilled STREAM packet: `source` sent, `delivered` arrived; `closed`: the receiver closed the
+/// connection with it.
+#[derive(Debug, Clone, Copy)]
+struct Sent {
     source: u64,
     delivered: u64,
     closed: bool,
+}
+
+/// Records one fulfilled STREAM packet (`source` sent, `delivered` arrived) and completes the payment when
+/// it delivered its receive amount or sent its source amount: the fee (debit less source) goes to the
+/// settlement account, the rest back to the sender. The source goes to the account of `peer_name`.
+fn remote_progress_tx(
+    tx: &SqlConnection,
+    id: &str,
+    peer_name: &str,
+    sent: Sent,
     source_total: u64,
     now: OffsetDateTime,
     interval_ms: u64,
 ) -> Result<StepOutcome, EngineError> {
+    let Sent {
+        source,
+        delivered,
+        closed,
+    } = sent;
     let now_s = format_ts(now);
     let Some(p) = repo::outgoing(tx, id)? else {
         return Ok(StepOutcome::default());
@@ -755,7 +771,7 @@ fn remote_progress_tx(
     let new_delivered = p.delivered_amount + delivered_i;
     let mut touched = vec![p.account_id.clone(), payment_account.clone()];
     if source > 0 {
-        let peer = ledger::ops::peer_account(tx, &debit_asset, &now_s)?;
+        let peer = ledger::ops::peer_account(tx, peer_name, &debit_asset, &now_s)?;
         ledger::ops::create_transfer(
             tx,
             &NewTransfer {

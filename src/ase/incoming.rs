@@ -283,15 +283,22 @@ impl IncomingPayments {
     }
 
     /// Credits one STREAM packet of `amount` minor units of the payment's asset, in one `BEGIN IMMEDIATE`
-    /// transaction: [`receiver::money_check`] on the row as read inside it, a ledger transfer from the ASE's
-    /// peer account of the asset (the ILP side) to the receiver's wallet, `receivedAmount += amount`, and completion
+    /// transaction: [`receiver::money_check`] on the row as read inside it, a ledger transfer from the account
+    /// of the `peer` that carried it (the ILP side) to the receiver's wallet, `receivedAmount += amount`, and completion
     /// when `incomingAmount` is reached. Events go out after the commit. A refusal or an error writes nothing.
-    pub async fn credit_stream_packet(&self, id: &str, amount: u64, memo: String) -> Result<StreamCredit, LedgerError> {
+    pub async fn credit_stream_packet(
+        &self,
+        id: &str,
+        peer: &str,
+        amount: u64,
+        memo: String,
+    ) -> Result<StreamCredit, LedgerError> {
         if !ids::is_id(id) {
             return Ok(StreamCredit::Unknown);
         }
         let now = self.clock.now();
         let pid = id.to_owned();
+        let peer = peer.to_owned();
         let (credit, balances) = self
             .store
             .call(move |conn| {
@@ -308,7 +315,7 @@ impl IncomingPayments {
                     code: row.asset_code.clone(),
                     scale: row.asset_scale,
                 };
-                let settlement = ledger::ops::peer_account(&tx, &asset, &now_s)?;
+                let settlement = ledger::ops::peer_account(&tx, &peer, &asset, &now_s)?;
                 ledger::ops::create_transfer(
                     &tx,
                     &NewTransfer {

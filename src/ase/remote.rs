@@ -2,7 +2,8 @@
 //! addresses to a configured peer, and quoting a STREAM payment by probing the rate through that peer.
 //!
 //! The ASE's client identity is the local wallet `[ilp] client_wallet` (default `opdesk`) with the key in
-//! `ase-client.pem` (both ensured at start when a peer has an `outgoing_endpoint`). Resolution follows Rafiki
+//! `ase-client.pem` (the wallet is ensured when a peer has an `outgoing_endpoint`, at start or when one is
+//! added). Resolution follows Rafiki
 //! (REFERENCE-RAFIKI.md §2.8): an unauthenticated GET of the incoming payment gives `authServer`; a
 //! non-interactive grant for `incoming-payment` `read-all` there (cached per auth server, re-requested once
 //! on 401/403) lets a signed GET return the payment with `methods[ilp]`. Nothing here writes to the store.
@@ -23,33 +24,15 @@ use serde_json::{Value as Json, json};
 use crate::{
     ase::rates::Rates,
     client::SignedClient,
+    httpsig::jwk::{self, Jwk},
     ilp::{
         Address,
-        sender::{Connection, HttpTransport, Rate, SendError, Transport},
+        peers::{Peer, Peers},
+        sender::{Connection, Rate, SendError},
     },
     money::Asset,
     settings::IlpSettings,
 };
-
-/// A peer we can send through.
-pub struct OutgoingPeer {
-    pub name: String,
-    pub endpoint: String,
-    pub routes: Vec<String>,
-    pub max_packet_amount: Option<u64>,
-    pub asset: Asset,
-    transport: Arc<dyn Transport>,
-}
-
-impl std::fmt::Debug for OutgoingPeer {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("OutgoingPeer")
-            .field("name", &self.name)
-            .field("endpoint", &self.endpoint)
-            .field("routes", &self.routes)
-            .finish_non_exhaustive()
-    }
-}
 
 /// An incoming payment on another ASE, as its authenticated GET returned it.
 #[derive(Debug, Clone)]
@@ -92,8 +75,9 @@ pub enum RemoteError {
 }
 
 struct Inner {
-    peers: Vec<Arc<OutgoingPeer>>,
+    peers: Peers,
     client: Option<SignedClient>,
+    client_jwk: Option<Jwk>,
     client_url: String,
     http: reqwest::Client,
     rates: Rates,
@@ -110,77 +94,63 @@ pub struct Remote(Arc<Inner>);
 pub const PROBE_AMOUNT: u64 = 1_000_000_000;
 
 impl Remote {
-    /// `client` signs as `client_url` (None: resolving remote receivers is refused).
-    pub fn new(settings: &IlpSettings, rates: Rates, client: Option<SignedClient>, client_url: &str) -> Self {
-        let expiry = Duration::from_millis(settings.packet_expiry_ms);
-        let peers = settings
-            .peers
-            .iter()
-            .filter_map(|p| {
-                let (endpoint, token) = (p.outgoing_endpoint.as_ref()?, p.outgoing_token.as_ref()?);
-                let transport: Arc<dyn Transport> =
-                    Arc::new(HttpTransport::new(endpoint, token, expiry + Duration::from_secs(5)));
-                Some(Arc::new(OutgoingPeer {
-                    name: p.name.clone(),
-                    endpoint: endpoint.clone(),
-                    routes: p.routes.clone(),
-                    max_packet_amount: p.max_packet_amount,
-                    asset: Asset {
-                        code: p.asset_code.clone(),
-                        scale: p.asset_scale,
-                    },
-                    transport,
-                }))
-            })
-            .collect();
+    /// `client_key` signs as `client_url` (None: resolving remote receivers is refused).
+    pub fn new(
+        settings: &IlpSettings,
+        rates: Rates,
+        peers: Peers,
+        client_key: Option<&ed25519_dalek::SigningKey>,
+        client_url: &str,
+    ) -> Self {
         crate::httpsig::keys::install_default_crypto_provider();
         let http = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
             .timeout(Duration::from_secs(30))
             .build()
             .unwrap_or_default();
+        let kid = client_key.map(|k| jwk::thumbprint(&k.verifying_key()));
         Self(Arc::new(Inner {
             peers,
-            client,
+            client: client_key
+                .zip(kid.as_deref())
+                .map(|(k, kid)| SignedClient::new(k.clone(), kid)),
+            client_jwk: client_key
+                .zip(kid.as_deref())
+                .map(|(k, kid)| Jwk::from_verifying_key(kid, &k.verifying_key())),
             client_url: client_url.to_owned(),
             http,
             rates,
             slippage_ppm: settings.slippage_ppm(),
-            expiry,
+            expiry: Duration::from_millis(settings.packet_expiry_ms),
             grants: Mutex::new(HashMap::new()),
         }))
     }
 
-    /// Replaces a peer's transport (tests: in-process paths).
-    pub fn peers(&self) -> &[Arc<OutgoingPeer>] {
-        &self.0.peers
+    /// The public key other ASEs verify the ASE's requests with (published on the client wallet).
+    pub fn client_jwk(&self) -> Option<&Jwk> {
+        self.0.client_jwk.as_ref()
     }
 
-    pub fn peer(&self, name: &str) -> Option<Arc<OutgoingPeer>> {
-        self.0.peers.iter().find(|p| p.name == name).cloned()
+    /// The sending peer `name`, if it (still) exists.
+    pub fn peer(&self, name: &str) -> Option<Arc<Peer>> {
+        self.0.peers.current().get(name).filter(|p| p.outgoing().is_some())
     }
 
-    /// The peer whose route is the longest prefix of `address` (a route matches itself and its children).
-    pub fn route(&self, address: &Address) -> Option<Arc<OutgoingPeer>> {
-        let a = address.as_str();
-        self.0
-            .peers
-            .iter()
-            .flat_map(|p| p.routes.iter().map(move |r| (r, p)))
-            .filter(|(r, _)| a == r.as_str() || a.strip_prefix(r.as_str()).is_some_and(|rest| rest.starts_with('.')))
-            .max_by_key(|(r, _)| r.len())
-            .map(|(_, p)| p.clone())
+    /// The sending peer whose route is the longest prefix of `address`.
+    pub fn route(&self, address: &Address) -> Option<Arc<Peer>> {
+        self.0.peers.current().route(address)
     }
 
-    /// A fresh STREAM connection to `address` through `peer`.
-    pub fn connection(&self, peer: &OutgoingPeer, address: Address, secret: &[u8], max: Option<u64>) -> Connection {
-        Connection::new(
-            peer.transport.clone(),
+    /// A fresh STREAM connection to `address` through `peer` (None: the peer does not send).
+    pub fn connection(&self, peer: &Peer, address: Address, secret: &[u8], max: Option<u64>) -> Option<Connection> {
+        let out = peer.outgoing()?;
+        Some(Connection::new(
+            out.transport.clone(),
             address,
             secret,
             max.or(peer.max_packet_amount),
             self.0.expiry,
-        )
+        ))
     }
 
     fn cached_grant(&self, auth_server: &str) -> Option<String> {
@@ -222,11 +192,16 @@ impl Remote {
     /// Resolves an incoming payment URL on another ASE (public GET → grant → signed GET).
     pub async fn resolve(&self, url: &str) -> Result<RemoteIncoming, RemoteError> {
         let bad = |m: String| RemoteError::Receiver(m);
-        let client = self.0.client.as_ref().ok_or_else(|| {
-            bad(format!(
-                "{url} is not an incoming payment of this ASE, and no ILP peer is configured to pay other ASEs"
-            ))
-        })?;
+        let client = self
+            .0
+            .client
+            .as_ref()
+            .filter(|_| self.0.peers.current().can_send())
+            .ok_or_else(|| {
+                bad(format!(
+                    "{url} is not an incoming payment of this ASE, and no ILP peer is configured to pay other ASEs"
+                ))
+            })?;
         let public = self
             .0
             .http
@@ -263,15 +238,7 @@ impl Remote {
 
     /// The operator's rate from `from` to `to` less the slippage (the floor every packet must reach).
     pub fn minimum_rate(&self, from: &Asset, to: &Asset) -> Result<Rate, RemoteError> {
-        const REF: u64 = 1_000_000_000;
-        let dest = self
-            .0
-            .rates
-            .convert(REF, from, to, false)
-            .map_err(|e| RemoteError::Receiver(e.to_string()))?;
-        Rate::new(u128::from(dest), u128::from(REF))
-            .and_then(|r| r.less_slippage(self.0.slippage_ppm))
-            .ok_or_else(|| RemoteError::Receiver("no usable exchange rate".into()))
+        minimum_rate(&self.0.rates, self.0.slippage_ppm, from, to)
     }
 
     /// Connects to the receiver through its peer and probes the rate; checks the asset and the minimum rate.
@@ -279,7 +246,7 @@ impl Remote {
         &self,
         r: &RemoteIncoming,
         sender_asset: &Asset,
-    ) -> Result<(Arc<OutgoingPeer>, Rate, Rate, Option<u64>), RemoteError> {
+    ) -> Result<(Arc<Peer>, Rate, Rate, Option<u64>), RemoteError> {
         let bad = |m: String| RemoteError::Receiver(m);
         let peer = self
             .route(&r.ilp_address)
@@ -291,7 +258,9 @@ impl Remote {
             )));
         }
         let minimum = self.minimum_rate(sender_asset, &r.asset)?;
-        let mut conn = self.connection(&peer, r.ilp_address.clone(), &r.shared_secret, None);
+        let mut conn = self
+            .connection(&peer, r.ilp_address.clone(), &r.shared_secret, None)
+            .ok_or_else(|| bad(format!("the ILP peer {} does not send", peer.name)))?;
         let result = async {
             let asset = conn.connect().await.map_err(send_error)?;
             if let Some((code, scale)) = asset
@@ -314,6 +283,17 @@ impl Remote {
         }
         Ok((peer, estimated, minimum, conn.max_packet))
     }
+}
+
+/// The operator's rate from `from` to `to` less `slippage_ppm`.
+fn minimum_rate(rates: &Rates, slippage_ppm: u64, from: &Asset, to: &Asset) -> Result<Rate, RemoteError> {
+    const REF: u64 = 1_000_000_000;
+    let dest = rates
+        .convert(REF, from, to, false)
+        .map_err(|e| RemoteError::Receiver(e.to_string()))?;
+    Rate::new(u128::from(dest), u128::from(REF))
+        .and_then(|r| r.less_slippage(slippage_ppm))
+        .ok_or_else(|| RemoteError::Receiver("no usable exchange rate".into()))
 }
 
 fn send_error(e: SendError) -> RemoteError {
@@ -368,55 +348,16 @@ pub fn parse_incoming(url: &str, body: &Json) -> Result<RemoteIncoming, String> 
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use crate::settings::PeerSettings;
-
-    fn settings() -> IlpSettings {
-        let peer = |name: &str, routes: &[&str]| PeerSettings {
-            name: name.into(),
-            outgoing_endpoint: Some("http://127.0.0.1:1/ilp".into()),
-            outgoing_token: Some("t".into()),
-            routes: routes.iter().map(|r| (*r).to_owned()).collect(),
-            asset_code: "USD".into(),
-            asset_scale: 2,
-            ..Default::default()
-        };
-        IlpSettings {
-            address: "test.a".into(),
-            secret: String::new(),
-            peers: vec![
-                peer("wide", &["test"]),
-                peer("b", &["test.b"]),
-                PeerSettings {
-                    name: "in-only".into(),
-                    incoming_tokens: vec!["x".into()],
-                    asset_code: "USD".into(),
-                    asset_scale: 2,
-                    ..Default::default()
-                },
-            ],
-            slippage: 0.01,
-            client_wallet: "opdesk".into(),
-            packet_expiry_ms: 30_000,
-        }
-    }
-
-    #[test]
-    fn routes_pick_the_longest_prefix_on_segment_boundaries() {
-        let r = Remote::new(&settings(), Rates::default(), None, "http://a.test/opdesk");
-        assert_eq!(r.peers().len(), 2, "receive-only peers are not routes");
-        let name = |a: &str| r.route(&Address::new(a).unwrap()).map(|p| p.name.clone());
-        assert_eq!(name("test.b.xyz").as_deref(), Some("b"));
-        assert_eq!(name("test.b").as_deref(), Some("b"));
-        assert_eq!(name("test.bb.xyz").as_deref(), Some("wide"));
-        assert_eq!(name("g.other.x"), None);
-    }
 
     #[test]
     fn minimum_rate_is_the_operators_less_slippage() {
-        let r = Remote::new(&settings(), Rates::default(), None, "http://a.test/opdesk");
         let usd = Asset::new("USD", 2).unwrap();
-        assert_eq!(r.minimum_rate(&usd, &usd).unwrap(), Rate::new(99, 100).unwrap());
-        assert!(r.minimum_rate(&usd, &Asset::new("EUR", 2).unwrap()).is_err());
+        let rates = Rates::default();
+        assert_eq!(
+            minimum_rate(&rates, 10_000, &usd, &usd).unwrap(),
+            Rate::new(99, 100).unwrap()
+        );
+        assert!(minimum_rate(&rates, 10_000, &usd, &Asset::new("EUR", 2).unwrap()).is_err());
     }
 
     #[test]

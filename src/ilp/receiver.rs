@@ -20,11 +20,11 @@ use super::{
     Address, ErrorCode, Frame, Fulfill, Packet, PacketType, Prepare, Reject, StreamErrorCode, StreamPacket,
     crypto::{self, ConnectionDetails, StreamCredentials, StreamKeys, TokenAsset},
     ildcp::{self, IldcpResponse},
+    peers::{Peer, Peers},
 };
 use crate::{
     ase::incoming::{IncomingPayments, StreamCredit, state_of},
     clock::SharedClock,
-    settings::{IlpSettings, PeerSettings},
     store::payments::IncomingRow,
 };
 
@@ -76,76 +76,6 @@ impl StreamServer {
             }),
         };
         crypto::generate_credentials(&self.secret, &self.address, &details)
-    }
-}
-
-// ---------------------------------------------------------------------------------------------
-// Peers
-
-/// A configured peer, as the receiver uses it.
-#[derive(Clone, PartialEq, Eq)]
-pub struct Peer {
-    pub name: String,
-    pub max_packet_amount: Option<u64>,
-    pub asset_code: String,
-    pub asset_scale: u8,
-    /// SHA-256 of each incoming token (compared in constant time).
-    token_hashes: Vec<[u8; 32]>,
-}
-
-impl std::fmt::Debug for Peer {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Peer")
-            .field("name", &self.name)
-            .field("max_packet_amount", &self.max_packet_amount)
-            .finish_non_exhaustive()
-    }
-}
-
-impl From<&PeerSettings> for Peer {
-    fn from(p: &PeerSettings) -> Self {
-        Self {
-            name: p.name.clone(),
-            max_packet_amount: p.max_packet_amount,
-            asset_code: p.asset_code.clone(),
-            asset_scale: p.asset_scale,
-            token_hashes: p.incoming_tokens.iter().map(|t| crypto::sha256(t.as_bytes())).collect(),
-        }
-    }
-}
-
-/// The peers allowed at `POST /ilp`.
-#[derive(Debug, Clone, Default)]
-pub struct Peers(Vec<Arc<Peer>>);
-
-/// Equality of two digests without an early exit.
-fn digests_equal(a: &[u8; 32], b: &[u8; 32]) -> bool {
-    let diff = a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y));
-    std::hint::black_box(diff) == 0
-}
-
-impl Peers {
-    pub fn new(settings: &[PeerSettings]) -> Self {
-        Self(settings.iter().map(|p| Arc::new(Peer::from(p))).collect())
-    }
-
-    /// The peer presenting `token`. Every configured token is compared (hash against hash, without early
-    /// exit), so the time taken says nothing about which prefix matched.
-    pub fn authenticate(&self, token: &str) -> Option<Arc<Peer>> {
-        let presented = crypto::sha256(token.as_bytes());
-        let mut found = None;
-        for peer in &self.0 {
-            for hash in &peer.token_hashes {
-                if digests_equal(&presented, hash) && found.is_none() {
-                    found = Some(peer.clone());
-                }
-            }
-        }
-        found
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
     }
 }
 
@@ -435,21 +365,16 @@ fn encrypt_reply(
 #[derive(Clone)]
 pub struct Receiver {
     server: Arc<StreamServer>,
-    peers: Arc<Peers>,
+    peers: Peers,
     incoming: IncomingPayments,
     clock: SharedClock,
 }
 
 impl Receiver {
-    pub fn new(
-        server: Arc<StreamServer>,
-        settings: &IlpSettings,
-        incoming: IncomingPayments,
-        clock: SharedClock,
-    ) -> Self {
+    pub fn new(server: Arc<StreamServer>, peers: Peers, incoming: IncomingPayments, clock: SharedClock) -> Self {
         Self {
             server,
-            peers: Arc::new(Peers::new(&settings.peers)),
+            peers,
             incoming,
             clock,
         }
@@ -457,7 +382,7 @@ impl Receiver {
 
     /// The peer presenting `token`, if any.
     pub fn authenticate(&self, token: &str) -> Option<Arc<Peer>> {
-        self.peers.authenticate(token)
+        self.peers.current().authenticate(token)
     }
 
     /// Answers one OER-encoded packet from `peer` with an OER-encoded Fulfill or Reject.
@@ -523,7 +448,7 @@ impl Receiver {
                 );
                 match self
                     .incoming
-                    .credit_stream_packet(&opened.payment_id, prepare.amount, memo)
+                    .credit_stream_packet(&opened.payment_id, &peer.name, prepare.amount, memo)
                     .await
                 {
                     Ok(StreamCredit::Credited(row)) => {
@@ -564,17 +489,21 @@ impl Receiver {
         }
     }
 
-    /// IL-DCP (RFC 31): the peer learns its address `{node address}.{peer name}` and the link's asset.
+    /// IL-DCP (RFC 31): the peer learns its ILP address (as configured, else `{node address}.{peer name}`)
+    /// and the link's asset.
     fn ildcp(&self, peer: &Peer, prepare: &Prepare, now_millis: i64) -> Packet {
         let by = self.server.address();
         let answer = super::Timestamp::from_unix_millis(now_millis)
             .and_then(|now| ildcp::validate_request(prepare, now))
-            .and_then(|()| by.with_segment(&peer.name));
+            .and_then(|()| match &peer.ilp_address {
+                Some(a) => Ok(a.clone()),
+                None => by.with_segment(&peer.name),
+            });
         match answer {
             Ok(client_address) => IldcpResponse {
                 client_address,
-                asset_scale: peer.asset_scale,
-                asset_code: peer.asset_code.clone(),
+                asset_scale: peer.asset.scale,
+                asset_code: peer.asset.code.clone(),
             }
             .to_fulfill()
             .into(),
@@ -834,14 +763,19 @@ mod tests {
     }
 
     fn peer(max: Option<u64>) -> Peer {
-        Peer::from(&PeerSettings {
+        let def = crate::settings::PeerSettings {
             name: "node-js".into(),
             incoming_tokens: vec!["tok-1".into(), "tok-2".into()],
             max_packet_amount: max,
             asset_code: "USD".into(),
             asset_scale: 2,
             ..Default::default()
-        })
+        };
+        Peer::from_settings(
+            &def,
+            super::super::peers::PeerSource::Config,
+            std::time::Duration::from_secs(1),
+        )
     }
 
     fn prepare_to(destination: &Address, amount: u64, data: Vec<u8>, expires_millis: i64) -> Prepare {
@@ -941,36 +875,5 @@ mod tests {
                     .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
             );
         }
-    }
-
-    #[test]
-    fn peers_authenticate_by_any_of_their_tokens() {
-        let settings = [
-            PeerSettings {
-                name: "a".into(),
-                incoming_tokens: vec!["alpha".into(), "alpha-2".into()],
-                max_packet_amount: None,
-                asset_code: "USD".into(),
-                asset_scale: 2,
-                ..Default::default()
-            },
-            PeerSettings {
-                name: "b".into(),
-                incoming_tokens: vec!["beta".into()],
-                max_packet_amount: Some(5),
-                asset_code: "EUR".into(),
-                asset_scale: 2,
-                ..Default::default()
-            },
-        ];
-        let peers = Peers::new(&settings);
-        assert_eq!(peers.authenticate("alpha-2").unwrap().name, "a");
-        assert_eq!(peers.authenticate("beta").unwrap().name, "b");
-        for wrong in ["", "alph", "alpha ", "BETA", "beta2"] {
-            assert!(peers.authenticate(wrong).is_none(), "{wrong:?}");
-        }
-        assert!(Peers::new(&[]).authenticate("alpha").is_none());
-        assert!(Peers::default().is_empty());
-        assert!(!format!("{:?}", peers).contains("alpha"), "tokens stay out of logs");
     }
 }

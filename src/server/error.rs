@@ -8,7 +8,7 @@ use axum::{
 };
 use serde_json::json;
 
-use crate::{ase::wallet::WalletError, gnap::GnapError, ledger::LedgerError, money::MoneyError};
+use crate::{ase::wallet::WalletError, gnap::GnapError, ilp::peers::PeerError, ledger::LedgerError, money::MoneyError};
 
 /// An error answered with the envelope.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -123,6 +123,17 @@ impl From<WalletError> for ApiError {
             WalletError::Money(m) => m.into(),
             WalletError::Ledger(l) => l.into(),
             WalletError::Store(s) => Self::internal(&s),
+        }
+    }
+}
+
+impl From<PeerError> for ApiError {
+    fn from(e: PeerError) -> Self {
+        match e {
+            PeerError::Invalid(_) => Self::bad_request("invalid_request", e.to_string()),
+            PeerError::NotFound(_) => Self::not_found(e.to_string()),
+            PeerError::Conflict(_) => Self::new(StatusCode::CONFLICT, "conflict", e.to_string()),
+            PeerError::Store(s) => Self::internal(&s),
         }
     }
 }

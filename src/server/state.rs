@@ -4,11 +4,14 @@ use std::sync::Arc;
 
 use super::signed::Verifier;
 use crate::{
-    ase::{engine::Engine, incoming::IncomingPayments, outgoing::OutgoingPayments, quotes::Quotes, wallet::Wallets},
+    ase::{
+        engine::Engine, incoming::IncomingPayments, outgoing::OutgoingPayments, quotes::Quotes, remote::Remote,
+        wallet::Wallets,
+    },
     clock::SharedClock,
     events::EventBus,
     gnap::Gnap,
-    ilp::receiver::Receiver,
+    ilp::{peers::Peers, receiver::Receiver},
     ledger::Ledger,
     settings::Settings,
 };
@@ -44,6 +47,10 @@ pub struct Services {
     pub engine: Engine,
     /// The STREAM receiver behind `POST /ilp`.
     pub ilp: Receiver,
+    /// The ILP peers (config and admin).
+    pub peers: Peers,
+    /// Receivers on other ASEs, and the ASE's own Open Payments client identity.
+    pub remote: Remote,
     /// Checks request signatures against client keys.
     pub verifier: Arc<Verifier>,
     pub clock: SharedClock,

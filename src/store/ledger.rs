@@ -19,6 +19,8 @@ pub struct AccountRow {
     pub created_at: String,
     /// The wallet address name when the account belongs to one.
     pub wallet: Option<String>,
+    /// The ILP peer of a peer account (None for peer accounts from before schema v5).
+    pub peer: Option<String>,
 }
 
 /// A transfer row.
@@ -37,7 +39,7 @@ pub struct TransferRow {
 }
 
 const ACCOUNT_COLS: &str = "a.id, a.kind, a.asset_code, a.asset_scale, a.balance, a.pending_debits, \
-     a.pending_credits, a.no_overdraft, a.created_at, w.name";
+     a.pending_credits, a.no_overdraft, a.created_at, w.name, a.peer";
 
 fn account_from_row(r: &Row<'_>) -> rusqlite::Result<AccountRow> {
     Ok(AccountRow {
@@ -51,23 +53,35 @@ fn account_from_row(r: &Row<'_>) -> rusqlite::Result<AccountRow> {
         no_overdraft: r.get(7)?,
         created_at: r.get(8)?,
         wallet: r.get(9)?,
+        peer: r.get(10)?,
     })
 }
 
-pub fn insert_account(
-    conn: &Connection,
-    id: &str,
-    kind: &str,
-    asset_code: &str,
-    asset_scale: u8,
-    no_overdraft: bool,
-    now: &str,
-) -> Result<(), Error> {
+/// A new account row.
+pub struct NewAccount<'a> {
+    pub id: &'a str,
+    pub kind: &'a str,
+    /// The ILP peer of a `peer` account.
+    pub peer: Option<&'a str>,
+    pub asset_code: &'a str,
+    pub asset_scale: u8,
+    pub no_overdraft: bool,
+}
+
+pub fn insert_account(conn: &Connection, a: &NewAccount<'_>, now: &str) -> Result<(), Error> {
     conn.prepare_cached(
-        "INSERT INTO accounts (id, kind, asset_code, asset_scale, no_overdraft, created_at) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        "INSERT INTO accounts (id, kind, peer, asset_code, asset_scale, no_overdraft, created_at) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
     )?
-    .execute(params![id, kind, asset_code, asset_scale, no_overdraft, now])?;
+    .execute(params![
+        a.id,
+        a.kind,
+        a.peer,
+        a.asset_code,
+        a.asset_scale,
+        a.no_overdraft,
+        now
+    ])?;
     Ok(())
 }
 
@@ -89,11 +103,13 @@ pub fn settlement_account(conn: &Connection, code: &str, scale: u8) -> Result<Op
         .optional()?)
 }
 
-/// The peer account of an asset (one per asset, like settlement accounts).
-pub fn peer_account(conn: &Connection, code: &str, scale: u8) -> Result<Option<String>, Error> {
+/// The account of ILP peer `peer` in an asset.
+pub fn peer_account(conn: &Connection, peer: &str, code: &str, scale: u8) -> Result<Option<String>, Error> {
     Ok(conn
-        .prepare_cached("SELECT id FROM accounts WHERE kind = 'peer' AND asset_code = ?1 AND asset_scale = ?2")?
-        .query_row(params![code, scale], |r| r.get(0))
+        .prepare_cached(
+            "SELECT id FROM accounts WHERE kind = 'peer' AND peer = ?1 AND asset_code = ?2 AND asset_scale = ?3",
+        )?
+        .query_row(params![peer, code, scale], |r| r.get(0))
         .optional()?)
 }
 

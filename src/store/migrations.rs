@@ -11,6 +11,7 @@ const MIGRATIONS: &[M<'static>] = &[
     M::up(include_str!("../../migrations/0002_gnap.sql")),
     M::up(include_str!("../../migrations/0003_payments.sql")),
     M::up(include_str!("../../migrations/0004_stream_plans.sql")),
+    M::up(include_str!("../../migrations/0005_peers.sql")),
 ];
 
 fn migrations() -> Migrations<'static> {

@@ -1765,6 +1765,7 @@ mod wallet_action_tests {
                     account_id: "a".into(),
                     kind: "wallet".into(),
                     wallet: Some("dave".into()),
+                    peer: None,
                     asset_code: "USD".into(),
                     asset_scale: 2,
                     balance: 0,

@@ -31,6 +31,7 @@ fn balance(wallet: &str, code: &str, v: i64) -> Balance {
         account_id: format!("acct-{wallet}"),
         kind: "wallet".into(),
         wallet: Some(wallet.into()),
+        peer: None,
         asset_code: code.into(),
         asset_scale: 2,
         balance: v,

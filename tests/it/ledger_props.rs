@@ -82,6 +82,21 @@ fn tx<T>(conn: &mut Connection, f: impl FnOnce(&Connection) -> Result<T, LedgerE
     Ok(r)
 }
 
+/// An in-memory database with every migration applied.
+fn schema() -> Connection {
+    let conn = Connection::open_in_memory().unwrap();
+    for sql in [
+        include_str!("../../migrations/0001_init.sql"),
+        include_str!("../../migrations/0002_gnap.sql"),
+        include_str!("../../migrations/0003_payments.sql"),
+        include_str!("../../migrations/0004_stream_plans.sql"),
+        include_str!("../../migrations/0005_peers.sql"),
+    ] {
+        conn.execute_batch(sql).unwrap();
+    }
+    conn
+}
+
 fn setup(conn: &mut Connection) -> World {
     let usd = Asset::new("USD", 2).unwrap();
     let eur = Asset::new("EUR", 2).unwrap();
@@ -278,8 +293,7 @@ proptest! {
 
     #[test]
     fn ledger_invariants_hold_after_every_step(ops in proptest::collection::vec(op(), 1..60)) {
-        let mut conn = Connection::open_in_memory().unwrap();
-        conn.execute_batch(include_str!("../../migrations/0001_init.sql")).unwrap();
+        let mut conn = schema();
         let mut w = setup(&mut conn);
         check_invariants(&conn, &w);
         for op in ops {
@@ -291,9 +305,7 @@ proptest! {
 
 #[test]
 fn posted_and_voided_transfers_are_immutable_in_sql() {
-    let mut conn = Connection::open_in_memory().unwrap();
-    conn.execute_batch(include_str!("../../migrations/0001_init.sql"))
-        .unwrap();
+    let mut conn = schema();
     let w = setup(&mut conn);
     let t = NewTransfer {
         id: "t1".into(),

@@ -13,6 +13,7 @@ import { after, before, test } from 'node:test'
 import { createAuthenticatedClient, createUnauthenticatedClient, isFinalizedGrant } from '@interledger/open-payments'
 import { createConnection } from 'ilp-protocol-stream'
 import { startOpdesk } from './harness.js'
+import { HttpPlugin } from './ilp-plugin.js'
 
 const TOKEN = 'node-peer-token-0123456789'
 const SMALL_TOKEN = 'node-small-packets-token-0123456789'
@@ -62,77 +63,6 @@ before(async () => {
 after(async () => {
   await ase?.stop()
 })
-
-// ---------------------------------------------------------------------------------------------------------
-// A minimal ILP-over-HTTP plugin (the interface ilp-protocol-stream calls; STREAM.md §5.1).
-
-/** An OER ILP Reject `T00` (short fields only), the answer to a transport failure: never throw from sendData. */
-function t00(message) {
-  const text = Buffer.from(message.slice(0, 100))
-  const contents = Buffer.concat([Buffer.from('T00'), Buffer.from([0]), Buffer.from([text.length]), text, Buffer.from([0])])
-  return Buffer.concat([Buffer.from([14, contents.length]), contents])
-}
-
-class HttpPlugin {
-  constructor({ url, token }) {
-    this.url = url
-    this.token = token
-    this.connected = false
-    this.handler = undefined
-    /** Every Prepare sent: [amount (as read from the OER), reply type (13 fulfill, 14 reject), reject code]. */
-    this.log = []
-  }
-
-  async connect() {
-    this.connected = true
-  }
-
-  async disconnect() {
-    this.connected = false
-  }
-
-  isConnected() {
-    return this.connected
-  }
-
-  registerDataHandler(handler) {
-    this.handler = handler
-  }
-
-  deregisterDataHandler() {
-    this.handler = undefined
-  }
-
-  async sendData(prepare) {
-    // Prepare: type, length prefix (1 or 1+n bytes), then amount as UInt64.
-    const lenBytes = prepare[1] & 0x80 ? 1 + (prepare[1] & 0x7f) : 1
-    const amount = prepare.readBigUInt64BE(1 + lenBytes)
-    let reply
-    try {
-      const res = await fetch(this.url, {
-        method: 'POST',
-        headers: {
-          authorization: `Bearer ${this.token}`,
-          'content-type': 'application/octet-stream',
-          accept: 'application/octet-stream'
-        },
-        body: prepare,
-        signal: AbortSignal.timeout(35000)
-      })
-      reply = res.status === 200 ? Buffer.from(await res.arrayBuffer()) : t00(`HTTP ${res.status}`)
-    } catch (e) {
-      reply = t00(String(e?.message ?? e))
-    }
-    const code = reply[0] === 14 ? reply.subarray(2, 5).toString() : undefined
-    this.log.push([amount, reply[0], code])
-    return reply
-  }
-
-  /** Money packets the receiver fulfilled. */
-  fulfilled() {
-    return this.log.filter(([amount, type]) => type === 13 && amount > 0n)
-  }
-}
 
 // ---------------------------------------------------------------------------------------------------------
 // helpers

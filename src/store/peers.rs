@@ -1,0 +1,106 @@
+//! Rows of `peers`: the ILP peers added through the admin API (see `migrations/0005`).
+
+use rusqlite::{Connection, OptionalExtension, Row, params};
+
+use super::Error;
+
+/// One stored peer. Lists are JSON arrays in the row.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PeerRow {
+    pub name: String,
+    pub ilp_address: Option<String>,
+    pub asset_code: String,
+    pub asset_scale: u8,
+    /// base64url SHA-256 of each incoming token.
+    pub incoming_token_hashes: Vec<String>,
+    pub outgoing_endpoint: Option<String>,
+    pub outgoing_token: Option<String>,
+    pub routes: Vec<String>,
+    pub max_packet_amount: Option<i64>,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+const COLS: &str = "name, ilp_address, asset_code, asset_scale, incoming_token_hashes, outgoing_endpoint, \
+     outgoing_token, routes, max_packet_amount, created_at, updated_at";
+
+fn list_of(text: String, column: usize) -> rusqlite::Result<Vec<String>> {
+    serde_json::from_str(&text)
+        .map_err(|e| rusqlite::Error::FromSqlConversionFailure(column, rusqlite::types::Type::Text, Box::new(e)))
+}
+
+fn from_row(r: &Row<'_>) -> rusqlite::Result<PeerRow> {
+    Ok(PeerRow {
+        name: r.get(0)?,
+        ilp_address: r.get(1)?,
+        asset_code: r.get(2)?,
+        asset_scale: r.get(3)?,
+        incoming_token_hashes: list_of(r.get(4)?, 4)?,
+        outgoing_endpoint: r.get(5)?,
+        outgoing_token: r.get(6)?,
+        routes: list_of(r.get(7)?, 7)?,
+        max_packet_amount: r.get(8)?,
+        created_at: r.get(9)?,
+        updated_at: r.get(10)?,
+    })
+}
+
+fn json(list: &[String]) -> String {
+    serde_json::Value::from(list.to_vec()).to_string()
+}
+
+pub fn peers(conn: &Connection) -> Result<Vec<PeerRow>, Error> {
+    let mut stmt = conn.prepare_cached(&format!("SELECT {COLS} FROM peers ORDER BY name"))?;
+    let rows = stmt.query_map([], from_row)?.collect::<Result<Vec<_>, _>>()?;
+    Ok(rows)
+}
+
+pub fn peer(conn: &Connection, name: &str) -> Result<Option<PeerRow>, Error> {
+    Ok(conn
+        .prepare_cached(&format!("SELECT {COLS} FROM peers WHERE name = ?1"))?
+        .query_row([name], from_row)
+        .optional()?)
+}
+
+/// Inserts `p`, or replaces the row of the same name (keeping its `created_at`).
+pub fn upsert(conn: &Connection, p: &PeerRow) -> Result<(), Error> {
+    conn.prepare_cached(&format!(
+        "INSERT INTO peers ({COLS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) \
+         ON CONFLICT (name) DO UPDATE SET ilp_address = excluded.ilp_address, asset_code = excluded.asset_code, \
+         asset_scale = excluded.asset_scale, incoming_token_hashes = excluded.incoming_token_hashes, \
+         outgoing_endpoint = excluded.outgoing_endpoint, outgoing_token = excluded.outgoing_token, \
+         routes = excluded.routes, max_packet_amount = excluded.max_packet_amount, updated_at = excluded.updated_at"
+    ))?
+    .execute(params![
+        p.name,
+        p.ilp_address,
+        p.asset_code,
+        p.asset_scale,
+        json(&p.incoming_token_hashes),
+        p.outgoing_endpoint,
+        p.outgoing_token,
+        json(&p.routes),
+        p.max_packet_amount,
+        p.created_at,
+        p.updated_at
+    ])?;
+    Ok(())
+}
+
+/// Deletes the peer; false when there was none.
+pub fn delete(conn: &Connection, name: &str) -> Result<bool, Error> {
+    Ok(conn
+        .prepare_cached("DELETE FROM peers WHERE name = ?1")?
+        .execute([name])?
+        > 0)
+}
+
+/// Outgoing payments still sending (or waiting to) through the peer `name`.
+pub fn payments_in_flight(conn: &Connection, name: &str) -> Result<i64, Error> {
+    Ok(conn
+        .prepare_cached(
+            "SELECT COUNT(*) FROM outgoing_payments o JOIN stream_plans p ON p.id IN (o.id, o.quote_id) \
+             WHERE p.peer = ?1 AND o.state = 'sending'",
+        )?
+        .query_row([name], |r| r.get(0))?)
+}
