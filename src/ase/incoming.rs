@@ -100,10 +100,10 @@ pub fn state_of(r: &IncomingRow, now: OffsetDateTime) -> &'static str {
 /// What crediting one STREAM packet did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StreamCredit {
-    /// Credited; the payment as committed.
-    Credited(IncomingRow),
+    /// Credited; the payment as committed, and what the connection has paid into it now.
+    Credited(IncomingRow, u64),
     /// Nothing written: the payment (as read inside the transaction) takes no such amount.
-    Refused(IncomingRow, Refusal),
+    Refused(IncomingRow, u64, Refusal),
     /// No such payment.
     Unknown,
 }
@@ -273,22 +273,37 @@ impl IncomingPayments {
         Ok(row)
     }
 
-    /// The payment `id`, if it exists (store errors are the caller's to map).
-    pub async fn find(&self, id: &str) -> Result<Option<IncomingRow>, store::Error> {
+    /// The payment `id`, if it exists, with what STREAM connection `connection` has paid into it (store
+    /// errors are the caller's to map).
+    pub async fn find_for_stream(
+        &self,
+        id: &str,
+        connection: &str,
+    ) -> Result<Option<(IncomingRow, u64)>, store::Error> {
         if !ids::is_id(id) {
             return Ok(None);
         }
-        let i = id.to_owned();
-        self.store.call(move |c| repo::incoming(c, &i)).await
+        let (i, c) = (id.to_owned(), connection.to_owned());
+        self.store
+            .call(move |conn| {
+                let Some(row) = repo::incoming(conn, &i)? else {
+                    return Ok(None);
+                };
+                let paid = repo::connection_received(conn, &i, &c)?;
+                Ok(Some((row, u64::try_from(paid).unwrap_or(0))))
+            })
+            .await
     }
 
     /// Credits one STREAM packet of `amount` minor units of the payment's asset, in one `BEGIN IMMEDIATE`
     /// transaction: [`receiver::money_check`] on the row as read inside it, a ledger transfer from the account
-    /// of the `peer` that carried it (the ILP side) to the receiver's wallet, `receivedAmount += amount`, and completion
-    /// when `incomingAmount` is reached. Events go out after the commit. A refusal or an error writes nothing.
+    /// of the `peer` that carried it (the ILP side) to the receiver's wallet, `receivedAmount += amount`, the
+    /// connection's own total, and completion when `incomingAmount` is reached. Events go out after the
+    /// commit. A refusal or an error writes nothing.
     pub async fn credit_stream_packet(
         &self,
         id: &str,
+        connection: &str,
         peer: &str,
         amount: u64,
         memo: String,
@@ -299,6 +314,7 @@ impl IncomingPayments {
         let now = self.clock.now();
         let pid = id.to_owned();
         let peer = peer.to_owned();
+        let connection = connection.to_owned();
         let (credit, balances) = self
             .store
             .call(move |conn| {
@@ -306,8 +322,9 @@ impl IncomingPayments {
                 let Some(row) = repo::incoming(&tx, &pid)? else {
                     return Ok((StreamCredit::Unknown, Vec::new()));
                 };
-                if let Err(refusal) = receiver::money_check(&PaymentSnapshot::of(&row, now), amount) {
-                    return Ok((StreamCredit::Refused(row, refusal), Vec::new()));
+                let paid = u64::try_from(repo::connection_received(&tx, &pid, &connection)?).unwrap_or(0);
+                if let Err(refusal) = receiver::money_check(&PaymentSnapshot::of(&row, now, paid), amount) {
+                    return Ok((StreamCredit::Refused(row, paid, refusal), Vec::new()));
                 }
                 let value = Money::new(amount)?;
                 let now_s = format_ts(now);
@@ -342,11 +359,12 @@ impl IncomingPayments {
                 let balances = ledger::ops::balances(&tx, &[settlement.as_str(), row.account_id.as_str()])?;
                 let row = repo::incoming(&tx, &pid)?
                     .ok_or_else(|| store::Error::Corrupt(format!("incoming payment {pid} vanished")))?;
+                let paid = repo::add_connection_received(&tx, &pid, &connection, value.as_i64(), &now_s)?;
                 tx.commit()?;
-                Ok::<_, LedgerError>((StreamCredit::Credited(row), balances))
+                Ok::<_, LedgerError>((StreamCredit::Credited(row, u64::try_from(paid).unwrap_or(0)), balances))
             })
             .await?;
-        if let StreamCredit::Credited(row) = &credit {
+        if let StreamCredit::Credited(row, _) = &credit {
             self.bus.publish(DomainEvent::IncomingPaymentReceived {
                 id: row.id.clone(),
                 received: row.received_amount,

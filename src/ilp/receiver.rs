@@ -100,11 +100,14 @@ pub struct PaymentSnapshot {
     pub received: u64,
     /// `incomingAmount`, or [`MAX_RECEIVABLE`] when the payment has none.
     pub receive_max: u64,
+    /// What the packet's STREAM connection has paid into it so far.
+    pub connection_received: u64,
 }
 
 impl PaymentSnapshot {
-    /// The snapshot of a stored payment at `now` (expired exactly from `expiresAt` on).
-    pub fn of(row: &IncomingRow, now: OffsetDateTime) -> Self {
+    /// The snapshot of a stored payment at `now` (expired exactly from `expiresAt` on), to which the
+    /// connection at hand has paid `connection_received`.
+    pub fn of(row: &IncomingRow, now: OffsetDateTime, connection_received: u64) -> Self {
         let state = match state_of(row, now) {
             "completed" => PaymentState::Completed,
             "expired" => PaymentState::Expired,
@@ -119,6 +122,7 @@ impl PaymentSnapshot {
                 .incoming_amount
                 .and_then(|v| u64::try_from(v).ok())
                 .unwrap_or(MAX_RECEIVABLE),
+            connection_received,
         }
     }
 
@@ -188,8 +192,10 @@ fn asset_details(req: &StreamPacket, p: &PaymentSnapshot) -> Option<Frame> {
 }
 
 /// The frames every reply on an open payment carries: our asset when the sender asks for it
-/// (`ConnectionNewAddress`), and for each stream sending money the payment's room as
-/// `StreamMaxMoney(receiveMax = incomingAmount, totalReceived = receivedAmount)`.
+/// (`ConnectionNewAddress`), and for each stream sending money the payment's room as RFC 29 counts it, per
+/// connection: `StreamMaxMoney(receiveMax = paid on this connection + room, totalReceived = paid on this
+/// connection)`. (Counting the whole payment instead makes `@interledger/pay` on a second connection to a
+/// partly paid payment retry until it times out: it compares `receiveMax` alone with its own target.)
 pub fn reply_frames(req: &StreamPacket, amount: u64, p: &PaymentSnapshot) -> Vec<Frame> {
     let mut frames: Vec<Frame> = asset_details(req, p).into_iter().collect();
     frames.extend(
@@ -197,8 +203,8 @@ pub fn reply_frames(req: &StreamPacket, amount: u64, p: &PaymentSnapshot) -> Vec
             .into_iter()
             .map(|stream_id| Frame::StreamMaxMoney {
                 stream_id,
-                receive_max: p.receive_max,
-                total_received: p.received,
+                receive_max: p.connection_received.saturating_add(p.room()),
+                total_received: p.connection_received,
             }),
     );
     frames
@@ -425,15 +431,19 @@ impl Receiver {
             let data = encrypt_reply(&opened.keys, req, PacketType::Reject, prepare.amount, frames).unwrap_or_default();
             reject(by, ErrorCode::T00_INTERNAL_ERROR, "internal error", data).into()
         };
-        let row = match self.incoming.find(&opened.payment_id).await {
-            Ok(Some(row)) => row,
+        let (row, paid) = match self
+            .incoming
+            .find_for_stream(&opened.payment_id, &opened.connection_id)
+            .await
+        {
+            Ok(Some(found)) => found,
             Ok(None) => return reject(by, ErrorCode::F02_UNREACHABLE, "unknown incoming payment", Vec::new()).into(),
             Err(e) => {
                 tracing::error!(error = %e, "cannot read an incoming payment for an ILP packet");
                 return t00(Vec::new());
             }
         };
-        let snapshot = PaymentSnapshot::of(&row, now);
+        let snapshot = PaymentSnapshot::of(&row, now, paid);
         let fulfillment = opened.keys.fulfillment(&prepare.data);
         let fulfillable = crypto::condition_for(&fulfillment) == prepare.execution_condition;
         let (fulfil, frames) = match decide(req, prepare.amount, fulfillable, &snapshot) {
@@ -448,15 +458,22 @@ impl Receiver {
                 );
                 match self
                     .incoming
-                    .credit_stream_packet(&opened.payment_id, &peer.name, prepare.amount, memo)
+                    .credit_stream_packet(
+                        &opened.payment_id,
+                        &opened.connection_id,
+                        &peer.name,
+                        prepare.amount,
+                        memo,
+                    )
                     .await
                 {
-                    Ok(StreamCredit::Credited(row)) => {
-                        (true, reply_frames(req, prepare.amount, &PaymentSnapshot::of(&row, now)))
-                    }
-                    Ok(StreamCredit::Refused(row, refusal)) => (
+                    Ok(StreamCredit::Credited(row, paid)) => (
+                        true,
+                        reply_frames(req, prepare.amount, &PaymentSnapshot::of(&row, now, paid)),
+                    ),
+                    Ok(StreamCredit::Refused(row, paid, refusal)) => (
                         false,
-                        refusal_frames(req, prepare.amount, &PaymentSnapshot::of(&row, now), refusal),
+                        refusal_frames(req, prepare.amount, &PaymentSnapshot::of(&row, now, paid), refusal),
                     ),
                     Ok(StreamCredit::Unknown) => {
                         return reject(by, ErrorCode::F02_UNREACHABLE, "unknown incoming payment", Vec::new()).into();
@@ -516,6 +533,7 @@ impl Receiver {
 mod tests {
     use super::*;
 
+    /// A payment whose whole `received` came over the connection at hand.
     fn snapshot(state: PaymentState, received: u64, receive_max: u64) -> PaymentSnapshot {
         PaymentSnapshot {
             asset_code: "USD".into(),
@@ -523,7 +541,37 @@ mod tests {
             state,
             received,
             receive_max,
+            connection_received: received,
         }
+    }
+
+    #[test]
+    fn stream_max_money_counts_the_connection_not_the_whole_payment() {
+        // incomingAmount 1000, 300 paid earlier over another connection, 50 over this one
+        let p = PaymentSnapshot {
+            connection_received: 50,
+            ..snapshot(PaymentState::Pending, 300, 1000)
+        };
+        let req = request(
+            900,
+            vec![Frame::StreamMoney {
+                stream_id: 1,
+                shares: 1,
+            }],
+        );
+        assert_eq!(
+            reply_frames(&req, 900, &p),
+            [Frame::StreamMaxMoney {
+                stream_id: 1,
+                receive_max: 750,
+                total_received: 50
+            }]
+        );
+        assert_eq!(
+            decide(&req, 900, true, &p),
+            Decision::Refuse(reply_frames(&req, 900, &p)),
+            "more than the room is refused"
+        );
     }
 
     fn request(prepare_amount: u64, frames: Vec<Frame>) -> StreamPacket {
@@ -743,18 +791,18 @@ mod tests {
             created_at: String::new(),
             updated_at: String::new(),
         };
-        let before = PaymentSnapshot::of(&row, at - time::Duration::milliseconds(1));
+        let before = PaymentSnapshot::of(&row, at - time::Duration::milliseconds(1), 0);
         assert_eq!(before.state, PaymentState::Pending);
         assert_eq!(before.receive_max, MAX_RECEIVABLE);
         assert_eq!(before.received, 12);
         assert_eq!(before.asset_code, "EUR");
-        assert_eq!(PaymentSnapshot::of(&row, at).state, PaymentState::Expired);
+        assert_eq!(PaymentSnapshot::of(&row, at, 0).state, PaymentState::Expired);
         let done = IncomingRow {
             completed: true,
             incoming_amount: Some(12),
             ..row
         };
-        let s = PaymentSnapshot::of(&done, at);
+        let s = PaymentSnapshot::of(&done, at, 0);
         assert_eq!((s.state, s.room()), (PaymentState::Completed, 0));
     }
 

@@ -12,6 +12,7 @@ const MIGRATIONS: &[M<'static>] = &[
     M::up(include_str!("../../migrations/0003_payments.sql")),
     M::up(include_str!("../../migrations/0004_stream_plans.sql")),
     M::up(include_str!("../../migrations/0005_peers.sql")),
+    M::up(include_str!("../../migrations/0006_stream_receipts.sql")),
 ];
 
 fn migrations() -> Migrations<'static> {

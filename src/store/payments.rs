@@ -600,3 +600,30 @@ pub fn count_outgoing(conn: &Connection, state: &str) -> Result<usize, Error> {
         .query_row([state], |r| r.get(0))?;
     Ok(usize::try_from(n).unwrap_or(0))
 }
+
+/// What STREAM connection `connection` has paid into incoming payment `id` (see `migrations/0006`).
+pub fn connection_received(conn: &Connection, id: &str, connection: &str) -> Result<i64, Error> {
+    Ok(conn
+        .prepare_cached("SELECT received FROM stream_receipts WHERE incoming_payment_id = ?1 AND connection_id = ?2")?
+        .query_row(params![id, connection], |r| r.get(0))
+        .optional()?
+        .unwrap_or(0))
+}
+
+/// Adds `amount` to what `connection` has paid into `id`; returns the new total.
+pub fn add_connection_received(
+    conn: &Connection,
+    id: &str,
+    connection: &str,
+    amount: i64,
+    now: &str,
+) -> Result<i64, Error> {
+    Ok(conn
+        .prepare_cached(
+            "INSERT INTO stream_receipts (incoming_payment_id, connection_id, received, updated_at) \
+             VALUES (?1, ?2, ?3, ?4) ON CONFLICT (incoming_payment_id, connection_id) \
+             DO UPDATE SET received = received + excluded.received, updated_at = excluded.updated_at \
+             RETURNING received",
+        )?
+        .query_row(params![id, connection, amount, now], |r| r.get(0))?)
+}

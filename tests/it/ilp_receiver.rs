@@ -631,3 +631,260 @@ async fn concurrent_packets_never_overfill_a_payment() {
     assert_eq!(public_received(&ase, payment["id"].as_str().unwrap()).await, "1000");
     assert_eq!(ase.balance("bob").await, bob_before + 1000);
 }
+
+/// The balance of peer `name`'s ledger account, from the admin API.
+async fn peer_balance(ase: &TestAse, name: &str) -> Option<i64> {
+    let (status, balances) = ase.admin(Method::GET, "/balances", None).await;
+    assert_eq!(status, 200);
+    balances
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["kind"] == "peer" && b["peer"] == name)
+        .map(|b| b["balance"].as_i64().unwrap())
+}
+
+#[tokio::test]
+async fn peers_added_through_the_admin_api_take_effect_at_once_and_survive_a_restart() {
+    let ase = TestAse::spawn_with(CONFIG).await;
+    let client = ase.demo_client().await;
+    let tok = incoming_token(&ase, &client, "bob").await;
+
+    // Add a peer with a generated token and a packet limit: shown once, counted afterwards.
+    let (status, added) = ase
+        .admin(
+            Method::POST,
+            "/peers",
+            Some(r#"{"name":"runtime","assetCode":"USD","assetScale":2,"generateIncomingToken":true,"maxPacketAmount":1000,"ilpAddress":"test.runtime"}"#),
+        )
+        .await;
+    assert_eq!(status, 201, "{added}");
+    assert_eq!(added["source"], "admin");
+    assert_eq!(added["incomingTokens"], 1);
+    assert_eq!(added["ilpAddress"], "test.runtime");
+    assert_eq!(added["routes"], json!([]), "a receive-only peer has no routes");
+    let generated = added["generatedIncomingTokens"][0].as_str().unwrap().to_owned();
+    assert!(generated.len() >= 43, "{generated}");
+    let (_, shown) = ase.admin(Method::GET, "/peers/runtime", None).await;
+    assert!(shown.get("generatedIncomingTokens").is_none(), "{shown}");
+    assert!(
+        !shown.to_string().contains(&generated),
+        "the token is never shown again"
+    );
+
+    // It authenticates at /ilp at once; its limit applies; its packets go to its own account.
+    let payment = create_incoming(&ase, &client, &tok, "bob", json!({})).await;
+    let mut s = Sender::for_payment(&ase, &payment);
+    s.token = generated.clone();
+    assert_eq!(s.connect().await.code(), Some(ErrorCode::F99_APPLICATION_ERROR));
+    assert!(matches!(s.pay(700).await, Reply::Fulfill(_)));
+    let (status, body) = s.post(too_large_prepare(&s, 1500)).await;
+    assert_eq!(status, 200);
+    match Packet::decode(&body).unwrap() {
+        Packet::Reject(r) => assert_eq!(r.code, ErrorCode::F08_AMOUNT_TOO_LARGE),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(peer_balance(&ase, "runtime").await, Some(-700));
+    assert_eq!(
+        peer_balance(&ase, "sender").await,
+        None,
+        "the config peer carried nothing"
+    );
+    // IL-DCP tells it its own address.
+    let (_, body) = s.post(ildcp_request()).await;
+    match Packet::decode(&body).unwrap() {
+        Packet::Fulfill(f) => {
+            let r = ildcp::IldcpResponse::from_fulfill(&f).unwrap();
+            assert_eq!(r.client_address.as_str(), "test.runtime");
+        }
+        other => panic!("{other:?}"),
+    }
+
+    // Refusals: each a clear error, nothing changed.
+    let cases: &[(Method, &str, Option<&str>, u16, &str)] = &[
+        (
+            Method::POST,
+            "/peers",
+            Some(r#"{"name":"runtime","assetCode":"USD","assetScale":2,"incomingTokens":["x1"]}"#),
+            409,
+            "conflict",
+        ),
+        (
+            Method::POST,
+            "/peers",
+            Some(r#"{"name":"sender","assetCode":"USD","assetScale":2,"incomingTokens":["x2"]}"#),
+            409,
+            "conflict",
+        ),
+        (
+            Method::POST,
+            "/peers",
+            Some(r#"{"name":"other","assetCode":"USD","assetScale":2,"incomingTokens":["peer-token-for-the-tests"]}"#),
+            409,
+            "conflict",
+        ),
+        (
+            Method::POST,
+            "/peers",
+            Some(r#"{"name":"a b","assetCode":"USD","assetScale":2,"incomingTokens":["x3"]}"#),
+            400,
+            "invalid_request",
+        ),
+        (
+            Method::POST,
+            "/peers",
+            Some(r#"{"name":"c","assetCode":"USD","assetScale":2}"#),
+            400,
+            "invalid_request",
+        ),
+        (
+            Method::POST,
+            "/peers",
+            Some(r#"{"name":"d","assetCode":"USD","assetScale":2,"outgoingEndpoint":"http://127.0.0.1:9/ilp"}"#),
+            400,
+            "invalid_request",
+        ),
+        (
+            Method::POST,
+            "/peers",
+            Some(
+                r#"{"name":"e","assetCode":"USD","assetScale":2,"outgoingEndpoint":"ftp://x/ilp","outgoingToken":"t"}"#,
+            ),
+            400,
+            "invalid_request",
+        ),
+        (
+            Method::POST,
+            "/peers",
+            Some(r#"{"name":"f","assetCode":"USD","assetScale":2,"incomingTokens":["x4"],"routes":["test.f"]}"#),
+            400,
+            "invalid_request",
+        ),
+        (
+            Method::POST,
+            "/peers",
+            Some(r#"{"name":"g","assetCode":"usd!","assetScale":2,"incomingTokens":["x5"]}"#),
+            400,
+            "invalid_request",
+        ),
+        (
+            Method::POST,
+            "/peers",
+            Some(r#"{"name":"h","assetCode":"USD","assetScale":2,"incomingTokens":["x6"],"color":"red"}"#),
+            400,
+            "invalid_request",
+        ),
+        (
+            Method::POST,
+            "/peers",
+            Some(r#"{"name":"i","assetCode":"USD","assetScale":2,"incomingTokens":["x7"],"maxPacketAmount":0}"#),
+            400,
+            "invalid_request",
+        ),
+        (Method::POST, "/peers", Some("{"), 400, "invalid_request"),
+        (
+            Method::PATCH,
+            "/peers/sender",
+            Some(r#"{"maxPacketAmount":1}"#),
+            409,
+            "conflict",
+        ),
+        (
+            Method::PATCH,
+            "/peers/nobody",
+            Some(r#"{"maxPacketAmount":1}"#),
+            404,
+            "not_found",
+        ),
+        (
+            Method::PATCH,
+            "/peers/runtime",
+            Some(r#"{"assetCode":"EUR"}"#),
+            400,
+            "invalid_request",
+        ),
+        (
+            Method::PATCH,
+            "/peers/runtime",
+            Some(r#"{"outgoingEndpoint":null}"#),
+            400,
+            "invalid_request",
+        ),
+        (Method::DELETE, "/peers/sender", None, 409, "conflict"),
+        (Method::DELETE, "/peers/nobody", None, 404, "not_found"),
+    ];
+    for (method, path, body, want, code) in cases {
+        let (status, err) = ase.admin(method.clone(), path, *body).await;
+        assert_eq!(
+            (status, err["error"]["code"].as_str()),
+            (*want, Some(*code)),
+            "{method} {path} {body:?}: {err}"
+        );
+    }
+    let (_, list) = ase.admin(Method::GET, "/peers", None).await;
+    let names: Vec<&str> = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["sender", "runtime"], "config peers first; nothing half-added");
+
+    // Replacing the tokens: the old one stops working at once, the new one works.
+    let (status, changed) = ase
+        .admin(
+            Method::PATCH,
+            "/peers/runtime",
+            Some(r#"{"incomingTokens":["fresh-runtime-token"],"maxPacketAmount":null}"#),
+        )
+        .await;
+    assert_eq!(status, 200, "{changed}");
+    assert_eq!(changed["maxPacketAmount"], Value::Null);
+    assert_eq!(changed["ilpAddress"], "test.runtime", "untouched fields stay");
+    let (status, _) = s.post(ildcp_request()).await;
+    assert_eq!(status, 401, "the replaced token");
+    s.token = "fresh-runtime-token".into();
+    assert!(
+        matches!(s.pay(1500).await, Reply::Fulfill(_)),
+        "no packet limit any more"
+    );
+
+    // A restart keeps the peer (from the database) and its account.
+    let (dir, addr) = ase.stop().await;
+    let ase = TestAse::spawn_in(dir, Some(addr)).await;
+    let (_, shown) = ase.admin(Method::GET, "/peers/runtime", None).await;
+    assert_eq!(shown["peerAccountBalance"], -2200, "{shown}");
+    assert_eq!(shown["incomingTokens"], 1);
+    s.http = ase.http.clone();
+    assert!(matches!(s.pay(1).await, Reply::Fulfill(_)));
+
+    // Removing it: 204, its token no longer authenticates, its account and history stay.
+    let (status, _) = ase.admin(Method::DELETE, "/peers/runtime", None).await;
+    assert_eq!(status, 204);
+    assert_eq!(ase.admin(Method::GET, "/peers/runtime", None).await.0, 404);
+    assert_eq!(s.post(ildcp_request()).await.0, 401);
+    assert_eq!(peer_balance(&ase, "runtime").await, Some(-2201));
+    assert_eq!(public_received(&ase, payment["id"].as_str().unwrap()).await, "2201");
+}
+
+/// An IL-DCP request (RFC 31).
+fn ildcp_request() -> Vec<u8> {
+    let ms = i64::try_from(time::OffsetDateTime::now_utc().unix_timestamp_nanos() / 1_000_000).unwrap();
+    ildcp::request(Timestamp::from_unix_millis(ms + 30_000).unwrap())
+        .unwrap()
+        .encode()
+        .unwrap()
+}
+
+/// A money Prepare of `amount` on the sender's connection (for link-level checks that come before STREAM).
+fn too_large_prepare(s: &Sender, amount: u64) -> Vec<u8> {
+    Prepare {
+        amount,
+        expires_at: Sender::expiry(),
+        execution_condition: random_condition().unwrap(),
+        destination: s.destination.clone(),
+        data: vec![1, 2, 3],
+    }
+    .encode()
+    .unwrap()
+}

@@ -91,6 +91,7 @@ fn schema() -> Connection {
         include_str!("../../migrations/0003_payments.sql"),
         include_str!("../../migrations/0004_stream_plans.sql"),
         include_str!("../../migrations/0005_peers.sql"),
+        include_str!("../../migrations/0006_stream_receipts.sql"),
     ] {
         conn.execute_batch(sql).unwrap();
     }
