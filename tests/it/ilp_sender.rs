@@ -292,6 +292,95 @@ async fn fixed_send_without_a_quote_and_a_receiver_that_fills_up() {
     assert_balanced(&b).await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_peer_added_at_runtime_carries_payments_at_once() {
+    // A starts with no peers; B knows A from its config.
+    let free = || {
+        std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+    };
+    let (a_addr, b_addr) = (free(), free());
+    let a_dir = tempfile::tempdir().unwrap();
+    std::fs::write(a_dir.path().join("config.toml"), "[ilp]\naddress = \"test.desk-a\"\n").unwrap();
+    let b_dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        b_dir.path().join("config.toml"),
+        config("desk-b", "desk-a", a_addr.port(), "a-to-b", "b-to-a", 100_000),
+    )
+    .unwrap();
+    let a = TestAse::spawn_in(std::sync::Arc::new(a_dir), Some(a_addr)).await;
+    let b = TestAse::spawn_in(std::sync::Arc::new(b_dir), Some(b_addr)).await;
+    let (a_client, b_client) = (a.demo_client().await, b.demo_client().await);
+    let b_inc = grant(
+        &b,
+        &b_client,
+        json!([{"type": "incoming-payment", "actions": ["create", "read"]}]),
+    )
+    .await;
+    let r = b_client
+        .send(
+            Method::POST,
+            &b.url("/incoming-payments"),
+            Some(&b_inc),
+            Some(&json!({"walletAddress": b.url("/bob")})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.status, 201, "{}", r.body);
+    let receiver = r.body["id"].as_str().unwrap().to_owned();
+    let quote_tok = grant(&a, &a_client, json!([{"type": "quote", "actions": ["create"]}])).await;
+    let (quotes_url, quote_body) = (a.url("/quotes"), body_for(&a, &receiver));
+    let quote = || a_client.send(Method::POST, &quotes_url, Some(&quote_tok), Some(&quote_body));
+    let q = quote().await.unwrap();
+    assert_eq!(q.status, 400, "no peer yet: {}", q.body);
+    assert_eq!(a.get("/opdesk").await.0, 404, "no client wallet before a peer can send");
+
+    // The operator adds B: routed by its ILP address (no routes given); the client wallet appears.
+    let body = format!(
+        r#"{{"name":"desk-b","assetCode":"USD","assetScale":2,"ilpAddress":"test.desk-b","incomingTokens":["b-to-a"],"outgoingEndpoint":"http://{b_addr}/ilp","outgoingToken":"a-to-b"}}"#
+    );
+    let (status, peer) = a.admin(Method::POST, "/peers", Some(&body)).await;
+    assert_eq!(status, 201, "{peer}");
+    assert_eq!(peer["routes"], json!(["test.desk-b"]));
+    let (_, jwks) = a.get("/opdesk/jwks.json").await;
+    assert_eq!(jwks["keys"].as_array().unwrap().len(), 1, "{jwks}");
+
+    // (the same signed body twice within a second is a replay)
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    let q = quote().await.unwrap();
+    assert_eq!(q.status, 201, "{}", q.body);
+    let out_tok = outgoing_grant(&a, &a_client).await;
+    let r = a_client
+        .send(
+            Method::POST,
+            &a.url("/outgoing-payments"),
+            Some(&out_tok),
+            Some(&json!({"walletAddress": a.url("/alice"), "quoteId": q.body["id"]})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.status, 201, "{}", r.body);
+    let done = a.wait_outgoing(r.body["id"].as_str().unwrap()).await;
+    assert_eq!(done["state"], "completed", "{done}");
+    let delivered = done["receiveAmount"]["value"].as_str().unwrap().to_owned();
+    let public: Json = b.http.get(&receiver).send().await.unwrap().json().await.unwrap();
+    assert_eq!(public["receivedAmount"]["value"], delivered.as_str());
+    let sent: i64 = done["sentAmount"]["value"].as_str().unwrap().parse().unwrap();
+    let a_bal = assert_balanced(&a).await;
+    assert_balanced(&b).await;
+    assert_eq!(peer_balance(&a_bal), sent);
+    let (_, shown) = a.admin(Method::GET, "/peers/desk-b", None).await;
+    assert_eq!(shown["peerAccountBalance"], sent, "{shown}");
+
+    // While nothing is sending through it, it can be removed; quotes then fail again.
+    let (status, _) = a.admin(Method::DELETE, "/peers/desk-b", None).await;
+    assert_eq!(status, 204);
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    assert_eq!(quote().await.unwrap().status, 400);
+}
+
 #[tokio::test]
 async fn receivers_elsewhere_need_a_peer_and_a_route() {
     // no peers: refused as before, with a clear reason
