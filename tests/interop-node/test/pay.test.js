@@ -13,7 +13,8 @@
 // moves nothing (startQuote throws on a new connection, since the rate probe is refused; pay itself fails after
 // one packet on a quote taken before); asking for more than incomingAmount makes pay stop with
 // IncompatibleReceiveMax, and nothing above incomingAmount is ever received (also when packets of 1000 fit
-// partly). One test is `todo` while opdesk's StreamMaxMoney is payment-wide instead of per connection (see it).
+// partly); a second payer (fresh credentials from a new read: a new connection) of a partly paid payment sees
+// StreamMaxMoney count its own connection (RFC 29), so pay asking for more than the room stops after one packet.
 import assert from 'node:assert/strict'
 import { after, before, test } from 'node:test'
 import { createAuthenticatedClient, createUnauthenticatedClient, isFinalizedGrant } from '@interledger/open-payments'
@@ -358,25 +359,22 @@ test('asking to deliver more than incomingAmount: IncompatibleReceiveMax at once
   assert.equal(await completed(payment), true)
 })
 
-// RECEIVER BUG (todo until fixed): opdesk's StreamMaxMoney carries payment-wide numbers (receiveMax =
-// incomingAmount, totalReceived = everything the payment received, over all connections), while RFC 29 §5.3.9
-// and STREAM.md §1.6 (strict cap) make them per stream of *this* connection: receiveMax = received on this
-// connection + room left, totalReceived = received on this connection. pay 0.4 compares receiveMax alone with
-// its own minDeliveryAmount, so with 300 of 1000 received and 900 asked it sees receiveMax 1000 ≥ 900, retries
-// the 900 packet without end (~1,350 rejected Prepares) and ends with IdleTimeout after 10 s. With
-// receiveMax 700 it stops after one packet with IncompatibleReceiveMax. (ilp-protocol-stream computes
-// receiveMax − totalReceived, which is 700 either way, so the stream tests do not see this.)
-test('asking for more than the room left (but not more than incomingAmount): IncompatibleReceiveMax at once', {
-  ...BOUNDED,
-  todo: 'opdesk sends payment-wide StreamMaxMoney (receiveMax 1000, totalReceived 300) instead of per-connection (700, 0)'
-}, async () => {
+// StreamMaxMoney is per stream of *this* connection (RFC 29 §5.3.9, STREAM.md §1.6): receiveMax = received on
+// this connection + room left, totalReceived = received on this connection. pay 0.4 compares receiveMax alone
+// with its own minDeliveryAmount, so payment-wide numbers (receiveMax 1000 with 300 of 1000 received and 900
+// asked) made it retry without end and time out; with (700, 0) it stops after one packet.
+test('asking for more than the room left (but not more than incomingAmount): IncompatibleReceiveMax at once', BOUNDED, async () => {
   const payment = await incoming({ incomingAmount: usd(1000) })
   const first = await payInto(payment, { amountToDeliver: 300 })
   assert.equal(first.error, undefined, `${first.stage}: ${first.error}\n${await first.dump()}`)
   await closeConnection(first.plugin, first.destination)
 
+  // A second payer reads the payment again, as Open Payments clients do, and gets fresh credentials: a new
+  // STREAM connection. (Reusing the first credentials is the same connection, where (1000, 300) is right.)
   // pay would retry for 10 s: the plugin answers F02 itself after 3 s, so the test stays short either way.
-  const run = await payInto(payment, { amountToDeliver: 900 }, { cutOffAfter: 3000 })
+  const fresh = await client.incomingPayment.get({ url: payment.id, accessToken: bobIncoming })
+  assert.notEqual(fresh.methods[0].ilpAddress, payment.methods[0].ilpAddress)
+  const run = await payInto(fresh, { amountToDeliver: 900 }, { cutOffAfter: 3000 })
   const exchanges = await run.plugin.decoded(run.sharedSecret)
   const money = exchanges.filter((e) => e.request?.frames.some((f) => f.type === FrameType.StreamMoney))
   const summary = `${run.stage}: ${run.error} after ${run.took} ms, ${money.length} money packets` +
