@@ -273,3 +273,90 @@ async fn payments_can_be_listed_shown_and_completed_from_the_cli() {
     let out = run(s(&["incoming", "list", "--state", "bogus"])).await.unwrap();
     assert!(!out.status.success());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn peers_can_be_added_changed_and_removed_from_the_cli() {
+    // No server running: the peer goes into the data dir and the next start loads it.
+    let ase = TestAse::spawn().await;
+    let (dir, addr) = ase.stop().await;
+    let (d, l) = (dir.path().to_owned(), addr.to_string());
+    let (added, bad) = tokio::task::spawn_blocking(move || {
+        let added = opdesk(
+            &d,
+            &l,
+            &[
+                "peers",
+                "add",
+                "rafiki",
+                "--asset",
+                "USD",
+                "--ilp-address",
+                "test.rafiki",
+                "--generate-incoming-token",
+                "--outgoing-endpoint",
+                "http://127.0.0.1:9/ilp",
+                "--outgoing-token",
+                "to-rafiki",
+            ],
+        );
+        let bad = opdesk(
+            &d,
+            &l,
+            &["peers", "add", "no way", "--asset", "USD", "--incoming-token", "x"],
+        );
+        (added, bad)
+    })
+    .await
+    .unwrap();
+    let text = ok(&added);
+    assert!(
+        text.contains("rafiki (admin)") && text.contains("test.rafiki"),
+        "{text}"
+    );
+    assert!(text.contains("generated incoming token"), "{text}");
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("1 to 64"), "{bad:?}");
+
+    let ase = TestAse::spawn_in(dir, Some(addr)).await;
+    let peer = ase.state.peers.current().get("rafiki").expect("loaded at start");
+    assert_eq!(peer.routes(), ["test.rafiki"]);
+    let dir = ase.dir.path().to_owned();
+    let listen = ase.addr.to_string();
+    let run = move |args: Vec<&'static str>| {
+        let (d, l) = (dir.clone(), listen.clone());
+        tokio::task::spawn_blocking(move || opdesk(&d, &l, &args))
+    };
+    let list = ok(&run(vec!["peers", "list"]).await.unwrap());
+    assert!(
+        list.lines()
+            .any(|l| l.starts_with("rafiki") && l.contains("admin") && l.contains("yes (1 token)")),
+        "{list}"
+    );
+    let out = run(vec![
+        "peers",
+        "update",
+        "rafiki",
+        "--max-packet-amount",
+        "500",
+        "--no-outgoing",
+        "--json",
+    ])
+    .await
+    .unwrap();
+    let json: serde_json::Value = serde_json::from_str(&ok(&out)).unwrap();
+    assert_eq!(json["maxPacketAmount"], 500);
+    assert_eq!(json["outgoingEndpoint"], serde_json::Value::Null);
+    assert_eq!(json["routes"], serde_json::json!([]));
+    assert!(
+        ase.state.peers.current().get("rafiki").unwrap().outgoing().is_none(),
+        "the running server changed"
+    );
+    ok(&run(vec!["peers", "remove", "rafiki"]).await.unwrap());
+    assert!(ase.state.peers.current().get("rafiki").is_none());
+    let out = run(vec!["peers", "remove", "rafiki"]).await.unwrap();
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("no peer named"),
+        "{out:?}"
+    );
+}
