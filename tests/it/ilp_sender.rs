@@ -31,21 +31,25 @@ asset_scale = 2
     )
 }
 
+/// A free loopback address.
+fn free() -> std::net::SocketAddr {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+}
+
+/// A fresh data dir with `cfg` as its config.toml.
+fn dir(cfg: &str) -> std::sync::Arc<tempfile::TempDir> {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(d.path().join("config.toml"), cfg).unwrap();
+    std::sync::Arc::new(d)
+}
+
 /// Two instances, A and B, peered both ways; A's packets are at most `max_packet`.
 async fn pair(max_packet: u64) -> (TestAse, TestAse) {
-    let free = || {
-        std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-    };
     let (a_addr, b_addr) = (free(), free());
-    let dir = |cfg: String| {
-        let d = tempfile::tempdir().unwrap();
-        std::fs::write(d.path().join("config.toml"), cfg).unwrap();
-        std::sync::Arc::new(d)
-    };
-    let a_dir = dir(config(
+    let a_dir = dir(&config(
         "desk-a",
         "desk-b",
         b_addr.port(),
@@ -53,7 +57,7 @@ async fn pair(max_packet: u64) -> (TestAse, TestAse) {
         "a-to-b",
         max_packet,
     ));
-    let b_dir = dir(config("desk-b", "desk-a", a_addr.port(), "a-to-b", "b-to-a", 100_000));
+    let b_dir = dir(&config("desk-b", "desk-a", a_addr.port(), "a-to-b", "b-to-a", 100_000));
     let a = TestAse::spawn_in(a_dir, Some(a_addr)).await;
     let b = TestAse::spawn_in(b_dir, Some(b_addr)).await;
     (a, b)
@@ -295,23 +299,10 @@ async fn fixed_send_without_a_quote_and_a_receiver_that_fills_up() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_peer_added_at_runtime_carries_payments_at_once() {
     // A starts with no peers; B knows A from its config.
-    let free = || {
-        std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-    };
     let (a_addr, b_addr) = (free(), free());
-    let a_dir = tempfile::tempdir().unwrap();
-    std::fs::write(a_dir.path().join("config.toml"), "[ilp]\naddress = \"test.desk-a\"\n").unwrap();
-    let b_dir = tempfile::tempdir().unwrap();
-    std::fs::write(
-        b_dir.path().join("config.toml"),
-        config("desk-b", "desk-a", a_addr.port(), "a-to-b", "b-to-a", 100_000),
-    )
-    .unwrap();
-    let a = TestAse::spawn_in(std::sync::Arc::new(a_dir), Some(a_addr)).await;
-    let b = TestAse::spawn_in(std::sync::Arc::new(b_dir), Some(b_addr)).await;
+    let a = TestAse::spawn_in(dir("[ilp]\naddress = \"test.desk-a\"\n"), Some(a_addr)).await;
+    let b_config = config("desk-b", "desk-a", a_addr.port(), "a-to-b", "b-to-a", 100_000);
+    let b = TestAse::spawn_in(dir(&b_config), Some(b_addr)).await;
     let (a_client, b_client) = (a.demo_client().await, b.demo_client().await);
     let b_inc = grant(
         &b,

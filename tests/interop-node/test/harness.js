@@ -4,6 +4,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
+import { createAuthenticatedClient, createUnauthenticatedClient } from '@interledger/open-payments'
 
 const repo = resolve(import.meta.dirname, '../../..')
 
@@ -63,4 +64,21 @@ export async function startOpdesk(extraConfig = '') {
       rmSync(dataDir, { recursive: true, force: true })
     }
   }
+}
+
+/**
+ * The official SDK's clients for `ase`, both validating every response: `open` (unauthenticated) and
+ * `client`, signing as the seeded `demo-client` wallet with its key.
+ */
+export async function sdkClients(ase) {
+  const open = await createUnauthenticatedClient({ validateResponses: true, logLevel: 'silent' })
+  const jwks = await open.walletAddress.getKeys({ url: `${ase.base}/demo-client` })
+  const client = await createAuthenticatedClient({
+    walletAddressUrl: `${ase.base}/demo-client`,
+    keyId: jwks.keys[0].kid,
+    privateKey: ase.demoClientKey,
+    validateResponses: true,
+    logLevel: 'silent'
+  })
+  return { open, client }
 }

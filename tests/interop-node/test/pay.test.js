@@ -17,9 +17,9 @@
 // StreamMaxMoney count its own connection (RFC 29), so pay asking for more than the room stops after one packet.
 import assert from 'node:assert/strict'
 import { after, before, test } from 'node:test'
-import { createAuthenticatedClient, createUnauthenticatedClient, isFinalizedGrant } from '@interledger/open-payments'
+import { isFinalizedGrant } from '@interledger/open-payments'
 import { closeConnection, pay, PaymentError, PaymentType, setupPayment, startQuote } from '@interledger/pay'
-import { startOpdesk } from './harness.js'
+import { sdkClients, startOpdesk } from './harness.js'
 import { describeExchanges, ErrorCode, FrameType, HttpPlugin, parseIlp } from './ilp-plugin.js'
 
 const TOKEN = 'pay-peer-token-0123456789'
@@ -53,15 +53,7 @@ let seq = 0
 
 before(async () => {
   ase = await startOpdesk(CONFIG)
-  open = await createUnauthenticatedClient({ validateResponses: true, logLevel: 'silent' })
-  const jwks = await open.walletAddress.getKeys({ url: `${ase.base}/demo-client` })
-  client = await createAuthenticatedClient({
-    walletAddressUrl: `${ase.base}/demo-client`,
-    keyId: jwks.keys[0].kid,
-    privateKey: ase.demoClientKey,
-    validateResponses: true,
-    logLevel: 'silent'
-  })
+  ;({ open, client } = await sdkClients(ase))
   bob = await client.walletAddress.get({ url: `${ase.base}/bob` })
   const grant = await client.grant.request(
     { url: bob.authServer },

@@ -10,12 +10,10 @@ import assert from 'node:assert/strict'
 import { randomUUID } from 'node:crypto'
 import { after, before, test as nodeTest } from 'node:test'
 import {
-  createAuthenticatedClient,
-  createUnauthenticatedClient,
   isFinalizedGrant,
   isPendingGrant
 } from '@interledger/open-payments'
-import { startOpdesk } from './harness.js'
+import { sdkClients, startOpdesk } from './harness.js'
 
 let ase
 let client // authenticated as demo-client
@@ -32,15 +30,7 @@ const next = () => ++seq
 
 before(async () => {
   ase = await startOpdesk()
-  open = await createUnauthenticatedClient({ validateResponses: true, logLevel: 'silent' })
-  const jwks = await open.walletAddress.getKeys({ url: `${ase.base}/demo-client` })
-  client = await createAuthenticatedClient({
-    walletAddressUrl: `${ase.base}/demo-client`,
-    keyId: jwks.keys[0].kid,
-    privateKey: ase.demoClientKey,
-    validateResponses: true,
-    logLevel: 'silent'
-  })
+  ;({ open, client } = await sdkClients(ase))
   alice = await client.walletAddress.get({ url: `${ase.base}/alice` })
   bob = await client.walletAddress.get({ url: `${ase.base}/bob` })
   carol = await client.walletAddress.get({ url: `${ase.base}/carol` })

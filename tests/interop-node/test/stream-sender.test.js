@@ -11,10 +11,10 @@
 import assert from 'node:assert/strict'
 import { createServer as createHttpServer } from 'node:http'
 import { after, before, test } from 'node:test'
-import { createAuthenticatedClient, createUnauthenticatedClient, isPendingGrant } from '@interledger/open-payments'
+import { isPendingGrant } from '@interledger/open-payments'
 import { createServer as createStreamServer } from 'ilp-protocol-stream'
 import ILDCP from 'ilp-protocol-ildcp'
-import { startOpdesk } from './harness.js'
+import { sdkClients, startOpdesk } from './harness.js'
 
 const TOKEN = 'opdesk-to-node-token-0123456789'
 
@@ -112,15 +112,7 @@ max_packet_amount = 400
 asset_code = "USD"
 asset_scale = 2
 `)
-  const open = await createUnauthenticatedClient({ validateResponses: true, logLevel: 'silent' })
-  const jwks = await open.walletAddress.getKeys({ url: `${ase.base}/demo-client` })
-  client = await createAuthenticatedClient({
-    walletAddressUrl: `${ase.base}/demo-client`,
-    keyId: jwks.keys[0].kid,
-    privateKey: ase.demoClientKey,
-    validateResponses: true,
-    logLevel: 'silent'
-  })
+  ;({ client } = await sdkClients(ase))
 })
 
 after(async () => {

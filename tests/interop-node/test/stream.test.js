@@ -10,9 +10,9 @@
 // bounded time.
 import assert from 'node:assert/strict'
 import { after, before, test } from 'node:test'
-import { createAuthenticatedClient, createUnauthenticatedClient, isFinalizedGrant } from '@interledger/open-payments'
+import { isFinalizedGrant } from '@interledger/open-payments'
 import { createConnection } from 'ilp-protocol-stream'
-import { startOpdesk } from './harness.js'
+import { sdkClients, startOpdesk } from './harness.js'
 import { HttpPlugin } from './ilp-plugin.js'
 
 const TOKEN = 'node-peer-token-0123456789'
@@ -42,15 +42,7 @@ let seq = 0
 
 before(async () => {
   ase = await startOpdesk(CONFIG)
-  open = await createUnauthenticatedClient({ validateResponses: true, logLevel: 'silent' })
-  const jwks = await open.walletAddress.getKeys({ url: `${ase.base}/demo-client` })
-  client = await createAuthenticatedClient({
-    walletAddressUrl: `${ase.base}/demo-client`,
-    keyId: jwks.keys[0].kid,
-    privateKey: ase.demoClientKey,
-    validateResponses: true,
-    logLevel: 'silent'
-  })
+  ;({ open, client } = await sdkClients(ase))
   bob = await client.walletAddress.get({ url: `${ase.base}/bob` })
   const grant = await client.grant.request(
     { url: bob.authServer },
