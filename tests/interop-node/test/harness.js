@@ -4,7 +4,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
-import { createAuthenticatedClient, createUnauthenticatedClient } from '@interledger/open-payments'
+import { createAuthenticatedClient, createUnauthenticatedClient, isFinalizedGrant } from '@interledger/open-payments'
 
 const repo = resolve(import.meta.dirname, '../../..')
 
@@ -81,4 +81,35 @@ export async function sdkClients(ase) {
     logLevel: 'silent'
   })
   return { open, client }
+}
+
+/**
+ * What the STREAM receive tests pay into: a desk started with `config`, the SDK clients, bob's wallet address
+ * and an incoming-payment grant for it (create, read), `incoming(extra)` creating a payment on bob, and
+ * `received(payment)` reading its receivedAmount from the public GET.
+ */
+export async function receivingDesk(config) {
+  const ase = await startOpdesk(config)
+  const { open, client } = await sdkClients(ase)
+  const bob = await client.walletAddress.get({ url: `${ase.base}/bob` })
+  const grant = await client.grant.request(
+    { url: bob.authServer },
+    { access_token: { access: [{ type: 'incoming-payment', actions: ['create', 'read'], identifier: bob.id }] } }
+  )
+  if (!isFinalizedGrant(grant)) throw new Error('the incoming-payment grant was not issued at once')
+  const bobIncoming = grant.access_token.value
+  let seq = 0
+  return {
+    ase,
+    open,
+    client,
+    bob,
+    bobIncoming,
+    incoming: (extra = {}) =>
+      client.incomingPayment.create(
+        { url: bob.resourceServer, accessToken: bobIncoming },
+        { walletAddress: bob.id, metadata: { n: ++seq }, ...extra }
+      ),
+    received: async (payment) => (await open.incomingPayment.get({ url: payment.id })).receivedAmount.value
+  }
 }

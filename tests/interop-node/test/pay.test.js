@@ -17,9 +17,8 @@
 // StreamMaxMoney count its own connection (RFC 29), so pay asking for more than the room stops after one packet.
 import assert from 'node:assert/strict'
 import { after, before, test } from 'node:test'
-import { isFinalizedGrant } from '@interledger/open-payments'
 import { closeConnection, pay, PaymentError, PaymentType, setupPayment, startQuote } from '@interledger/pay'
-import { sdkClients, startOpdesk } from './harness.js'
+import { receivingDesk } from './harness.js'
 import { describeExchanges, ErrorCode, FrameType, HttpPlugin, parseIlp } from './ilp-plugin.js'
 
 const TOKEN = 'pay-peer-token-0123456789'
@@ -46,21 +45,12 @@ const BOUNDED = { timeout: 30000 }
 
 let ase
 let client
-let open
-let bob
 let bobIncoming
-let seq = 0
+let incoming
+let received
 
 before(async () => {
-  ase = await startOpdesk(CONFIG)
-  ;({ open, client } = await sdkClients(ase))
-  bob = await client.walletAddress.get({ url: `${ase.base}/bob` })
-  const grant = await client.grant.request(
-    { url: bob.authServer },
-    { access_token: { access: [{ type: 'incoming-payment', actions: ['create', 'read'], identifier: bob.id }] } }
-  )
-  assert.ok(isFinalizedGrant(grant))
-  bobIncoming = grant.access_token.value
+  ;({ ase, client, bobIncoming, incoming, received } = await receivingDesk(CONFIG))
 })
 
 after(async () => {
@@ -69,18 +59,6 @@ after(async () => {
 
 // ---------------------------------------------------------------------------------------------------------
 // helpers
-
-async function incoming(extra = {}) {
-  return client.incomingPayment.create(
-    { url: bob.resourceServer, accessToken: bobIncoming },
-    { walletAddress: bob.id, metadata: { n: ++seq }, ...extra }
-  )
-}
-
-async function received(payment) {
-  const pub = await open.incomingPayment.get({ url: payment.id })
-  return pub.receivedAmount.value
-}
 
 async function completed(payment) {
   return (await client.incomingPayment.get({ url: payment.id, accessToken: bobIncoming })).completed

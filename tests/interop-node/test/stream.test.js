@@ -10,9 +10,8 @@
 // bounded time.
 import assert from 'node:assert/strict'
 import { after, before, test } from 'node:test'
-import { isFinalizedGrant } from '@interledger/open-payments'
 import { createConnection } from 'ilp-protocol-stream'
-import { sdkClients, startOpdesk } from './harness.js'
+import { receivingDesk } from './harness.js'
 import { HttpPlugin } from './ilp-plugin.js'
 
 const TOKEN = 'node-peer-token-0123456789'
@@ -35,21 +34,12 @@ asset_scale = 2
 
 let ase
 let client
-let open
-let bob
 let bobIncoming
-let seq = 0
+let incoming
+let received
 
 before(async () => {
-  ase = await startOpdesk(CONFIG)
-  ;({ open, client } = await sdkClients(ase))
-  bob = await client.walletAddress.get({ url: `${ase.base}/bob` })
-  const grant = await client.grant.request(
-    { url: bob.authServer },
-    { access_token: { access: [{ type: 'incoming-payment', actions: ['create', 'read'], identifier: bob.id }] } }
-  )
-  assert.ok(isFinalizedGrant(grant))
-  bobIncoming = grant.access_token.value
+  ;({ ase, client, bobIncoming, incoming, received } = await receivingDesk(CONFIG))
 })
 
 after(async () => {
@@ -58,18 +48,6 @@ after(async () => {
 
 // ---------------------------------------------------------------------------------------------------------
 // helpers
-
-async function incoming(extra = {}) {
-  return client.incomingPayment.create(
-    { url: bob.resourceServer, accessToken: bobIncoming },
-    { walletAddress: bob.id, metadata: { n: ++seq }, ...extra }
-  )
-}
-
-async function received(payment) {
-  const pub = await open.incomingPayment.get({ url: payment.id })
-  return pub.receivedAmount.value
-}
 
 async function connect(payment, token = TOKEN) {
   const [method] = payment.methods
