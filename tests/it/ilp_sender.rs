@@ -63,6 +63,27 @@ async fn pair(max_packet: u64) -> (TestAse, TestAse) {
     (a, b)
 }
 
+/// An incoming payment on bob@`b` (of `amount` USD minor units, or open-ended), created over Open Payments
+/// with `client`; returns its URL.
+async fn bob_receiver(b: &TestAse, client: &opdesk::client::SignedClient, amount: Option<u64>) -> String {
+    let token = grant(
+        b,
+        client,
+        json!([{"type": "incoming-payment", "actions": ["create", "read"]}]),
+    )
+    .await;
+    let mut body = json!({"walletAddress": b.url("/bob")});
+    if let Some(v) = amount {
+        body["incomingAmount"] = json!({"value": v.to_string(), "assetCode": "USD", "assetScale": 2});
+    }
+    let r = client
+        .send(Method::POST, &b.url("/incoming-payments"), Some(&token), Some(&body))
+        .await
+        .unwrap();
+    assert_eq!(r.status, 201, "{}", r.body);
+    r.body["id"].as_str().unwrap().to_owned()
+}
+
 fn tok(r: &opdesk::client::Response) -> String {
     assert_eq!(r.status, 200, "{}", r.body);
     r.body["access_token"]["value"].as_str().unwrap().to_owned()
@@ -143,19 +164,7 @@ async fn alice_at_a_pays_bob_at_b_by_stream() {
     let b_client = b.demo_client().await;
 
     // bob@B: an incoming payment of 25.00 USD
-    let b_inc = grant(
-        &b,
-        &b_client,
-        json!([{"type": "incoming-payment", "actions": ["create", "read"]}]),
-    )
-    .await;
-    let body = json!({"walletAddress": b.url("/bob"), "incomingAmount": {"value": "2500", "assetCode": "USD", "assetScale": 2}});
-    let r = b_client
-        .send(Method::POST, &b.url("/incoming-payments"), Some(&b_inc), Some(&body))
-        .await
-        .unwrap();
-    assert_eq!(r.status, 201, "{}", r.body);
-    let receiver = r.body["id"].as_str().unwrap().to_owned();
+    let receiver = bob_receiver(&b, &b_client, Some(2500)).await;
 
     // alice@A quotes it: resolved over Open Payments, rate probed through peer desk-b
     let quote_tok = grant(&a, &a_client, json!([{"type": "quote", "actions": ["create"]}])).await;
@@ -247,18 +256,7 @@ async fn fixed_send_without_a_quote_and_a_receiver_that_fills_up() {
     let (a, b) = pair(100_000).await;
     let a_client = a.demo_client().await;
     let b_client = b.demo_client().await;
-    let b_inc = grant(
-        &b,
-        &b_client,
-        json!([{"type": "incoming-payment", "actions": ["create", "read"]}]),
-    )
-    .await;
-    let body = json!({"walletAddress": b.url("/bob"), "incomingAmount": {"value": "1000", "assetCode": "USD", "assetScale": 2}});
-    let r = b_client
-        .send(Method::POST, &b.url("/incoming-payments"), Some(&b_inc), Some(&body))
-        .await
-        .unwrap();
-    let receiver = r.body["id"].as_str().unwrap().to_owned();
+    let receiver = bob_receiver(&b, &b_client, Some(1000)).await;
 
     // fixed-send 5.00 without a quote: delivers floor(500 × 0.99) = 495 at least; the receiver gets 500
     let out_tok = outgoing_grant(&a, &a_client).await;
@@ -304,23 +302,7 @@ async fn a_peer_added_at_runtime_carries_payments_at_once() {
     let b_config = config("desk-b", "desk-a", a_addr.port(), "a-to-b", "b-to-a", 100_000);
     let b = TestAse::spawn_in(dir(&b_config), Some(b_addr)).await;
     let (a_client, b_client) = (a.demo_client().await, b.demo_client().await);
-    let b_inc = grant(
-        &b,
-        &b_client,
-        json!([{"type": "incoming-payment", "actions": ["create", "read"]}]),
-    )
-    .await;
-    let r = b_client
-        .send(
-            Method::POST,
-            &b.url("/incoming-payments"),
-            Some(&b_inc),
-            Some(&json!({"walletAddress": b.url("/bob")})),
-        )
-        .await
-        .unwrap();
-    assert_eq!(r.status, 201, "{}", r.body);
-    let receiver = r.body["id"].as_str().unwrap().to_owned();
+    let receiver = bob_receiver(&b, &b_client, None).await;
     let quote_tok = grant(&a, &a_client, json!([{"type": "quote", "actions": ["create"]}])).await;
     let (quotes_url, quote_body) = (a.url("/quotes"), body_for(&a, &receiver));
     let quote = || a_client.send(Method::POST, &quotes_url, Some(&quote_tok), Some(&quote_body));
