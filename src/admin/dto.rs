@@ -189,10 +189,7 @@ impl PeerView {
             .map_or(0, |b| b.balance);
         Self {
             name: p.name.clone(),
-            source: match p.source {
-                crate::ilp::peers::PeerSource::Config => "config".into(),
-                crate::ilp::peers::PeerSource::Admin => "admin".into(),
-            },
+            source: p.source.as_str().into(),
             ilp_address: p.ilp_address.as_ref().map(|a| a.as_str().to_owned()),
             asset_code: p.asset.code.clone(),
             asset_scale: p.asset.scale,

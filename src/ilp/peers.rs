@@ -22,13 +22,22 @@ use crate::{
 };
 
 /// Where a peer is defined.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PeerSource {
     /// `[[ilp.peers]]` in config.toml: read-only here.
     Config,
     /// Added through the admin API or `opdesk peers add`.
     Admin,
+}
+
+impl PeerSource {
+    /// `config` or `admin`, as the admin API shows it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Config => "config",
+            Self::Admin => "admin",
+        }
+    }
 }
 
 /// Where and how we send ILP Prepares to a peer.
@@ -105,15 +114,6 @@ impl Peer {
                 .collect(),
             outgoing: outgoing(r.outgoing_endpoint.as_deref(), r.outgoing_token.as_deref(), timeout),
         }
-    }
-
-    /// A peer with its own transport (tests: an in-process path).
-    pub fn with_transport(mut self, endpoint: &str, transport: Arc<dyn Transport>) -> Self {
-        self.outgoing = Some(Outgoing {
-            endpoint: endpoint.to_owned(),
-            transport,
-        });
-        self
     }
 
     /// How many incoming tokens authenticate it at `POST /ilp`.
@@ -321,7 +321,7 @@ impl Peers {
                 tracing::warn!(peer = %peer.name, "a peer added through the admin API clashes with config.toml (same name or token); the config peer is used");
                 continue;
             }
-            set = set.replaced(&row.name.clone(), Some(peer));
+            set = set.replaced(&row.name, Some(peer));
         }
         Ok(Self(Arc::new(Inner {
             store,
