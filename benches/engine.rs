@@ -68,7 +68,7 @@ fn bench(c: &mut Criterion) {
                         debit: Amount::new(Value::new(1).expect("v"), &usd),
                     };
                     s.outgoing
-                        .create(&alice, None, None::<GrantContext>, source, None)
+                        .create(&alice, None, None::<GrantContext>, source, None, None)
                         .await
                         .expect("create");
                 }

@@ -163,7 +163,7 @@ async fn worker(
 }
 
 async fn run(args: Args) -> Result<(), BoxError> {
-    opdesk::httpsig::keys::install_default_crypto_provider();
+    opdesk::egress::install_default_crypto_provider();
     let base = args.url.trim_end_matches('/').to_owned();
     require_loopback(&base)?;
     if args.connections == 0 || args.connections > 4096 {

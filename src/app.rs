@@ -19,11 +19,12 @@ use crate::{
         wallet::{NewWallet, WalletError, Wallets},
     },
     clock::{SharedClock, SystemClock},
+    egress::Egress,
     events::EventBus,
     gnap::Gnap,
     httpsig::{
         Policy, jwk,
-        keys::{FetchPolicy, KeyResolver, LocalKeys, install_default_crypto_provider},
+        keys::{FetchPolicy, KeyResolver, LocalKeys},
     },
     ilp::{
         Address,
@@ -52,7 +53,7 @@ impl AppCore {
     }
 
     pub async fn open_with_clock(settings: Settings, clock: SharedClock) -> Result<Self> {
-        install_default_crypto_provider();
+        crate::egress::install_default_crypto_provider();
         let paths = settings.paths.clone();
         create_private_dir(&paths.data_dir)
             .wrap_err_with(|| format!("cannot create the data dir {}", paths.data_dir.display()))?;
@@ -79,7 +80,6 @@ impl AppCore {
                 max_skew_secs: i64::from(settings.gnap.signature_window_secs),
             },
             key_resolver(&settings, &wallets)?,
-            clock.clone(),
         ));
         let stream_server = Arc::new(StreamServer::new(
             Address::new(settings.ilp.address.as_str()).wrap_err("ilp.address")?,
@@ -100,12 +100,15 @@ impl AppCore {
         let ilp = Receiver::new(stream_server, peers.clone(), incoming.clone(), clock.clone());
         let client_key = ase_client_key(&settings.paths.ase_client_key())?;
         let client_url = format!("{}/{}", settings.public_url, settings.ilp.client_wallet);
+        let egress = Egress::new(settings.egress.policy(settings.listen.ip().is_loopback()))
+            .map_err(|e| color_eyre::eyre::eyre!("outbound HTTP client: {e}"))?;
         let remote = Remote::new(
             &settings.ilp,
             settings.rates.clone(),
             peers.clone(),
             Some(&client_key),
             &client_url,
+            egress,
         );
         let quotes = Quotes::new(
             store.clone(),
@@ -175,12 +178,13 @@ impl AppCore {
 /// Client keys: local wallets straight from the store, remote ones over hardened HTTP per the settings.
 fn key_resolver(settings: &Settings, wallets: &Wallets) -> Result<KeyResolver> {
     let k = &settings.client_keys;
-    let mut policy = FetchPolicy::for_listen_addr(settings.listen.ip().is_loopback());
-    policy.allow_loopback = k.loopback_allowed(settings.listen.ip().is_loopback());
-    policy.allow_private = k.allow_private;
-    policy.total_timeout = Duration::from_millis(k.fetch_timeout_ms);
-    policy.cache_ttl = Duration::from_secs(k.cache_ttl_secs);
-    policy.refetch_interval = Duration::from_secs(k.refetch_interval_secs);
+    let policy = FetchPolicy {
+        egress: settings.egress.policy(settings.listen.ip().is_loopback()),
+        cache_ttl: Duration::from_secs(k.cache_ttl_secs),
+        failure_ttl: Duration::from_secs(k.failure_cache_secs),
+        refetch_interval: Duration::from_secs(k.refetch_interval_secs),
+        ..FetchPolicy::for_listen_addr(settings.listen.ip().is_loopback())
+    };
     let w = wallets.clone();
     let local: LocalKeys = Arc::new(move |name: String| {
         let w = w.clone();

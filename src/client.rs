@@ -5,14 +5,17 @@ use axum::http::{HeaderMap, HeaderValue, Method, header};
 use ed25519_dalek::SigningKey;
 use serde_json::Value;
 
-use crate::httpsig;
+use crate::{
+    egress::{self, Egress, EgressError},
+    httpsig,
+};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
     #[error("signing failed: {0}")]
     Sign(#[from] httpsig::Error),
     #[error("request failed: {0}")]
-    Http(#[from] reqwest::Error),
+    Http(#[from] EgressError),
     #[error("bad header value")]
     Header,
 }
@@ -26,24 +29,30 @@ pub struct Response {
     pub raw: Vec<u8>,
 }
 
-/// Signs requests as one client key.
+/// Signs requests as one client key, sending them through an [`Egress`] client.
 #[derive(Clone)]
 pub struct SignedClient {
-    http: reqwest::Client,
+    http: Result<Egress, EgressError>,
     key: SigningKey,
     keyid: String,
 }
 
 impl SignedClient {
+    /// A client for tools and tests that talk to servers they chose: any address, plain http, 30 s, bodies up
+    /// to 16 MiB. The ASE itself uses [`SignedClient::with_egress`] with its address policy.
     pub fn new(key: SigningKey, keyid: &str) -> Self {
-        httpsig::keys::install_default_crypto_provider();
-        let http = reqwest::Client::builder()
-            .redirect(reqwest::redirect::Policy::none())
-            .timeout(std::time::Duration::from_secs(30))
-            .build()
-            .unwrap_or_default();
+        let policy = egress::Policy::operator(std::time::Duration::from_secs(30), 16 << 20);
         Self {
-            http,
+            http: Egress::new(policy),
+            key,
+            keyid: keyid.to_owned(),
+        }
+    }
+
+    /// A client whose requests go through `http` (and so obey its policy).
+    pub fn with_egress(key: SigningKey, keyid: &str, http: Egress) -> Self {
+        Self {
+            http: Ok(http),
             key,
             keyid: keyid.to_owned(),
         }
@@ -98,17 +107,13 @@ impl SignedClient {
         headers: HeaderMap,
         body: Vec<u8>,
     ) -> Result<Response, ClientError> {
-        let res = self
-            .http
-            .request(method, url)
-            .headers(headers)
-            .header(header::ACCEPT, "application/json")
-            .body(body)
-            .send()
-            .await?;
-        let status = res.status().as_u16();
-        let headers = res.headers().clone();
-        let raw = res.bytes().await?.to_vec();
+        let http = self.http.as_ref().map_err(|e| ClientError::Http(e.clone()))?;
+        let mut headers = headers;
+        headers.insert(header::ACCEPT, HeaderValue::from_static("application/json"));
+        let reply = http.send(method, url, headers, body).await?;
+        let status = reply.status.as_u16();
+        let headers = reply.headers;
+        let raw = reply.body;
         let body = serde_json::from_slice(&raw).unwrap_or(Value::Null);
         Ok(Response {
             status,

@@ -124,6 +124,9 @@ pub struct Exchange {
     pub request_body: String,
     pub response_headers: Vec<(String, String)>,
     pub response_body: String,
+    /// Why the request failed, for the operator only (e.g. what a fetch of a client-named URL ran into).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
 }
 
 /// Cheap-to-clone handle to the broadcast bus.

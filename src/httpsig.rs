@@ -4,14 +4,13 @@
 //!
 //! This module owns the wire format of signed requests (what the official Node SDK
 //! emits) and the verification policy the server applies. It does no I/O: key
-//! lookup, clocks, replay caches and the public base URL (for `@target-uri`) are
+//! lookup, clocks and the public base URL (for `@target-uri`) are
 //! supplied by the caller.
 
 pub mod digest;
 pub mod interaction_hash;
 pub mod jwk;
 pub mod keys;
-pub mod replay;
 pub mod sign;
 pub mod verify;
 
@@ -103,7 +102,7 @@ pub enum Error {
     /// The Ed25519 signature does not verify over the signature base.
     #[error("signature does not verify")]
     BadSignature,
-    /// The same signature was already accepted within the replay window.
-    #[error("signature was already used (replay)")]
-    Replayed,
+    /// The client's key set could not be fetched (why is logged, never told to the client).
+    #[error("the client's keys could not be fetched")]
+    KeysUnavailable,
 }

@@ -10,6 +10,7 @@ pub mod cli;
 pub mod client;
 pub mod clock;
 pub mod demo;
+pub mod egress;
 pub mod events;
 pub mod gnap;
 pub mod httpsig;
@@ -34,7 +35,7 @@ use settings::Settings;
 
 /// Runs what the command line asks for.
 pub async fn run(cli: Cli) -> Result<()> {
-    httpsig::keys::install_default_crypto_provider();
+    egress::install_default_crypto_provider();
     let settings = Settings::load(&cli.global.overrides())?;
     if cli.version {
         cli::print_version(&settings);

@@ -6,6 +6,7 @@
 use std::{
     net::SocketAddr,
     path::{Path, PathBuf},
+    time::Duration,
 };
 
 use serde::Deserialize;
@@ -66,6 +67,7 @@ struct Raw {
     server: ServerSettings,
     gnap: GnapSettings,
     client_keys: ClientKeySettings,
+    egress: EgressSettings,
     resource_server: ResourceServerSettings,
     engine: EngineSettings,
     webhooks: WebhookSettings,
@@ -370,23 +372,42 @@ pub struct GnapSettings {
     pub signature_window_secs: u32,
 }
 
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+/// `[client_keys]`: how long client key sets (and failures to fetch them) are remembered.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ClientKeySettings {
-    /// `"auto"`, `true` or `false` (a string or a boolean in TOML).
-    pub allow_loopback: toml::Value,
-    pub allow_private: bool,
-    pub fetch_timeout_ms: u64,
     pub cache_ttl_secs: u64,
+    pub failure_cache_secs: u64,
     pub refetch_interval_secs: u64,
 }
 
-impl ClientKeySettings {
-    /// Whether loopback JWKS hosts may be fetched, given whether opdesk listens on loopback.
-    pub fn loopback_allowed(&self, listening_on_loopback: bool) -> bool {
-        match &self.allow_loopback {
+/// `[egress]`: where outbound requests to client-named URLs may go, and how much they may cost.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EgressSettings {
+    /// `"auto"`, `true` or `false` (a string or a boolean in TOML).
+    pub allow_loopback: toml::Value,
+    /// `"auto"`, `true` or `false`.
+    pub allow_private: toml::Value,
+    pub connect_timeout_ms: u64,
+    pub timeout_ms: u64,
+    pub max_body_bytes: usize,
+}
+
+impl EgressSettings {
+    /// The address policy for client-named URLs, given whether opdesk listens on loopback.
+    pub fn policy(&self, listening_on_loopback: bool) -> crate::egress::Policy {
+        let flag = |v: &toml::Value| match v {
             toml::Value::Boolean(b) => *b,
             _ => listening_on_loopback,
+        };
+        crate::egress::Policy {
+            allow_loopback: flag(&self.allow_loopback),
+            allow_private: flag(&self.allow_private),
+            allow_http: false,
+            connect_timeout: Duration::from_millis(self.connect_timeout_ms),
+            total_timeout: Duration::from_millis(self.timeout_ms),
+            max_body_bytes: self.max_body_bytes,
         }
     }
 }
@@ -424,6 +445,7 @@ pub struct Settings {
     pub server: ServerSettings,
     pub gnap: GnapSettings,
     pub client_keys: ClientKeySettings,
+    pub egress: EgressSettings,
     pub resource_server: ResourceServerSettings,
     pub engine: EngineSettings,
     pub webhooks: WebhookSettings,
@@ -598,15 +620,19 @@ impl Settings {
         ) {
             return Err(invalid("store.synchronous", "must be NORMAL, FULL or EXTRA".into()));
         }
-        match &raw.client_keys.allow_loopback {
-            toml::Value::Boolean(_) => {}
-            toml::Value::String(s) if s == "auto" => {}
-            _ => {
-                return Err(invalid(
-                    "client_keys.allow_loopback",
-                    "must be \"auto\", true or false".into(),
-                ));
+        for (key, v) in [
+            ("egress.allow_loopback", &raw.egress.allow_loopback),
+            ("egress.allow_private", &raw.egress.allow_private),
+        ] {
+            if !matches!(v, toml::Value::Boolean(_)) && v.as_str() != Some("auto") {
+                return Err(invalid(key, "must be \"auto\", true or false".into()));
             }
+        }
+        if raw.egress.timeout_ms == 0 || raw.egress.connect_timeout_ms == 0 || raw.egress.max_body_bytes < 1024 {
+            return Err(invalid(
+                "egress",
+                "timeouts must be at least 1 ms and max_body_bytes at least 1024".into(),
+            ));
         }
         if raw.gnap.access_token_expires_in_secs == 0 || raw.gnap.interaction_expires_in_secs == 0 {
             return Err(invalid("gnap", "expiry times must be at least one second".into()));
@@ -649,6 +675,7 @@ impl Settings {
             server: raw.server,
             gnap: raw.gnap,
             client_keys: raw.client_keys,
+            egress: raw.egress,
             resource_server: raw.resource_server,
             engine: raw.engine,
             webhooks: raw.webhooks,

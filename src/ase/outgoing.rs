@@ -3,6 +3,10 @@
 //! limits for the current interval and the sender's balance, reserves the debit (a pending ledger transfer)
 //! and inserts the payment — so concurrent creates can never overspend a grant or a wallet. A payment the
 //! sender cannot fund is created failed (`insufficient_balance`) with nothing reserved.
+//!
+//! Creation is idempotent per signed request: the same transaction records the SHA-256 of the request's
+//! signature with the answer, so a replay of that exact request (an attacker's or a client's retry) within
+//! the signature window gets the original answer and moves no money — across restarts too.
 
 use std::{collections::HashMap, sync::Arc};
 
@@ -110,11 +114,31 @@ pub struct GrantContext {
     pub limits: Option<Limits>,
 }
 
+/// The signed request a create answers: the SHA-256 of its signature and until when (unix seconds) a replay
+/// of it could still pass the `created` window.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RequestKey {
+    pub signature_digest: [u8; 32],
+    pub expires_at: i64,
+}
+
 /// Where the payment goes.
 #[derive(Debug, Clone)]
 pub enum Source {
     Quote(String),
     Incoming { receiver: String, debit: Amount },
+}
+
+/// What a create transaction did.
+enum Created {
+    New(Box<(OutgoingRow, OutgoingPaymentDto, Vec<ledger::Balance>)>),
+    /// The request was answered before: the stored answer.
+    Replayed(String),
+}
+
+fn replayed(answer: &str) -> Result<OutgoingPaymentDto, ApiError> {
+    tracing::info!("a signed outgoing-payment request was replayed; answering with the original payment");
+    serde_json::from_str(answer).map_err(|e| ApiError::internal(&e))
 }
 
 fn forbidden(d: impl Into<String>) -> ApiError {
@@ -220,7 +244,8 @@ impl OutgoingPayments {
         }
     }
 
-    /// Creates a payment under `grant`: quote, limits, reservation and insert in one transaction.
+    /// Creates a payment under `grant`: quote, limits, reservation and insert in one transaction. With a
+    /// `request` key, a request already answered gets its original answer and changes nothing.
     pub async fn create(
         &self,
         wallet: &Wallet,
@@ -228,9 +253,13 @@ impl OutgoingPayments {
         grant: Option<GrantContext>,
         source: Source,
         metadata: Option<Map<String, JsonValue>>,
+        request: Option<RequestKey>,
     ) -> Result<OutgoingPaymentDto, ApiError> {
         let now = self.clock.now();
         let now_s = format_ts(now);
+        if let Some(answer) = self.answered(request.as_ref(), now.unix_timestamp()).await? {
+            return Ok(answer);
+        }
         // a payment without a quote is priced now (fixed-send)
         let priced: Option<Priced> = match &source {
             Source::Incoming { receiver, debit } => Some(self.quotes.price(wallet, receiver, Some(debit), None).await?),
@@ -253,10 +282,18 @@ impl OutgoingPayments {
         let w = wallet.clone();
         let id = ids::new_id();
         let metadata = metadata.map(|m| JsonValue::Object(m).to_string());
-        let (row, spent, balance) = self
+        let this = self.clone();
+        let created = self
             .store
             .call(move |conn| {
                 let tx = store::immediate(conn).map_err(|e| ApiError::internal(&e))?;
+                if let Some(k) = &request
+                    && let Some(answer) =
+                        repo::answered_outgoing_request(&tx, &k.signature_digest, now.unix_timestamp())
+                            .map_err(|e| ApiError::internal(&e))?
+                {
+                    return Ok(Created::Replayed(answer));
+                }
                 let (receiver, incoming_id, debit, receive, recv_code, recv_scale) = match (&quote_id, &priced) {
                     (Some(qid), _) => {
                         let q = repo::quote(&tx, qid)
@@ -377,10 +414,27 @@ impl OutgoingPayments {
                 };
                 repo::insert_outgoing(&tx, &row).map_err(|e| ApiError::internal(&e))?;
                 let balance = ledger::ops::balances(&tx, &[&w.account_id])?;
+                let dto = this.created_dto(&row, spent);
+                if let Some(k) = &request {
+                    let answer = serde_json::to_string(&dto).map_err(|e| ApiError::internal(&e))?;
+                    repo::remember_outgoing_request(
+                        &tx,
+                        &k.signature_digest,
+                        &row.id,
+                        &answer,
+                        k.expires_at,
+                        now.unix_timestamp(),
+                    )
+                    .map_err(|e| ApiError::internal(&e))?;
+                }
                 tx.commit().map_err(|e| ApiError::internal(&e))?;
-                Ok::<_, ApiError>((row, spent, balance))
+                Ok::<_, ApiError>(Created::New(Box::new((row, dto, balance))))
             })
             .await?;
+        let (row, dto, balance) = match created {
+            Created::New(c) => *c,
+            Created::Replayed(answer) => return replayed(&answer),
+        };
         self.bus.publish(DomainEvent::OutgoingPaymentCreated {
             id: row.id.clone(),
             wallet: row.wallet_name.clone(),
@@ -393,9 +447,30 @@ impl OutgoingPayments {
         }
         self.wake.notify_one();
         self.bus.publish_all(balance.iter().map(ledger::Balance::event));
-        let mut dto = self.dto(&row);
+        Ok(dto)
+    }
+
+    /// The original answer to an already answered signed request, if any.
+    async fn answered(&self, request: Option<&RequestKey>, now: i64) -> Result<Option<OutgoingPaymentDto>, ApiError> {
+        let Some(digest) = request.map(|k| k.signature_digest) else {
+            return Ok(None);
+        };
+        let answer = self
+            .store
+            .call(move |c| repo::answered_outgoing_request(c, &digest, now))
+            .await
+            .map_err(|e| ApiError::internal(&e))?;
+        answer.map(|a| replayed(&a)).transpose()
+    }
+
+    /// The create answer: the payment with the grant's spent amounts (before this payment), if under a grant.
+    fn created_dto(&self, row: &OutgoingRow, spent: Option<(i128, i128)>) -> OutgoingPaymentDto {
+        let mut dto = self.dto(row);
         if let Some((sd, sr)) = spent {
-            let debit_asset = wallet.asset();
+            let debit_asset = Asset {
+                code: row.asset_code.clone(),
+                scale: row.asset_scale,
+            };
             let receive_asset = Asset {
                 code: row.receive_asset_code.clone(),
                 scale: row.receive_asset_scale,
@@ -403,7 +478,7 @@ impl OutgoingPayments {
             dto.grant_spent_debit_amount = Some(amount(sd, &debit_asset));
             dto.grant_spent_receive_amount = Some(amount(sr, &receive_asset));
         }
-        Ok(dto)
+        dto
     }
 
     pub async fn get(&self, id: &str) -> Result<OutgoingRow, ApiError> {
@@ -522,9 +597,20 @@ async fn create(State(s): State<AppState>, auth: RsAuth) -> Result<Response, Api
         grant_id: auth.token.grant_id.clone(),
         limits,
     };
+    let request = RequestKey {
+        signature_digest: auth.signed.signature_digest(),
+        expires_at: auth.signed.replay_horizon(s.verifier.policy.max_skew_secs),
+    };
     let dto = s
         .outgoing
-        .create(&wallet, Some(auth.client_id.clone()), Some(grant), source, req.metadata)
+        .create(
+            &wallet,
+            Some(auth.client_id.clone()),
+            Some(grant),
+            source,
+            req.metadata,
+            Some(request),
+        )
         .await?;
     Ok((StatusCode::CREATED, Json(dto)).into_response())
 }

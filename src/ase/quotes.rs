@@ -271,9 +271,12 @@ impl Quotes {
                 format!("{receiver} is not an incoming payment of this ASE, and no ILP peer is configured"),
             ));
         };
-        let remote_err = |e: RemoteError| match e {
-            RemoteError::Receiver(m) => bad("invalid_receiver", m),
-            RemoteError::RateTooLow(m) => bad("rate_too_low", m),
+        let remote_err = |e: RemoteError| {
+            let code = match e {
+                RemoteError::RateTooLow(_) => "rate_too_low",
+                _ => "invalid_receiver",
+            };
+            bad(code, e.to_string()).with_detail(e.detail())
         };
         if debit.is_some() && receive.is_some() {
             return Err(bad("invalid_request", "give debitAmount or receiveAmount, not both"));

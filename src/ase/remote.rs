@@ -7,6 +7,11 @@
 //! (REFERENCE-RAFIKI.md §2.8): an unauthenticated GET of the incoming payment gives `authServer`; a
 //! non-interactive grant for `incoming-payment` `read-all` there (cached per auth server, re-requested once
 //! on 401/403) lets a signed GET return the payment with `methods[ilp]`. Nothing here writes to the store.
+//!
+//! Every request goes through the [`Egress`] client for client-named URLs (address policy, timeouts, body
+//! caps): the receiver URL and the `authServer` it names are chosen by whoever asked for the quote. What
+//! went wrong is logged and kept for the operator ([`RemoteError::detail`]); the client is told only that
+//! the receiver could not be resolved or reached.
 
 use std::{
     collections::HashMap,
@@ -14,7 +19,7 @@ use std::{
     time::Duration,
 };
 
-use axum::http::Method;
+use axum::http::{Method, StatusCode};
 use base64::{
     Engine as _,
     engine::general_purpose::{URL_SAFE_NO_PAD, URL_SAFE_NO_PAD_INDIFFERENT},
@@ -24,6 +29,7 @@ use serde_json::{Value as Json, json};
 use crate::{
     ase::rates::Rates,
     client::SignedClient,
+    egress::Egress,
     httpsig::jwk::{self, Jwk},
     ilp::{
         Address,
@@ -65,13 +71,30 @@ pub struct RemotePlan {
     pub source_amount: u64,
 }
 
-/// Why a remote receiver cannot be used; the text is for the API caller.
+/// Why a remote receiver cannot be used. The `Display` text is for the API caller; [`RemoteError::detail`]
+/// for the log and the operator.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum RemoteError {
+    /// Resolving the receiver over Open Payments failed; the detail names hosts and statuses.
+    #[error("the receiver could not be resolved")]
+    Unresolvable(String),
+    /// Reaching the receiver over Interledger failed; the detail carries what the peer or receiver said.
+    #[error("the receiver could not be reached over Interledger")]
+    Unreachable(String),
+    /// The receiver cannot be paid with this ASE's configuration (words about our own setup only).
     #[error("{0}")]
     Receiver(String),
     #[error("{0}")]
     RateTooLow(String),
+}
+
+impl RemoteError {
+    /// The full story, for the log and the operator's request detail.
+    pub fn detail(&self) -> String {
+        match self {
+            Self::Unresolvable(d) | Self::Unreachable(d) | Self::Receiver(d) | Self::RateTooLow(d) => d.clone(),
+        }
+    }
 }
 
 struct Inner {
@@ -79,7 +102,7 @@ struct Inner {
     client: Option<SignedClient>,
     client_jwk: Option<Jwk>,
     client_url: String,
-    http: reqwest::Client,
+    http: Egress,
     rates: Rates,
     slippage_ppm: u64,
     expiry: Duration,
@@ -94,26 +117,22 @@ pub struct Remote(Arc<Inner>);
 pub const PROBE_AMOUNT: u64 = 1_000_000_000;
 
 impl Remote {
-    /// `client_key` signs as `client_url` (None: resolving remote receivers is refused).
+    /// `client_key` signs as `client_url` (None: resolving remote receivers is refused); every request goes
+    /// through `http`, the egress client for client-named URLs.
     pub fn new(
         settings: &IlpSettings,
         rates: Rates,
         peers: Peers,
         client_key: Option<&ed25519_dalek::SigningKey>,
         client_url: &str,
+        http: Egress,
     ) -> Self {
-        crate::httpsig::keys::install_default_crypto_provider();
-        let http = reqwest::Client::builder()
-            .redirect(reqwest::redirect::Policy::none())
-            .timeout(Duration::from_secs(30))
-            .build()
-            .unwrap_or_default();
         let kid = client_key.map(|k| jwk::thumbprint(&k.verifying_key()));
         Self(Arc::new(Inner {
             peers,
             client: client_key
                 .zip(kid.as_deref())
-                .map(|(k, kid)| SignedClient::new(k.clone(), kid)),
+                .map(|(k, kid)| SignedClient::with_egress(k.clone(), kid, http.clone())),
             client_jwk: client_key
                 .zip(kid.as_deref())
                 .map(|(k, kid)| Jwk::from_verifying_key(kid, &k.verifying_key())),
@@ -174,13 +193,12 @@ impl Remote {
         let r = client
             .send(Method::POST, auth_server, None, Some(&body))
             .await
-            .map_err(|e| RemoteError::Receiver(format!("the receiver's authorization server {auth_server}: {e}")))?;
+            .map_err(|e| unresolvable(format!("the receiver's authorization server {auth_server}: {e}")))?;
         let token = r.body["access_token"]["value"].as_str().filter(|_| r.status == 200);
         let Some(token) = token else {
-            return Err(RemoteError::Receiver(format!(
-                "the receiver's authorization server {auth_server} refused a read grant (HTTP {}): {}",
+            return Err(unresolvable(format!(
+                "the receiver's authorization server {auth_server} refused a read grant (HTTP {})",
                 r.status,
-                r.body["error"]["description"].as_str().unwrap_or_default()
             )));
         };
         if let Ok(mut g) = self.0.grants.lock() {
@@ -191,49 +209,53 @@ impl Remote {
 
     /// Resolves an incoming payment URL on another ASE (public GET → grant → signed GET).
     pub async fn resolve(&self, url: &str) -> Result<RemoteIncoming, RemoteError> {
-        let bad = |m: String| RemoteError::Receiver(m);
+        crate::gnap::model::check_receiver(url).map_err(|e| unresolvable(e.description))?;
         let client = self
             .0
             .client
             .as_ref()
             .filter(|_| self.0.peers.current().can_send())
             .ok_or_else(|| {
-                bad(format!(
-                    "{url} is not an incoming payment of this ASE, and no ILP peer is configured to pay other ASEs"
-                ))
+                RemoteError::Receiver(
+                    "the receiver is not an incoming payment of this ASE, and no ILP peer is configured to pay other ASEs"
+                        .into(),
+                )
             })?;
         let public = self
             .0
             .http
-            .get(url)
-            .header(reqwest::header::ACCEPT, "application/json")
-            .send()
+            .get_json(url)
             .await
-            .map_err(|e| bad(format!("cannot reach {url}: {e}")))?;
-        let status = public.status();
-        let public: Json = public.json().await.unwrap_or(Json::Null);
-        let Some(auth_server) = public["authServer"].as_str().filter(|_| status.is_success()) else {
-            return Err(bad(format!("{url} is not an incoming payment (HTTP {status})")));
+            .map_err(|e| unresolvable(format!("public GET {url}: {e}")))?;
+        if public.status != StatusCode::OK {
+            return Err(unresolvable(format!("public GET {url}: HTTP {}", public.status)));
+        }
+        let public = public
+            .json()
+            .map_err(|e| unresolvable(format!("public GET {url}: {e}")))?;
+        let Some(auth_server) = public["authServer"].as_str() else {
+            return Err(unresolvable(format!("{url} names no authServer")));
         };
+        crate::gnap::model::check_uri("authServer", auth_server).map_err(|e| unresolvable(e.description))?;
         let mut body = None;
         for attempt in 0..2 {
             let token = self.grant(client, auth_server).await?;
             let r = client
                 .send(Method::GET, url, Some(&token), None)
                 .await
-                .map_err(|e| bad(format!("cannot read {url}: {e}")))?;
+                .map_err(|e| unresolvable(format!("signed GET {url}: {e}")))?;
             if matches!(r.status, 401 | 403) && attempt == 0 {
                 self.forget_grant(auth_server);
                 continue;
             }
             if r.status != 200 {
-                return Err(bad(format!("reading {url} was refused (HTTP {})", r.status)));
+                return Err(unresolvable(format!("signed GET {url}: HTTP {}", r.status)));
             }
             body = Some(r.body);
             break;
         }
-        let body = body.ok_or_else(|| bad(format!("reading {url} was refused")))?;
-        parse_incoming(url, &body).map_err(bad)
+        let body = body.ok_or_else(|| unresolvable(format!("reading {url} was refused")))?;
+        parse_incoming(url, &body).map_err(unresolvable)
     }
 
     /// The operator's rate from `from` to `to` less the slippage (the floor every packet must reach).
@@ -266,8 +288,8 @@ impl Remote {
             if let Some((code, scale)) = asset
                 && (code != r.asset.code || scale != r.asset.scale)
             {
-                return Err(bad(format!(
-                    "the receiver's STREAM asset {code}/{scale} differs from its incoming payment's"
+                return Err(RemoteError::Unreachable(format!(
+                    "the receiver's STREAM asset {code:?}/{scale} differs from its incoming payment's"
                 )));
             }
             conn.probe(PROBE_AMOUNT).await.map_err(send_error)
@@ -297,7 +319,12 @@ fn minimum_rate(rates: &Rates, slippage_ppm: u64, from: &Asset, to: &Asset) -> R
 }
 
 fn send_error(e: SendError) -> RemoteError {
-    RemoteError::Receiver(e.to_string())
+    RemoteError::Unreachable(e.to_string())
+}
+
+fn unresolvable(detail: String) -> RemoteError {
+    tracing::info!(%detail, "remote receiver not resolved");
+    RemoteError::Unresolvable(detail)
 }
 
 fn amount_of(v: &Json) -> Option<(u64, Asset)> {

@@ -175,17 +175,18 @@ impl AccessItem {
     }
 }
 
-/// Checks `^(https|http)://(.+)/incoming-payments/(.+)$` and URL syntax.
+/// A receiver is an incoming payment URL: an absolute http(s) URL (as [`check_uri`]) whose *path* ends in
+/// `/incoming-payments/{id}` (one non-empty segment), with no query and no fragment.
 pub fn check_receiver(r: &str) -> Result<(), GnapError> {
-    check_uri("receiver", r)?;
-    let rest = r.strip_prefix("https://").or_else(|| r.strip_prefix("http://"));
-    let ok = rest
-        .and_then(|s| s.find("/incoming-payments/").map(|i| (i, s)))
-        .is_some_and(|(i, s)| i > 0 && s.len() > i + "/incoming-payments/".len());
-    if !ok {
-        return Err(GnapError::invalid_request(format!(
-            "receiver {r:?} is not an incoming payment URL"
-        )));
+    let u = check_uri("receiver", r)?;
+    let not_incoming = || GnapError::invalid_request(format!("receiver {r:?} is not an incoming payment URL"));
+    if u.query().is_some() || r.contains('?') || r.contains('#') {
+        return Err(not_incoming());
+    }
+    let mut segments = u.path_segments().ok_or_else(not_incoming)?.rev();
+    let id = segments.next().unwrap_or_default();
+    if id.is_empty() || segments.next() != Some("incoming-payments") {
+        return Err(not_incoming());
     }
     Ok(())
 }
@@ -497,6 +498,18 @@ mod tests {
         assert!(check_receiver("http://b.test:4000/bob/incoming-payments/x").is_ok());
         assert!(check_receiver("https://b.test/incoming-payments/").is_err());
         assert!(check_receiver("ftp://b.test/incoming-payments/1").is_err());
+        for bad in [
+            "http://b.test/x?next=/incoming-payments/1",
+            "http://b.test/incoming-payments/1?x=1",
+            "http://b.test/incoming-payments/1?",
+            "http://b.test/incoming-payments/1#frag",
+            "http://b.test/incoming-payments/1/",
+            "http://b.test/incoming-payments/1/complete",
+            "http://b.test/incoming-payments",
+            "http://u:p@b.test/incoming-payments/1",
+        ] {
+            assert!(check_receiver(bad).is_err(), "{bad}");
+        }
         assert!(check_uri("u", "https://good@evil.test/").is_err());
         assert!(check_uri("u", "https://evil.test#@good").is_err());
         assert!(check_uri("u", "javascript:alert(1)").is_err());

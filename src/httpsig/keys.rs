@@ -1,30 +1,27 @@
 //! Client key discovery for the GNAP authorization server: turns a client's
 //! wallet address into its Ed25519 verifying keys, by fetching
 //! `{walletAddress}/jwks.json` (SECURITY.md §2.7) or, for wallets this ASE hosts,
-//! by asking the store through a closure without any HTTP. Owns the SSRF defences
-//! (URL validation, address policy applied to IP literals and again after DNS
-//! resolution, no redirects or proxies, timeouts, a byte cap on the body) and the
-//! key cache with its refetch throttle. It verifies no signatures and never sends
-//! key material or fetch errors to clients: `KeyError` text is for logs only.
+//! by asking the store through a closure without any HTTP. Owns wallet URL
+//! validation and the key cache with its refetch throttle and its short memory of
+//! failed fetches; the requests themselves go through [`crate::egress`] (address
+//! policy, timeouts, body cap). It verifies no signatures and never sends key
+//! material or fetch errors to clients: `KeyError` text is for logs only.
 
 use std::collections::{HashMap, HashSet};
-use std::error::Error as StdError;
 use std::fmt;
 use std::future::Future;
-use std::io;
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
+use axum::http::StatusCode;
 use ed25519_dalek::VerifyingKey;
-use reqwest::StatusCode;
-use reqwest::header::{ACCEPT, CONTENT_TYPE};
-use rustls_platform_verifier::BuilderVerifierExt as _;
 use serde::Deserialize;
 use tokio::sync::OnceCell;
 use tokio::time::Instant;
-use url::{Host, Url};
+use url::Url;
+
+use crate::egress::{self, Egress, EgressError};
 
 // In opdesk this module is `crate::httpsig::keys`: import these as `super::jwk::{Jwk, Jwks}`.
 use super::jwk::{Jwk, Jwks};
@@ -32,29 +29,22 @@ use super::jwk::{Jwk, Jwks};
 /// Longest wallet address URL accepted, before and after normalisation.
 pub const MAX_URL_LEN: usize = 2048;
 
-/// Where and how client key sets may be fetched. Build it with
-/// [`FetchPolicy::for_listen_addr`] and adjust the fields if needed.
+/// How client key sets are fetched and cached. Build it with [`FetchPolicy::for_listen_addr`] and adjust the
+/// fields if needed; where requests may go is the [`egress::Policy`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FetchPolicy {
-    /// Loopback hosts (`127.0.0.0/8`, `::1`, `localhost`) may be fetched.
-    pub allow_loopback: bool,
-    /// Private, link-local, CGNAT, ULA, documentation and benchmarking ranges may be fetched.
-    pub allow_private: bool,
-    /// Limit for establishing the TCP (and TLS) connection, DNS included.
-    pub connect_timeout: Duration,
-    /// Limit for the whole fetch, from sending the request to the last body byte.
-    pub total_timeout: Duration,
-    /// Largest JWKS body read; the fetch aborts as soon as it is exceeded.
-    pub max_body_bytes: usize,
+    /// Addresses, schemes, timeouts and the body cap.
+    pub egress: egress::Policy,
     /// Most entries a JWKS may list (usable or not).
     pub max_keys: usize,
     /// How long a fetched key set is used before it is fetched again.
     pub cache_ttl: Duration,
+    /// How long a failed fetch is remembered: requests naming the wallet meanwhile fail at once, without a
+    /// new outbound request.
+    pub failure_ttl: Duration,
     /// An unknown `kid` triggers a refetch only if the wallet's keys were last
     /// fetched (or refetched) at least this long ago.
     pub refetch_interval: Duration,
-    /// Plain `http` for any host (otherwise only for allowed loopback hosts).
-    pub allow_http: bool,
     /// Most wallets kept in the cache; the oldest entry is evicted beyond it.
     pub max_cached_wallets: usize,
 }
@@ -65,110 +55,13 @@ impl FetchPolicy {
     /// Plain `http` is allowed for loopback hosts only.
     pub fn for_listen_addr(listen_is_loopback: bool) -> Self {
         Self {
-            allow_loopback: listen_is_loopback,
-            allow_private: listen_is_loopback,
-            connect_timeout: Duration::from_secs(2),
-            total_timeout: Duration::from_secs(5),
-            max_body_bytes: 64 * 1024,
+            egress: egress::Policy::for_listen_addr(listen_is_loopback),
             max_keys: 16,
             cache_ttl: Duration::from_secs(300),
+            failure_ttl: Duration::from_secs(10),
             refetch_interval: Duration::from_secs(30),
-            allow_http: false,
             max_cached_wallets: 1024,
         }
-    }
-}
-
-/// How an address is treated by [`is_forbidden`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum AddrClass {
-    /// Globally routable as far as we know.
-    Public,
-    /// `127.0.0.0/8`, `::1`.
-    Loopback,
-    /// Private, link-local, CGNAT, ULA, documentation, benchmarking and similar.
-    Private,
-    /// Never a unicast HTTP server: unspecified (which reaches this host), broadcast,
-    /// multicast, reserved and deprecated embeddings.
-    Never,
-}
-
-fn classify(ip: IpAddr) -> AddrClass {
-    match ip {
-        IpAddr::V4(v4) => classify_v4(v4),
-        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
-            Some(v4) => classify_v4(v4),
-            None => classify_v6(v6),
-        },
-    }
-}
-
-fn classify_v4(ip: Ipv4Addr) -> AddrClass {
-    let [a, b, c, _] = ip.octets();
-    match (a, b, c) {
-        // 0.0.0.0/8 ("this network"; connecting to 0.0.0.0 reaches this host),
-        // 224.0.0.0/4 multicast, 240.0.0.0/4 reserved and the broadcast address.
-        (0, _, _) | (224..=255, _, _) => AddrClass::Never,
-        (127, _, _) => AddrClass::Loopback,
-        (10, _, _)
-        | (172, 16..=31, _)
-        | (192, 168, _)
-        | (169, 254, _)     // link-local, cloud metadata
-        | (100, 64..=127, _) // CGNAT
-        | (192, 0, 0)       // IETF protocol assignments
-        | (192, 0, 2)       // documentation
-        | (198, 51, 100)
-        | (203, 0, 113)
-        | (198, 18..=19, _) // benchmarking
-        | (192, 88, 99) => AddrClass::Private, // deprecated 6to4 relay anycast
-        _ => AddrClass::Public,
-    }
-}
-
-fn classify_v6(ip: Ipv6Addr) -> AddrClass {
-    let s = ip.segments();
-    if ip.is_unspecified() || ip.is_multicast() {
-        return AddrClass::Never;
-    }
-    if ip.is_loopback() {
-        return AddrClass::Loopback;
-    }
-    let embedded = |hi: u16, lo: u16| {
-        let [a, b] = hi.to_be_bytes();
-        let [c, d] = lo.to_be_bytes();
-        Ipv4Addr::new(a, b, c, d)
-    };
-    match s {
-        // ::/96 IPv4-compatible (deprecated) and ::ffff:0:0:0/96 IPv4-translated.
-        [0, 0, 0, 0, 0, 0, _, _] | [0, 0, 0, 0, 0xffff, 0, _, _] => AddrClass::Never,
-        // 100::/64 discard-only.
-        [0x100, 0, 0, 0, ..] => AddrClass::Never,
-        // 64:ff9b::/96 NAT64: judged by the IPv4 address a gateway would reach.
-        [0x64, 0xff9b, 0, 0, 0, 0, hi, lo] => classify_v4(embedded(hi, lo)),
-        // 6to4 2002::/16 embeds an IPv4 address too.
-        [0x2002, hi, lo, ..] => classify_v4(embedded(hi, lo)),
-        // 64:ff9b:1::/48 local-use NAT64.
-        [0x64, 0xff9b, 1, ..] => AddrClass::Private,
-        // fc00::/7 ULA, fe80::/10 link-local, fec0::/10 site-local (deprecated).
-        [x, ..] if x & 0xfe00 == 0xfc00 || x & 0xffc0 == 0xfe80 || x & 0xffc0 == 0xfec0 => AddrClass::Private,
-        // 2001::/23 IETF protocol assignments (Teredo, benchmarking, ORCHID, ...),
-        // 2001:db8::/32 and 3fff::/20 documentation.
-        [0x2001, y, ..] if y < 0x0200 || y == 0x0db8 => AddrClass::Private,
-        [0x3fff, y, ..] if y < 0x1000 => AddrClass::Private,
-        _ => AddrClass::Public,
-    }
-}
-
-/// Whether `policy` refuses to connect to `ip`. IPv4-mapped IPv6 addresses
-/// (`::ffff:a.b.c.d`) are judged as their IPv4 address; NAT64 and 6to4 addresses
-/// by the IPv4 address they embed. Unspecified, broadcast, multicast and reserved
-/// addresses are always refused.
-pub fn is_forbidden(ip: IpAddr, policy: &FetchPolicy) -> bool {
-    match classify(ip) {
-        AddrClass::Public => false,
-        AddrClass::Loopback => !policy.allow_loopback,
-        AddrClass::Private => !policy.allow_private,
-        AddrClass::Never => true,
     }
 }
 
@@ -211,7 +104,7 @@ pub enum KeyError {
     Local(String),
 }
 
-/// A boxed, sendable future (what [`LocalKeys`] and [`HostResolver`] return).
+/// A boxed, sendable future (what [`LocalKeys`] returns).
 pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
 
 /// Key sets of wallets hosted by this ASE, by wallet name (the one path segment
@@ -219,108 +112,7 @@ pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
 /// kept). `Ok(None)` means no such wallet.
 pub type LocalKeys = Arc<dyn Fn(String) -> BoxFuture<Result<Option<Jwks>, String>> + Send + Sync>;
 
-/// Name resolution used for key fetches. The answer is filtered by the
-/// [`FetchPolicy`] afterwards, so an implementation need not (and must not be
-/// trusted to) apply it.
-pub trait HostResolver: Send + Sync + 'static {
-    /// All addresses of `host` (a domain name, never an IP literal).
-    fn lookup(&self, host: String) -> BoxFuture<io::Result<Vec<IpAddr>>>;
-}
-
-/// The production resolver: the system's, through `tokio::net::lookup_host`.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct SystemResolver;
-
-impl HostResolver for SystemResolver {
-    fn lookup(&self, host: String) -> BoxFuture<io::Result<Vec<IpAddr>>> {
-        Box::pin(async move {
-            let addrs = tokio::net::lookup_host((host.as_str(), 0)).await?;
-            Ok(addrs.map(|a| a.ip()).collect())
-        })
-    }
-}
-
-/// A fixed name → addresses table, for tests: every other name fails to resolve,
-/// so nothing leaves the machine.
-#[derive(Debug, Clone, Default)]
-pub struct StaticResolver {
-    names: HashMap<String, Vec<IpAddr>>,
-}
-
-impl StaticResolver {
-    /// An empty table.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// Adds `ip` to the addresses of `host` (matched case-insensitively).
-    pub fn with(mut self, host: &str, ip: IpAddr) -> Self {
-        self.names.entry(host.to_ascii_lowercase()).or_default().push(ip);
-        self
-    }
-}
-
-impl HostResolver for StaticResolver {
-    fn lookup(&self, host: String) -> BoxFuture<io::Result<Vec<IpAddr>>> {
-        let found = self.names.get(&host.to_ascii_lowercase()).cloned();
-        Box::pin(async move { found.ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, "unknown host")) })
-    }
-}
-
-/// Every address of a name was refused by the policy (the DNS-level SSRF check).
-#[derive(Debug)]
-struct ForbiddenAddress {
-    host: String,
-    addrs: Vec<IpAddr>,
-}
-
-impl fmt::Display for ForbiddenAddress {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} resolves only to refused addresses {:?}", self.host, self.addrs)
-    }
-}
-
-impl StdError for ForbiddenAddress {}
-
-/// reqwest's resolver: resolve with the inner [`HostResolver`], then drop every
-/// address the policy refuses. Checking after resolution defeats DNS rebinding,
-/// since the addresses returned here are the ones connected to.
-struct PolicyResolver {
-    inner: Arc<dyn HostResolver>,
-    policy: FetchPolicy,
-}
-
-impl PolicyResolver {
-    async fn resolve_allowed(
-        inner: Arc<dyn HostResolver>,
-        policy: FetchPolicy,
-        host: String,
-    ) -> Result<Vec<SocketAddr>, Box<dyn StdError + Send + Sync>> {
-        let addrs = inner.lookup(host.clone()).await?;
-        if addrs.is_empty() {
-            return Err(io::Error::new(io::ErrorKind::NotFound, "no addresses").into());
-        }
-        let allowed: Vec<SocketAddr> = addrs
-            .iter()
-            .filter(|ip| !is_forbidden(**ip, &policy))
-            .map(|ip| SocketAddr::new(*ip, 0))
-            .collect();
-        if allowed.is_empty() {
-            return Err(Box::new(ForbiddenAddress { host, addrs }));
-        }
-        Ok(allowed)
-    }
-}
-
-impl reqwest::dns::Resolve for PolicyResolver {
-    fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
-        let fut = Self::resolve_allowed(self.inner.clone(), self.policy.clone(), name.as_str().to_owned());
-        Box::pin(async move {
-            let addrs = fut.await?;
-            Ok(Box::new(addrs.into_iter()) as reqwest::dns::Addrs)
-        })
-    }
-}
+pub use crate::egress::{HostResolver, StaticResolver, SystemResolver};
 
 /// Parses and normalises a wallet address URL, refusing anything that is not a
 /// plain absolute `http(s)` URL: userinfo, fragment, query, control characters
@@ -359,41 +151,6 @@ fn parse_wallet_url(input: &str) -> Result<Url, KeyError> {
         return invalid("longer than 2048 bytes once normalised");
     }
     Ok(url)
-}
-
-/// Applies the address and scheme policy to what can be judged before any
-/// connection: IP-literal hosts (which reqwest connects to without asking the
-/// resolver) and `localhost` names. Domain names are checked again after
-/// resolution by [`PolicyResolver`].
-fn check_remote(url: &Url, policy: &FetchPolicy) -> Result<(), KeyError> {
-    let loopback = match url.host() {
-        Some(Host::Ipv4(ip)) => check_ip(IpAddr::V4(ip), policy)?,
-        Some(Host::Ipv6(ip)) => check_ip(IpAddr::V6(ip), policy)?,
-        Some(Host::Domain(name)) => {
-            let name = name.trim_end_matches('.');
-            let loopback = name == "localhost" || name.ends_with(".localhost");
-            if loopback && !policy.allow_loopback {
-                return Err(KeyError::Forbidden(format!("loopback host {name}")));
-            }
-            loopback
-        }
-        None => return Err(KeyError::InvalidUrl("no host".to_owned())),
-    };
-    if url.scheme() == "http" && !policy.allow_http && !(loopback && policy.allow_loopback) {
-        return Err(KeyError::Forbidden(format!(
-            "plain http to {}",
-            url.host_str().unwrap_or_default()
-        )));
-    }
-    Ok(())
-}
-
-/// Refuses a forbidden IP literal; says whether it is a loopback address.
-fn check_ip(ip: IpAddr, policy: &FetchPolicy) -> Result<bool, KeyError> {
-    if is_forbidden(ip, policy) {
-        return Err(KeyError::Forbidden(format!("address {ip}")));
-    }
-    Ok(classify(ip) == AddrClass::Loopback)
 }
 
 /// `{wallet}/jwks.json`; a wallet address without a path keeps its document
@@ -511,7 +268,8 @@ impl KeySet {
 }
 
 struct CacheEntry {
-    set: Arc<KeySet>,
+    /// The key set, or why the last fetch failed (kept only for the policy's `failure_ttl`).
+    set: Result<Arc<KeySet>, KeyError>,
     fetched_at: Instant,
     /// Last fetch or unknown-`kid` refetch claim: the throttle's clock.
     last_attempt: Instant,
@@ -523,7 +281,7 @@ struct Inner {
     policy: FetchPolicy,
     public: PublicBase,
     local: LocalKeys,
-    http: reqwest::Client,
+    http: Egress,
     cache: Mutex<HashMap<String, CacheEntry>>,
     /// Fetches under way, so that concurrent misses for one wallet share one request.
     inflight: Mutex<HashMap<String, Fetch>>,
@@ -548,77 +306,6 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// The HTTP client for key fetches: TLS through rustls with the *ring* provider
-/// and the platform's roots, resolution through [`PolicyResolver`], no redirects,
-/// proxies, retries, pooling or compression, and the policy's timeouts.
-fn build_client(policy: &FetchPolicy, resolver: Arc<dyn HostResolver>) -> Result<reqwest::Client, KeyError> {
-    let tls_error = |e: rustls::Error| KeyError::Unreachable(format!("TLS setup: {e}"));
-    let tls = rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
-        .with_safe_default_protocol_versions()
-        .map_err(tls_error)?
-        .with_platform_verifier()
-        .map_err(tls_error)?
-        .with_no_client_auth();
-    reqwest::Client::builder()
-        .tls_backend_preconfigured(tls)
-        .dns_resolver(Arc::new(PolicyResolver {
-            inner: resolver,
-            policy: policy.clone(),
-        }))
-        .redirect(reqwest::redirect::Policy::none())
-        .retry(reqwest::retry::never())
-        .no_proxy()
-        .referer(false)
-        .http1_only()
-        .pool_max_idle_per_host(0)
-        .connect_timeout(policy.connect_timeout)
-        .timeout(policy.total_timeout)
-        .user_agent(concat!("opdesk/", env!("CARGO_PKG_VERSION")))
-        .build()
-        .map_err(|e| KeyError::Unreachable(format!("HTTP client setup: {}", error_chain(&e))))
-}
-
-/// Installs rustls' *ring* provider as the process default, unless one is
-/// installed already. With reqwest's `rustls-no-provider` feature (which this
-/// module needs to keep aws-lc out) every `reqwest::Client` built without a
-/// preconfigured TLS config panics until a default exists, so call this once at
-/// startup and in test helpers. [`KeyResolver`] itself does not depend on it.
-pub fn install_default_crypto_provider() {
-    if rustls::crypto::CryptoProvider::get_default().is_none() {
-        // Err only if another thread won the race, which is just as good.
-        let _ = rustls::crypto::ring::default_provider().install_default();
-    }
-}
-
-/// An error and its sources, joined with `: `.
-fn error_chain(e: &(dyn StdError + 'static)) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        let part = s.to_string();
-        if !text.contains(&part) {
-            text.push_str(": ");
-            text.push_str(&part);
-        }
-        source = s.source();
-    }
-    text
-}
-
-fn map_reqwest(e: reqwest::Error) -> KeyError {
-    let mut source: Option<&(dyn StdError + 'static)> = Some(&e);
-    while let Some(s) = source {
-        if let Some(f) = s.downcast_ref::<ForbiddenAddress>() {
-            return KeyError::Forbidden(f.to_string());
-        }
-        source = s.source();
-    }
-    if e.is_timeout() {
-        return KeyError::Timeout;
-    }
-    KeyError::Unreachable(error_chain(&e))
-}
-
 impl KeyResolver {
     /// A resolver using the system's name resolution. `public_url` is this ASE's
     /// public base URL; wallets directly under it are looked up with `local`.
@@ -635,7 +322,7 @@ impl KeyResolver {
         resolver: Arc<dyn HostResolver>,
     ) -> Result<Self, KeyError> {
         let public = PublicBase::parse(public_url)?;
-        let http = build_client(&policy, resolver)?;
+        let http = Egress::with_host_resolver(policy.egress.clone(), resolver).map_err(KeyError::from)?;
         Ok(Self {
             inner: Arc::new(Inner {
                 policy,
@@ -699,15 +386,20 @@ impl KeyResolver {
     }
 
     async fn remote_set(&self, url: &Url) -> Result<Arc<KeySet>, KeyError> {
-        let fresh = {
+        let policy = &self.inner.policy;
+        let cached = {
             let cache = lock(&self.inner.cache);
-            cache
-                .get(url.as_str())
-                .filter(|e| e.fetched_at.elapsed() < self.inner.policy.cache_ttl)
-                .map(|e| e.set.clone())
+            cache.get(url.as_str()).and_then(|e| {
+                let ttl = if e.set.is_ok() {
+                    policy.cache_ttl
+                } else {
+                    policy.failure_ttl
+                };
+                (e.fetched_at.elapsed() < ttl).then(|| e.set.clone())
+            })
         };
-        match fresh {
-            Some(set) => Ok(set),
+        match cached {
+            Some(set) => set,
             None => self.fetch_shared(url).await,
         }
     }
@@ -737,13 +429,15 @@ impl KeyResolver {
         result
     }
 
+    /// Fetches the key set and remembers the outcome: a key set for `cache_ttl`, a failure for
+    /// `failure_ttl`, so a client naming an unreachable wallet costs one outbound request per interval.
     async fn fetch_and_store(&self, url: &Url) -> Result<Arc<KeySet>, KeyError> {
-        let set = Arc::new(self.fetch(url).await?);
+        let set = self.fetch(url).await.map(Arc::new);
         let now = Instant::now();
         let policy = &self.inner.policy;
         let mut cache = lock(&self.inner.cache);
         if cache.len() >= policy.max_cached_wallets && !cache.contains_key(url.as_str()) {
-            cache.retain(|_, e| e.fetched_at.elapsed() < policy.cache_ttl);
+            cache.retain(|_, e| e.fetched_at.elapsed() < policy.cache_ttl && e.set.is_ok());
             if cache.len() >= policy.max_cached_wallets {
                 let oldest = cache.iter().min_by_key(|(_, e)| e.fetched_at).map(|(k, _)| k.clone());
                 if let Some(oldest) = oldest {
@@ -759,54 +453,32 @@ impl KeyResolver {
                 last_attempt: now,
             },
         );
-        Ok(set)
+        set
     }
 
+    /// GETs `{wallet}/jwks.json` through the egress client: a 200 `application/json` answer within the caps.
     async fn fetch(&self, wallet: &Url) -> Result<KeySet, KeyError> {
-        let policy = &self.inner.policy;
-        check_remote(wallet, policy)?;
-        let body = tokio::time::timeout(policy.total_timeout, self.download(jwks_url(wallet)))
-            .await
-            .map_err(|_| KeyError::Timeout)??;
-        KeySet::from_json(&body, policy.max_keys)
-    }
-
-    /// GETs `url` and returns the body of a 200 `application/json` answer, read
-    /// chunk by chunk and abandoned as soon as it exceeds the byte cap.
-    async fn download(&self, url: Url) -> Result<Vec<u8>, KeyError> {
-        let max = self.inner.policy.max_body_bytes;
-        let mut response = self
-            .inner
-            .http
-            .get(url)
-            .header(ACCEPT, "application/json")
-            .send()
-            .await
-            .map_err(map_reqwest)?;
-        if response.status() != StatusCode::OK {
-            return Err(KeyError::BadStatus(response.status().as_u16()));
+        let reply = self.inner.http.get_json(jwks_url(wallet).as_str()).await?;
+        if reply.status != StatusCode::OK {
+            return Err(KeyError::BadStatus(reply.status.as_u16()));
         }
-        let content_type = response
-            .headers()
-            .get(CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or_default();
-        let essence = content_type.split(';').next().unwrap_or_default().trim();
-        if !essence.eq_ignore_ascii_case("application/json") {
+        if !reply.is_json() {
             return Err(KeyError::NotJson);
         }
-        let declared = response.content_length().unwrap_or(0);
-        if declared > max as u64 {
-            return Err(KeyError::TooLarge);
+        KeySet::from_json(&reply.body, self.inner.policy.max_keys)
+    }
+}
+
+impl From<EgressError> for KeyError {
+    fn from(e: EgressError) -> Self {
+        match e {
+            EgressError::InvalidUrl(m) => Self::InvalidUrl(m),
+            EgressError::Forbidden(m) => Self::Forbidden(m),
+            EgressError::Timeout => Self::Timeout,
+            EgressError::TooLarge => Self::TooLarge,
+            EgressError::NotJson => Self::NotJson,
+            EgressError::Unreachable(m) => Self::Unreachable(m),
         }
-        let mut body = Vec::with_capacity(usize::try_from(declared).unwrap_or(max).min(max));
-        while let Some(chunk) = response.chunk().await.map_err(map_reqwest)? {
-            if body.len() + chunk.len() > max {
-                return Err(KeyError::TooLarge);
-            }
-            body.extend_from_slice(&chunk);
-        }
-        Ok(body)
     }
 }
 
@@ -815,6 +487,8 @@ mod tests {
     use super::*;
     use ed25519_dalek::SigningKey;
     use serde_json::{Value, json};
+    use std::io;
+    use std::net::{IpAddr, Ipv4Addr, SocketAddr};
     use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     use tokio::net::{TcpListener, TcpStream};
@@ -822,85 +496,13 @@ mod tests {
     // ---------- pure functions ----------
 
     #[test]
-    fn is_forbidden_table() {
-        let open = FetchPolicy {
-            allow_loopback: true,
-            allow_private: true,
-            ..FetchPolicy::for_listen_addr(true)
-        };
-        let prod = FetchPolicy::for_listen_addr(false);
-        let loop_only = FetchPolicy {
-            allow_private: false,
-            ..open.clone()
-        };
-        // (address, refused in production, refused with everything allowed, refused with loopback only)
-        let table: &[(&str, bool, bool, bool)] = &[
-            ("8.8.8.8", false, false, false),
-            ("1.1.1.1", false, false, false),
-            ("2606:4700:4700::1111", false, false, false),
-            ("::ffff:8.8.8.8", false, false, false),
-            ("64:ff9b::808:808", false, false, false),
-            ("2002:808:808::1", false, false, false),
-            ("127.0.0.1", true, false, false),
-            ("127.255.255.254", true, false, false),
-            ("::1", true, false, false),
-            ("::ffff:127.0.0.1", true, false, false),
-            ("64:ff9b::7f00:1", true, false, false),
-            ("2002:7f00:1::", true, false, false),
-            ("10.0.0.1", true, false, true),
-            ("172.16.0.1", true, false, true),
-            ("172.31.255.255", true, false, true),
-            ("172.32.0.1", false, false, false),
-            ("192.168.1.1", true, false, true),
-            ("::ffff:192.168.1.1", true, false, true),
-            ("169.254.169.254", true, false, true),
-            ("::ffff:169.254.169.254", true, false, true),
-            ("100.64.0.1", true, false, true),
-            ("100.127.255.255", true, false, true),
-            ("100.128.0.1", false, false, false),
-            ("192.0.0.1", true, false, true),
-            ("192.0.2.1", true, false, true),
-            ("198.51.100.7", true, false, true),
-            ("203.0.113.9", true, false, true),
-            ("198.18.0.1", true, false, true),
-            ("fc00::1", true, false, true),
-            ("fd12:3456::1", true, false, true),
-            ("fe80::1", true, false, true),
-            ("febf::1", true, false, true),
-            ("fec0::1", true, false, true),
-            ("2001:db8::1", true, false, true),
-            ("2001:0:4136:e378::1", true, false, true),
-            ("3fff::1", true, false, true),
-            ("64:ff9b:1::1", true, false, true),
-            ("0.0.0.0", true, true, true),
-            ("0.1.2.3", true, true, true),
-            ("::", true, true, true),
-            ("::ffff:0.0.0.0", true, true, true),
-            ("255.255.255.255", true, true, true),
-            ("224.0.0.1", true, true, true),
-            ("239.255.255.250", true, true, true),
-            ("240.0.0.1", true, true, true),
-            ("ff02::1", true, true, true),
-            ("::7f00:1", true, true, true),
-            ("::ffff:0:7f00:1", true, true, true),
-            ("100::1", true, true, true),
-        ];
-        for (addr, in_prod, in_open, in_loop_only) in table {
-            let ip: IpAddr = addr.parse().unwrap();
-            assert_eq!(is_forbidden(ip, &prod), *in_prod, "{addr} production");
-            assert_eq!(is_forbidden(ip, &open), *in_open, "{addr} open");
-            assert_eq!(is_forbidden(ip, &loop_only), *in_loop_only, "{addr} loopback only");
-        }
-    }
-
-    #[test]
     fn default_policy_follows_listen_address() {
         let dev = FetchPolicy::for_listen_addr(true);
-        assert!(dev.allow_loopback && dev.allow_private && !dev.allow_http);
+        assert!(dev.egress.allow_loopback && dev.egress.allow_private && !dev.egress.allow_http);
         let prod = FetchPolicy::for_listen_addr(false);
-        assert!(!prod.allow_loopback && !prod.allow_private && !prod.allow_http);
-        assert_eq!(prod.max_body_bytes, 64 * 1024);
-        assert!(prod.connect_timeout <= prod.total_timeout);
+        assert!(!prod.egress.allow_loopback && !prod.egress.allow_private && !prod.egress.allow_http);
+        assert_eq!(prod.egress.max_body_bytes, 64 * 1024);
+        assert!(prod.failure_ttl < prod.cache_ttl);
     }
 
     #[test]
@@ -950,54 +552,6 @@ mod tests {
     }
 
     #[test]
-    fn remote_policy_table() {
-        let prod = FetchPolicy::for_listen_addr(false);
-        let dev = FetchPolicy::for_listen_addr(true);
-        let check = |input: &str, policy: &FetchPolicy| check_remote(&parse_wallet_url(input).unwrap(), policy);
-        for input in [
-            "https://127.0.0.1/alice",
-            "https://0x7f.1/alice",
-            "https://2130706433/alice",
-            "https://0177.0.0.1/alice",
-            "https://[::1]/alice",
-            "https://[::ffff:127.0.0.1]/alice",
-            "https://localhost/alice",
-            "https://LOCALHOST./alice",
-            "https://api.localhost/alice",
-            "https://169.254.169.254/latest/meta-data",
-            "https://10.1.2.3/alice",
-            "https://[fe80::1]/alice",
-            "https://[fd00::1]/alice",
-            "https://0.0.0.0/alice",
-            "http://example.com/alice",
-            "http://8.8.8.8/alice",
-        ] {
-            assert!(matches!(check(input, &prod), Err(KeyError::Forbidden(_))), "{input}");
-        }
-        for input in ["https://example.com/alice", "https://8.8.8.8/alice"] {
-            check(input, &prod).unwrap();
-        }
-        // Development: loopback over plain http is fine; other hosts still need https.
-        for input in [
-            "http://127.0.0.1:3000/alice",
-            "http://localhost:3000/alice",
-            "http://[::1]:3000/alice",
-            "https://10.1.2.3/alice",
-        ] {
-            check(input, &dev).unwrap();
-        }
-        for input in ["http://10.1.2.3/alice", "http://example.com/alice"] {
-            assert!(matches!(check(input, &dev), Err(KeyError::Forbidden(_))));
-        }
-        let http_ok = FetchPolicy {
-            allow_http: true,
-            ..prod.clone()
-        };
-        check("http://example.com/alice", &http_ok).unwrap();
-        assert!(check("http://127.0.0.1/alice", &http_ok).is_err());
-    }
-
-    #[test]
     fn jwks_location() {
         let at = |w: &str| jwks_url(&parse_wallet_url(w).unwrap()).to_string();
         assert_eq!(at("https://example.com/alice"), "https://example.com/alice/jwks.json");
@@ -1034,36 +588,6 @@ mod tests {
         for bad in ["not a url", "https://u@ase.example", "ftp://ase.example"] {
             assert!(matches!(PublicBase::parse(bad), Err(KeyError::InvalidUrl(_))));
         }
-    }
-
-    #[tokio::test]
-    async fn resolver_drops_forbidden_addresses() {
-        let stub = StaticResolver::new()
-            .with("mixed.test", "127.0.0.1".parse().unwrap())
-            .with("mixed.test", "8.8.8.8".parse().unwrap())
-            .with("mixed.test", "::ffff:10.0.0.1".parse().unwrap())
-            .with("bad.test", "169.254.169.254".parse().unwrap())
-            .with("bad.test", "::1".parse().unwrap());
-        let inner: Arc<dyn HostResolver> = Arc::new(stub);
-        let prod = FetchPolicy::for_listen_addr(false);
-        // Only resolution happens here: nothing connects to these addresses.
-        let got = PolicyResolver::resolve_allowed(inner.clone(), prod.clone(), "mixed.test".into())
-            .await
-            .unwrap();
-        assert_eq!(got, vec!["8.8.8.8:0".parse::<SocketAddr>().unwrap()]);
-        let err = PolicyResolver::resolve_allowed(inner.clone(), prod, "bad.test".into())
-            .await
-            .unwrap_err();
-        assert!(err.downcast_ref::<ForbiddenAddress>().is_some());
-        let dev = FetchPolicy::for_listen_addr(true);
-        let got = PolicyResolver::resolve_allowed(inner.clone(), dev, "mixed.test".into())
-            .await
-            .unwrap();
-        assert_eq!(got.len(), 3);
-        let err = PolicyResolver::resolve_allowed(inner, FetchPolicy::for_listen_addr(true), "nowhere.test".into())
-            .await
-            .unwrap_err();
-        assert!(err.downcast_ref::<ForbiddenAddress>().is_none());
     }
 
     // ---------- loopback mock JWKS server ----------
@@ -1234,11 +758,20 @@ mod tests {
 
     /// Short timeouts, loopback allowed (the mocks live there).
     fn test_policy() -> FetchPolicy {
+        let base = FetchPolicy::for_listen_addr(true);
         FetchPolicy {
-            connect_timeout: Duration::from_millis(500),
-            total_timeout: Duration::from_millis(1000),
-            ..FetchPolicy::for_listen_addr(true)
+            egress: egress::Policy {
+                connect_timeout: Duration::from_millis(500),
+                total_timeout: Duration::from_millis(1000),
+                ..base.egress
+            },
+            ..base
         }
+    }
+
+    fn with_http(mut policy: FetchPolicy) -> FetchPolicy {
+        policy.egress.allow_http = true;
+        policy
     }
 
     fn no_local() -> LocalKeys {
@@ -1561,10 +1094,7 @@ mod tests {
         let port = m.addr.port();
         for policy in [
             FetchPolicy::for_listen_addr(false),
-            FetchPolicy {
-                allow_http: true,
-                ..FetchPolicy::for_listen_addr(false)
-            },
+            with_http(FetchPolicy::for_listen_addr(false)),
         ] {
             let r = resolver(policy);
             for wallet in [
@@ -1598,13 +1128,7 @@ mod tests {
             matches!(&err, KeyError::Forbidden(why) if why.contains("evil.test resolves only to refused")),
             "{err}"
         );
-        let r = resolver_with(
-            FetchPolicy {
-                allow_http: true,
-                ..prod
-            },
-            stub.clone(),
-        );
+        let r = resolver_with(with_http(prod), stub.clone());
         let err = bounded(5, r.key(&format!("http://evil.test:{port}/alice"), "k1"))
             .await
             .unwrap_err();
@@ -1615,13 +1139,7 @@ mod tests {
         assert_eq!(m.connections(), 0, "the refused fetches never connected");
 
         // Control: the same stub under a policy that allows loopback reaches the mock.
-        let r = resolver_with(
-            FetchPolicy {
-                allow_http: true,
-                ..test_policy()
-            },
-            stub,
-        );
+        let r = resolver_with(with_http(test_policy()), stub);
         bounded(5, r.key(&format!("http://evil.test:{port}/alice"), "k1"))
             .await
             .unwrap();
@@ -1709,9 +1227,34 @@ mod tests {
             *lock(&calls),
             ["alice", "alice", "alice", "alice", "alice", "carol", "broken"]
         );
-        // Local lookups bypass the cache.
-        assert!(lock(&r.inner.cache).is_empty());
+        // Local lookups bypass the cache; only the refused remote one is remembered (as a failure).
+        assert!(lock(&r.inner.cache).values().all(|e| e.set.is_err()));
+        assert_eq!(lock(&r.inner.cache).len(), 1);
         assert_eq!(m.connections(), 0);
+    }
+
+    #[tokio::test]
+    async fn failed_fetches_are_remembered_briefly() {
+        let m = mock(|_, _| Reply::Fixed {
+            status: 500,
+            content_type: "text/plain",
+            headers: String::new(),
+            body: b"oops".to_vec(),
+            delay: Duration::ZERO,
+        })
+        .await;
+        let r = resolver(FetchPolicy {
+            failure_ttl: Duration::from_millis(300),
+            ..test_policy()
+        });
+        let url = m.url("/alice");
+        for _ in 0..5 {
+            assert_eq!(bounded(5, r.key(&url, "k1")).await, Err(KeyError::BadStatus(500)));
+        }
+        assert_eq!(m.requests(), 1, "one outbound request while the failure is remembered");
+        tokio::time::sleep(Duration::from_millis(400)).await;
+        assert_eq!(bounded(5, r.jwks(&url)).await, Err(KeyError::BadStatus(500)));
+        assert_eq!(m.requests(), 2, "fetched again once the failure is forgotten");
     }
 
     #[tokio::test]

@@ -8,11 +8,14 @@
 
 use std::{future::Future, pin::Pin, sync::Arc, time::Duration};
 
+use axum::http::{HeaderMap, HeaderValue, Method, header};
+
 use super::{
     Address, AmountTooLarge, ErrorClass, ErrorCode, Frame, Packet, PacketType, Prepare, StreamErrorCode, StreamPacket,
     Timestamp,
     crypto::{StreamKeys, condition_for, random_condition},
 };
+use crate::egress::{self, Egress, EgressError};
 
 /// A boxed future, for the object-safe [`Transport`].
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -24,25 +27,24 @@ pub trait Transport: Send + Sync {
 }
 
 /// ILP-over-HTTP, synchronous mode (RFC 35 as Rafiki speaks it): `POST` with `Authorization: Bearer`,
-/// `Content-Type: application/octet-stream`; the `200` body is the reply.
+/// `Content-Type: application/octet-stream`; the `200` body is the reply. Requests go through an
+/// [`Egress`] client with the operator's policy (the peer's URL is configured by the operator, so private
+/// addresses are allowed) and a body cap no ILP reply comes near.
 pub struct HttpTransport {
-    http: reqwest::Client,
+    http: Result<Egress, EgressError>,
     endpoint: String,
-    token: String,
+    authorization: String,
 }
+
+/// Largest ILP-over-HTTP reply read (an ILP packet is at most ~32 KiB of data plus its envelope).
+const MAX_REPLY_BYTES: usize = 64 * 1024;
 
 impl HttpTransport {
     pub fn new(endpoint: &str, token: &str, timeout: Duration) -> Self {
-        crate::httpsig::keys::install_default_crypto_provider();
-        let http = reqwest::Client::builder()
-            .redirect(reqwest::redirect::Policy::none())
-            .timeout(timeout)
-            .build()
-            .unwrap_or_default();
         Self {
-            http,
+            http: Egress::new(egress::Policy::operator(timeout, MAX_REPLY_BYTES)),
             endpoint: endpoint.to_owned(),
-            token: token.to_owned(),
+            authorization: format!("Bearer {token}"),
         }
     }
 }
@@ -50,24 +52,24 @@ impl HttpTransport {
 impl Transport for HttpTransport {
     fn send(&self, prepare: Vec<u8>) -> BoxFuture<'_, Result<Vec<u8>, String>> {
         Box::pin(async move {
-            let res = self
-                .http
-                .post(&self.endpoint)
-                .bearer_auth(&self.token)
-                .header(reqwest::header::CONTENT_TYPE, "application/octet-stream")
-                .header(reqwest::header::ACCEPT, "application/octet-stream")
-                .body(prepare)
-                .send()
+            let http = self.http.as_ref().map_err(|e| format!("peer client: {e}"))?;
+            let mut headers = HeaderMap::new();
+            let octets = HeaderValue::from_static("application/octet-stream");
+            headers.insert(header::CONTENT_TYPE, octets.clone());
+            headers.insert(header::ACCEPT, octets);
+            headers.insert(
+                header::AUTHORIZATION,
+                HeaderValue::from_str(&self.authorization)
+                    .map_err(|_| "peer token is not a valid header".to_owned())?,
+            );
+            let res = http
+                .send(Method::POST, &self.endpoint, headers, prepare)
                 .await
                 .map_err(|e| format!("peer request failed: {e}"))?;
-            let status = res.status();
-            if !status.is_success() {
-                return Err(format!("peer answered HTTP {status}"));
+            if !res.status.is_success() {
+                return Err(format!("peer answered HTTP {}", res.status));
             }
-            res.bytes()
-                .await
-                .map(|b| b.to_vec())
-                .map_err(|e| format!("peer reply failed: {e}"))
+            Ok(res.body)
         })
     }
 }

@@ -1,5 +1,7 @@
 //! The one place where errors become HTTP responses: the Open Payments error envelope
 //! `{"error":{"code","description"}}`. Server-side failures get a generic description; the cause is logged.
+//! What went wrong behind a generic client-facing error (a fetch that failed, say) travels as an
+//! [`OperatorDetail`] response extension to the request log, never to the client.
 
 use axum::{
     Json,
@@ -18,7 +20,13 @@ pub struct ApiError {
     pub description: String,
     /// A `WWW-Authenticate` challenge to send with the error.
     pub challenge: Option<String>,
+    /// What the operator may see and the client must not (the request log shows it).
+    pub detail: Option<String>,
 }
+
+/// The operator-only story behind an error response, for the request log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OperatorDetail(pub String);
 
 impl ApiError {
     pub fn new(status: StatusCode, code: &'static str, description: impl Into<String>) -> Self {
@@ -27,7 +35,14 @@ impl ApiError {
             code,
             description: description.into(),
             challenge: None,
+            detail: None,
         }
+    }
+
+    /// Keeps `detail` for the operator's request log.
+    pub fn with_detail(mut self, detail: impl Into<String>) -> Self {
+        self.detail = Some(detail.into());
+        self
     }
 
     /// 401 with `WWW-Authenticate: GNAP as_uri=<grant endpoint>`.
@@ -71,6 +86,9 @@ impl IntoResponse for ApiError {
         let mut res = (self.status, Json(body)).into_response();
         if let Some(c) = self.challenge.and_then(|c| axum::http::HeaderValue::from_str(&c).ok()) {
             res.headers_mut().insert(axum::http::header::WWW_AUTHENTICATE, c);
+        }
+        if let Some(d) = self.detail {
+            res.extensions_mut().insert(OperatorDetail(d));
         }
         res
     }
@@ -145,6 +163,7 @@ impl From<GnapError> for ApiError {
             code: e.code,
             description: e.description,
             challenge: None,
+            detail: None,
         }
     }
 }

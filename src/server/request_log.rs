@@ -17,28 +17,52 @@ use axum::{
 };
 use serde_json::Value;
 
-use super::{AppState, error::ApiError};
+use super::{
+    AppState,
+    error::{ApiError, OperatorDetail},
+};
 use crate::events::{DomainEvent, Exchange};
 
-/// What the signature checks learned about a request: the client and the verdict.
+/// What the signature checks learned about a request: the client, the verdict and, for the operator only,
+/// why the client's keys could not be had.
 #[derive(Debug, Clone, Default)]
-pub struct Notes(Arc<Mutex<(Option<String>, Option<String>)>>);
+pub struct Notes(Arc<Mutex<NotesInner>>);
+
+#[derive(Debug, Default)]
+struct NotesInner {
+    client: Option<String>,
+    verdict: Option<String>,
+    detail: Option<String>,
+}
 
 impl Notes {
     pub fn client(&self, client: &str) {
         if let Ok(mut n) = self.0.lock() {
-            n.0 = Some(client.to_owned());
+            n.client = Some(client.to_owned());
         }
     }
 
     pub fn verdict(&self, verdict: impl Into<String>) {
         if let Ok(mut n) = self.0.lock() {
-            n.1 = Some(verdict.into());
+            n.verdict = Some(verdict.into());
         }
     }
 
+    /// Operator-only detail, shown after the verdict.
+    pub fn detail(&self, detail: impl Into<String>) {
+        if let Ok(mut n) = self.0.lock() {
+            n.detail = Some(detail.into());
+        }
+    }
+
+    /// The client and the verdict (with the detail, if any).
     fn take(&self) -> (Option<String>, Option<String>) {
-        self.0.lock().map(|mut n| std::mem::take(&mut *n)).unwrap_or_default()
+        let n = self.0.lock().map(|mut n| std::mem::take(&mut *n)).unwrap_or_default();
+        let verdict = match (n.verdict, n.detail) {
+            (Some(v), Some(d)) => Some(format!("{v} ({d})")),
+            (v, _) => v,
+        };
+        (n.client, verdict)
     }
 }
 
@@ -129,6 +153,7 @@ pub async fn emit(State(state): State<AppState>, mut req: Request, next: Next) -
         let res = next.run(Request::from_parts(parts, Body::from(bytes))).await;
         let (rparts, rbody) = res.into_parts();
         let rbytes = axum::body::to_bytes(rbody, 1 << 20).await.unwrap_or_default();
+        exchange.detail = rparts.extensions.get::<OperatorDetail>().map(|d| d.0.clone());
         exchange.response_headers = headers(&rparts.headers);
         exchange.response_body = body_text(&rbytes);
         (

@@ -1,13 +1,12 @@
 //! Signed requests (RFC 9421 + RFC 9530) as Open Payments uses them. [`Signed`] buffers the body and checks
 //! everything that needs no key — coverage, `Content-Digest` over the raw bytes, `created` window — with
 //! `@target-uri` rebuilt from the configured public URL plus the raw path and query. [`Verifier::verify`] then
-//! checks the signature with the key of the client the handler names (wallet JWKS or directed-identity JWK)
-//! and refuses replays of state-changing requests.
+//! checks the signature with the key of the client the handler names (wallet JWKS or directed-identity JWK).
 //!
-//! Replay protection covers the non-idempotent requests (POST): replaying one could act twice. Idempotent
-//! methods (GET, HEAD, DELETE) are exempt, because Ed25519 is deterministic and the official SDK sends no
-//! nonce, so two identical reads or revocations signed within the same second carry the same signature
-//! legitimately, and repeating them changes nothing.
+//! Replays: Ed25519 is deterministic and the official SDK signs with a one-second `created` and no nonce, so
+//! two honest identical requests in one second carry the same signature. Requests are therefore not refused
+//! for repeating a signature; where a repeat could move money twice (`POST /outgoing-payments`) the service
+//! records [`Signed::signature_digest`] with the payment and answers a repeat with the original payment.
 
 use axum::{
     body::Bytes,
@@ -18,9 +17,11 @@ use ed25519_dalek::VerifyingKey;
 
 use super::{AppState, request_log::Notes};
 use crate::{
-    clock::SharedClock,
     gnap::model::Client,
-    httpsig::{self, Policy, SignatureParams, keys::KeyResolver, replay::ReplayCache},
+    httpsig::{
+        self, Policy, SignatureParams,
+        keys::{KeyError, KeyResolver},
+    },
 };
 
 /// A request whose signature parameters passed the key-independent checks.
@@ -94,6 +95,19 @@ impl Signed {
     pub fn gnap_token(&self) -> Option<&str> {
         gnap_token(&self.headers)
     }
+
+    /// SHA-256 of the signature bytes: the same for byte-identical signed requests and only for them.
+    pub fn signature_digest(&self) -> [u8; 32] {
+        use sha2::Digest as _;
+        sha2::Sha256::digest(&self.sig.signature).into()
+    }
+
+    /// Until when (unix seconds) a replay of this request could still pass the `created` window of
+    /// `window_secs`.
+    pub fn replay_horizon(&self, window_secs: i64) -> i64 {
+        let created = self.sig.created.unwrap_or_default();
+        created.saturating_add(window_secs).saturating_add(1)
+    }
 }
 
 /// `Authorization: GNAP <token>`: the scheme is case-sensitive and the token has no spaces.
@@ -103,31 +117,30 @@ pub fn gnap_token(headers: &HeaderMap) -> Option<&str> {
     (!t.is_empty() && !t.contains(' ')).then_some(t)
 }
 
-/// Checks signatures against client keys; owns the replay cache.
+/// Checks signatures against client keys.
 pub struct Verifier {
     pub policy: Policy,
     pub keys: KeyResolver,
-    replay: ReplayCache,
-    clock: SharedClock,
 }
 
 impl Verifier {
-    pub fn new(policy: Policy, keys: KeyResolver, clock: SharedClock) -> Self {
-        Self {
-            policy,
-            keys,
-            replay: ReplayCache::default(),
-            clock,
-        }
+    pub fn new(policy: Policy, keys: KeyResolver) -> Self {
+        Self { policy, keys }
     }
 
-    async fn key_for(&self, client: &Client, keyid: &str) -> Result<VerifyingKey, httpsig::Error> {
+    /// The client's key `keyid`. Why a wallet's keys could not be had is logged and noted for the operator;
+    /// the client only learns that its keys could not be fetched (or that the key id is unknown).
+    async fn key_for(&self, signed: &Signed, client: &Client, keyid: &str) -> Result<VerifyingKey, httpsig::Error> {
         match client {
             Client::Jwk(j) if j.kid == keyid => j.verifying_key(),
             Client::Jwk(_) => Err(httpsig::Error::UnknownKey(keyid.to_owned())),
             Client::Wallet(url) => self.keys.key(url, keyid).await.map_err(|e| {
-                tracing::info!(client = %url, keyid, error = %e, "client key not usable");
-                httpsig::Error::UnknownKey(format!("{keyid} ({e})"))
+                tracing::info!(client = ?url, keyid = ?keyid, error = %e, "client key not usable");
+                signed.notes.detail(format!("client keys: {e}"));
+                match e {
+                    KeyError::UnknownKey(_) => httpsig::Error::UnknownKey(keyid.to_owned()),
+                    _ => httpsig::Error::KeysUnavailable,
+                }
             }),
         }
     }
@@ -152,19 +165,8 @@ impl Verifier {
             .keyid
             .as_deref()
             .ok_or(httpsig::Error::MissingParam("keyid"))?;
-        let key = self.key_for(client, keyid).await?;
-        httpsig::verify(&signed.request(), &signed.sig, &key)?;
-        if signed.method == Method::POST {
-            let now = self.clock.now().unix_timestamp();
-            let created = signed.sig.created.unwrap_or(now);
-            let until = created
-                .saturating_add(self.policy.max_skew_secs)
-                .max(now.saturating_add(1));
-            if !self.replay.check_and_insert(&signed.sig.signature, now, until) {
-                return Err(httpsig::Error::Replayed);
-            }
-        }
-        Ok(())
+        let key = self.key_for(signed, client, keyid).await?;
+        httpsig::verify(&signed.request(), &signed.sig, &key)
     }
 }
 

@@ -420,6 +420,37 @@ pub fn outgoing(conn: &Connection, id: &str) -> Result<Option<OutgoingRow>, Erro
         .optional()?)
 }
 
+/// The answer already given to the signed create request with this signature digest, if it is still
+/// remembered at unix time `now`.
+pub fn answered_outgoing_request(conn: &Connection, digest: &[u8], now: i64) -> Result<Option<String>, Error> {
+    Ok(conn
+        .prepare_cached(
+            "SELECT response FROM outgoing_payment_requests WHERE signature_digest = ?1 AND expires_at > ?2",
+        )?
+        .query_row(params![digest, now], |r| r.get(0))
+        .optional()?)
+}
+
+/// Remembers the answer to a signed create request until `expires_at`, and forgets the ones whose time has
+/// passed at `now`.
+pub fn remember_outgoing_request(
+    conn: &Connection,
+    digest: &[u8],
+    payment_id: &str,
+    response: &str,
+    expires_at: i64,
+    now: i64,
+) -> Result<(), Error> {
+    conn.prepare_cached("DELETE FROM outgoing_payment_requests WHERE expires_at <= ?1")?
+        .execute(params![now])?;
+    conn.prepare_cached(
+        "INSERT INTO outgoing_payment_requests (signature_digest, outgoing_payment_id, response, expires_at) \
+         VALUES (?1, ?2, ?3, ?4)",
+    )?
+    .execute(params![digest, payment_id, response, expires_at])?;
+    Ok(())
+}
+
 pub fn outgoing_by_quote(conn: &Connection, quote_id: &str) -> Result<Option<OutgoingRow>, Error> {
     let sql = format!("SELECT {OUTGOING_COLS} FROM {OUTGOING_FROM} WHERE t.quote_id = ?1");
     Ok(conn

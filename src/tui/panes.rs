@@ -696,6 +696,10 @@ pub fn draw_detail(app: &App, theme: &Theme, f: &mut Frame, area: Rect) {
                         for l in x.response_body.lines() {
                             lines.push(Line::from(sanitize(l)));
                         }
+                        if let Some(d) = &x.detail {
+                            lines.push(Line::from(""));
+                            lines.push(kv(theme, "why (operator only)", sanitize(d)));
+                        }
                     }
                 }
             }

@@ -160,6 +160,7 @@ fn loaded(readonly: bool) -> App {
                     request_body: "{\n  \"client\": \"http://127.0.0.1:4000/demo-client\"\n}".into(),
                     response_headers: vec![("content-type".into(), "application/json".into())],
                     response_body: "{\n  \"access_token\": {\n    \"value\": \"ABCDEF…\"\n  }\n}".into(),
+                    detail: None,
                 })
             }),
         }));

@@ -45,7 +45,7 @@ impl TestAse {
 
     /// Starts on `dir` (reusing it), optionally on a fixed address (restarts keep their URLs).
     pub async fn spawn_in(dir: Arc<tempfile::TempDir>, addr: Option<SocketAddr>) -> Self {
-        opdesk::httpsig::keys::install_default_crypto_provider();
+        opdesk::egress::install_default_crypto_provider();
         let listener = tokio::net::TcpListener::bind(addr.unwrap_or_else(|| "127.0.0.1:0".parse().expect("addr")))
             .await
             .expect("bind");
@@ -215,7 +215,7 @@ pub struct Proc {
 impl Proc {
     /// Starts the binary on `127.0.0.1:{port}` and waits until it answers.
     pub async fn start(dir: &Path, port: u16) -> Self {
-        opdesk::httpsig::keys::install_default_crypto_provider();
+        opdesk::egress::install_default_crypto_provider();
         let child = std::process::Command::new(env!("CARGO_BIN_EXE_opdesk"))
             .args([
                 "serve",
@@ -261,7 +261,7 @@ impl Proc {
 
     /// A client signing as `demo-client` with the key seeded into `dir`.
     pub async fn demo_client(&self, dir: &Path) -> opdesk::client::SignedClient {
-        opdesk::httpsig::keys::install_default_crypto_provider();
+        opdesk::egress::install_default_crypto_provider();
         let key =
             opdesk::httpsig::jwk::from_pkcs8_pem(&std::fs::read_to_string(dir.join("demo-client.pem")).expect("pem"))
                 .expect("key");

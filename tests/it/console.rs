@@ -39,7 +39,7 @@ async fn wait_for(session: &str, what: &str) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_operator_approves_a_grant_with_the_keyboard() {
-    opdesk::httpsig::keys::install_default_crypto_provider();
+    opdesk::egress::install_default_crypto_provider();
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("config.toml"), "").unwrap();
     let port = std::net::TcpListener::bind("127.0.0.1:0")

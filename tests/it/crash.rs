@@ -22,7 +22,7 @@ fn balance_of(balances: &Value, wallet: &str) -> i64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kill_9_mid_flight_loses_and_doubles_nothing() {
-    opdesk::httpsig::keys::install_default_crypto_provider();
+    opdesk::egress::install_default_crypto_provider();
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(
         dir.path().join("config.toml"),

@@ -376,6 +376,7 @@ async fn operator_cancels_an_unsent_payment() {
                 debit,
             },
             None,
+            None,
         )
         .await
         .unwrap();

@@ -131,7 +131,11 @@ async fn apply(w: &mut World, op: Op) {
                 debit: Amount::new(Value::new(debit).unwrap(), &wl.asset()),
             };
             // refusals (receiver closed, amount too large, no rate) are fine: nothing may be written
-            if let Ok(dto) = s.outgoing.create(&wl, None, None::<GrantContext>, source, None).await {
+            if let Ok(dto) = s
+                .outgoing
+                .create(&wl, None, None::<GrantContext>, source, None, None)
+                .await
+            {
                 w.payments.push(dto.id.rsplit('/').next().unwrap().to_owned());
             }
         }
