@@ -545,7 +545,7 @@ async fn concurrent_continues_issue_one_token() {
 #[tokio::test]
 async fn hostile_jwks_hosts_are_bounded() {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let ase = TestAse::spawn_with("[client_keys]\nfetch_timeout_ms = 700\n").await;
+    let ase = TestAse::spawn_with("[egress]\ntimeout_ms = 700\n").await;
     let signer = opdesk::client::SignedClient::new(opdesk::httpsig::jwk::generate().unwrap(), "k1");
     for mode in ["hang", "garbage", "huge"] {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();

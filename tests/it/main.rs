@@ -15,5 +15,6 @@ mod ilp_receiver;
 mod ilp_sender;
 mod ledger_props;
 mod rs_api;
+mod security;
 mod two_processes;
 mod wallet_api;

@@ -1,0 +1,544 @@
+//! Attacks an outsider can make, each against the real server over loopback: receivers that steer opdesk's
+//! outbound requests (refused addresses, huge and slow replies, hostile error text), fetch failures as an
+//! oracle, replays of a signed outgoing payment across a `kill -9`, and honest identical requests that must
+//! not be taken for replays.
+
+use std::{
+    sync::{
+        Arc, Mutex,
+        atomic::{AtomicUsize, Ordering},
+    },
+    time::{Duration, Instant},
+};
+
+use reqwest::Method;
+use serde_json::{Value, json};
+use tokio::{
+    io::{AsyncReadExt, AsyncWriteExt},
+    net::{TcpListener, TcpStream},
+};
+
+use crate::common::{Proc, TestAse, finish_grant};
+
+/// What the hostile server does with a request (given the request head).
+#[derive(Clone, Copy)]
+enum Hostile {
+    /// Answers `status` with a JSON body full of internal-sounding text.
+    Status(u16),
+    /// Streams `mb` megabytes of JSON-ish bytes, without `Content-Length`.
+    Huge { mb: usize },
+    /// Accepts and never answers.
+    Hang,
+    /// Answers like an incoming payment whose `authServer` is this same server at `/auth`.
+    PublicIncoming,
+}
+
+/// A loopback HTTP server that counts connections and records request heads. Bounded: at most 200
+/// connections, each served at most 30 s.
+struct HostileServer {
+    port: u16,
+    connections: Arc<AtomicUsize>,
+    heads: Arc<Mutex<Vec<String>>>,
+    written: Arc<AtomicUsize>,
+}
+
+impl HostileServer {
+    async fn start(mode: Hostile) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let connections = Arc::new(AtomicUsize::new(0));
+        let heads = Arc::new(Mutex::new(Vec::new()));
+        let written = Arc::new(AtomicUsize::new(0));
+        let (c, h, w) = (connections.clone(), heads.clone(), written.clone());
+        tokio::spawn(async move {
+            for _ in 0..200 {
+                let Ok((sock, _)) = listener.accept().await else { break };
+                c.fetch_add(1, Ordering::SeqCst);
+                let (h, w) = (h.clone(), w.clone());
+                tokio::spawn(async move {
+                    let _ = tokio::time::timeout(Duration::from_secs(30), serve(sock, mode, port, h, w)).await;
+                });
+            }
+        });
+        Self {
+            port,
+            connections,
+            heads,
+            written,
+        }
+    }
+
+    fn connections(&self) -> usize {
+        self.connections.load(Ordering::SeqCst)
+    }
+
+    fn heads(&self) -> Vec<String> {
+        self.heads.lock().unwrap().clone()
+    }
+}
+
+async fn serve(
+    mut sock: TcpStream,
+    mode: Hostile,
+    port: u16,
+    heads: Arc<Mutex<Vec<String>>>,
+    written: Arc<AtomicUsize>,
+) -> std::io::Result<()> {
+    let mut head = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !head.windows(4).any(|w| w == b"\r\n\r\n") && head.len() < 64 * 1024 {
+        let n = sock.read(&mut buf).await?;
+        if n == 0 {
+            return Ok(());
+        }
+        head.extend_from_slice(&buf[..n]);
+    }
+    heads.lock().unwrap().push(String::from_utf8_lossy(&head).into_owned());
+    match mode {
+        Hostile::Status(status) => {
+            let body = r#"{"error":{"code":"internal","description":"hostile-secret-text at 10.9.8.7:5432"}}"#;
+            let reply = format!(
+                "HTTP/1.1 {status} Nope\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                body.len()
+            );
+            sock.write_all(reply.as_bytes()).await?;
+        }
+        Hostile::Huge { mb } => {
+            sock.write_all(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nconnection: close\r\n\r\n{\"x\":\"")
+                .await?;
+            let chunk = vec![b'a'; 64 * 1024];
+            for _ in 0..mb * 16 {
+                sock.write_all(&chunk).await?;
+                written.fetch_add(chunk.len(), Ordering::SeqCst);
+            }
+        }
+        Hostile::Hang => tokio::time::sleep(Duration::from_secs(30)).await,
+        Hostile::PublicIncoming => {
+            let body = json!({
+                "receivedAmount": {"value": "0", "assetCode": "USD", "assetScale": 2},
+                "authServer": format!("http://127.0.0.1:{port}/auth"),
+            })
+            .to_string();
+            let status = if head.starts_with(b"GET") {
+                "200 OK"
+            } else {
+                "418 Teapot"
+            };
+            let reply = format!(
+                "HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                body.len()
+            );
+            sock.write_all(reply.as_bytes()).await?;
+        }
+    }
+    sock.shutdown().await
+}
+
+/// A config with a sending peer (so remote receivers are resolved at all) and `extra` appended.
+fn config_with_peer(extra: &str) -> String {
+    format!(
+        r#"
+[[ilp.peers]]
+name = "upstream"
+outgoing_endpoint = "http://127.0.0.1:9/ilp"
+outgoing_token = "t-upstream"
+routes = ["test.elsewhere"]
+asset_code = "USD"
+asset_scale = 2
+{extra}"#
+    )
+}
+
+async fn quote_token(ase: &TestAse, client: &opdesk::client::SignedClient) -> String {
+    let body = json!({"access_token": {"access": [{"type": "quote", "actions": ["create"]}]}, "client": ase.url("/demo-client")});
+    let r = client
+        .send(Method::POST, &ase.url("/auth"), None, Some(&body))
+        .await
+        .unwrap();
+    assert_eq!(r.status, 200, "{}", r.body);
+    r.body["access_token"]["value"].as_str().unwrap().to_owned()
+}
+
+async fn quote(ase: &TestAse, client: &opdesk::client::SignedClient, token: &str, receiver: &str) -> (u16, Value) {
+    let body = json!({"walletAddress": ase.url("/alice"), "receiver": receiver, "method": "ilp"});
+    let r = client
+        .send(Method::POST, &ase.url("/quotes"), Some(token), Some(&body))
+        .await
+        .unwrap();
+    (r.status, r.body)
+}
+
+/// Nothing in `body` tells the client about the hosts, ports or answers behind it.
+fn assert_no_oracle(body: &Value, port: u16) {
+    let text = body.to_string().to_ascii_lowercase();
+    for leak in [
+        "refused",
+        "connection",
+        "dns",
+        "timed out",
+        "hostile-secret-text",
+        "10.9.8.7",
+        "http 4",
+        "http 5",
+        "size limit",
+        "not json",
+        &port.to_string(),
+    ] {
+        assert!(!text.contains(leak), "the error tells the client {leak:?}: {body}");
+    }
+}
+
+#[tokio::test]
+async fn receivers_on_refused_addresses_are_never_fetched() {
+    let ase = TestAse::spawn_with(&config_with_peer("[egress]\nallow_loopback = false\n")).await;
+    let client = ase.demo_client().await;
+    let token = quote_token(&ase, &client).await;
+    let hostile = HostileServer::start(Hostile::Status(200)).await;
+    let p = hostile.port;
+    for receiver in [
+        format!("http://127.0.0.1:{p}/incoming-payments/1"),
+        format!("http://localhost:{p}/incoming-payments/1"),
+        format!("http://[::ffff:127.0.0.1]:{p}/incoming-payments/1"),
+        format!("http://0x7f.1:{p}/incoming-payments/1"),
+        format!("http://[::1]:{p}/incoming-payments/1"),
+        format!("http://0.0.0.0:{p}/incoming-payments/1"),
+    ] {
+        let started = Instant::now();
+        let (status, body) = quote(&ase, &client, &token, &receiver).await;
+        assert_eq!(status, 400, "{receiver}: {body}");
+        assert_eq!(body["error"]["code"], "invalid_receiver", "{body}");
+        assert_eq!(
+            body["error"]["description"], "the receiver could not be resolved",
+            "{receiver}"
+        );
+        assert_no_oracle(&body, p);
+        assert!(started.elapsed() < Duration::from_secs(2), "refused before connecting");
+    }
+    // only the path may end in /incoming-payments/{id}: queries, fragments and other paths are refused
+    for receiver in [
+        format!("http://127.0.0.1:{p}/steal?x=/incoming-payments/1"),
+        format!("http://127.0.0.1:{p}/incoming-payments/1?x=1"),
+        format!("http://127.0.0.1:{p}/incoming-payments/1#f"),
+        format!("http://127.0.0.1:{p}/incoming-payments/1/complete"),
+    ] {
+        let (status, body) = quote(&ase, &client, &token, &receiver).await;
+        assert_eq!(status, 400, "{receiver}: {body}");
+    }
+    assert_eq!(hostile.connections(), 0, "nothing was fetched");
+}
+
+#[tokio::test]
+async fn hostile_receiver_answers_reach_nobody() {
+    let ase = TestAse::spawn_with(&config_with_peer("[egress]\ntimeout_ms = 1500\n")).await;
+    let client = ase.demo_client().await;
+    let token = quote_token(&ase, &client).await;
+    // an error status with internal-sounding text, a server that never answers, a closed port
+    let status = HostileServer::start(Hostile::Status(503)).await;
+    let hang = HostileServer::start(Hostile::Hang).await;
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    for (port, what) in [(status.port, "status"), (hang.port, "hang"), (closed, "closed")] {
+        let started = Instant::now();
+        let (code, body) = quote(
+            &ase,
+            &client,
+            &token,
+            &format!("http://127.0.0.1:{port}/incoming-payments/1"),
+        )
+        .await;
+        assert_eq!(code, 400, "{what}: {body}");
+        assert_eq!(
+            body["error"]["description"], "the receiver could not be resolved",
+            "{what}"
+        );
+        assert_no_oracle(&body, port);
+        assert!(
+            started.elapsed() < Duration::from_secs(4),
+            "{what}: answered within the timeout"
+        );
+    }
+    // a receiver whose authServer refuses: opdesk asks it for a grant, and tells the client nothing of the answer
+    let teapot = HostileServer::start(Hostile::PublicIncoming).await;
+    let (code, body) = quote(
+        &ase,
+        &client,
+        &token,
+        &format!("http://127.0.0.1:{}/incoming-payments/1", teapot.port),
+    )
+    .await;
+    assert_eq!(code, 400, "{body}");
+    assert_no_oracle(&body, teapot.port);
+    assert!(!body.to_string().contains("418"), "{body}");
+    assert!(
+        teapot.heads().iter().any(|h| h.starts_with("POST /auth")),
+        "the grant was asked for"
+    );
+    // the server keeps serving
+    assert_eq!(ase.get("/alice").await.0, 200);
+}
+
+/// VmRSS of a process, in KiB.
+fn rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn huge_receiver_replies_are_cut_at_the_cap() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("config.toml"),
+        config_with_peer("[egress]\ntimeout_ms = 10000\n"),
+    )
+    .unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let server = Proc::start(dir.path(), port).await;
+    let client = server.demo_client(dir.path()).await;
+    let base = server.base.clone();
+    let r = client
+        .send(
+            Method::POST,
+            &format!("{base}/auth"),
+            None,
+            Some(&json!({"access_token": {"access": [{"type": "quote", "actions": ["create"]}]}, "client": format!("{base}/demo-client")})),
+        )
+        .await
+        .unwrap();
+    let token = r.body["access_token"]["value"].as_str().unwrap().to_owned();
+    let hostile = HostileServer::start(Hostile::Huge { mb: 100 }).await;
+    let pid = server.child.id();
+    let before = rss_kib(pid);
+    for _ in 0..3 {
+        let started = Instant::now();
+        let r = client
+            .send(
+                Method::POST,
+                &format!("{base}/quotes"),
+                Some(&token),
+                Some(&json!({"walletAddress": format!("{base}/alice"), "receiver": format!("http://127.0.0.1:{}/incoming-payments/1", hostile.port), "method": "ilp"})),
+            )
+            .await
+            .unwrap();
+        assert_eq!(r.status, 400, "{}", r.body);
+        assert_eq!(r.body["error"]["description"], "the receiver could not be resolved");
+        assert_no_oracle(&r.body, hostile.port);
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "cut off, not read to the end"
+        );
+    }
+    let after = rss_kib(pid);
+    assert!(
+        after < before + 20 * 1024,
+        "RSS stays flat while 100 MB replies are refused: {before} KiB -> {after} KiB"
+    );
+    assert!(
+        hostile.written.load(Ordering::SeqCst) < 3 * 50 * 1024 * 1024,
+        "the replies were abandoned early"
+    );
+}
+
+#[tokio::test]
+async fn unfetchable_client_keys_are_not_an_oracle() {
+    let ase = TestAse::spawn().await;
+    let key = ed25519_dalek::SigningKey::from_bytes(&[9u8; 32]);
+    let kid = opdesk::httpsig::jwk::thumbprint(&key.verifying_key());
+    let client = opdesk::client::SignedClient::new(key, &kid);
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let status = HostileServer::start(Hostile::Status(500)).await;
+    for port in [closed, status.port] {
+        let body = json!({"access_token": {"access": [{"type": "quote", "actions": ["create"]}]}, "client": format!("http://127.0.0.1:{port}/mallory")});
+        for _ in 0..3 {
+            let r = client
+                .send(Method::POST, &ase.url("/auth"), None, Some(&body))
+                .await
+                .unwrap();
+            assert!(matches!(r.status, 400 | 401), "{}", r.body);
+            assert_no_oracle(&r.body, port);
+        }
+    }
+    assert_eq!(
+        status.connections(),
+        1,
+        "a failed key fetch is remembered: one outbound request, not three"
+    );
+}
+
+#[tokio::test]
+async fn identical_signed_creates_are_new_requests() {
+    let ase = TestAse::spawn().await;
+    let client = ase.demo_client().await;
+    let body = json!({"access_token": {"access": [
+        {"type": "incoming-payment", "actions": ["create"]},
+        {"type": "quote", "actions": ["create"]}
+    ]}, "client": ase.url("/demo-client")});
+    let r = client
+        .send(Method::POST, &ase.url("/auth"), None, Some(&body))
+        .await
+        .unwrap();
+    let token = r.body["access_token"]["value"].as_str().unwrap().to_owned();
+    let now = time::OffsetDateTime::now_utc().unix_timestamp();
+    // one signature, sent five times: what the SDK sends for five identical invoices within one second
+    let url = ase.url("/incoming-payments");
+    let bytes = serde_json::to_vec(&json!({"walletAddress": ase.url("/bob"), "incomingAmount": {"value": "500", "assetCode": "USD", "assetScale": 2}})).unwrap();
+    let headers = client.sign(&Method::POST, &url, Some(&token), &bytes, now).unwrap();
+    let mut ids = std::collections::HashSet::new();
+    for _ in 0..5 {
+        let r = client
+            .send_raw(Method::POST, &url, headers.clone(), bytes.clone())
+            .await
+            .unwrap();
+        assert_eq!(r.status, 201, "{}", r.body);
+        ids.insert(r.body["id"].as_str().unwrap().to_owned());
+    }
+    assert_eq!(ids.len(), 5, "five distinct incoming payments");
+    let receiver = ids.iter().next().unwrap().clone();
+    let url = ase.url("/quotes");
+    let bytes = serde_json::to_vec(&json!({"walletAddress": ase.url("/alice"), "receiver": receiver, "method": "ilp", "debitAmount": {"value": "100", "assetCode": "USD", "assetScale": 2}})).unwrap();
+    let headers = client.sign(&Method::POST, &url, Some(&token), &bytes, now).unwrap();
+    let mut quotes = std::collections::HashSet::new();
+    for _ in 0..3 {
+        let r = client
+            .send_raw(Method::POST, &url, headers.clone(), bytes.clone())
+            .await
+            .unwrap();
+        assert_eq!(r.status, 201, "{}", r.body);
+        quotes.insert(r.body["id"].as_str().unwrap().to_owned());
+    }
+    assert_eq!(quotes.len(), 3, "three distinct quotes");
+}
+
+fn wallet_balance(balances: &Value, wallet: &str) -> i64 {
+    balances
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["wallet"] == wallet)
+        .unwrap()["balance"]
+        .as_i64()
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replayed_outgoing_payment_moves_money_once_across_kill_9() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("config.toml"), "[gnap]\nauto_approve = true\n").unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut server = Proc::start(dir.path(), port).await;
+    let base = server.base.clone();
+    let c = server.demo_client(dir.path()).await;
+    let client_url = format!("{base}/demo-client");
+    let r = c
+        .send(Method::POST, &format!("{base}/auth"), None, Some(&json!({"access_token": {"access": [{"type": "incoming-payment", "actions": ["create"]}]}, "client": client_url})))
+        .await
+        .unwrap();
+    let inc = r.body["access_token"]["value"].as_str().unwrap().to_owned();
+    let r = c
+        .send(
+            Method::POST,
+            &format!("{base}/auth"),
+            None,
+            Some(&json!({
+                "access_token": {"access": [{"type": "outgoing-payment", "actions": ["create"], "identifier": format!("{base}/alice")}]},
+                "client": client_url,
+                "interact": {"start": ["redirect"], "finish": {"method": "redirect", "uri": "http://127.0.0.1:9/cb", "nonce": "n"}},
+            })),
+        )
+        .await
+        .unwrap();
+    let out = finish_grant(&c, &r.body).await;
+    let r = c
+        .send(
+            Method::POST,
+            &format!("{base}/incoming-payments"),
+            Some(&inc),
+            Some(&json!({"walletAddress": format!("{base}/bob")})),
+        )
+        .await
+        .unwrap();
+    let receiver = r.body["id"].as_str().unwrap().to_owned();
+    let before = server.admin("/balances").await;
+
+    // one captured request, sent four times: twice now, and twice after a kill -9 and a restart
+    let url = format!("{base}/outgoing-payments");
+    let bytes = serde_json::to_vec(&json!({"walletAddress": format!("{base}/alice"), "incomingPayment": receiver, "debitAmount": {"value": "1234", "assetCode": "USD", "assetScale": 2}})).unwrap();
+    let headers = c
+        .sign(
+            &Method::POST,
+            &url,
+            Some(&out),
+            &bytes,
+            time::OffsetDateTime::now_utc().unix_timestamp(),
+        )
+        .unwrap();
+    let first = c
+        .send_raw(Method::POST, &url, headers.clone(), bytes.clone())
+        .await
+        .unwrap();
+    assert_eq!(first.status, 201, "{}", first.body);
+    let again = c
+        .send_raw(Method::POST, &url, headers.clone(), bytes.clone())
+        .await
+        .unwrap();
+    assert_eq!(again.status, 201, "{}", again.body);
+    assert_eq!(again.body, first.body, "the original answer, byte for byte");
+
+    server.child.kill().unwrap();
+    server.child.wait().unwrap();
+    drop(server);
+    let server = Proc::start(dir.path(), port).await;
+    for _ in 0..2 {
+        let replay = c
+            .send_raw(Method::POST, &url, headers.clone(), bytes.clone())
+            .await
+            .unwrap();
+        assert_eq!(replay.status, 201, "{}", replay.body);
+        assert_eq!(replay.body, first.body, "after a restart too");
+    }
+    // exactly one payment, settled once
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let all = loop {
+        let all = server.admin("/outgoing-payments?first=100").await;
+        if all["items"].as_array().unwrap().iter().all(|p| p["state"] != "sending") {
+            break all;
+        }
+        assert!(Instant::now() < deadline, "the payment did not finish");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(all["items"].as_array().unwrap().len(), 1, "{all}");
+    let after = server.assert_balanced().await;
+    assert_eq!(wallet_balance(&before, "alice") - wallet_balance(&after, "alice"), 1234);
+    assert_eq!(wallet_balance(&after, "bob") - wallet_balance(&before, "bob"), 1234);
+    // a new signature over the same body is a new request: a second payment (the incomingPayment+debitAmount form)
+    let headers = c
+        .sign(
+            &Method::POST,
+            &url,
+            Some(&out),
+            &bytes,
+            time::OffsetDateTime::now_utc().unix_timestamp() + 1,
+        )
+        .unwrap();
+    let second = c.send_raw(Method::POST, &url, headers, bytes).await.unwrap();
+    assert_eq!(second.status, 201, "{}", second.body);
+    assert_ne!(second.body["id"], first.body["id"]);
+}
