@@ -3,9 +3,10 @@
 // Open Payments guides (fixed-send remittance, fixed-receive, recurring payments with an interval limit,
 // split payments) end to end over GNAP with operator approval.
 //
-// Replay rule: the server refuses a POST whose exact signature it already accepted, and the SDK signs with
-// 1-second `created` and no nonce, so every POST body below is made unique (a fresh receiver, a distinct
-// amount, `metadata: {n}` or a fresh grant nonce).
+// Repeated signatures: the SDK signs with 1-second `created` and no nonce, so identical requests within a
+// second carry the same signature. opdesk takes identical incoming-payment and quote creates as new requests
+// and answers a repeated outgoing-payment create with the original payment (tested below and in the Rust
+// security suite); bodies below are still made distinct (`metadata: {n}`) so each test reads on its own.
 import assert from 'node:assert/strict'
 import { randomUUID } from 'node:crypto'
 import { after, before, test as nodeTest } from 'node:test'
@@ -253,6 +254,20 @@ test('incoming payment: create (bare, with amount, expiry and metadata), get, ge
   assert.equal(done.completed, true)
   assert.equal(done.methods, undefined)
   assert.equal((await client.incomingPayment.get({ url: full.id, accessToken: bobIncoming })).completed, true)
+})
+
+test('incoming payment: identical creates in the same second are distinct invoices', async () => {
+  const body = { walletAddress: bob.id, incomingAmount: amount(700, bob), metadata: { description: 'same invoice' } }
+  const made = await Promise.all(
+    Array.from({ length: 5 }, () => client.incomingPayment.create({ url: bob.resourceServer, accessToken: bobIncoming }, body))
+  )
+  assert.equal(new Set(made.map((p) => p.id)).size, 5, 'five payments, none refused as a replay')
+  const quotes = await Promise.all(
+    Array.from({ length: 3 }, () =>
+      client.quote.create({ url: alice.resourceServer, accessToken: aliceQuotes }, { walletAddress: alice.id, receiver: made[0].id, method: 'ilp', debitAmount: amount(100, alice) })
+    )
+  )
+  assert.equal(new Set(quotes.map((q) => q.id)).size, 3, 'three quotes')
 })
 
 test('incoming payment: refusals (wrong asset, unknown id, wrong token, wrong wallet)', async () => {
