@@ -4,8 +4,8 @@
 //! Checked: fulfils grow `receivedAmount` (public GET) and the wallet; overshoot is refused with the room
 //! advertised; completed and expired payments close the connection with an application error; transport
 //! errors (401/415/413) and packet errors (F01, F02, F06, F08, R00); amounts that overflow the totals get a
-//! final F99, not a retryable T00; IL-DCP; concurrent packets never
-//! overfill a payment; the server keeps serving.
+//! final F99, not a retryable T00; IL-DCP; concurrent packets never overfill a payment; the server keeps
+//! serving.
 
 use std::time::{Duration, Instant};
 
