@@ -461,7 +461,7 @@ async fn operate(b: &Backend, cmd: Command, json: bool) -> Result<()> {
                 .ok_or_else(|| eyre!("the server returned no private key"))?;
             match out {
                 Some(path) => {
-                    app::write_private(&path, pem.as_bytes())
+                    crate::files::write_private(&path, pem.as_bytes())
                         .wrap_err_with(|| format!("cannot write {}", path.display()))?;
                     emit(json, &k.jwk, || {
                         format!(

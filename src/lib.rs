@@ -11,6 +11,7 @@ pub mod client;
 pub mod clock;
 pub mod demo;
 pub mod events;
+pub mod files;
 pub mod gnap;
 pub mod httpsig;
 pub mod ids;
