@@ -24,6 +24,7 @@ pub mod seed;
 pub mod server;
 pub mod settings;
 pub mod store;
+pub mod text;
 pub mod tui;
 pub mod webhooks;
 
