@@ -694,6 +694,15 @@ async fn oversized_bodies_are_413_with_the_gnap_envelope() {
         .unwrap();
     assert_eq!(r.status, 413, "{}", r.body);
     assert_envelope(&r.body, "invalid_request");
+    // also while the console captures request bodies (the request log reads the body first)
+    ase.state.capture.store(true, std::sync::atomic::Ordering::Relaxed);
+    let r = client
+        .send(Method::POST, &ase.url("/auth"), None, Some(&body))
+        .await
+        .unwrap();
+    assert_eq!(r.status, 413, "{}", r.body);
+    assert_envelope(&r.body, "invalid_request");
+    ase.state.capture.store(false, std::sync::atomic::Ordering::Relaxed);
     // the continuation and token endpoints answer the same
     let ok = client
         .send(Method::POST, &ase.url("/auth"), None, Some(&incoming_grant(&ase)))
