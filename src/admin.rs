@@ -65,7 +65,8 @@ fn same_secret(a: &[u8], b: &[u8]) -> bool {
 
 async fn guard(State(state): State<AppState>, req: Request, next: Next) -> Response {
     let peer = req.extensions().get::<ConnectInfo<SocketAddr>>().map(|c| c.0);
-    if !peer.is_some_and(|p| p.ip().is_loopback()) {
+    // A dual-stack listener (`[::]`) sees IPv4 clients as IPv4-mapped addresses (`::ffff:127.0.0.1`).
+    if !peer.is_some_and(|p| p.ip().to_canonical().is_loopback()) {
         tracing::warn!(?peer, "admin API refused to a non-loopback peer");
         return ApiError::new(
             StatusCode::FORBIDDEN,

@@ -2,7 +2,7 @@
 //! admin token, seeds demo data once, and wires the services into the [`AppState`] the server and the
 //! operator commands share. [`serve`] runs the server until shutdown and closes the store cleanly.
 
-use std::{io::Write, path::Path, sync::Arc, time::Duration};
+use std::{path::Path, sync::Arc, time::Duration};
 
 use base64::{Engine as _, engine::general_purpose::URL_SAFE_NO_PAD};
 use color_eyre::eyre::{Context, Result};
@@ -21,6 +21,7 @@ use crate::{
     clock::{SharedClock, SystemClock},
     egress::Egress,
     events::EventBus,
+    files::{self, write_private},
     gnap::Gnap,
     httpsig::{
         Policy, jwk,
@@ -55,8 +56,14 @@ impl AppCore {
     pub async fn open_with_clock(settings: Settings, clock: SharedClock) -> Result<Self> {
         crate::egress::install_default_crypto_provider();
         let paths = settings.paths.clone();
-        create_private_dir(&paths.data_dir)
+        files::private_dir(&paths.data_dir)
             .wrap_err_with(|| format!("cannot create the data dir {}", paths.data_dir.display()))?;
+        for p in paths.private_files() {
+            files::tighten(&p).wrap_err_with(|| format!("cannot make {} private", p.display()))?;
+        }
+        // 0600 before SQLite opens it: SQLite gives new -wal and -shm files the database file's mode.
+        files::create_private(&paths.database())
+            .wrap_err_with(|| format!("cannot create the database {}", paths.database().display()))?;
         let opts = store::Options {
             busy_timeout: Duration::from_millis(settings.store.busy_timeout_ms),
             synchronous: settings.store.synchronous.clone(),
@@ -256,27 +263,6 @@ pub fn cancel_on_signals(token: CancellationToken) {
         tracing::info!("shutting down");
         token.cancel();
     });
-}
-
-fn create_private_dir(dir: &Path) -> std::io::Result<()> {
-    let mut b = std::fs::DirBuilder::new();
-    b.recursive(true);
-    #[cfg(unix)]
-    std::os::unix::fs::DirBuilderExt::mode(&mut b, 0o700);
-    b.create(dir)
-}
-
-/// Writes `contents` to `path` readable only by the owner, atomically (temp file + rename).
-pub fn write_private(path: &Path, contents: &[u8]) -> std::io::Result<()> {
-    let tmp = path.with_extension("tmp");
-    let mut o = std::fs::OpenOptions::new();
-    o.write(true).create(true).truncate(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut o, 0o600);
-    let mut f = o.open(&tmp)?;
-    f.write_all(contents)?;
-    f.sync_all()?;
-    std::fs::rename(tmp, path)
 }
 
 /// Reads a secret file (the admin token, the webhook key), creating a random one on first use.

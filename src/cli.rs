@@ -2,6 +2,9 @@
 //! `balances`) that talk to a running instance through the admin API — or, when none answers, open the data
 //! dir directly and call the same operations in-process. Output is a table, or JSON with `--json`.
 //! This module and `main.rs` are the only places allowed to print (never while a console owns the terminal).
+//! Everything printed for people goes through [`emit`] and [`table`], which strip control characters from
+//! every cell and line: grants, payments and peers carry client- and peer-supplied text. `--json` output is
+//! serde's, which escapes control characters.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 use std::path::PathBuf;
@@ -24,6 +27,7 @@ use crate::{
     money::{Value, format_minor},
     server::error::ApiError,
     settings::{Overrides, Settings},
+    text,
 };
 
 #[derive(Debug, Parser)]
@@ -461,7 +465,7 @@ async fn operate(b: &Backend, cmd: Command, json: bool) -> Result<()> {
                 .ok_or_else(|| eyre!("the server returned no private key"))?;
             match out {
                 Some(path) => {
-                    app::write_private(&path, pem.as_bytes())
+                    crate::files::write_private(&path, pem.as_bytes())
                         .wrap_err_with(|| format!("cannot write {}", path.display()))?;
                     emit(json, &k.jwk, || {
                         format!(
@@ -676,7 +680,7 @@ async fn incoming(b: &Backend, cmd: IncomingCmd, json: bool) -> Result<()> {
         }
     };
     emit(json, &one, || {
-        format!(
+        let mut out = format!(
             "{}  [{}]\n  wallet:   {}\n  received: {} of {}\n  expires:  {}\n  client:   {}\n",
             one.payment.id,
             one.state,
@@ -689,8 +693,15 @@ async fn incoming(b: &Backend, cmd: IncomingCmd, json: bool) -> Result<()> {
                 .unwrap_or_else(|| "an open amount".into()),
             one.payment.expires_at.clone().unwrap_or_else(|| "never".into()),
             one.client.clone().unwrap_or_else(|| "(operator)".into()),
-        )
+        );
+        out.push_str(&metadata_line("metadata: ", one.payment.metadata.as_ref()));
+        out
     })
+}
+
+/// The client's metadata as one line of JSON (control characters escaped), if there is any.
+fn metadata_line(label: &str, m: Option<&serde_json::Value>) -> String {
+    m.map(|m| format!("  {label}{m}\n")).unwrap_or_default()
 }
 
 async fn outgoing(b: &Backend, cmd: OutgoingCmd, json: bool) -> Result<()> {
@@ -750,6 +761,7 @@ async fn outgoing(b: &Backend, cmd: OutgoingCmd, json: bool) -> Result<()> {
                 one.failure_message.clone().unwrap_or_default()
             ));
         }
+        out.push_str(&metadata_line("metadata:  ", one.payment.metadata.as_ref()));
         out
     })
 }
@@ -911,17 +923,23 @@ fn peer_text(p: &PeerView) -> String {
     out
 }
 
+/// Prints `value` as JSON, or the text `human` builds with control characters stripped from every line.
 fn emit<T: Serialize>(json: bool, value: &T, human: impl FnOnce() -> String) -> Result<()> {
     if json {
         println!("{}", serde_json::to_string_pretty(value)?);
     } else {
-        print!("{}", human());
+        print!("{}", text::sanitize_lines(&human()));
     }
     Ok(())
 }
 
-/// Renders rows as left-aligned columns separated by two spaces.
+/// Renders rows as left-aligned columns separated by two spaces; cells are sanitised before they are
+/// measured, so hostile text neither reaches the terminal nor skews the columns.
 pub fn table(headers: &[&str], rows: Vec<Vec<String>>) -> String {
+    let rows: Vec<Vec<String>> = rows
+        .into_iter()
+        .map(|r| r.iter().map(|c| text::sanitize(c)).collect())
+        .collect();
     let mut widths: Vec<usize> = headers.iter().map(|h| h.chars().count()).collect();
     for r in &rows {
         for (i, c) in r.iter().enumerate() {
@@ -956,6 +974,12 @@ mod tests {
     fn table_aligns_columns() {
         let t = table(&["A", "BB"], vec![vec!["xxx".into(), "y".into()]]);
         assert_eq!(t, "A    BB\nxxx  y\n");
+    }
+
+    #[test]
+    fn table_cells_are_sanitised_before_measuring() {
+        let t = table(&["A", "B"], vec![vec!["x\u{1b}[2J\u{7}".into(), "y\u{9b}\nz".into()]]);
+        assert_eq!(t, "A     B\nx[2J  yz\n");
     }
 
     #[test]

@@ -12,6 +12,7 @@ pub mod clock;
 pub mod demo;
 pub mod egress;
 pub mod events;
+pub mod files;
 pub mod gnap;
 pub mod httpsig;
 pub mod ids;
@@ -24,6 +25,7 @@ pub mod seed;
 pub mod server;
 pub mod settings;
 pub mod store;
+pub mod text;
 pub mod tui;
 pub mod webhooks;
 

@@ -8,9 +8,10 @@
 use color_eyre::eyre::{Context, Result, eyre};
 
 use crate::{
-    app::{AppCore, write_private},
+    app::AppCore,
     ase::wallet::{NewWallet, WalletError},
     clock::format_ts,
+    files::write_private,
     httpsig::jwk,
     ledger::Movement,
     money::{Asset, Value},

@@ -53,6 +53,27 @@ impl Paths {
     pub fn ase_client_key(&self) -> PathBuf {
         self.data_dir.join("ase-client.pem")
     }
+    /// Every file of the data dir only the owner may read: the database with its journal files (peer
+    /// tokens, STREAM state) and the secrets.
+    pub fn private_files(&self) -> Vec<PathBuf> {
+        let db = self.database().into_os_string();
+        let mut files: Vec<PathBuf> = ["", "-wal", "-shm", "-journal"]
+            .iter()
+            .map(|suffix| {
+                let mut p = db.clone();
+                p.push(suffix);
+                PathBuf::from(p)
+            })
+            .collect();
+        files.extend([
+            self.admin_token(),
+            self.webhook_secret(),
+            self.ilp_secret(),
+            self.ase_client_key(),
+            self.demo_client_key(),
+        ]);
+        files
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]

@@ -326,40 +326,53 @@ impl IncomingPayments {
                 if let Err(refusal) = receiver::money_check(&PaymentSnapshot::of(&row, now, paid), amount) {
                     return Ok((StreamCredit::Refused(row, paid, refusal), Vec::new()));
                 }
-                let value = Money::new(amount)?;
-                let now_s = format_ts(now);
-                let asset = Asset {
-                    code: row.asset_code.clone(),
-                    scale: row.asset_scale,
+                // Every sum below is checked; one that does not fit (an absurd amount on top of earlier
+                // receipts) refuses the packet for good, and the dropped transaction writes nothing.
+                let credit = || -> Result<_, LedgerError> {
+                    let value = Money::new(amount)?;
+                    let now_s = format_ts(now);
+                    let asset = Asset {
+                        code: row.asset_code.clone(),
+                        scale: row.asset_scale,
+                    };
+                    let settlement = ledger::ops::peer_account(&tx, &peer, &asset, &now_s)?;
+                    ledger::ops::create_transfer(
+                        &tx,
+                        &NewTransfer {
+                            id: format!("ilp-{}", ids::new_id()),
+                            debit: settlement.clone(),
+                            credit: row.account_id.clone(),
+                            amount: value,
+                            pending: false,
+                            kind: "payment".into(),
+                            memo: Some(format!("{memo} to incoming payment {pid}")),
+                        },
+                        &now_s,
+                    )?;
+                    let received = row
+                        .received_amount
+                        .checked_add(value.as_i64())
+                        .ok_or(crate::money::MoneyError::Overflow)?;
+                    let completed = row.incoming_amount.is_some_and(|target| received >= target);
+                    if !repo::credit_incoming(&tx, &pid, received, completed, &now_s)? {
+                        return Err(LedgerError::Store(store::Error::Corrupt(format!(
+                            "incoming payment {pid} changed under a write lock"
+                        ))));
+                    }
+                    let balances = ledger::ops::balances(&tx, &[settlement.as_str(), row.account_id.as_str()])?;
+                    let row = repo::incoming(&tx, &pid)?
+                        .ok_or_else(|| store::Error::Corrupt(format!("incoming payment {pid} vanished")))?;
+                    let paid = repo::add_connection_received(&tx, &pid, &connection, value.as_i64(), &now_s)?;
+                    Ok((row, paid, balances))
                 };
-                let settlement = ledger::ops::peer_account(&tx, &peer, &asset, &now_s)?;
-                ledger::ops::create_transfer(
-                    &tx,
-                    &NewTransfer {
-                        id: format!("ilp-{}", ids::new_id()),
-                        debit: settlement.clone(),
-                        credit: row.account_id.clone(),
-                        amount: value,
-                        pending: false,
-                        kind: "payment".into(),
-                        memo: Some(format!("{memo} to incoming payment {pid}")),
-                    },
-                    &now_s,
-                )?;
-                let received = row
-                    .received_amount
-                    .checked_add(value.as_i64())
-                    .ok_or(crate::money::MoneyError::Overflow)?;
-                let completed = row.incoming_amount.is_some_and(|target| received >= target);
-                if !repo::credit_incoming(&tx, &pid, received, completed, &now_s)? {
-                    return Err(LedgerError::Store(store::Error::Corrupt(format!(
-                        "incoming payment {pid} changed under a write lock"
-                    ))));
-                }
-                let balances = ledger::ops::balances(&tx, &[settlement.as_str(), row.account_id.as_str()])?;
-                let row = repo::incoming(&tx, &pid)?
-                    .ok_or_else(|| store::Error::Corrupt(format!("incoming payment {pid} vanished")))?;
-                let paid = repo::add_connection_received(&tx, &pid, &connection, value.as_i64(), &now_s)?;
+                let (row, paid, balances) = match credit() {
+                    Ok(done) => done,
+                    Err(LedgerError::Money(e)) => {
+                        tracing::info!(payment = %pid, amount, error = %e, "STREAM packet refused: the amount does not fit");
+                        return Ok((StreamCredit::Refused(row, paid, Refusal::Overflow), Vec::new()));
+                    }
+                    Err(e) => return Err(e),
+                };
                 tx.commit()?;
                 Ok::<_, LedgerError>((StreamCredit::Credited(row, u64::try_from(paid).unwrap_or(0)), balances))
             })

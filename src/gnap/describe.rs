@@ -6,14 +6,8 @@ use super::model::{AccessItem, Action, Subject};
 use crate::{
     interval::RepeatingInterval,
     money::{Amount, format_minor},
+    text::sanitize,
 };
-
-/// Removes control characters (ANSI escapes, bidi overrides are left visible as text by the caller's font).
-pub fn sanitize(s: &str) -> String {
-    s.chars()
-        .filter(|c| !c.is_control() && !matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}'))
-        .collect()
-}
 
 fn money(a: &Amount) -> String {
     format!(

@@ -29,6 +29,14 @@ impl GnapError {
     pub fn invalid_request(d: impl Into<String>) -> Self {
         Self::new(StatusCode::BAD_REQUEST, "invalid_request", d)
     }
+    /// A body over the server's limit: 413 with the `invalid_request` code.
+    pub fn too_large() -> Self {
+        Self::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "invalid_request",
+            "request body is too large",
+        )
+    }
     pub fn invalid_client(d: impl Into<String>) -> Self {
         Self::new(StatusCode::BAD_REQUEST, "invalid_client", d)
     }

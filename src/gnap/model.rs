@@ -1,6 +1,11 @@
 //! GNAP wire types as Open Payments v1.3 defines them (`auth-server.yaml`), and the validation that the schema
 //! alone cannot express: per-type action sets, unique items, at most three access items, one amount limit,
 //! a parsable repeating interval, and receivers shaped like incoming-payment URLs.
+//!
+//! Members the spec does not define are ignored (GNAP requests may carry extensions), except where the spec
+//! closes the object (the `client` forms) and in access items and their limits: there an ignored member —
+//! a misspelt limit, say — would silently widen what the grant allows, so it is refused. Known members of the
+//! wrong type are always refused.
 
 use serde::{Deserialize, Serialize};
 
@@ -260,20 +265,17 @@ impl ClientRef {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct AccessTokenRequest {
     pub access: Vec<AccessItem>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct SubId {
     pub id: String,
     pub format: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct Subject {
     pub sub_ids: Vec<SubId>,
 }

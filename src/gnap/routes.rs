@@ -39,7 +39,7 @@ impl FromRequest<AppState> for GnapSigned {
             .await
             .map(GnapSigned)
             .map_err(|e| match e {
-                SignedError::TooLarge => GnapError::invalid_request("request body is too large"),
+                SignedError::TooLarge => GnapError::too_large(),
                 SignedError::Body(d) => GnapError::invalid_request(d),
                 SignedError::Signature(s) => {
                     tracing::info!(error = %s, "AS request signature refused");
@@ -67,8 +67,8 @@ async fn grant_request(
     Ok(Json(state.gnap.request(req, client).await?))
 }
 
+/// Members the spec does not define are ignored (GNAP lets requests carry extensions).
 #[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
 struct ContinueBody {
     #[serde(default)]
     interact_ref: Option<String>,

@@ -638,8 +638,9 @@ impl Gnap {
                 let tx = store::immediate(conn)?;
                 let t = repo::token_with_grant(&tx, &id)?;
                 let (t, g) = t.ok_or_else(|| GnapError::invalid_rotation("unknown token"))?;
+                // The spec's 401 for the token endpoint is `invalid_client`: the grant's tokens died with it.
                 if g.state != "finalized" {
-                    return Err(GnapError::request_denied("the grant is no longer active"));
+                    return Err(GnapError::unauthorized_client("the grant is no longer active"));
                 }
                 if !repo::revoke_token(&tx, &t.id, &now)? {
                     return Err(GnapError::unauthorized_client("invalid access token"));

@@ -137,6 +137,9 @@ pub async fn emit(State(state): State<AppState>, mut req: Request, next: Next) -
         let (parts, body) = req.into_parts();
         let limit = state.settings.server.body_limit_bytes;
         let Ok(bytes) = axum::body::to_bytes(body, limit).await else {
+            if path.starts_with("/auth") {
+                return crate::gnap::GnapError::too_large().into_response();
+            }
             return ApiError::new(
                 axum::http::StatusCode::PAYLOAD_TOO_LARGE,
                 "payload_too_large",

@@ -15,7 +15,7 @@ use super::{
     render::{gauge, money, pane_block, relative, window},
     theme::Theme,
 };
-use crate::{gnap::describe::sanitize, money::format_minor};
+use crate::{money::format_minor, text::sanitize};
 
 fn right_title(app: &App, pane: Pane, loaded: bool, loading: bool, shown: usize, total: usize) -> String {
     let state = if loading {

@@ -19,8 +19,8 @@ use super::{
 };
 use crate::{
     clock::parse_ts,
-    gnap::describe::sanitize,
     money::{Amount, format_minor},
+    text::{sanitize, sanitize_lines},
 };
 
 /// Amount as `12.34 USD`.
@@ -95,7 +95,7 @@ pub fn draw(app: &App, theme: &Theme, f: &mut Frame) {
             let r = centered(area, 90, 85);
             f.render_widget(Clear, r);
             f.render_widget(
-                Paragraph::new(sanitize_block(j))
+                Paragraph::new(sanitize_lines(j))
                     .block(Block::bordered().title(" raw JSON (Esc) "))
                     .wrap(Wrap { trim: false }),
                 r,
@@ -152,11 +152,6 @@ pub fn draw(app: &App, theme: &Theme, f: &mut Frame) {
         }
         None => {}
     }
-}
-
-/// Control characters removed from multi-line text (keeps newlines).
-fn sanitize_block(s: &str) -> String {
-    s.lines().map(sanitize).collect::<Vec<_>>().join("\n")
 }
 
 fn draw_header(app: &App, theme: &Theme, f: &mut Frame, area: Rect) {

@@ -308,3 +308,44 @@ async fn events_are_published_after_commit() {
     }
     assert!(saw_balance && saw_http);
 }
+
+#[tokio::test]
+async fn ipv4_mapped_loopback_is_loopback_on_a_dual_stack_listener() {
+    // Mapped non-loopback peers stay refused.
+    let ase = TestAse::spawn().await;
+    let peer: std::net::SocketAddr = "[::ffff:192.0.2.7]:5555".parse().unwrap();
+    let app = opdesk::server::router(ase.state.clone()).layer(MockConnectInfo(peer));
+    let req = Request::get("/admin/wallets")
+        .header("authorization", format!("Bearer {}", ase.admin_token))
+        .body(Body::empty())
+        .unwrap();
+    assert_eq!(app.oneshot(req).await.unwrap().status(), 403);
+    drop(ase);
+
+    // A real server on [::]:0, reached over IPv4 (the kernel shows the peer as ::ffff:127.0.0.1) and IPv6.
+    if std::net::TcpListener::bind("[::]:0").is_err() {
+        #[allow(clippy::print_stderr)]
+        {
+            eprintln!("skipped: this machine has no IPv6");
+        }
+        return;
+    }
+    let dir = std::sync::Arc::new(tempfile::tempdir().unwrap());
+    let ase = TestAse::spawn_in(dir, Some("[::]:0".parse().unwrap())).await;
+    let port = ase.addr.port();
+    for base in [
+        format!("http://[::ffff:127.0.0.1]:{port}"),
+        format!("http://127.0.0.1:{port}"),
+        format!("http://[::1]:{port}"),
+    ] {
+        let res = ase
+            .http
+            .get(format!("{base}/admin/wallets"))
+            .bearer_auth(&ase.admin_token)
+            .timeout(std::time::Duration::from_secs(10))
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("{base}: {e}"));
+        assert_eq!(res.status(), 200, "{base}");
+    }
+}

@@ -360,3 +360,214 @@ async fn peers_can_be_added_changed_and_removed_from_the_cli() {
         "{out:?}"
     );
 }
+
+/// Text with everything a terminal acts on: CSI and OSC sequences, BEL, the C1 CSI (U+009B), DEL, CR and a
+/// bidi override.
+const HOSTILE: &str = "\u{1b}[31m\u{1b}]0;owned\u{7}\u{9b}2J\u{7f}\r\u{202e}";
+
+/// No control character but `\n` (no C0, no DEL, no C1) and no bidi control.
+fn assert_clean(what: &str, text: &str) {
+    let bad: Vec<char> = text
+        .chars()
+        .filter(|c| (c.is_control() && *c != '\n') || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}'))
+        .collect();
+    assert!(bad.is_empty(), "{what} printed {bad:?}: {text:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hostile_text_never_reaches_the_terminal() {
+    use reqwest::Method;
+    use serde_json::json;
+
+    use crate::common::{Proc, finish_grant};
+
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("data");
+    let log = root.path().join("serve.log");
+    let config = root.path().join("config.toml");
+    std::fs::write(&config, "").unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_opdesk"));
+    cmd.args(Proc::serve_args(&dir, port))
+        .env("OPDESK_CONFIG", &config)
+        .env("RUST_LOG", "opdesk=debug")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap());
+    let server = Proc::spawn(cmd, &dir, port).await;
+    let base = server.base.clone();
+    let http = reqwest::Client::new();
+    let admin = |method: Method, path: &str, body: serde_json::Value| {
+        http.request(method, format!("{base}/admin{path}"))
+            .bearer_auth(&server.admin_token)
+            .json(&body)
+            .send()
+    };
+
+    // A client wallet of this ASE whose public name carries what a wallet name may (a bidi override).
+    let r = admin(
+        Method::POST,
+        "/wallets",
+        json!({"name": "shop", "assetCode": "USD", "assetScale": 2, "publicName": "Shop\u{202e}gnp.exe"}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(r.status(), 201);
+    let key: serde_json::Value = admin(Method::POST, "/wallets/shop/keys", json!({"generate": true}))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let client = opdesk::client::SignedClient::new(
+        opdesk::httpsig::jwk::from_pkcs8_pem(key["privateKeyPem"].as_str().unwrap()).unwrap(),
+        key["jwk"]["kid"].as_str().unwrap(),
+    );
+    let client_url = format!("{base}/shop");
+    let grant = |access: serde_json::Value, interact: Option<serde_json::Value>| {
+        let mut body = json!({"access_token": {"access": access}, "client": {"walletAddress": client_url}});
+        if let Some(i) = interact {
+            body["interact"] = i;
+        }
+        let (client, auth) = (&client, format!("{base}/auth"));
+        async move {
+            let r = client.send(Method::POST, &auth, None, Some(&body)).await.unwrap();
+            assert_eq!(r.status, 200, "{}", r.body);
+            r.body
+        }
+    };
+    let token = |g: &serde_json::Value| g["access_token"]["value"].as_str().unwrap().to_owned();
+
+    // Grants whose finish URI and limits receiver carry the hostile text, one rejected with a reason.
+    let hostile_finish = format!("http://127.0.0.1:9/cb?state={HOSTILE}");
+    let hostile_receiver = format!("http://127.0.0.1:9/incoming-payments/{HOSTILE}");
+    let limited = json!([{"type": "outgoing-payment", "actions": ["create"], "identifier": format!("{base}/alice"),
+        "limits": {"receiver": hostile_receiver, "debitAmount": {"value": "100", "assetCode": "USD", "assetScale": 2}}}]);
+    grant(
+        limited.clone(),
+        Some(json!({"start": ["redirect"], "finish": {"method": "redirect", "uri": hostile_finish, "nonce": HOSTILE}})),
+    )
+    .await;
+    grant(limited, Some(json!({"start": ["redirect"]}))).await;
+    let grants: serde_json::Value = server.admin("/grants?state=pending").await;
+    let rejected = grants[0]["id"].as_str().unwrap().to_owned();
+    let r = admin(
+        Method::POST,
+        &format!("/grants/{rejected}/reject"),
+        json!({"reason": "not this one"}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(r.status(), 200);
+
+    // Incoming and outgoing payments with hostile metadata, and an outgoing payment that runs.
+    let inc = token(&grant(json!([{"type": "incoming-payment", "actions": ["create"]}]), None).await);
+    let quo = token(&grant(json!([{"type": "quote", "actions": ["create"]}]), None).await);
+    let g = grant(
+        json!([{"type": "outgoing-payment", "actions": ["create", "read"], "identifier": format!("{base}/alice")}]),
+        Some(json!({"start": ["redirect"], "finish": {"method": "redirect", "uri": "http://127.0.0.1:9/cb", "nonce": "n"}})),
+    )
+    .await;
+    let pending: serde_json::Value = server.admin("/grants?state=pending").await;
+    let approve = pending
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["finishUri"] == "http://127.0.0.1:9/cb")
+        .map(|p| p["id"].as_str().unwrap().to_owned())
+        .unwrap();
+    let r = admin(Method::POST, &format!("/grants/{approve}/approve"), json!({}))
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let out = finish_grant(&client, &g).await;
+    let metadata = json!({"description": HOSTILE, HOSTILE: [HOSTILE]});
+    let r = client
+        .send(
+            Method::POST,
+            &format!("{base}/incoming-payments"),
+            Some(&inc),
+            Some(&json!({"walletAddress": format!("{base}/bob"), "metadata": metadata,
+                "incomingAmount": {"value": "500", "assetCode": "USD", "assetScale": 2}})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.status, 201, "{}", r.body);
+    let incoming = r.body["id"].as_str().unwrap().to_owned();
+    let quote = client
+        .send(
+            Method::POST,
+            &format!("{base}/quotes"),
+            Some(&quo),
+            Some(&json!({"walletAddress": format!("{base}/alice"), "receiver": incoming, "method": "ilp"})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(quote.status, 201, "{}", quote.body);
+    let r = client
+        .send(
+            Method::POST,
+            &format!("{base}/outgoing-payments"),
+            Some(&out),
+            Some(&json!({"walletAddress": format!("{base}/alice"), "quoteId": quote.body["id"], "metadata": metadata})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.status, 201, "{}", r.body);
+    let outgoing = r.body["id"].as_str().unwrap().to_owned();
+
+    // Every operator view, as tables/details and as JSON, through the real binary in a pipe.
+    let all: serde_json::Value = server.admin("/grants").await;
+    let mut commands: Vec<Vec<String>> = vec![
+        vec!["grants".into(), "list".into()],
+        vec!["incoming".into(), "list".into()],
+        vec!["incoming".into(), "show".into(), incoming.clone()],
+        vec!["outgoing".into(), "list".into()],
+        vec!["outgoing".into(), "show".into(), outgoing.clone()],
+        vec!["quotes".into(), "list".into()],
+        vec!["wallets".into(), "list".into()],
+        vec!["wallets".into(), "show".into(), "shop".into()],
+    ];
+    for g in all.as_array().unwrap() {
+        commands.push(vec!["grants".into(), "show".into(), g["id"].as_str().unwrap().into()]);
+    }
+    let (d, l) = (dir.clone(), format!("127.0.0.1:{port}"));
+    let outputs = tokio::task::spawn_blocking(move || {
+        let mut outputs = Vec::new();
+        for c in commands {
+            let args: Vec<&str> = c.iter().map(String::as_str).collect();
+            let human = ok(&opdesk(&d, &l, &args));
+            let mut with_json = args.clone();
+            with_json.push("--json");
+            let json = ok(&opdesk(&d, &l, &with_json));
+            outputs.push((c.join(" "), human, json));
+        }
+        outputs
+    })
+    .await
+    .unwrap();
+    let mut saw_finish = false;
+    for (what, human, json) in &outputs {
+        assert_clean(what, human);
+        assert!(!human.trim().is_empty(), "{what}");
+        // JSON stays valid JSON and keeps what was sent, escaped.
+        let v: serde_json::Value = serde_json::from_str(json).unwrap_or_else(|e| panic!("{what}: {e}: {json}"));
+        assert!(!json.bytes().any(|b| b < 0x20 && b != b'\n'), "{what}: {json:?}");
+        saw_finish |= human.contains("finish: http://127.0.0.1:9/cb?state=[31m]0;owned2J");
+        if what.starts_with("incoming show") || what.starts_with("outgoing show") {
+            assert_eq!(v["metadata"]["description"], HOSTILE, "{what}");
+            assert!(human.contains(r#""description":"\u001b[31m"#), "{what}: {human}");
+        }
+    }
+    assert!(saw_finish, "the finish URI is shown, stripped: {outputs:#?}");
+
+    // The server's log (a file, as when stderr is redirected): no control characters either (fields are
+    // escaped by the log formatter; see logging.rs for hostile fields).
+    drop(server);
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(text.contains("grant waits for the resource owner"), "{text}");
+    assert_clean("the server log", &text);
+}

@@ -215,21 +215,30 @@ pub struct Proc {
 impl Proc {
     /// Starts the binary on `127.0.0.1:{port}` and waits until it answers.
     pub async fn start(dir: &Path, port: u16) -> Self {
-        opdesk::egress::install_default_crypto_provider();
-        let child = std::process::Command::new(env!("CARGO_BIN_EXE_opdesk"))
-            .args([
-                "serve",
-                "--data-dir",
-                dir.to_str().expect("dir"),
-                "--listen",
-                &format!("127.0.0.1:{port}"),
-            ])
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_opdesk"));
+        cmd.args(Self::serve_args(dir, port))
             .env("OPDESK_CONFIG", dir.join("config.toml"))
             .env("RUST_LOG", "warn")
             .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .expect("spawn opdesk");
+            .stderr(std::process::Stdio::null());
+        Self::spawn(cmd, dir, port).await
+    }
+
+    /// `serve --data-dir {dir} --listen 127.0.0.1:{port}`.
+    pub fn serve_args(dir: &Path, port: u16) -> Vec<String> {
+        vec![
+            "serve".into(),
+            "--data-dir".into(),
+            dir.to_str().expect("dir").into(),
+            "--listen".into(),
+            format!("127.0.0.1:{port}"),
+        ]
+    }
+
+    /// Spawns `cmd` (an `opdesk serve` on `dir` and `port`, however wrapped) and waits until it answers.
+    pub async fn spawn(mut cmd: std::process::Command, dir: &Path, port: u16) -> Self {
+        opdesk::egress::install_default_crypto_provider();
+        let child = cmd.spawn().expect("spawn opdesk");
         let base = format!("http://127.0.0.1:{port}");
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
         while reqwest::get(format!("{base}/healthz")).await.is_err() {

@@ -1,6 +1,7 @@
 //! GNAP authorization server end to end with the project's own signed client: non-interactive, interactive
 //! with finish, and polling grants; rotation and revocation; every refusal the issue lists; a hostile JWKS
-//! host; and the exactly-once token under concurrent continues.
+//! host; the exactly-once token under concurrent continues; 413 for oversized bodies; unknown members
+//! ignored where the spec leaves objects open; and the spec's codes for rotating a dead grant's token.
 
 use std::time::Duration;
 
@@ -685,4 +686,155 @@ async fn auto_approve_skips_the_operator_and_expired_tokens_still_rotate() {
     );
     let fresh = r.body["access_token"]["value"].as_str().unwrap();
     assert!(ase.state.gnap.introspect(fresh).await.unwrap().is_some());
+}
+
+#[tokio::test]
+async fn oversized_bodies_are_413_with_the_gnap_envelope() {
+    let ase = TestAse::spawn().await;
+    let client = ase.demo_client().await;
+    let mut body = incoming_grant(&ase);
+    body["padding"] = json!("x".repeat(70_000));
+    let r = client
+        .send(Method::POST, &ase.url("/auth"), None, Some(&body))
+        .await
+        .unwrap();
+    assert_eq!(r.status, 413, "{}", r.body);
+    assert_envelope(&r.body, "invalid_request");
+    // also while the console captures request bodies (the request log reads the body first)
+    ase.state.capture.store(true, std::sync::atomic::Ordering::Relaxed);
+    let r = client
+        .send(Method::POST, &ase.url("/auth"), None, Some(&body))
+        .await
+        .unwrap();
+    assert_eq!(r.status, 413, "{}", r.body);
+    assert_envelope(&r.body, "invalid_request");
+    ase.state.capture.store(false, std::sync::atomic::Ordering::Relaxed);
+    // the continuation and token endpoints answer the same
+    let ok = client
+        .send(Method::POST, &ase.url("/auth"), None, Some(&incoming_grant(&ase)))
+        .await
+        .unwrap();
+    assert_eq!(ok.status, 200, "{}", ok.body);
+    let cont = ok.body["continue"]["uri"].as_str().unwrap();
+    let ctoken = ok.body["continue"]["access_token"]["value"].as_str().unwrap();
+    let r = client
+        .send(
+            Method::POST,
+            cont,
+            Some(ctoken),
+            Some(&json!({"padding": "x".repeat(70_000)})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.status, 413, "{}", r.body);
+    assert_envelope(&r.body, "invalid_request");
+}
+
+#[tokio::test]
+async fn unknown_members_are_ignored_and_wrong_types_refused() {
+    let ase = TestAse::spawn_with("[gnap]\nauto_approve = true\n").await;
+    let client = ase.demo_client().await;
+    let auth = ase.url("/auth");
+
+    // extensions at every level the spec leaves open
+    let mut body = incoming_grant(&ase);
+    body["access_token"]["flags"] = json!(["bearer"]);
+    body["extension"] = json!({"any": 1});
+    let r = client.send(Method::POST, &auth, None, Some(&body)).await.unwrap();
+    assert_eq!(r.status, 200, "{}", r.body);
+    let subject = json!({
+        "subject": {"sub_ids": [{"id": ase.url("/alice"), "format": "uri", "note": "x"}], "assertion_formats": ["id_token"]},
+        "client": ase.url("/demo-client"),
+        "interact": {"start": ["redirect"], "hints": {"ui_locales": ["en"]}},
+    });
+    let r = client.send(Method::POST, &auth, None, Some(&subject)).await.unwrap();
+    assert_eq!(r.status, 200, "{}", r.body);
+
+    // known members of the wrong type, and unknown members where an ignored one would widen the grant
+    let mut wrong_type = incoming_grant(&ase);
+    wrong_type["access_token"]["access"] = json!("all");
+    let mut bad_subject = subject.clone();
+    bad_subject["subject"]["sub_ids"] = json!("alice");
+    let mut misspelt_limit = outgoing_grant(&ase, None);
+    misspelt_limit["access_token"]["access"][0]["limits"] =
+        json!({"debitAmmount": {"value": "5", "assetCode": "USD", "assetScale": 2}});
+    for bad in [wrong_type, bad_subject, misspelt_limit] {
+        let r = client.send(Method::POST, &auth, None, Some(&bad)).await.unwrap();
+        assert_eq!(r.status, 400, "{bad}: {}", r.body);
+        assert_envelope(&r.body, "invalid_request");
+    }
+
+    // continue: an unknown member is ignored; a wrongly typed interact_ref is refused
+    let res = client
+        .send(
+            Method::POST,
+            &auth,
+            None,
+            Some(&outgoing_grant(&ase, Some("http://127.0.0.1:9/cb"))),
+        )
+        .await
+        .unwrap();
+    assert_eq!(res.status, 200, "{}", res.body);
+    let no_redirects = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let r = no_redirects
+        .get(res.body["interact"]["redirect"].as_str().unwrap())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 303);
+    let loc = url::Url::parse(r.headers()["location"].to_str().unwrap()).unwrap();
+    let interact_ref = loc
+        .query_pairs()
+        .find(|(k, _)| k == "interact_ref")
+        .unwrap()
+        .1
+        .into_owned();
+    let cont = res.body["continue"]["uri"].as_str().unwrap();
+    let ctoken = res.body["continue"]["access_token"]["value"].as_str().unwrap();
+    let r = client
+        .send(Method::POST, cont, Some(ctoken), Some(&json!({"interact_ref": 5})))
+        .await
+        .unwrap();
+    assert_eq!(r.status, 400, "{}", r.body);
+    assert_envelope(&r.body, "invalid_request");
+    let r = client
+        .send(
+            Method::POST,
+            cont,
+            Some(ctoken),
+            Some(&json!({"interact_ref": interact_ref, "extension": {"x": [1, 2]}})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert!(r.body["access_token"]["value"].is_string(), "{}", r.body);
+}
+
+#[tokio::test]
+async fn rotating_a_token_of_a_cancelled_grant_is_invalid_client() {
+    let ase = TestAse::spawn().await;
+    let client = ase.demo_client().await;
+    let res = client
+        .send(Method::POST, &ase.url("/auth"), None, Some(&incoming_grant(&ase)))
+        .await
+        .unwrap();
+    assert_eq!(res.status, 200, "{}", res.body);
+    let token = res.body["access_token"]["value"].as_str().unwrap();
+    let manage = res.body["access_token"]["manage"].as_str().unwrap();
+    let cont = res.body["continue"]["uri"].as_str().unwrap();
+    let ctoken = res.body["continue"]["access_token"]["value"].as_str().unwrap();
+    let r = client.send(Method::DELETE, cont, Some(ctoken), None).await.unwrap();
+    assert_eq!(r.status, 204, "{}", r.body);
+    let r = client.send(Method::POST, manage, Some(token), None).await.unwrap();
+    // auth-server.yaml lists 400/404 invalid_rotation and 401 invalid_client for POST /token/{id}
+    assert_eq!(r.status, 401, "{}", r.body);
+    assert_envelope(&r.body, "invalid_client");
+    assert_matches_pointer(
+        "auth-server.yaml",
+        "/paths/~1token~1%7Bid%7D/post/responses/401/content/application~1json/schema",
+        &r.body,
+    );
 }

@@ -3,8 +3,9 @@
 //! money frames with fulfillable conditions) posts real OER Prepares to `POST /ilp` with the peer's token.
 //! Checked: fulfils grow `receivedAmount` (public GET) and the wallet; overshoot is refused with the room
 //! advertised; completed and expired payments close the connection with an application error; transport
-//! errors (401/415/413) and packet errors (F01, F02, F06, F08, R00); IL-DCP; concurrent packets never
-//! overfill a payment; the server keeps serving.
+//! errors (401/415/413) and packet errors (F01, F02, F06, F08, R00); amounts that overflow the totals get a
+//! final F99, not a retryable T00; IL-DCP; concurrent packets never overfill a payment; the server keeps
+//! serving.
 
 use std::time::{Duration, Instant};
 
@@ -887,4 +888,60 @@ fn too_large_prepare(s: &Sender, amount: u64) -> Vec<u8> {
     }
     .encode()
     .unwrap()
+}
+
+const UNLIMITED: &str = r#"
+[ilp]
+address = "test.opdesk"
+
+[[ilp.peers]]
+name = "sender"
+incoming_tokens = ["peer-token-for-the-tests"]
+asset_code = "USD"
+asset_scale = 2
+"#;
+
+#[tokio::test]
+async fn amounts_that_overflow_the_totals_are_refused_for_good() {
+    let ase = TestAse::spawn_with(UNLIMITED).await;
+    let client = ase.demo_client().await;
+    let tok = incoming_token(&ase, &client, "bob").await;
+    for extra in [
+        json!({}),
+        json!({"incomingAmount": {"value": "1000", "assetCode": "USD", "assetScale": 2}}),
+    ] {
+        let payment = create_incoming(&ase, &client, &tok, "bob", extra).await;
+        let id = payment["id"].as_str().unwrap().to_owned();
+        let mut s = Sender::for_payment(&ase, &payment);
+        assert!(matches!(s.pay(100).await, Reply::Fulfill(_)));
+        let bob = ase.balance("bob").await;
+        let peer = peer_balance(&ase, "sender").await;
+        for amount in [
+            u64::MAX,
+            u64::MAX - 99,
+            i64::MAX as u64,
+            i64::MAX as u64 - 100,
+            i64::MAX as u64 - 1000,
+        ] {
+            let r = s.pay(amount).await;
+            // A final reject a STREAM sender reads (not T00, which it would retry), with the room.
+            assert_eq!(r.code(), Some(ErrorCode::F99_APPLICATION_ERROR), "{amount}: {r:?}");
+            assert!(
+                r.stream().frames.iter().any(|f| matches!(
+                    f,
+                    Frame::StreamMaxMoney {
+                        total_received: 100,
+                        ..
+                    }
+                )),
+                "{amount}: {r:?}"
+            );
+            assert_eq!(public_received(&ase, &id).await, "100", "{amount}");
+            assert_eq!(ase.balance("bob").await, bob, "{amount}");
+            assert_eq!(peer_balance(&ase, "sender").await, peer, "{amount}");
+        }
+        // The server keeps serving, and the payment keeps taking money.
+        assert!(matches!(s.pay(50).await, Reply::Fulfill(_)));
+        assert_eq!(public_received(&ase, &id).await, "150");
+    }
 }

@@ -10,6 +10,7 @@ mod console;
 mod crash;
 mod engine;
 mod engine_props;
+mod files;
 mod gnap_flow;
 mod ilp_receiver;
 mod ilp_sender;
