@@ -107,7 +107,7 @@ impl AppCore {
         let ilp = Receiver::new(stream_server, peers.clone(), incoming.clone(), clock.clone());
         let client_key = ase_client_key(&settings.paths.ase_client_key())?;
         let client_url = format!("{}/{}", settings.public_url, settings.ilp.client_wallet);
-        let egress = Egress::new(settings.egress.policy(settings.listen.ip().is_loopback()))
+        let egress = Egress::new(settings.egress.policy(settings.local_development()))
             .map_err(|e| color_eyre::eyre::eyre!("outbound HTTP client: {e}"))?;
         let remote = Remote::new(
             &settings.ilp,
@@ -186,11 +186,11 @@ impl AppCore {
 fn key_resolver(settings: &Settings, wallets: &Wallets) -> Result<KeyResolver> {
     let k = &settings.client_keys;
     let policy = FetchPolicy {
-        egress: settings.egress.policy(settings.listen.ip().is_loopback()),
+        egress: settings.egress.policy(settings.local_development()),
         cache_ttl: Duration::from_secs(k.cache_ttl_secs),
         failure_ttl: Duration::from_secs(k.failure_cache_secs),
         refetch_interval: Duration::from_secs(k.refetch_interval_secs),
-        ..FetchPolicy::for_listen_addr(settings.listen.ip().is_loopback())
+        ..FetchPolicy::for_listen_addr(settings.local_development())
     };
     let w = wallets.clone();
     let local: LocalKeys = Arc::new(move |name: String| {

@@ -20,7 +20,7 @@ pub enum ClientError {
     Header,
 }
 
-/// A response: status, headers and the body (JSON when it parses, else `Null`).
+/// A response: status, headers and the body (JSON when it says so and parses, else `Null`).
 #[derive(Debug, Clone)]
 pub struct Response {
     pub status: u16,
@@ -111,10 +111,10 @@ impl SignedClient {
         let mut headers = headers;
         headers.insert(header::ACCEPT, HeaderValue::from_static("application/json"));
         let reply = http.send(method, url, headers, body).await?;
+        let body = reply.json().unwrap_or(Value::Null);
         let status = reply.status.as_u16();
         let headers = reply.headers;
         let raw = reply.body;
-        let body = serde_json::from_slice(&raw).unwrap_or(Value::Null);
         Ok(Response {
             status,
             headers,

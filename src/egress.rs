@@ -43,12 +43,12 @@ pub struct Policy {
 pub const JSON_BODY_CAP: usize = 64 * 1024;
 
 impl Policy {
-    /// For URLs that clients name (their key sets, quote receivers): loopback and private ranges only while
-    /// opdesk itself listens on loopback (a local development setup); plain `http` only to loopback.
-    pub fn for_listen_addr(listen_is_loopback: bool) -> Self {
+    /// For URLs that clients name (their key sets, quote receivers): loopback and private ranges only in a
+    /// local development setup (the public URL on loopback); plain `http` only to loopback.
+    pub fn for_client_urls(local_development: bool) -> Self {
         Self {
-            allow_loopback: listen_is_loopback,
-            allow_private: listen_is_loopback,
+            allow_loopback: local_development,
+            allow_private: local_development,
             allow_http: false,
             connect_timeout: Duration::from_secs(2),
             total_timeout: Duration::from_secs(5),
@@ -165,6 +165,19 @@ pub fn is_forbidden(ip: IpAddr, policy: &Policy) -> bool {
 /// Whether `ip` is a loopback address, IPv4-mapped forms included.
 pub fn is_loopback(ip: IpAddr) -> bool {
     classify(ip) == AddrClass::Loopback
+}
+
+/// Whether `url`'s host is a loopback address or a `localhost` name.
+pub fn is_loopback_url(url: &Url) -> bool {
+    match url.host() {
+        Some(Host::Ipv4(ip)) => is_loopback(IpAddr::V4(ip)),
+        Some(Host::Ipv6(ip)) => is_loopback(IpAddr::V6(ip)),
+        Some(Host::Domain(name)) => {
+            let name = name.trim_end_matches('.').to_ascii_lowercase();
+            name == "localhost" || name.ends_with(".localhost")
+        }
+        None => false,
+    }
 }
 
 /// Why an outbound request failed. The text is for logs and the operator, never for clients.
@@ -308,8 +321,7 @@ pub fn check_url(url: &Url, policy: &Policy) -> Result<(), EgressError> {
         Some(Host::Ipv4(ip)) => check_ip(IpAddr::V4(ip), policy)?,
         Some(Host::Ipv6(ip)) => check_ip(IpAddr::V6(ip), policy)?,
         Some(Host::Domain(name)) => {
-            let name = name.trim_end_matches('.');
-            let loopback = name == "localhost" || name.ends_with(".localhost");
+            let loopback = is_loopback_url(url);
             if loopback && !policy.allow_loopback {
                 return Err(EgressError::Forbidden(format!("loopback host {name}")));
             }
@@ -537,9 +549,9 @@ mod tests {
         let open = Policy {
             allow_loopback: true,
             allow_private: true,
-            ..Policy::for_listen_addr(true)
+            ..Policy::for_client_urls(true)
         };
-        let prod = Policy::for_listen_addr(false);
+        let prod = Policy::for_client_urls(false);
         let loop_only = Policy {
             allow_private: false,
             ..open.clone()
@@ -608,9 +620,9 @@ mod tests {
 
     #[test]
     fn default_policies() {
-        let dev = Policy::for_listen_addr(true);
+        let dev = Policy::for_client_urls(true);
         assert!(dev.allow_loopback && dev.allow_private && !dev.allow_http);
-        let prod = Policy::for_listen_addr(false);
+        let prod = Policy::for_client_urls(false);
         assert!(!prod.allow_loopback && !prod.allow_private && !prod.allow_http);
         assert_eq!(prod.max_body_bytes, 64 * 1024);
         assert!(prod.connect_timeout <= prod.total_timeout);
@@ -624,8 +636,8 @@ mod tests {
 
     #[test]
     fn url_policy_table() {
-        let prod = Policy::for_listen_addr(false);
-        let dev = Policy::for_listen_addr(true);
+        let prod = Policy::for_client_urls(false);
+        let dev = Policy::for_client_urls(true);
         let check = |input: &str, policy: &Policy| check_url(&Url::parse(input).unwrap(), policy);
         for input in [
             "https://127.0.0.1/alice",
@@ -681,7 +693,7 @@ mod tests {
                 .with("mixed.test", "8.8.8.8".parse().unwrap())
                 .with("inside.test", "10.0.0.7".parse().unwrap()),
         );
-        let prod = Policy::for_listen_addr(false);
+        let prod = Policy::for_client_urls(false);
         let got = PolicyResolver::resolve_allowed(stub.clone(), prod.clone(), "mixed.test".into())
             .await
             .unwrap();
@@ -690,16 +702,67 @@ mod tests {
             .await
             .unwrap_err();
         assert!(err.downcast_ref::<ForbiddenAddress>().is_some());
-        let dev = Policy::for_listen_addr(true);
+        let dev = Policy::for_client_urls(true);
         let got = PolicyResolver::resolve_allowed(stub.clone(), dev, "inside.test".into())
             .await
             .unwrap();
         assert_eq!(got.len(), 1);
         assert!(
-            PolicyResolver::resolve_allowed(stub, Policy::for_listen_addr(true), "nowhere.test".into())
+            PolicyResolver::resolve_allowed(stub, Policy::for_client_urls(true), "nowhere.test".into())
                 .await
                 .is_err()
         );
+    }
+
+    /// A name that resolves to loopback (DNS rebinding) is refused after resolution, before any connection;
+    /// the same name under a policy that allows loopback connects.
+    #[tokio::test]
+    async fn names_resolving_to_refused_addresses_never_connect() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let connections = Arc::new(AtomicUsize::new(0));
+        let seen = connections.clone();
+        tokio::spawn(async move {
+            for _ in 0..10 {
+                let Ok((mut sock, _)) = listener.accept().await else {
+                    break;
+                };
+                seen.fetch_add(1, Ordering::SeqCst);
+                let reply = b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 2\r\nconnection: close\r\n\r\n{}";
+                let mut head = [0u8; 4096];
+                let _ = tokio::io::AsyncReadExt::read(&mut sock, &mut head).await;
+                let _ = tokio::io::AsyncWriteExt::write_all(&mut sock, reply).await;
+            }
+        });
+        let stub: Arc<dyn HostResolver> =
+            Arc::new(StaticResolver::new().with("rebind.test", "127.0.0.1".parse().unwrap()));
+        let prod = Policy {
+            allow_http: true,
+            ..Policy::for_client_urls(false)
+        };
+        let egress = Egress::with_host_resolver(prod, stub.clone()).unwrap();
+        let err = egress
+            .get_json(&format!("http://rebind.test:{port}/incoming-payments/1"))
+            .await
+            .unwrap_err();
+        assert!(matches!(err, EgressError::Forbidden(_)), "{err}");
+        assert_eq!(connections.load(Ordering::SeqCst), 0);
+        let dev = Egress::with_host_resolver(Policy::for_client_urls(true), stub).unwrap();
+        let reply = dev.get_json(&format!("http://rebind.test:{port}/x")).await;
+        // plain http to a name is refused even in development unless it is a loopback name
+        assert!(matches!(reply, Err(EgressError::Forbidden(_))), "{reply:?}");
+        let open = Egress::with_host_resolver(
+            Policy {
+                allow_http: true,
+                ..Policy::for_client_urls(true)
+            },
+            Arc::new(StaticResolver::new().with("rebind.test", "127.0.0.1".parse().unwrap())),
+        )
+        .unwrap();
+        let reply = open.get_json(&format!("http://rebind.test:{port}/x")).await.unwrap();
+        assert_eq!(reply.json().unwrap(), serde_json::json!({}));
+        assert_eq!(connections.load(Ordering::SeqCst), 1);
     }
 
     #[test]

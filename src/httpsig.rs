@@ -102,7 +102,8 @@ pub enum Error {
     /// The Ed25519 signature does not verify over the signature base.
     #[error("signature does not verify")]
     BadSignature,
-    /// The client's key set could not be fetched (why is logged, never told to the client).
-    #[error("the client's keys could not be fetched")]
-    KeysUnavailable,
+    /// The client's key `kid` could not be had: its key set could not be fetched or does not list it (which
+    /// of the two is logged, never told to the client).
+    #[error("no usable key `{0}`: the client's keys could not be fetched or do not include it")]
+    KeysUnavailable(String),
 }

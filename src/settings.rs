@@ -416,11 +416,12 @@ pub struct EgressSettings {
 }
 
 impl EgressSettings {
-    /// The address policy for client-named URLs, given whether opdesk listens on loopback.
-    pub fn policy(&self, listening_on_loopback: bool) -> crate::egress::Policy {
+    /// The address policy for client-named URLs; `"auto"` means `local_development` (see
+    /// [`Settings::local_development`]).
+    pub fn policy(&self, local_development: bool) -> crate::egress::Policy {
         let flag = |v: &toml::Value| match v {
             toml::Value::Boolean(b) => *b,
-            _ => listening_on_loopback,
+            _ => local_development,
         };
         crate::egress::Policy {
             allow_loopback: flag(&self.allow_loopback),
@@ -710,6 +711,13 @@ impl Settings {
                 log_file,
             },
         })
+    }
+
+    /// Whether this is a local development setup: the public URL is on loopback. `"auto"` egress settings
+    /// follow it — an ASE listening on loopback behind a reverse proxy has a public URL elsewhere, and must
+    /// not let clients steer it to its own loopback services.
+    pub fn local_development(&self) -> bool {
+        url::Url::parse(&self.public_url).is_ok_and(|u| crate::egress::is_loopback_url(&u))
     }
 
     /// Settings for tests and embedding: defaults with the given data dir and listen address.

@@ -114,12 +114,24 @@ pub struct GrantContext {
     pub limits: Option<Limits>,
 }
 
-/// The signed request a create answers: the SHA-256 of its signature and until when (unix seconds) a replay
-/// of it could still pass the `created` window.
+/// The signed request a create answers: the SHA-256 of its signature, the signature's `created` and the
+/// signature window (seconds) a replay of it must pass.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RequestKey {
     pub signature_digest: [u8; 32],
-    pub expires_at: i64,
+    pub created: i64,
+    pub window_secs: i64,
+}
+
+/// How long after a signature's window has passed its answer is still kept: covers requests that were
+/// checked just inside the window and reach the store later, and clock steps backwards.
+const ANSWER_GRACE_SECS: i64 = 3600;
+
+impl RequestKey {
+    /// Answers to requests whose signature was created before this (at `now`) can be forgotten.
+    fn forget_before(&self, now: i64) -> i64 {
+        now.saturating_sub(self.window_secs).saturating_sub(ANSWER_GRACE_SECS)
+    }
 }
 
 /// Where the payment goes.
@@ -132,13 +144,21 @@ pub enum Source {
 /// What a create transaction did.
 enum Created {
     New(Box<(OutgoingRow, OutgoingPaymentDto, Vec<ledger::Balance>)>),
-    /// The request was answered before: the stored answer.
-    Replayed(String),
+    /// The request was answered before: the stored status and body.
+    Replayed(u16, String),
 }
 
-fn replayed(answer: &str) -> Result<OutgoingPaymentDto, ApiError> {
-    tracing::info!("a signed outgoing-payment request was replayed; answering with the original payment");
-    serde_json::from_str(answer).map_err(|e| ApiError::internal(&e))
+/// The stored answer to a replayed request: the payment it created, or the refusal it got, as it was.
+fn replayed(status: u16, body: String) -> Result<OutgoingPaymentDto, ApiError> {
+    tracing::info!(
+        status,
+        "a signed outgoing-payment request was replayed; answering as the first time"
+    );
+    if status == StatusCode::CREATED.as_u16() {
+        return serde_json::from_str(&body).map_err(|e| ApiError::internal(&e));
+    }
+    let status = StatusCode::from_u16(status).map_err(|e| ApiError::internal(&e))?;
+    Err(ApiError::verbatim(status, body))
 }
 
 fn forbidden(d: impl Into<String>) -> ApiError {
@@ -245,8 +265,35 @@ impl OutgoingPayments {
     }
 
     /// Creates a payment under `grant`: quote, limits, reservation and insert in one transaction. With a
-    /// `request` key, a request already answered gets its original answer and changes nothing.
+    /// `request` key, a request already answered gets its original answer (the payment, or the refusal) and
+    /// changes nothing; a refusal (4xx) is remembered for its replays.
     pub async fn create(
+        &self,
+        wallet: &Wallet,
+        client: Option<String>,
+        grant: Option<GrantContext>,
+        source: Source,
+        metadata: Option<Map<String, JsonValue>>,
+        request: Option<RequestKey>,
+    ) -> Result<OutgoingPaymentDto, ApiError> {
+        if let Some(k) = &request
+            && let Some((status, body)) = self.answered(k).await?
+        {
+            return replayed(status, body);
+        }
+        let result = self
+            .create_new(wallet, client, grant, source, metadata, request.clone())
+            .await;
+        if let (Some(k), Err(e)) = (&request, &result)
+            && e.status.is_client_error()
+            && e.verbatim.is_none()
+        {
+            self.remember_refusal(k, e).await;
+        }
+        result
+    }
+
+    async fn create_new(
         &self,
         wallet: &Wallet,
         client: Option<String>,
@@ -257,9 +304,6 @@ impl OutgoingPayments {
     ) -> Result<OutgoingPaymentDto, ApiError> {
         let now = self.clock.now();
         let now_s = format_ts(now);
-        if let Some(answer) = self.answered(request.as_ref(), now.unix_timestamp()).await? {
-            return Ok(answer);
-        }
         // a payment without a quote is priced now (fixed-send)
         let priced: Option<Priced> = match &source {
             Source::Incoming { receiver, debit } => Some(self.quotes.price(wallet, receiver, Some(debit), None).await?),
@@ -288,11 +332,10 @@ impl OutgoingPayments {
             .call(move |conn| {
                 let tx = store::immediate(conn).map_err(|e| ApiError::internal(&e))?;
                 if let Some(k) = &request
-                    && let Some(answer) =
-                        repo::answered_outgoing_request(&tx, &k.signature_digest, now.unix_timestamp())
-                            .map_err(|e| ApiError::internal(&e))?
+                    && let Some((status, body)) =
+                        repo::answered_outgoing_request(&tx, &k.signature_digest).map_err(|e| ApiError::internal(&e))?
                 {
-                    return Ok(Created::Replayed(answer));
+                    return Ok(Created::Replayed(status, body));
                 }
                 let (receiver, incoming_id, debit, receive, recv_code, recv_scale) = match (&quote_id, &priced) {
                     (Some(qid), _) => {
@@ -420,10 +463,11 @@ impl OutgoingPayments {
                     repo::remember_outgoing_request(
                         &tx,
                         &k.signature_digest,
-                        &row.id,
+                        Some(&row.id),
+                        StatusCode::CREATED.as_u16(),
                         &answer,
-                        k.expires_at,
-                        now.unix_timestamp(),
+                        k.created,
+                        k.forget_before(now.unix_timestamp()),
                     )
                     .map_err(|e| ApiError::internal(&e))?;
                 }
@@ -433,7 +477,7 @@ impl OutgoingPayments {
             .await?;
         let (row, dto, balance) = match created {
             Created::New(c) => *c,
-            Created::Replayed(answer) => return replayed(&answer),
+            Created::Replayed(status, body) => return replayed(status, body),
         };
         self.bus.publish(DomainEvent::OutgoingPaymentCreated {
             id: row.id.clone(),
@@ -450,17 +494,41 @@ impl OutgoingPayments {
         Ok(dto)
     }
 
-    /// The original answer to an already answered signed request, if any.
-    async fn answered(&self, request: Option<&RequestKey>, now: i64) -> Result<Option<OutgoingPaymentDto>, ApiError> {
-        let Some(digest) = request.map(|k| k.signature_digest) else {
-            return Ok(None);
-        };
-        let answer = self
-            .store
-            .call(move |c| repo::answered_outgoing_request(c, &digest, now))
+    /// The original answer (status, body) to an already answered signed request, if any.
+    async fn answered(&self, request: &RequestKey) -> Result<Option<(u16, String)>, ApiError> {
+        let digest = request.signature_digest;
+        self.store
+            .call(move |c| repo::answered_outgoing_request(c, &digest))
             .await
-            .map_err(|e| ApiError::internal(&e))?;
-        answer.map(|a| replayed(&a)).transpose()
+            .map_err(|e| ApiError::internal(&e))
+    }
+
+    /// Remembers a refusal, so that a replay of the request is refused alike even once the reason is gone
+    /// (a new interval of the grant, a deposit). Best effort: a request that was not remembered is checked
+    /// anew when replayed, as it was the first time.
+    async fn remember_refusal(&self, request: &RequestKey, e: &ApiError) {
+        let (k, status, body) = (request.clone(), e.status.as_u16(), e.envelope().to_string());
+        let now = self.clock.now().unix_timestamp();
+        let stored = self
+            .store
+            .call(move |c| {
+                let tx = store::immediate(c)?;
+                repo::remember_outgoing_request(
+                    &tx,
+                    &k.signature_digest,
+                    None,
+                    status,
+                    &body,
+                    k.created,
+                    k.forget_before(now),
+                )?;
+                tx.commit()?;
+                Ok::<_, store::Error>(())
+            })
+            .await;
+        if let Err(e) = stored {
+            tracing::warn!(error = %e, "a refused outgoing-payment request could not be remembered");
+        }
     }
 
     /// The create answer: the payment with the grant's spent amounts (before this payment), if under a grant.
@@ -599,7 +667,8 @@ async fn create(State(s): State<AppState>, auth: RsAuth) -> Result<Response, Api
     };
     let request = RequestKey {
         signature_digest: auth.signed.signature_digest(),
-        expires_at: auth.signed.replay_horizon(s.verifier.policy.max_skew_secs),
+        created: auth.signed.sig.created.unwrap_or_default(),
+        window_secs: s.verifier.policy.max_skew_secs,
     };
     let dto = s
         .outgoing

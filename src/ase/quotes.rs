@@ -266,10 +266,7 @@ impl Quotes {
         receive: Option<&Amount>,
     ) -> Result<Priced, ApiError> {
         let Some(remote) = &self.remote else {
-            return Err(bad(
-                "invalid_receiver",
-                format!("{receiver} is not an incoming payment of this ASE, and no ILP peer is configured"),
-            ));
+            return Err(bad("invalid_receiver", RemoteError::NoSendingPeer.to_string()));
         };
         let remote_err = |e: RemoteError| {
             let code = match e {

@@ -81,10 +81,14 @@ pub enum RemoteError {
     /// Reaching the receiver over Interledger failed; the detail carries what the peer or receiver said.
     #[error("the receiver could not be reached over Interledger")]
     Unreachable(String),
-    /// The receiver cannot be paid with this ASE's configuration (words about our own setup only).
-    #[error("{0}")]
-    Receiver(String),
-    #[error("{0}")]
+    /// No peer can carry payments to other ASEs at all.
+    #[error("the receiver is not an incoming payment of this ASE, and no ILP peer is configured to pay other ASEs")]
+    NoSendingPeer,
+    /// The receiver cannot be paid from the sending wallet's asset (no rate, or no peer in that asset).
+    #[error("the receiver cannot be paid from this wallet's asset")]
+    Unpayable(String),
+    /// The probed exchange rate is below the operator's minimum.
+    #[error("the exchange rate to the receiver is below the minimum this ASE accepts")]
     RateTooLow(String),
 }
 
@@ -92,7 +96,8 @@ impl RemoteError {
     /// The full story, for the log and the operator's request detail.
     pub fn detail(&self) -> String {
         match self {
-            Self::Unresolvable(d) | Self::Unreachable(d) | Self::Receiver(d) | Self::RateTooLow(d) => d.clone(),
+            Self::Unresolvable(d) | Self::Unreachable(d) | Self::Unpayable(d) | Self::RateTooLow(d) => d.clone(),
+            Self::NoSendingPeer => self.to_string(),
         }
     }
 }
@@ -112,6 +117,9 @@ struct Inner {
 /// The remote-receiver service. Cheap to clone.
 #[derive(Clone)]
 pub struct Remote(Arc<Inner>);
+
+/// Most remote grants kept (one per authorization server).
+const MAX_CACHED_GRANTS: usize = 256;
 
 /// Source units the rate probe sends (capped by the path's maximum packet).
 pub const PROBE_AMOUNT: u64 = 1_000_000_000;
@@ -202,6 +210,10 @@ impl Remote {
             )));
         };
         if let Ok(mut g) = self.0.grants.lock() {
+            // auth servers are named by receivers, that is by clients: keep the cache bounded
+            if g.len() >= MAX_CACHED_GRANTS {
+                g.clear();
+            }
             g.insert(auth_server.to_owned(), token.to_owned());
         }
         Ok(token.to_owned())
@@ -215,12 +227,7 @@ impl Remote {
             .client
             .as_ref()
             .filter(|_| self.0.peers.current().can_send())
-            .ok_or_else(|| {
-                RemoteError::Receiver(
-                    "the receiver is not an incoming payment of this ASE, and no ILP peer is configured to pay other ASEs"
-                        .into(),
-                )
-            })?;
+            .ok_or(RemoteError::NoSendingPeer)?;
         let public = self
             .0
             .http
@@ -269,12 +276,12 @@ impl Remote {
         r: &RemoteIncoming,
         sender_asset: &Asset,
     ) -> Result<(Arc<Peer>, Rate, Rate, Option<u64>), RemoteError> {
-        let bad = |m: String| RemoteError::Receiver(m);
+        let unreachable = |m: String| RemoteError::Unreachable(m);
         let peer = self
             .route(&r.ilp_address)
-            .ok_or_else(|| bad(format!("no ILP peer routes to {}", r.ilp_address.as_str())))?;
+            .ok_or_else(|| unreachable(format!("no ILP peer routes to {}", r.ilp_address.as_str())))?;
         if &peer.asset != sender_asset {
-            return Err(bad(format!(
+            return Err(RemoteError::Unpayable(format!(
                 "the ILP peer {} settles in {}/{}, the sending wallet holds {}/{}",
                 peer.name, peer.asset.code, peer.asset.scale, sender_asset.code, sender_asset.scale
             )));
@@ -282,7 +289,7 @@ impl Remote {
         let minimum = self.minimum_rate(sender_asset, &r.asset)?;
         let mut conn = self
             .connection(&peer, r.ilp_address.clone(), &r.shared_secret, None)
-            .ok_or_else(|| bad(format!("the ILP peer {} does not send", peer.name)))?;
+            .ok_or_else(|| unreachable(format!("the ILP peer {} does not send", peer.name)))?;
         let result = async {
             let asset = conn.connect().await.map_err(send_error)?;
             if let Some((code, scale)) = asset
@@ -312,10 +319,10 @@ fn minimum_rate(rates: &Rates, slippage_ppm: u64, from: &Asset, to: &Asset) -> R
     const REF: u64 = 1_000_000_000;
     let dest = rates
         .convert(REF, from, to, false)
-        .map_err(|e| RemoteError::Receiver(e.to_string()))?;
+        .map_err(|e| RemoteError::Unpayable(e.to_string()))?;
     Rate::new(u128::from(dest), u128::from(REF))
         .and_then(|r| r.less_slippage(slippage_ppm))
-        .ok_or_else(|| RemoteError::Receiver("no usable exchange rate".into()))
+        .ok_or_else(|| RemoteError::Unpayable("no usable exchange rate".into()))
 }
 
 fn send_error(e: SendError) -> RemoteError {

@@ -261,13 +261,8 @@ impl Gnap {
 
     fn check_finish_uri(&self, uri: &str) -> Result<(), GnapError> {
         let u = super::model::check_uri("interact.finish.uri", uri)?;
-        let loopback = match u.host() {
-            Some(url::Host::Domain(d)) => d == "localhost",
-            Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
-            Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
-            None => false,
-        };
-        if u.scheme() == "http" && !loopback && !self.inner.public_url.starts_with("http://") {
+        if u.scheme() == "http" && !crate::egress::is_loopback_url(&u) && !self.inner.public_url.starts_with("http://")
+        {
             return Err(GnapError::invalid_request("interact.finish.uri must use https"));
         }
         Ok(())

@@ -55,7 +55,7 @@ impl FetchPolicy {
     /// Plain `http` is allowed for loopback hosts only.
     pub fn for_listen_addr(listen_is_loopback: bool) -> Self {
         Self {
-            egress: egress::Policy::for_listen_addr(listen_is_loopback),
+            egress: egress::Policy::for_client_urls(listen_is_loopback),
             max_keys: 16,
             cache_ttl: Duration::from_secs(300),
             failure_ttl: Duration::from_secs(10),

@@ -22,6 +22,8 @@ pub struct ApiError {
     pub challenge: Option<String>,
     /// What the operator may see and the client must not (the request log shows it).
     pub detail: Option<String>,
+    /// An answer given before, sent again byte for byte instead of the envelope (idempotent replays).
+    pub verbatim: Option<String>,
 }
 
 /// The operator-only story behind an error response, for the request log.
@@ -36,7 +38,21 @@ impl ApiError {
             description: description.into(),
             challenge: None,
             detail: None,
+            verbatim: None,
         }
+    }
+
+    /// The answer `body` given with `status` to the same request before, sent again as it was.
+    pub fn verbatim(status: StatusCode, body: String) -> Self {
+        Self {
+            verbatim: Some(body),
+            ..Self::new(status, "replayed", "")
+        }
+    }
+
+    /// The error envelope this error is answered with.
+    pub fn envelope(&self) -> serde_json::Value {
+        json!({ "error": { "code": self.code, "description": self.description } })
     }
 
     /// Keeps `detail` for the operator's request log.
@@ -82,8 +98,15 @@ impl ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let body = json!({ "error": { "code": self.code, "description": self.description } });
-        let mut res = (self.status, Json(body)).into_response();
+        let mut res = match self.verbatim {
+            Some(ref body) => (
+                self.status,
+                [(axum::http::header::CONTENT_TYPE, "application/json")],
+                body.clone(),
+            )
+                .into_response(),
+            None => (self.status, Json(self.envelope())).into_response(),
+        };
         if let Some(c) = self.challenge.and_then(|c| axum::http::HeaderValue::from_str(&c).ok()) {
             res.headers_mut().insert(axum::http::header::WWW_AUTHENTICATE, c);
         }
@@ -164,6 +187,7 @@ impl From<GnapError> for ApiError {
             description: e.description,
             challenge: None,
             detail: None,
+            verbatim: None,
         }
     }
 }

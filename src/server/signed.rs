@@ -18,10 +18,7 @@ use ed25519_dalek::VerifyingKey;
 use super::{AppState, request_log::Notes};
 use crate::{
     gnap::model::Client,
-    httpsig::{
-        self, Policy, SignatureParams,
-        keys::{KeyError, KeyResolver},
-    },
+    httpsig::{self, Policy, SignatureParams, keys::KeyResolver},
 };
 
 /// A request whose signature parameters passed the key-independent checks.
@@ -101,13 +98,6 @@ impl Signed {
         use sha2::Digest as _;
         sha2::Sha256::digest(&self.sig.signature).into()
     }
-
-    /// Until when (unix seconds) a replay of this request could still pass the `created` window of
-    /// `window_secs`.
-    pub fn replay_horizon(&self, window_secs: i64) -> i64 {
-        let created = self.sig.created.unwrap_or_default();
-        created.saturating_add(window_secs).saturating_add(1)
-    }
 }
 
 /// `Authorization: GNAP <token>`: the scheme is case-sensitive and the token has no spaces.
@@ -137,10 +127,9 @@ impl Verifier {
             Client::Wallet(url) => self.keys.key(url, keyid).await.map_err(|e| {
                 tracing::info!(client = ?url, keyid = ?keyid, error = %e, "client key not usable");
                 signed.notes.detail(format!("client keys: {e}"));
-                match e {
-                    KeyError::UnknownKey(_) => httpsig::Error::UnknownKey(keyid.to_owned()),
-                    _ => httpsig::Error::KeysUnavailable,
-                }
+                // One answer whether the wallet's keys could not be fetched or lack this kid: the difference
+                // would tell anyone whether a URL of their choosing serves a key set.
+                httpsig::Error::KeysUnavailable(keyid.to_owned())
             }),
         }
     }

@@ -420,34 +420,32 @@ pub fn outgoing(conn: &Connection, id: &str) -> Result<Option<OutgoingRow>, Erro
         .optional()?)
 }
 
-/// The answer already given to the signed create request with this signature digest, if it is still
-/// remembered at unix time `now`.
-pub fn answered_outgoing_request(conn: &Connection, digest: &[u8], now: i64) -> Result<Option<String>, Error> {
+/// The answer (status, body) already given to the signed create request with this signature digest.
+pub fn answered_outgoing_request(conn: &Connection, digest: &[u8]) -> Result<Option<(u16, String)>, Error> {
     Ok(conn
-        .prepare_cached(
-            "SELECT response FROM outgoing_payment_requests WHERE signature_digest = ?1 AND expires_at > ?2",
-        )?
-        .query_row(params![digest, now], |r| r.get(0))
+        .prepare_cached("SELECT status, response FROM outgoing_payment_requests WHERE signature_digest = ?1")?
+        .query_row(params![digest], |r| Ok((r.get(0)?, r.get(1)?)))
         .optional()?)
 }
 
-/// Remembers the answer to a signed create request until `expires_at`, and forgets the ones whose time has
-/// passed at `now`.
+/// Remembers the answer to a signed create request (`payment_id` when it created one), and forgets requests
+/// whose signature was created before `forget_before`. A request already remembered keeps its first answer.
 pub fn remember_outgoing_request(
     conn: &Connection,
     digest: &[u8],
-    payment_id: &str,
+    payment_id: Option<&str>,
+    status: u16,
     response: &str,
-    expires_at: i64,
-    now: i64,
+    created: i64,
+    forget_before: i64,
 ) -> Result<(), Error> {
-    conn.prepare_cached("DELETE FROM outgoing_payment_requests WHERE expires_at <= ?1")?
-        .execute(params![now])?;
+    conn.prepare_cached("DELETE FROM outgoing_payment_requests WHERE created < ?1")?
+        .execute(params![forget_before])?;
     conn.prepare_cached(
-        "INSERT INTO outgoing_payment_requests (signature_digest, outgoing_payment_id, response, expires_at) \
-         VALUES (?1, ?2, ?3, ?4)",
+        "INSERT INTO outgoing_payment_requests (signature_digest, outgoing_payment_id, status, response, created) \
+         VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (signature_digest) DO NOTHING",
     )?
-    .execute(params![digest, payment_id, response, expires_at])?;
+    .execute(params![digest, payment_id, status, response, created])?;
     Ok(())
 }
 

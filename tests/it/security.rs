@@ -182,6 +182,11 @@ fn assert_no_oracle(body: &Value, port: u16) {
         "http 5",
         "size limit",
         "not json",
+        "unknown key",
+        "routes to",
+        "ppm",
+        "peer",
+        "upstream",
         &port.to_string(),
     ] {
         assert!(!text.contains(leak), "the error tells the client {leak:?}: {body}");
@@ -213,16 +218,6 @@ async fn receivers_on_refused_addresses_are_never_fetched() {
         );
         assert_no_oracle(&body, p);
         assert!(started.elapsed() < Duration::from_secs(2), "refused before connecting");
-    }
-    // only the path may end in /incoming-payments/{id}: queries, fragments and other paths are refused
-    for receiver in [
-        format!("http://127.0.0.1:{p}/steal?x=/incoming-payments/1"),
-        format!("http://127.0.0.1:{p}/incoming-payments/1?x=1"),
-        format!("http://127.0.0.1:{p}/incoming-payments/1#f"),
-        format!("http://127.0.0.1:{p}/incoming-payments/1/complete"),
-    ] {
-        let (status, body) = quote(&ase, &client, &token, &receiver).await;
-        assert_eq!(status, 400, "{receiver}: {body}");
     }
     assert_eq!(hostile.connections(), 0, "nothing was fetched");
 }
@@ -260,6 +255,24 @@ async fn hostile_receiver_answers_reach_nobody() {
             "{what}: answered within the timeout"
         );
     }
+    // only the path may end in /incoming-payments/{id}: queries, fragments and other paths are refused before
+    // any request, although this policy allows the host
+    for receiver in [
+        format!("http://127.0.0.1:{}/steal?x=/incoming-payments/1", status.port),
+        format!("http://127.0.0.1:{}/incoming-payments/1?x=1", status.port),
+        format!("http://127.0.0.1:{}/incoming-payments/1#f", status.port),
+        format!("http://127.0.0.1:{}/incoming-payments/1/complete", status.port),
+        format!("http://u:p@127.0.0.1:{}/incoming-payments/1", status.port),
+    ] {
+        let (code, body) = quote(&ase, &client, &token, &receiver).await;
+        assert_eq!(code, 400, "{receiver}: {body}");
+        assert_eq!(body["error"]["code"], "invalid_receiver", "{body}");
+    }
+    assert_eq!(
+        status.connections(),
+        1,
+        "only the first, well-formed receiver was fetched"
+    );
     // a receiver whose authServer refuses: opdesk asks it for a grant, and tells the client nothing of the answer
     let teapot = HostileServer::start(Hostile::PublicIncoming).await;
     let (code, body) = quote(
@@ -361,17 +374,30 @@ async fn unfetchable_client_keys_are_not_an_oracle() {
         .unwrap()
         .port();
     let status = HostileServer::start(Hostile::Status(500)).await;
-    for port in [closed, status.port] {
-        let body = json!({"access_token": {"access": [{"type": "quote", "actions": ["create"]}]}, "client": format!("http://127.0.0.1:{port}/mallory")});
+    // unreachable, failing, and a wallet that serves a key set without this key: one and the same answer
+    let mut answers = Vec::new();
+    for (port, wallet) in [
+        (closed, format!("http://127.0.0.1:{closed}/mallory")),
+        (status.port, format!("http://127.0.0.1:{}/mallory", status.port)),
+        (0, ase.url("/demo-client")),
+    ] {
+        let body = json!({"access_token": {"access": [{"type": "quote", "actions": ["create"]}]}, "client": wallet});
         for _ in 0..3 {
             let r = client
                 .send(Method::POST, &ase.url("/auth"), None, Some(&body))
                 .await
                 .unwrap();
             assert!(matches!(r.status, 400 | 401), "{}", r.body);
-            assert_no_oracle(&r.body, port);
+            if port != 0 {
+                assert_no_oracle(&r.body, port);
+            }
+            answers.push((r.status, r.body));
         }
     }
+    assert!(
+        answers.windows(2).all(|w| w[0] == w[1]),
+        "one answer for every kind of key failure: {answers:?}"
+    );
     assert_eq!(
         status.connections(),
         1,
@@ -501,6 +527,30 @@ async fn a_replayed_outgoing_payment_moves_money_once_across_kill_9() {
         .unwrap();
     assert_eq!(again.status, 201, "{}", again.body);
     assert_eq!(again.body, first.body, "the original answer, byte for byte");
+    // another captured request, six copies at once: one payment, six identical answers
+    let bytes2 = serde_json::to_vec(&json!({"walletAddress": format!("{base}/alice"), "incomingPayment": receiver, "debitAmount": {"value": "111", "assetCode": "USD", "assetScale": 2}})).unwrap();
+    let headers2 = c
+        .sign(
+            &Method::POST,
+            &url,
+            Some(&out),
+            &bytes2,
+            time::OffsetDateTime::now_utc().unix_timestamp(),
+        )
+        .unwrap();
+    let copies: Vec<_> = (0..6)
+        .map(|_| {
+            let (c, url, h, b) = (c.clone(), url.clone(), headers2.clone(), bytes2.clone());
+            tokio::spawn(async move { c.send_raw(Method::POST, &url, h, b).await.unwrap() })
+        })
+        .collect();
+    let mut bodies = std::collections::HashSet::new();
+    for copy in copies {
+        let r = copy.await.unwrap();
+        assert_eq!(r.status, 201, "{}", r.body);
+        bodies.insert(r.body.to_string());
+    }
+    assert_eq!(bodies.len(), 1, "concurrent copies all get the one answer: {bodies:?}");
 
     server.child.kill().unwrap();
     server.child.wait().unwrap();
@@ -524,10 +574,16 @@ async fn a_replayed_outgoing_payment_moves_money_once_across_kill_9() {
         assert!(Instant::now() < deadline, "the payment did not finish");
         tokio::time::sleep(Duration::from_millis(50)).await;
     };
-    assert_eq!(all["items"].as_array().unwrap().len(), 1, "{all}");
+    assert_eq!(all["items"].as_array().unwrap().len(), 2, "{all}");
     let after = server.assert_balanced().await;
-    assert_eq!(wallet_balance(&before, "alice") - wallet_balance(&after, "alice"), 1234);
-    assert_eq!(wallet_balance(&after, "bob") - wallet_balance(&before, "bob"), 1234);
+    assert_eq!(
+        wallet_balance(&before, "alice") - wallet_balance(&after, "alice"),
+        1234 + 111
+    );
+    assert_eq!(
+        wallet_balance(&after, "bob") - wallet_balance(&before, "bob"),
+        1234 + 111
+    );
     // a new signature over the same body is a new request: a second payment (the incomingPayment+debitAmount form)
     let headers = c
         .sign(
@@ -541,4 +597,73 @@ async fn a_replayed_outgoing_payment_moves_money_once_across_kill_9() {
     let second = c.send_raw(Method::POST, &url, headers, bytes).await.unwrap();
     assert_eq!(second.status, 201, "{}", second.body);
     assert_ne!(second.body["id"], first.body["id"]);
+}
+
+#[tokio::test]
+async fn a_refused_outgoing_payment_stays_refused_when_replayed() {
+    use opdesk::ase::outgoing::{GrantContext, RequestKey, Source};
+    let ase = TestAse::spawn().await;
+    let s = &ase.state;
+    let alice = s.wallets.get("alice").await.unwrap();
+    let bob = s.wallets.get("bob").await.unwrap();
+    let usd = opdesk::money::Asset::new("USD", 2).unwrap();
+    let ip = s
+        .incoming
+        .create(
+            &bob,
+            None,
+            opdesk::ase::incoming::CreateIncoming {
+                wallet_address: bob.url.clone(),
+                incoming_amount: None,
+                expires_at: None,
+                metadata: None,
+            },
+        )
+        .await
+        .unwrap();
+    let limits = |max: u64| GrantContext {
+        grant_id: "g-replay".into(),
+        limits: Some(opdesk::gnap::model::Limits {
+            debit_amount: Some(opdesk::money::Amount::new(
+                opdesk::money::Value::new(max).unwrap(),
+                &usd,
+            )),
+            ..Default::default()
+        }),
+    };
+    let source = || Source::Incoming {
+        receiver: s.incoming.url_of(&ip.id),
+        debit: opdesk::money::Amount::new(opdesk::money::Value::new(500).unwrap(), &usd),
+    };
+    let key = RequestKey {
+        signature_digest: [42u8; 32],
+        created: time::OffsetDateTime::now_utc().unix_timestamp(),
+        window_secs: 300,
+    };
+    // the grant's room is too small: 403
+    let first = s
+        .outgoing
+        .create(&alice, None, Some(limits(100)), source(), None, Some(key.clone()))
+        .await
+        .unwrap_err();
+    assert_eq!(first.status.as_u16(), 403);
+    // the same signed request once the reason is gone (a new interval: more room) is refused alike
+    let replay = s
+        .outgoing
+        .create(&alice, None, Some(limits(10_000)), source(), None, Some(key.clone()))
+        .await
+        .unwrap_err();
+    assert_eq!(replay.status.as_u16(), 403);
+    assert_eq!(replay.verbatim.as_deref(), Some(first.envelope().to_string().as_str()));
+    let (_, list) = ase.admin(Method::GET, "/outgoing-payments?first=10", None).await;
+    assert!(list["items"].as_array().unwrap().is_empty(), "{list}");
+    // a new signature is a new request
+    let fresh = RequestKey {
+        signature_digest: [43u8; 32],
+        ..key
+    };
+    s.outgoing
+        .create(&alice, None, None, source(), None, Some(fresh))
+        .await
+        .unwrap();
 }
