@@ -14,6 +14,7 @@ mod gnap_flow;
 mod ilp_receiver;
 mod ilp_sender;
 mod ledger_props;
+mod ownership;
 mod rs_api;
 mod two_processes;
 mod wallet_api;
