@@ -16,5 +16,6 @@ mod ilp_sender;
 mod ledger_props;
 mod ownership;
 mod rs_api;
+mod storage_full;
 mod two_processes;
 mod wallet_api;
