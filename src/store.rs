@@ -263,4 +263,41 @@ mod tests {
         assert!(!opened.fresh);
         store.close();
     }
+
+    #[test]
+    fn a_write_past_the_quota_fails_as_full_and_leaves_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.sqlite3");
+        let (store, _) = Store::open(&path, &Options::default()).unwrap();
+        store.close();
+        // a quota below the current size holds the database at its size: any new page is refused
+        let opts = Options {
+            max_pages: 1,
+            ..Options::default()
+        };
+        let (store, _) = Store::open(&path, &opts).unwrap();
+        let e = store
+            .call_blocking(|c| {
+                let tx = immediate(c)?;
+                tx.execute_batch("CREATE TABLE filler(x BLOB); INSERT INTO filler VALUES (zeroblob(100000));")?;
+                tx.commit()?;
+                Ok::<_, Error>(())
+            })
+            .unwrap_err();
+        assert!(matches!(e, Error::Full(_)), "{e:?}");
+        assert!(e.is_full() && full_in(&e));
+        let tables: i64 = store
+            .call_blocking(|c| {
+                Ok::<_, Error>(
+                    c.query_row("SELECT count(*) FROM sqlite_master WHERE name = 'filler'", [], |r| {
+                        r.get(0)
+                    })?,
+                )
+            })
+            .unwrap();
+        assert_eq!(tables, 0, "rolled back");
+        store.close();
+        let other = Error::from(rusqlite::Error::QueryReturnedNoRows);
+        assert!(!other.is_full() && !full_in(&other));
+    }
 }

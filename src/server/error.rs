@@ -214,3 +214,39 @@ impl From<rusqlite::Error> for ApiError {
         Self::internal(&e)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn full() -> rusqlite::Error {
+        rusqlite::Error::SqliteFailure(rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_FULL), None)
+    }
+
+    #[test]
+    fn a_full_store_is_503_with_retry_after_wherever_it_is_wrapped() {
+        let wrapped = [
+            ApiError::internal(&full()),
+            ApiError::from(crate::store::Error::from(full())),
+            ApiError::from(LedgerError::Store(full().into())),
+            ApiError::from(WalletError::Store(full().into())),
+            ApiError::from(GnapError::from(crate::store::Error::from(full()))),
+            ApiError::from(crate::ase::engine::EngineError::Store(full().into())),
+        ];
+        for e in wrapped {
+            assert_eq!(e.status, StatusCode::SERVICE_UNAVAILABLE, "{e:?}");
+            assert_eq!(e.code, SERVICE_UNAVAILABLE);
+            let res = e.into_response();
+            assert_eq!(res.headers()[axum::http::header::RETRY_AFTER], "30");
+        }
+        let other = ApiError::internal(&crate::store::Error::Closed);
+        assert_eq!(other.status, StatusCode::INTERNAL_SERVER_ERROR);
+        assert!(
+            other
+                .into_response()
+                .headers()
+                .get(axum::http::header::RETRY_AFTER)
+                .is_none()
+        );
+    }
+}
