@@ -352,3 +352,188 @@ async fn a_payment_in_flight_pauses_while_full_and_completes_once_there_is_room(
     let audit = ase.state.ledger.audit().await.unwrap();
     assert!(audit.is_empty(), "{audit:?}");
 }
+
+/// `[ilp]` of one of two desks peered both ways on loopback.
+fn desk(me: &str, other: &str, other_port: u16, incoming: &str, outgoing: &str) -> String {
+    format!(
+        r#"
+[ilp]
+address = "test.{me}"
+
+[[ilp.peers]]
+name = "{other}"
+incoming_tokens = ["{incoming}"]
+outgoing_endpoint = "http://127.0.0.1:{other_port}/ilp"
+outgoing_token = "{outgoing}"
+routes = ["test.{other}"]
+asset_code = "USD"
+asset_scale = 2
+"#
+    )
+}
+
+fn peer_balance(ase_balances: &Value) -> i64 {
+    ase_balances
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|b| b["kind"] == "peer")
+        .map(|b| b["balance"].as_i64().unwrap())
+        .sum()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_packet_fulfilled_while_full_is_recorded_once_there_is_room() {
+    let free = || {
+        std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+    };
+    let (a_addr, b_addr) = (free(), free());
+    let engine = "[engine]\npreset = \"custom\"\npackets_per_payment = 40\npacket_interval_ms = 150\n\
+                  max_attempts = 2\nretry_base_ms = 100\n";
+    let a_config = format!(
+        "{}{engine}",
+        desk("desk-a", "desk-b", b_addr.port(), "b-to-a", "a-to-b")
+    );
+    let mk = |cfg: &str| {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join("config.toml"), cfg).unwrap();
+        Arc::new(d)
+    };
+    let a = TestAse::spawn_in(mk(&a_config), Some(a_addr)).await;
+    let b = TestAse::spawn_in(
+        mk(&desk("desk-b", "desk-a", a_addr.port(), "a-to-b", "b-to-a")),
+        Some(b_addr),
+    )
+    .await;
+    let a_client = a.demo_client().await;
+    let b_client = b.demo_client().await;
+    let b_inc = token(
+        &b,
+        &b_client,
+        json!([{"type": "incoming-payment", "actions": ["create"]}]),
+    )
+    .await;
+    let receiver = try_incoming(&b, &b_client, &b_inc, Some(usd("4000")), 0).await;
+    assert_eq!(receiver.status, 201, "{}", receiver.body);
+    let receiver = receiver.body["id"].as_str().unwrap().to_owned();
+    let quo = token(&a, &a_client, json!([{"type": "quote", "actions": ["create"]}])).await;
+    let q = a_client
+        .send(
+            Method::POST,
+            &a.url("/quotes"),
+            Some(&quo),
+            Some(&json!({"walletAddress": a.url("/alice"), "receiver": receiver, "method": "ilp"})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(q.status, 201, "{}", q.body);
+    let grant = json!({
+        "access_token": {"access": [{"type": "outgoing-payment", "actions": ["create", "read"], "identifier": a.url("/alice")}]},
+        "client": a.url("/demo-client"),
+        "interact": {"start": ["redirect"], "finish": {"method": "redirect", "uri": "http://127.0.0.1:9/cb", "nonce": "n1"}},
+    });
+    let g = a_client
+        .send(Method::POST, &a.url("/auth"), None, Some(&grant))
+        .await
+        .unwrap();
+    assert_eq!(g.status, 200, "{}", g.body);
+    let (_, pending) = a.admin(Method::GET, "/grants?state=pending", None).await;
+    let gid = pending[0]["id"].as_str().unwrap().to_owned();
+    assert_eq!(
+        a.admin(Method::POST, &format!("/grants/{gid}/approve"), Some("{}"))
+            .await
+            .0,
+        200
+    );
+    let out = finish_grant(&a_client, &g.body).await;
+    let a_inc = token(
+        &a,
+        &a_client,
+        json!([{"type": "incoming-payment", "actions": ["create"]}]),
+    )
+    .await;
+
+    // A restarts with a quota, pays, and fills up while paying
+    let a_dir: Arc<tempfile::TempDir> = a.dir.clone();
+    let a = restart(a, &format!("{a_config}{}", quota(a_dir.path(), 12))).await;
+    let r = a_client
+        .send(
+            Method::POST,
+            &a.url("/outgoing-payments"),
+            Some(&out),
+            Some(&json!({"walletAddress": a.url("/alice"), "quoteId": q.body["id"]})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.status, 201, "{}", r.body);
+    let id = r.body["id"].as_str().unwrap().rsplit('/').next().unwrap().to_owned();
+    fill(&a, &a_client, &a_inc).await;
+    let view = || async {
+        let (s, v) = a.admin(Method::GET, &format!("/outgoing-payments/{id}"), None).await;
+        assert_eq!(s, 200, "{v}");
+        v
+    };
+    let received = || async {
+        let v: Value = b.http.get(&receiver).send().await.unwrap().json().await.unwrap();
+        v["receivedAmount"]["value"].as_str().unwrap().parse::<i64>().unwrap()
+    };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let stalled = loop {
+        let x = view().await;
+        assert_eq!(x["state"], "sending", "{x}");
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        let y = view().await;
+        assert_eq!(y["state"], "sending", "a full store does not fail a payment: {y}");
+        if x["sentAmount"] == y["sentAmount"] {
+            break y;
+        }
+        assert!(Instant::now() < deadline, "the payment never paused: {y}");
+    };
+    assert!(a.state.engine.storage_full());
+    assert_eq!(stalled["attempts"], 0, "{stalled}");
+    // the packet fulfilled at B whose record A's store refused is held, not forgotten: B is one packet ahead
+    let sent = stalled["deliveredAmount"]["value"]
+        .as_str()
+        .unwrap()
+        .parse::<i64>()
+        .unwrap();
+    let at_b = received().await;
+    assert!(at_b > sent && at_b < 4000, "B has {at_b}, A recorded {sent}");
+
+    // room again: A records the held packet first, then finishes; the books agree on both sides
+    let freed = db(a_dir.path())
+        .execute("DELETE FROM incoming_payments WHERE metadata LIKE '%xxxxxxxxxx%'", [])
+        .unwrap();
+    assert!(freed > 0);
+    let deadline = Instant::now() + Duration::from_secs(45);
+    let done = loop {
+        let v = view().await;
+        if v["state"] != "sending" {
+            break v;
+        }
+        assert!(Instant::now() < deadline, "the payment did not resume: {v}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(done["state"], "completed", "{done}");
+    assert_eq!(done["deliveredAmount"]["value"], "4000", "{done}");
+    assert_eq!(received().await, 4000);
+    let (_, a_bal) = a.admin(Method::GET, "/balances", None).await;
+    let (_, b_bal) = b.admin(Method::GET, "/balances", None).await;
+    assert_eq!(
+        peer_balance(&a_bal),
+        -peer_balance(&b_bal),
+        "what A booked to the link is what B received over it"
+    );
+    for (ase, balances) in [(&a, &a_bal), (&b, &b_bal)] {
+        let mut sums = std::collections::HashMap::<String, i64>::new();
+        for x in balances.as_array().unwrap() {
+            *sums.entry(x["assetCode"].as_str().unwrap().to_owned()).or_default() += x["balance"].as_i64().unwrap();
+            assert_eq!(x["pendingDebits"], 0, "{x}");
+        }
+        assert!(sums.values().all(|v| *v == 0), "{sums:?}");
+        assert!(ase.state.ledger.audit().await.unwrap().is_empty());
+    }
+}
