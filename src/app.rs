@@ -67,6 +67,7 @@ impl AppCore {
         let opts = store::Options {
             busy_timeout: Duration::from_millis(settings.store.busy_timeout_ms),
             synchronous: settings.store.synchronous.clone(),
+            max_pages: settings.store.max_db_pages,
         };
         let (store, opened) = Store::open(&paths.database(), &opts)
             .wrap_err_with(|| format!("cannot open the database {}", paths.database().display()))?;

@@ -299,6 +299,9 @@ pub fn decode_secret(text: &str) -> Option<[u8; 32]> {
         .and_then(|bytes| <[u8; 32]>::try_from(bytes).ok())
 }
 
+/// SQLite's largest `max_page_count`.
+const MAX_DB_PAGES: u64 = 4_294_967_294;
+
 /// Longest accepted node address: `{address}.{token}` must stay within an ILP address's 1023 characters.
 const MAX_NODE_ADDRESS_LEN: usize = 800;
 
@@ -391,6 +394,11 @@ pub struct GnapSettings {
     pub access_token_expires_in_secs: u32,
     pub interaction_expires_in_secs: u32,
     pub signature_window_secs: u32,
+    /// Grants with a `list-all` action need the resource owner's consent (and an `identifier`).
+    pub list_all_interaction: bool,
+    /// Grants with a `read-all` action need the resource owner's consent (and, for incoming payments, an
+    /// `identifier`). Off by default: other ASEs look receivers up with non-interactive `read-all` grants.
+    pub read_all_interaction: bool,
 }
 
 /// `[client_keys]`: how long client key sets (and failures to fetch them) are remembered.
@@ -445,6 +453,9 @@ pub struct DemoSettings {
 pub struct StoreSettings {
     pub busy_timeout_ms: u64,
     pub synchronous: String,
+    /// An operator quota on the database size in pages (`PRAGMA max_page_count` on the writer connection);
+    /// 0: no quota. Writes past it fail like a full disk.
+    pub max_db_pages: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -642,6 +653,12 @@ impl Settings {
         ) {
             return Err(invalid("store.synchronous", "must be NORMAL, FULL or EXTRA".into()));
         }
+        if raw.store.max_db_pages > MAX_DB_PAGES {
+            return Err(invalid(
+                "store.max_db_pages",
+                format!("must be at most {MAX_DB_PAGES} (0: no quota)"),
+            ));
+        }
         for (key, v) in [
             ("egress.allow_loopback", &raw.egress.allow_loopback),
             ("egress.allow_private", &raw.egress.allow_private),
@@ -766,14 +783,29 @@ mod tests {
         assert!(!s.demo.seed);
         assert_eq!(s.log_level, "debug");
         assert_eq!(s.store.busy_timeout_ms, 5000);
+        assert_eq!(s.store.max_db_pages, 0, "no quota by default");
+        assert!(s.gnap.list_all_interaction, "list-all needs consent by default");
+        assert!(
+            !s.gnap.read_all_interaction,
+            "read-all stays open to other ASEs by default"
+        );
 
         let s = Settings::load_from(
             &o,
-            env(&[("OPDESK_LISTEN", "127.0.0.1:6000"), ("OPDESK_DEMO__SEED", "true")]),
+            env(&[
+                ("OPDESK_LISTEN", "127.0.0.1:6000"),
+                ("OPDESK_DEMO__SEED", "true"),
+                ("OPDESK_GNAP__LIST_ALL_INTERACTION", "false"),
+                ("OPDESK_GNAP__READ_ALL_INTERACTION", "true"),
+                ("OPDESK_STORE__MAX_DB_PAGES", "5000"),
+            ]),
         )
         .unwrap();
         assert_eq!(s.listen.port(), 6000);
         assert!(s.demo.seed);
+        assert!(!s.gnap.list_all_interaction);
+        assert!(s.gnap.read_all_interaction);
+        assert_eq!(s.store.max_db_pages, 5000);
 
         let o2 = Overrides {
             listen: Some("127.0.0.1:7000".into()),

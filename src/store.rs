@@ -4,6 +4,10 @@
 //! Owns connection setup (WAL, `foreign_keys`, `busy_timeout`, `synchronous`), the embedded forward-only
 //! migrations (run by [`Store::open`] before anything else may use the database) and the repo functions in the
 //! submodules, which are the only code in the crate that speaks SQL. It knows nothing about HTTP or events.
+//!
+//! A write that finds the database or the disk full (`SQLITE_FULL`, also past the operator's
+//! `store.max_db_pages` quota) fails as [`Error::Full`]; its transaction rolls back, so nothing is half
+//! written, and callers answer "try again later" instead of failing for good.
 
 pub mod grants;
 pub mod ledger;
@@ -23,13 +27,53 @@ use tokio::sync::oneshot;
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     #[error("sqlite: {0}")]
-    Sqlite(#[from] rusqlite::Error),
+    Sqlite(#[source] rusqlite::Error),
+    /// The database or the disk is full: the write was refused and rolled back. Retryable once there is room.
+    #[error("the database is full: {0}")]
+    Full(#[source] rusqlite::Error),
     #[error("migration: {0}")]
     Migration(#[from] rusqlite_migration::Error),
     #[error("the store thread has stopped")]
     Closed,
     #[error("stored data is invalid: {0}")]
     Corrupt(String),
+}
+
+impl From<rusqlite::Error> for Error {
+    fn from(e: rusqlite::Error) -> Self {
+        if is_full(&e) { Self::Full(e) } else { Self::Sqlite(e) }
+    }
+}
+
+impl Error {
+    /// Whether this is the database or disk being full.
+    pub fn is_full(&self) -> bool {
+        match self {
+            Self::Full(_) => true,
+            Self::Sqlite(e) => is_full(e),
+            Self::Migration(_) | Self::Closed | Self::Corrupt(_) => false,
+        }
+    }
+}
+
+/// Whether SQLite refused a write because the database or the disk is full (`SQLITE_FULL`).
+pub fn is_full(e: &rusqlite::Error) -> bool {
+    e.sqlite_error_code() == Some(rusqlite::ErrorCode::DiskFull)
+}
+
+/// Whether a storage-full failure is anywhere in `e`'s source chain.
+pub fn full_in(e: &(dyn std::error::Error + 'static)) -> bool {
+    let mut cur = Some(e);
+    for _ in 0..16 {
+        let Some(err) = cur else { break };
+        if err.downcast_ref::<Error>().is_some_and(Error::is_full)
+            || err.downcast_ref::<rusqlite::Error>().is_some_and(is_full)
+        {
+            return true;
+        }
+        cur = err.source();
+    }
+    false
 }
 
 type Job = Box<dyn FnOnce(&mut Connection) + Send>;
@@ -45,6 +89,9 @@ pub struct Options {
     pub busy_timeout: Duration,
     /// `NORMAL` or `FULL`.
     pub synchronous: String,
+    /// The operator's quota in pages (`PRAGMA max_page_count` on the writer connection, applied after the
+    /// migrations); 0: none. A quota below the current size holds the database at its current size.
+    pub max_pages: u64,
 }
 
 impl Default for Options {
@@ -52,6 +99,7 @@ impl Default for Options {
         Self {
             busy_timeout: Duration::from_secs(5),
             synchronous: "NORMAL".into(),
+            max_pages: 0,
         }
     }
 }
@@ -86,6 +134,15 @@ impl Store {
         configure(&conn, opts)?;
         let fresh = migrations::current_version(&conn)? == 0;
         migrations::migrate(&mut conn)?;
+        if opts.max_pages > 0 {
+            let pages: i64 =
+                conn.query_row(&format!("PRAGMA max_page_count = {}", opts.max_pages), [], |r| r.get(0))?;
+            tracing::info!(
+                quota = opts.max_pages,
+                pages,
+                "database size quota (store.max_db_pages) in force"
+            );
+        }
         let (tx, rx) = mpsc::channel::<Msg>();
         let handle = thread::Builder::new()
             .name("opdesk-store".into())
@@ -205,5 +262,42 @@ mod tests {
         let (store, opened) = Store::open(&path, &Options::default()).unwrap();
         assert!(!opened.fresh);
         store.close();
+    }
+
+    #[test]
+    fn a_write_past_the_quota_fails_as_full_and_leaves_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.sqlite3");
+        let (store, _) = Store::open(&path, &Options::default()).unwrap();
+        store.close();
+        // a quota below the current size holds the database at its size: any new page is refused
+        let opts = Options {
+            max_pages: 1,
+            ..Options::default()
+        };
+        let (store, _) = Store::open(&path, &opts).unwrap();
+        let e = store
+            .call_blocking(|c| {
+                let tx = immediate(c)?;
+                tx.execute_batch("CREATE TABLE filler(x BLOB); INSERT INTO filler VALUES (zeroblob(100000));")?;
+                tx.commit()?;
+                Ok::<_, Error>(())
+            })
+            .unwrap_err();
+        assert!(matches!(e, Error::Full(_)), "{e:?}");
+        assert!(e.is_full() && full_in(&e));
+        let tables: i64 = store
+            .call_blocking(|c| {
+                Ok::<_, Error>(
+                    c.query_row("SELECT count(*) FROM sqlite_master WHERE name = 'filler'", [], |r| {
+                        r.get(0)
+                    })?,
+                )
+            })
+            .unwrap();
+        assert_eq!(tables, 0, "rolled back");
+        store.close();
+        let other = Error::from(rusqlite::Error::QueryReturnedNoRows);
+        assert!(!other.is_full() && !full_in(&other));
     }
 }

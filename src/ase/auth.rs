@@ -2,6 +2,8 @@
 //! → the grant's access. 401 (with `WWW-Authenticate: GNAP as_uri=…`) for a missing or malformed header and
 //! for a bad signature; 403 for an unknown, expired or revoked token and for access that does not cover the
 //! type, action and wallet. `read`/`list` see the client's own resources; `read-all`/`list-all` the wallet's.
+//! `complete` changes the client's own incoming payments only, unless the wallet's owner stands behind the
+//! grant (see [`Scope::wallet_owner`]); someone else's resource answers 404, as if it did not exist.
 
 use axum::extract::{FromRequest, Request};
 
@@ -32,6 +34,11 @@ pub struct RsAuth {
 pub struct Scope {
     /// `read-all` / `list-all`: every resource of the wallet, not only the client's own.
     pub all: bool,
+    /// The item names the wallet in `identifier` and the wallet's owner stands behind the grant: the client
+    /// is that wallet address itself (it signs with the wallet's keys), or the resource owner approved the
+    /// grant interactively. Such a grant acts on every resource of the wallet, not only the client's own.
+    /// An `identifier` alone proves nothing: incoming-payment grants are issued to anyone without consent.
+    pub wallet_owner: bool,
     pub item: AccessItem,
 }
 
@@ -102,23 +109,41 @@ impl RsAuth {
                     && i.identifier().is_none_or(|id| id.trim_end_matches('/') == wallet_url)
             })
         };
+        let scope = |item: &AccessItem, all: bool| Scope {
+            all,
+            wallet_owner: item
+                .identifier()
+                .is_some_and(|id| id.trim_end_matches('/') == wallet_url)
+                && (self.token.owner_approved
+                    || matches!(&self.token.client, Client::Wallet(u) if u.trim_end_matches('/') == wallet_url)),
+            item: item.clone(),
+        };
         if let Some(item) = all_action.and_then(matching) {
-            return Ok(Scope {
-                all: true,
-                item: item.clone(),
-            });
+            return Ok(scope(item, true));
         }
-        matching(action)
-            .map(|item| Scope {
-                all: false,
-                item: item.clone(),
-            })
-            .ok_or_else(|| {
-                ApiError::forbidden(
-                    &self.as_uri,
-                    format!("insufficient grant: {type_name} {} on {wallet_url}", action.as_str()),
-                )
-            })
+        matching(action).map(|item| scope(item, false)).ok_or_else(|| {
+            ApiError::forbidden(
+                &self.as_uri,
+                format!("insufficient grant: {type_name} {} on {wallet_url}", action.as_str()),
+            )
+        })
+    }
+
+    /// Whether this client created a resource whose stored client is `creator`.
+    fn created(&self, creator: Option<&str>) -> bool {
+        creator == Some(self.client_id.as_str())
+    }
+
+    /// Whether a read under `scope` may see a resource created by `creator`: the client's own, or any with
+    /// `read-all`. Callers answer 404 otherwise.
+    pub fn sees(&self, scope: &Scope, creator: Option<&str>) -> bool {
+        scope.all || self.created(creator)
+    }
+
+    /// Whether a change (`complete`) under `scope` may touch a resource created by `creator`: the client's
+    /// own, or any of the wallet when its owner stands behind the grant. Callers answer 404 otherwise.
+    pub fn manages(&self, scope: &Scope, creator: Option<&str>) -> bool {
+        scope.wallet_owner || self.created(creator)
     }
 
     /// The client filter for reads and lists: `None` when the scope sees every resource.

@@ -8,6 +8,11 @@
 //! payment from what was committed. Money flow per payment: the creation reserves the debit (a pending
 //! transfer sender → payment account), the first packet posts it, packets drain the payment account, and a
 //! failure returns whatever was not sent to the sender (voiding the reservation if nothing was posted).
+//!
+//! A store that is full (disk or `store.max_db_pages`) is no payment failure: the step's transaction rolls
+//! back, the engine logs once, pauses every payment (they stay `sending`, no attempt is counted) and tries
+//! again with a backoff until a write succeeds. A fulfilled STREAM packet whose record was refused is kept
+//! in memory and recorded before the payment sends anything else.
 
 use std::{
     collections::HashMap,
@@ -47,6 +52,18 @@ pub type Failure = (&'static str, String);
 /// Events are coalesced to at most one progress event per payment per this interval.
 const PROGRESS_EVERY: StdDuration = StdDuration::from_millis(100);
 
+/// The first and the longest pause while the store is full.
+const FULL_BACKOFF_MIN: StdDuration = StdDuration::from_secs(1);
+const FULL_BACKOFF_MAX: StdDuration = StdDuration::from_secs(30);
+
+/// The engine's pause while the store is full.
+#[derive(Debug, Clone, Copy)]
+struct FullPause {
+    /// No payment step before this.
+    until: Instant,
+    backoff: StdDuration,
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
     #[error(transparent)]
@@ -55,6 +72,16 @@ pub enum EngineError {
     Store(#[from] store::Error),
     #[error(transparent)]
     Money(#[from] MoneyError),
+}
+
+impl EngineError {
+    /// Whether the store refused the write for lack of space.
+    pub fn is_full(&self) -> bool {
+        match self {
+            Self::Store(s) | Self::Ledger(LedgerError::Store(s)) => s.is_full(),
+            Self::Ledger(_) | Self::Money(_) => false,
+        }
+    }
 }
 
 impl From<rusqlite::Error> for EngineError {
@@ -142,6 +169,8 @@ pub struct Engine {
     remote: Option<Remote>,
     /// Open STREAM connections of remote payments, taken out while a packet is in flight.
     connections: Arc<Mutex<HashMap<String, RemoteConnection>>>,
+    /// Set while the store is full.
+    full: Arc<Mutex<Option<FullPause>>>,
 }
 
 /// A remote payment's connection and what its receiver said about its room.
@@ -150,6 +179,8 @@ struct RemoteConnection {
     room: Option<u64>,
     /// Packets in a row that made no progress (F08 shrinks, room answers); bounded.
     stalls: u32,
+    /// A fulfilled packet whose record the store refused (it was full): recorded before anything is sent.
+    unrecorded: Option<Sent>,
 }
 
 /// Packets in a row without progress before a remote payment fails.
@@ -173,7 +204,52 @@ impl Engine {
             last_event: Arc::new(Mutex::new(HashMap::new())),
             remote: None,
             connections: Arc::new(Mutex::new(HashMap::new())),
+            full: Arc::new(Mutex::new(None)),
         }
+    }
+
+    /// The store refused a write for lack of space: every payment step pauses (payments stay `sending`,
+    /// nothing is counted as an attempt) for a backoff that doubles up to 30 s. Logged once per episode.
+    fn pause_for_space(&self, error: &dyn std::fmt::Display) {
+        let Ok(mut full) = self.full.lock() else {
+            return;
+        };
+        let backoff = match &*full {
+            Some(prev) => (prev.backoff * 2).min(FULL_BACKOFF_MAX),
+            None => {
+                tracing::error!(
+                    error = %error,
+                    "the database or the disk is full: the payment engine pauses; payments stay sending and \
+                     resume once there is room (free disk space or raise store.max_db_pages)"
+                );
+                FULL_BACKOFF_MIN
+            }
+        };
+        tracing::debug!(?backoff, "the store is still full");
+        *full = Some(FullPause {
+            until: Instant::now() + backoff,
+            backoff,
+        });
+    }
+
+    /// A write succeeded: the pause, if any, ends.
+    fn has_room(&self) {
+        let ended = self.full.lock().ok().and_then(|mut f| f.take()).is_some();
+        if ended {
+            tracing::warn!("the store has room again: the payment engine resumes");
+        }
+    }
+
+    /// How long the pause for space still lasts, if the engine is paused.
+    fn paused_for(&self) -> Option<StdDuration> {
+        let until = self.full.lock().ok()?.as_ref()?.until;
+        let now = Instant::now();
+        (until > now).then(|| until - now)
+    }
+
+    /// Whether the engine is paused because the store is full (even if a retry is due).
+    pub fn storage_full(&self) -> bool {
+        self.full.lock().is_ok_and(|f| f.is_some())
     }
 
     /// Enables paying receivers on other ASEs by STREAM.
@@ -187,7 +263,7 @@ impl Engine {
     pub async fn run(self, shutdown: CancellationToken) {
         let mut last_sweep = Instant::now() - StdDuration::from_secs(10);
         loop {
-            if last_sweep.elapsed() >= StdDuration::from_secs(1) {
+            if last_sweep.elapsed() >= StdDuration::from_secs(1) && self.paused_for().is_none() {
                 self.announce_expiries().await;
                 last_sweep = Instant::now();
             }
@@ -202,11 +278,11 @@ impl Engine {
                 tokio::task::yield_now().await;
                 continue;
             }
-            let wait = self
-                .until_next_due()
-                .await
-                .unwrap_or(StdDuration::from_secs(1))
-                .min(StdDuration::from_secs(1));
+            let wait = match self.paused_for() {
+                Some(left) => left,
+                None => self.until_next_due().await.unwrap_or(StdDuration::from_secs(1)),
+            }
+            .min(StdDuration::from_secs(1));
             tokio::select! {
                 _ = shutdown.cancelled() => break,
                 _ = self.wake.notified() => {}
@@ -227,14 +303,23 @@ impl Engine {
         })
     }
 
-    /// One round: every due payment gets one packet. Returns how many payments were worked on.
+    /// One round: every due payment gets one packet. Returns how many payments were worked on (none
+    /// while paused because the store is full).
     pub async fn step(&self) -> Result<usize, EngineError> {
+        if self.paused_for().is_some() {
+            return Ok(0);
+        }
         let now = format_ts(self.clock.now());
         let due = self.store.call(move |c| repo::due_outgoing(c, &now, 64)).await?;
+        let mut worked = 0;
         for id in &due {
+            if self.paused_for().is_some() {
+                break;
+            }
             self.packet(id).await;
+            worked += 1;
         }
-        Ok(due.len())
+        Ok(worked)
     }
 
     /// Runs steps until nothing is due (tests and tools).
@@ -267,7 +352,11 @@ impl Engine {
             })
             .await;
         match result {
-            Ok(out) => self.publish(out),
+            Ok(out) => {
+                self.has_room();
+                self.publish(out);
+            }
+            Err(e) if e.is_full() => self.pause_for_space(&e),
             Err(e) => self.transient(id, "internal", &e.to_string()).await,
         }
     }
@@ -308,6 +397,7 @@ impl Engine {
             .await;
         match result {
             Ok(out) => self.publish(out),
+            Err(e) if e.is_full() => self.pause_for_space(&e),
             Err(e) => tracing::error!(payment = id, error = %e, "cannot record a retry"),
         }
     }
@@ -488,6 +578,7 @@ impl Engine {
             .await;
         match result {
             Ok(out) => self.publish(out),
+            Err(e) if e.is_full() => self.pause_for_space(&e),
             Err(e) => tracing::error!(payment = id, error = %e, "cannot record a failure"),
         }
     }
@@ -528,6 +619,7 @@ impl Engine {
                 conn,
                 room: None,
                 stalls: 0,
+                unrecorded: None,
             }),
             Err(SendError::Closed(m)) => Err((
                 "receiver_completed",
@@ -542,6 +634,16 @@ impl Engine {
     /// outcome committed in one transaction (payment account → peer account of the debit asset, progress).
     async fn remote_packet(&self, p: OutgoingRow, plan: StreamPlanRow) {
         let now = self.clock.now();
+        let mut pending = self.connections.lock().ok().and_then(|mut m| {
+            let waiting = m.get(&p.id).is_some_and(|e| e.unrecorded.is_some());
+            if waiting { m.remove(&p.id) } else { None }
+        });
+        if let Some(sent) = pending.as_mut().and_then(|e| e.unrecorded.take())
+            && let Some(entry) = pending
+        {
+            // a fulfilled packet the full store could not record: record it first, send nothing else
+            return self.record_remote(&p.id, &plan, sent, now, entry).await;
+        }
         let pid = p.id.clone();
         let check = self.store.call(move |c| {
             let p = repo::outgoing(c, &pid)?;
@@ -553,6 +655,7 @@ impl Engine {
         match check.await {
             Ok(Some(f)) => return self.fail(&p.id, f).await,
             Ok(None) => {}
+            Err(e) if e.is_full() => return self.pause_for_space(&e),
             Err(e) => return self.transient(&p.id, "internal", &e.to_string()).await,
         }
         let Some(remote) = self.remote.clone() else {
@@ -585,7 +688,7 @@ impl Engine {
                 Err((reason, m, false)) => return self.fail(&p.id, (reason, m)).await,
             },
         };
-        let (packets, interval_ms) = self.settings.pacing();
+        let (packets, _) = self.settings.pacing();
         let source_total = u64::try_from(plan.source_amount).unwrap_or(0);
         let chunk = if packets <= 1 {
             u64::MAX
@@ -623,38 +726,12 @@ impl Engine {
             Ok(Verdict::Fulfilled { delivered, closed }) => {
                 entry.stalls = 0;
                 entry.room = entry.room.map(|r| r.saturating_sub(delivered));
-                let (pid, peer_name) = (p.id.clone(), plan.peer.clone());
-                let result = self
-                    .store
-                    .call(move |conn| {
-                        let tx = store::immediate(conn)?;
-                        let sent = Sent {
-                            source,
-                            delivered,
-                            closed,
-                        };
-                        let out = remote_progress_tx(&tx, &pid, &peer_name, sent, source_total, now, interval_ms)?;
-                        tx.commit()?;
-                        Ok::<_, EngineError>(out)
-                    })
-                    .await;
-                match result {
-                    Ok(out) => {
-                        let finished = out.finished.is_some();
-                        self.publish(out);
-                        if finished {
-                            entry.conn.close().await;
-                        } else {
-                            self.keep_connection(&p.id, entry);
-                        }
-                    }
-                    Err(e) => {
-                        // the money moved but the record did not: the log says what to reconcile
-                        tracing::error!(payment = %p.id, source, delivered, error = %e, "a fulfilled STREAM packet could not be recorded");
-                        self.keep_connection(&p.id, entry);
-                        self.transient(&p.id, "internal", &e.to_string()).await;
-                    }
-                }
+                let sent = Sent {
+                    source,
+                    delivered,
+                    closed,
+                };
+                self.record_remote(&p.id, &plan, sent, now, entry).await;
             }
             Ok(Verdict::ReceiverRoom { room: 0 }) => {
                 entry.conn.close().await;
@@ -701,6 +778,57 @@ impl Engine {
             Err(e) => {
                 self.keep_connection(&p.id, entry);
                 self.transient(&p.id, "internal", &e.to_string()).await;
+            }
+        }
+    }
+}
+
+impl Engine {
+    /// Commits one fulfilled STREAM packet of a remote payment. A full store keeps it in the connection to
+    /// be recorded first once there is room (nothing else is sent meanwhile), so the money is neither lost
+    /// from the books nor sent twice.
+    async fn record_remote(
+        &self,
+        id: &str,
+        plan: &StreamPlanRow,
+        sent: Sent,
+        now: OffsetDateTime,
+        mut entry: RemoteConnection,
+    ) {
+        let (_, interval_ms) = self.settings.pacing();
+        let source_total = u64::try_from(plan.source_amount).unwrap_or(0);
+        let (pid, peer_name) = (id.to_owned(), plan.peer.clone());
+        let result = self
+            .store
+            .call(move |conn| {
+                let tx = store::immediate(conn)?;
+                let out = remote_progress_tx(&tx, &pid, &peer_name, sent, source_total, now, interval_ms)?;
+                tx.commit()?;
+                Ok::<_, EngineError>(out)
+            })
+            .await;
+        match result {
+            Ok(out) => {
+                self.has_room();
+                let finished = out.finished.is_some();
+                self.publish(out);
+                if finished {
+                    entry.conn.close().await;
+                } else {
+                    self.keep_connection(id, entry);
+                }
+            }
+            Err(e) if e.is_full() => {
+                tracing::warn!(payment = %id, source = sent.source, delivered = sent.delivered, "a fulfilled STREAM packet waits to be recorded until the store has room");
+                entry.unrecorded = Some(sent);
+                self.keep_connection(id, entry);
+                self.pause_for_space(&e);
+            }
+            Err(e) => {
+                // the money moved but the record did not: the log says what to reconcile
+                tracing::error!(payment = %id, source = sent.source, delivered = sent.delivered, error = %e, "a fulfilled STREAM packet could not be recorded");
+                self.keep_connection(id, entry);
+                self.transient(id, "internal", &e.to_string()).await;
             }
         }
     }

@@ -530,7 +530,7 @@ async fn read(State(s): State<AppState>, Path(id): Path<String>, req: Request) -
     let row = s.incoming.get(&id).await?;
     let wallet_url = format!("{}/{}", s.settings.public_url, row.wallet_name);
     let scope = auth.require("incoming-payment", Action::Read, &wallet_url)?;
-    if !scope.all && row.client.as_deref() != Some(auth.client_id.as_str()) {
+    if !auth.sees(&scope, row.client.as_deref()) {
         return Err(ApiError::not_found("unknown incoming payment"));
     }
     Ok(Json(s.incoming.dto_with_methods(&row)?).into_response())
@@ -539,7 +539,10 @@ async fn read(State(s): State<AppState>, Path(id): Path<String>, req: Request) -
 async fn complete(State(s): State<AppState>, Path(id): Path<String>, auth: RsAuth) -> Result<Response, ApiError> {
     let row = s.incoming.get(&id).await?;
     let wallet_url = format!("{}/{}", s.settings.public_url, row.wallet_name);
-    auth.require("incoming-payment", Action::Complete, &wallet_url)?;
+    let scope = auth.require("incoming-payment", Action::Complete, &wallet_url)?;
+    if !auth.manages(&scope, row.client.as_deref()) {
+        return Err(ApiError::not_found("unknown incoming payment"));
+    }
     let row = s.incoming.complete(&row.id).await?;
     Ok(Json(s.incoming.dto(&row)).into_response())
 }

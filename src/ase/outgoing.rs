@@ -704,7 +704,7 @@ async fn read(State(s): State<AppState>, Path(id): Path<String>, auth: RsAuth) -
     let row = s.outgoing.get(&id).await?;
     let wallet_url = format!("{}/{}", s.settings.public_url, row.wallet_name);
     let scope = auth.require("outgoing-payment", Action::Read, &wallet_url)?;
-    if !scope.all && row.client.as_deref() != Some(auth.client_id.as_str()) {
+    if !auth.sees(&scope, row.client.as_deref()) {
         return Err(ApiError::not_found("unknown outgoing payment"));
     }
     Ok(Json(s.outgoing.dto(&row)).into_response())

@@ -464,7 +464,7 @@ async fn read(State(s): State<AppState>, Path(id): Path<String>, auth: RsAuth) -
     let q = s.quotes.get(&id).await?;
     let wallet_url = format!("{}/{}", s.settings.public_url, q.wallet_name);
     let scope = auth.require("quote", Action::Read, &wallet_url)?;
-    if !scope.all && q.client.as_deref() != Some(auth.client_id.as_str()) {
+    if !auth.sees(&scope, q.client.as_deref()) {
         return Err(ApiError::not_found("unknown quote"));
     }
     Ok(Json(s.quotes.dto(&q)).into_response())

@@ -26,7 +26,15 @@ fn actions(a: &[Action]) -> String {
 
 /// One line per access item (and subject), e.g.
 /// `send payments from http://…/alice (create, read): up to 5.00 USD per month, 12 times, to http://…`.
-pub fn grant(client: &str, client_name: Option<&str>, access: &[AccessItem], subject: Option<&Subject>) -> Vec<String> {
+/// Powers over other clients' resources (`list-all`, `read-all`, and `complete` on a wallet in an
+/// `interactive` grant, which the owner's approval extends to every payment of it) are spelled out.
+pub fn grant(
+    client: &str,
+    client_name: Option<&str>,
+    access: &[AccessItem],
+    subject: Option<&Subject>,
+    interactive: bool,
+) -> Vec<String> {
     let who = match client_name {
         Some(n) => format!("{} ({})", sanitize(n), sanitize(client)),
         None => sanitize(client),
@@ -34,15 +42,35 @@ pub fn grant(client: &str, client_name: Option<&str>, access: &[AccessItem], sub
     let mut lines = vec![format!("{who} asks for:")];
     for item in access {
         let line = match item {
-            AccessItem::IncomingPayment { actions: a, identifier } => format!(
-                "receive payments into {} ({})",
-                identifier
+            AccessItem::IncomingPayment { actions: a, identifier } => {
+                let wallet = identifier
                     .as_deref()
                     .map(sanitize)
-                    .unwrap_or_else(|| "any wallet of this ASE".into()),
-                actions(a)
-            ),
-            AccessItem::Quote { actions: a } => format!("quotes ({})", actions(a)),
+                    .unwrap_or_else(|| "any wallet of this ASE".into());
+                let mut powers = Vec::new();
+                if a.contains(&Action::ListAll) {
+                    powers.push("list EVERY incoming payment of it, whoever created it, with amounts and metadata");
+                }
+                if a.contains(&Action::ReadAll) {
+                    powers.push("read ANY of its incoming payments, with amounts, metadata and payment details");
+                }
+                if a.contains(&Action::Complete) && identifier.is_some() && interactive {
+                    powers.push("complete ANY of its incoming payments, which stops their senders");
+                }
+                let mut s = format!("receive payments into {wallet} ({})", actions(a));
+                if !powers.is_empty() {
+                    s.push_str(": may ");
+                    s.push_str(&powers.join("; "));
+                }
+                s
+            }
+            AccessItem::Quote { actions: a } => {
+                let mut s = format!("quotes ({})", actions(a));
+                if a.contains(&Action::ReadAll) {
+                    s.push_str(": may read ANY quote of this ASE's wallets, whoever created it");
+                }
+                s
+            }
             AccessItem::OutgoingPayment {
                 actions: a,
                 identifier,
@@ -97,7 +125,7 @@ mod tests {
             "limits":{"debitAmount":{"value":"500","assetCode":"USD","assetScale":2},
                       "interval":"R11/2026-01-01T00:00:00Z/P1M","receiver":"https://b.test/incoming-payments/1"}}))
         .unwrap();
-        let lines = grant("https://c.test/app", Some("Shop\u{1b}[31m"), &[item], None);
+        let lines = grant("https://c.test/app", Some("Shop\u{1b}[31m"), &[item], None, true);
         assert_eq!(lines[0], "Shop[31m (https://c.test/app) asks for:");
         assert!(
             lines[1].contains("send payments from https://a.test/alice (create, read): up to 5.00 USD debited"),
@@ -106,5 +134,53 @@ mod tests {
         );
         assert!(lines[1].contains("month"), "{}", lines[1]);
         assert!(lines[1].contains("only to https://b.test/incoming-payments/1"));
+    }
+
+    #[test]
+    fn all_actions_in_plain_words() {
+        let item = |v: serde_json::Value| -> AccessItem { serde_json::from_value(v).unwrap() };
+        let lines = grant(
+            "https://c.test/app",
+            None,
+            &[
+                item(
+                    serde_json::json!({"type":"incoming-payment","actions":["list-all","read-all","complete"],
+                    "identifier":"https://a.test/bob"}),
+                ),
+                item(serde_json::json!({"type":"quote","actions":["create","read-all"]})),
+            ],
+            None,
+            true,
+        );
+        assert!(
+            lines[1].contains("receive payments into https://a.test/bob (list all, read all, complete)"),
+            "{}",
+            lines[1]
+        );
+        assert!(
+            lines[1].contains("list EVERY incoming payment of it, whoever created it"),
+            "{}",
+            lines[1]
+        );
+        assert!(lines[1].contains("read ANY of its incoming payments"), "{}", lines[1]);
+        assert!(
+            lines[1].contains("complete ANY of its incoming payments"),
+            "{}",
+            lines[1]
+        );
+        assert!(lines[2].contains("read ANY quote"), "{}", lines[2]);
+        let plain = grant(
+            "https://c.test/app",
+            None,
+            &[item(
+                serde_json::json!({"type":"incoming-payment","actions":["create","complete"]}),
+            )],
+            None,
+            false,
+        );
+        assert_eq!(
+            plain[1],
+            "  - receive payments into any wallet of this ASE (create, complete)"
+        );
     }
 }

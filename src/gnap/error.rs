@@ -66,8 +66,17 @@ impl GnapError {
     pub fn conflict(d: impl Into<String>) -> Self {
         Self::new(StatusCode::CONFLICT, "invalid_request", d)
     }
-    /// A server-side failure: logged, answered generically.
-    pub fn internal(cause: &dyn std::fmt::Display) -> Self {
+    /// A server-side failure: logged, answered generically; a full store answers 503 `service_unavailable`
+    /// (nothing was written; `Retry-After` says when to try again).
+    pub fn internal<E: std::fmt::Display + 'static>(cause: &E) -> Self {
+        if crate::server::error::storage_full(cause) {
+            tracing::warn!(error = %cause, "authorization server write refused: the database or the disk is full");
+            return Self::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                crate::server::error::SERVICE_UNAVAILABLE,
+                crate::server::error::STORAGE_FULL,
+            );
+        }
         tracing::error!(error = %cause, "authorization server failure");
         Self::new(
             StatusCode::INTERNAL_SERVER_ERROR,
@@ -100,6 +109,7 @@ impl IntoResponse for GnapError {
             res.headers_mut()
                 .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("GNAP"));
         }
+        crate::server::error::retry_after(&mut res);
         res
     }
 }

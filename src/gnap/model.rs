@@ -37,6 +37,14 @@ impl Action {
     }
 }
 
+/// Which `-all` actions need the resource owner's consent (`gnap.list_all_interaction`,
+/// `gnap.read_all_interaction`). Outgoing-payment access needs it regardless.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ConsentPolicy {
+    pub list_all: bool,
+    pub read_all: bool,
+}
+
 /// Limits of an outgoing-payment grant.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -96,9 +104,18 @@ impl AccessItem {
         }
     }
 
-    /// Outgoing-payment items always need the resource owner's consent.
-    pub fn needs_interaction(&self) -> bool {
-        matches!(self, Self::OutgoingPayment { .. })
+    /// Whether the resource owner must consent: outgoing-payment items always; `list-all`/`read-all` as
+    /// `policy` says.
+    pub fn needs_interaction(&self, policy: ConsentPolicy) -> bool {
+        matches!(self, Self::OutgoingPayment { .. }) || self.consent_action(policy).is_some()
+    }
+
+    /// The first `-all` action of this item that `policy` puts under the resource owner's consent.
+    pub fn consent_action(&self, policy: ConsentPolicy) -> Option<Action> {
+        self.actions()
+            .iter()
+            .copied()
+            .find(|a| (*a == Action::ListAll && policy.list_all) || (*a == Action::ReadAll && policy.read_all))
     }
 
     /// Whether this item grants `action` (`read` is satisfied by `read-all`, `list` by `list-all`).
@@ -367,13 +384,31 @@ impl GrantRequest {
         Ok(())
     }
 
-    /// Outgoing-payment access and subject requests need the resource owner's consent.
-    pub fn needs_interaction(&self) -> bool {
+    /// Subject requests, outgoing-payment access and the `-all` actions `policy` names need the resource
+    /// owner's consent.
+    pub fn needs_interaction(&self, policy: ConsentPolicy) -> bool {
         self.subject.is_some()
             || self
                 .access_token
                 .as_ref()
-                .is_some_and(|a| a.access.iter().any(AccessItem::needs_interaction))
+                .is_some_and(|a| a.access.iter().any(|i| i.needs_interaction(policy)))
+    }
+
+    /// An incoming-payment item whose `-all` action needs consent must name the wallet the owner decides
+    /// on in `identifier` (the owner cannot consent to "every wallet of this ASE").
+    pub fn check_consent_identifiers(&self, policy: ConsentPolicy) -> Result<(), GnapError> {
+        for item in self.access_token.iter().flat_map(|a| a.access.iter()) {
+            if let AccessItem::IncomingPayment { identifier: None, .. } = item
+                && let Some(a) = item.consent_action(policy)
+            {
+                return Err(GnapError::invalid_request(format!(
+                    "access identifier required: {} {} needs the resource owner's consent for one wallet address",
+                    item.type_name(),
+                    a.as_str()
+                )));
+            }
+        }
+        Ok(())
     }
 }
 
@@ -442,7 +477,7 @@ mod tests {
             "limits":{"debitAmount":{"value":"500","assetCode":"USD","assetScale":2},"interval":"R12/2019-08-24T14:15:22Z/P1M",
             "receiver":"https://b.test/incoming-payments/123"}}))
         .unwrap();
-        assert!(out.needs_interaction());
+        assert!(out.needs_interaction(ConsentPolicy::default()));
         for bad in [
             json!({"type":"outgoing-payment","actions":["create"]}),
             json!({"type":"outgoing-payment","actions":["complete"],"identifier":"https://a.test/x"}),
@@ -462,6 +497,48 @@ mod tests {
         ] {
             assert!(item(bad.clone()).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn list_all_and_read_all_need_consent_as_configured() {
+        let list_all =
+            item(json!({"type":"incoming-payment","actions":["read","list-all"],"identifier":"https://a.test/bob"}))
+                .unwrap();
+        let read_all = item(json!({"type":"incoming-payment","actions":["read-all"]})).unwrap();
+        let quote_all = item(json!({"type":"quote","actions":["read-all"]})).unwrap();
+        let plain = item(json!({"type":"incoming-payment","actions":["create","read","list","complete"]})).unwrap();
+        let default = ConsentPolicy {
+            list_all: true,
+            read_all: false,
+        };
+        assert!(list_all.needs_interaction(default));
+        assert!(!read_all.needs_interaction(default) && !quote_all.needs_interaction(default));
+        assert!(!plain.needs_interaction(default));
+        let all = ConsentPolicy {
+            list_all: true,
+            read_all: true,
+        };
+        assert!(read_all.needs_interaction(all) && quote_all.needs_interaction(all));
+        assert!(!plain.needs_interaction(all));
+        assert!(!list_all.needs_interaction(ConsentPolicy::default()));
+
+        let req = |access: serde_json::Value| -> GrantRequest {
+            serde_json::from_value(json!({"access_token": {"access": access}, "client": "https://c.test/app"})).unwrap()
+        };
+        let bare = req(json!([{"type":"incoming-payment","actions":["list-all"]}]));
+        let e = bare.check_consent_identifiers(default).unwrap_err();
+        assert!(e.description.contains("access identifier required"), "{e}");
+        assert!(bare.check_consent_identifiers(ConsentPolicy::default()).is_ok());
+        assert!(
+            req(json!([{"type":"incoming-payment","actions":["read-all"]}]))
+                .check_consent_identifiers(default)
+                .is_ok()
+        );
+        assert!(
+            req(json!([{"type":"quote","actions":["read-all"]}]))
+                .check_consent_identifiers(all)
+                .is_ok()
+        );
     }
 
     #[test]

@@ -16,7 +16,7 @@ use time::{Duration, OffsetDateTime};
 use super::{
     GnapError, describe,
     model::{
-        AccessItem, AccessTokenResponse, Client, Continue, ContinueToken, GrantRequest, GrantResponse,
+        AccessItem, AccessTokenResponse, Client, ConsentPolicy, Continue, ContinueToken, GrantRequest, GrantResponse,
         InteractResponse, RotateResponse, Subject,
     },
 };
@@ -41,6 +41,8 @@ pub struct TokenInfo {
     pub client: Client,
     pub access: Vec<AccessItem>,
     pub expires_at: OffsetDateTime,
+    /// The grant was interactive: the resource owner approved this access (or `auto_approve` did).
+    pub owner_approved: bool,
 }
 
 /// A token as operators see it (never the value).
@@ -196,6 +198,14 @@ impl Gnap {
         }
     }
 
+    /// Which `-all` actions need the resource owner's consent.
+    pub fn consent_policy(&self) -> ConsentPolicy {
+        ConsentPolicy {
+            list_all: self.inner.settings.list_all_interaction,
+            read_all: self.inner.settings.read_all_interaction,
+        }
+    }
+
     /// The grant endpoint (`authServer` of every wallet): `{public}/auth`.
     pub fn grant_endpoint(&self) -> String {
         format!("{}/auth", self.inner.public_url)
@@ -271,7 +281,9 @@ impl Gnap {
     /// `POST /auth`: a signed grant request from `client`, already verified by the caller.
     pub async fn request(&self, req: GrantRequest, client: Client) -> Result<GrantResponse, GnapError> {
         req.validate()?;
-        let interactive = req.needs_interaction();
+        let policy = self.consent_policy();
+        req.check_consent_identifiers(policy)?;
+        let interactive = req.needs_interaction(policy);
         if interactive && matches!(client, Client::Jwk(_)) {
             return Err(GnapError::invalid_client(
                 "a JWK client may only request non-interactive grants",
@@ -715,6 +727,7 @@ impl Gnap {
             client: client_of(&g)?,
             access: access_of(&g)?,
             expires_at: ts(&t.created_at)? + Duration::seconds(t.expires_in),
+            owner_approved: g.interactive,
         };
         if let Ok(mut cache) = self.inner.token_cache.lock() {
             if cache.len() > 10_000 {
@@ -806,6 +819,7 @@ impl Gnap {
             client_name.as_deref(),
             &access,
             subject.as_ref(),
+            g.interactive,
         );
         Ok(GrantView {
             id: g.id,

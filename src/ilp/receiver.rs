@@ -430,10 +430,11 @@ impl Receiver {
             Err(r) => return r.into(),
         };
         let req = &opened.request;
-        let t00 = |frames: Vec<Frame>| -> Packet {
+        let t00_with = |frames: Vec<Frame>, message: &str| -> Packet {
             let data = encrypt_reply(&opened.keys, req, PacketType::Reject, prepare.amount, frames).unwrap_or_default();
-            reject(by, ErrorCode::T00_INTERNAL_ERROR, "internal error", data).into()
+            reject(by, ErrorCode::T00_INTERNAL_ERROR, message, data).into()
         };
+        let t00 = |frames: Vec<Frame>| t00_with(frames, "internal error");
         let (row, paid) = match self
             .incoming
             .find_for_stream(&opened.payment_id, &opened.connection_id)
@@ -480,6 +481,14 @@ impl Receiver {
                     ),
                     Ok(StreamCredit::Unknown) => {
                         return reject(by, ErrorCode::F02_UNREACHABLE, "unknown incoming payment", Vec::new()).into();
+                    }
+                    // nothing was written; T00 is temporary, so the sender retries once there is room
+                    Err(crate::ledger::LedgerError::Store(e)) if e.is_full() => {
+                        tracing::warn!(error = %e, payment = %opened.payment_id, "ILP packet refused: the database or the disk is full");
+                        return t00_with(
+                            reply_frames(req, prepare.amount, &snapshot),
+                            "the receiver's storage is full; retry later",
+                        );
                     }
                     Err(e) => {
                         tracing::error!(error = %e, payment = %opened.payment_id, "crediting an ILP packet failed");

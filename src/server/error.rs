@@ -2,6 +2,12 @@
 //! `{"error":{"code","description"}}`. Server-side failures get a generic description; the cause is logged.
 //! What went wrong behind a generic client-facing error (a fetch that failed, say) travels as an
 //! [`OperatorDetail`] response extension to the request log, never to the client.
+//!
+//! A store that is full (disk or `store.max_db_pages`) is not a server bug but a temporary condition: every
+//! server-side failure whose cause is [`crate::store::Error::Full`] answers 503 `service_unavailable` with
+//! `Retry-After` (see [`storage_full`]), wherever the error was built.
+
+use std::any::Any;
 
 use axum::{
     Json,
@@ -85,14 +91,62 @@ impl ApiError {
         Self::new(StatusCode::NOT_FOUND, "not_found", description)
     }
 
-    /// A 500 whose cause is logged, not sent.
-    pub fn internal(cause: &dyn std::fmt::Display) -> Self {
+    /// A 500 whose cause is logged, not sent; a 503 [`ApiError::storage_full`] when the cause is a full store.
+    pub fn internal<E: std::fmt::Display + 'static>(cause: &E) -> Self {
+        if storage_full(cause) {
+            tracing::warn!(error = %cause, "write refused: the database or the disk is full");
+            return Self::storage_full();
+        }
         tracing::error!(error = %cause, "internal error");
         Self::new(
             StatusCode::INTERNAL_SERVER_ERROR,
             "internal_error",
             "internal server error",
         )
+    }
+
+    /// 503: the store is full; nothing was written. Answered with `Retry-After`.
+    pub fn storage_full() -> Self {
+        Self::new(StatusCode::SERVICE_UNAVAILABLE, SERVICE_UNAVAILABLE, STORAGE_FULL)
+    }
+}
+
+/// The error code of a 503.
+pub const SERVICE_UNAVAILABLE: &str = "service_unavailable";
+/// What a client is told when the store is full.
+pub const STORAGE_FULL: &str = "the ASE's storage is full; try again later";
+/// `Retry-After` of every 503, in seconds.
+pub const RETRY_AFTER_SECS: u32 = 30;
+
+/// Whether `cause` is (or wraps) a store refusing a write for lack of space. `cause` is any error value
+/// handed to an `internal` constructor; the error types that carry store errors are looked through.
+pub fn storage_full(cause: &dyn Any) -> bool {
+    let as_error: Option<&(dyn std::error::Error + 'static)> =
+        if let Some(e) = cause.downcast_ref::<crate::store::Error>() {
+            Some(e)
+        } else if let Some(e) = cause.downcast_ref::<rusqlite::Error>() {
+            Some(e)
+        } else if let Some(e) = cause.downcast_ref::<LedgerError>() {
+            Some(e)
+        } else if let Some(e) = cause.downcast_ref::<WalletError>() {
+            Some(e)
+        } else if let Some(e) = cause.downcast_ref::<PeerError>() {
+            Some(e)
+        } else if let Some(e) = cause.downcast_ref::<crate::ase::engine::EngineError>() {
+            Some(e)
+        } else {
+            None
+        };
+    as_error.is_some_and(crate::store::full_in)
+}
+
+/// Adds `Retry-After` to a 503.
+pub fn retry_after(res: &mut Response) {
+    if res.status() == StatusCode::SERVICE_UNAVAILABLE {
+        res.headers_mut().insert(
+            axum::http::header::RETRY_AFTER,
+            axum::http::HeaderValue::from(RETRY_AFTER_SECS),
+        );
     }
 }
 
@@ -113,6 +167,7 @@ impl IntoResponse for ApiError {
         if let Some(d) = self.detail {
             res.extensions_mut().insert(OperatorDetail(d));
         }
+        retry_after(&mut res);
         res
     }
 }
@@ -201,5 +256,41 @@ impl From<crate::store::Error> for ApiError {
 impl From<rusqlite::Error> for ApiError {
     fn from(e: rusqlite::Error) -> Self {
         Self::internal(&e)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn full() -> rusqlite::Error {
+        rusqlite::Error::SqliteFailure(rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_FULL), None)
+    }
+
+    #[test]
+    fn a_full_store_is_503_with_retry_after_wherever_it_is_wrapped() {
+        let wrapped = [
+            ApiError::internal(&full()),
+            ApiError::from(crate::store::Error::from(full())),
+            ApiError::from(LedgerError::Store(full().into())),
+            ApiError::from(WalletError::Store(full().into())),
+            ApiError::from(GnapError::from(crate::store::Error::from(full()))),
+            ApiError::from(crate::ase::engine::EngineError::Store(full().into())),
+        ];
+        for e in wrapped {
+            assert_eq!(e.status, StatusCode::SERVICE_UNAVAILABLE, "{e:?}");
+            assert_eq!(e.code, SERVICE_UNAVAILABLE);
+            let res = e.into_response();
+            assert_eq!(res.headers()[axum::http::header::RETRY_AFTER], "30");
+        }
+        let other = ApiError::internal(&crate::store::Error::Closed);
+        assert_eq!(other.status, StatusCode::INTERNAL_SERVER_ERROR);
+        assert!(
+            other
+                .into_response()
+                .headers()
+                .get(axum::http::header::RETRY_AFTER)
+                .is_none()
+        );
     }
 }

@@ -945,3 +945,63 @@ async fn amounts_that_overflow_the_totals_are_refused_for_good() {
         assert_eq!(public_received(&ase, &id).await, "150");
     }
 }
+
+#[tokio::test]
+async fn a_full_store_rejects_money_with_a_retryable_t00_and_credits_nothing() {
+    let ase = TestAse::spawn_with(CONFIG).await;
+    let client = ase.demo_client().await;
+    let tok = incoming_token(&ase, &client, "bob").await;
+    let payment = create_incoming(
+        &ase,
+        &client,
+        &tok,
+        "bob",
+        json!({"incomingAmount": {"value": "100000", "assetCode": "USD", "assetScale": 2}}),
+    )
+    .await;
+    let id = payment["id"].as_str().unwrap().to_owned();
+    let mut s = Sender::for_payment(&ase, &payment);
+    s.connect().await;
+    assert!(matches!(s.pay(10).await, Reply::Fulfill(_)));
+
+    // restart with a quota a few pages above the database's size (SQLite max_page_count on the writer)
+    let (dir, addr) = ase.stop().await;
+    let db = dir.path().join("ase.sqlite3");
+    let pages: i64 = rusqlite::Connection::open(&db)
+        .unwrap()
+        .query_row("PRAGMA page_count", [], |r| r.get(0))
+        .unwrap();
+    std::fs::write(
+        dir.path().join("config.toml"),
+        format!("{CONFIG}\n[store]\nmax_db_pages = {}\n", pages + 3),
+    )
+    .unwrap();
+    let ase = TestAse::spawn_in(dir.clone(), Some(addr)).await;
+    let mut fulfilled = 10u64;
+    let mut refused = None;
+    for _ in 0..2000 {
+        match s.pay(1).await {
+            Reply::Fulfill(_) => fulfilled += 1,
+            Reply::Reject(r, stream) => {
+                refused = Some((r, stream));
+                break;
+            }
+        }
+    }
+    let (reject, stream) = refused.expect("the store never filled");
+    assert_eq!(reject.code, ErrorCode::T00_INTERNAL_ERROR, "{reject:?}");
+    assert!(reject.message.contains("storage is full"), "{reject:?}");
+    assert!(stream.is_some(), "the T00 carries the STREAM reply");
+    // nothing of the refused packet was written; reads keep working
+    assert_eq!(public_received(&ase, &id).await, fulfilled.to_string());
+    assert!(matches!(s.pay(1).await.code(), Some(ErrorCode::T00_INTERNAL_ERROR)));
+    assert_eq!(public_received(&ase, &id).await, fulfilled.to_string());
+
+    // room again: the retried money arrives
+    let (dir, addr) = ase.stop().await;
+    std::fs::write(dir.path().join("config.toml"), CONFIG).unwrap();
+    let ase = TestAse::spawn_in(dir, Some(addr)).await;
+    assert!(matches!(s.pay(1).await, Reply::Fulfill(_)));
+    assert_eq!(public_received(&ase, &id).await, (fulfilled + 1).to_string());
+    assert!(ase.state.ledger.audit().await.unwrap().is_empty());
+}

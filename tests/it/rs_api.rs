@@ -335,14 +335,34 @@ async fn read_sees_own_resources_and_read_all_sees_all() {
         &ase,
         &carol,
         &ase.url("/carol"),
-        json!([{"type": "incoming-payment", "actions": ["read-all", "list-all"], "identifier": bob}]),
+        json!([{"type": "incoming-payment", "actions": ["read-all"], "identifier": bob}]),
     )
     .await;
     assert_eq!(
         carol.send(Method::GET, id, Some(&tok_all), None).await.unwrap().status,
         200
     );
-    let r = carol.send(Method::GET, &list, Some(&tok_all), None).await.unwrap();
+    // list-all needs bob's owner: the operator approves it
+    let body = json!({
+        "access_token": {"access": [{"type": "incoming-payment", "actions": ["list-all"], "identifier": bob}]},
+        "client": ase.url("/carol"),
+        "interact": {"start": ["redirect"], "finish": {"method": "redirect", "uri": "http://127.0.0.1:9/cb", "nonce": "n1"}},
+    });
+    let g = carol
+        .send(Method::POST, &ase.url("/auth"), None, Some(&body))
+        .await
+        .unwrap();
+    assert_eq!(g.status, 200, "{}", g.body);
+    let (_, pending) = ase.admin(Method::GET, "/grants?state=pending", None).await;
+    let gid = pending[0]["id"].as_str().unwrap().to_owned();
+    assert_eq!(
+        ase.admin(Method::POST, &format!("/grants/{gid}/approve"), Some("{}"))
+            .await
+            .0,
+        200
+    );
+    let tok_list_all = crate::common::finish_grant(&carol, &g.body).await;
+    let r = carol.send(Method::GET, &list, Some(&tok_list_all), None).await.unwrap();
     assert_eq!(r.body["result"].as_array().unwrap().len(), 1);
 
     // a token is bound to its client: carol cannot use demo-client's token
