@@ -338,3 +338,29 @@ pub async fn finish_grant(client: &opdesk::client::SignedClient, grant_response:
         .expect("access token")
         .to_owned()
 }
+
+/// A non-interactive grant for `access`, requested at `{base}/auth` as `{base}/demo-client`; the access token.
+pub async fn grant_token(client: &opdesk::client::SignedClient, base: &str, access: Value) -> String {
+    let body = serde_json::json!({"access_token": {"access": access}, "client": format!("{base}/demo-client")});
+    let r = client
+        .send(reqwest::Method::POST, &format!("{base}/auth"), None, Some(&body))
+        .await
+        .expect("grant request");
+    assert_eq!(r.status, 200, "{}", r.body);
+    r.body["access_token"]["value"]
+        .as_str()
+        .expect("access token")
+        .to_owned()
+}
+
+/// The posted balance of `wallet` in an admin `/balances` listing.
+pub fn balance_of(balances: &Value, wallet: &str) -> i64 {
+    balances
+        .as_array()
+        .expect("balances")
+        .iter()
+        .find(|b| b["wallet"] == wallet)
+        .expect("wallet")["balance"]
+        .as_i64()
+        .expect("balance")
+}

@@ -7,18 +7,7 @@ use std::time::{Duration, Instant};
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::common::{Proc, finish_grant};
-
-fn balance_of(balances: &Value, wallet: &str) -> i64 {
-    balances
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|b| b["wallet"] == wallet)
-        .unwrap()["balance"]
-        .as_i64()
-        .unwrap()
-}
+use crate::common::{Proc, balance_of, finish_grant};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kill_9_mid_flight_loses_and_doubles_nothing() {

@@ -18,7 +18,7 @@ use tokio::{
     net::{TcpListener, TcpStream},
 };
 
-use crate::common::{Proc, TestAse, finish_grant};
+use crate::common::{Proc, TestAse, balance_of, finish_grant, grant_token};
 
 /// What the hostile server does with a request (given the request head).
 #[derive(Clone, Copy)]
@@ -150,13 +150,7 @@ asset_scale = 2
 }
 
 async fn quote_token(ase: &TestAse, client: &opdesk::client::SignedClient) -> String {
-    let body = json!({"access_token": {"access": [{"type": "quote", "actions": ["create"]}]}, "client": ase.url("/demo-client")});
-    let r = client
-        .send(Method::POST, &ase.url("/auth"), None, Some(&body))
-        .await
-        .unwrap();
-    assert_eq!(r.status, 200, "{}", r.body);
-    r.body["access_token"]["value"].as_str().unwrap().to_owned()
+    grant_token(client, &ase.base, json!([{"type": "quote", "actions": ["create"]}])).await
 }
 
 async fn quote(ase: &TestAse, client: &opdesk::client::SignedClient, token: &str, receiver: &str) -> (u16, Value) {
@@ -319,16 +313,7 @@ async fn huge_receiver_replies_are_cut_at_the_cap() {
     let server = Proc::start(dir.path(), port).await;
     let client = server.demo_client(dir.path()).await;
     let base = server.base.clone();
-    let r = client
-        .send(
-            Method::POST,
-            &format!("{base}/auth"),
-            None,
-            Some(&json!({"access_token": {"access": [{"type": "quote", "actions": ["create"]}]}, "client": format!("{base}/demo-client")})),
-        )
-        .await
-        .unwrap();
-    let token = r.body["access_token"]["value"].as_str().unwrap().to_owned();
+    let token = grant_token(&client, &base, json!([{"type": "quote", "actions": ["create"]}])).await;
     let hostile = HostileServer::start(Hostile::Huge { mb: 100 }).await;
     let pid = server.child.id();
     let before = rss_kib(pid);
@@ -409,15 +394,12 @@ async fn unfetchable_client_keys_are_not_an_oracle() {
 async fn identical_signed_creates_are_new_requests() {
     let ase = TestAse::spawn().await;
     let client = ase.demo_client().await;
-    let body = json!({"access_token": {"access": [
-        {"type": "incoming-payment", "actions": ["create"]},
-        {"type": "quote", "actions": ["create"]}
-    ]}, "client": ase.url("/demo-client")});
-    let r = client
-        .send(Method::POST, &ase.url("/auth"), None, Some(&body))
-        .await
-        .unwrap();
-    let token = r.body["access_token"]["value"].as_str().unwrap().to_owned();
+    let token = grant_token(
+        &client,
+        &ase.base,
+        json!([{"type": "incoming-payment", "actions": ["create"]}, {"type": "quote", "actions": ["create"]}]),
+    )
+    .await;
     let now = time::OffsetDateTime::now_utc().unix_timestamp();
     // one signature, sent five times: what the SDK sends for five identical invoices within one second
     let url = ase.url("/incoming-payments");
@@ -447,17 +429,6 @@ async fn identical_signed_creates_are_new_requests() {
         quotes.insert(r.body["id"].as_str().unwrap().to_owned());
     }
     assert_eq!(quotes.len(), 3, "three distinct quotes");
-}
-
-fn wallet_balance(balances: &Value, wallet: &str) -> i64 {
-    balances
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|b| b["wallet"] == wallet)
-        .unwrap()["balance"]
-        .as_i64()
-        .unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -576,14 +547,8 @@ async fn a_replayed_outgoing_payment_moves_money_once_across_kill_9() {
     };
     assert_eq!(all["items"].as_array().unwrap().len(), 2, "{all}");
     let after = server.assert_balanced().await;
-    assert_eq!(
-        wallet_balance(&before, "alice") - wallet_balance(&after, "alice"),
-        1234 + 111
-    );
-    assert_eq!(
-        wallet_balance(&after, "bob") - wallet_balance(&before, "bob"),
-        1234 + 111
-    );
+    assert_eq!(balance_of(&before, "alice") - balance_of(&after, "alice"), 1234 + 111);
+    assert_eq!(balance_of(&after, "bob") - balance_of(&before, "bob"), 1234 + 111);
     // a new signature over the same body is a new request: a second payment (the incomingPayment+debitAmount form)
     let headers = c
         .sign(

@@ -15,7 +15,7 @@ use opdesk::client::{Response, SignedClient};
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::common::{TestAse, assert_envelope, finish_grant};
+use crate::common::{TestAse, assert_envelope, finish_grant, grant_token};
 
 fn usd(v: &str) -> Value {
     json!({"value": v, "assetCode": "USD", "assetScale": 2})
@@ -46,13 +46,7 @@ fn quota(dir: &Path, margin: i64) -> String {
 }
 
 async fn token(ase: &TestAse, c: &SignedClient, access: Value) -> String {
-    let body = json!({"access_token": {"access": access}, "client": ase.url("/demo-client")});
-    let r = c
-        .send(Method::POST, &ase.url("/auth"), None, Some(&body))
-        .await
-        .unwrap();
-    assert_eq!(r.status, 200, "{}", r.body);
-    r.body["access_token"]["value"].as_str().unwrap().to_owned()
+    grant_token(c, &ase.base, access).await
 }
 
 async fn try_incoming(ase: &TestAse, c: &SignedClient, tok: &str, amount: Option<Value>, pad: usize) -> Response {
