@@ -247,6 +247,33 @@ fn filtered_detail_confirm_help_and_error_states() {
 }
 
 #[test]
+fn a_refused_request_shows_the_operator_why() {
+    let mut a = loaded(false);
+    a.update(Msg::Event(DomainEvent::HttpRequest {
+        method: "POST".into(),
+        path: "/quotes".into(),
+        status: 400,
+        latency_us: 2100,
+        client: Some("http://127.0.0.1:4000/demo-client".into()),
+        signature: Some("ok".into()),
+        exchange: Some(Box::new(crate::events::Exchange {
+            target: "/quotes".into(),
+            request_headers: vec![("content-type".into(), "application/json".into())],
+            request_body: "{\n  \"receiver\": \"http://10.0.0.7/incoming-payments/1\"\n}".into(),
+            response_headers: vec![("content-type".into(), "application/json".into())],
+            response_body: "{\n  \"error\": {\n    \"code\": \"invalid_receiver\",\n    \"description\": \"the receiver could not be resolved\"\n  }\n}".into(),
+            detail: Some("public GET http://10.0.0.7/incoming-payments/1: refused by the address policy: address 10.0.0.7\u{1b}[2J".into()),
+        })),
+    }));
+    goto(&mut a, Pane::Requests);
+    a.act(super::action::Action::Open);
+    let screen = draw(&a, 120, 40);
+    assert!(screen.contains("why (operator only)"), "{screen}");
+    assert!(screen.contains("refused by the address policy"), "{screen}");
+    assert!(!screen.contains('\u{1b}'), "hostile text is sanitised");
+}
+
+#[test]
 fn every_bound_action_is_in_the_help_overlay_with_a_description() {
     let mut a = loaded(false);
     a.act(super::action::Action::Help);
