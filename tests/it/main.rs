@@ -10,6 +10,8 @@ mod console;
 mod crash;
 mod engine;
 mod engine_props;
+mod fuzz_checks;
+mod fuzz_replay;
 mod gnap_flow;
 mod ilp_receiver;
 mod ilp_sender;
