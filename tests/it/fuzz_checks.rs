@@ -26,9 +26,12 @@ use opdesk::{
 };
 use time::OffsetDateTime;
 
+/// A harness: arbitrary bytes in, a panic on any violated property.
+pub type Harness = fn(&[u8]);
+
 /// Every harness, by the name of its fuzz target (and of its folders under `fuzz/seeds` and
 /// `tests/fuzz-regressions`).
-pub const TARGETS: &[(&str, fn(&[u8]))] = &[
+pub const TARGETS: &[(&str, Harness)] = &[
     ("oer", oer),
     ("ilp_packet", ilp_packet),
     ("stream_packet", stream_packet),
@@ -352,10 +355,10 @@ pub fn interval(data: &[u8]) {
     assert!(start < end, "the first window is not empty");
     let _ = (i.describe(), i.describe_per(), i.repetitions().windows());
     let nanos = i128::from(offset) * 1_000;
-    if let Some(t) = start.checked_add(time::Duration::nanoseconds_i128(nanos)) {
-        if let Ok(Some((a, b))) = i.window_at(t) {
-            assert!(a <= t && t < b, "window_at({t}) gave [{a}, {b}) for {printed}");
-        }
+    if let Some(t) = start.checked_add(time::Duration::nanoseconds_i128(nanos))
+        && let Ok(Some((a, b))) = i.window_at(t)
+    {
+        assert!(a <= t && t < b, "window_at({t}) gave [{a}, {b}) for {printed}");
     }
     assert_eq!(
         i.window_at(start),
@@ -402,10 +405,10 @@ pub fn amount(data: &[u8]) {
     if let (Some(&b), Some(rest)) = (data.first(), data.get(1..9)) {
         let x = Value::new(le_u64(rest) >> 1);
         let y = Value::new(u64::from(b) << 40);
-        if let (Ok(x), Ok(y)) = (x, y) {
-            if let Ok(sum) = x.checked_add(y) {
-                assert_eq!(sum.checked_sub(y), Ok(x));
-            }
+        if let (Ok(x), Ok(y)) = (x, y)
+            && let Ok(sum) = x.checked_add(y)
+        {
+            assert_eq!(sum.checked_sub(y), Ok(x));
         }
     }
 }
