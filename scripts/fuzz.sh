@@ -42,6 +42,8 @@ for t in "${TARGETS[@]}"; do
   corpus="fuzz/corpus/$t"
   artifacts="fuzz/artifacts/$t"
   mkdir -p "$corpus" "$artifacts"
+  # Crashes of earlier runs were copied to tests/fuzz-regressions already.
+  rm -f "$artifacts"/crash-* "$artifacts"/leak-* "$artifacts"/timeout-* "$artifacts"/oom-*
   echo "==> fuzzing $t for ${SECONDS_PER_TARGET}s"
   log="$artifacts/last-run.log"
   status=0
