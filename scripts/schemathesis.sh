@@ -42,6 +42,7 @@ cleanup() {
     kill "$SERVER_PID" 2>/dev/null || true
     wait "$SERVER_PID" 2>/dev/null || true
   fi
+  cp "$LOG" "$ROOT/tests/schemathesis/.last-server.log" 2>/dev/null || true
   rm -rf "$DATA"
 }
 trap cleanup EXIT
@@ -65,6 +66,8 @@ status=0
     nice -n 15 timeout "$TIMEOUT" "$VENV/bin/python" -m pytest -p no:cacheprovider -q test_openapi.py "$@"
 ) || status=$?
 
+echo "==> server log: $(grep -c ' ERROR ' "$LOG" || true) ERROR lines, $(grep -c ' WARN ' "$LOG" || true) WARN lines" \
+  "(kept in tests/schemathesis/.last-server.log)"
 if grep -n -i "panick" "$LOG"; then
   echo "==> the server panicked (log above)"
   status=1
