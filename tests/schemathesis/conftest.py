@@ -46,7 +46,7 @@ class SigningSession(requests.Session):
     """A requests session that signs each prepared request as the demo client, unless told not to.
 
     `skip_signing` (set per case) leaves whatever Signature / Signature-Input the generator produced, so the
-    server's parsers also see garbage. Spec paths of a server whose base URL has a path (`/auth`, `/alice`)
+    server's parsers also see garbage; `tamper` flips a bit of the body after signing. Spec paths of a server whose base URL has a path (`/auth`, `/alice`)
     are `/`: the session sends `{base}` for them rather than `{base}/`, as the SDKs do.
     """
 
@@ -55,13 +55,21 @@ class SigningSession(requests.Session):
         self.key = _load_key()
         self.kid = requests.get(f"{CLIENT}/jwks.json", timeout=10).json()["keys"][0]["kid"]
         self.skip_signing = False
+        # After signing, change one body byte (same length) so the digest and signature no longer match.
+        self.tamper = False
+        self.tampered = False
 
     def send(self, request: requests.PreparedRequest, **kwargs):  # type: ignore[override]
         for base in (AUTH, WALLET):
             if request.url == base + "/" or request.url.startswith(base + "/?"):
                 request.url = base + request.url[len(base) + 1 :]
+        self.tampered = False
         if not self.skip_signing:
             sign(request, self.key, self.kid)
+            if self.tamper and request.body:
+                self.tampered = True
+                body = request.body.encode() if isinstance(request.body, str) else bytes(request.body)
+                request.body = body[:-1] + bytes([body[-1] ^ 0x01])
         kwargs.setdefault("timeout", 30)
         return super().send(request, **kwargs)
 

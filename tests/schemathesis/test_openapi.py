@@ -196,8 +196,13 @@ def run(case, s: Steer, session: SigningSession) -> None:
     meta = case.meta
     negative_headers = meta is not None and meta.is_negative_at(ParameterLocation.HEADER)
     session.skip_signing = negative_headers or s.one_in(8)
+    session.tamper = s.one_in(12)
     response = case.call(session=session)
     status = response.status_code
+    if session.tampered and case.method.upper() == case.operation.method.upper():
+        # A body changed after signing must never be accepted.
+        assert status in (400, 401), f"tampered body answered {status}: {response.text}"
+        STATUSES[(f"{case.method.upper()} {case.operation.path}", f"{status} (body changed after signing)")] += 1
     STATUSES[(f"{case.method.upper()} {case.operation.path}", status)] += 1
     excluded = []
     if case.operation.path == "/did.json" and status == 500:
