@@ -16,7 +16,7 @@ cd "$(dirname "$0")/.."
 
 SECONDS_PER_TARGET="${FUZZ_SECONDS:-60}"
 FUZZ_TARGET_DIR="${FUZZ_TARGET_DIR:-$HOME/.cache/opdesk/fuzz-target}"
-ALL_TARGETS=(oer ilp_packet stream_packet signature content_digest interval amount request_json)
+ALL_TARGETS=(oer ilp_packet stream_packet stream_money signature content_digest interval amount request_json)
 TARGETS=("$@")
 [ ${#TARGETS[@]} -eq 0 ] && TARGETS=("${ALL_TARGETS[@]}")
 

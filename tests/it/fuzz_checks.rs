@@ -18,8 +18,10 @@ use opdesk::{
     ilp::{
         crypto, ildcp,
         oer::{self, Reader, Writer},
-        packet::{Address, AmountTooLarge, ErrorCode, Packet, TIMESTAMP_LEN, Timestamp},
-        stream::StreamPacket,
+        packet::{Address, AmountTooLarge, ErrorCode, Packet, PacketType, Prepare, TIMESTAMP_LEN, Timestamp},
+        receiver::{self, Decision, PaymentSnapshot, PaymentState, StreamServer},
+        sender::{self, Rate, Reply, Verdict},
+        stream::{Frame, StreamPacket},
     },
     interval::{Duration, RepeatingInterval},
     money::{self, Amount, Asset, Value},
@@ -35,6 +37,7 @@ pub const TARGETS: &[(&str, Harness)] = &[
     ("oer", oer),
     ("ilp_packet", ilp_packet),
     ("stream_packet", stream_packet),
+    ("stream_money", stream_money),
     ("signature", signature),
     ("content_digest", content_digest),
     ("interval", interval),
@@ -226,6 +229,183 @@ pub fn stream_packet(data: &[u8]) {
         && let Ok(dest) = server.with_segment(text)
     {
         let _ = crypto::resolve_destination(&SERVER_SECRET, &server, &dest);
+    }
+}
+
+/// Reads fixed-size values off the front of the input, zero when it runs out.
+struct Take<'a>(&'a [u8]);
+
+impl Take<'_> {
+    fn u64(&mut self) -> u64 {
+        let v = le_u64(self.0);
+        self.0 = self.0.get(8..).unwrap_or_default();
+        v
+    }
+
+    fn u8(&mut self) -> u8 {
+        let v = self.0.first().copied().unwrap_or(0);
+        self.0 = self.0.get(1..).unwrap_or_default();
+        v
+    }
+
+    /// A value spread over small and huge magnitudes (the byte picks how many bits to keep).
+    fn amount(&mut self) -> u64 {
+        let bits = self.u8() % 65;
+        let v = self.u64();
+        if bits == 64 { v } else { v & ((1u64 << bits) - 1) }
+    }
+}
+
+/// The money decisions of STREAM, receiver and sender side: what the receiver answers to a request against a
+/// payment snapshot (never credit past `incomingAmount` or into a closed payment; advertised room consistent),
+/// the sender's packet sizing, rate rounding and reading of replies; and a full `open` of a Prepare built
+/// from the receiver's own credentials.
+pub fn stream_money(data: &[u8]) {
+    let mut t = Take(data);
+    let state = match t.u8() % 3 {
+        0 => PaymentState::Pending,
+        1 => PaymentState::Completed,
+        _ => PaymentState::Expired,
+    };
+    let snapshot = PaymentSnapshot {
+        asset_code: "USD".into(),
+        asset_scale: 2,
+        state,
+        received: t.amount(),
+        receive_max: t.amount(),
+        connection_received: t.amount(),
+    };
+    let amount = t.amount();
+    let fulfillable = t.u8() & 1 == 1;
+    let req = StreamPacket::decode(t.0).unwrap_or(StreamPacket {
+        sequence: 1,
+        ilp_packet_type: PacketType::Prepare,
+        prepare_amount: amount / 2,
+        frames: vec![Frame::StreamMoney {
+            stream_id: 1,
+            shares: 1,
+        }],
+    });
+    let decision = receiver::decide(&req, amount, fulfillable, &snapshot);
+    match &decision {
+        Decision::Credit => {
+            assert!(amount > 0 && amount >= req.prepare_amount && fulfillable);
+            assert_eq!(receiver::money_check(&snapshot, amount), Ok(()));
+            assert_eq!(snapshot.state, PaymentState::Pending);
+            assert!(amount <= snapshot.room(), "never credit past incomingAmount");
+            assert!(!req.has_connection_close());
+        }
+        Decision::Acknowledge(frames) | Decision::Refuse(frames) => {
+            if matches!(decision, Decision::Acknowledge(_)) {
+                assert_eq!(amount, 0, "only zero-amount packets are fulfilled without money");
+            }
+            for f in frames {
+                if let Frame::StreamMaxMoney {
+                    receive_max,
+                    total_received,
+                    ..
+                } = f
+                {
+                    assert!(receive_max >= total_received, "advertised room is never negative");
+                    assert_eq!(*total_received, snapshot.connection_received);
+                }
+            }
+        }
+    }
+
+    // Sender side.
+    let rate = Rate::new(u128::from(t.amount()), u128::from(t.amount()));
+    let minimum = Rate::new(u128::from(t.amount()), u128::from(t.amount()));
+    if let (Some(rate), Some(minimum)) = (rate, minimum) {
+        assert_eq!(Rate::parse(&rate.to_string()), Some(rate));
+        let d = t.amount();
+        if let Some(src) = rate.source_ceil(d)
+            && let Some(back) = rate.dest_floor(src)
+        {
+            assert!(back >= d, "{rate}: source_ceil({d}) = {src} buys only {back}");
+        }
+        if let Some(src) = rate.source_floor(d)
+            && let Some(back) = rate.dest_floor(src)
+        {
+            assert!(back <= d, "{rate}: source_floor({d}) = {src} buys {back}");
+        }
+        let ppm = t.amount() % 1_100_000;
+        if let Some(less) = rate.less_slippage(ppm) {
+            assert!(rate.at_least(&less), "{rate} less {ppm} ppm gave {less}");
+        }
+        let (max_source, target, sent, delivered, cap) = (t.amount(), t.amount(), t.amount(), t.amount(), t.amount());
+        let room = (t.u8() & 1 == 1).then(|| t.amount());
+        if let Some((source, min_dest)) =
+            sender::next_packet(max_source, target, sent, delivered, &rate, &minimum, cap, room)
+        {
+            assert!(source >= 1 && source <= max_source - sent && source <= cap.max(1));
+            assert!(
+                min_dest <= target - delivered,
+                "never demand more than is left to deliver"
+            );
+            if let Some(room) = room {
+                assert!(min_dest <= room);
+            }
+        }
+    }
+    let condition = crypto::condition_for(&[3; 32]);
+    let source = t.amount();
+    let min_dest = t.amount();
+    let codes = [
+        ErrorCode::F08_AMOUNT_TOO_LARGE,
+        ErrorCode::F99_APPLICATION_ERROR,
+        ErrorCode::R00_TRANSFER_TIMED_OUT,
+        ErrorCode::T00_INTERNAL_ERROR,
+        ErrorCode::F02_UNREACHABLE,
+    ];
+    let code = codes[usize::from(t.u8()) % codes.len()];
+    let reply = if t.u8() & 1 == 0 {
+        Reply::Fulfill {
+            fulfillment: [t.u8() & 3; 32],
+            stream: StreamPacket::decode(t.0).ok(),
+        }
+    } else {
+        Reply::Reject {
+            code,
+            message: String::new(),
+            data: t.0.to_vec(),
+            stream: StreamPacket::decode(t.0).ok(),
+        }
+    };
+    match sender::judge(&reply, &condition, source, min_dest) {
+        Verdict::Fulfilled { delivered, .. } => assert!(delivered >= min_dest),
+        Verdict::TooLarge { max } => assert!(max >= 1 && max < source, "F08 shrinks packets: {max} of {source}"),
+        _ => {}
+    }
+
+    // Receiver side, end to end: our own credentials, then whatever STREAM data the input holds.
+    let Ok(address) = Address::new("test.fuzz") else { return };
+    let server = StreamServer::new(address, SERVER_SECRET);
+    let Ok(creds) = server.credentials("ip_fuzz", "USD", 2) else {
+        return;
+    };
+    let keys = crypto::StreamKeys::derive(&creds.shared_secret);
+    let iv = [9u8; crypto::IV_LEN];
+    let prepare = Prepare {
+        amount,
+        expires_at: Timestamp::from_unix_millis(1_900_000_000_000).expect("a valid time"),
+        execution_condition: [0; 32],
+        destination: creds.ilp_address.clone(),
+        data: crypto::encrypt_with_iv(&keys.encryption_key, &iv, data),
+    };
+    match (receiver::open(&server, &prepare), StreamPacket::decode(data)) {
+        (Ok(opened), Ok(packet)) => {
+            assert_eq!(opened.payment_id, "ip_fuzz");
+            assert_eq!(opened.request, packet);
+            assert_eq!(opened.request.ilp_packet_type, PacketType::Prepare);
+            assert_eq!(opened.keys.encryption_key, keys.encryption_key);
+        }
+        (Err(reject), Ok(packet)) => {
+            assert_ne!(packet.ilp_packet_type, PacketType::Prepare, "a Prepare request opens");
+            assert_eq!(reject.code, ErrorCode::F00_BAD_REQUEST);
+        }
+        (Ok(_), Err(e)) => panic!("opened undecodable data: {e}"),
+        (Err(reject), Err(_)) => assert_eq!(reject.code, ErrorCode::F06_UNEXPECTED_PAYMENT),
     }
 }
 
