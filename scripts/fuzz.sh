@@ -45,7 +45,9 @@ for t in "${TARGETS[@]}"; do
   # Crashes of earlier runs were copied to tests/fuzz-regressions already.
   rm -f "$artifacts"/crash-* "$artifacts"/leak-* "$artifacts"/timeout-* "$artifacts"/oom-*
   echo "==> fuzzing $t for ${SECONDS_PER_TARGET}s"
-  log="$artifacts/last-run.log"
+  # Not in the artifacts dir: cargo-fuzz reports every file there as a failing input.
+  mkdir -p fuzz/logs
+  log="fuzz/logs/$t.log"
   status=0
   # libFuzzer writes new inputs to the first corpus dir and only reads the seeds.
   nice -n 15 cargo "${toolchain[@]}" fuzz run --target-dir "$FUZZ_TARGET_DIR" "$t" "$corpus" "fuzz/seeds/$t" -- \
