@@ -11,6 +11,8 @@ mod crash;
 mod engine;
 mod engine_props;
 mod files;
+mod fuzz_checks;
+mod fuzz_replay;
 mod gnap_flow;
 mod ilp_receiver;
 mod ilp_sender;
