@@ -51,12 +51,13 @@ echo "==> starting opdesk serve on $URL (data dir $DATA)"
 OPDESK_CONFIG="$DATA/config.toml" RUST_LOG=warn "$BIN" serve --data-dir "$DATA" --listen "127.0.0.1:$PORT" --public-url "$URL" \
   >"$LOG" 2>&1 &
 SERVER_PID=$!
+healthy() { "$VENV/bin/python" -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=2)' "$URL/healthz" >/dev/null 2>&1; }
 for _ in $(seq 1 200); do
-  curl -fsS "$URL/healthz" >/dev/null 2>&1 && break
+  healthy && break
   kill -0 "$SERVER_PID" 2>/dev/null || { cat "$LOG"; echo "opdesk exited"; exit 1; }
   sleep 0.1
 done
-curl -fsS "$URL/healthz" >/dev/null
+healthy || { cat "$LOG"; echo "opdesk did not answer"; exit 1; }
 
 echo "==> schemathesis (max ${SCHEMATHESIS_MAX_EXAMPLES:-25} examples per operation, ${TIMEOUT}s at most)"
 status=0

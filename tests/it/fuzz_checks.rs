@@ -601,7 +601,9 @@ pub fn request_json(data: &[u8]) {
     let _ = serde_json::from_slice::<CreateOutgoing>(data);
     if let Ok(g) = serde_json::from_slice::<GrantRequest>(data) {
         let _ = g.validate();
-        let _ = g.needs_interaction();
+        for (list_all, read_all) in [(true, false), (false, true)] {
+            let _ = g.needs_interaction(opdesk::gnap::model::ConsentPolicy { list_all, read_all });
+        }
     }
     if let Ok(l) = serde_json::from_slice::<Limits>(data)
         && let Some(i) = &l.interval
