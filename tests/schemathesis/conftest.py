@@ -188,8 +188,16 @@ def client() -> Client:
 @pytest.fixture(scope="session")
 def grants(client: Client) -> Grants:
     g = Grants()
-    g.incoming = client.token(
-        [{"type": "incoming-payment", "actions": ["create", "read", "read-all", "list", "list-all", "complete"]}]
+    # `list-all` needs the resource owner's consent (`[gnap] list_all_interaction`): an approved grant for the
+    # payee's wallet
+    g.incoming = client.approved_token(
+        [
+            {
+                "type": "incoming-payment",
+                "actions": ["create", "read", "read-all", "list", "list-all", "complete"],
+                "identifier": PAYEE,
+            }
+        ]
     )
     g.quote = client.token([{"type": "quote", "actions": ["create", "read", "read-all"]}])
     g.outgoing = client.approved_token(
