@@ -58,11 +58,6 @@ pub fn routes(state: AppState) -> Router<AppState> {
         .layer(middleware::from_fn_with_state(state, guard))
 }
 
-/// Compares without an early exit, so timing does not reveal how much of a token matched.
-fn same_secret(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
-}
-
 async fn guard(State(state): State<AppState>, req: Request, next: Next) -> Response {
     let peer = req.extensions().get::<ConnectInfo<SocketAddr>>().map(|c| c.0);
     // A dual-stack listener (`[::]`) sees IPv4 clients as IPv4-mapped addresses (`::ffff:127.0.0.1`).
@@ -80,7 +75,13 @@ async fn guard(State(state): State<AppState>, req: Request, next: Next) -> Respo
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "));
-    if !presented.is_some_and(|t| same_secret(t.as_bytes(), state.admin_token.as_bytes())) {
+    // constant time: timing does not reveal how much of a token matched
+    if !presented.is_some_and(|t| {
+        bool::from(subtle::ConstantTimeEq::ct_eq(
+            t.as_bytes(),
+            state.admin_token.as_bytes(),
+        ))
+    }) {
         let mut res = ApiError::new(
             StatusCode::UNAUTHORIZED,
             "unauthorized",
@@ -499,16 +500,4 @@ async fn reject_grant(
 
 async fn revoke_grant(State(s): State<AppState>, Path(id): Path<String>) -> Result<impl IntoResponse, ApiError> {
     Ok(axum::Json(ops::revoke_grant(&s, &id).await?))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn secret_comparison() {
-        assert!(same_secret(b"abc", b"abc"));
-        assert!(!same_secret(b"abc", b"abd"));
-        assert!(!same_secret(b"abc", b"abcd"));
-    }
 }

@@ -8,6 +8,7 @@ use std::{
     sync::{Arc, Mutex},
     time::{Duration as StdDuration, Instant},
 };
+use subtle::ConstantTimeEq as _;
 
 use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
@@ -444,7 +445,11 @@ impl Gnap {
             .await?;
         let unknown = || GnapError::invalid_continuation(StatusCode::UNAUTHORIZED, "unknown continuation");
         let g = g.ok_or_else(unknown)?;
-        if !constant_eq(&g.continue_token_hash, &ids::sha256_hex(token)) {
+        if !bool::from(
+            g.continue_token_hash
+                .as_bytes()
+                .ct_eq(ids::sha256_hex(token).as_bytes()),
+        ) {
             return Err(unknown());
         }
         Ok(g)
@@ -475,7 +480,11 @@ impl Gnap {
                     _ => None,
                 };
                 if let Some(r) = &interact_ref {
-                    if !g.interact_ref.as_deref().is_some_and(|mine| constant_eq(mine, r)) {
+                    if !g
+                        .interact_ref
+                        .as_deref()
+                        .is_some_and(|mine| bool::from(mine.as_bytes().ct_eq(r.as_bytes())))
+                    {
                         return Err(GnapError::invalid_continuation(
                             StatusCode::NOT_FOUND,
                             "unknown interaction reference",
@@ -625,7 +634,7 @@ impl Gnap {
             })
             .await?;
         let (t, g) = found.ok_or_else(|| GnapError::unauthorized_client("invalid access token"))?;
-        if !constant_eq(&t.value_hash, &ids::sha256_hex(presented)) {
+        if !bool::from(t.value_hash.as_bytes().ct_eq(ids::sha256_hex(presented).as_bytes())) {
             return Err(GnapError::unauthorized_client(
                 "the access token does not match the managed token",
             ));
@@ -903,7 +912,11 @@ impl Gnap {
             .call(move |c| Ok::<_, GnapError>(repo::grant_by_interact_id(c, &id)?))
             .await?;
         let g = g
-            .filter(|g| g.interact_nonce.as_deref().is_some_and(|n| constant_eq(n, nonce)))
+            .filter(|g| {
+                g.interact_nonce
+                    .as_deref()
+                    .is_some_and(|n| bool::from(n.as_bytes().ct_eq(nonce.as_bytes())))
+            })
             .ok_or_else(|| GnapError::not_found("unknown interaction"))?;
         let view = self.view(g.clone(), Vec::new()).await?;
         let redirect = |params: &[(&str, &str)]| -> Result<Option<String>, GnapError> {
@@ -959,9 +972,4 @@ impl Gnap {
             outcome,
         })
     }
-}
-
-/// Compares two strings without an early exit.
-fn constant_eq(a: &str, b: &str) -> bool {
-    a.len() == b.len() && a.bytes().zip(b.bytes()).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }

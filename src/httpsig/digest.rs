@@ -9,6 +9,7 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use sfv::{BareItem, Dictionary, ListEntry, Parser};
 use sha2::{Digest as _, Sha256, Sha512};
+use subtle::ConstantTimeEq as _;
 
 use super::Error;
 
@@ -58,20 +59,15 @@ pub fn verify_content_digest(header_value: &str, body: &[u8]) -> Result<(), Erro
             }
         };
         let (name, ok) = if key.as_str() == "sha-256" {
-            ("sha-256", ct_eq(&Sha256::digest(body), given))
+            ("sha-256", bool::from(Sha256::digest(body).as_slice().ct_eq(given)))
         } else {
-            ("sha-512", ct_eq(&Sha512::digest(body), given))
+            ("sha-512", bool::from(Sha512::digest(body).as_slice().ct_eq(given)))
         };
         if !ok {
             return Err(Error::DigestMismatch(name));
         }
     }
     Ok(())
-}
-
-/// Byte comparison whose time does not depend on where the first difference is.
-pub(crate) fn ct_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 #[cfg(test)]

@@ -9,7 +9,7 @@ use base64::Engine as _;
 use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_SAFE_NO_PAD};
 use sha2::{Digest as _, Sha256};
 
-use super::digest::ct_eq;
+use subtle::ConstantTimeEq as _;
 
 fn hash(client_nonce: &str, as_nonce: &str, interact_ref: &str, grant_endpoint_url: &str) -> [u8; 32] {
     let mut h = Sha256::new();
@@ -58,7 +58,7 @@ pub fn verify_interaction_hash(
     [STANDARD, STANDARD_NO_PAD, URL_SAFE_NO_PAD, URL_SAFE]
         .iter()
         .find_map(|engine| engine.decode(received).ok())
-        .is_some_and(|bytes| ct_eq(&bytes, &expected))
+        .is_some_and(|bytes| bool::from(bytes.as_slice().ct_eq(expected.as_slice())))
 }
 
 #[cfg(test)]

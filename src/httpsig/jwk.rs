@@ -9,7 +9,7 @@
 //! JWK into a verifying key is strict.
 
 use base64::Engine as _;
-use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use ed25519_dalek::{SigningKey, VerifyingKey};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -114,37 +114,23 @@ pub fn generate() -> Result<SigningKey, Error> {
     Ok(SigningKey::from_bytes(&seed))
 }
 
-const PKCS8_ED25519_PREFIX: [u8; 16] = [
-    0x30, 0x2e, 0x02, 0x01, 0x00, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x04, 0x22, 0x04, 0x20,
-];
-
-/// The private key as a PKCS#8 PEM document (what `openssl genpkey -algorithm ed25519` writes).
+/// The private key as a PKCS#8 PEM document (v1, without the public key: what
+/// `openssl genpkey -algorithm ed25519` writes and the official SDKs load).
 pub fn to_pkcs8_pem(key: &SigningKey) -> String {
-    let mut der = PKCS8_ED25519_PREFIX.to_vec();
-    der.extend_from_slice(&key.to_bytes());
-    format!(
-        "-----BEGIN PRIVATE KEY-----\n{}\n-----END PRIVATE KEY-----\n",
-        STANDARD.encode(der)
-    )
+    use ed25519_dalek::pkcs8::{EncodePrivateKey as _, KeypairBytes, spki::der::pem::LineEnding};
+    KeypairBytes {
+        secret_key: key.to_bytes(),
+        public_key: None,
+    }
+    .to_pkcs8_pem(LineEnding::LF)
+    .map(|pem| pem.to_string())
+    .unwrap_or_default()
 }
 
-/// Reads a PKCS#8 PEM Ed25519 private key.
+/// Reads a PKCS#8 PEM Ed25519 private key (v1, or v2 with the public key, which must then match).
 pub fn from_pkcs8_pem(pem: &str) -> Result<SigningKey, Error> {
-    let body: String = pem
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.starts_with("-----") && !l.is_empty())
-        .collect();
-    let der = STANDARD
-        .decode(body)
-        .map_err(|_| Error::BadKey("PEM body is not base64".into()))?;
-    let seed = der
-        .strip_prefix(&PKCS8_ED25519_PREFIX[..])
-        .ok_or_else(|| Error::BadKey("not a PKCS#8 Ed25519 private key".into()))?;
-    let arr: [u8; 32] = seed
-        .try_into()
-        .map_err(|_| Error::BadKey("wrong private key length".into()))?;
-    Ok(SigningKey::from_bytes(&arr))
+    use ed25519_dalek::pkcs8::DecodePrivateKey as _;
+    SigningKey::from_pkcs8_pem(pem.trim()).map_err(|e| Error::BadKey(format!("not a PKCS#8 Ed25519 private key: {e}")))
 }
 
 #[cfg(test)]

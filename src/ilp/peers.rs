@@ -157,12 +157,6 @@ fn digest_from_text(text: &str) -> Option<[u8; 32]> {
     URL_SAFE_NO_PAD.decode(text).ok()?.try_into().ok()
 }
 
-/// Equality of two digests without an early exit.
-fn digests_equal(a: &[u8; 32], b: &[u8; 32]) -> bool {
-    let diff = a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y));
-    std::hint::black_box(diff) == 0
-}
-
 /// The peers at one moment: config peers first, then admin ones by name.
 #[derive(Debug, Default)]
 pub struct PeerSet(Vec<Arc<Peer>>);
@@ -187,7 +181,7 @@ impl PeerSet {
         let mut found = None;
         for peer in &self.0 {
             for hash in &peer.token_hashes {
-                if digests_equal(&presented, hash) && found.is_none() {
+                if bool::from(subtle::ConstantTimeEq::ct_eq(&presented[..], &hash[..])) && found.is_none() {
                     found = Some(peer.clone());
                 }
             }
