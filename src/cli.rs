@@ -633,10 +633,6 @@ fn filter(list: ListArgs, state: Option<String>) -> PaymentFilter {
     }
 }
 
-fn amount_text(a: &crate::money::Amount) -> String {
-    format!("{} {}", format_minor(a.value.get().into(), a.asset_scale), a.asset_code)
-}
-
 fn next_page(next: &Option<String>) -> String {
     next.as_ref()
         .map(|c| format!("(more: --cursor {c})\n"))
@@ -657,11 +653,11 @@ async fn incoming(b: &Backend, cmd: IncomingCmd, json: bool) -> Result<()> {
                             id_of(&p.payment.id),
                             p.wallet.clone(),
                             p.state.clone(),
-                            amount_text(&p.payment.received_amount),
+                            p.payment.received_amount.to_string(),
                             p.payment
                                 .incoming_amount
                                 .as_ref()
-                                .map(amount_text)
+                                .map(ToString::to_string)
                                 .unwrap_or_else(|| "open".into()),
                             p.payment.expires_at.clone().unwrap_or_default(),
                         ]
@@ -685,11 +681,11 @@ async fn incoming(b: &Backend, cmd: IncomingCmd, json: bool) -> Result<()> {
             one.payment.id,
             one.state,
             one.payment.wallet_address,
-            amount_text(&one.payment.received_amount),
+            one.payment.received_amount,
             one.payment
                 .incoming_amount
                 .as_ref()
-                .map(amount_text)
+                .map(ToString::to_string)
                 .unwrap_or_else(|| "an open amount".into()),
             one.payment.expires_at.clone().unwrap_or_else(|| "never".into()),
             one.client.clone().unwrap_or_else(|| "(operator)".into()),
@@ -718,8 +714,8 @@ async fn outgoing(b: &Backend, cmd: OutgoingCmd, json: bool) -> Result<()> {
                             id_of(&p.payment.id),
                             p.wallet.clone(),
                             p.state.clone(),
-                            amount_text(&p.payment.sent_amount),
-                            amount_text(&p.payment.debit_amount),
+                            p.payment.sent_amount.to_string(),
+                            p.payment.debit_amount.to_string(),
                             p.failure_reason.clone().unwrap_or_default(),
                         ]
                     })
@@ -747,10 +743,10 @@ async fn outgoing(b: &Backend, cmd: OutgoingCmd, json: bool) -> Result<()> {
             one.state,
             one.payment.wallet_address,
             one.payment.receiver,
-            amount_text(&one.payment.debit_amount),
-            amount_text(&one.payment.receive_amount),
-            amount_text(&one.payment.sent_amount),
-            amount_text(&one.delivered_amount),
+            one.payment.debit_amount,
+            one.payment.receive_amount,
+            one.payment.sent_amount,
+            one.delivered_amount,
             one.attempts,
             one.payment.created_at,
             one.updated_at,
@@ -779,8 +775,8 @@ async fn quotes(b: &Backend, cmd: QuotesCmd, json: bool) -> Result<()> {
                         vec![
                             id_of(&q.id),
                             id_of(&q.wallet_address),
-                            amount_text(&q.debit_amount),
-                            amount_text(&q.receive_amount),
+                            q.debit_amount.to_string(),
+                            q.receive_amount.to_string(),
                             q.expires_at.clone(),
                         ]
                     })
@@ -796,12 +792,7 @@ async fn quotes(b: &Backend, cmd: QuotesCmd, json: bool) -> Result<()> {
     emit(json, &one, || {
         format!(
             "{}\n  from:    {}\n  to:      {}\n  debit:   {}\n  receive: {}\n  expires: {}\n",
-            one.id,
-            one.wallet_address,
-            one.receiver,
-            amount_text(&one.debit_amount),
-            amount_text(&one.receive_amount),
-            one.expires_at
+            one.id, one.wallet_address, one.receiver, one.debit_amount, one.receive_amount, one.expires_at
         )
     })
 }
@@ -893,7 +884,11 @@ async fn move_funds(b: &Backend, m: MoveArgs, movement: Movement, json: bool) ->
 }
 
 fn money(v: i64, b: &Balance) -> String {
-    format!("{} {}", format_minor(v.into(), b.asset_scale), b.asset_code)
+    let asset = crate::money::Asset {
+        code: b.asset_code.clone(),
+        scale: b.asset_scale,
+    };
+    asset.format(v.into())
 }
 
 /// One peer, for people; a generated token is printed once, with what to do with it.

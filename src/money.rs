@@ -165,6 +165,19 @@ pub struct Amount {
     pub asset_scale: u8,
 }
 
+/// `12.34 USD`: the one way amounts are shown to people (CLI, console, interaction page). The asset code
+/// came from a client and is shown without control characters.
+impl fmt::Display for Amount {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} {}",
+            format_minor(i128::from(self.value.get()), self.asset_scale),
+            crate::text::sanitize(&self.asset_code)
+        )
+    }
+}
+
 impl Amount {
     pub fn new(value: Value, asset: &Asset) -> Self {
         Self {

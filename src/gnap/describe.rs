@@ -3,19 +3,7 @@
 //! Client-supplied text is stripped of control characters so it cannot drive a terminal.
 
 use super::model::{AccessItem, Action, Subject};
-use crate::{
-    interval::RepeatingInterval,
-    money::{Amount, format_minor},
-    text::sanitize,
-};
-
-fn money(a: &Amount) -> String {
-    format!(
-        "{} {}",
-        format_minor(i128::from(a.value.get()), a.asset_scale),
-        sanitize(&a.asset_code)
-    )
-}
+use crate::{interval::RepeatingInterval, text::sanitize};
 
 fn actions(a: &[Action]) -> String {
     a.iter()
@@ -81,8 +69,8 @@ pub fn grant(
                     None => s.push_str(": no limit"),
                     Some(l) => {
                         let amount = match (&l.debit_amount, &l.receive_amount) {
-                            (Some(d), _) => format!("up to {} debited", money(d)),
-                            (None, Some(r)) => format!("up to {} received", money(r)),
+                            (Some(d), _) => format!("up to {d} debited"),
+                            (None, Some(r)) => format!("up to {r} received"),
                             (None, None) => "no amount limit".into(),
                         };
                         s.push_str(": ");

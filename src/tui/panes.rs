@@ -12,7 +12,7 @@ use ratatui::{
 use super::{
     app::{App, short_id},
     pane::Pane,
-    render::{gauge, money, pane_block, relative, window},
+    render::{gauge, pane_block, relative, window},
     theme::Theme,
 };
 use crate::{money::format_minor, text::sanitize};
@@ -182,7 +182,7 @@ pub fn draw(app: &App, theme: &Theme, f: &mut Frame, area: Rect) {
                         Cell::from(short_id(&p.payment.id)),
                         Cell::from(sanitize(&p.wallet)),
                         Cell::from(p.state.clone()).style(theme.state(&p.state)),
-                        Cell::from(money(&p.payment.received_amount)),
+                        Cell::from(p.payment.received_amount.to_string()),
                         Cell::from(progress).style(theme.state(&p.state)),
                         Cell::from(expires).style(theme.dim),
                     ]
@@ -251,7 +251,7 @@ pub fn draw(app: &App, theme: &Theme, f: &mut Frame, area: Rect) {
                         Cell::from(short_id(&p.payment.id)),
                         Cell::from(sanitize(&p.wallet)),
                         Cell::from(p.state.clone()).style(theme.state(&p.state)),
-                        Cell::from(money(&p.payment.sent_amount)),
+                        Cell::from(p.payment.sent_amount.to_string()),
                         Cell::from(gauge(
                             p.payment.sent_amount.value.get(),
                             p.payment.debit_amount.value.get(),
@@ -291,8 +291,8 @@ pub fn draw(app: &App, theme: &Theme, f: &mut Frame, area: Rect) {
                     vec![
                         Cell::from(short_id(&q.id)),
                         Cell::from(short_id(&q.wallet_address)),
-                        Cell::from(money(&q.debit_amount)),
-                        Cell::from(money(&q.receive_amount)),
+                        Cell::from(q.debit_amount.to_string()),
+                        Cell::from(q.receive_amount.to_string()),
                         Cell::from(exp).style(style),
                     ]
                 },
@@ -487,14 +487,14 @@ pub fn draw_detail(app: &App, theme: &Theme, f: &mut Frame, area: Rect) {
                     Span::styled(format!("{:<14}", "state"), theme.dim),
                     Span::styled(p.state.clone(), theme.state(&p.state)),
                 ]));
-                lines.push(kv(theme, "received", money(&p.payment.received_amount)));
+                lines.push(kv(theme, "received", p.payment.received_amount.to_string()));
                 lines.push(kv(
                     theme,
                     "expected",
                     p.payment
                         .incoming_amount
                         .as_ref()
-                        .map(money)
+                        .map(ToString::to_string)
                         .unwrap_or_else(|| "an open amount".into()),
                 ));
                 if let Some(total) = &p.payment.incoming_amount {
@@ -564,8 +564,9 @@ pub fn draw_detail(app: &App, theme: &Theme, f: &mut Frame, area: Rect) {
                     lines.push(kv(theme, "reason", sanitize(r)));
                 }
                 if let Some(sp) = app.grant_spent.get(&g.id) {
-                    let amount =
-                        |a: &Option<crate::money::Amount>| a.as_ref().map(money).unwrap_or_else(|| "nothing".into());
+                    let amount = |a: &Option<crate::money::Amount>| {
+                        a.as_ref().map(ToString::to_string).unwrap_or_else(|| "nothing".into())
+                    };
                     lines.push(kv(
                         theme,
                         "spent",
@@ -610,10 +611,10 @@ pub fn draw_detail(app: &App, theme: &Theme, f: &mut Frame, area: Rect) {
                 }
                 lines.push(kv(theme, "from", p.payment.wallet_address.clone()));
                 lines.push(kv(theme, "to", sanitize(&p.payment.receiver)));
-                lines.push(kv(theme, "debit", money(&p.payment.debit_amount)));
-                lines.push(kv(theme, "receive", money(&p.payment.receive_amount)));
-                lines.push(kv(theme, "sent", money(&p.payment.sent_amount)));
-                lines.push(kv(theme, "delivered", money(&p.delivered_amount)));
+                lines.push(kv(theme, "debit", p.payment.debit_amount.to_string()));
+                lines.push(kv(theme, "receive", p.payment.receive_amount.to_string()));
+                lines.push(kv(theme, "sent", p.payment.sent_amount.to_string()));
+                lines.push(kv(theme, "delivered", p.delivered_amount.to_string()));
                 lines.push(kv(
                     theme,
                     "progress",

@@ -19,18 +19,8 @@ use super::{
 };
 use crate::{
     clock::parse_ts,
-    money::{Amount, format_minor},
     text::{sanitize, sanitize_lines},
 };
-
-/// Amount as `12.34 USD`.
-pub fn money(a: &Amount) -> String {
-    format!(
-        "{} {}",
-        format_minor(i128::from(a.value.get()), a.asset_scale),
-        sanitize(&a.asset_code)
-    )
-}
 
 /// `in 4m 10s`, `3s ago`.
 pub fn relative(to: &str, now: OffsetDateTime) -> String {
