@@ -276,6 +276,22 @@ mod key_material_tests {
         assert!(pem.starts_with("-----BEGIN PRIVATE KEY-----\nMC4CAQAwBQYDK2VwBCIEI"));
         assert_eq!(from_pkcs8_pem(&pem).unwrap().to_bytes(), sk.to_bytes());
         assert!(from_pkcs8_pem("-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----").is_err());
+        // v2 (with the public key) reads too, and a public key that does not match is refused
+        use ed25519_dalek::pkcs8::{EncodePrivateKey as _, KeypairBytes, PublicKeyBytes, spki::der::pem::LineEnding};
+        let v2 = |public: [u8; 32]| {
+            KeypairBytes {
+                secret_key: sk.to_bytes(),
+                public_key: Some(PublicKeyBytes(public)),
+            }
+            .to_pkcs8_pem(LineEnding::LF)
+            .unwrap()
+            .to_string()
+        };
+        assert_eq!(
+            from_pkcs8_pem(&v2(sk.verifying_key().to_bytes())).unwrap().to_bytes(),
+            sk.to_bytes()
+        );
+        assert!(from_pkcs8_pem(&v2(generate().unwrap().verifying_key().to_bytes())).is_err());
     }
 
     #[test]
