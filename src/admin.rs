@@ -106,6 +106,7 @@ pub mod ops {
         httpsig::jwk::Jwks,
         ilp::peers::{PeerPatch, Saved},
         ledger::Balance,
+        states::GrantState,
         store::payments::{Page, PageQuery},
     };
 
@@ -319,15 +320,12 @@ pub mod ops {
     }
 
     pub async fn list_grants(s: &AppState, state: Option<String>) -> Result<Vec<GrantView>, ApiError> {
-        const STATES: &[&str] = &["pending", "approved", "finalized", "rejected", "revoked", "expired"];
-        if let Some(st) = &state
-            && !STATES.contains(&st.as_str())
-        {
-            return Err(ApiError::bad_request(
+        let state = state.map(|st| st.parse::<GrantState>()).transpose().map_err(|_| {
+            ApiError::bad_request(
                 "invalid_request",
-                format!("state must be one of {STATES:?}"),
-            ));
-        }
+                format!("state must be one of {:?}", GrantState::NAMES),
+            )
+        })?;
         Ok(s.gnap.list(state, 200).await?)
     }
 

@@ -27,6 +27,7 @@ use crate::{
     money::{Value, format_minor},
     server::error::ApiError,
     settings::{Overrides, Settings},
+    states::TokenState,
     text,
 };
 
@@ -652,7 +653,7 @@ async fn incoming(b: &Backend, cmd: IncomingCmd, json: bool) -> Result<()> {
                         vec![
                             id_of(&p.payment.id),
                             p.wallet.clone(),
-                            p.state.clone(),
+                            p.state.to_string(),
                             p.payment.received_amount.to_string(),
                             p.payment
                                 .incoming_amount
@@ -713,7 +714,7 @@ async fn outgoing(b: &Backend, cmd: OutgoingCmd, json: bool) -> Result<()> {
                         vec![
                             id_of(&p.payment.id),
                             p.wallet.clone(),
-                            p.state.clone(),
+                            p.state.to_string(),
                             p.payment.sent_amount.to_string(),
                             p.payment.debit_amount.to_string(),
                             p.failure_reason.clone().unwrap_or_default(),
@@ -809,7 +810,7 @@ fn grant_text(g: &GrantView) -> String {
         out.push_str(&format!("  reason: {r}\n"));
     }
     for t in &g.tokens {
-        let state = if t.revoked_at.is_some() { "revoked" } else { "live" };
+        let state = TokenState::of(t.revoked_at.is_some());
         out.push_str(&format!("  token {} {state}, expires {}\n", t.hint, t.expires_at));
     }
     out
@@ -826,7 +827,7 @@ async fn grants(b: &Backend, cmd: GrantsCmd, json: bool) -> Result<()> {
                         .map(|g| {
                             vec![
                                 g.id.clone(),
-                                g.state.clone(),
+                                g.state.to_string(),
                                 g.client_name.clone().unwrap_or_else(|| g.client.clone()),
                                 g.access.iter().map(|a| a.type_name()).collect::<Vec<_>>().join(","),
                                 g.created_at.clone(),

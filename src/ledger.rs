@@ -16,6 +16,7 @@ use crate::{
     events::{DomainEvent, EventBus},
     ids,
     money::{Asset, MoneyError, Value},
+    states::TransferState,
     store::{
         self, Store,
         ledger::{AccountRow, TransferRow},
@@ -152,7 +153,7 @@ pub struct Transfer {
     pub debit_account: String,
     pub credit_account: String,
     pub amount: i64,
-    pub state: String,
+    pub state: TransferState,
     pub posted_amount: Option<i64>,
     pub kind: String,
     pub created_at: String,
@@ -247,7 +248,7 @@ pub mod ops {
     /// Creates a posted or pending transfer. Returns the transfer and whether it was new.
     pub fn create_transfer(conn: &Connection, t: &NewTransfer, now: &str) -> Result<(TransferRow, bool), LedgerError> {
         if let Some(existing) = repo::transfer(conn, &t.id)? {
-            let was_pending = existing.state == "pending" || existing.resolved_at.is_some();
+            let was_pending = existing.state.is_pending() || existing.resolved_at.is_some();
             let same = existing.debit_account == t.debit
                 && existing.credit_account == t.credit
                 && existing.amount == t.amount.as_i64()
@@ -316,7 +317,11 @@ pub mod ops {
             debit_account: t.debit.clone(),
             credit_account: t.credit.clone(),
             amount,
-            state: if t.pending { "pending" } else { "posted" }.into(),
+            state: if t.pending {
+                TransferState::Pending
+            } else {
+                TransferState::Posted
+            },
             posted_amount: if t.pending { None } else { Some(amount) },
             kind: t.kind.clone(),
             memo: t.memo.clone(),
@@ -345,10 +350,10 @@ pub mod ops {
         now: &str,
     ) -> Result<TransferRow, LedgerError> {
         let t = repo::transfer(conn, id)?.ok_or_else(|| LedgerError::UnknownTransfer(id.to_owned()))?;
-        if t.state != "pending" {
+        if !t.state.is_pending() {
             return Err(LedgerError::AlreadyResolved {
                 id: id.to_owned(),
-                state: t.state,
+                state: t.state.to_string(),
             });
         }
         let moved = match (post, amount) {
@@ -363,7 +368,11 @@ pub mod ops {
             }
             (true, Some(v)) => v.as_i64(),
         };
-        let state = if post { "posted" } else { "voided" };
+        let state = if post {
+            TransferState::Posted
+        } else {
+            TransferState::Voided
+        };
         let posted_amount = post.then_some(moved);
         if !repo::resolve_pending(conn, id, state, posted_amount, now)? {
             return Err(LedgerError::AlreadyResolved {

@@ -24,6 +24,7 @@ pub mod money;
 pub mod seed;
 pub mod server;
 pub mod settings;
+pub mod states;
 pub mod store;
 pub mod text;
 pub mod tui;

@@ -23,6 +23,31 @@ use std::{path::Path, sync::mpsc, thread, time::Duration};
 use rusqlite::Connection;
 use tokio::sync::oneshot;
 
+/// States are stored as their text ([`crate::states`] owns the mapping); the schema's `CHECK`s keep it valid.
+macro_rules! state_column {
+    ($($t:ty),+) => {$(
+        impl rusqlite::ToSql for $t {
+            fn to_sql(&self) -> rusqlite::Result<rusqlite::types::ToSqlOutput<'_>> {
+                Ok(self.as_str().into())
+            }
+        }
+
+        impl rusqlite::types::FromSql for $t {
+            fn column_result(v: rusqlite::types::ValueRef<'_>) -> rusqlite::types::FromSqlResult<Self> {
+                v.as_str()?
+                    .parse()
+                    .map_err(|e| rusqlite::types::FromSqlError::Other(Box::new(e)))
+            }
+        }
+    )+};
+}
+
+state_column!(
+    crate::states::OutgoingState,
+    crate::states::GrantState,
+    crate::states::TransferState
+);
+
 /// Store failures. Constraint violations that a caller expects are mapped by the caller's repo function.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {

@@ -39,6 +39,7 @@ use crate::{
     money::{Asset, MoneyError, Value},
     server::error::ApiError,
     settings::EngineSettings,
+    states::{IncomingState, OutgoingState},
     store::{
         self, Store, ledger as ledger_repo,
         payments::{self as repo, OutgoingRow},
@@ -374,7 +375,7 @@ impl Engine {
                 let Some(p) = repo::outgoing(&tx, &pid)? else {
                     return Ok::<_, EngineError>(StepOutcome::default());
                 };
-                if p.state != "sending" {
+                if !p.state.is_sending() {
                     return Ok(StepOutcome::default());
                 }
                 let out = if p.attempts + 1 >= i64::from(s.max_attempts) {
@@ -476,7 +477,7 @@ impl Engine {
             .call(move |conn| {
                 let tx = store::immediate(conn)?;
                 let p = repo::outgoing(&tx, &pid)?.ok_or_else(|| ApiError::not_found("unknown outgoing payment"))?;
-                if p.state != "sending" || p.sent_amount > 0 {
+                if !p.state.can_cancel(p.sent_amount == 0) {
                     return Err(ApiError::new(
                         axum::http::StatusCode::CONFLICT,
                         "invalid_state",
@@ -490,9 +491,10 @@ impl Engine {
                 repo::set_state(
                     &tx,
                     &pid,
-                    "sending",
-                    "cancelled",
-                    Some(("cancelled", "Cancelled by the operator.")),
+                    OutgoingState::Sending,
+                    OutgoingState::Cancelled,
+                    // the failure reason of a cancelled payment is the state's name
+                    Some((OutgoingState::Cancelled.as_str(), "Cancelled by the operator.")),
                     &format_ts(now),
                 )?;
                 let p = repo::outgoing(&tx, &pid)?.ok_or_else(|| ApiError::internal(&"payment vanished"))?;
@@ -516,7 +518,7 @@ impl Engine {
             .call(move |conn| {
                 let tx = store::immediate(conn)?;
                 let p = repo::outgoing(&tx, &pid)?.ok_or_else(|| ApiError::not_found("unknown outgoing payment"))?;
-                if p.state != "failed" {
+                if !p.state.can_retry() {
                     return Err(ApiError::new(
                         axum::http::StatusCode::CONFLICT,
                         "invalid_state",
@@ -569,7 +571,7 @@ impl Engine {
             .call(move |conn| {
                 let tx = store::immediate(conn)?;
                 let out = match repo::outgoing(&tx, &pid)? {
-                    Some(p) if p.state == "sending" => fail_tx(&tx, &p, failure, now)?,
+                    Some(p) if p.state.is_sending() => fail_tx(&tx, &p, failure, now)?,
                     _ => StepOutcome::default(),
                 };
                 tx.commit()?;
@@ -844,7 +846,7 @@ fn remote_of(c: &SqlConnection, id: &str) -> Result<Option<(OutgoingRow, StreamP
     let Some(p) = repo::outgoing(c, id)? else {
         return Ok(None);
     };
-    if p.state != "sending" || p.incoming_payment_id.is_some() {
+    if !p.state.is_sending() || p.incoming_payment_id.is_some() {
         return Ok(None);
     }
     Ok(store::stream::plan(c, plan_id(&p))?.map(|plan| (p, plan)))
@@ -880,7 +882,7 @@ fn remote_progress_tx(
     let Some(p) = repo::outgoing(tx, id)? else {
         return Ok(StepOutcome::default());
     };
-    if p.state != "sending" {
+    if !p.state.is_sending() {
         tracing::warn!(payment = id, source, delivered, state = %p.state, "a STREAM packet was fulfilled for a payment no longer sending");
         return Ok(StepOutcome::default());
     }
@@ -888,7 +890,7 @@ fn remote_progress_tx(
         return fail_tx(tx, &p, ("internal", "The payment has no funds record.".into()), now);
     };
     if let Some(res) = &p.reservation_id
-        && ledger_repo::transfer(tx, res)?.is_some_and(|t| t.state == "pending")
+        && ledger_repo::transfer(tx, res)?.is_some_and(|t| t.state.is_pending())
     {
         ledger::ops::post(tx, res, None, &now_s)?;
     }
@@ -944,7 +946,14 @@ fn remote_progress_tx(
         }
         let p2 = repo::outgoing(tx, &p.id)?.ok_or_else(|| store::Error::Corrupt("payment vanished".into()))?;
         touched.extend(release(tx, &p2, now)?.into_iter().map(|b| b.account_id));
-        repo::set_state(tx, &p.id, "sending", "completed", None, &now_s)?;
+        repo::set_state(
+            tx,
+            &p.id,
+            OutgoingState::Sending,
+            OutgoingState::Completed,
+            None,
+            &now_s,
+        )?;
         finished = Some(Ok(()));
     } else if closed {
         let p2 = repo::outgoing(tx, &p.id)?.ok_or_else(|| store::Error::Corrupt("payment vanished".into()))?;
@@ -1008,11 +1017,11 @@ fn blocked(tx: &SqlConnection, p: &OutgoingRow, now: OffsetDateTime) -> Result<O
         )));
     };
     Ok(match state_of(&r, now) {
-        "completed" => Some((
+        IncomingState::Completed => Some((
             "receiver_completed",
             "The receiver was already completed and accepts no more money.".to_owned(),
         )),
-        "expired" => Some((
+        IncomingState::Expired => Some((
             "receiver_expired",
             format!(
                 "The receiver expired at {} and accepts no more money.",
@@ -1069,7 +1078,7 @@ fn release(tx: &SqlConnection, p: &OutgoingRow, now: OffsetDateTime) -> Result<V
     let mut touched = vec![p.account_id.clone()];
     if let Some(res) = &p.reservation_id
         && let Some(t) = ledger_repo::transfer(tx, res)?
-        && t.state == "pending"
+        && t.state.is_pending()
     {
         ledger::ops::void(tx, res, &now_s)?;
     }
@@ -1103,8 +1112,8 @@ fn fail_tx(
     repo::set_state(
         tx,
         &p.id,
-        "sending",
-        "failed",
+        OutgoingState::Sending,
+        OutgoingState::Failed,
         Some((failure.0, &failure.1)),
         &format_ts(now),
     )?;
@@ -1129,7 +1138,7 @@ fn packet_tx(
     let Some(p) = repo::outgoing(tx, id)? else {
         return Ok(StepOutcome::default());
     };
-    if p.state != "sending" {
+    if !p.state.is_sending() {
         return Ok(StepOutcome::default());
     }
     if let Some(f) = blocked(tx, &p, now)? {
@@ -1145,7 +1154,7 @@ fn packet_tx(
     };
     // fund: the first packet posts the reservation into the payment account
     if let Some(res) = &p.reservation_id
-        && ledger_repo::transfer(tx, res)?.is_some_and(|t| t.state == "pending")
+        && ledger_repo::transfer(tx, res)?.is_some_and(|t| t.state.is_pending())
     {
         ledger::ops::post(tx, res, None, &now_s)?;
     }
@@ -1220,7 +1229,14 @@ fn packet_tx(
     if done {
         let p2 = repo::outgoing(tx, &p.id)?.ok_or_else(|| store::Error::Corrupt("payment vanished".into()))?;
         touched.extend(release(tx, &p2, now)?.into_iter().map(|b| b.account_id));
-        repo::set_state(tx, &p.id, "sending", "completed", None, &now_s)?;
+        repo::set_state(
+            tx,
+            &p.id,
+            OutgoingState::Sending,
+            OutgoingState::Completed,
+            None,
+            &now_s,
+        )?;
         finished = Some(Ok(()));
     }
     touched.sort();

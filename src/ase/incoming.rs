@@ -31,6 +31,7 @@ use crate::{
     ledger::{self, Balance, LedgerError, NewTransfer},
     money::{Amount, Asset, Value as Money},
     server::{AppState, error::ApiError},
+    states::IncomingState,
     store::{
         self, Store,
         payments::{self as repo, IncomingRow, Page, PageQuery},
@@ -75,26 +76,19 @@ pub struct IncomingPaymentDto {
 pub struct IncomingView {
     #[serde(flatten)]
     pub payment: IncomingPaymentDto,
-    /// `pending`, `completed` or `expired`.
-    pub state: String,
+    pub state: IncomingState,
     pub wallet: String,
     pub client: Option<String>,
 }
 
 /// The lifecycle state of a row at `now`.
-pub fn state_of(r: &IncomingRow, now: OffsetDateTime) -> &'static str {
-    if r.completed {
-        "completed"
-    } else if r
+pub fn state_of(r: &IncomingRow, now: OffsetDateTime) -> IncomingState {
+    let expired = r
         .expires_at
         .as_deref()
         .and_then(|e| parse_ts(e).ok())
-        .is_some_and(|e| e <= now)
-    {
-        "expired"
-    } else {
-        "pending"
-    }
+        .is_some_and(|e| e <= now);
+    IncomingState::of(r.completed, expired)
 }
 
 /// What crediting one STREAM packet did.
@@ -189,7 +183,7 @@ impl IncomingPayments {
     pub fn view(&self, r: &IncomingRow) -> IncomingView {
         IncomingView {
             payment: self.dto_with_methods(r).unwrap_or_else(|_| self.dto(r)),
-            state: state_of(r, self.clock.now()).to_owned(),
+            state: state_of(r, self.clock.now()),
             wallet: r.wallet_name.clone(),
             client: r.client.clone(),
         }
@@ -415,11 +409,12 @@ impl IncomingPayments {
         let w = wallet_id.map(str::to_owned);
         let condition = match state {
             None => None,
-            Some(st) => Some(
-                repo::incoming_state_condition(st, &format_ts(self.clock.now())).ok_or_else(|| {
+            Some(st) => {
+                let st: IncomingState = st.parse().map_err(|_| {
                     ApiError::bad_request("invalid_request", "state must be pending, completed or expired")
-                })?,
-            ),
+                })?;
+                Some(repo::incoming_state_condition(st, &format_ts(self.clock.now())))
+            }
         };
         self.store
             .call(move |c| repo::list_incoming(c, w.as_deref(), client.as_deref(), condition, &page))
@@ -441,8 +436,8 @@ impl IncomingPayments {
         let row = self.get(id).await?;
         let now = self.clock.now();
         match state_of(&row, now) {
-            "completed" => return Ok(row),
-            "expired" => {
+            IncomingState::Completed => return Ok(row),
+            IncomingState::Expired => {
                 return Err(ApiError::bad_request(
                     "invalid_state",
                     "the incoming payment has expired",

@@ -39,6 +39,7 @@ use crate::{
     ledger,
     money::{Amount, Asset, Value},
     server::{AppState, error::ApiError},
+    states::OutgoingState,
     store::{
         self, Store,
         payments::{self as repo, OutgoingRow, Page, PageQuery},
@@ -89,7 +90,7 @@ pub struct OutgoingPaymentDto {
 pub struct OutgoingView {
     #[serde(flatten)]
     pub payment: OutgoingPaymentDto,
-    pub state: String,
+    pub state: OutgoingState,
     pub wallet: String,
     pub grant_id: Option<String>,
     pub delivered_amount: Amount,
@@ -234,7 +235,7 @@ impl OutgoingPayments {
             id: self.url_of(&r.id),
             wallet_address: format!("{}/{}", self.public_url, r.wallet_name),
             quote_id: r.quote_id.as_deref().map(|q| self.quotes.url_of(q)),
-            failed: r.state == "failed" || r.state == "cancelled",
+            failed: r.state.is_failed(),
             receiver: r.receiver.clone(),
             receive_amount: amount(r.receive_amount.into(), &receive),
             debit_amount: amount(r.debit_amount.into(), &debit),
@@ -253,7 +254,7 @@ impl OutgoingPayments {
         };
         OutgoingView {
             payment: self.dto(r),
-            state: r.state.clone(),
+            state: r.state,
             wallet: r.wallet_name.clone(),
             grant_id: r.grant_id.clone(),
             delivered_amount: amount(r.delivered_amount.into(), &receive),
@@ -423,8 +424,8 @@ impl OutgoingPayments {
                 // reserve the debit from the sender's balance
                 let (state, reservation_id, payment_account_id, failure) =
                     match super::engine::reserve(&tx, &id, &w.account_id, &debit_asset, debit, &now_s)? {
-                        Ok((r, a)) => ("sending", Some(r), Some(a), None),
-                        Err(f) => ("failed", None, None, Some(f)),
+                        Ok((r, a)) => (OutgoingState::Sending, Some(r), Some(a), None),
+                        Err(f) => (OutgoingState::Failed, None, None, Some(f)),
                     };
                 let row = OutgoingRow {
                     id: id.clone(),
@@ -444,13 +445,13 @@ impl OutgoingPayments {
                     receive_asset_scale: recv_scale,
                     sent_amount: 0,
                     delivered_amount: 0,
-                    state: state.into(),
+                    state,
                     reservation_id,
                     payment_account_id,
                     failure_reason: failure.as_ref().map(|f| f.0.to_owned()),
                     failure_message: failure.as_ref().map(|f| f.1.clone()),
                     attempts: 0,
-                    next_attempt_at: (state == "sending").then(|| now_s.clone()),
+                    next_attempt_at: state.is_sending().then(|| now_s.clone()),
                     metadata,
                     created_at: now_s.clone(),
                     updated_at: now_s.clone(),
@@ -483,7 +484,7 @@ impl OutgoingPayments {
             id: row.id.clone(),
             wallet: row.wallet_name.clone(),
         });
-        if row.state == "failed" {
+        if row.state == OutgoingState::Failed {
             self.bus.publish(DomainEvent::OutgoingPaymentFailed {
                 id: row.id.clone(),
                 reason: row.failure_reason.clone().unwrap_or_default(),
@@ -570,27 +571,23 @@ impl OutgoingPayments {
         state: Option<String>,
         page: PageQuery,
     ) -> Result<Page<OutgoingRow>, ApiError> {
-        const STATES: &[&str] = &["sending", "completed", "failed", "cancelled"];
-        if let Some(st) = &state
-            && !STATES.contains(&st.as_str())
-        {
-            return Err(ApiError::bad_request(
+        let state = state.map(|st| st.parse::<OutgoingState>()).transpose().map_err(|_| {
+            ApiError::bad_request(
                 "invalid_request",
-                format!("state must be one of {STATES:?}"),
-            ));
-        }
+                format!("state must be one of {:?}", OutgoingState::NAMES),
+            )
+        })?;
         let w = wallet_id.map(str::to_owned);
         self.store
-            .call(move |c| repo::list_outgoing(c, w.as_deref(), client.as_deref(), state.as_deref(), &page))
+            .call(move |c| repo::list_outgoing(c, w.as_deref(), client.as_deref(), state, &page))
             .await
             .map_err(|e| ApiError::internal(&e))
     }
 
     /// How many outgoing payments are in `state`.
-    pub async fn count_in_state(&self, state: &str) -> Result<usize, ApiError> {
-        let st = state.to_owned();
+    pub async fn count_in_state(&self, state: OutgoingState) -> Result<usize, ApiError> {
         self.store
-            .call(move |c| repo::count_outgoing(c, &st))
+            .call(move |c| repo::count_outgoing(c, state))
             .await
             .map_err(|e| ApiError::internal(&e))
     }

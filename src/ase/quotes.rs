@@ -28,6 +28,7 @@ use crate::{
     ids,
     money::{Amount, Asset, Value},
     server::{AppState, error::ApiError},
+    states::IncomingState,
     store::{
         self, Store,
         payments::{self as repo, IncomingRow, Page, PageQuery, QuoteRow},
@@ -195,10 +196,10 @@ impl Quotes {
             .await
             .map_err(|_| bad("invalid_receiver", "unknown receiver"))?;
         match state_of(&r, self.clock.now()) {
-            "completed" => {
+            IncomingState::Completed => {
                 return Err(bad("invalid_receiver", "the receiver is already completed"));
             }
-            "expired" => return Err(bad("invalid_receiver", "the receiver has expired")),
+            IncomingState::Expired => return Err(bad("invalid_receiver", "the receiver has expired")),
             _ => {}
         }
         let from = wallet.asset();

@@ -28,6 +28,7 @@ use crate::{
     httpsig::{interaction_hash_std, jwk::Jwk},
     ids,
     settings::GnapSettings,
+    states::GrantState,
     store::{self, Store, grants as repo},
 };
 
@@ -64,9 +65,8 @@ pub struct TokenView {
 #[serde(rename_all = "camelCase")]
 pub struct GrantView {
     pub id: String,
-    /// `pending`, `approved`, `finalized`, `rejected`, `revoked`, or `expired` (a pending grant whose
-    /// interaction window passed).
-    pub state: String,
+    /// Any [`GrantState`], `expired` for a pending grant whose interaction window passed.
+    pub state: GrantState,
     pub client: String,
     pub client_name: Option<String>,
     pub access: Vec<AccessItem>,
@@ -311,11 +311,10 @@ impl Gnap {
         let row = repo::GrantRow {
             id: ids::new_id(),
             state: match (interactive, auto) {
-                (false, _) => "finalized",
-                (true, true) => "approved",
-                (true, false) => "pending",
-            }
-            .into(),
+                (false, _) => GrantState::Finalized,
+                (true, true) => GrantState::Approved,
+                (true, false) => GrantState::Pending,
+            },
             client: client_url,
             client_jwk,
             access: serde_json::to_string(&access).map_err(|e| GnapError::internal(&e))?,
@@ -473,10 +472,10 @@ impl Gnap {
             .call(move |conn| {
                 let tx = store::immediate(conn)?;
                 let g = repo::grant(&tx, &id)?.ok_or_else(|| GnapError::not_found("unknown grant"))?;
-                let dead = |g: &repo::GrantRow| match g.state.as_str() {
-                    "rejected" => Some(GnapError::request_denied("the resource owner rejected the grant")),
-                    "revoked" => Some(GnapError::request_denied("the grant was revoked")),
-                    "finalized" => Some(GnapError::request_denied("the grant was already issued")),
+                let dead = |g: &repo::GrantRow| match g.state {
+                    GrantState::Rejected => Some(GnapError::request_denied("the resource owner rejected the grant")),
+                    GrantState::Revoked => Some(GnapError::request_denied("the grant was revoked")),
+                    GrantState::Finalized => Some(GnapError::request_denied("the grant was already issued")),
                     _ => None,
                 };
                 if let Some(r) = &interact_ref {
@@ -507,9 +506,16 @@ impl Gnap {
                         return Err(GnapError::too_fast(g.wait_secs));
                     }
                     repo::touch_continued(&tx, &g.id, &now_s)?;
-                    if g.state == "pending" {
+                    if g.state.can_decide() {
                         if now >= ts(&g.created_at)? + Duration::seconds(interaction_ttl) {
-                            repo::decide(&tx, &g.id, "rejected", None, Some("interaction expired"), &now_s)?;
+                            repo::decide(
+                                &tx,
+                                &g.id,
+                                GrantState::Rejected,
+                                None,
+                                Some("interaction expired"),
+                                &now_s,
+                            )?;
                             tx.commit()?;
                             return Err(GnapError::request_denied("the interaction expired"));
                         }
@@ -518,7 +524,7 @@ impl Gnap {
                     }
                 }
                 // approved: issue exactly once
-                if !repo::transition(&tx, &g.id, &["approved"], "finalized", &now_s)? {
+                if !repo::transition(&tx, &g.id, &[GrantState::Approved], GrantState::Finalized, &now_s)? {
                     return Err(GnapError::request_denied("the grant is not approved"));
                 }
                 let access = access_of(&g)?;
@@ -589,13 +595,7 @@ impl Gnap {
             .store
             .call(move |conn| {
                 let tx = store::immediate(conn)?;
-                if !repo::transition(
-                    &tx,
-                    &id,
-                    &["pending", "approved", "finalized", "rejected"],
-                    "revoked",
-                    &now,
-                )? {
+                if !repo::transition(&tx, &id, &GrantState::revocable(), GrantState::Revoked, &now)? {
                     return Err(match repo::grant(&tx, &id)? {
                         None => GnapError::not_found("unknown grant"),
                         Some(_) => {
@@ -655,7 +655,7 @@ impl Gnap {
                 let t = repo::token_with_grant(&tx, &id)?;
                 let (t, g) = t.ok_or_else(|| GnapError::invalid_rotation("unknown token"))?;
                 // The spec's 401 for the token endpoint is `invalid_client`: the grant's tokens died with it.
-                if g.state != "finalized" {
+                if !g.state.is_active() {
                     return Err(GnapError::unauthorized_client("the grant is no longer active"));
                 }
                 if !repo::revoke_token(&tx, &t.id, &now)? {
@@ -727,7 +727,7 @@ impl Gnap {
             })
             .await?;
         let Some((t, g)) = found else { return Ok(None) };
-        if t.revoked_at.is_some() || g.state != "finalized" {
+        if t.revoked_at.is_some() || !g.state.is_active() {
             return Ok(None);
         }
         let info = TokenInfo {
@@ -777,15 +777,26 @@ impl Gnap {
             .call(move |conn| {
                 let tx = store::immediate(conn)?;
                 let g = repo::grant(&tx, &id)?.ok_or_else(|| GnapError::not_found("unknown grant"))?;
-                if g.state != "pending" {
+                if !g.state.can_decide() {
                     return Err(GnapError::conflict(format!("the grant is {}, not pending", g.state)));
                 }
                 if now >= ts(&g.created_at)? + Duration::seconds(ttl) {
-                    repo::decide(&tx, &id, "rejected", None, Some("interaction expired"), &now_s)?;
+                    repo::decide(
+                        &tx,
+                        &id,
+                        GrantState::Rejected,
+                        None,
+                        Some("interaction expired"),
+                        &now_s,
+                    )?;
                     tx.commit()?;
                     return Err(GnapError::conflict("the interaction expired"));
                 }
-                let to = if approve { "approved" } else { "rejected" };
+                let to = if approve {
+                    GrantState::Approved
+                } else {
+                    GrantState::Rejected
+                };
                 if !repo::decide(&tx, &id, to, interact_ref.as_deref(), r.as_deref(), &now_s)? {
                     return Err(GnapError::conflict("the grant is no longer pending"));
                 }
@@ -817,11 +828,7 @@ impl Gnap {
             .map_err(|e| GnapError::internal(&e))?;
         let created = ts(&g.created_at)?;
         let expires = created + Duration::seconds(i64::from(self.inner.settings.interaction_expires_in_secs));
-        let state = if g.state == "pending" && self.now() >= expires {
-            "expired".into()
-        } else {
-            g.state.clone()
-        };
+        let state = g.state.shown(self.now() >= expires);
         let client_name = self.client_name(&client).await;
         let description = describe::grant(
             &client_label(&client),
@@ -876,15 +883,13 @@ impl Gnap {
     }
 
     /// Grants newest first; `state` filters (`expired` selects pending grants past their window).
-    pub async fn list(&self, state: Option<String>, limit: u32) -> Result<Vec<GrantView>, GnapError> {
-        let db_state = state
-            .clone()
-            .map(|s| if s == "expired" { "pending".to_owned() } else { s });
+    pub async fn list(&self, state: Option<GrantState>, limit: u32) -> Result<Vec<GrantView>, GnapError> {
+        let db_state = state.map(GrantState::stored);
         let rows = self
             .inner
             .store
             .call(move |c| {
-                let gs = repo::grants(c, db_state.as_deref(), limit)?;
+                let gs = repo::grants(c, db_state, limit)?;
                 let mut out = Vec::with_capacity(gs.len());
                 for g in gs {
                     let t = repo::tokens_of_grant(c, &g.id)?;
@@ -896,7 +901,7 @@ impl Gnap {
         let mut views = Vec::with_capacity(rows.len());
         for (g, t) in rows {
             let v = self.view(g, t).await?;
-            if state.as_deref().is_none_or(|s| s == v.state) {
+            if state.is_none_or(|s| s == v.state) {
                 views.push(v);
             }
         }
@@ -932,11 +937,11 @@ impl Gnap {
             }
             Ok(Some(u.to_string()))
         };
-        let outcome = match view.state.as_str() {
-            "pending" => InteractionOutcome::Pending {
+        let outcome = match view.state {
+            GrantState::Pending => InteractionOutcome::Pending {
                 expires_at: view.interaction_expires_at.clone().unwrap_or_default(),
             },
-            "approved" | "finalized" => {
+            GrantState::Approved | GrantState::Finalized => {
                 let r = g.interact_ref.clone().unwrap_or_default();
                 let hash = interaction_hash_std(
                     g.client_nonce.as_deref().unwrap_or(""),
@@ -949,17 +954,17 @@ impl Gnap {
                     None => InteractionOutcome::Approved,
                 }
             }
-            "rejected" => match redirect(&[("result", "grant_rejected")])? {
+            GrantState::Rejected => match redirect(&[("result", "grant_rejected")])? {
                 Some(u) => InteractionOutcome::Redirect(u),
                 None => InteractionOutcome::Rejected {
                     reason: g.decision_reason.clone(),
                 },
             },
-            "expired" => match redirect(&[("result", "grant_invalid")])? {
+            GrantState::Expired => match redirect(&[("result", "grant_invalid")])? {
                 Some(u) => InteractionOutcome::Redirect(u),
                 None => InteractionOutcome::Expired,
             },
-            _ => match redirect(&[("result", "grant_invalid")])? {
+            GrantState::Revoked => match redirect(&[("result", "grant_invalid")])? {
                 Some(u) => InteractionOutcome::Redirect(u),
                 None => InteractionOutcome::Cancelled,
             },

@@ -25,6 +25,7 @@ use super::{
 use crate::{
     ase::incoming::{IncomingPayments, StreamCredit, state_of},
     clock::SharedClock,
+    states::IncomingState,
     store::payments::IncomingRow,
 };
 
@@ -109,9 +110,9 @@ impl PaymentSnapshot {
     /// connection at hand has paid `connection_received`.
     pub fn of(row: &IncomingRow, now: OffsetDateTime, connection_received: u64) -> Self {
         let state = match state_of(row, now) {
-            "completed" => PaymentState::Completed,
-            "expired" => PaymentState::Expired,
-            _ => PaymentState::Pending,
+            IncomingState::Completed => PaymentState::Completed,
+            IncomingState::Expired => PaymentState::Expired,
+            IncomingState::Pending => PaymentState::Pending,
         };
         Self {
             asset_code: row.asset_code.clone(),

@@ -4,11 +4,12 @@
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use super::Error;
+use crate::states::GrantState;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GrantRow {
     pub id: String,
-    pub state: String,
+    pub state: GrantState,
     pub client: Option<String>,
     pub client_jwk: Option<String>,
     pub access: String,
@@ -112,7 +113,7 @@ pub fn grant_by_interact_id(conn: &Connection, interact_id: &str) -> Result<Opti
 }
 
 /// Grants newest first, optionally only those in `state`, at most `limit`.
-pub fn grants(conn: &Connection, state: Option<&str>, limit: u32) -> Result<Vec<GrantRow>, Error> {
+pub fn grants(conn: &Connection, state: Option<GrantState>, limit: u32) -> Result<Vec<GrantRow>, Error> {
     let sql = format!("SELECT {GRANT_COLS} FROM grants WHERE (?1 IS NULL OR state = ?1) ORDER BY id DESC LIMIT ?2");
     let mut stmt = conn.prepare_cached(&sql)?;
     let rows = stmt
@@ -122,7 +123,7 @@ pub fn grants(conn: &Connection, state: Option<&str>, limit: u32) -> Result<Vec<
 }
 
 /// Moves a grant from `from` to `to`; returns whether it was in `from`.
-pub fn transition(conn: &Connection, id: &str, from: &[&str], to: &str, now: &str) -> Result<bool, Error> {
+pub fn transition(conn: &Connection, id: &str, from: &[GrantState], to: GrantState, now: &str) -> Result<bool, Error> {
     let placeholders = (0..from.len())
         .map(|i| format!("?{}", i + 4))
         .collect::<Vec<_>>()
@@ -140,7 +141,7 @@ pub fn transition(conn: &Connection, id: &str, from: &[&str], to: &str, now: &st
 pub fn decide(
     conn: &Connection,
     id: &str,
-    to: &str,
+    to: GrantState,
     interact_ref: Option<&str>,
     reason: Option<&str>,
     now: &str,

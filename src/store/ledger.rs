@@ -4,6 +4,7 @@
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use super::Error;
+use crate::states::TransferState;
 
 /// An account row with its cached balances.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -30,7 +31,7 @@ pub struct TransferRow {
     pub debit_account: String,
     pub credit_account: String,
     pub amount: i64,
-    pub state: String,
+    pub state: TransferState,
     pub posted_amount: Option<i64>,
     pub kind: String,
     pub memo: Option<String>,
@@ -186,7 +187,7 @@ pub fn insert_transfer(conn: &Connection, t: &TransferRow) -> Result<(), Error> 
 pub fn resolve_pending(
     conn: &Connection,
     id: &str,
-    state: &str,
+    state: TransferState,
     posted_amount: Option<i64>,
     now: &str,
 ) -> Result<bool, Error> {
@@ -213,12 +214,12 @@ pub fn journal_balances(conn: &Connection) -> Result<Vec<(String, i128, i128, i1
     while let Some(r) = rows.next()? {
         let (debit, credit): (String, String) = (r.get(0)?, r.get(1)?);
         let amount = i128::from(r.get::<_, i64>(2)?);
-        let state: String = r.get(3)?;
+        let state: TransferState = r.get(3)?;
         let posted = i128::from(r.get::<_, Option<i64>>(4)?.unwrap_or(0));
-        let (d, c) = match state.as_str() {
-            "posted" => ((-posted, 0, 0), (posted, 0, 0)),
-            "pending" => ((0, amount, 0), (0, 0, amount)),
-            _ => ((0, 0, 0), (0, 0, 0)),
+        let (d, c) = match state {
+            TransferState::Posted => ((-posted, 0, 0), (posted, 0, 0)),
+            TransferState::Pending => ((0, amount, 0), (0, 0, amount)),
+            TransferState::Voided => ((0, 0, 0), (0, 0, 0)),
         };
         for (acct, delta) in [(debit, d), (credit, c)] {
             let e = totals.entry(acct).or_default();

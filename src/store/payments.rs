@@ -4,6 +4,7 @@
 use rusqlite::{Connection, OptionalExtension, Row, ToSql, params};
 
 use super::Error;
+use crate::states::{IncomingState, OutgoingState};
 
 /// Which page: `first` rows after `cursor` (older), or with `backward` the `last` rows before it (newer).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -103,15 +104,14 @@ fn page<T>(
     })
 }
 
-/// The incoming-payment state filter at `now` (`pending`, `completed` or `expired`).
-pub fn incoming_state_condition(state: &str, now: &str) -> Option<Condition> {
+/// The incoming-payment state filter at `now`.
+pub fn incoming_state_condition(state: IncomingState, now: &str) -> Condition {
     let sql = match state {
-        "completed" => "t.completed = 1 AND ?5 IS NOT NULL",
-        "expired" => "t.completed = 0 AND t.expires_at <= ?5",
-        "pending" => "t.completed = 0 AND (t.expires_at IS NULL OR t.expires_at > ?5)",
-        _ => return None,
+        IncomingState::Completed => "t.completed = 1 AND ?5 IS NOT NULL",
+        IncomingState::Expired => "t.completed = 0 AND t.expires_at <= ?5",
+        IncomingState::Pending => "t.completed = 0 AND (t.expires_at IS NULL OR t.expires_at > ?5)",
     };
-    Some((sql, now.to_owned()))
+    (sql, now.to_owned())
 }
 
 // ---- incoming payments ----
@@ -324,7 +324,7 @@ pub struct OutgoingRow {
     pub receive_asset_scale: u8,
     pub sent_amount: i64,
     pub delivered_amount: i64,
-    pub state: String,
+    pub state: OutgoingState,
     pub reservation_id: Option<String>,
     pub payment_account_id: Option<String>,
     pub failure_reason: Option<String>,
@@ -461,10 +461,10 @@ pub fn list_outgoing(
     conn: &Connection,
     wallet_id: Option<&str>,
     client: Option<&str>,
-    state: Option<&str>,
+    state: Option<OutgoingState>,
     q: &PageQuery,
 ) -> Result<Page<OutgoingRow>, Error> {
-    let condition = state.map(|s| ("t.state = ?5", s.to_owned()));
+    let condition = state.map(|s| ("t.state = ?5", s.as_str().to_owned()));
     page(
         conn,
         OUTGOING_FROM,
@@ -495,8 +495,8 @@ pub fn grant_spent(
     let mut rows = stmt.query(params![grant_id, from, to])?;
     let mut acc: Option<(i128, i128, String, u8)> = None;
     while let Some(r) = rows.next()? {
-        let state: String = r.get(0)?;
-        let released = state == "failed" || state == "cancelled";
+        let state: OutgoingState = r.get(0)?;
+        let released = state.is_failed();
         let debit: i64 = if released { r.get(3)? } else { r.get(1)? };
         let receive: i64 = if released { r.get(4)? } else { r.get(2)? };
         let e = acc.get_or_insert_with(|| (0, 0, String::new(), 0));
@@ -532,8 +532,8 @@ pub fn update_progress(
 pub fn set_state(
     conn: &Connection,
     id: &str,
-    from: &str,
-    to: &str,
+    from: OutgoingState,
+    to: OutgoingState,
     failure: Option<(&str, &str)>,
     now: &str,
 ) -> Result<bool, Error> {
@@ -623,7 +623,7 @@ pub fn count_open_incoming(conn: &Connection, now: &str) -> Result<usize, Error>
 }
 
 /// Outgoing payments in `state`.
-pub fn count_outgoing(conn: &Connection, state: &str) -> Result<usize, Error> {
+pub fn count_outgoing(conn: &Connection, state: OutgoingState) -> Result<usize, Error> {
     let n: i64 = conn
         .prepare_cached("SELECT COUNT(*) FROM outgoing_payments WHERE state = ?1")?
         .query_row([state], |r| r.get(0))?;

@@ -23,6 +23,7 @@ use crate::{
     events::DomainEvent,
     gnap::service::GrantView,
     ledger::Balance,
+    states::OutgoingState,
 };
 
 /// Rows kept per table (a page from the store; more are fetched with the keyset cursor when scrolled to).
@@ -943,7 +944,7 @@ impl App {
             "q" | "quit" => self.act(Action::Quit),
             "help" => self.act(Action::Help),
             "demo" => self.act(Action::Demo),
-            "outgoing" if arg == Some("failed") => {
+            "outgoing" if arg == Some(OutgoingState::Failed.as_str()) => {
                 self.failed_only = true;
                 self.pane = Pane::Outgoing;
                 vec![self.load(Pane::Outgoing)]
@@ -1108,7 +1109,7 @@ impl App {
                 vec![self.load(Pane::Outgoing)]
             }
             Action::Approve => match self.selected_grant() {
-                Some(g) if g.state == "pending" => {
+                Some(g) if g.state.can_decide() => {
                     let q = format!(
                         "Approve grant {} for {}?",
                         short_id(&g.id),
@@ -1118,7 +1119,7 @@ impl App {
                     self.ask(q, e)
                 }
                 Some(g) => {
-                    let s = g.state.clone();
+                    let s = g.state;
                     self.flash(
                         Level::Warn,
                         format!("only pending grants can be approved (this one is {s})"),
@@ -1128,7 +1129,7 @@ impl App {
                 None => Vec::new(),
             },
             Action::Reject => match self.selected_grant() {
-                Some(g) if g.state == "pending" => {
+                Some(g) if g.state.can_decide() => {
                     let id = g.id.clone();
                     self.overlay = Some(Overlay::Prompt(Prompt {
                         kind: PromptKind::Reason(id),
@@ -1143,7 +1144,7 @@ impl App {
                 None => Vec::new(),
             },
             Action::Revoke => match self.selected_grant() {
-                Some(g) if g.state != "revoked" => {
+                Some(g) if g.state.can_revoke() => {
                     let (q, e) = (
                         format!("Revoke grant {} and all its tokens?", short_id(&g.id)),
                         Effect::Revoke(g.id.clone()),
@@ -1153,7 +1154,7 @@ impl App {
                 _ => Vec::new(),
             },
             Action::Complete => match self.selected_incoming() {
-                Some(p) if p.state == "pending" => {
+                Some(p) if p.state.is_open() => {
                     let id = p.payment.id.rsplit('/').next().unwrap_or("").to_owned();
                     self.ask(
                         format!(
@@ -1164,14 +1165,14 @@ impl App {
                     )
                 }
                 Some(p) => {
-                    let s = p.state.clone();
+                    let s = p.state;
                     self.flash(Level::Warn, format!("this incoming payment is {s}"));
                     Vec::new()
                 }
                 None => Vec::new(),
             },
             Action::Retry => match self.selected_outgoing() {
-                Some(p) if p.state == "failed" => {
+                Some(p) if p.state.can_retry() => {
                     let id = p.payment.id.rsplit('/').next().unwrap_or("").to_owned();
                     self.ask(format!("Retry outgoing payment {}?", short_id(&id)), Effect::Retry(id))
                 }
@@ -1182,7 +1183,7 @@ impl App {
                 None => Vec::new(),
             },
             Action::Cancel => match self.selected_outgoing() {
-                Some(p) if p.state == "sending" && p.payment.sent_amount.value.is_zero() => {
+                Some(p) if p.state.can_cancel(p.payment.sent_amount.value.is_zero()) => {
                     let id = p.payment.id.rsplit('/').next().unwrap_or("").to_owned();
                     self.ask(
                         format!("Cancel outgoing payment {}?", short_id(&id)),
@@ -1404,7 +1405,7 @@ pub mod fixtures {
     pub fn grant(id: &str, state: &str) -> GrantView {
         GrantView {
             id: id.into(),
-            state: state.into(),
+            state: state.parse().unwrap(),
             client: "http://x/demo-client".into(),
             client_name: Some("Demo".into()),
             access: vec![],
@@ -1432,7 +1433,7 @@ pub mod fixtures {
                 created_at: "2026-11-21T11:00:00.000Z".into(),
                 methods: None,
             },
-            state: "pending".into(),
+            state: crate::states::IncomingState::Pending,
             wallet: wallet.into(),
             client: None,
         }
@@ -1454,7 +1455,7 @@ pub mod fixtures {
                 grant_spent_debit_amount: None,
                 grant_spent_receive_amount: None,
             },
-            state: state.into(),
+            state: state.parse().unwrap(),
             wallet: "alice".into(),
             grant_id: None,
             delivered_amount: usd(0),

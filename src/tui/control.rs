@@ -13,6 +13,7 @@ use crate::{
         ops,
     },
     server::{AppState, error::ApiError},
+    states::{GrantState, OutgoingState},
 };
 
 async fn load(s: &AppState, l: Load) -> Result<Reply, ApiError> {
@@ -25,9 +26,9 @@ async fn load(s: &AppState, l: Load) -> Result<Reply, ApiError> {
     let append = l.cursor.is_some();
     Ok(match l.pane {
         Pane::Overview => {
-            let grants = ops::list_grants(s, Some("pending".into())).await?;
+            let grants = ops::list_grants(s, Some(GrantState::Pending.to_string())).await?;
             let open = s.incoming.count_open().await?;
-            let failed = s.outgoing.count_in_state("failed").await?;
+            let failed = s.outgoing.count_in_state(OutgoingState::Failed).await?;
             let balances = ops::balances(s).await?;
             Reply::Overview(OverviewData {
                 pending_grants: grants.len(),
@@ -62,7 +63,7 @@ async fn load(s: &AppState, l: Load) -> Result<Reply, ApiError> {
         Pane::Grants => {
             let grants = ops::list_grants(s, None).await?;
             let mut spent = std::collections::HashMap::new();
-            for g in grants.iter().filter(|g| g.state == "finalized") {
+            for g in grants.iter().filter(|g| g.state.is_active()) {
                 for item in &g.access {
                     if let crate::gnap::model::AccessItem::OutgoingPayment { limits, identifier, .. } = item {
                         let asset = s.wallets.by_url(identifier).await?.map(|w| w.asset());
@@ -76,7 +77,7 @@ async fn load(s: &AppState, l: Load) -> Result<Reply, ApiError> {
             Reply::Grants(grants, spent)
         }
         Pane::Outgoing => {
-            let state = l.failed_only.then(|| "failed".to_owned());
+            let state = l.failed_only.then(|| OutgoingState::Failed.to_string());
             let l = ops::list_outgoing(s, filter(state)).await?;
             Reply::Outgoing {
                 rows: l.items,

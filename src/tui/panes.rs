@@ -15,7 +15,11 @@ use super::{
     render::{gauge, pane_block, relative, window},
     theme::Theme,
 };
-use crate::{money::format_minor, text::sanitize};
+use crate::{
+    money::format_minor,
+    states::{GrantState, IncomingState, TokenState},
+    text::sanitize,
+};
 
 fn right_title(app: &App, pane: Pane, loaded: bool, loading: bool, shown: usize, total: usize) -> String {
     let state = if loading {
@@ -174,16 +178,16 @@ pub fn draw(app: &App, theme: &Theme, f: &mut Frame, area: Rect) {
                         Some(total) => gauge(p.payment.received_amount.value.get(), total.value.get(), gauge_width),
                         None => "open amount".to_owned(),
                     };
-                    let expires = match (p.state.as_str(), &p.payment.expires_at) {
-                        ("pending", Some(e)) => relative(e, app.now),
+                    let expires = match (p.state, &p.payment.expires_at) {
+                        (IncomingState::Pending, Some(e)) => relative(e, app.now),
                         _ => String::new(),
                     };
                     vec![
                         Cell::from(short_id(&p.payment.id)),
                         Cell::from(sanitize(&p.wallet)),
-                        Cell::from(p.state.clone()).style(theme.state(&p.state)),
+                        Cell::from(p.state.as_str()).style(theme.state(p.state)),
                         Cell::from(p.payment.received_amount.to_string()),
-                        Cell::from(progress).style(theme.state(&p.state)),
+                        Cell::from(progress).style(theme.state(p.state)),
                         Cell::from(expires).style(theme.dim),
                     ]
                 },
@@ -210,14 +214,14 @@ pub fn draw(app: &App, theme: &Theme, f: &mut Frame, area: Rect) {
                 |i| {
                     let g = &w.items[i];
                     let live = g.tokens.iter().filter(|t| t.revoked_at.is_none()).count();
-                    let state_style = if g.state == "pending" {
+                    let state_style = if g.state == GrantState::Pending {
                         theme.danger
                     } else {
-                        theme.state(&g.state)
+                        theme.state(g.state)
                     };
                     vec![
                         Cell::from(short_id(&g.id)),
-                        Cell::from(g.state.clone()).style(state_style),
+                        Cell::from(g.state.as_str()).style(state_style),
                         Cell::from(sanitize(&g.client_name.clone().unwrap_or_else(|| g.client.clone()))),
                         Cell::from(g.access.iter().map(|a| a.type_name()).collect::<Vec<_>>().join(",")),
                         Cell::from(live.to_string()),
@@ -250,14 +254,14 @@ pub fn draw(app: &App, theme: &Theme, f: &mut Frame, area: Rect) {
                     vec![
                         Cell::from(short_id(&p.payment.id)),
                         Cell::from(sanitize(&p.wallet)),
-                        Cell::from(p.state.clone()).style(theme.state(&p.state)),
+                        Cell::from(p.state.as_str()).style(theme.state(p.state)),
                         Cell::from(p.payment.sent_amount.to_string()),
                         Cell::from(gauge(
                             p.payment.sent_amount.value.get(),
                             p.payment.debit_amount.value.get(),
                             gauge_width,
                         ))
-                        .style(theme.state(&p.state)),
+                        .style(theme.state(p.state)),
                         Cell::from(p.failure_reason.clone().unwrap_or_default()).style(theme.failed),
                     ]
                 },
@@ -485,7 +489,7 @@ pub fn draw_detail(app: &App, theme: &Theme, f: &mut Frame, area: Rect) {
                 lines.push(kv(theme, "wallet", p.payment.wallet_address.clone()));
                 lines.push(Line::from(vec![
                     Span::styled(format!("{:<14}", "state"), theme.dim),
-                    Span::styled(p.state.clone(), theme.state(&p.state)),
+                    Span::styled(p.state.as_str(), theme.state(p.state)),
                 ]));
                 lines.push(kv(theme, "received", p.payment.received_amount.to_string()));
                 lines.push(kv(
@@ -546,7 +550,7 @@ pub fn draw_detail(app: &App, theme: &Theme, f: &mut Frame, area: Rect) {
                 title = format!(" grant {} ", short_id(&g.id));
                 lines.push(Line::from(vec![
                     Span::styled(format!("{:<14}", "state"), theme.dim),
-                    Span::styled(g.state.clone(), theme.state(&g.state)),
+                    Span::styled(g.state.as_str(), theme.state(g.state)),
                 ]));
                 for d in &g.description {
                     lines.push(Line::from(sanitize(d)));
@@ -578,15 +582,15 @@ pub fn draw_detail(app: &App, theme: &Theme, f: &mut Frame, area: Rect) {
                     ));
                 }
                 for t in &g.tokens {
-                    let state = if t.revoked_at.is_some() { "revoked" } else { "live" };
+                    let state = TokenState::of(t.revoked_at.is_some());
                     lines.push(Line::from(vec![
                         Span::styled(format!("{:<14}", "token"), theme.dim),
                         Span::raw(format!("{} ", t.hint)),
-                        Span::styled(state, theme.state(state)),
+                        Span::styled(state.as_str(), theme.state(state)),
                         Span::styled(format!(" expires {}", relative(&t.expires_at, app.now)), theme.dim),
                     ]));
                 }
-                if g.state == "pending" && !app.readonly {
+                if g.state.can_decide() && !app.readonly {
                     lines.push(Line::from(""));
                     lines.push(Line::from(Span::styled("a approve · x reject", theme.danger)));
                 }
@@ -597,7 +601,7 @@ pub fn draw_detail(app: &App, theme: &Theme, f: &mut Frame, area: Rect) {
                 title = format!(" outgoing payment {} ", short_id(&p.payment.id));
                 lines.push(Line::from(vec![
                     Span::styled(format!("{:<14}", "state"), theme.dim),
-                    Span::styled(p.state.clone(), theme.state(&p.state)),
+                    Span::styled(p.state.as_str(), theme.state(p.state)),
                 ]));
                 if let Some(reason) = &p.failure_reason {
                     lines.push(Line::from(vec![

@@ -19,6 +19,7 @@ use super::{
 };
 use crate::{
     clock::parse_ts,
+    states::OutgoingState,
     text::{sanitize, sanitize_lines},
 };
 
@@ -196,7 +197,7 @@ fn draw_tabs(app: &App, theme: &Theme, f: &mut Frame, area: Rect) {
 fn draw_crumbs(app: &App, theme: &Theme, f: &mut Frame, area: Rect) {
     let mut parts = vec!["opdesk".to_owned(), app.pane.title().to_owned()];
     if app.pane == Pane::Outgoing && app.failed_only {
-        parts.push("failed".into());
+        parts.push(OutgoingState::Failed.to_string());
     }
     if let Some(filter) = app.filters.get(&app.pane) {
         parts.push(format!("/{}{}", if filter.invert { "!" } else { "" }, filter.text));

@@ -104,7 +104,7 @@ fn loaded(readonly: bool) -> App {
                 incoming("0000-ip-0002", "bob", 500, None),
                 {
                     let mut done = incoming("0000-ip-0003", "carol", 1800, Some(1800));
-                    done.state = "completed".into();
+                    done.state = crate::states::IncomingState::Completed;
                     done.payment.completed = true;
                     done
                 },

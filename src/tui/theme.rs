@@ -6,6 +6,8 @@ use std::collections::BTreeMap;
 
 use ratatui::style::{Color, Modifier, Style};
 
+use crate::states::{GrantState, IncomingState, OutgoingState, TokenState};
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Theme {
     pub ok: Style,
@@ -95,11 +97,63 @@ impl Theme {
     }
 
     /// The style of a lifecycle state word.
-    pub fn state(&self, state: &str) -> Style {
-        match state {
-            "completed" | "finalized" | "approved" | "live" => self.ok,
-            "failed" | "expired" | "rejected" | "revoked" | "cancelled" => self.failed,
-            _ => self.pending,
+    pub fn state(&self, state: impl Toned) -> Style {
+        match state.tone() {
+            Tone::Ok => self.ok,
+            Tone::Failed => self.failed,
+            Tone::Pending => self.pending,
+        }
+    }
+}
+
+/// How a lifecycle state looks: ended well, ended badly (or refused), or still under way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tone {
+    Ok,
+    Failed,
+    Pending,
+}
+
+/// A lifecycle state the console shows in colour.
+pub trait Toned {
+    fn tone(self) -> Tone;
+}
+
+impl Toned for OutgoingState {
+    fn tone(self) -> Tone {
+        match self {
+            Self::Completed => Tone::Ok,
+            Self::Failed | Self::Cancelled => Tone::Failed,
+            Self::Sending => Tone::Pending,
+        }
+    }
+}
+
+impl Toned for IncomingState {
+    fn tone(self) -> Tone {
+        match self {
+            Self::Completed => Tone::Ok,
+            Self::Expired => Tone::Failed,
+            Self::Pending => Tone::Pending,
+        }
+    }
+}
+
+impl Toned for GrantState {
+    fn tone(self) -> Tone {
+        match self {
+            Self::Approved | Self::Finalized => Tone::Ok,
+            Self::Rejected | Self::Revoked | Self::Expired => Tone::Failed,
+            Self::Pending => Tone::Pending,
+        }
+    }
+}
+
+impl Toned for TokenState {
+    fn tone(self) -> Tone {
+        match self {
+            Self::Live => Tone::Ok,
+            Self::Revoked => Tone::Failed,
         }
     }
 }

@@ -20,6 +20,7 @@ mod ledger_props;
 mod ownership;
 mod rs_api;
 mod security;
+mod states;
 mod storage_full;
 mod two_processes;
 mod wallet_api;
