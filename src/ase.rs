@@ -2,11 +2,9 @@
 //! outgoing payments join here. Each submodule owns its model, its service (the only writer of its tables)
 //! and its thin routes.
 
-pub mod auth;
 pub mod engine;
 pub mod incoming;
 pub mod outgoing;
-pub mod pagination;
 pub mod quotes;
 pub mod rates;
 pub mod remote;

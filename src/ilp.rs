@@ -9,7 +9,6 @@
 //! `shared/docs/STREAM.md`.
 
 pub mod crypto;
-pub mod http;
 pub mod ildcp;
 pub mod oer;
 pub mod packet;

@@ -3,7 +3,10 @@
 
 pub mod error;
 pub mod extract;
+pub mod ilp_http;
+pub mod pagination;
 pub mod request_log;
+pub mod rs_auth;
 pub mod signed;
 pub mod state;
 
@@ -14,7 +17,7 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tower_http::timeout::TimeoutLayer;
 
-use crate::{admin, ase, gnap, ilp};
+use crate::{admin, ase, gnap};
 pub use state::AppState;
 
 /// Every route, with the body limit, timeout and request-log layers.
@@ -28,7 +31,7 @@ pub fn router(state: AppState) -> Router {
         .merge(ase::incoming::routes())
         .merge(ase::quotes::routes())
         .merge(ase::outgoing::routes())
-        .merge(ilp::http::routes())
+        .merge(ilp_http::routes())
         .merge(ase::wallet::routes())
         .fallback(error::not_found)
         .layer(DefaultBodyLimit::max(limit))

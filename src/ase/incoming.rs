@@ -17,11 +17,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use time::{Duration, OffsetDateTime};
 
-use super::{
-    auth::RsAuth,
-    pagination::{ListQuery, ListResponse},
-    wallet::Wallet,
-};
+use super::wallet::Wallet;
 use crate::{
     clock::{SharedClock, format_ts, parse_ts},
     events::{DomainEvent, EventBus},
@@ -30,7 +26,12 @@ use crate::{
     ilp::receiver::{self, PaymentSnapshot, Refusal, StreamServer},
     ledger::{self, Balance, LedgerError, NewTransfer},
     money::{Amount, Asset, Value as Money},
-    server::{AppState, error::ApiError},
+    server::{
+        AppState,
+        error::ApiError,
+        pagination::{ListQuery, ListResponse},
+        rs_auth::RsAuth,
+    },
     states::IncomingState,
     store::{
         self, Store,

@@ -24,9 +24,7 @@ use serde_json::{Map, Value as JsonValue};
 use time::OffsetDateTime;
 
 use super::{
-    auth::RsAuth,
     incoming::{parse_body, wallet_of},
-    pagination::{ListQuery, ListResponse},
     quotes::{Priced, Quotes},
     wallet::Wallet,
 };
@@ -38,7 +36,12 @@ use crate::{
     interval::RepeatingInterval,
     ledger,
     money::{Amount, Asset, Value},
-    server::{AppState, error::ApiError},
+    server::{
+        AppState,
+        error::ApiError,
+        pagination::{ListQuery, ListResponse},
+        rs_auth::RsAuth,
+    },
     states::OutgoingState,
     store::{
         self, Store,

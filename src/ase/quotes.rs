@@ -15,7 +15,6 @@ use serde::{Deserialize, Serialize};
 use time::Duration;
 
 use super::{
-    auth::RsAuth,
     incoming::{IncomingPayments, parse_body, state_of, wallet_of},
     rates::{RateError, Rates},
     remote::{Remote, RemoteError, RemotePlan},
@@ -27,7 +26,7 @@ use crate::{
     gnap::model::{Action, check_receiver},
     ids,
     money::{Amount, Asset, Value},
-    server::{AppState, error::ApiError},
+    server::{AppState, error::ApiError, rs_auth::RsAuth},
     states::IncomingState,
     store::{
         self, Store,

@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use ed25519_dalek::SigningKey;
 use http::{HeaderMap, HeaderValue, Method};
 use opdesk::{
-    ase::{incoming::CreateIncoming, outgoing::CreateOutgoing, pagination::ListQuery, quotes::CreateQuote},
+    ase::{incoming::CreateIncoming, outgoing::CreateOutgoing, quotes::CreateQuote},
     gnap::model::{GrantRequest, Limits},
     httpsig::{self, Jwks},
     ilp::{
@@ -25,6 +25,7 @@ use opdesk::{
     },
     interval::{Duration, RepeatingInterval},
     money::{self, Amount, Asset, Value},
+    server::pagination::ListQuery,
 };
 use time::OffsetDateTime;
 

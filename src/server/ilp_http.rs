@@ -13,7 +13,7 @@ use axum::{
     routing::post,
 };
 
-use super::packet::{MAX_ADDRESS_LEN, MAX_DATA_LEN, TIMESTAMP_LEN};
+use crate::ilp::packet::{MAX_ADDRESS_LEN, MAX_DATA_LEN, TIMESTAMP_LEN};
 use crate::server::{AppState, error::ApiError};
 
 /// The largest OER Prepare: type byte, a 3-byte length prefix, then amount, expiry, condition, and the
