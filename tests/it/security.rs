@@ -632,3 +632,34 @@ async fn a_refused_outgoing_payment_stays_refused_when_replayed() {
         .await
         .unwrap();
 }
+
+#[tokio::test]
+async fn the_operator_sees_why_a_receiver_was_refused() {
+    let ase = TestAse::spawn_with(&config_with_peer("[egress]\nallow_loopback = false\n")).await;
+    let client = ase.demo_client().await;
+    let token = quote_token(&ase, &client).await;
+    // what an attached console does: ask for headers and bodies, and listen to the bus
+    ase.state.capture.store(true, Ordering::Relaxed);
+    let mut events = ase.state.bus.subscribe();
+    let (status, body) = quote(&ase, &client, &token, "http://127.0.0.1:9/incoming-payments/1").await;
+    assert_eq!(status, 400, "{body}");
+    assert_no_oracle(&body, 9);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let detail = loop {
+        assert!(Instant::now() < deadline, "no request log event for the quote");
+        let event = tokio::time::timeout(Duration::from_secs(5), events.recv())
+            .await
+            .unwrap()
+            .unwrap();
+        if let opdesk::events::DomainEvent::HttpRequest { path, exchange, .. } = event
+            && path == "/quotes"
+        {
+            break exchange.and_then(|x| x.detail).unwrap_or_default();
+        }
+    };
+    assert!(
+        detail.contains("127.0.0.1:9"),
+        "the operator learns what was refused: {detail}"
+    );
+    assert!(detail.contains("refused by the address policy"), "{detail}");
+}
