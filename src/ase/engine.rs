@@ -944,19 +944,10 @@ fn remote_progress_tx(
             repo::update_progress(tx, &p.id, new_sent + fee, new_delivered, None, &now_s)?;
             touched.push(settle);
         }
-        let p2 = repo::outgoing(tx, &p.id)?.ok_or_else(|| store::Error::Corrupt("payment vanished".into()))?;
-        touched.extend(release(tx, &p2, now)?.into_iter().map(|b| b.account_id));
-        repo::set_state(
-            tx,
-            &p.id,
-            OutgoingState::Sending,
-            OutgoingState::Completed,
-            None,
-            &now_s,
-        )?;
+        complete_tx(tx, &p.id, now, &mut touched)?;
         finished = Some(Ok(()));
     } else if closed {
-        let p2 = repo::outgoing(tx, &p.id)?.ok_or_else(|| store::Error::Corrupt("payment vanished".into()))?;
+        let p2 = reread(tx, &p.id)?;
         return fail_tx(
             tx,
             &p2,
@@ -1073,6 +1064,31 @@ fn check_grant_room(tx: &SqlConnection, p: &OutgoingRow) -> Result<(), ApiError>
 
 /// Returns what was not sent to the sender: voids a still-pending reservation, or moves the payment
 /// account's balance back.
+/// The payment as this transaction sees it now.
+fn reread(tx: &SqlConnection, id: &str) -> Result<OutgoingRow, store::Error> {
+    repo::outgoing(tx, id)?.ok_or_else(|| store::Error::Corrupt("payment vanished".into()))
+}
+
+/// Completes a sending payment inside `tx`: releases what it still reserves and holds, and marks it completed.
+fn complete_tx(
+    tx: &SqlConnection,
+    id: &str,
+    now: OffsetDateTime,
+    touched: &mut Vec<String>,
+) -> Result<(), EngineError> {
+    let p = reread(tx, id)?;
+    touched.extend(release(tx, &p, now)?.into_iter().map(|b| b.account_id));
+    repo::set_state(
+        tx,
+        id,
+        OutgoingState::Sending,
+        OutgoingState::Completed,
+        None,
+        &format_ts(now),
+    )?;
+    Ok(())
+}
+
 fn release(tx: &SqlConnection, p: &OutgoingRow, now: OffsetDateTime) -> Result<Vec<Balance>, EngineError> {
     let now_s = format_ts(now);
     let mut touched = vec![p.account_id.clone()];
@@ -1227,16 +1243,7 @@ fn packet_tx(
     repo::update_progress(tx, &p.id, new_sent, new_delivered, next.as_deref(), &now_s)?;
     let mut finished = None;
     if done {
-        let p2 = repo::outgoing(tx, &p.id)?.ok_or_else(|| store::Error::Corrupt("payment vanished".into()))?;
-        touched.extend(release(tx, &p2, now)?.into_iter().map(|b| b.account_id));
-        repo::set_state(
-            tx,
-            &p.id,
-            OutgoingState::Sending,
-            OutgoingState::Completed,
-            None,
-            &now_s,
-        )?;
+        complete_tx(tx, &p.id, now, &mut touched)?;
         finished = Some(Ok(()));
     }
     touched.sort();

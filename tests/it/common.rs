@@ -364,3 +364,18 @@ pub fn balance_of(balances: &Value, wallet: &str) -> i64 {
         .as_i64()
         .expect("balance")
 }
+
+/// An outgoing-payment grant (create) for `wallet` at `base`, requested as `{base}/demo-client` with a finish
+/// URI and finished by following the interaction; the server must approve it (`[gnap] auto_approve`).
+pub async fn auto_approved_outgoing_token(client: &opdesk::client::SignedClient, base: &str, wallet: &str) -> String {
+    let body = serde_json::json!({
+        "access_token": {"access": [{"type": "outgoing-payment", "actions": ["create"], "identifier": format!("{base}/{wallet}")}]},
+        "client": format!("{base}/demo-client"),
+        "interact": {"start": ["redirect"], "finish": {"method": "redirect", "uri": "http://127.0.0.1:9/cb", "nonce": "n"}},
+    });
+    let r = client
+        .send(reqwest::Method::POST, &format!("{base}/auth"), None, Some(&body))
+        .await
+        .expect("grant request");
+    finish_grant(client, &r.body).await
+}

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::common::{Proc, balance_of, finish_grant};
+use crate::common::{Proc, auto_approved_outgoing_token, balance_of, grant_token};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kill_9_mid_flight_loses_and_doubles_nothing() {
@@ -38,26 +38,8 @@ async fn kill_9_mid_flight_loses_and_doubles_nothing() {
         .await
         .unwrap();
     let c = opdesk::client::SignedClient::new(key, jwks["keys"][0]["kid"].as_str().unwrap());
-    let client_url = format!("{base}/demo-client");
-    let r = c
-        .send(Method::POST, &format!("{base}/auth"), None, Some(&json!({"access_token": {"access": [{"type": "incoming-payment", "actions": ["create"]}]}, "client": client_url})))
-        .await
-        .unwrap();
-    let inc = r.body["access_token"]["value"].as_str().unwrap().to_owned();
-    let r = c
-        .send(
-            Method::POST,
-            &format!("{base}/auth"),
-            None,
-            Some(&json!({
-                "access_token": {"access": [{"type": "outgoing-payment", "actions": ["create"], "identifier": format!("{base}/alice")}]},
-                "client": client_url,
-                "interact": {"start": ["redirect"], "finish": {"method": "redirect", "uri": "http://127.0.0.1:9/cb", "nonce": "n"}},
-            })),
-        )
-        .await
-        .unwrap();
-    let out = finish_grant(&c, &r.body).await;
+    let inc = grant_token(&c, &base, json!([{"type": "incoming-payment", "actions": ["create"]}])).await;
+    let out = auto_approved_outgoing_token(&c, &base, "alice").await;
 
     let mut receivers = Vec::new();
     for n in 0..5 {

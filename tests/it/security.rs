@@ -18,7 +18,7 @@ use tokio::{
     net::{TcpListener, TcpStream},
 };
 
-use crate::common::{Proc, TestAse, balance_of, finish_grant, grant_token};
+use crate::common::{Proc, TestAse, auto_approved_outgoing_token, balance_of, grant_token};
 
 /// What the hostile server does with a request (given the request head).
 #[derive(Clone, Copy)]
@@ -443,26 +443,8 @@ async fn a_replayed_outgoing_payment_moves_money_once_across_kill_9() {
     let mut server = Proc::start(dir.path(), port).await;
     let base = server.base.clone();
     let c = server.demo_client(dir.path()).await;
-    let client_url = format!("{base}/demo-client");
-    let r = c
-        .send(Method::POST, &format!("{base}/auth"), None, Some(&json!({"access_token": {"access": [{"type": "incoming-payment", "actions": ["create"]}]}, "client": client_url})))
-        .await
-        .unwrap();
-    let inc = r.body["access_token"]["value"].as_str().unwrap().to_owned();
-    let r = c
-        .send(
-            Method::POST,
-            &format!("{base}/auth"),
-            None,
-            Some(&json!({
-                "access_token": {"access": [{"type": "outgoing-payment", "actions": ["create"], "identifier": format!("{base}/alice")}]},
-                "client": client_url,
-                "interact": {"start": ["redirect"], "finish": {"method": "redirect", "uri": "http://127.0.0.1:9/cb", "nonce": "n"}},
-            })),
-        )
-        .await
-        .unwrap();
-    let out = finish_grant(&c, &r.body).await;
+    let inc = grant_token(&c, &base, json!([{"type": "incoming-payment", "actions": ["create"]}])).await;
+    let out = auto_approved_outgoing_token(&c, &base, "alice").await;
     let r = c
         .send(
             Method::POST,
