@@ -471,11 +471,6 @@ impl Egress {
         })
     }
 
-    /// The policy in force.
-    pub fn policy(&self) -> &Policy {
-        &self.policy
-    }
-
     /// Parses `url` as an absolute http(s) URL and checks it against the policy.
     pub fn url(&self, url: &str) -> Result<Url, EgressError> {
         let u = Url::parse(url).map_err(|e| EgressError::InvalidUrl(e.to_string()))?;

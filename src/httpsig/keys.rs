@@ -112,7 +112,7 @@ pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
 /// kept). `Ok(None)` means no such wallet.
 pub type LocalKeys = Arc<dyn Fn(String) -> BoxFuture<Result<Option<Jwks>, String>> + Send + Sync>;
 
-pub use crate::egress::{HostResolver, StaticResolver, SystemResolver};
+use crate::egress::{HostResolver, SystemResolver};
 
 /// Parses and normalises a wallet address URL, refusing anything that is not a
 /// plain absolute `http(s)` URL: userinfo, fragment, query, control characters
@@ -485,6 +485,7 @@ impl From<EgressError> for KeyError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::egress::StaticResolver;
     use ed25519_dalek::SigningKey;
     use serde_json::{Value, json};
     use std::io;

@@ -33,7 +33,9 @@ pub trait Transport: Send + Sync {
 pub struct HttpTransport {
     http: Result<Egress, EgressError>,
     endpoint: String,
-    authorization: String,
+    /// The request headers, built once: content type, accept and the bearer token (`None`: the token is
+    /// not a valid header value).
+    headers: Option<HeaderMap>,
 }
 
 /// Largest ILP-over-HTTP reply read (an ILP packet is at most ~32 KiB of data plus its envelope).
@@ -41,10 +43,18 @@ const MAX_REPLY_BYTES: usize = 64 * 1024;
 
 impl HttpTransport {
     pub fn new(endpoint: &str, token: &str, timeout: Duration) -> Self {
+        let headers = HeaderValue::from_str(&format!("Bearer {token}")).ok().map(|bearer| {
+            let octets = HeaderValue::from_static("application/octet-stream");
+            let mut h = HeaderMap::new();
+            h.insert(header::CONTENT_TYPE, octets.clone());
+            h.insert(header::ACCEPT, octets);
+            h.insert(header::AUTHORIZATION, bearer);
+            h
+        });
         Self {
             http: Egress::new(egress::Policy::operator(timeout, MAX_REPLY_BYTES)),
             endpoint: endpoint.to_owned(),
-            authorization: format!("Bearer {token}"),
+            headers,
         }
     }
 }
@@ -53,15 +63,10 @@ impl Transport for HttpTransport {
     fn send(&self, prepare: Vec<u8>) -> BoxFuture<'_, Result<Vec<u8>, String>> {
         Box::pin(async move {
             let http = self.http.as_ref().map_err(|e| format!("peer client: {e}"))?;
-            let mut headers = HeaderMap::new();
-            let octets = HeaderValue::from_static("application/octet-stream");
-            headers.insert(header::CONTENT_TYPE, octets.clone());
-            headers.insert(header::ACCEPT, octets);
-            headers.insert(
-                header::AUTHORIZATION,
-                HeaderValue::from_str(&self.authorization)
-                    .map_err(|_| "peer token is not a valid header".to_owned())?,
-            );
+            let headers = self
+                .headers
+                .clone()
+                .ok_or_else(|| "peer token is not a valid header".to_owned())?;
             let res = http
                 .send(Method::POST, &self.endpoint, headers, prepare)
                 .await
