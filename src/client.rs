@@ -1,8 +1,8 @@
 //! The signed Open Payments client: requests signed exactly as the official Node SDK signs them (label `sig1`,
 //! `keyid` then `created`, `Content-Digest: sha-512`), for the ASE's own calls to other servers and for tests.
 
-use axum::http::{HeaderMap, HeaderValue, Method, header};
 use ed25519_dalek::SigningKey;
+use http::{HeaderMap, HeaderValue, Method, header};
 use serde_json::Value;
 
 use crate::{
@@ -112,7 +112,7 @@ impl SignedClient {
         headers.insert(header::ACCEPT, HeaderValue::from_static("application/json"));
         let reply = http.send(method, url, headers, body).await?;
         let body = reply.json().unwrap_or(Value::Null);
-        let status = reply.status.as_u16();
+        let status = reply.status;
         let headers = reply.headers;
         let raw = reply.body;
         Ok(Response {

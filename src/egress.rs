@@ -18,7 +18,7 @@ use std::{
     time::Duration,
 };
 
-use axum::http::{HeaderMap, Method, StatusCode, header};
+use http::{HeaderMap, Method, header};
 use rustls_platform_verifier::BuilderVerifierExt as _;
 use url::{Host, Url};
 
@@ -388,7 +388,7 @@ fn map_reqwest(e: reqwest::Error) -> EgressError {
 /// An answer: status, headers and the (capped) body.
 #[derive(Debug, Clone)]
 pub struct Reply {
-    pub status: StatusCode,
+    pub status: u16,
     pub headers: HeaderMap,
     pub body: Vec<u8>,
 }
@@ -527,7 +527,7 @@ impl Egress {
             body.extend_from_slice(&chunk);
         }
         Ok(Reply {
-            status: response.status(),
+            status: response.status().as_u16(),
             headers: response.headers().clone(),
             body,
         })
@@ -766,7 +766,7 @@ mod tests {
             let mut headers = HeaderMap::new();
             headers.insert(header::CONTENT_TYPE, ct.parse().unwrap());
             Reply {
-                status: StatusCode::OK,
+                status: 200,
                 headers,
                 body: body.as_bytes().to_vec(),
             }

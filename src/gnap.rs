@@ -4,14 +4,12 @@
 //! check the resource server calls in-process.
 //!
 //! `model` holds the wire types and their validation, `service` the only writer of grants and tokens,
-//! `interaction` the front-channel page, `routes` the thin `/auth` handlers, `describe` the plain-words
-//! rendering of a request shared by the page, the CLI and the console.
+//! `describe` the plain-words rendering of a request shared by the page, the CLI and the console. The `/auth`
+//! handlers and the interaction page are HTTP, in `crate::server::routes::{gnap, interaction}`.
 
 pub mod describe;
 pub mod error;
-pub mod interaction;
 pub mod model;
-pub mod routes;
 pub mod service;
 
 pub use error::GnapError;

@@ -6,6 +6,7 @@ pub mod extract;
 pub mod ilp_http;
 pub mod pagination;
 pub mod request_log;
+pub mod routes;
 pub mod rs_auth;
 pub mod signed;
 pub mod state;
@@ -17,7 +18,7 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tower_http::timeout::TimeoutLayer;
 
-use crate::{admin, ase, gnap};
+use crate::admin;
 pub use state::AppState;
 
 /// Every route, with the body limit, timeout and request-log layers.
@@ -27,12 +28,12 @@ pub fn router(state: AppState) -> Router {
     Router::new()
         .route("/healthz", get(healthz))
         .nest("/admin", admin::routes(state.clone()))
-        .merge(gnap::routes::routes())
-        .merge(ase::incoming::routes())
-        .merge(ase::quotes::routes())
-        .merge(ase::outgoing::routes())
+        .merge(routes::gnap::routes())
+        .merge(routes::incoming::routes())
+        .merge(routes::quotes::routes())
+        .merge(routes::outgoing::routes())
         .merge(ilp_http::routes())
-        .merge(ase::wallet::routes())
+        .merge(routes::wallet::routes())
         .fallback(error::not_found)
         .layer(DefaultBodyLimit::max(limit))
         .layer(middleware::from_fn_with_state(state.clone(), request_log::emit))

@@ -12,7 +12,7 @@ use sha2::Sha256;
 use tokio::sync::{Semaphore, broadcast::error::RecvError};
 use tokio_util::sync::CancellationToken;
 
-use axum::http::{HeaderMap, HeaderValue, Method, header};
+use http::{HeaderMap, HeaderValue, Method, header};
 
 use crate::{
     clock::{SharedClock, format_ts},
@@ -97,9 +97,9 @@ pub async fn run(
                 }
                 let result = http.send(Method::POST, &url, headers, body.clone().into_bytes()).await;
                 match result {
-                    Ok(r) if r.status.is_success() => return,
+                    Ok(r) if (200..300).contains(&r.status) => return,
                     // a large answer is no success: only a 2xx within the cap counts
-                    Ok(r) => tracing::info!(attempt, status = r.status.as_u16(), "webhook refused"),
+                    Ok(r) => tracing::info!(attempt, status = r.status, "webhook refused"),
                     Err(e) => tracing::info!(attempt, error = %e, "webhook not delivered"),
                 }
                 if attempt == attempts {

@@ -25,7 +25,7 @@ use time::{Duration, OffsetDateTime};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
-use super::{incoming::state_of, remote::Remote};
+use super::{incoming::state_of, outgoing::OutgoingError, remote::Remote};
 use crate::{
     clock::{SharedClock, format_ts, parse_ts},
     events::{DomainEvent, EventBus},
@@ -37,7 +37,6 @@ use crate::{
     interval::RepeatingInterval,
     ledger::{self, AccountKind, Balance, LedgerError, NewTransfer},
     money::{Asset, MoneyError, Value},
-    server::error::ApiError,
     settings::EngineSettings,
     states::{IncomingState, OutgoingState},
     store::{
@@ -469,23 +468,22 @@ impl Engine {
     }
 
     /// The operator cancels a payment that has not sent anything yet; its reservation is released.
-    pub async fn cancel(&self, id: &str) -> Result<OutgoingRow, ApiError> {
+    pub async fn cancel(&self, id: &str) -> Result<OutgoingRow, OutgoingError> {
         let pid = id.to_owned();
         let now = self.clock.now();
         let out = self
             .store
             .call(move |conn| {
                 let tx = store::immediate(conn)?;
-                let p = repo::outgoing(&tx, &pid)?.ok_or_else(|| ApiError::not_found("unknown outgoing payment"))?;
+                let p = repo::outgoing(&tx, &pid)?.ok_or(OutgoingError::NotFound)?;
                 if !p.state.can_cancel(p.sent_amount == 0) {
-                    return Err(ApiError::new(
-                        axum::http::StatusCode::CONFLICT,
-                        "invalid_state",
-                        format!(
+                    return Err(OutgoingError::Refused {
+                        reason: "invalid_state",
+                        message: format!(
                             "only a payment that has sent nothing can be cancelled; this one is {} with {} sent",
                             p.state, p.sent_amount
                         ),
-                    ));
+                    });
                 }
                 let balances = release(&tx, &p, now)?;
                 repo::set_state(
@@ -497,9 +495,9 @@ impl Engine {
                     Some((OutgoingState::Cancelled.as_str(), "Cancelled by the operator.")),
                     &format_ts(now),
                 )?;
-                let p = repo::outgoing(&tx, &pid)?.ok_or_else(|| ApiError::internal(&"payment vanished"))?;
+                let p = reread(&tx, &pid)?;
                 tx.commit()?;
-                Ok::<_, ApiError>((p, balances))
+                Ok::<_, OutgoingError>((p, balances))
             })
             .await?;
         self.bus
@@ -510,27 +508,25 @@ impl Engine {
 
     /// The operator retries a failed payment: a new attempt with a fresh reservation of what is left to send,
     /// if its quote and receiver still allow it and its grant still has room.
-    pub async fn retry(&self, id: &str) -> Result<OutgoingRow, ApiError> {
+    pub async fn retry(&self, id: &str) -> Result<OutgoingRow, OutgoingError> {
         let pid = id.to_owned();
         let now = self.clock.now();
         let p = self
             .store
             .call(move |conn| {
                 let tx = store::immediate(conn)?;
-                let p = repo::outgoing(&tx, &pid)?.ok_or_else(|| ApiError::not_found("unknown outgoing payment"))?;
+                let p = repo::outgoing(&tx, &pid)?.ok_or(OutgoingError::NotFound)?;
                 if !p.state.can_retry() {
-                    return Err(ApiError::new(
-                        axum::http::StatusCode::CONFLICT,
-                        "invalid_state",
-                        format!("only a failed payment can be retried; this one is {}", p.state),
-                    ));
+                    return Err(OutgoingError::Refused {
+                        reason: "invalid_state",
+                        message: format!("only a failed payment can be retried; this one is {}", p.state),
+                    });
                 }
                 if let Some(reason) = blocked(&tx, &p, now)? {
-                    return Err(ApiError::new(
-                        axum::http::StatusCode::CONFLICT,
-                        "not_retryable",
-                        reason.1,
-                    ));
+                    return Err(OutgoingError::Refused {
+                        reason: "not_retryable",
+                        message: reason.1,
+                    });
                 }
                 check_grant_room(&tx, &p)?;
                 let debit_asset = asset(&p.asset_code, p.asset_scale);
@@ -545,14 +541,19 @@ impl Engine {
                     p.attempts + 1,
                     &format_ts(now),
                 )? {
-                    Err(f) => return Err(ApiError::new(axum::http::StatusCode::CONFLICT, f.0, f.1)),
+                    Err(f) => {
+                        return Err(OutgoingError::Refused {
+                            reason: f.0,
+                            message: f.1,
+                        });
+                    }
                     Ok((reservation, account)) => {
                         repo::restart(&tx, &p.id, &reservation, &account, &format_ts(now))?;
                     }
                 }
-                let p = repo::outgoing(&tx, &p.id)?.ok_or_else(|| ApiError::internal(&"payment vanished"))?;
+                let p = reread(&tx, &p.id)?;
                 tx.commit()?;
-                Ok::<_, ApiError>(p)
+                Ok::<_, OutgoingError>(p)
             })
             .await?;
         self.wake.notify_one();
@@ -969,16 +970,6 @@ fn remote_progress_tx(
     })
 }
 
-impl From<EngineError> for ApiError {
-    fn from(e: EngineError) -> Self {
-        match e {
-            EngineError::Ledger(l) => l.into(),
-            EngineError::Money(m) => m.into(),
-            EngineError::Store(s) => ApiError::internal(&s),
-        }
-    }
-}
-
 /// Whether the payment's quote or receiver forbids going on (a permanent failure).
 fn blocked(tx: &SqlConnection, p: &OutgoingRow, now: OffsetDateTime) -> Result<Option<Failure>, EngineError> {
     if let Some(q) = &p.quote_id
@@ -1024,19 +1015,20 @@ fn blocked(tx: &SqlConnection, p: &OutgoingRow, now: OffsetDateTime) -> Result<O
 }
 
 /// A retried payment counts its full debit against its grant again: refuse if that would pass a limit.
-fn check_grant_room(tx: &SqlConnection, p: &OutgoingRow) -> Result<(), ApiError> {
+fn check_grant_room(tx: &SqlConnection, p: &OutgoingRow) -> Result<(), OutgoingError> {
     let Some(gid) = &p.grant_id else { return Ok(()) };
     let Some(g) = store::grants::grant(tx, gid)? else {
         return Ok(());
     };
-    let access: Vec<AccessItem> = serde_json::from_str(&g.access).map_err(|e| ApiError::internal(&e))?;
+    let access: Vec<AccessItem> =
+        serde_json::from_str(&g.access).map_err(|e| OutgoingError::Internal(format!("stored access: {e}")))?;
     let Some(limits) = access.iter().find_map(|i| match i {
         AccessItem::OutgoingPayment { limits: Some(l), .. } => Some(l.clone()),
         _ => None,
     }) else {
         return Ok(());
     };
-    let created = parse_ts(&p.created_at).map_err(|e| ApiError::internal(&e))?;
+    let created = parse_ts(&p.created_at).map_err(|e| OutgoingError::Internal(format!("stored createdAt: {e}")))?;
     let (from, to) = match limits.interval.as_deref().map(str::parse::<RepeatingInterval>) {
         Some(Ok(iv)) => match iv.window_at(created) {
             Ok(Some((s, e))) => (format_ts(s), format_ts(e)),
@@ -1053,11 +1045,10 @@ fn check_grant_room(tx: &SqlConnection, p: &OutgoingRow) -> Result<(), ApiError>
             .is_some_and(|l| spent + extra > i128::from(l.value.get()))
     };
     if over(&limits.debit_amount, sd, extra_debit) || over(&limits.receive_amount, sr, extra_receive) {
-        return Err(ApiError::new(
-            axum::http::StatusCode::CONFLICT,
-            "limit_exceeded",
-            "retrying would pass the grant's limit for this interval",
-        ));
+        return Err(OutgoingError::Refused {
+            reason: "limit_exceeded",
+            message: "retrying would pass the grant's limit for this interval".into(),
+        });
     }
     Ok(())
 }

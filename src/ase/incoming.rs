@@ -4,15 +4,8 @@
 //! as expired wherever it is read. `methods` carry fresh STREAM credentials (`ilpAddress` = `{node}.{token}`,
 //! the token encrypting the payment id) on every authenticated create and read.
 
-use std::{collections::HashMap, sync::Arc};
+use std::sync::Arc;
 
-use axum::{
-    Json, Router,
-    extract::{FromRequest, Path, Query, Request, State},
-    http::StatusCode,
-    response::{IntoResponse, Response},
-    routing::{get, post},
-};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use time::{Duration, OffsetDateTime};
@@ -21,17 +14,10 @@ use super::wallet::Wallet;
 use crate::{
     clock::{SharedClock, format_ts, parse_ts},
     events::{DomainEvent, EventBus},
-    gnap::model::Action,
     ids,
     ilp::receiver::{self, PaymentSnapshot, Refusal, StreamServer},
     ledger::{self, Balance, LedgerError, NewTransfer},
     money::{Amount, Asset, Value as Money},
-    server::{
-        AppState,
-        error::ApiError,
-        pagination::{ListQuery, ListResponse},
-        rs_auth::RsAuth,
-    },
     states::IncomingState,
     store::{
         self, Store,
@@ -80,6 +66,29 @@ pub struct IncomingView {
     pub state: IncomingState,
     pub wallet: String,
     pub client: Option<String>,
+}
+
+/// Why an incoming-payment operation was refused or failed.
+#[derive(Debug, thiserror::Error)]
+pub enum IncomingError {
+    #[error("unknown incoming payment")]
+    NotFound,
+    #[error("incomingAmount must be greater than zero")]
+    ZeroAmount,
+    /// `expiresAt` unreadable, past or too far away.
+    #[error("{0}")]
+    BadExpiry(String),
+    #[error("state must be pending, completed or expired")]
+    BadStateFilter,
+    #[error("the incoming payment has expired")]
+    Expired,
+    /// STREAM credentials could not be made (a server fault).
+    #[error("STREAM credentials: {0}")]
+    Credentials(String),
+    #[error(transparent)]
+    Money(#[from] crate::money::MoneyError),
+    #[error(transparent)]
+    Store(#[from] store::Error),
 }
 
 /// The lifecycle state of a row at `now`.
@@ -146,11 +155,11 @@ impl IncomingPayments {
 
     /// The resource with `methods`: fresh STREAM credentials (a new token IV each time; all of them name this
     /// payment).
-    pub fn dto_with_methods(&self, r: &IncomingRow) -> Result<IncomingPaymentDto, ApiError> {
+    pub fn dto_with_methods(&self, r: &IncomingRow) -> Result<IncomingPaymentDto, IncomingError> {
         let creds = self
             .stream
             .credentials(&r.id, &r.asset_code, r.asset_scale)
-            .map_err(|e| ApiError::internal(&e))?;
+            .map_err(|e| IncomingError::Credentials(e.to_string()))?;
         let mut dto = self.dto(r);
         dto.methods = Some(vec![serde_json::json!({
             "type": "ilp",
@@ -196,17 +205,14 @@ impl IncomingPayments {
         wallet: &Wallet,
         client: Option<String>,
         req: CreateIncoming,
-    ) -> Result<IncomingRow, ApiError> {
+    ) -> Result<IncomingRow, IncomingError> {
         let now = self.clock.now();
         let incoming_amount = match &req.incoming_amount {
             None => None,
             Some(a) => {
                 let v = a.expect_asset(&wallet.asset())?;
                 if v.is_zero() {
-                    return Err(ApiError::bad_request(
-                        "invalid_amount",
-                        "incomingAmount must be greater than zero",
-                    ));
+                    return Err(IncomingError::ZeroAmount);
                 }
                 Some(v.as_i64())
             }
@@ -215,22 +221,15 @@ impl IncomingPayments {
         let expires_at = match &req.expires_at {
             None => latest,
             Some(s) => {
-                let t = parse_ts(s)
-                    .map_err(|e| ApiError::bad_request("invalid_request", format!("expiresAt {s:?}: {e}")))?;
+                let t = parse_ts(s).map_err(|e| IncomingError::BadExpiry(format!("expiresAt {s:?}: {e}")))?;
                 if t <= now {
-                    return Err(ApiError::bad_request(
-                        "invalid_request",
-                        "expiresAt must be in the future",
-                    ));
+                    return Err(IncomingError::BadExpiry("expiresAt must be in the future".into()));
                 }
                 if t > latest {
-                    return Err(ApiError::bad_request(
-                        "invalid_request",
-                        format!(
-                            "expiresAt may be at most {} s from now",
-                            self.max_lifetime.whole_seconds()
-                        ),
-                    ));
+                    return Err(IncomingError::BadExpiry(format!(
+                        "expiresAt may be at most {} s from now",
+                        self.max_lifetime.whole_seconds()
+                    )));
                 }
                 t
             }
@@ -259,8 +258,7 @@ impl IncomingPayments {
                 repo::insert_incoming(conn, &stored)?;
                 Ok::<_, store::Error>(())
             })
-            .await
-            .map_err(|e| ApiError::internal(&e))?;
+            .await?;
         self.bus.publish(DomainEvent::IncomingPaymentCreated {
             id: row.id.clone(),
             wallet: row.wallet_name.clone(),
@@ -386,17 +384,15 @@ impl IncomingPayments {
         Ok(credit)
     }
 
-    pub async fn get(&self, id: &str) -> Result<IncomingRow, ApiError> {
-        let not_found = || ApiError::not_found("unknown incoming payment");
+    pub async fn get(&self, id: &str) -> Result<IncomingRow, IncomingError> {
         if !ids::is_id(id) {
-            return Err(not_found());
+            return Err(IncomingError::NotFound);
         }
         let i = id.to_owned();
         self.store
             .call(move |c| repo::incoming(c, &i))
-            .await
-            .map_err(|e| ApiError::internal(&e))?
-            .ok_or_else(not_found)
+            .await?
+            .ok_or(IncomingError::NotFound)
     }
 
     /// Lists newest first: one wallet's or all, one client's or all, optionally in one state.
@@ -406,44 +402,37 @@ impl IncomingPayments {
         client: Option<String>,
         state: Option<&str>,
         page: PageQuery,
-    ) -> Result<Page<IncomingRow>, ApiError> {
+    ) -> Result<Page<IncomingRow>, IncomingError> {
         let w = wallet_id.map(str::to_owned);
         let condition = match state {
             None => None,
             Some(st) => {
-                let st: IncomingState = st.parse().map_err(|_| {
-                    ApiError::bad_request("invalid_request", "state must be pending, completed or expired")
-                })?;
+                let st: IncomingState = st.parse().map_err(|_| IncomingError::BadStateFilter)?;
                 Some(repo::incoming_state_condition(st, &format_ts(self.clock.now())))
             }
         };
         self.store
             .call(move |c| repo::list_incoming(c, w.as_deref(), client.as_deref(), condition, &page))
             .await
-            .map_err(|e| ApiError::internal(&e))
+            .map_err(IncomingError::from)
     }
 
     /// How many incoming payments are open now.
-    pub async fn count_open(&self) -> Result<usize, ApiError> {
+    pub async fn count_open(&self) -> Result<usize, IncomingError> {
         let now = format_ts(self.clock.now());
         self.store
             .call(move |c| repo::count_open_incoming(c, &now))
             .await
-            .map_err(|e| ApiError::internal(&e))
+            .map_err(IncomingError::from)
     }
 
     /// Completes a pending incoming payment; completing a completed one returns it unchanged.
-    pub async fn complete(&self, id: &str) -> Result<IncomingRow, ApiError> {
+    pub async fn complete(&self, id: &str) -> Result<IncomingRow, IncomingError> {
         let row = self.get(id).await?;
         let now = self.clock.now();
         match state_of(&row, now) {
             IncomingState::Completed => return Ok(row),
-            IncomingState::Expired => {
-                return Err(ApiError::bad_request(
-                    "invalid_state",
-                    "the incoming payment has expired",
-                ));
-            }
+            IncomingState::Expired => return Err(IncomingError::Expired),
             _ => {}
         }
         let (i, now_s) = (row.id.clone(), format_ts(now));
@@ -455,90 +444,11 @@ impl IncomingPayments {
                 tx.commit()?;
                 Ok::<_, store::Error>(changed)
             })
-            .await
-            .map_err(|e| ApiError::internal(&e))?;
+            .await?;
         if changed {
             self.bus
                 .publish(DomainEvent::IncomingPaymentCompleted { id: row.id.clone() });
         }
         self.get(&row.id).await
     }
-}
-
-pub fn routes() -> Router<AppState> {
-    Router::new()
-        .route("/incoming-payments", post(create).get(list))
-        .route("/incoming-payments/{id}", get(read))
-        .route("/incoming-payments/{id}/complete", post(complete))
-}
-
-/// The wallet a request names, which must be one of ours.
-pub async fn wallet_of(state: &AppState, url: &str) -> Result<Wallet, ApiError> {
-    state
-        .wallets
-        .by_url(url)
-        .await?
-        .ok_or_else(|| ApiError::not_found(format!("{url} is not a wallet address of this server")))
-}
-
-pub fn parse_body<T: serde::de::DeserializeOwned>(auth: &RsAuth) -> Result<T, ApiError> {
-    serde_json::from_slice(&auth.signed.body)
-        .map_err(|e| ApiError::bad_request("invalid_request", format!("invalid request body: {e}")))
-}
-
-async fn create(State(s): State<AppState>, auth: RsAuth) -> Result<Response, ApiError> {
-    let req: CreateIncoming = parse_body(&auth)?;
-    let wallet_url = req.wallet_address.trim_end_matches('/').to_owned();
-    auth.require("incoming-payment", Action::Create, &wallet_url)?;
-    let wallet = wallet_of(&s, &wallet_url).await?;
-    let row = s.incoming.create(&wallet, Some(auth.client_id.clone()), req).await?;
-    Ok((StatusCode::CREATED, Json(s.incoming.dto_with_methods(&row)?)).into_response())
-}
-
-async fn list(
-    State(s): State<AppState>,
-    Query(q): Query<HashMap<String, String>>,
-    auth: RsAuth,
-) -> Result<Response, ApiError> {
-    let q = ListQuery::parse(&q)?;
-    let wallet_url = q.wallet_address.trim_end_matches('/').to_owned();
-    let scope = auth.require("incoming-payment", Action::List, &wallet_url)?;
-    let wallet = wallet_of(&s, &wallet_url).await?;
-    let page = s
-        .incoming
-        .list(Some(&wallet.id), auth.owner_filter(&scope), None, q.page)
-        .await?;
-    Ok(Json(ListResponse::from_page(page, |r| r.id.clone(), |r| s.incoming.dto(&r))).into_response())
-}
-
-/// Authenticated: the full resource with `methods`. Without `Authorization`: the public view.
-async fn read(State(s): State<AppState>, Path(id): Path<String>, req: Request) -> Result<Response, ApiError> {
-    if !req.headers().contains_key(axum::http::header::AUTHORIZATION) {
-        let row = s.incoming.get(&id).await?;
-        let dto = s.incoming.dto(&row);
-        return Ok(Json(serde_json::json!({
-            "authServer": s.gnap.grant_endpoint(),
-            "receivedAmount": dto.received_amount,
-        }))
-        .into_response());
-    }
-    let auth = RsAuth::from_request(req, &s).await?;
-    let row = s.incoming.get(&id).await?;
-    let wallet_url = format!("{}/{}", s.settings.public_url, row.wallet_name);
-    let scope = auth.require("incoming-payment", Action::Read, &wallet_url)?;
-    if !auth.sees(&scope, row.client.as_deref()) {
-        return Err(ApiError::not_found("unknown incoming payment"));
-    }
-    Ok(Json(s.incoming.dto_with_methods(&row)?).into_response())
-}
-
-async fn complete(State(s): State<AppState>, Path(id): Path<String>, auth: RsAuth) -> Result<Response, ApiError> {
-    let row = s.incoming.get(&id).await?;
-    let wallet_url = format!("{}/{}", s.settings.public_url, row.wallet_name);
-    let scope = auth.require("incoming-payment", Action::Complete, &wallet_url)?;
-    if !auth.manages(&scope, row.client.as_deref()) {
-        return Err(ApiError::not_found("unknown incoming payment"));
-    }
-    let row = s.incoming.complete(&row.id).await?;
-    Ok(Json(s.incoming.dto(&row)).into_response())
 }

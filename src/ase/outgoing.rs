@@ -8,40 +8,26 @@
 //! signature with the answer, so a replay of that exact request (an attacker's or a client's retry) within
 //! the signature window gets the original answer and moves no money — across restarts too.
 
-use std::{collections::HashMap, sync::Arc};
+use std::sync::Arc;
 
 use tokio::sync::Notify;
 
-use axum::{
-    Json, Router,
-    extract::{Path, Query, State},
-    http::StatusCode,
-    response::{IntoResponse, Response},
-    routing::{get, post},
-};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value as JsonValue};
 use time::OffsetDateTime;
 
 use super::{
-    incoming::{parse_body, wallet_of},
-    quotes::{Priced, Quotes},
+    quotes::{Priced, QuoteError, Quotes},
     wallet::Wallet,
 };
 use crate::{
     clock::{SharedClock, format_ts, parse_ts},
     events::{DomainEvent, EventBus},
-    gnap::model::{AccessItem, Action, Limits},
+    gnap::model::Limits,
     ids,
     interval::RepeatingInterval,
-    ledger,
-    money::{Amount, Asset, Value},
-    server::{
-        AppState,
-        error::ApiError,
-        pagination::{ListQuery, ListResponse},
-        rs_auth::RsAuth,
-    },
+    ledger::{self, LedgerError},
+    money::{Amount, Asset, MoneyError, Value},
     states::OutgoingState,
     store::{
         self, Store,
@@ -152,31 +138,78 @@ enum Created {
     Replayed(u16, String),
 }
 
+/// The status stored with the answer to a request that created a payment (the wire's `201 Created`); a
+/// refusal is stored with the status its edge answered.
+pub const CREATED: u16 = 201;
+
+/// Why an outgoing-payment operation was refused or failed.
+#[derive(Debug, thiserror::Error)]
+pub enum OutgoingError {
+    #[error("unknown outgoing payment")]
+    NotFound,
+    /// The quote named is unknown, another wallet's, expired or used.
+    #[error("{0}")]
+    Quote(String),
+    /// The request is malformed.
+    #[error("{0}")]
+    Request(String),
+    /// The grant does not allow this payment (limits, receiver, interval).
+    #[error("{0}")]
+    Grant(String),
+    /// The payment's state refuses the operator's action (`reason` is the error code).
+    #[error("{message}")]
+    Refused { reason: &'static str, message: String },
+    /// This signed request was answered before: the stored status and body, to be sent again as they were.
+    #[error("a replayed request, answered before with {status}")]
+    Replayed { status: u16, body: String },
+    /// Pricing a payment without a quote failed.
+    #[error(transparent)]
+    Pricing(#[from] QuoteError),
+    #[error(transparent)]
+    Ledger(#[from] LedgerError),
+    #[error(transparent)]
+    Engine(#[from] super::engine::EngineError),
+    #[error(transparent)]
+    Money(#[from] MoneyError),
+    #[error(transparent)]
+    Store(#[from] store::Error),
+    /// Stored data that does not read back (a server fault).
+    #[error("{0}")]
+    Internal(String),
+}
+
+impl From<rusqlite::Error> for OutgoingError {
+    fn from(e: rusqlite::Error) -> Self {
+        Self::Store(e.into())
+    }
+}
+
+fn internal(e: impl std::fmt::Display) -> OutgoingError {
+    OutgoingError::Internal(e.to_string())
+}
+
 /// The stored answer to a replayed request: the payment it created, or the refusal it got, as it was.
-fn replayed(status: u16, body: String) -> Result<OutgoingPaymentDto, ApiError> {
+fn replayed(status: u16, body: String) -> Result<OutgoingPaymentDto, OutgoingError> {
     tracing::info!(
         status,
         "a signed outgoing-payment request was replayed; answering as the first time"
     );
-    if status == StatusCode::CREATED.as_u16() {
-        return serde_json::from_str(&body).map_err(|e| ApiError::internal(&e));
+    if status == CREATED {
+        return serde_json::from_str(&body).map_err(internal);
     }
-    let status = StatusCode::from_u16(status).map_err(|e| ApiError::internal(&e))?;
-    Err(ApiError::verbatim(status, body))
+    Err(OutgoingError::Replayed { status, body })
 }
 
-fn forbidden(d: impl Into<String>) -> ApiError {
-    ApiError::new(StatusCode::FORBIDDEN, "forbidden", d)
+fn forbidden(d: impl Into<String>) -> OutgoingError {
+    OutgoingError::Grant(d.into())
 }
 
 /// The [start, end) window of a limit's interval at `now` as stored timestamps; all time without one.
-fn window(limits: Option<&Limits>, now: OffsetDateTime) -> Result<(String, String), ApiError> {
+fn window(limits: Option<&Limits>, now: OffsetDateTime) -> Result<(String, String), OutgoingError> {
     match limits.and_then(|l| l.interval.as_deref()) {
         None => Ok((String::new(), "~".into())),
         Some(i) => {
-            let iv: RepeatingInterval = i
-                .parse()
-                .map_err(|e| ApiError::internal(&format!("stored interval {i:?}: {e}")))?;
+            let iv: RepeatingInterval = i.parse().map_err(|e| internal(format!("stored interval {i:?}: {e}")))?;
             match iv.window_at(now) {
                 Ok(Some((s, e))) => Ok((format_ts(s), format_ts(e))),
                 Ok(None) => Err(forbidden("the grant's interval does not cover the current time")),
@@ -270,7 +303,7 @@ impl OutgoingPayments {
 
     /// Creates a payment under `grant`: quote, limits, reservation and insert in one transaction. With a
     /// `request` key, a request already answered gets its original answer (the payment, or the refusal) and
-    /// changes nothing; a refusal (4xx) is remembered for its replays.
+    /// changes nothing. The edge remembers a refusal for its replays ([`OutgoingPayments::remember_refusal`]).
     pub async fn create(
         &self,
         wallet: &Wallet,
@@ -279,22 +312,13 @@ impl OutgoingPayments {
         source: Source,
         metadata: Option<Map<String, JsonValue>>,
         request: Option<RequestKey>,
-    ) -> Result<OutgoingPaymentDto, ApiError> {
+    ) -> Result<OutgoingPaymentDto, OutgoingError> {
         if let Some(k) = &request
             && let Some((status, body)) = self.answered(k).await?
         {
             return replayed(status, body);
         }
-        let result = self
-            .create_new(wallet, client, grant, source, metadata, request.clone())
-            .await;
-        if let (Some(k), Err(e)) = (&request, &result)
-            && e.status.is_client_error()
-            && e.verbatim.is_none()
-        {
-            self.remember_refusal(k, e).await;
-        }
-        result
+        self.create_new(wallet, client, grant, source, metadata, request).await
     }
 
     async fn create_new(
@@ -305,7 +329,7 @@ impl OutgoingPayments {
         source: Source,
         metadata: Option<Map<String, JsonValue>>,
         request: Option<RequestKey>,
-    ) -> Result<OutgoingPaymentDto, ApiError> {
+    ) -> Result<OutgoingPaymentDto, OutgoingError> {
         let now = self.clock.now();
         let now_s = format_ts(now);
         // a payment without a quote is priced now (fixed-send)
@@ -317,7 +341,7 @@ impl OutgoingPayments {
             Source::Quote(url) => Some(
                 self.quotes
                     .id_from_url(url)
-                    .ok_or_else(|| ApiError::bad_request("invalid_quote", "unknown quoteId"))?
+                    .ok_or_else(|| OutgoingError::Quote("unknown quoteId".into()))?
                     .to_owned(),
             ),
             Source::Incoming { .. } => None,
@@ -334,32 +358,23 @@ impl OutgoingPayments {
         let created = self
             .store
             .call(move |conn| {
-                let tx = store::immediate(conn).map_err(|e| ApiError::internal(&e))?;
+                let tx = store::immediate(conn)?;
                 if let Some(k) = &request
-                    && let Some((status, body)) =
-                        repo::answered_outgoing_request(&tx, &k.signature_digest).map_err(|e| ApiError::internal(&e))?
+                    && let Some((status, body)) = repo::answered_outgoing_request(&tx, &k.signature_digest)?
                 {
                     return Ok(Created::Replayed(status, body));
                 }
                 let (receiver, incoming_id, debit, receive, recv_code, recv_scale) = match (&quote_id, &priced) {
                     (Some(qid), _) => {
-                        let q = repo::quote(&tx, qid)
-                            .map_err(|e| ApiError::internal(&e))?
-                            .ok_or_else(|| ApiError::bad_request("invalid_quote", "unknown quoteId"))?;
+                        let q = repo::quote(&tx, qid)?.ok_or_else(|| OutgoingError::Quote("unknown quoteId".into()))?;
                         if q.wallet_id != w.id {
-                            return Err(ApiError::bad_request(
-                                "invalid_quote",
-                                "the quote belongs to another wallet",
-                            ));
+                            return Err(OutgoingError::Quote("the quote belongs to another wallet".into()));
                         }
-                        if parse_ts(&q.expires_at).map_err(|e| ApiError::internal(&e))? <= now {
-                            return Err(ApiError::bad_request("invalid_quote", "the quote has expired"));
+                        if parse_ts(&q.expires_at).map_err(internal)? <= now {
+                            return Err(OutgoingError::Quote("the quote has expired".into()));
                         }
-                        if repo::outgoing_by_quote(&tx, qid)
-                            .map_err(|e| ApiError::internal(&e))?
-                            .is_some()
-                        {
-                            return Err(ApiError::bad_request("invalid_quote", "the quote was already used"));
+                        if repo::outgoing_by_quote(&tx, qid)?.is_some() {
+                            return Err(OutgoingError::Quote("the quote was already used".into()));
                         }
                         (
                             q.receiver,
@@ -373,7 +388,7 @@ impl OutgoingPayments {
                     (None, Some(p)) => {
                         let url = receiver_url.clone().unwrap_or_default();
                         if let Some(plan) = p.plan_row(&id, &url, &now_s) {
-                            store::stream::insert_plan(&tx, &plan).map_err(|e| ApiError::internal(&e))?;
+                            store::stream::insert_plan(&tx, &plan)?;
                         }
                         (
                             url,
@@ -384,7 +399,7 @@ impl OutgoingPayments {
                             p.receive_asset.scale,
                         )
                     }
-                    (None, None) => return Err(ApiError::internal(&"outgoing payment without a source")),
+                    (None, None) => return Err(internal("outgoing payment without a source")),
                 };
                 let debit_asset = w.asset();
                 let receive_asset = Asset {
@@ -395,9 +410,12 @@ impl OutgoingPayments {
                 let spent = match &grant {
                     None => None,
                     Some(g) => {
-                        let (sd, sr, _, _) = repo::grant_spent(&tx, &g.grant_id, &win_from, &win_to)
-                            .map_err(|e| ApiError::internal(&e))?
-                            .unwrap_or((0, 0, String::new(), 0));
+                        let (sd, sr, _, _) = repo::grant_spent(&tx, &g.grant_id, &win_from, &win_to)?.unwrap_or((
+                            0,
+                            0,
+                            String::new(),
+                            0,
+                        ));
                         if let Some(l) = &g.limits {
                             if let Some(r) = &l.receiver
                                 && r != &receiver
@@ -459,24 +477,23 @@ impl OutgoingPayments {
                     created_at: now_s.clone(),
                     updated_at: now_s.clone(),
                 };
-                repo::insert_outgoing(&tx, &row).map_err(|e| ApiError::internal(&e))?;
+                repo::insert_outgoing(&tx, &row)?;
                 let balance = ledger::ops::balances(&tx, &[&w.account_id])?;
                 let dto = this.created_dto(&row, spent);
                 if let Some(k) = &request {
-                    let answer = serde_json::to_string(&dto).map_err(|e| ApiError::internal(&e))?;
+                    let answer = serde_json::to_string(&dto).map_err(internal)?;
                     repo::remember_outgoing_request(
                         &tx,
                         &k.signature_digest,
                         Some(&row.id),
-                        StatusCode::CREATED.as_u16(),
+                        CREATED,
                         &answer,
                         k.created,
                         k.forget_before(now.unix_timestamp()),
-                    )
-                    .map_err(|e| ApiError::internal(&e))?;
+                    )?;
                 }
-                tx.commit().map_err(|e| ApiError::internal(&e))?;
-                Ok::<_, ApiError>(Created::New(Box::new((row, dto, balance))))
+                tx.commit()?;
+                Ok::<_, OutgoingError>(Created::New(Box::new((row, dto, balance))))
             })
             .await?;
         let (row, dto, balance) = match created {
@@ -499,19 +516,19 @@ impl OutgoingPayments {
     }
 
     /// The original answer (status, body) to an already answered signed request, if any.
-    async fn answered(&self, request: &RequestKey) -> Result<Option<(u16, String)>, ApiError> {
+    async fn answered(&self, request: &RequestKey) -> Result<Option<(u16, String)>, OutgoingError> {
         let digest = request.signature_digest;
-        self.store
+        Ok(self
+            .store
             .call(move |c| repo::answered_outgoing_request(c, &digest))
-            .await
-            .map_err(|e| ApiError::internal(&e))
+            .await?)
     }
 
     /// Remembers a refusal, so that a replay of the request is refused alike even once the reason is gone
     /// (a new interval of the grant, a deposit). Best effort: a request that was not remembered is checked
-    /// anew when replayed, as it was the first time.
-    async fn remember_refusal(&self, request: &RequestKey, e: &ApiError) {
-        let (k, status, body) = (request.clone(), e.status.as_u16(), e.envelope().to_string());
+    /// anew when replayed, as it was the first time. `status` and `body` are the refusal as the edge answered it.
+    pub async fn remember_refusal(&self, request: &RequestKey, status: u16, body: String) {
+        let k = request.clone();
         let now = self.clock.now().unix_timestamp();
         let stored = self
             .store
@@ -553,17 +570,15 @@ impl OutgoingPayments {
         dto
     }
 
-    pub async fn get(&self, id: &str) -> Result<OutgoingRow, ApiError> {
-        let not_found = || ApiError::not_found("unknown outgoing payment");
+    pub async fn get(&self, id: &str) -> Result<OutgoingRow, OutgoingError> {
         if !ids::is_id(id) {
-            return Err(not_found());
+            return Err(OutgoingError::NotFound);
         }
         let i = id.to_owned();
         self.store
             .call(move |c| repo::outgoing(c, &i))
-            .await
-            .map_err(|e| ApiError::internal(&e))?
-            .ok_or_else(not_found)
+            .await?
+            .ok_or(OutgoingError::NotFound)
     }
 
     /// Lists newest first: one wallet's or all, one client's or all, optionally in one state.
@@ -573,26 +588,24 @@ impl OutgoingPayments {
         client: Option<String>,
         state: Option<String>,
         page: PageQuery,
-    ) -> Result<Page<OutgoingRow>, ApiError> {
-        let state = state.map(|st| st.parse::<OutgoingState>()).transpose().map_err(|_| {
-            ApiError::bad_request(
-                "invalid_request",
-                format!("state must be one of {:?}", OutgoingState::NAMES),
-            )
-        })?;
+    ) -> Result<Page<OutgoingRow>, OutgoingError> {
+        let state = state
+            .map(|st| st.parse::<OutgoingState>())
+            .transpose()
+            .map_err(|_| OutgoingError::Request(format!("state must be one of {:?}", OutgoingState::NAMES)))?;
         let w = wallet_id.map(str::to_owned);
         self.store
             .call(move |c| repo::list_outgoing(c, w.as_deref(), client.as_deref(), state, &page))
             .await
-            .map_err(|e| ApiError::internal(&e))
+            .map_err(OutgoingError::from)
     }
 
     /// How many outgoing payments are in `state`.
-    pub async fn count_in_state(&self, state: OutgoingState) -> Result<usize, ApiError> {
+    pub async fn count_in_state(&self, state: OutgoingState) -> Result<usize, OutgoingError> {
         self.store
             .call(move |c| repo::count_outgoing(c, state))
             .await
-            .map_err(|e| ApiError::internal(&e))
+            .map_err(OutgoingError::from)
     }
 
     /// What a grant has spent in its current interval (`null`s when it never paid anything).
@@ -601,7 +614,7 @@ impl OutgoingPayments {
         grant_id: &str,
         limits: Option<&Limits>,
         debit_asset: Option<Asset>,
-    ) -> Result<GrantSpent, ApiError> {
+    ) -> Result<GrantSpent, OutgoingError> {
         // outside the interval nothing is spent in "the current" one: an empty window
         let (from, to) = window(limits, self.clock.now()).unwrap_or_default();
         let g = grant_id.to_owned();
@@ -612,8 +625,7 @@ impl OutgoingPayments {
                 let now = repo::grant_spent(c, &g, &from, &to)?;
                 Ok::<_, store::Error>((ever, now))
             })
-            .await
-            .map_err(|e| ApiError::internal(&e))?;
+            .await?;
         let Some((_, _, code, scale)) = ever else {
             return Ok(GrantSpent {
                 spent_debit_amount: None,
@@ -633,100 +645,4 @@ impl OutgoingPayments {
             spent_receive_amount: Some(amount(sr, &receive_asset)),
         })
     }
-}
-
-pub fn routes() -> Router<AppState> {
-    Router::new()
-        .route("/outgoing-payments", post(create).get(list))
-        .route("/outgoing-payments/{id}", get(read))
-        .route("/outgoing-payment-grant", get(spent))
-}
-
-async fn create(State(s): State<AppState>, auth: RsAuth) -> Result<Response, ApiError> {
-    let req: CreateOutgoing = parse_body(&auth)?;
-    let wallet_url = req.wallet_address.trim_end_matches('/').to_owned();
-    let scope = auth.require("outgoing-payment", Action::Create, &wallet_url)?;
-    let source = match (req.quote_id, req.incoming_payment, req.debit_amount) {
-        (Some(q), None, None) => Source::Quote(q),
-        (None, Some(receiver), Some(debit)) => Source::Incoming { receiver, debit },
-        _ => {
-            return Err(ApiError::bad_request(
-                "invalid_request",
-                "give quoteId, or incomingPayment with debitAmount",
-            ));
-        }
-    };
-    let wallet = wallet_of(&s, &wallet_url).await?;
-    let limits = match &scope.item {
-        AccessItem::OutgoingPayment { limits, .. } => limits.clone(),
-        _ => None,
-    };
-    let grant = GrantContext {
-        grant_id: auth.token.grant_id.clone(),
-        limits,
-    };
-    let request = RequestKey {
-        signature_digest: auth.signed.signature_digest(),
-        created: auth.signed.sig.created.unwrap_or_default(),
-        window_secs: s.verifier.policy.max_skew_secs,
-    };
-    let dto = s
-        .outgoing
-        .create(
-            &wallet,
-            Some(auth.client_id.clone()),
-            Some(grant),
-            source,
-            req.metadata,
-            Some(request),
-        )
-        .await?;
-    Ok((StatusCode::CREATED, Json(dto)).into_response())
-}
-
-async fn list(
-    State(s): State<AppState>,
-    Query(q): Query<HashMap<String, String>>,
-    auth: RsAuth,
-) -> Result<Response, ApiError> {
-    let q = ListQuery::parse(&q)?;
-    let wallet_url = q.wallet_address.trim_end_matches('/').to_owned();
-    let scope = auth.require("outgoing-payment", Action::List, &wallet_url)?;
-    let wallet = wallet_of(&s, &wallet_url).await?;
-    let page = s
-        .outgoing
-        .list(Some(&wallet.id), auth.owner_filter(&scope), None, q.page)
-        .await?;
-    Ok(Json(ListResponse::from_page(page, |r| r.id.clone(), |r| s.outgoing.dto(&r))).into_response())
-}
-
-async fn read(State(s): State<AppState>, Path(id): Path<String>, auth: RsAuth) -> Result<Response, ApiError> {
-    let row = s.outgoing.get(&id).await?;
-    let wallet_url = format!("{}/{}", s.settings.public_url, row.wallet_name);
-    let scope = auth.require("outgoing-payment", Action::Read, &wallet_url)?;
-    if !auth.sees(&scope, row.client.as_deref()) {
-        return Err(ApiError::not_found("unknown outgoing payment"));
-    }
-    Ok(Json(s.outgoing.dto(&row)).into_response())
-}
-
-async fn spent(State(s): State<AppState>, auth: RsAuth) -> Result<Response, ApiError> {
-    let item = auth
-        .token
-        .access
-        .iter()
-        .find(|i| matches!(i, AccessItem::OutgoingPayment { .. }))
-        .ok_or_else(|| ApiError::forbidden(&s.gnap.grant_endpoint(), "the token is not for outgoing payments"))?;
-    let (limits, wallet_asset) = match item {
-        AccessItem::OutgoingPayment { limits, identifier, .. } => {
-            let asset = s.wallets.by_url(identifier).await?.map(|w| w.asset());
-            (limits.clone(), asset)
-        }
-        _ => (None, None),
-    };
-    let spent = s
-        .outgoing
-        .grant_spent(&auth.token.grant_id, limits.as_ref(), wallet_asset)
-        .await?;
-    Ok(Json(spent).into_response())
 }

@@ -4,18 +4,11 @@
 //! them ([`super::remote`]): the probed rate must reach the operator's rate less the slippage, and the quote
 //! delivers at that minimum rate; the plan (peer, credentials, rates) is stored in `stream_plans`.
 
-use axum::{
-    Json, Router,
-    extract::{Path, State},
-    http::StatusCode,
-    response::{IntoResponse, Response},
-    routing::{get, post},
-};
 use serde::{Deserialize, Serialize};
 use time::Duration;
 
 use super::{
-    incoming::{IncomingPayments, parse_body, state_of, wallet_of},
+    incoming::{IncomingPayments, state_of},
     rates::{RateError, Rates},
     remote::{Remote, RemoteError, RemotePlan},
     wallet::Wallet,
@@ -23,10 +16,9 @@ use super::{
 use crate::{
     clock::{SharedClock, format_ts, parse_ts},
     events::{DomainEvent, EventBus},
-    gnap::model::{Action, check_receiver},
+    gnap::model::check_receiver,
     ids,
     money::{Amount, Asset, Value},
-    server::{AppState, error::ApiError, rs_auth::RsAuth},
     states::IncomingState,
     store::{
         self, Store,
@@ -96,14 +88,29 @@ impl Priced {
     }
 }
 
-fn bad(code: &'static str, d: impl Into<String>) -> ApiError {
-    ApiError::bad_request(code, d)
-}
-
-impl From<RateError> for ApiError {
-    fn from(e: RateError) -> Self {
-        bad("invalid_amount", e.to_string())
-    }
+/// Why a quote cannot be made or read.
+#[derive(Debug, thiserror::Error)]
+pub enum QuoteError {
+    #[error("unknown quote")]
+    NotFound,
+    /// The receiver is unusable (unknown, completed, expired, malformed).
+    #[error("{0}")]
+    Receiver(String),
+    /// The amounts cannot be priced.
+    #[error("{0}")]
+    Amount(String),
+    /// The request is malformed.
+    #[error("{0}")]
+    Request(String),
+    /// A receiver on another ASE cannot be resolved or paid; its `detail` is for the operator.
+    #[error(transparent)]
+    Remote(RemoteError),
+    #[error(transparent)]
+    Rate(#[from] RateError),
+    #[error(transparent)]
+    Money(#[from] crate::money::MoneyError),
+    #[error(transparent)]
+    Store(#[from] store::Error),
 }
 
 #[derive(Clone)]
@@ -184,8 +191,8 @@ impl Quotes {
         receiver: &str,
         debit: Option<&Amount>,
         receive: Option<&Amount>,
-    ) -> Result<Priced, ApiError> {
-        check_receiver(receiver).map_err(|e| bad("invalid_receiver", e.description))?;
+    ) -> Result<Priced, QuoteError> {
+        check_receiver(receiver).map_err(|e| QuoteError::Receiver(e.description))?;
         let Some(id) = self.incoming.id_from_url(receiver) else {
             return self.price_remote(wallet, receiver, debit, receive).await;
         };
@@ -193,12 +200,12 @@ impl Quotes {
             .incoming
             .get(id)
             .await
-            .map_err(|_| bad("invalid_receiver", "unknown receiver"))?;
+            .map_err(|_| QuoteError::Receiver("unknown receiver".into()))?;
         match state_of(&r, self.clock.now()) {
             IncomingState::Completed => {
-                return Err(bad("invalid_receiver", "the receiver is already completed"));
+                return Err(QuoteError::Receiver("the receiver is already completed".into()));
             }
-            IncomingState::Expired => return Err(bad("invalid_receiver", "the receiver has expired")),
+            IncomingState::Expired => return Err(QuoteError::Receiver("the receiver has expired".into())),
             _ => {}
         }
         let from = wallet.asset();
@@ -211,7 +218,9 @@ impl Quotes {
             .map(|i| u64::try_from(i - r.received_amount).unwrap_or(0));
         let (debit, receive, fee) = match (debit, receive) {
             (Some(_), Some(_)) => {
-                return Err(bad("invalid_request", "give debitAmount or receiveAmount, not both"));
+                return Err(QuoteError::Request(
+                    "give debitAmount or receiveAmount, not both".into(),
+                ));
             }
             (Some(d), None) => {
                 let d = d.expect_asset(&from)?.get();
@@ -221,16 +230,15 @@ impl Quotes {
             (None, Some(x)) => {
                 let x = x.expect_asset(&to)?.get();
                 if x == 0 {
-                    return Err(bad("invalid_amount", "receiveAmount must be greater than zero"));
+                    return Err(QuoteError::Amount("receiveAmount must be greater than zero".into()));
                 }
                 let (debit, fee) = self.rates.fixed_receive(x, &from, &to)?;
                 (debit, x, fee)
             }
             (None, None) => {
                 let x = remaining.ok_or_else(|| {
-                    bad(
-                        "invalid_amount",
-                        "No amount was provided and no amount could be inferred from the receiver.",
+                    QuoteError::Amount(
+                        "No amount was provided and no amount could be inferred from the receiver.".into(),
                     )
                 })?;
                 let (debit, fee) = self.rates.fixed_receive(x, &from, &to)?;
@@ -240,10 +248,10 @@ impl Quotes {
         if let Some(rem) = remaining
             && receive > rem
         {
-            return Err(bad(
-                "invalid_amount",
-                format!("the receiver expects only {} more", to.format(i128::from(rem))),
-            ));
+            return Err(QuoteError::Amount(format!(
+                "the receiver expects only {} more",
+                to.format(i128::from(rem))
+            )));
         }
         Ok(Priced {
             receiver_expires_at: r.expires_at.clone(),
@@ -264,42 +272,33 @@ impl Quotes {
         receiver: &str,
         debit: Option<&Amount>,
         receive: Option<&Amount>,
-    ) -> Result<Priced, ApiError> {
+    ) -> Result<Priced, QuoteError> {
         let Some(remote) = &self.remote else {
-            return Err(bad("invalid_receiver", RemoteError::NoSendingPeer.to_string()));
+            return Err(QuoteError::Remote(RemoteError::NoSendingPeer));
         };
-        let remote_err = |e: RemoteError| {
-            let code = match e {
-                RemoteError::RateTooLow(_) => "rate_too_low",
-                _ => "invalid_receiver",
-            };
-            bad(code, e.to_string()).with_detail(e.detail())
-        };
+        let remote_err = QuoteError::Remote;
         if debit.is_some() && receive.is_some() {
-            return Err(bad("invalid_request", "give debitAmount or receiveAmount, not both"));
+            return Err(QuoteError::Request(
+                "give debitAmount or receiveAmount, not both".into(),
+            ));
         }
         let r = remote.resolve(receiver).await.map_err(remote_err)?;
         if r.completed {
-            return Err(bad("invalid_receiver", "the receiver is already completed"));
+            return Err(QuoteError::Receiver("the receiver is already completed".into()));
         }
         if r.expires_at
             .as_deref()
             .and_then(|e| parse_ts(e).ok())
             .is_some_and(|e| e <= self.clock.now())
         {
-            return Err(bad("invalid_receiver", "the receiver has expired"));
+            return Err(QuoteError::Receiver("the receiver has expired".into()));
         }
         let from = wallet.asset();
         let to = r.asset.clone();
         let remaining = r.incoming_amount.map(|i| i.saturating_sub(r.received_amount));
         let (peer, estimated, minimum, max_packet) = remote.probe(&r, &from).await.map_err(remote_err)?;
         let fee_rule = self.rates.fee(&from);
-        let too_small = || {
-            bad(
-                "invalid_amount",
-                "the amount is too small to deliver anything at the minimum rate",
-            )
-        };
+        let too_small = || QuoteError::Amount("the amount is too small to deliver anything at the minimum rate".into());
         let (debit, receive, fee, source) = match (debit, receive) {
             (Some(d), _) => {
                 let d = d.expect_asset(&from)?.get();
@@ -312,31 +311,30 @@ impl Quotes {
                 let x = match x {
                     Some(x) => x.expect_asset(&to)?.get(),
                     None => remaining.ok_or_else(|| {
-                        bad(
-                            "invalid_amount",
-                            "No amount was provided and no amount could be inferred from the receiver.",
+                        QuoteError::Amount(
+                            "No amount was provided and no amount could be inferred from the receiver.".into(),
                         )
                     })?,
                 };
                 if x == 0 {
-                    return Err(bad("invalid_amount", "receiveAmount must be greater than zero"));
+                    return Err(QuoteError::Amount("receiveAmount must be greater than zero".into()));
                 }
                 let source = minimum.source_ceil(x).ok_or_else(too_small)?;
                 let fee = fee_rule.on(source)?;
                 let d = source
                     .checked_add(fee)
                     .filter(|d| *d <= i64::MAX as u64)
-                    .ok_or_else(|| bad("invalid_amount", "the amount is too large"))?;
+                    .ok_or_else(|| QuoteError::Amount("the amount is too large".into()))?;
                 (d, x, fee, source)
             }
         };
         if let Some(rem) = remaining
             && receive > rem
         {
-            return Err(bad(
-                "invalid_amount",
-                format!("the receiver expects only {} more", to.format(i128::from(rem))),
-            ));
+            return Err(QuoteError::Amount(format!(
+                "the receiver expects only {} more",
+                to.format(i128::from(rem))
+            )));
         }
         Ok(Priced {
             receiver: None,
@@ -371,9 +369,9 @@ impl Quotes {
         wallet: &Wallet,
         client: Option<String>,
         req: CreateQuote,
-    ) -> Result<QuoteRow, ApiError> {
+    ) -> Result<QuoteRow, QuoteError> {
         if req.method != "ilp" {
-            return Err(bad("invalid_request", "method must be \"ilp\""));
+            return Err(QuoteError::Request("method must be \"ilp\"".into()));
         }
         let p = self
             .price(
@@ -413,8 +411,7 @@ impl Quotes {
                 tx.commit()?;
                 Ok::<_, store::Error>(())
             })
-            .await
-            .map_err(|e| ApiError::internal(&e))?;
+            .await?;
         self.bus.publish(DomainEvent::QuoteCreated {
             id: row.id.clone(),
             wallet: row.wallet_name.clone(),
@@ -423,49 +420,22 @@ impl Quotes {
     }
 
     /// Lists newest first, one wallet's or all.
-    pub async fn list(&self, wallet_id: Option<&str>, page: PageQuery) -> Result<Page<QuoteRow>, ApiError> {
+    pub async fn list(&self, wallet_id: Option<&str>, page: PageQuery) -> Result<Page<QuoteRow>, QuoteError> {
         let w = wallet_id.map(str::to_owned);
         self.store
             .call(move |c| repo::list_quotes(c, w.as_deref(), &page))
             .await
-            .map_err(|e| ApiError::internal(&e))
+            .map_err(QuoteError::from)
     }
 
-    pub async fn get(&self, id: &str) -> Result<QuoteRow, ApiError> {
-        let not_found = || ApiError::not_found("unknown quote");
+    pub async fn get(&self, id: &str) -> Result<QuoteRow, QuoteError> {
         if !ids::is_id(id) {
-            return Err(not_found());
+            return Err(QuoteError::NotFound);
         }
         let i = id.to_owned();
         self.store
             .call(move |c| repo::quote(c, &i))
-            .await
-            .map_err(|e| ApiError::internal(&e))?
-            .ok_or_else(not_found)
+            .await?
+            .ok_or(QuoteError::NotFound)
     }
-}
-
-pub fn routes() -> Router<AppState> {
-    Router::new()
-        .route("/quotes", post(create))
-        .route("/quotes/{id}", get(read))
-}
-
-async fn create(State(s): State<AppState>, auth: RsAuth) -> Result<Response, ApiError> {
-    let req: CreateQuote = parse_body(&auth)?;
-    let wallet_url = req.wallet_address.trim_end_matches('/').to_owned();
-    auth.require("quote", Action::Create, &wallet_url)?;
-    let wallet = wallet_of(&s, &wallet_url).await?;
-    let q = s.quotes.create(&wallet, Some(auth.client_id.clone()), req).await?;
-    Ok((StatusCode::CREATED, Json(s.quotes.dto(&q))).into_response())
-}
-
-async fn read(State(s): State<AppState>, Path(id): Path<String>, auth: RsAuth) -> Result<Response, ApiError> {
-    let q = s.quotes.get(&id).await?;
-    let wallet_url = format!("{}/{}", s.settings.public_url, q.wallet_name);
-    let scope = auth.require("quote", Action::Read, &wallet_url)?;
-    if !auth.sees(&scope, q.client.as_deref()) {
-        return Err(ApiError::not_found("unknown quote"));
-    }
-    Ok(Json(s.quotes.dto(&q)).into_response())
 }

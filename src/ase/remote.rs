@@ -19,11 +19,11 @@ use std::{
     time::Duration,
 };
 
-use axum::http::{Method, StatusCode};
 use base64::{
     Engine as _,
     engine::general_purpose::{URL_SAFE_NO_PAD, URL_SAFE_NO_PAD_INDIFFERENT},
 };
+use http::Method;
 use serde_json::{Value as Json, json};
 
 use crate::{
@@ -234,7 +234,7 @@ impl Remote {
             .get_json(url)
             .await
             .map_err(|e| unresolvable(format!("public GET {url}: {e}")))?;
-        if public.status != StatusCode::OK {
+        if public.status != 200 {
             return Err(unresolvable(format!("public GET {url}: HTTP {}", public.status)));
         }
         let public = public

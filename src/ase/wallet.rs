@@ -1,14 +1,7 @@
 //! Wallet addresses: creation (with a ledger account), the public wallet address document, and the keys
 //! published in its JWKS. The service is the only writer of `wallet_addresses` and `wallet_keys`; the routes
-//! serve `GET /{name}`, `/{name}/jwks.json` and `/{name}/did.json` per the wallet address server spec.
+//! (`crate::server::routes::wallet`) serve them per the wallet address server spec.
 
-use axum::{
-    Router,
-    extract::{Path, State},
-    http::{HeaderValue, StatusCode, header},
-    response::{IntoResponse, Response},
-    routing::get,
-};
 use std::{
     collections::HashMap,
     sync::{Arc, RwLock},
@@ -27,7 +20,6 @@ use crate::{
     ids,
     ledger::{self, AccountKind, LedgerError},
     money::{Asset, MoneyError},
-    server::{error::ApiError, state::AppState},
     store::{self, Store, wallets as repo},
 };
 
@@ -406,42 +398,6 @@ impl Wallets {
         });
         Ok(())
     }
-}
-
-/// Routes of the wallet address server (open, unauthenticated).
-pub fn routes() -> Router<AppState> {
-    Router::new()
-        .route("/{name}", get(document))
-        .route("/{name}/jwks.json", get(jwks))
-        .route("/{name}/did.json", get(did))
-}
-
-fn cacheable(state: &AppState, body: impl Serialize) -> Response {
-    let value = format!("public, max-age={}", state.settings.wallet_cache_max_age_secs);
-    let mut res = axum::Json(body).into_response();
-    if let Ok(v) = HeaderValue::from_str(&value) {
-        res.headers_mut().insert(header::CACHE_CONTROL, v);
-    }
-    res
-}
-
-async fn document(State(state): State<AppState>, Path(name): Path<String>) -> Result<Response, ApiError> {
-    let w = state.wallets.get(&name).await?;
-    Ok(cacheable(&state, state.wallets.document(&w)))
-}
-
-async fn jwks(State(state): State<AppState>, Path(name): Path<String>) -> Result<Response, ApiError> {
-    let keys = state.wallets.keys(&name).await?;
-    Ok(cacheable(&state, keys))
-}
-
-async fn did(State(state): State<AppState>, Path(name): Path<String>) -> Result<Response, ApiError> {
-    state.wallets.get(&name).await?;
-    Err(ApiError::new(
-        StatusCode::INTERNAL_SERVER_ERROR,
-        "not_implemented",
-        "DID documents are not implemented",
-    ))
 }
 
 #[cfg(test)]

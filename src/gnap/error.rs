@@ -1,88 +1,104 @@
-//! GNAP errors and their statuses: the AS envelope `{"error":{"code","description"}}` with the spec's codes.
-
-use axum::{
-    Json,
-    http::{HeaderValue, StatusCode, header},
-    response::{IntoResponse, Response},
-};
-use serde_json::json;
+//! GNAP errors: the spec's error codes with what kind of failure each is. The HTTP edge
+//! (`crate::server::error`) turns the kind into a status and the error into the AS envelope.
 
 use crate::store;
+
+/// What kind of failure a GNAP error is; the edge picks the HTTP status from it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fault {
+    /// The request is malformed or not allowed as made.
+    Invalid,
+    /// The request body is over the server's limit.
+    TooLarge,
+    /// The request's signature, key proof or token failed.
+    Unauthenticated,
+    /// The grant, continuation or token named does not exist (for this client).
+    Unknown,
+    /// The grant is not in a state that allows this.
+    Conflict,
+    /// The store is full: nothing was written; try again later.
+    Unavailable,
+    /// A server fault (logged; answered generically).
+    Internal,
+}
 
 /// An AS error. The description is for client developers; never internal details.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{code}: {description}")]
 pub struct GnapError {
-    pub status: StatusCode,
+    pub fault: Fault,
     pub code: &'static str,
     pub description: String,
 }
 
+/// The code of an answer to a full store.
+pub const SERVICE_UNAVAILABLE: &str = "service_unavailable";
+/// What a client is told when the store is full.
+pub const STORAGE_FULL: &str = "the ASE's storage is full; try again later";
+
 impl GnapError {
-    fn new(status: StatusCode, code: &'static str, description: impl Into<String>) -> Self {
+    fn new(fault: Fault, code: &'static str, description: impl Into<String>) -> Self {
         Self {
-            status,
+            fault,
             code,
             description: description.into(),
         }
     }
     pub fn invalid_request(d: impl Into<String>) -> Self {
-        Self::new(StatusCode::BAD_REQUEST, "invalid_request", d)
+        Self::new(Fault::Invalid, "invalid_request", d)
     }
     /// A body over the server's limit: 413 with the `invalid_request` code.
     pub fn too_large() -> Self {
-        Self::new(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            "invalid_request",
-            "request body is too large",
-        )
+        Self::new(Fault::TooLarge, "invalid_request", "request body is too large")
     }
     pub fn invalid_client(d: impl Into<String>) -> Self {
-        Self::new(StatusCode::BAD_REQUEST, "invalid_client", d)
+        Self::new(Fault::Invalid, "invalid_client", d)
     }
     /// A request whose signature or key proof failed.
     pub fn unauthorized_client(d: impl Into<String>) -> Self {
-        Self::new(StatusCode::UNAUTHORIZED, "invalid_client", d)
+        Self::new(Fault::Unauthenticated, "invalid_client", d)
     }
     pub fn request_denied(d: impl Into<String>) -> Self {
-        Self::new(StatusCode::UNAUTHORIZED, "request_denied", d)
+        Self::new(Fault::Unauthenticated, "request_denied", d)
     }
     pub fn too_fast(wait: i64) -> Self {
         Self::new(
-            StatusCode::BAD_REQUEST,
+            Fault::Invalid,
             "too_fast",
             format!("continue no sooner than {wait} s after the last request"),
         )
     }
-    pub fn invalid_continuation(status: StatusCode, d: impl Into<String>) -> Self {
-        Self::new(status, "invalid_continuation", d)
+    /// A continuation whose token or grant does not hold.
+    pub fn invalid_continuation(d: impl Into<String>) -> Self {
+        Self::new(Fault::Unauthenticated, "invalid_continuation", d)
+    }
+    /// A continuation naming an interaction reference the grant does not have.
+    pub fn unknown_interaction(d: impl Into<String>) -> Self {
+        Self::new(Fault::Unknown, "invalid_continuation", d)
     }
     pub fn invalid_rotation(d: impl Into<String>) -> Self {
-        Self::new(StatusCode::NOT_FOUND, "invalid_rotation", d)
+        Self::new(Fault::Unknown, "invalid_rotation", d)
     }
     pub fn not_found(d: impl Into<String>) -> Self {
-        Self::new(StatusCode::NOT_FOUND, "invalid_request", d)
+        Self::new(Fault::Unknown, "invalid_request", d)
     }
     pub fn conflict(d: impl Into<String>) -> Self {
-        Self::new(StatusCode::CONFLICT, "invalid_request", d)
+        Self::new(Fault::Conflict, "invalid_request", d)
     }
     /// A server-side failure: logged, answered generically; a full store answers 503 `service_unavailable`
     /// (nothing was written; `Retry-After` says when to try again).
-    pub fn internal<E: std::fmt::Display + 'static>(cause: &E) -> Self {
-        if crate::server::error::storage_full(cause) {
+    pub fn internal(cause: &(dyn std::error::Error + 'static)) -> Self {
+        if store::full_in(cause) {
             tracing::warn!(error = %cause, "authorization server write refused: the database or the disk is full");
-            return Self::new(
-                StatusCode::SERVICE_UNAVAILABLE,
-                crate::server::error::SERVICE_UNAVAILABLE,
-                crate::server::error::STORAGE_FULL,
-            );
+            return Self::new(Fault::Unavailable, SERVICE_UNAVAILABLE, STORAGE_FULL);
         }
         tracing::error!(error = %cause, "authorization server failure");
-        Self::new(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "request_denied",
-            "internal server error",
-        )
+        Self::new(Fault::Internal, "request_denied", "internal server error")
+    }
+
+    /// A server fault that is no error value (stored data that does not read back, say).
+    pub fn fault(what: &str) -> Self {
+        Self::internal(&store::Error::Corrupt(what.to_owned()))
     }
 }
 
@@ -95,21 +111,5 @@ impl From<store::Error> for GnapError {
 impl From<rusqlite::Error> for GnapError {
     fn from(e: rusqlite::Error) -> Self {
         Self::internal(&e)
-    }
-}
-
-impl IntoResponse for GnapError {
-    fn into_response(self) -> Response {
-        let mut res = (
-            self.status,
-            Json(json!({ "error": { "code": self.code, "description": self.description } })),
-        )
-            .into_response();
-        if self.status == StatusCode::UNAUTHORIZED {
-            res.headers_mut()
-                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("GNAP"));
-        }
-        crate::server::error::retry_after(&mut res);
-        res
     }
 }

@@ -10,7 +10,6 @@ use std::{
 };
 use subtle::ConstantTimeEq as _;
 
-use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
 use time::{Duration, OffsetDateTime};
 
@@ -152,7 +151,7 @@ pub fn client_of(g: &repo::GrantRow) -> Result<Client, GnapError> {
         (None, Some(j)) => serde_json::from_str::<Jwk>(j)
             .map(Client::Jwk)
             .map_err(|e| GnapError::internal(&e)),
-        (None, None) => Err(GnapError::internal(&"grant without client")),
+        (None, None) => Err(GnapError::fault("grant without client")),
     }
 }
 
@@ -442,7 +441,7 @@ impl Gnap {
             .store
             .call(move |c| Ok::<_, GnapError>(repo::grant_by_continue_id(c, &id)?))
             .await?;
-        let unknown = || GnapError::invalid_continuation(StatusCode::UNAUTHORIZED, "unknown continuation");
+        let unknown = || GnapError::invalid_continuation("unknown continuation");
         let g = g.ok_or_else(unknown)?;
         if !bool::from(
             g.continue_token_hash
@@ -484,10 +483,7 @@ impl Gnap {
                         .as_deref()
                         .is_some_and(|mine| bool::from(mine.as_bytes().ct_eq(r.as_bytes())))
                     {
-                        return Err(GnapError::invalid_continuation(
-                            StatusCode::NOT_FOUND,
-                            "unknown interaction reference",
-                        ));
+                        return Err(GnapError::unknown_interaction("unknown interaction reference"));
                     }
                     if let Some(e) = dead(&g) {
                         return Err(e);
@@ -598,9 +594,7 @@ impl Gnap {
                 if !repo::transition(&tx, &id, &GrantState::revocable(), GrantState::Revoked, &now)? {
                     return Err(match repo::grant(&tx, &id)? {
                         None => GnapError::not_found("unknown grant"),
-                        Some(_) => {
-                            GnapError::invalid_continuation(StatusCode::UNAUTHORIZED, "the grant is already revoked")
-                        }
+                        Some(_) => GnapError::invalid_continuation("the grant is already revoked"),
                     });
                 }
                 repo::revoke_tokens_of_grant(&tx, &id, &now)?;
@@ -629,7 +623,7 @@ impl Gnap {
                 let Some(t) = repo::token_by_manage_id(c, &id)? else {
                     return Ok::<_, GnapError>(None);
                 };
-                let g = repo::grant(c, &t.grant_id)?.ok_or_else(|| GnapError::internal(&"token without grant"))?;
+                let g = repo::grant(c, &t.grant_id)?.ok_or_else(|| GnapError::fault("token without grant"))?;
                 Ok(Some((t, g)))
             })
             .await?;

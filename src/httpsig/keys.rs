@@ -14,7 +14,6 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
-use axum::http::StatusCode;
 use ed25519_dalek::VerifyingKey;
 use serde::Deserialize;
 use tokio::sync::OnceCell;
@@ -459,8 +458,8 @@ impl KeyResolver {
     /// GETs `{wallet}/jwks.json` through the egress client: a 200 `application/json` answer within the caps.
     async fn fetch(&self, wallet: &Url) -> Result<KeySet, KeyError> {
         let reply = self.inner.http.get_json(jwks_url(wallet).as_str()).await?;
-        if reply.status != StatusCode::OK {
-            return Err(KeyError::BadStatus(reply.status.as_u16()));
+        if reply.status != 200 {
+            return Err(KeyError::BadStatus(reply.status));
         }
         if !reply.is_json() {
             return Err(KeyError::NotJson);

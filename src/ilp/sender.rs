@@ -8,7 +8,7 @@
 
 use std::{future::Future, pin::Pin, sync::Arc, time::Duration};
 
-use axum::http::{HeaderMap, HeaderValue, Method, header};
+use http::{HeaderMap, HeaderValue, Method, header};
 
 use super::{
     Address, AmountTooLarge, ErrorClass, ErrorCode, Frame, Packet, PacketType, Prepare, StreamErrorCode, StreamPacket,
@@ -71,7 +71,7 @@ impl Transport for HttpTransport {
                 .send(Method::POST, &self.endpoint, headers, prepare)
                 .await
                 .map_err(|e| format!("peer request failed: {e}"))?;
-            if !res.status.is_success() {
+            if !(200..300).contains(&res.status) {
                 return Err(format!("peer answered HTTP {}", res.status));
             }
             Ok(res.body)

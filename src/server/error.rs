@@ -3,20 +3,31 @@
 //! What went wrong behind a generic client-facing error (a fetch that failed, say) travels as an
 //! [`OperatorDetail`] response extension to the request log, never to the client.
 //!
+//! The services answer typed errors and know no HTTP; the `From` impls below are where each becomes a status
+//! and a code.
+//!
 //! A store that is full (disk or `store.max_db_pages`) is not a server bug but a temporary condition: every
 //! server-side failure whose cause is [`crate::store::Error::Full`] answers 503 `service_unavailable` with
-//! `Retry-After` (see [`storage_full`]), wherever the error was built.
-
-use std::any::Any;
+//! `Retry-After`, wherever the error was built.
 
 use axum::{
     Json,
-    http::{StatusCode, Uri},
+    http::{HeaderValue, StatusCode, Uri, header},
     response::{IntoResponse, Response},
 };
 use serde_json::json;
 
-use crate::{ase::wallet::WalletError, gnap::GnapError, ilp::peers::PeerError, ledger::LedgerError, money::MoneyError};
+use crate::{
+    ase::{
+        engine::EngineError, incoming::IncomingError, outgoing::OutgoingError, quotes::QuoteError, rates::RateError,
+        remote::RemoteError, wallet::WalletError,
+    },
+    gnap::{GnapError, error::Fault},
+    ilp::peers::PeerError,
+    ledger::LedgerError,
+    money::MoneyError,
+    store,
+};
 
 /// An error answered with the envelope.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -92,8 +103,8 @@ impl ApiError {
     }
 
     /// A 500 whose cause is logged, not sent; a 503 [`ApiError::storage_full`] when the cause is a full store.
-    pub fn internal<E: std::fmt::Display + 'static>(cause: &E) -> Self {
-        if storage_full(cause) {
+    pub fn internal(cause: &(dyn std::error::Error + 'static)) -> Self {
+        if store::full_in(cause) {
             tracing::warn!(error = %cause, "write refused: the database or the disk is full");
             return Self::storage_full();
         }
@@ -107,38 +118,16 @@ impl ApiError {
 
     /// 503: the store is full; nothing was written. Answered with `Retry-After`.
     pub fn storage_full() -> Self {
-        Self::new(StatusCode::SERVICE_UNAVAILABLE, SERVICE_UNAVAILABLE, STORAGE_FULL)
+        Self::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            crate::gnap::error::SERVICE_UNAVAILABLE,
+            crate::gnap::error::STORAGE_FULL,
+        )
     }
 }
 
-/// The error code of a 503.
-pub const SERVICE_UNAVAILABLE: &str = "service_unavailable";
-/// What a client is told when the store is full.
-pub const STORAGE_FULL: &str = "the ASE's storage is full; try again later";
 /// `Retry-After` of every 503, in seconds.
 pub const RETRY_AFTER_SECS: u32 = 30;
-
-/// Whether `cause` is (or wraps) a store refusing a write for lack of space. `cause` is any error value
-/// handed to an `internal` constructor; the error types that carry store errors are looked through.
-pub fn storage_full(cause: &dyn Any) -> bool {
-    let as_error: Option<&(dyn std::error::Error + 'static)> =
-        if let Some(e) = cause.downcast_ref::<crate::store::Error>() {
-            Some(e)
-        } else if let Some(e) = cause.downcast_ref::<rusqlite::Error>() {
-            Some(e)
-        } else if let Some(e) = cause.downcast_ref::<LedgerError>() {
-            Some(e)
-        } else if let Some(e) = cause.downcast_ref::<WalletError>() {
-            Some(e)
-        } else if let Some(e) = cause.downcast_ref::<PeerError>() {
-            Some(e)
-        } else if let Some(e) = cause.downcast_ref::<crate::ase::engine::EngineError>() {
-            Some(e)
-        } else {
-            None
-        };
-    as_error.is_some_and(crate::store::full_in)
-}
 
 /// Adds `Retry-After` to a 503.
 pub fn retry_after(res: &mut Response) {
@@ -234,21 +223,125 @@ impl From<PeerError> for ApiError {
     }
 }
 
+/// The status of a GNAP failure.
+pub fn gnap_status(f: Fault) -> StatusCode {
+    match f {
+        Fault::Invalid => StatusCode::BAD_REQUEST,
+        Fault::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+        Fault::Unauthenticated => StatusCode::UNAUTHORIZED,
+        Fault::Unknown => StatusCode::NOT_FOUND,
+        Fault::Conflict => StatusCode::CONFLICT,
+        Fault::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+        Fault::Internal => StatusCode::INTERNAL_SERVER_ERROR,
+    }
+}
+
 impl From<GnapError> for ApiError {
     fn from(e: GnapError) -> Self {
-        Self {
-            status: e.status,
-            code: e.code,
-            description: e.description,
-            challenge: None,
-            detail: None,
-            verbatim: None,
+        Self::new(gnap_status(e.fault), e.code, e.description)
+    }
+}
+
+/// The AS answers with its own envelope; a 401 carries `WWW-Authenticate: GNAP`.
+impl IntoResponse for GnapError {
+    fn into_response(self) -> Response {
+        let status = gnap_status(self.fault);
+        let mut res = (
+            status,
+            Json(json!({ "error": { "code": self.code, "description": self.description } })),
+        )
+            .into_response();
+        if status == StatusCode::UNAUTHORIZED {
+            res.headers_mut()
+                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("GNAP"));
+        }
+        retry_after(&mut res);
+        res
+    }
+}
+
+impl From<IncomingError> for ApiError {
+    fn from(e: IncomingError) -> Self {
+        match e {
+            IncomingError::NotFound => Self::not_found(e.to_string()),
+            IncomingError::ZeroAmount => Self::bad_request("invalid_amount", e.to_string()),
+            IncomingError::BadExpiry(_) | IncomingError::BadStateFilter => {
+                Self::bad_request("invalid_request", e.to_string())
+            }
+            IncomingError::Expired => Self::bad_request("invalid_state", e.to_string()),
+            IncomingError::Money(m) => m.into(),
+            IncomingError::Credentials(_) => Self::internal(&e),
+            IncomingError::Store(s) => Self::internal(&s),
         }
     }
 }
 
-impl From<crate::store::Error> for ApiError {
-    fn from(e: crate::store::Error) -> Self {
+impl From<RateError> for ApiError {
+    fn from(e: RateError) -> Self {
+        Self::bad_request("invalid_amount", e.to_string())
+    }
+}
+
+/// The client learns only the generic line; the operator's request log gets the detail.
+impl From<RemoteError> for ApiError {
+    fn from(e: RemoteError) -> Self {
+        match e {
+            RemoteError::NoSendingPeer => Self::bad_request("invalid_receiver", e.to_string()),
+            RemoteError::RateTooLow(_) => Self::bad_request("rate_too_low", e.to_string()).with_detail(e.detail()),
+            _ => Self::bad_request("invalid_receiver", e.to_string()).with_detail(e.detail()),
+        }
+    }
+}
+
+impl From<QuoteError> for ApiError {
+    fn from(e: QuoteError) -> Self {
+        match e {
+            QuoteError::NotFound => Self::not_found(e.to_string()),
+            QuoteError::Receiver(d) => Self::bad_request("invalid_receiver", d),
+            QuoteError::Amount(d) => Self::bad_request("invalid_amount", d),
+            QuoteError::Request(d) => Self::bad_request("invalid_request", d),
+            QuoteError::Remote(r) => r.into(),
+            QuoteError::Rate(r) => r.into(),
+            QuoteError::Money(m) => m.into(),
+            QuoteError::Store(s) => Self::internal(&s),
+        }
+    }
+}
+
+impl From<OutgoingError> for ApiError {
+    fn from(e: OutgoingError) -> Self {
+        match e {
+            OutgoingError::NotFound => Self::not_found(e.to_string()),
+            OutgoingError::Quote(d) => Self::bad_request("invalid_quote", d),
+            OutgoingError::Request(d) => Self::bad_request("invalid_request", d),
+            OutgoingError::Grant(d) => Self::new(StatusCode::FORBIDDEN, "forbidden", d),
+            OutgoingError::Refused { reason, message } => Self::new(StatusCode::CONFLICT, reason, message),
+            OutgoingError::Replayed { status, body } => match StatusCode::from_u16(status) {
+                Ok(status) => Self::verbatim(status, body),
+                Err(e) => Self::internal(&e),
+            },
+            OutgoingError::Pricing(q) => q.into(),
+            OutgoingError::Ledger(l) => l.into(),
+            OutgoingError::Engine(en) => en.into(),
+            OutgoingError::Money(m) => m.into(),
+            OutgoingError::Store(s) => Self::internal(&s),
+            OutgoingError::Internal(_) => Self::internal(&e),
+        }
+    }
+}
+
+impl From<EngineError> for ApiError {
+    fn from(e: EngineError) -> Self {
+        match e {
+            EngineError::Ledger(l) => l.into(),
+            EngineError::Money(m) => m.into(),
+            EngineError::Store(s) => Self::internal(&s),
+        }
+    }
+}
+
+impl From<store::Error> for ApiError {
+    fn from(e: store::Error) -> Self {
         Self::internal(&e)
     }
 }
@@ -275,11 +368,14 @@ mod tests {
             ApiError::from(LedgerError::Store(full().into())),
             ApiError::from(WalletError::Store(full().into())),
             ApiError::from(GnapError::from(crate::store::Error::from(full()))),
-            ApiError::from(crate::ase::engine::EngineError::Store(full().into())),
+            ApiError::from(EngineError::Store(full().into())),
+            ApiError::from(OutgoingError::Store(full().into())),
+            ApiError::from(IncomingError::Store(full().into())),
+            ApiError::from(QuoteError::Store(full().into())),
         ];
         for e in wrapped {
             assert_eq!(e.status, StatusCode::SERVICE_UNAVAILABLE, "{e:?}");
-            assert_eq!(e.code, SERVICE_UNAVAILABLE);
+            assert_eq!(e.code, crate::gnap::error::SERVICE_UNAVAILABLE);
             let res = e.into_response();
             assert_eq!(res.headers()[axum::http::header::RETRY_AFTER], "30");
         }

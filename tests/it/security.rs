@@ -548,7 +548,10 @@ async fn a_replayed_outgoing_payment_moves_money_once_across_kill_9() {
 
 #[tokio::test]
 async fn a_refused_outgoing_payment_stays_refused_when_replayed() {
-    use opdesk::ase::outgoing::{GrantContext, RequestKey, Source};
+    use opdesk::{
+        ase::outgoing::{GrantContext, RequestKey, Source},
+        server::error::ApiError,
+    };
     let ase = TestAse::spawn().await;
     let s = &ase.state;
     let alice = s.wallets.get("alice").await.unwrap();
@@ -587,19 +590,24 @@ async fn a_refused_outgoing_payment_stays_refused_when_replayed() {
         created: time::OffsetDateTime::now_utc().unix_timestamp(),
         window_secs: 300,
     };
-    // the grant's room is too small: 403
-    let first = s
-        .outgoing
-        .create(&alice, None, Some(limits(100)), source(), None, Some(key.clone()))
-        .await
-        .unwrap_err();
+    // the grant's room is too small: 403, which the edge remembers for the request's replays
+    let first = ApiError::from(
+        s.outgoing
+            .create(&alice, None, Some(limits(100)), source(), None, Some(key.clone()))
+            .await
+            .unwrap_err(),
+    );
     assert_eq!(first.status.as_u16(), 403);
+    s.outgoing
+        .remember_refusal(&key, first.status.as_u16(), first.envelope().to_string())
+        .await;
     // the same signed request once the reason is gone (a new interval: more room) is refused alike
-    let replay = s
-        .outgoing
-        .create(&alice, None, Some(limits(10_000)), source(), None, Some(key.clone()))
-        .await
-        .unwrap_err();
+    let replay = ApiError::from(
+        s.outgoing
+            .create(&alice, None, Some(limits(10_000)), source(), None, Some(key.clone()))
+            .await
+            .unwrap_err(),
+    );
     assert_eq!(replay.status.as_u16(), 403);
     assert_eq!(replay.verbatim.as_deref(), Some(first.envelope().to_string().as_str()));
     let (_, list) = ase.admin(Method::GET, "/outgoing-payments?first=10", None).await;

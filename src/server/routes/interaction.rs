@@ -9,8 +9,10 @@ use axum::{
     response::{Html, IntoResponse, Redirect, Response},
 };
 
-use super::service::InteractionOutcome;
-use crate::server::AppState;
+use crate::{
+    gnap::{error::Fault, service::InteractionOutcome},
+    server::AppState,
+};
 
 /// Escapes text for HTML.
 pub fn escape(s: &str) -> String {
@@ -67,7 +69,7 @@ fn no_store(mut res: Response) -> Response {
 pub async fn page_handler(state: &AppState, id: &str, nonce: &str) -> Response {
     let view = match state.gnap.interaction(id, nonce).await {
         Ok(v) => v,
-        Err(e) if e.status == StatusCode::NOT_FOUND => {
+        Err(e) if e.fault == Fault::Unknown => {
             let body = render(
                 "Unknown request",
                 &[],

@@ -10,14 +10,17 @@ use axum::{
 };
 use serde::Deserialize;
 
-use super::{
-    GnapError, interaction,
-    model::{Client, GrantRequest},
-    service::client_of,
-};
-use crate::server::{
-    AppState,
-    signed::{Signed, SignedError},
+use super::interaction;
+use crate::{
+    gnap::{
+        GnapError,
+        model::{Client, GrantRequest},
+        service::client_of,
+    },
+    server::{
+        AppState,
+        signed::{Signed, SignedError},
+    },
 };
 
 pub fn routes() -> Router<AppState> {
@@ -75,12 +78,10 @@ struct ContinueBody {
 }
 
 fn continuation_token(signed: &Signed) -> Result<String, GnapError> {
-    signed.gnap_token().map(str::to_owned).ok_or_else(|| {
-        GnapError::invalid_continuation(
-            StatusCode::UNAUTHORIZED,
-            "missing Authorization: GNAP <continuation token>",
-        )
-    })
+    signed
+        .gnap_token()
+        .map(str::to_owned)
+        .ok_or_else(|| GnapError::invalid_continuation("missing Authorization: GNAP <continuation token>"))
 }
 
 async fn continue_grant(
