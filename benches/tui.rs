@@ -88,7 +88,7 @@ fn main() {
         for i in 0..300 {
             let started = Instant::now();
             let reply = rt
-                .block_on(tui::control::run_effect(&state, load.clone()))
+                .block_on(tui::control::run_effect(&state.services, load.clone()))
                 .expect("reply");
             app.update(Msg::Reply(reply));
             terminal.draw(|f| tui::render::draw(&app, &theme, f)).expect("draw");

@@ -16,9 +16,10 @@ use crate::{
         outgoing::OutgoingPayments,
         quotes::Quotes,
         remote::Remote,
-        wallet::{NewWallet, WalletError, Wallets},
+        wallet::{WalletError, Wallets},
     },
     clock::{SharedClock, SystemClock},
+    control::{self, Services},
     egress::Egress,
     events::EventBus,
     files::{self, write_private},
@@ -33,10 +34,9 @@ use crate::{
         receiver::{Receiver, StreamServer},
     },
     ledger::Ledger,
-    money::Asset,
     seed,
     server::signed::Verifier,
-    server::{self, AppState, state::Services},
+    server::{self, AppState},
     settings::{Settings, decode_secret},
     store::{self, Store},
 };
@@ -139,7 +139,7 @@ impl AppCore {
         );
         let engine = Engine::new(store.clone(), bus.clone(), clock.clone(), settings.engine.clone(), wake)
             .with_remote(remote.clone());
-        let state = AppState::new(Services {
+        let services = Arc::new(Services {
             settings: Arc::new(settings),
             bus,
             wallets,
@@ -152,11 +152,10 @@ impl AppCore {
             ilp,
             peers,
             remote,
-            verifier,
             clock,
             capture: Arc::default(),
-            admin_token: token.into(),
         });
+        let state = AppState::new(services, verifier, token.into());
         let core = Self { state, store };
         seed::run(&core, opened.fresh)
             .await
@@ -170,7 +169,7 @@ impl AppCore {
             .find(|p| p.outgoing().is_some())
             .cloned();
         if let Some(peer) = sender {
-            ensure_client_wallet(&core.state, &peer.asset)
+            control::ensure_client_wallet(&core.state, &peer.asset)
                 .await
                 .wrap_err("setting up the ASE's client wallet failed")?;
         }
@@ -309,33 +308,6 @@ fn ase_client_key(path: &Path) -> Result<ed25519_dalek::SigningKey> {
     write_private(path, jwk::to_pkcs8_pem(&key).as_bytes())
         .wrap_err_with(|| format!("cannot write {}", path.display()))?;
     Ok(key)
-}
-
-/// Makes sure the wallet `[ilp] client_wallet` exists (in `asset`, the first sending peer's, when it is
-/// created) and publishes the ASE client key, so other ASEs can verify the ASE's signed requests.
-pub async fn ensure_client_wallet(s: &Services, asset: &Asset) -> Result<(), WalletError> {
-    let name = s.settings.ilp.client_wallet.clone();
-    match s.wallets.get(&name).await {
-        Ok(_) => {}
-        Err(WalletError::NotFound(_)) => {
-            s.wallets
-                .create(NewWallet {
-                    name: name.clone(),
-                    asset: asset.clone(),
-                    public_name: Some("opdesk ASE client".into()),
-                    demo: false,
-                })
-                .await?;
-            tracing::info!(wallet = %name, "created the ASE's client wallet for paying other ASEs");
-        }
-        Err(e) => return Err(e),
-    }
-    if let Some(key) = s.remote.client_jwk()
-        && s.wallets.keys(&name).await?.find(&key.kid).is_none()
-    {
-        s.wallets.add_key(&name, key.clone()).await?;
-    }
-    Ok(())
 }
 
 /// Reads the admin token without creating one (CLI).

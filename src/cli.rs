@@ -14,12 +14,12 @@ use color_eyre::eyre::{Result, WrapErr, bail, eyre};
 use serde::Serialize;
 
 use crate::{
-    admin::{
+    admin::{AdminClient, ClientError},
+    app::{self, AppCore},
+    control::{
         self,
-        client::{AdminClient, ClientError},
         dto::{AddKey, CreateWallet, Move, NewPeer, PaymentFilter, PeerView, Reject},
     },
-    app::{self, AppCore},
     gnap::service::GrantView,
     httpsig::jwk::Jwk,
     ilp::peers::PeerPatch,
@@ -350,7 +350,9 @@ impl Backend {
     }
 }
 
-fn api(e: ApiError) -> color_eyre::Report {
+/// An offline command's error, worded as the admin API would answer it.
+fn api(e: control::Error) -> color_eyre::Report {
+    let e = ApiError::from(e);
     eyre!("{} ({}, HTTP {})", e.description, e.code, e.status.as_u16())
 }
 
@@ -377,7 +379,7 @@ async fn operate(b: &Backend, cmd: Command, json: bool) -> Result<()> {
     match cmd {
         Command::Serve | Command::Demo => bail!("not an operator command"),
         Command::Wallets(WalletsCmd::List) => {
-            let ws = dispatch!(b, c => c.list_wallets(), l => admin::ops::list_wallets(&l.state))?;
+            let ws = dispatch!(b, c => c.list_wallets(), l => control::list_wallets(&l.state))?;
             emit(json, &ws, || {
                 table(
                     &["NAME", "ASSET", "URL", "PUBLIC NAME", "DEMO"],
@@ -407,13 +409,13 @@ async fn operate(b: &Backend, cmd: Command, json: bool) -> Result<()> {
                 asset_scale: scale,
                 public_name,
             };
-            let w = dispatch!(b, c => c.create_wallet(&body), l => admin::ops::create_wallet(&l.state, body.clone()))?;
+            let w = dispatch!(b, c => c.create_wallet(&body), l => control::create_wallet(&l.state, body.clone()))?;
             emit(json, &w, || {
                 format!("created {} ({}/{})\n", w.url, w.asset_code, w.asset_scale)
             })
         }
         Command::Wallets(WalletsCmd::Show { name }) => {
-            let d = dispatch!(b, c => c.show_wallet(&name), l => admin::ops::show_wallet(&l.state, &name))?;
+            let d = dispatch!(b, c => c.show_wallet(&name), l => control::show_wallet(&l.state, &name))?;
             emit(json, &d, || {
                 let mut out = format!(
                     "{}\n  asset:     {}/{}\n  balance:   {}\n  available: {}\n  keys:\n",
@@ -430,7 +432,7 @@ async fn operate(b: &Backend, cmd: Command, json: bool) -> Result<()> {
             })
         }
         Command::Keys(KeysCmd::List { wallet }) => {
-            let ks = dispatch!(b, c => c.list_keys(&wallet), l => admin::ops::list_keys(&l.state, &wallet))?;
+            let ks = dispatch!(b, c => c.list_keys(&wallet), l => control::list_keys(&l.state, &wallet))?;
             emit(json, &ks, || {
                 table(
                     &["KID", "ALG", "X"],
@@ -451,7 +453,8 @@ async fn operate(b: &Backend, cmd: Command, json: bool) -> Result<()> {
                 jwk: Some(jwk),
                 generate: false,
             };
-            let k = dispatch!(b, c => c.add_key(&wallet, &body), l => admin::ops::add_key(&l.state, &wallet, body.clone()))?;
+            let k =
+                dispatch!(b, c => c.add_key(&wallet, &body), l => control::add_key(&l.state, &wallet, body.clone()))?;
             emit(json, &k, || format!("added key {} to {wallet}\n", k.jwk.kid))
         }
         Command::Keys(KeysCmd::Generate { wallet, out }) => {
@@ -459,7 +462,8 @@ async fn operate(b: &Backend, cmd: Command, json: bool) -> Result<()> {
                 jwk: None,
                 generate: true,
             };
-            let k = dispatch!(b, c => c.add_key(&wallet, &body), l => admin::ops::add_key(&l.state, &wallet, body.clone()))?;
+            let k =
+                dispatch!(b, c => c.add_key(&wallet, &body), l => control::add_key(&l.state, &wallet, body.clone()))?;
             let pem = k
                 .private_key_pem
                 .clone()
@@ -482,7 +486,7 @@ async fn operate(b: &Backend, cmd: Command, json: bool) -> Result<()> {
             }
         }
         Command::Keys(KeysCmd::Remove { wallet, kid }) => {
-            dispatch!(b, c => c.remove_key(&wallet, &kid), l => admin::ops::remove_key(&l.state, &wallet, &kid))?;
+            dispatch!(b, c => c.remove_key(&wallet, &kid), l => control::remove_key(&l.state, &wallet, &kid))?;
             emit(json, &serde_json::json!({"removed": kid}), || {
                 format!("removed key {kid} from {wallet}\n")
             })
@@ -492,7 +496,7 @@ async fn operate(b: &Backend, cmd: Command, json: bool) -> Result<()> {
         Command::Outgoing(c) => outgoing(b, c, json).await,
         Command::Quotes(c) => quotes(b, c, json).await,
         Command::Peers(PeersCmd::Show { name }) => {
-            let p = dispatch!(b, c => c.show_peer(&name), l => admin::ops::show_peer(&l.state, &name))?;
+            let p = dispatch!(b, c => c.show_peer(&name), l => control::show_peer(&l.state, &name))?;
             emit(json, &p, || peer_text(&p))
         }
         Command::Peers(PeersCmd::Add {
@@ -513,7 +517,7 @@ async fn operate(b: &Backend, cmd: Command, json: bool) -> Result<()> {
                 routes: fields.route,
                 max_packet_amount: fields.max_packet_amount,
             };
-            let p = dispatch!(b, c => c.create_peer(&body), l => admin::ops::create_peer(&l.state, body.clone()))?;
+            let p = dispatch!(b, c => c.create_peer(&body), l => control::create_peer(&l.state, body.clone()))?;
             emit(json, &p, || peer_text(&p))
         }
         Command::Peers(PeersCmd::Update {
@@ -552,17 +556,17 @@ async fn operate(b: &Backend, cmd: Command, json: bool) -> Result<()> {
                     fields.max_packet_amount.map(Some)
                 },
             };
-            let p = dispatch!(b, c => c.update_peer(&name, &patch), l => admin::ops::update_peer(&l.state, &name, patch.clone()))?;
+            let p = dispatch!(b, c => c.update_peer(&name, &patch), l => control::update_peer(&l.state, &name, patch.clone()))?;
             emit(json, &p, || peer_text(&p))
         }
         Command::Peers(PeersCmd::Remove { name }) => {
-            dispatch!(b, c => c.remove_peer(&name), l => admin::ops::remove_peer(&l.state, &name))?;
+            dispatch!(b, c => c.remove_peer(&name), l => control::remove_peer(&l.state, &name))?;
             emit(json, &serde_json::json!({ "removed": name }), || {
                 format!("removed peer {name}\n")
             })
         }
         Command::Peers(PeersCmd::List) => {
-            let ps = dispatch!(b, c => c.list_peers(), l => admin::ops::list_peers(&l.state))?;
+            let ps = dispatch!(b, c => c.list_peers(), l => control::list_peers(&l.state))?;
             emit(json, &ps, || {
                 let rows = ps
                     .iter()
@@ -595,7 +599,7 @@ async fn operate(b: &Backend, cmd: Command, json: bool) -> Result<()> {
         Command::Deposit(m) => move_funds(b, m, Movement::Deposit, json).await,
         Command::Withdraw(m) => move_funds(b, m, Movement::Withdrawal, json).await,
         Command::Balances => {
-            let bs = dispatch!(b, c => c.balances(), l => admin::ops::balances(&l.state))?;
+            let bs = dispatch!(b, c => c.balances(), l => control::balances(&l.state))?;
             emit(json, &bs, || {
                 table(
                     &["ACCOUNT", "KIND", "ASSET", "BALANCE", "RESERVED", "AVAILABLE"],
@@ -644,7 +648,7 @@ async fn incoming(b: &Backend, cmd: IncomingCmd, json: bool) -> Result<()> {
     let one = match cmd {
         IncomingCmd::List { list, state } => {
             let f = filter(list, state);
-            let l = dispatch!(b, c => c.list_incoming(&f), l => admin::ops::list_incoming(&l.state, f.clone()))?;
+            let l = dispatch!(b, c => c.list_incoming(&f), l => control::list_incoming(&l.state, f.clone()))?;
             return emit(json, &l, || {
                 let rows = l
                     .items
@@ -669,11 +673,11 @@ async fn incoming(b: &Backend, cmd: IncomingCmd, json: bool) -> Result<()> {
         }
         IncomingCmd::Show { id } => {
             let id = id_of(&id);
-            dispatch!(b, c => c.show_incoming(&id), l => admin::ops::show_incoming(&l.state, &id))?
+            dispatch!(b, c => c.show_incoming(&id), l => control::show_incoming(&l.state, &id))?
         }
         IncomingCmd::Complete { id } => {
             let id = id_of(&id);
-            dispatch!(b, c => c.complete_incoming(&id), l => admin::ops::complete_incoming(&l.state, &id))?
+            dispatch!(b, c => c.complete_incoming(&id), l => control::complete_incoming(&l.state, &id))?
         }
     };
     emit(json, &one, || {
@@ -705,7 +709,7 @@ async fn outgoing(b: &Backend, cmd: OutgoingCmd, json: bool) -> Result<()> {
     let one = match cmd {
         OutgoingCmd::List { list, state } => {
             let f = filter(list, state);
-            let l = dispatch!(b, c => c.list_outgoing(&f), l => admin::ops::list_outgoing(&l.state, f.clone()))?;
+            let l = dispatch!(b, c => c.list_outgoing(&f), l => control::list_outgoing(&l.state, f.clone()))?;
             return emit(json, &l, || {
                 let rows = l
                     .items
@@ -726,15 +730,15 @@ async fn outgoing(b: &Backend, cmd: OutgoingCmd, json: bool) -> Result<()> {
         }
         OutgoingCmd::Show { id } => {
             let id = id_of(&id);
-            dispatch!(b, c => c.show_outgoing(&id), l => admin::ops::show_outgoing(&l.state, &id))?
+            dispatch!(b, c => c.show_outgoing(&id), l => control::show_outgoing(&l.state, &id))?
         }
         OutgoingCmd::Cancel { id } => {
             let id = id_of(&id);
-            dispatch!(b, c => c.cancel_outgoing(&id), l => admin::ops::cancel_outgoing(&l.state, &id))?
+            dispatch!(b, c => c.cancel_outgoing(&id), l => control::cancel_outgoing(&l.state, &id))?
         }
         OutgoingCmd::Retry { id } => {
             let id = id_of(&id);
-            dispatch!(b, c => c.retry_outgoing(&id), l => admin::ops::retry_outgoing(&l.state, &id))?
+            dispatch!(b, c => c.retry_outgoing(&id), l => control::retry_outgoing(&l.state, &id))?
         }
     };
     emit(json, &one, || {
@@ -767,7 +771,7 @@ async fn quotes(b: &Backend, cmd: QuotesCmd, json: bool) -> Result<()> {
     let one = match cmd {
         QuotesCmd::List { list } => {
             let f = filter(list, None);
-            let l = dispatch!(b, c => c.list_quotes(&f), l => admin::ops::list_quotes(&l.state, f.clone()))?;
+            let l = dispatch!(b, c => c.list_quotes(&f), l => control::list_quotes(&l.state, f.clone()))?;
             return emit(json, &l, || {
                 let rows = l
                     .items
@@ -787,7 +791,7 @@ async fn quotes(b: &Backend, cmd: QuotesCmd, json: bool) -> Result<()> {
         }
         QuotesCmd::Show { id } => {
             let id = id_of(&id);
-            dispatch!(b, c => c.show_quote(&id), l => admin::ops::show_quote(&l.state, &id))?
+            dispatch!(b, c => c.show_quote(&id), l => control::show_quote(&l.state, &id))?
         }
     };
     emit(json, &one, || {
@@ -819,7 +823,8 @@ fn grant_text(g: &GrantView) -> String {
 async fn grants(b: &Backend, cmd: GrantsCmd, json: bool) -> Result<()> {
     let one = match cmd {
         GrantsCmd::List { state } => {
-            let gs = dispatch!(b, c => c.list_grants(state.as_deref()), l => admin::ops::list_grants(&l.state, state.clone()))?;
+            let gs =
+                dispatch!(b, c => c.list_grants(state.as_deref()), l => control::list_grants(&l.state, state.clone()))?;
             return emit(json, &gs, || {
                 table(
                     &["ID", "STATE", "CLIENT", "ACCESS", "CREATED"],
@@ -837,17 +842,15 @@ async fn grants(b: &Backend, cmd: GrantsCmd, json: bool) -> Result<()> {
                 )
             });
         }
-        GrantsCmd::Show { id } => dispatch!(b, c => c.show_grant(&id), l => admin::ops::show_grant(&l.state, &id))?,
+        GrantsCmd::Show { id } => dispatch!(b, c => c.show_grant(&id), l => control::show_grant(&l.state, &id))?,
         GrantsCmd::Approve { id } => {
-            dispatch!(b, c => c.approve_grant(&id), l => admin::ops::approve_grant(&l.state, &id))?
+            dispatch!(b, c => c.approve_grant(&id), l => control::approve_grant(&l.state, &id))?
         }
         GrantsCmd::Reject { id, reason } => {
             let body = Reject { reason };
-            dispatch!(b, c => c.reject_grant(&id, &body), l => admin::ops::reject_grant(&l.state, &id, body.clone()))?
+            dispatch!(b, c => c.reject_grant(&id, &body), l => control::reject_grant(&l.state, &id, body.clone()))?
         }
-        GrantsCmd::Revoke { id } => {
-            dispatch!(b, c => c.revoke_grant(&id), l => admin::ops::revoke_grant(&l.state, &id))?
-        }
+        GrantsCmd::Revoke { id } => dispatch!(b, c => c.revoke_grant(&id), l => control::revoke_grant(&l.state, &id))?,
     };
     emit(json, &one, || grant_text(&one))
 }
@@ -863,10 +866,10 @@ async fn move_funds(b: &Backend, m: MoveArgs, movement: Movement, json: bool) ->
     let wallet = m.wallet;
     let moved = match movement {
         Movement::Deposit => {
-            dispatch!(b, c => c.deposit(&wallet, &body), l => admin::ops::move_funds(&l.state, &wallet, body.clone(), movement))?
+            dispatch!(b, c => c.deposit(&wallet, &body), l => control::move_funds(&l.state, &wallet, body.clone(), movement))?
         }
         Movement::Withdrawal => {
-            dispatch!(b, c => c.withdraw(&wallet, &body), l => admin::ops::move_funds(&l.state, &wallet, body.clone(), movement))?
+            dispatch!(b, c => c.withdraw(&wallet, &body), l => control::move_funds(&l.state, &wallet, body.clone(), movement))?
         }
     };
     let verb = if movement == Movement::Deposit {

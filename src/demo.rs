@@ -9,7 +9,7 @@ use color_eyre::eyre::{Result, bail, eyre};
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::{client::SignedClient, httpsig::jwk, server::AppState};
+use crate::{client::SignedClient, httpsig::jwk, settings::Settings};
 
 struct Demo {
     c: SignedClient,
@@ -189,8 +189,8 @@ pub async fn run_against(public_url: &str, key_pem: &str) -> Result<()> {
 }
 
 /// Runs the scenario from inside the console, against this very server.
-pub async fn run(s: &AppState) -> Result<()> {
-    let pem = std::fs::read_to_string(s.settings.paths.demo_client_key())
+pub async fn run(settings: &Settings) -> Result<()> {
+    let pem = std::fs::read_to_string(settings.paths.demo_client_key())
         .map_err(|e| eyre!("the demo needs demo-client.pem in the data dir (seeded on first run): {e}"))?;
-    run_against(&s.settings.public_url, &pem).await
+    run_against(&settings.public_url, &pem).await
 }

@@ -9,6 +9,7 @@ pub mod ase;
 pub mod cli;
 pub mod client;
 pub mod clock;
+pub mod control;
 pub mod demo;
 pub mod egress;
 pub mod events;
@@ -80,7 +81,7 @@ async fn console(settings: Settings, global: &cli::Global) -> Result<()> {
         keys: settings.keys.clone(),
         theme: settings.theme.clone(),
     };
-    let result = tui::run(state, opts, logs, shutdown.clone()).await;
+    let result = tui::run(state.services.clone(), opts, logs, shutdown.clone()).await;
     shutdown.cancel();
     server.await.wrap_err("the server task failed")??;
     result

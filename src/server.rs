@@ -1,6 +1,7 @@
 //! The HTTP server: one axum router for every route of the embedded ASE, its layers, and serving with
 //! graceful shutdown. `router` is pure (no I/O) so tests drive it with `oneshot`; `serve` binds nothing itself.
 
+pub mod admin;
 pub mod error;
 pub mod extract;
 pub mod ilp_http;
@@ -18,7 +19,6 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tower_http::timeout::TimeoutLayer;
 
-use crate::admin;
 pub use state::AppState;
 
 /// Every route, with the body limit, timeout and request-log layers.

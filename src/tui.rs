@@ -29,7 +29,7 @@ use ratatui::crossterm::{
 use tokio::sync::{broadcast::error::RecvError, mpsc};
 use tokio_util::sync::CancellationToken;
 
-use crate::{events::DomainEvent, server::AppState};
+use crate::{control::Services, events::DomainEvent};
 use app::{App, Effect, Msg, ServerInfo};
 use keymap::Keymap;
 use theme::Theme;
@@ -44,7 +44,7 @@ pub struct Options {
 }
 
 /// The view model for `state` with keymap and theme from `opts` (warnings go to the flash line).
-pub fn build(state: &AppState, opts: &Options) -> (App, Theme) {
+pub fn build(state: &Services, opts: &Options) -> (App, Theme) {
     let (keymap, mut warnings) = Keymap::with_overrides(&opts.keys);
     let (theme, theme_warnings) = Theme::load(opts.no_color, &opts.theme);
     warnings.extend(theme_warnings);
@@ -64,7 +64,7 @@ pub fn build(state: &AppState, opts: &Options) -> (App, Theme) {
 
 /// Runs the console until the person quits or `shutdown` is cancelled. `logs` feeds the Log pane.
 pub async fn run(
-    state: AppState,
+    state: std::sync::Arc<Services>,
     opts: Options,
     mut logs: mpsc::Receiver<String>,
     shutdown: CancellationToken,

@@ -22,6 +22,7 @@ use crate::{
         engine::EngineError, incoming::IncomingError, outgoing::OutgoingError, quotes::QuoteError, rates::RateError,
         remote::RemoteError, wallet::WalletError,
     },
+    control,
     gnap::{GnapError, error::Fault},
     ilp::peers::PeerError,
     ledger::LedgerError,
@@ -336,6 +337,24 @@ impl From<EngineError> for ApiError {
             EngineError::Ledger(l) => l.into(),
             EngineError::Money(m) => m.into(),
             EngineError::Store(s) => Self::internal(&s),
+        }
+    }
+}
+
+impl From<control::Error> for ApiError {
+    fn from(e: control::Error) -> Self {
+        match e {
+            control::Error::Invalid { code, message } => Self::bad_request(code, message),
+            control::Error::NotFound(d) => Self::not_found(d),
+            control::Error::Wallet(e) => e.into(),
+            control::Error::Ledger(e) => e.into(),
+            control::Error::Money(e) => e.into(),
+            control::Error::Incoming(e) => e.into(),
+            control::Error::Outgoing(e) => e.into(),
+            control::Error::Quote(e) => e.into(),
+            control::Error::Grant(e) => e.into(),
+            control::Error::Peer(e) => e.into(),
+            control::Error::Store(e) => e.into(),
         }
     }
 }

@@ -1,61 +1,46 @@
-//! The state every handler gets: cheap-to-clone handles to the services, the bus and the settings.
+//! The state every handler gets: the running ASE's [`Services`] plus what only the HTTP edge needs (the
+//! signature verifier, the admin token). Cheap to clone; derefs to the services.
 
 use std::sync::Arc;
 
 use super::signed::Verifier;
-use crate::{
-    ase::{
-        engine::Engine, incoming::IncomingPayments, outgoing::OutgoingPayments, quotes::Quotes, remote::Remote,
-        wallet::Wallets,
-    },
-    clock::SharedClock,
-    events::EventBus,
-    gnap::Gnap,
-    ilp::{peers::Peers, receiver::Receiver},
-    ledger::Ledger,
-    settings::Settings,
-};
+use crate::control::Services;
 
 /// Shared by every request: cloning is one reference-count increment.
 #[derive(Clone)]
-pub struct AppState(Arc<Services>);
+pub struct AppState(Arc<Edge>);
+
+/// The services and the edge's own parts.
+pub struct Edge {
+    pub services: Arc<Services>,
+    /// Checks request signatures against client keys.
+    pub verifier: Arc<Verifier>,
+    /// The admin API bearer token.
+    pub admin_token: Arc<str>,
+}
 
 impl AppState {
-    pub fn new(services: Services) -> Self {
-        Self(Arc::new(services))
+    pub fn new(services: Arc<Services>, verifier: Arc<Verifier>, admin_token: Arc<str>) -> Self {
+        Self(Arc::new(Edge {
+            services,
+            verifier,
+            admin_token,
+        }))
     }
 }
 
 impl std::ops::Deref for AppState {
-    type Target = Services;
+    type Target = Edge;
 
-    fn deref(&self) -> &Services {
+    fn deref(&self) -> &Edge {
         &self.0
     }
 }
 
-/// The services, the bus and the settings.
-pub struct Services {
-    pub settings: Arc<Settings>,
-    pub bus: EventBus,
-    pub wallets: Wallets,
-    pub ledger: Ledger,
-    pub gnap: Gnap,
-    pub incoming: IncomingPayments,
-    pub quotes: Quotes,
-    pub outgoing: OutgoingPayments,
-    pub engine: Engine,
-    /// The STREAM receiver behind `POST /ilp`.
-    pub ilp: Receiver,
-    /// The ILP peers (config and admin).
-    pub peers: Peers,
-    /// Receivers on other ASEs, and the ASE's own Open Payments client identity.
-    pub remote: Remote,
-    /// Checks request signatures against client keys.
-    pub verifier: Arc<Verifier>,
-    pub clock: SharedClock,
-    /// Whether the request log captures headers and bodies (on while a console shows them).
-    pub capture: Arc<std::sync::atomic::AtomicBool>,
-    /// The admin API bearer token.
-    pub admin_token: Arc<str>,
+impl std::ops::Deref for Edge {
+    type Target = Services;
+
+    fn deref(&self) -> &Services {
+        &self.services
+    }
 }

@@ -1,6 +1,8 @@
 //! The control task: carries out the console's effects with the same operations the admin API runs, off
 //! the UI task, and answers with replies. Loads page from the store with keyset cursors.
 
+use std::sync::Arc;
+
 use tokio::sync::mpsc;
 
 use super::{
@@ -8,15 +10,14 @@ use super::{
     pane::Pane,
 };
 use crate::{
-    admin::{
+    control::{
+        self, Error, Services,
         dto::{PaymentFilter, Reject},
-        ops,
     },
-    server::{AppState, error::ApiError},
     states::{GrantState, OutgoingState},
 };
 
-async fn load(s: &AppState, l: Load) -> Result<Reply, ApiError> {
+async fn load(s: &Services, l: Load) -> Result<Reply, Error> {
     let filter = |state: Option<String>| PaymentFilter {
         wallet: None,
         state,
@@ -26,10 +27,10 @@ async fn load(s: &AppState, l: Load) -> Result<Reply, ApiError> {
     let append = l.cursor.is_some();
     Ok(match l.pane {
         Pane::Overview => {
-            let grants = ops::list_grants(s, Some(GrantState::Pending.to_string())).await?;
+            let grants = control::list_grants(s, Some(GrantState::Pending.to_string())).await?;
             let open = s.incoming.count_open().await?;
             let failed = s.outgoing.count_in_state(OutgoingState::Failed).await?;
-            let balances = ops::balances(s).await?;
+            let balances = control::balances(s).await?;
             Reply::Overview(OverviewData {
                 pending_grants: grants.len(),
                 open_incoming: open,
@@ -38,9 +39,9 @@ async fn load(s: &AppState, l: Load) -> Result<Reply, ApiError> {
             })
         }
         Pane::Wallets => {
-            let balances = ops::balances(s).await?;
+            let balances = control::balances(s).await?;
             let mut rows = Vec::new();
-            for w in ops::list_wallets(s).await? {
+            for w in control::list_wallets(s).await? {
                 let keys = s.wallets.keys(&w.name).await?.keys.len();
                 if let Some(b) = balances.iter().find(|b| b.account_id == w.account_id) {
                     rows.push(WalletRow {
@@ -53,7 +54,7 @@ async fn load(s: &AppState, l: Load) -> Result<Reply, ApiError> {
             Reply::Wallets(rows)
         }
         Pane::Incoming => {
-            let l = ops::list_incoming(s, filter(None)).await?;
+            let l = control::list_incoming(s, filter(None)).await?;
             Reply::Incoming {
                 rows: l.items,
                 next: l.next_cursor,
@@ -61,7 +62,7 @@ async fn load(s: &AppState, l: Load) -> Result<Reply, ApiError> {
             }
         }
         Pane::Grants => {
-            let grants = ops::list_grants(s, None).await?;
+            let grants = control::list_grants(s, None).await?;
             let mut spent = std::collections::HashMap::new();
             for g in grants.iter().filter(|g| g.state.is_active()) {
                 for item in &g.access {
@@ -78,7 +79,7 @@ async fn load(s: &AppState, l: Load) -> Result<Reply, ApiError> {
         }
         Pane::Outgoing => {
             let state = l.failed_only.then(|| OutgoingState::Failed.to_string());
-            let l = ops::list_outgoing(s, filter(state)).await?;
+            let l = control::list_outgoing(s, filter(state)).await?;
             Reply::Outgoing {
                 rows: l.items,
                 next: l.next_cursor,
@@ -86,7 +87,7 @@ async fn load(s: &AppState, l: Load) -> Result<Reply, ApiError> {
             }
         }
         Pane::Quotes => {
-            let l = ops::list_quotes(s, filter(None)).await?;
+            let l = control::list_quotes(s, filter(None)).await?;
             Reply::Quotes {
                 rows: l.items,
                 next: l.next_cursor,
@@ -98,34 +99,34 @@ async fn load(s: &AppState, l: Load) -> Result<Reply, ApiError> {
 }
 
 /// Runs one effect and returns the reply (none for `Quit`).
-pub async fn run_effect(s: &AppState, e: Effect) -> Option<Reply> {
+pub async fn run_effect(s: &Services, e: Effect) -> Option<Reply> {
     let r = match e {
         Effect::Load(l) => load(s, l).await,
-        Effect::Approve(id) => ops::approve_grant(s, &id)
+        Effect::Approve(id) => control::approve_grant(s, &id)
             .await
             .map(|_| Reply::Done(format!("grant {} approved", short_id(&id)))),
-        Effect::Reject(id, reason) => ops::reject_grant(s, &id, Reject { reason })
+        Effect::Reject(id, reason) => control::reject_grant(s, &id, Reject { reason })
             .await
             .map(|_| Reply::Done(format!("grant {} rejected", short_id(&id)))),
-        Effect::Revoke(id) => ops::revoke_grant(s, &id)
+        Effect::Revoke(id) => control::revoke_grant(s, &id)
             .await
             .map(|_| Reply::Done(format!("grant {} revoked", short_id(&id)))),
-        Effect::Complete(id) => ops::complete_incoming(s, &id)
+        Effect::Complete(id) => control::complete_incoming(s, &id)
             .await
             .map(|_| Reply::Done(format!("incoming payment {} completed", short_id(&id)))),
-        Effect::Retry(id) => ops::retry_outgoing(s, &id)
+        Effect::Retry(id) => control::retry_outgoing(s, &id)
             .await
             .map(|_| Reply::Done(format!("outgoing payment {} retried", short_id(&id)))),
-        Effect::Cancel(id) => ops::cancel_outgoing(s, &id)
+        Effect::Cancel(id) => control::cancel_outgoing(s, &id)
             .await
             .map(|_| Reply::Done(format!("outgoing payment {} cancelled", short_id(&id)))),
         Effect::CreateWallet {
             name,
             asset_code,
             asset_scale,
-        } => ops::create_wallet(
+        } => control::create_wallet(
             s,
-            crate::admin::dto::CreateWallet {
+            crate::control::dto::CreateWallet {
                 name,
                 asset_code,
                 asset_scale,
@@ -146,10 +147,10 @@ pub async fn run_effect(s: &AppState, e: Effect) -> Option<Reply> {
             };
             match crate::money::Value::new(amount) {
                 Err(e) => Err(e.into()),
-                Ok(value) => ops::move_funds(
+                Ok(value) => control::move_funds(
                     s,
                     &wallet,
-                    crate::admin::dto::Move {
+                    crate::control::dto::Move {
                         value,
                         asset_code: None,
                         asset_scale: None,
@@ -168,10 +169,10 @@ pub async fn run_effect(s: &AppState, e: Effect) -> Option<Reply> {
                 }),
             }
         }
-        Effect::GenerateKey(wallet) => ops::add_key(
+        Effect::GenerateKey(wallet) => control::add_key(
             s,
             &wallet,
-            crate::admin::dto::AddKey {
+            crate::control::dto::AddKey {
                 jwk: None,
                 generate: true,
             },
@@ -183,9 +184,9 @@ pub async fn run_effect(s: &AppState, e: Effect) -> Option<Reply> {
             pem: k.private_key_pem.unwrap_or_default(),
         }),
         Effect::Demo => {
-            let s = s.clone();
+            let settings = s.settings.clone();
             tokio::spawn(async move {
-                if let Err(e) = crate::demo::run(&s).await {
+                if let Err(e) = crate::demo::run(&settings).await {
                     tracing::warn!(error = %e, "demo scenario failed");
                 }
             });
@@ -193,11 +194,11 @@ pub async fn run_effect(s: &AppState, e: Effect) -> Option<Reply> {
         }
         Effect::Quit => return None,
     };
-    Some(r.unwrap_or_else(|e| Reply::Failed(e.description)))
+    Some(r.unwrap_or_else(|e| Reply::Failed(e.to_string())))
 }
 
 /// Serves effects from `rx`, sending replies to `tx`, until `rx` closes. Effects run concurrently.
-pub async fn serve(s: AppState, mut rx: mpsc::UnboundedReceiver<Effect>, tx: mpsc::UnboundedSender<Reply>) {
+pub async fn serve(s: Arc<Services>, mut rx: mpsc::UnboundedReceiver<Effect>, tx: mpsc::UnboundedSender<Reply>) {
     while let Some(e) = rx.recv().await {
         let (s, tx) = (s.clone(), tx.clone());
         tokio::spawn(async move {

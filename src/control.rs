@@ -1,0 +1,106 @@
+//! The command layer: every operator action — wallets, keys, funds, grant decisions, payment actions,
+//! peers — as one function over the running ASE's [`Services`]. The admin API handlers, the CLI when no
+//! server holds the data dir, and the console all call these, so an action means the same wherever it is
+//! given. Commands answer typed [`Error`]s and know nothing of HTTP or terminals; `dto` holds the bodies
+//! the admin API and its client share.
+
+pub mod dto;
+pub mod funds;
+pub mod grants;
+pub mod keys;
+pub mod payments;
+pub mod peers;
+pub mod wallets;
+
+use std::sync::{Arc, atomic::AtomicBool};
+
+pub use funds::move_funds;
+pub use grants::{approve_grant, list_grants, reject_grant, revoke_grant, show_grant};
+pub use keys::{add_key, list_keys, remove_key};
+pub use payments::{
+    cancel_outgoing, complete_incoming, list_incoming, list_outgoing, list_quotes, retry_outgoing, show_incoming,
+    show_outgoing, show_quote,
+};
+pub use peers::{create_peer, ensure_client_wallet, list_peers, remove_peer, show_peer, update_peer};
+pub use wallets::{balances, create_wallet, list_wallets, show_wallet};
+
+use crate::{
+    ase::{
+        engine::Engine,
+        incoming::{IncomingError, IncomingPayments},
+        outgoing::{OutgoingError, OutgoingPayments},
+        quotes::{QuoteError, Quotes},
+        remote::Remote,
+        wallet::{WalletError, Wallets},
+    },
+    clock::SharedClock,
+    events::EventBus,
+    gnap::{Gnap, GnapError},
+    ilp::{
+        peers::{PeerError, Peers},
+        receiver::Receiver,
+    },
+    ledger::{Ledger, LedgerError},
+    money::MoneyError,
+    settings::Settings,
+    store,
+};
+
+/// The running ASE: its services, the bus and the settings, wired over one data dir by `crate::app`.
+pub struct Services {
+    pub settings: Arc<Settings>,
+    pub bus: EventBus,
+    pub wallets: Wallets,
+    pub ledger: Ledger,
+    pub gnap: Gnap,
+    pub incoming: IncomingPayments,
+    pub quotes: Quotes,
+    pub outgoing: OutgoingPayments,
+    pub engine: Engine,
+    /// The STREAM receiver behind `POST /ilp`.
+    pub ilp: Receiver,
+    /// The ILP peers (config and admin).
+    pub peers: Peers,
+    /// Receivers on other ASEs, and the ASE's own Open Payments client identity.
+    pub remote: Remote,
+    pub clock: SharedClock,
+    /// Whether the request log captures headers and bodies (on while a console shows them).
+    pub capture: Arc<AtomicBool>,
+}
+
+/// Why an operator command was refused or failed.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The command's input is malformed; `code` says what (`invalid_request`, `invalid_amount`).
+    #[error("{message}")]
+    Invalid { code: &'static str, message: String },
+    #[error("{0}")]
+    NotFound(String),
+    #[error(transparent)]
+    Wallet(#[from] WalletError),
+    #[error(transparent)]
+    Ledger(#[from] LedgerError),
+    #[error(transparent)]
+    Money(#[from] MoneyError),
+    #[error(transparent)]
+    Incoming(#[from] IncomingError),
+    #[error(transparent)]
+    Outgoing(#[from] OutgoingError),
+    #[error(transparent)]
+    Quote(#[from] QuoteError),
+    #[error(transparent)]
+    Grant(#[from] GnapError),
+    #[error(transparent)]
+    Peer(#[from] PeerError),
+    #[error(transparent)]
+    Store(#[from] store::Error),
+}
+
+impl Error {
+    pub fn invalid(code: &'static str, message: impl Into<String>) -> Self {
+        Self::Invalid {
+            code,
+            message: message.into(),
+        }
+    }
+}

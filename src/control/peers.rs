@@ -1,0 +1,81 @@
+//! ILP peers: list, show, add, change, remove (tokens are never shown, a generated one once), and the ASE's
+//! own client wallet a sending peer needs.
+
+use super::{
+    Error, Services,
+    dto::{NewPeer, PeerView},
+    wallets::balances,
+};
+use crate::{
+    ase::wallet::{NewWallet, WalletError},
+    ilp::peers::{PeerPatch, Saved},
+    money::Asset,
+};
+
+/// The ILP peers, from config.toml and added here (tokens never shown), with their account balances.
+pub async fn list_peers(s: &Services) -> Result<Vec<PeerView>, Error> {
+    let balances = balances(s).await?;
+    let set = s.peers.current();
+    Ok(set.all().iter().map(|p| PeerView::of(p, &balances)).collect())
+}
+
+pub async fn show_peer(s: &Services, name: &str) -> Result<PeerView, Error> {
+    let peer = s
+        .peers
+        .current()
+        .get(name)
+        .ok_or_else(|| Error::NotFound(format!("no peer named {name:?}")))?;
+    Ok(PeerView::of(&peer, &balances(s).await?))
+}
+
+pub async fn create_peer(s: &Services, body: NewPeer) -> Result<PeerView, Error> {
+    let (def, generate) = body.into_settings();
+    let saved = s.peers.create(def, generate).await?;
+    saved_view(s, saved).await
+}
+
+pub async fn update_peer(s: &Services, name: &str, patch: PeerPatch) -> Result<PeerView, Error> {
+    let saved = s.peers.update(name, patch).await?;
+    saved_view(s, saved).await
+}
+
+pub async fn remove_peer(s: &Services, name: &str) -> Result<(), Error> {
+    Ok(s.peers.remove(name).await?)
+}
+
+/// A saved peer's view; a peer that can send needs the ASE's client wallet (created on first need).
+async fn saved_view(s: &Services, saved: Saved) -> Result<PeerView, Error> {
+    if saved.peer.outgoing().is_some() {
+        ensure_client_wallet(s, &saved.peer.asset).await?;
+    }
+    let mut view = PeerView::of(&saved.peer, &balances(s).await?);
+    view.generated_incoming_tokens = saved.generated_tokens;
+    Ok(view)
+}
+
+/// Makes sure the wallet `[ilp] client_wallet` exists (in `asset`, the first sending peer's, when it is
+/// created) and publishes the ASE client key, so other ASEs can verify the ASE's signed requests.
+pub async fn ensure_client_wallet(s: &Services, asset: &Asset) -> Result<(), WalletError> {
+    let name = s.settings.ilp.client_wallet.clone();
+    match s.wallets.get(&name).await {
+        Ok(_) => {}
+        Err(WalletError::NotFound(_)) => {
+            s.wallets
+                .create(NewWallet {
+                    name: name.clone(),
+                    asset: asset.clone(),
+                    public_name: Some("opdesk ASE client".into()),
+                    demo: false,
+                })
+                .await?;
+            tracing::info!(wallet = %name, "created the ASE's client wallet for paying other ASEs");
+        }
+        Err(e) => return Err(e),
+    }
+    if let Some(key) = s.remote.client_jwk()
+        && s.wallets.keys(&name).await?.find(&key.kid).is_none()
+    {
+        s.wallets.add_key(&name, key.clone()).await?;
+    }
+    Ok(())
+}

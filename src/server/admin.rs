@@ -1,0 +1,250 @@
+//! The operator API under `/admin`: served only to loopback peers presenting the bearer token kept in the
+//! data dir. Handlers are thin calls into the command layer ([`crate::control`]) the CLI and the console use
+//! too; `crate::admin` is the typed HTTP client the CLI drives it with (bodies in `control::dto`).
+
+use std::net::SocketAddr;
+
+use axum::{
+    Router,
+    extract::{ConnectInfo, Path, Query, Request, State},
+    http::{HeaderValue, StatusCode, header},
+    middleware::{self, Next},
+    response::{IntoResponse, Response},
+    routing::{delete, get, post},
+};
+
+use crate::{
+    control::{
+        self,
+        dto::{AddKey, CreateWallet, GrantFilter, Move, NewPeer, PaymentFilter, Reject},
+    },
+    ledger::Movement,
+    server::{error::ApiError, extract::Json, state::AppState},
+};
+
+/// Admin routes (nested under `/admin`), guarded by loopback + bearer token.
+pub fn routes(state: AppState) -> Router<AppState> {
+    Router::new()
+        .route("/wallets", get(list_wallets).post(create_wallet))
+        .route("/wallets/{name}", get(show_wallet))
+        .route("/wallets/{name}/keys", get(list_keys).post(add_key))
+        .route("/wallets/{name}/keys/{kid}", delete(remove_key))
+        .route("/wallets/{name}/deposit", post(deposit))
+        .route("/wallets/{name}/withdraw", post(withdraw))
+        .route("/balances", get(balances))
+        .route("/peers", get(list_peers).post(create_peer))
+        .route("/peers/{name}", get(show_peer).patch(update_peer).delete(remove_peer))
+        .route("/incoming-payments", get(list_incoming))
+        .route("/incoming-payments/{id}", get(show_incoming))
+        .route("/incoming-payments/{id}/complete", post(complete_incoming))
+        .route("/outgoing-payments", get(list_outgoing))
+        .route("/outgoing-payments/{id}", get(show_outgoing))
+        .route("/outgoing-payments/{id}/cancel", post(cancel_outgoing))
+        .route("/outgoing-payments/{id}/retry", post(retry_outgoing))
+        .route("/quotes", get(list_quotes))
+        .route("/quotes/{id}", get(show_quote))
+        .route("/grants", get(list_grants))
+        .route("/grants/{id}", get(show_grant))
+        .route("/grants/{id}/approve", post(approve_grant))
+        .route("/grants/{id}/reject", post(reject_grant))
+        .route("/grants/{id}/revoke", post(revoke_grant))
+        .fallback(crate::server::error::not_found)
+        .layer(middleware::from_fn_with_state(state, guard))
+}
+
+async fn guard(State(state): State<AppState>, req: Request, next: Next) -> Response {
+    let peer = req.extensions().get::<ConnectInfo<SocketAddr>>().map(|c| c.0);
+    // A dual-stack listener (`[::]`) sees IPv4 clients as IPv4-mapped addresses (`::ffff:127.0.0.1`).
+    if !peer.is_some_and(|p| p.ip().to_canonical().is_loopback()) {
+        tracing::warn!(?peer, "admin API refused to a non-loopback peer");
+        return ApiError::new(
+            StatusCode::FORBIDDEN,
+            "forbidden",
+            "the admin API is served to loopback clients only",
+        )
+        .into_response();
+    }
+    let presented = req
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "));
+    // constant time: timing does not reveal how much of a token matched
+    if !presented.is_some_and(|t| {
+        bool::from(subtle::ConstantTimeEq::ct_eq(
+            t.as_bytes(),
+            state.admin_token.as_bytes(),
+        ))
+    }) {
+        let mut res = ApiError::new(
+            StatusCode::UNAUTHORIZED,
+            "unauthorized",
+            "missing or wrong admin token (see admin.token in the data dir)",
+        )
+        .into_response();
+        res.headers_mut().insert(
+            header::WWW_AUTHENTICATE,
+            HeaderValue::from_static("Bearer realm=\"opdesk-admin\""),
+        );
+        return res;
+    }
+    next.run(req).await
+}
+
+async fn list_wallets(State(s): State<AppState>) -> Result<impl IntoResponse, ApiError> {
+    Ok(axum::Json(control::list_wallets(&s).await?))
+}
+
+async fn create_wallet(
+    State(s): State<AppState>,
+    Json(body): Json<CreateWallet>,
+) -> Result<impl IntoResponse, ApiError> {
+    Ok((StatusCode::CREATED, axum::Json(control::create_wallet(&s, body).await?)))
+}
+
+async fn show_wallet(State(s): State<AppState>, Path(name): Path<String>) -> Result<impl IntoResponse, ApiError> {
+    Ok(axum::Json(control::show_wallet(&s, &name).await?))
+}
+
+async fn list_keys(State(s): State<AppState>, Path(name): Path<String>) -> Result<impl IntoResponse, ApiError> {
+    Ok(axum::Json(control::list_keys(&s, &name).await?))
+}
+
+async fn add_key(
+    State(s): State<AppState>,
+    Path(name): Path<String>,
+    Json(body): Json<AddKey>,
+) -> Result<impl IntoResponse, ApiError> {
+    Ok((
+        StatusCode::CREATED,
+        axum::Json(control::add_key(&s, &name, body).await?),
+    ))
+}
+
+async fn remove_key(
+    State(s): State<AppState>,
+    Path((name, kid)): Path<(String, String)>,
+) -> Result<StatusCode, ApiError> {
+    control::remove_key(&s, &name, &kid).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+async fn deposit(
+    State(s): State<AppState>,
+    Path(name): Path<String>,
+    Json(body): Json<Move>,
+) -> Result<impl IntoResponse, ApiError> {
+    Ok(axum::Json(
+        control::move_funds(&s, &name, body, Movement::Deposit).await?,
+    ))
+}
+
+async fn withdraw(
+    State(s): State<AppState>,
+    Path(name): Path<String>,
+    Json(body): Json<Move>,
+) -> Result<impl IntoResponse, ApiError> {
+    Ok(axum::Json(
+        control::move_funds(&s, &name, body, Movement::Withdrawal).await?,
+    ))
+}
+
+async fn balances(State(s): State<AppState>) -> Result<impl IntoResponse, ApiError> {
+    Ok(axum::Json(control::balances(&s).await?))
+}
+
+async fn list_peers(State(s): State<AppState>) -> Result<impl IntoResponse, ApiError> {
+    Ok(axum::Json(control::list_peers(&s).await?))
+}
+
+async fn show_peer(State(s): State<AppState>, Path(name): Path<String>) -> Result<impl IntoResponse, ApiError> {
+    Ok(axum::Json(control::show_peer(&s, &name).await?))
+}
+
+async fn create_peer(State(s): State<AppState>, Json(body): Json<NewPeer>) -> Result<impl IntoResponse, ApiError> {
+    Ok((StatusCode::CREATED, axum::Json(control::create_peer(&s, body).await?)))
+}
+
+async fn update_peer(
+    State(s): State<AppState>,
+    Path(name): Path<String>,
+    Json(body): Json<crate::ilp::peers::PeerPatch>,
+) -> Result<impl IntoResponse, ApiError> {
+    Ok(axum::Json(control::update_peer(&s, &name, body).await?))
+}
+
+async fn remove_peer(State(s): State<AppState>, Path(name): Path<String>) -> Result<StatusCode, ApiError> {
+    control::remove_peer(&s, &name).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+async fn list_incoming(
+    State(s): State<AppState>,
+    Query(f): Query<PaymentFilter>,
+) -> Result<impl IntoResponse, ApiError> {
+    Ok(axum::Json(control::list_incoming(&s, f).await?))
+}
+
+async fn show_incoming(State(s): State<AppState>, Path(id): Path<String>) -> Result<impl IntoResponse, ApiError> {
+    Ok(axum::Json(control::show_incoming(&s, &id).await?))
+}
+
+async fn complete_incoming(State(s): State<AppState>, Path(id): Path<String>) -> Result<impl IntoResponse, ApiError> {
+    Ok(axum::Json(control::complete_incoming(&s, &id).await?))
+}
+
+async fn list_outgoing(
+    State(s): State<AppState>,
+    Query(f): Query<PaymentFilter>,
+) -> Result<impl IntoResponse, ApiError> {
+    Ok(axum::Json(control::list_outgoing(&s, f).await?))
+}
+
+async fn show_outgoing(State(s): State<AppState>, Path(id): Path<String>) -> Result<impl IntoResponse, ApiError> {
+    Ok(axum::Json(control::show_outgoing(&s, &id).await?))
+}
+
+async fn cancel_outgoing(State(s): State<AppState>, Path(id): Path<String>) -> Result<impl IntoResponse, ApiError> {
+    Ok(axum::Json(control::cancel_outgoing(&s, &id).await?))
+}
+
+async fn retry_outgoing(State(s): State<AppState>, Path(id): Path<String>) -> Result<impl IntoResponse, ApiError> {
+    Ok(axum::Json(control::retry_outgoing(&s, &id).await?))
+}
+
+async fn list_quotes(State(s): State<AppState>, Query(f): Query<PaymentFilter>) -> Result<impl IntoResponse, ApiError> {
+    Ok(axum::Json(control::list_quotes(&s, f).await?))
+}
+
+async fn show_quote(State(s): State<AppState>, Path(id): Path<String>) -> Result<impl IntoResponse, ApiError> {
+    Ok(axum::Json(control::show_quote(&s, &id).await?))
+}
+
+async fn list_grants(State(s): State<AppState>, Query(q): Query<GrantFilter>) -> Result<impl IntoResponse, ApiError> {
+    Ok(axum::Json(control::list_grants(&s, q.state).await?))
+}
+
+async fn show_grant(State(s): State<AppState>, Path(id): Path<String>) -> Result<impl IntoResponse, ApiError> {
+    Ok(axum::Json(control::show_grant(&s, &id).await?))
+}
+
+async fn approve_grant(State(s): State<AppState>, Path(id): Path<String>) -> Result<impl IntoResponse, ApiError> {
+    Ok(axum::Json(control::approve_grant(&s, &id).await?))
+}
+
+async fn reject_grant(
+    State(s): State<AppState>,
+    Path(id): Path<String>,
+    body: axum::body::Bytes,
+) -> Result<impl IntoResponse, ApiError> {
+    let body: Reject = if body.iter().all(u8::is_ascii_whitespace) {
+        Reject::default()
+    } else {
+        serde_json::from_slice(&body).map_err(|e| ApiError::bad_request("invalid_request", e.to_string()))?
+    };
+    Ok(axum::Json(control::reject_grant(&s, &id, body).await?))
+}
+
+async fn revoke_grant(State(s): State<AppState>, Path(id): Path<String>) -> Result<impl IntoResponse, ApiError> {
+    Ok(axum::Json(control::revoke_grant(&s, &id).await?))
+}
