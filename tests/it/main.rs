@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used)]
 
 mod admin_api;
+mod architecture;
 mod cli;
 mod common;
 mod console;
@@ -20,6 +21,7 @@ mod ledger_props;
 mod ownership;
 mod rs_api;
 mod security;
+mod sources;
 mod states;
 mod storage_full;
 mod two_processes;

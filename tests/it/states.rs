@@ -2,9 +2,11 @@
 //! text as a Rust string literal (`"sending"`) or, outside `src/store/`, as an SQL one (`'sending'`), and fails
 //! listing file:line. Test code (`#[cfg(test)]` items and test-only module files) and comments are skipped.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use opdesk::states::{GrantState, IncomingState, OutgoingState, TokenState, TransferState};
+
+use crate::sources;
 
 /// Lines that hold a state's text for another reason: (file, a piece of the line, why).
 const EXCEPTIONS: &[(&str, &str, &str)] = &[
@@ -42,141 +44,36 @@ fn names() -> Vec<&'static str> {
     v
 }
 
-/// The code of one line: string literals kept (their text is what we look for), comments dropped, and the
-/// net count of `{` minus `}` outside literals. `in_str` carries an open string over lines.
-fn code_of(line: &str, in_str: &mut bool) -> (String, i64) {
-    let mut out = String::new();
-    let mut depth = 0;
-    let mut chars = line.chars().peekable();
-    while let Some(c) = chars.next() {
-        if *in_str {
-            out.push(c);
-            match c {
-                '\\' => {
-                    if let Some(n) = chars.next() {
-                        out.push(n);
-                    }
-                }
-                '"' => *in_str = false,
-                _ => {}
-            }
-            continue;
-        }
-        match c {
-            '/' if chars.peek() == Some(&'/') => break,
-            '"' => {
-                *in_str = true;
-                out.push(c);
-            }
-            // a char literal such as '{' or '"' (a lifetime has no closing quote right after)
-            '\'' => {
-                let rest: String = chars.clone().take(3).collect();
-                let skip = if rest.starts_with('\\') {
-                    rest.find('\'').map(|i| i + 1)
-                } else if rest.chars().nth(1) == Some('\'') {
-                    Some(2)
-                } else {
-                    None
-                };
-                match skip {
-                    Some(n) => {
-                        for _ in 0..n {
-                            chars.next();
-                        }
-                        out.push_str("' '");
-                    }
-                    None => out.push(c),
-                }
-            }
-            '{' => {
-                depth += 1;
-                out.push(c);
-            }
-            '}' => {
-                depth -= 1;
-                out.push(c);
-            }
-            _ => out.push(c),
-        }
-    }
-    (out, depth)
-}
-
 /// Every state literal in `source` (the file at `rel`, relative to the crate root) outside test code, as
 /// `rel:line: text`. Also returns the test-only module files `source` declares (`#[cfg(test)] mod x;`).
 fn scan(rel: &str, source: &str) -> (Vec<String>, Vec<String>) {
     let names = names();
     let in_store = rel.starts_with("src/store/") || rel == "src/store.rs";
+    let scanned = sources::non_test_lines(source);
     let mut hits = Vec::new();
-    let mut test_modules = Vec::new();
-    let mut in_str = false;
-    let mut cfg_test = false;
-    // brace depth inside a `#[cfg(test)]` item; `Some` while skipping it
-    let mut skipping: Option<i64> = None;
-    for (i, line) in source.lines().enumerate() {
-        let (code, delta) = code_of(line, &mut in_str);
-        let trimmed = code.trim();
-        if let Some(depth) = skipping.as_mut() {
-            *depth += delta;
-            if *depth <= 0 && (trimmed.ends_with('}') || trimmed.ends_with("};")) {
-                skipping = None;
-            }
-            continue;
-        }
-        if cfg_test {
-            if trimmed.starts_with("#[") || trimmed.is_empty() {
-                continue;
-            }
-            cfg_test = false;
-            if let Some(m) = trimmed.strip_prefix("mod ").and_then(|m| m.strip_suffix(';')) {
-                test_modules.push(m.trim().to_owned());
-                continue;
-            }
-            if delta > 0 {
-                skipping = Some(delta);
-            } else if !trimmed.ends_with(';') && !trimmed.ends_with('}') {
-                // the item's opening brace is on a later line
-                skipping = Some(0);
-            }
-            continue;
-        }
-        if trimmed.starts_with("#[cfg(test)]") {
-            cfg_test = true;
-            continue;
-        }
-        let excepted = EXCEPTIONS.iter().any(|(f, piece, _)| *f == rel && line.contains(piece));
+    for line in &scanned.lines {
+        let excepted = EXCEPTIONS
+            .iter()
+            .any(|(f, piece, _)| *f == rel && line.text.contains(piece));
         if excepted {
             continue;
         }
         for n in &names {
             let rust = format!("\"{n}\"");
             let sql = format!("'{n}'");
-            if code.contains(&rust) || (!in_store && code.contains(&sql)) {
-                hits.push(format!("{rel}:{}: {}", i + 1, line.trim()));
+            if line.code.contains(&rust) || (!in_store && line.code.contains(&sql)) {
+                hits.push(format!("{rel}:{}: {}", line.number, line.text.trim()));
                 break;
             }
         }
     }
-    (hits, test_modules)
-}
-
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for e in std::fs::read_dir(dir).unwrap() {
-        let p = e.unwrap().path();
-        if p.is_dir() {
-            rust_files(&p, out);
-        } else if p.extension().is_some_and(|x| x == "rs") {
-            out.push(p);
-        }
-    }
+    (hits, scanned.test_modules)
 }
 
 #[test]
 fn state_literals_appear_only_in_the_mapping() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut files = Vec::new();
-    rust_files(&root.join("src"), &mut files);
-    files.sort();
+    let files = sources::rust_files(&root.join("src"));
     let rel = |p: &Path| p.strip_prefix(root).unwrap().to_string_lossy().replace('\\', "/");
     let mut test_only = Vec::new();
     let mut hits = Vec::new();

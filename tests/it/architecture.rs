@@ -1,0 +1,243 @@
+//! The import rules of `docs/ARCHITECTURE.md`, read from the `crate::` paths in `src/` (test code and
+//! comments skipped): HTTP lives at the edge, the console goes through the command layer, leaves stay leaves,
+//! and the top-level modules import each other without cycles.
+
+use std::{
+    collections::{BTreeMap, BTreeSet},
+    path::Path,
+};
+
+use crate::sources;
+
+/// Modules that speak HTTP: the server, the admin API's client, the wiring, the CLI and the demo client.
+const EDGE: &[&str] = &["server", "admin", "app", "cli", "demo", "lib", "main"];
+
+/// Modules that import no other module of the crate except each other.
+const LEAVES: &[&str] = &[
+    "money", "interval", "ids", "clock", "text", "states", "egress", "files", "events",
+];
+
+/// The top-level modules each top-level module imports, with a file that does it: module → (imported →
+/// file). Also every non-edge file that names `axum`, `StatusCode` or `crate::server`.
+fn read_src() -> (BTreeMap<String, BTreeMap<String, String>>, Vec<String>) {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut graph: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
+    let mut http = Vec::new();
+    let files = sources::rust_files(&root.join("src"));
+    assert!(files.len() > 40, "found the sources");
+    let mut test_only = BTreeSet::new();
+    let mut scanned = Vec::new();
+    for f in &files {
+        let rel = f.strip_prefix(root).unwrap().to_string_lossy().replace('\\', "/");
+        let source = std::fs::read_to_string(f).unwrap();
+        let s = sources::non_test_lines(&source);
+        let dir = rel.strip_suffix(".rs").unwrap().to_owned();
+        test_only.extend(s.test_modules.iter().map(|m| format!("{dir}/{m}.rs")));
+        let code: Vec<(usize, String)> = s.lines.into_iter().map(|l| (l.number, l.code)).collect();
+        scanned.push((rel, code));
+    }
+    for (rel, code) in scanned {
+        if test_only.contains(&rel) {
+            continue;
+        }
+        let module = module_of(&rel);
+        for (number, line) in &code {
+            if !EDGE.contains(&module.as_str())
+                && (line.contains("axum") || line.contains("StatusCode") || line.contains("crate::server"))
+            {
+                http.push(format!("{rel}:{number}: {}", line.trim()));
+            }
+        }
+        let text: String = code.iter().map(|(_, l)| format!("{l}\n")).collect();
+        for target in imports(&text) {
+            if target != module {
+                graph
+                    .entry(module.clone())
+                    .or_default()
+                    .entry(target)
+                    .or_insert_with(|| rel.clone());
+            }
+        }
+    }
+    (graph, http)
+}
+
+/// `src/ase/engine.rs` → `ase`.
+fn module_of(rel: &str) -> String {
+    let path = rel.strip_prefix("src/").unwrap();
+    let first = path.split('/').next().unwrap();
+    first.strip_suffix(".rs").unwrap_or(first).to_owned()
+}
+
+/// The top-level modules `code` names after `crate::`, including each first item of `crate::{a, b::{..}}`.
+fn imports(code: &str) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    let ident = |s: &str| -> String { s.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect() };
+    for (i, _) in code.match_indices("crate::") {
+        let rest = &code[i + "crate::".len()..];
+        if let Some(group) = rest.strip_prefix('{') {
+            let (mut depth, mut item) = (0, String::new());
+            for c in group.chars() {
+                match c {
+                    '{' => depth += 1,
+                    '}' if depth == 0 => break,
+                    '}' => depth -= 1,
+                    ',' if depth == 0 => {
+                        out.insert(ident(item.trim()));
+                        item.clear();
+                        continue;
+                    }
+                    _ => {}
+                }
+                if depth == 0 {
+                    item.push(c);
+                }
+            }
+            out.insert(ident(item.trim()));
+        } else {
+            out.insert(ident(rest));
+        }
+    }
+    out.retain(|m| !m.is_empty() && m != "self");
+    out
+}
+
+/// The strongly connected components with more than one module (Tarjan).
+fn cycles(graph: &BTreeMap<String, BTreeMap<String, String>>) -> Vec<Vec<String>> {
+    struct T<'a> {
+        g: &'a BTreeMap<String, BTreeMap<String, String>>,
+        index: BTreeMap<&'a str, usize>,
+        low: BTreeMap<&'a str, usize>,
+        stack: Vec<&'a str>,
+        on: BTreeSet<&'a str>,
+        out: Vec<Vec<String>>,
+    }
+    fn visit<'a>(t: &mut T<'a>, v: &'a str) {
+        let n = t.index.len();
+        t.index.insert(v, n);
+        t.low.insert(v, n);
+        t.stack.push(v);
+        t.on.insert(v);
+        if let Some(edges) = t.g.get(v) {
+            for w in edges.keys() {
+                let w = w.as_str();
+                if !t.index.contains_key(w) {
+                    visit(t, w);
+                    let lw = t.low[w];
+                    let lv = t.low.get_mut(v).unwrap();
+                    *lv = (*lv).min(lw);
+                } else if t.on.contains(w) {
+                    let iw = t.index[w];
+                    let lv = t.low.get_mut(v).unwrap();
+                    *lv = (*lv).min(iw);
+                }
+            }
+        }
+        if t.low[v] == t.index[v] {
+            let mut scc = Vec::new();
+            loop {
+                let w = t.stack.pop().unwrap();
+                t.on.remove(w);
+                scc.push(w.to_owned());
+                if w == v {
+                    break;
+                }
+            }
+            if scc.len() > 1 {
+                scc.sort();
+                t.out.push(scc);
+            }
+        }
+    }
+    let mut t = T {
+        g: graph,
+        index: BTreeMap::new(),
+        low: BTreeMap::new(),
+        stack: Vec::new(),
+        on: BTreeSet::new(),
+        out: Vec::new(),
+    };
+    for v in graph.keys() {
+        if !t.index.contains_key(v.as_str()) {
+            visit(&mut t, v);
+        }
+    }
+    t.out
+}
+
+#[test]
+fn http_stays_above_the_services() {
+    let (_, http) = read_src();
+    assert!(
+        http.is_empty(),
+        "only the edge ({EDGE:?}) may use axum, HTTP statuses or crate::server:\n{}",
+        http.join("\n")
+    );
+}
+
+#[test]
+fn the_console_and_the_command_layer_stay_off_the_edge() {
+    let (graph, _) = read_src();
+    for (module, banned) in [
+        ("tui", &["admin", "server"][..]),
+        ("control", &["admin", "server", "app", "cli", "tui"][..]),
+    ] {
+        let edges = graph.get(module).unwrap_or_else(|| panic!("{module} imports nothing?"));
+        for b in banned {
+            assert!(
+                !edges.contains_key(*b),
+                "{module} must not import {b} ({} does)",
+                edges[*b]
+            );
+        }
+    }
+}
+
+#[test]
+fn leaves_import_only_leaves() {
+    let (graph, _) = read_src();
+    for leaf in LEAVES {
+        for (target, file) in graph.get(*leaf).into_iter().flatten() {
+            assert!(
+                LEAVES.contains(&target.as_str()),
+                "{leaf} is a leaf but {file} imports {target}"
+            );
+        }
+    }
+}
+
+#[test]
+fn top_level_modules_import_each_other_without_cycles() {
+    let (graph, _) = read_src();
+    let found = cycles(&graph);
+    let explain: Vec<String> = found
+        .iter()
+        .map(|scc| {
+            let inner: Vec<String> = scc
+                .iter()
+                .flat_map(|m| {
+                    graph[m]
+                        .iter()
+                        .filter(|(t, _)| scc.contains(t))
+                        .map(move |(t, f)| format!("  {m} -> {t} ({f})"))
+                })
+                .collect();
+            format!("{scc:?}:\n{}", inner.join("\n"))
+        })
+        .collect();
+    assert!(found.is_empty(), "import cycles:\n{}", explain.join("\n"));
+}
+
+#[test]
+fn the_rules_read_imports_and_find_cycles() {
+    let code = "use crate::{a::{B, C}, d, self};\nfn f() { crate::e::g(); }\n";
+    let found: Vec<String> = imports(code).into_iter().collect();
+    assert_eq!(found, ["a", "d", "e"]);
+    let mut g: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
+    for (a, b) in [("x", "y"), ("y", "z"), ("z", "x"), ("z", "w")] {
+        g.entry(a.into()).or_default().insert(b.into(), "f.rs".into());
+    }
+    assert_eq!(cycles(&g), [["x", "y", "z"]]);
+    assert_eq!(module_of("src/ase/engine.rs"), "ase");
+    assert_eq!(module_of("src/money.rs"), "money");
+}
