@@ -101,10 +101,15 @@ async fn guard(State(state): State<AppState>, req: Request, next: Next) -> Respo
 pub mod ops {
     use super::*;
     use crate::{
-        ase::{incoming::IncomingView, outgoing::OutgoingView, quotes::QuoteDto, wallet::Wallet},
+        ase::{
+            incoming::IncomingView,
+            outgoing::OutgoingView,
+            peers::{PeerPatch, Saved},
+            quotes::QuoteDto,
+            wallet::Wallet,
+        },
         gnap::service::GrantView,
         httpsig::jwk::Jwks,
-        ilp::peers::{PeerPatch, Saved},
         ledger::Balance,
         states::GrantState,
         store::payments::{Page, PageQuery},
@@ -419,7 +424,7 @@ async fn create_peer(State(s): State<AppState>, Json(body): Json<NewPeer>) -> Re
 async fn update_peer(
     State(s): State<AppState>,
     Path(name): Path<String>,
-    Json(body): Json<crate::ilp::peers::PeerPatch>,
+    Json(body): Json<crate::ase::peers::PeerPatch>,
 ) -> Result<impl IntoResponse, ApiError> {
     Ok(axum::Json(ops::update_peer(&s, &name, body).await?))
 }

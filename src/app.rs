@@ -14,8 +14,10 @@ use crate::{
         engine::Engine,
         incoming::IncomingPayments,
         outgoing::OutgoingPayments,
+        peers::Peers,
         quotes::Quotes,
         remote::Remote,
+        stream_receiver::Receiver,
         wallet::{NewWallet, WalletError, Wallets},
     },
     clock::{SharedClock, SystemClock},
@@ -27,11 +29,7 @@ use crate::{
         Policy, jwk,
         keys::{FetchPolicy, KeyResolver, LocalKeys},
     },
-    ilp::{
-        Address,
-        peers::Peers,
-        receiver::{Receiver, StreamServer},
-    },
+    ilp::{Address, receiver::StreamServer},
     ledger::Ledger,
     money::Asset,
     seed,
@@ -158,7 +156,8 @@ impl AppCore {
             admin_token: token.into(),
         });
         let core = Self { state, store };
-        seed::run(&core, opened.fresh)
+        let s = &core.state;
+        seed::run(&core.store, &s.wallets, &s.ledger, &s.settings, opened.fresh)
             .await
             .wrap_err("seeding demo data failed")?;
         let sender = core

@@ -5,7 +5,8 @@
 pub mod engine;
 pub mod incoming;
 pub mod outgoing;
+pub mod peers;
 pub mod quotes;
-pub mod rates;
 pub mod remote;
+pub mod stream_receiver;
 pub mod wallet;

@@ -8,10 +8,9 @@ use super::dto::{
     AddKey, CreateWallet, KeyAdded, Listed, Move, Moved, NewPeer, PaymentFilter, PeerView, Reject, WalletDetail,
 };
 use crate::{
-    ase::{incoming::IncomingView, outgoing::OutgoingView, quotes::QuoteDto, wallet::Wallet},
+    ase::{incoming::IncomingView, outgoing::OutgoingView, peers::PeerPatch, quotes::QuoteDto, wallet::Wallet},
     gnap::service::GrantView,
     httpsig::jwk::Jwks,
-    ilp::peers::PeerPatch,
     ledger::Balance,
 };
 

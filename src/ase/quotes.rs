@@ -16,7 +16,6 @@ use time::Duration;
 
 use super::{
     incoming::{IncomingPayments, parse_body, state_of, wallet_of},
-    rates::{RateError, Rates},
     remote::{Remote, RemoteError, RemotePlan},
     wallet::Wallet,
 };
@@ -26,6 +25,7 @@ use crate::{
     gnap::model::{Action, check_receiver},
     ids,
     money::{Amount, Asset, Value},
+    rates::{RateError, Rates},
     server::{AppState, error::ApiError, rs_auth::RsAuth},
     states::IncomingState,
     store::{

@@ -16,7 +16,7 @@ use axum::{
 };
 use serde_json::json;
 
-use crate::{ase::wallet::WalletError, gnap::GnapError, ilp::peers::PeerError, ledger::LedgerError, money::MoneyError};
+use crate::{ase::peers::PeerError, ase::wallet::WalletError, gnap::GnapError, ledger::LedgerError, money::MoneyError};
 
 /// An error answered with the envelope.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -5,13 +5,12 @@ use std::sync::Arc;
 use super::signed::Verifier;
 use crate::{
     ase::{
-        engine::Engine, incoming::IncomingPayments, outgoing::OutgoingPayments, quotes::Quotes, remote::Remote,
-        wallet::Wallets,
+        engine::Engine, incoming::IncomingPayments, outgoing::OutgoingPayments, peers::Peers, quotes::Quotes,
+        remote::Remote, stream_receiver::Receiver, wallet::Wallets,
     },
     clock::SharedClock,
     events::EventBus,
     gnap::Gnap,
-    ilp::{peers::Peers, receiver::Receiver},
     ledger::Ledger,
     settings::Settings,
 };
