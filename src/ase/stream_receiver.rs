@@ -31,6 +31,7 @@ use crate::{
     store::payments::IncomingRow,
 };
 
+/// Built here, not in `ilp::receiver`, which knows no stored rows.
 impl PaymentSnapshot {
     /// The snapshot of a stored payment at `now` (expired exactly from `expiresAt` on), to which the
     /// connection at hand has paid `connection_received`.

@@ -80,7 +80,8 @@ pub enum PaymentState {
     Expired,
 }
 
-/// What the receiver needs to know about the incoming payment a packet names.
+/// What the receiver needs to know about the incoming payment a packet names. (`ase::stream_receiver` adds
+/// `PaymentSnapshot::of`, the snapshot of a stored row.)
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PaymentSnapshot {
     pub asset_code: String,
