@@ -9,10 +9,10 @@ use crate::control::dto::{
     AddKey, CreateWallet, KeyAdded, Listed, Move, Moved, NewPeer, PaymentFilter, PeerView, Reject, WalletDetail,
 };
 use crate::{
+    ase::peers::PeerPatch,
     ase::{incoming::IncomingView, outgoing::OutgoingView, quotes::QuoteDto, wallet::Wallet},
     gnap::service::GrantView,
     httpsig::jwk::Jwks,
-    ilp::peers::PeerPatch,
     ledger::Balance,
 };
 

@@ -14,8 +14,10 @@ use crate::{
         engine::Engine,
         incoming::IncomingPayments,
         outgoing::OutgoingPayments,
+        peers::Peers,
         quotes::Quotes,
         remote::Remote,
+        stream_receiver::Receiver,
         wallet::{WalletError, Wallets},
     },
     clock::{SharedClock, SystemClock},
@@ -28,11 +30,7 @@ use crate::{
         Policy, jwk,
         keys::{FetchPolicy, KeyResolver, LocalKeys},
     },
-    ilp::{
-        Address,
-        peers::Peers,
-        receiver::{Receiver, StreamServer},
-    },
+    ilp::{Address, receiver::StreamServer},
     ledger::Ledger,
     seed,
     server::signed::Verifier,
@@ -157,7 +155,8 @@ impl AppCore {
         });
         let state = AppState::new(services, verifier, token.into());
         let core = Self { state, store };
-        seed::run(&core, opened.fresh)
+        let s = &core.state;
+        seed::run(&core.store, &s.wallets, &s.ledger, &s.settings, opened.fresh)
             .await
             .wrap_err("seeding demo data failed")?;
         let sender = core

@@ -1,11 +1,13 @@
 //! The Open Payments account servicing side: wallet addresses now; incoming payments, quotes and
 //! outgoing payments join here. Each submodule owns its model, its service (the only writer of its tables)
-//! and its thin routes.
+//! and its thin routes. The ILP parts that need the store or these services live here too, above the
+//! wire-only `ilp`: the peers ([`peers`]) and the STREAM receiver service ([`stream_receiver`]).
 
 pub mod engine;
 pub mod incoming;
 pub mod outgoing;
+pub mod peers;
 pub mod quotes;
-pub mod rates;
 pub mod remote;
+pub mod stream_receiver;
 pub mod wallet;

@@ -16,13 +16,13 @@ use serde::Serialize;
 use crate::{
     admin::{AdminClient, ClientError},
     app::{self, AppCore},
+    ase::peers::PeerPatch,
     control::{
         self,
         dto::{AddKey, CreateWallet, Move, NewPeer, PaymentFilter, PeerView, Reject},
     },
     gnap::service::GrantView,
     httpsig::jwk::Jwk,
-    ilp::peers::PeerPatch,
     ledger::{Balance, Movement},
     money::{Value, format_minor},
     server::error::ApiError,

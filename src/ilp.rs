@@ -3,16 +3,16 @@
 //! stateless receiver credentials ([`crypto`]); they own encoding, decoding and validation and the
 //! single [`Error`] type whose [`Error::reject_code`] picks the ILP reject code for a failure, and
 //! they do no I/O, hold no state, read no clock and never panic on any input. On top of them, the
-//! STREAM receiver ([`receiver`]: pure per-packet decisions, crediting through the incoming-payment
-//! service), the STREAM sender ([`sender`]: connect, rate probe, packetized money through a peer's
-//! ILP-over-HTTP endpoint) and ILP-over-HTTP ([`http`]: the `POST /ilp` route and peer authentication). See
-//! `shared/docs/STREAM.md`.
+//! STREAM receiver's pure per-packet decisions ([`receiver`]) and the STREAM sender ([`sender`]: connect,
+//! rate probe, packetized money through a peer's ILP-over-HTTP endpoint). See `shared/docs/STREAM.md`.
+//!
+//! Nothing here imports the rest of the crate but the `egress` HTTP client: the peers, the receiver service
+//! that credits incoming payments and the `POST /ilp` route sit above it, in `ase` and `server`.
 
 pub mod crypto;
 pub mod ildcp;
 pub mod oer;
 pub mod packet;
-pub mod peers;
 pub mod receiver;
 pub mod sender;
 pub mod stream;

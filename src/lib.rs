@@ -22,6 +22,8 @@ pub mod interval;
 pub mod ledger;
 pub mod logging;
 pub mod money;
+pub mod names;
+pub mod rates;
 pub mod seed;
 pub mod server;
 pub mod settings;

@@ -3,19 +3,20 @@
 //! written to `demo-client.pem` in the data dir. Every demo wallet is marked `demo`.
 //!
 //! Seeding is idempotent (fixed transfer ids, existing wallets skipped) and recorded in `meta`, so a crash
-//! half-way finishes on the next start and a restart never seeds twice.
+//! half-way finishes on the next start and a restart never seeds twice. The caller (`app`, while it wires the
+//! services) passes in the store and the services seeding writes through.
 
 use color_eyre::eyre::{Context, Result, eyre};
 
 use crate::{
-    app::AppCore,
-    ase::wallet::{NewWallet, WalletError},
+    ase::wallet::{NewWallet, WalletError, Wallets},
     clock::format_ts,
     files::write_private,
     httpsig::jwk,
-    ledger::Movement,
+    ledger::{Ledger, Movement},
     money::{Asset, Value},
-    store::{self, meta},
+    settings::Settings,
+    store::{self, Store, meta},
 };
 
 /// (name, public name, asset code, scale, opening balance in minor units)
@@ -29,11 +30,11 @@ pub const DEMO_WALLETS: &[(&str, &str, &str, u8, u64)] = &[
 const WANTED: &str = "demo_seed_wanted";
 const DONE: &str = "demo_seeded_at";
 
-pub async fn run(core: &AppCore, fresh: bool) -> Result<()> {
-    let want = core.state.settings.demo.seed;
+/// Seeds the demo data if `demo.seed` was on when the data dir was created (`fresh`) and it is not seeded yet.
+pub async fn run(store: &Store, wallets: &Wallets, ledger: &Ledger, settings: &Settings, fresh: bool) -> Result<()> {
+    let want = settings.demo.seed;
     let now = format_ts(time::OffsetDateTime::now_utc());
-    let (wanted, done) = core
-        .store
+    let (wanted, done) = store
         .call(move |c| {
             if fresh {
                 meta::set_once(c, WANTED, if want { "true" } else { "false" })?;
@@ -44,22 +45,19 @@ pub async fn run(core: &AppCore, fresh: bool) -> Result<()> {
     if wanted.as_deref() != Some("true") || done.is_some() {
         return Ok(());
     }
-    seed(core).await?;
-    core.store
-        .call(move |c| meta::set_once(c, DONE, &now).map(|_| ()))
-        .await?;
+    seed(wallets, ledger, settings).await?;
+    store.call(move |c| meta::set_once(c, DONE, &now).map(|_| ())).await?;
     tracing::info!("seeded demo wallets alice, bob, carol and demo-client");
     Ok(())
 }
 
-async fn seed(core: &AppCore) -> Result<()> {
-    let s = &core.state;
+async fn seed(wallets: &Wallets, ledger: &Ledger, settings: &Settings) -> Result<()> {
     for &(name, public, code, scale, opening) in DEMO_WALLETS {
-        let wallet = match s.wallets.get(name).await {
+        let wallet = match wallets.get(name).await {
             Ok(w) => w,
             Err(WalletError::NotFound(_)) => {
                 let asset = Asset::new(code, scale)?;
-                s.wallets
+                wallets
                     .create(NewWallet {
                         name: name.into(),
                         asset,
@@ -71,7 +69,7 @@ async fn seed(core: &AppCore) -> Result<()> {
             Err(e) => return Err(e.into()),
         };
         if opening > 0 {
-            s.ledger
+            ledger
                 .move_funds(
                     wallet.account_id.clone(),
                     Movement::Deposit,
@@ -82,13 +80,13 @@ async fn seed(core: &AppCore) -> Result<()> {
                 .await?;
         }
     }
-    let pem_path = s.settings.paths.demo_client_key();
-    if s.wallets.keys("demo-client").await?.keys.is_empty() || !pem_path.exists() {
+    let pem_path = settings.paths.demo_client_key();
+    if wallets.keys("demo-client").await?.keys.is_empty() || !pem_path.exists() {
         let secret = jwk::generate()?;
         write_private(&pem_path, jwk::to_pkcs8_pem(&secret).as_bytes())
             .wrap_err_with(|| format!("cannot write {}", pem_path.display()))?;
         let kid = jwk::thumbprint(&secret.verifying_key());
-        s.wallets
+        wallets
             .add_key(
                 "demo-client",
                 jwk::Jwk::from_verifying_key(&kid, &secret.verifying_key()),

@@ -96,7 +96,7 @@ struct Raw {
     keys: std::collections::BTreeMap<String, String>,
     theme: std::collections::BTreeMap<String, String>,
     rates: std::collections::BTreeMap<String, String>,
-    fees: std::collections::BTreeMap<String, crate::ase::rates::Fee>,
+    fees: std::collections::BTreeMap<String, crate::rates::Fee>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -328,7 +328,7 @@ impl IlpSettings {
         if !(self.slippage.is_finite() && (0.0..1.0).contains(&self.slippage)) {
             return Err(("ilp.slippage", "must be a fraction from 0 to below 1, like 0.01".into()));
         }
-        if crate::ase::wallet::validate_name(&self.client_wallet).is_err() {
+        if crate::names::validate_name(&self.client_wallet).is_err() {
             return Err((
                 "ilp.client_wallet",
                 format!("{:?} is not a wallet name", self.client_wallet),
@@ -487,7 +487,7 @@ pub struct Settings {
     pub theme: std::collections::BTreeMap<String, String>,
     pub ilp: IlpSettings,
     /// Exchange rates and fees, validated.
-    pub rates: crate::ase::rates::Rates,
+    pub rates: crate::rates::Rates,
     pub paths: Paths,
     pub wallet_cache_max_age_secs: u64,
 }
@@ -692,8 +692,7 @@ impl Settings {
         if raw.engine.max_attempts == 0 {
             return Err(invalid("engine.max_attempts", "must be at least 1".into()));
         }
-        let rates =
-            crate::ase::rates::Rates::new(&raw.rates, &raw.fees).map_err(|e| invalid("rates", e.to_string()))?;
+        let rates = crate::rates::Rates::new(&raw.rates, &raw.fees).map_err(|e| invalid("rates", e.to_string()))?;
         if raw.resource_server.quote_lifetime_secs == 0 || raw.resource_server.incoming_max_lifetime_secs == 0 {
             return Err(invalid(
                 "resource_server",

@@ -603,7 +603,7 @@ impl Engine {
     async fn open_connection(
         &self,
         remote: &Remote,
-        peer: &crate::ilp::peers::Peer,
+        peer: &super::peers::Peer,
         plan: &StreamPlanRow,
     ) -> Result<RemoteConnection, (&'static str, String, bool)> {
         use base64::{Engine as _, engine::general_purpose::URL_SAFE_NO_PAD_INDIFFERENT};

@@ -9,7 +9,6 @@ use time::Duration;
 
 use super::{
     incoming::{IncomingPayments, state_of},
-    rates::{RateError, Rates},
     remote::{Remote, RemoteError, RemotePlan},
     wallet::Wallet,
 };
@@ -19,6 +18,7 @@ use crate::{
     gnap::model::check_receiver,
     ids,
     money::{Amount, Asset, Value},
+    rates::{RateError, Rates},
     states::IncomingState,
     store::{
         self, Store,

@@ -26,17 +26,17 @@ use base64::{
 use http::Method;
 use serde_json::{Value as Json, json};
 
+use super::peers::{Peer, Peers};
 use crate::{
-    ase::rates::Rates,
     client::SignedClient,
     egress::Egress,
     httpsig::jwk::{self, Jwk},
     ilp::{
         Address,
-        peers::{Peer, Peers},
         sender::{Connection, Rate, SendError},
     },
     money::Asset,
+    rates::Rates,
     settings::IlpSettings,
 };
 

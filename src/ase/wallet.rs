@@ -20,24 +20,9 @@ use crate::{
     ids,
     ledger::{self, AccountKind, LedgerError},
     money::{Asset, MoneyError},
+    names::{BadName, validate_name},
     store::{self, Store, wallets as repo},
 };
-
-/// Path prefixes the server owns; a wallet may not be named after one.
-pub const RESERVED_NAMES: &[&str] = &[
-    "incoming-payments",
-    "outgoing-payments",
-    "outgoing-payment-grant",
-    "quotes",
-    "auth",
-    "ilp",
-    "admin",
-    "healthz",
-    "metrics",
-    ".well-known",
-    "jwks.json",
-    "did.json",
-];
 
 #[derive(Debug, thiserror::Error)]
 pub enum WalletError {
@@ -45,8 +30,8 @@ pub enum WalletError {
     NotFound(String),
     #[error("wallet address {0:?} already exists")]
     Exists(String),
-    #[error("invalid wallet name {name:?}: {reason}")]
-    BadName { name: String, reason: &'static str },
+    #[error(transparent)]
+    BadName(#[from] BadName),
     #[error("public name must be at most 256 printable characters")]
     BadPublicName,
     #[error("wallet {wallet:?} already has a key with kid {kid:?}")]
@@ -67,32 +52,6 @@ impl From<rusqlite::Error> for WalletError {
     fn from(e: rusqlite::Error) -> Self {
         Self::Store(e.into())
     }
-}
-
-/// Checks a wallet name: 1..=64 of `a-z 0-9 - _ .`, starting with a letter or digit, not reserved.
-pub fn validate_name(name: &str) -> Result<(), WalletError> {
-    let bad = |reason| {
-        Err(WalletError::BadName {
-            name: name.to_owned(),
-            reason,
-        })
-    };
-    if name.is_empty() || name.len() > 64 {
-        return bad("must be 1 to 64 characters");
-    }
-    if !name
-        .bytes()
-        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"-_.".contains(&b))
-    {
-        return bad("may contain only a-z, 0-9, '-', '_' and '.'");
-    }
-    if !name.as_bytes()[0].is_ascii_alphanumeric() {
-        return bad("must start with a letter or digit");
-    }
-    if RESERVED_NAMES.contains(&name) {
-        return bad("is reserved for a server route");
-    }
-    Ok(())
 }
 
 /// A wallet address as operators see it.

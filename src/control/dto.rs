@@ -177,7 +177,7 @@ pub struct PeerView {
 }
 
 impl PeerView {
-    pub fn of(p: &crate::ilp::peers::Peer, balances: &[Balance]) -> Self {
+    pub fn of(p: &crate::ase::peers::Peer, balances: &[Balance]) -> Self {
         let balance = balances
             .iter()
             .find(|b| {

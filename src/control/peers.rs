@@ -7,8 +7,8 @@ use super::{
     wallets::balances,
 };
 use crate::{
+    ase::peers::{PeerPatch, Saved},
     ase::wallet::{NewWallet, WalletError},
-    ilp::peers::{PeerPatch, Saved},
     money::Asset,
 };
 

@@ -1,32 +1,21 @@
-//! The STREAM receiver (STREAM.md §1.5–1.6): what to answer to each ILP Prepare a peer sends to `POST /ilp`.
+//! The STREAM receiver's wire side (STREAM.md §1.5–1.6): the pure decisions on each ILP Prepare a peer sends
+//! to `POST /ilp`.
 //!
 //! It is stateless per connection: the destination `{node address}.{token}` carries an encrypted token naming
 //! the incoming payment, and the connection's shared secret is derived from that token ([`StreamServer`]).
-//! The decisions are pure functions of the packet and a [`PaymentSnapshot`] ([`check_link`], [`open`],
-//! [`decide`], [`money_check`]) so they are unit-tested without a server; [`Receiver`] glues them to the
-//! incoming-payment service, whose one `BEGIN IMMEDIATE` transaction credits a packet
-//! ([`IncomingPayments::credit_stream_packet`]) after checking [`money_check`] again on the fresh row.
+//! The decisions are pure functions of the packet and a [`PaymentSnapshot`] ([`open`], [`decide`],
+//! [`money_check`]) so they are unit-tested without a server. The service that answers `POST /ilp` with them
+//! and credits the incoming payment (checking [`money_check`] again on the fresh row inside its transaction)
+//! is `ase::stream_receiver`, above this module; nothing here reads the store or a clock.
 //!
 //! Refusals always carry an authentic STREAM reply that real senders act on: room left is advertised with
 //! `StreamMaxMoney`; a completed or expired payment answers `ConnectionClose(ApplicationError)` — never
 //! `ConnectionClose(NoError)`, which makes ilp-protocol-stream retry forever (STREAM.md §0.3). It never
 //! logs secrets, tokens or shared secrets.
 
-use std::sync::Arc;
-
-use time::OffsetDateTime;
-
 use super::{
-    Address, ErrorCode, Frame, Fulfill, Packet, PacketType, Prepare, Reject, StreamErrorCode, StreamPacket,
+    Address, ErrorCode, Frame, PacketType, Prepare, Reject, StreamErrorCode, StreamPacket,
     crypto::{self, ConnectionDetails, StreamCredentials, StreamKeys, TokenAsset},
-    ildcp::{self, IldcpResponse},
-    peers::{Peer, Peers},
-};
-use crate::{
-    ase::incoming::{IncomingPayments, StreamCredit, state_of},
-    clock::SharedClock,
-    states::IncomingState,
-    store::payments::IncomingRow,
 };
 
 /// The most an incoming payment can hold: received amounts are stored as SQLite integers.
@@ -91,7 +80,8 @@ pub enum PaymentState {
     Expired,
 }
 
-/// What the receiver needs to know about the incoming payment a packet names.
+/// What the receiver needs to know about the incoming payment a packet names. (`ase::stream_receiver` adds
+/// `PaymentSnapshot::of`, the snapshot of a stored row.)
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PaymentSnapshot {
     pub asset_code: String,
@@ -106,27 +96,6 @@ pub struct PaymentSnapshot {
 }
 
 impl PaymentSnapshot {
-    /// The snapshot of a stored payment at `now` (expired exactly from `expiresAt` on), to which the
-    /// connection at hand has paid `connection_received`.
-    pub fn of(row: &IncomingRow, now: OffsetDateTime, connection_received: u64) -> Self {
-        let state = match state_of(row, now) {
-            IncomingState::Completed => PaymentState::Completed,
-            IncomingState::Expired => PaymentState::Expired,
-            IncomingState::Pending => PaymentState::Pending,
-        };
-        Self {
-            asset_code: row.asset_code.clone(),
-            asset_scale: row.asset_scale,
-            state,
-            received: u64::try_from(row.received_amount).unwrap_or(0),
-            receive_max: row
-                .incoming_amount
-                .and_then(|v| u64::try_from(v).ok())
-                .unwrap_or(MAX_RECEIVABLE),
-            connection_received,
-        }
-    }
-
     /// What may still arrive.
     pub fn room(&self) -> u64 {
         self.receive_max.saturating_sub(self.received)
@@ -280,35 +249,13 @@ pub fn decide(req: &StreamPacket, amount: u64, fulfillable: bool, p: &PaymentSna
 }
 
 /// A reject triggered by this node.
-fn reject(by: &Address, code: ErrorCode, message: &str, data: Vec<u8>) -> Reject {
+pub fn reject(by: &Address, code: ErrorCode, message: &str, data: Vec<u8>) -> Reject {
     Reject {
         code,
         triggered_by: Some(by.clone()),
         message: message.to_owned(),
         data,
     }
-}
-
-/// Link-level checks before anything else: the Prepare's own expiry (`R00`, exactly at `expiresAt`) and the
-/// peer's maximum packet amount (`F08` with `receivedAmount ‖ maximumAmount`).
-pub fn check_link(prepare: &Prepare, peer: &Peer, now_millis: i64, by: &Address) -> Result<(), Reject> {
-    if prepare.expires_at.unix_millis() <= now_millis {
-        return Err(reject(
-            by,
-            ErrorCode::R00_TRANSFER_TIMED_OUT,
-            "packet expired",
-            Vec::new(),
-        ));
-    }
-    if let Some(max) = peer.max_packet_amount
-        && prepare.amount > max
-    {
-        return Err(Reject {
-            message: format!("amount {} exceeds the maximum packet amount {max}", prepare.amount),
-            ..Reject::amount_too_large(Some(by.clone()), prepare.amount, max)
-        });
-    }
-    Ok(())
 }
 
 /// An authentic STREAM request and what it is for.
@@ -352,7 +299,7 @@ pub fn open(server: &StreamServer, prepare: &Prepare) -> Result<Opened, Reject> 
 }
 
 /// The encrypted STREAM reply to `req`: sequence echoed, `prepareAmount` = what arrived.
-fn encrypt_reply(
+pub fn encrypt_reply(
     keys: &StreamKeys,
     req: &StreamPacket,
     ilp_packet_type: PacketType,
@@ -366,180 +313,6 @@ fn encrypt_reply(
         frames,
     }
     .encrypt(&keys.encryption_key)
-}
-
-// ---------------------------------------------------------------------------------------------
-// The service
-
-/// The receiver: peers, server credentials and the incoming-payment service. Cheap to clone.
-#[derive(Clone)]
-pub struct Receiver {
-    server: Arc<StreamServer>,
-    peers: Peers,
-    incoming: IncomingPayments,
-    clock: SharedClock,
-}
-
-impl Receiver {
-    pub fn new(server: Arc<StreamServer>, peers: Peers, incoming: IncomingPayments, clock: SharedClock) -> Self {
-        Self {
-            server,
-            peers,
-            incoming,
-            clock,
-        }
-    }
-
-    /// The peer presenting `token`, if any.
-    pub fn authenticate(&self, token: &str) -> Option<Arc<Peer>> {
-        self.peers.current().authenticate(token)
-    }
-
-    /// Answers one OER-encoded packet from `peer` with an OER-encoded Fulfill or Reject.
-    pub async fn handle(&self, peer: &Peer, bytes: &[u8]) -> Vec<u8> {
-        let reply = match Prepare::decode(bytes) {
-            Err(e) => Packet::Reject(reject(
-                self.server.address(),
-                ErrorCode::F01_INVALID_PACKET,
-                &e.to_string(),
-                Vec::new(),
-            )),
-            Ok(prepare) => self.prepare(peer, &prepare).await,
-        };
-        if let Packet::Reject(r) = &reply {
-            tracing::debug!(peer = %peer.name, code = %r.code, message = %r.message, "ILP packet rejected");
-        }
-        reply.encode().unwrap_or_else(|e| {
-            tracing::error!(error = %e, "cannot encode an ILP reply");
-            let fallback = reject(self.server.address(), ErrorCode::T00_INTERNAL_ERROR, "", Vec::new());
-            Packet::Reject(fallback).encode().unwrap_or_default()
-        })
-    }
-
-    async fn prepare(&self, peer: &Peer, prepare: &Prepare) -> Packet {
-        let by = self.server.address();
-        let now = self.clock.now();
-        let now_millis = i64::try_from(now.unix_timestamp_nanos() / 1_000_000).unwrap_or(i64::MAX);
-        if let Err(r) = check_link(prepare, peer, now_millis, by) {
-            return r.into();
-        }
-        if ildcp::is_request(prepare) {
-            return self.ildcp(peer, prepare, now_millis);
-        }
-        let opened = match open(&self.server, prepare) {
-            Ok(o) => o,
-            Err(r) => return r.into(),
-        };
-        let req = &opened.request;
-        let t00_with = |frames: Vec<Frame>, message: &str| -> Packet {
-            let data = encrypt_reply(&opened.keys, req, PacketType::Reject, prepare.amount, frames).unwrap_or_default();
-            reject(by, ErrorCode::T00_INTERNAL_ERROR, message, data).into()
-        };
-        let t00 = |frames: Vec<Frame>| t00_with(frames, "internal error");
-        let (row, paid) = match self
-            .incoming
-            .find_for_stream(&opened.payment_id, &opened.connection_id)
-            .await
-        {
-            Ok(Some(found)) => found,
-            Ok(None) => return reject(by, ErrorCode::F02_UNREACHABLE, "unknown incoming payment", Vec::new()).into(),
-            Err(e) => {
-                tracing::error!(error = %e, "cannot read an incoming payment for an ILP packet");
-                return t00(Vec::new());
-            }
-        };
-        let snapshot = PaymentSnapshot::of(&row, now, paid);
-        let fulfillment = opened.keys.fulfillment(&prepare.data);
-        let fulfillable = crypto::condition_for(&fulfillment) == prepare.execution_condition;
-        let (fulfil, frames) = match decide(req, prepare.amount, fulfillable, &snapshot) {
-            Decision::Refuse(frames) => (false, frames),
-            Decision::Acknowledge(frames) => (true, frames),
-            Decision::Credit => {
-                let memo = format!(
-                    "STREAM from peer {} (connection {}, sequence {})",
-                    peer.name,
-                    opened.connection_id.get(..16).unwrap_or_default(),
-                    req.sequence
-                );
-                match self
-                    .incoming
-                    .credit_stream_packet(
-                        &opened.payment_id,
-                        &opened.connection_id,
-                        &peer.name,
-                        prepare.amount,
-                        memo,
-                    )
-                    .await
-                {
-                    Ok(StreamCredit::Credited(row, paid)) => (
-                        true,
-                        reply_frames(req, prepare.amount, &PaymentSnapshot::of(&row, now, paid)),
-                    ),
-                    Ok(StreamCredit::Refused(row, paid, refusal)) => (
-                        false,
-                        refusal_frames(req, prepare.amount, &PaymentSnapshot::of(&row, now, paid), refusal),
-                    ),
-                    Ok(StreamCredit::Unknown) => {
-                        return reject(by, ErrorCode::F02_UNREACHABLE, "unknown incoming payment", Vec::new()).into();
-                    }
-                    // nothing was written; T00 is temporary, so the sender retries once there is room
-                    Err(crate::ledger::LedgerError::Store(e)) if e.is_full() => {
-                        tracing::warn!(error = %e, payment = %opened.payment_id, "ILP packet refused: the database or the disk is full");
-                        return t00_with(
-                            reply_frames(req, prepare.amount, &snapshot),
-                            "the receiver's storage is full; retry later",
-                        );
-                    }
-                    Err(e) => {
-                        tracing::error!(error = %e, payment = %opened.payment_id, "crediting an ILP packet failed");
-                        return t00(reply_frames(req, prepare.amount, &snapshot));
-                    }
-                }
-            }
-        };
-        let ilp_type = if fulfil {
-            PacketType::Fulfill
-        } else {
-            PacketType::Reject
-        };
-        let data = match encrypt_reply(&opened.keys, req, ilp_type, prepare.amount, frames) {
-            Ok(d) => d,
-            // Only the OS random source can fail here; a credit already committed stands (the sender
-            // learns of it from the receiver's totals later), which the log records.
-            Err(e) => {
-                tracing::error!(error = %e, fulfil, "cannot encrypt a STREAM reply");
-                return reject(by, ErrorCode::T00_INTERNAL_ERROR, "internal error", Vec::new()).into();
-            }
-        };
-        if fulfil {
-            Fulfill { fulfillment, data }.into()
-        } else {
-            reject(by, ErrorCode::F99_APPLICATION_ERROR, "", data).into()
-        }
-    }
-
-    /// IL-DCP (RFC 31): the peer learns its ILP address (as configured, else `{node address}.{peer name}`)
-    /// and the link's asset.
-    fn ildcp(&self, peer: &Peer, prepare: &Prepare, now_millis: i64) -> Packet {
-        let by = self.server.address();
-        let answer = super::Timestamp::from_unix_millis(now_millis)
-            .and_then(|now| ildcp::validate_request(prepare, now))
-            .and_then(|()| match &peer.ilp_address {
-                Some(a) => Ok(a.clone()),
-                None => by.with_segment(&peer.name),
-            });
-        match answer {
-            Ok(client_address) => IldcpResponse {
-                client_address,
-                asset_scale: peer.asset.scale,
-                asset_code: peer.asset.code.clone(),
-            }
-            .to_fulfill()
-            .into(),
-            Err(e) => reject(by, ErrorCode::F00_BAD_REQUEST, &e.to_string(), Vec::new()).into(),
-        }
-    }
 }
 
 #[cfg(test)]
@@ -785,58 +558,8 @@ mod tests {
         assert_eq!(decide(&probe, 0, true, &p), Decision::Acknowledge(vec![usd()]));
     }
 
-    #[test]
-    fn snapshot_of_a_row_applies_expiry_exactly_at_expires_at() {
-        let at = crate::clock::parse_ts("2030-01-01T00:00:00.000Z").unwrap();
-        let row = IncomingRow {
-            id: "x".into(),
-            wallet_id: "w".into(),
-            wallet_name: "bob".into(),
-            account_id: "a".into(),
-            asset_code: "EUR".into(),
-            asset_scale: 2,
-            client: None,
-            incoming_amount: None,
-            received_amount: 12,
-            completed: false,
-            expires_at: Some("2030-01-01T00:00:00.000Z".into()),
-            metadata: None,
-            created_at: String::new(),
-            updated_at: String::new(),
-        };
-        let before = PaymentSnapshot::of(&row, at - time::Duration::milliseconds(1), 0);
-        assert_eq!(before.state, PaymentState::Pending);
-        assert_eq!(before.receive_max, MAX_RECEIVABLE);
-        assert_eq!(before.received, 12);
-        assert_eq!(before.asset_code, "EUR");
-        assert_eq!(PaymentSnapshot::of(&row, at, 0).state, PaymentState::Expired);
-        let done = IncomingRow {
-            completed: true,
-            incoming_amount: Some(12),
-            ..row
-        };
-        let s = PaymentSnapshot::of(&done, at, 0);
-        assert_eq!((s.state, s.room()), (PaymentState::Completed, 0));
-    }
-
     fn server() -> StreamServer {
         StreamServer::new(Address::new("test.opdesk").unwrap(), [7; 32])
-    }
-
-    fn peer(max: Option<u64>) -> Peer {
-        let def = crate::settings::PeerSettings {
-            name: "node-js".into(),
-            incoming_tokens: vec!["tok-1".into(), "tok-2".into()],
-            max_packet_amount: max,
-            asset_code: "USD".into(),
-            asset_scale: 2,
-            ..Default::default()
-        };
-        Peer::from_settings(
-            &def,
-            super::super::peers::PeerSource::Config,
-            std::time::Duration::from_secs(1),
-        )
     }
 
     fn prepare_to(destination: &Address, amount: u64, data: Vec<u8>, expires_millis: i64) -> Prepare {
@@ -847,27 +570,6 @@ mod tests {
             destination: destination.clone(),
             data,
         }
-    }
-
-    #[test]
-    fn link_checks_expiry_and_max_packet_amount() {
-        let s = server();
-        let now = 1_900_000_000_000;
-        let p = prepare_to(s.address(), 1000, vec![], now + 1);
-        assert_eq!(check_link(&p, &peer(Some(1000)), now, s.address()), Ok(()));
-        let r = check_link(&p, &peer(Some(999)), now, s.address()).unwrap_err();
-        assert_eq!(r.code, ErrorCode::F08_AMOUNT_TOO_LARGE);
-        assert_eq!(
-            r.amount_too_large_data(),
-            Some(crate::ilp::AmountTooLarge {
-                received_amount: 1000,
-                maximum_amount: 999
-            })
-        );
-        assert_eq!(r.triggered_by.as_ref(), Some(s.address()));
-        // Exactly at expiresAt the packet is expired.
-        let r = check_link(&p, &peer(None), now + 1, s.address()).unwrap_err();
-        assert_eq!(r.code, ErrorCode::R00_TRANSFER_TIMED_OUT);
     }
 
     #[test]

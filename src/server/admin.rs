@@ -168,7 +168,7 @@ async fn create_peer(State(s): State<AppState>, Json(body): Json<NewPeer>) -> Re
 async fn update_peer(
     State(s): State<AppState>,
     Path(name): Path<String>,
-    Json(body): Json<crate::ilp::peers::PeerPatch>,
+    Json(body): Json<crate::ase::peers::PeerPatch>,
 ) -> Result<impl IntoResponse, ApiError> {
     Ok(axum::Json(control::update_peer(&s, &name, body).await?))
 }

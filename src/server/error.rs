@@ -19,14 +19,14 @@ use serde_json::json;
 
 use crate::{
     ase::{
-        engine::EngineError, incoming::IncomingError, outgoing::OutgoingError, quotes::QuoteError, rates::RateError,
+        engine::EngineError, incoming::IncomingError, outgoing::OutgoingError, peers::PeerError, quotes::QuoteError,
         remote::RemoteError, wallet::WalletError,
     },
     control,
     gnap::{GnapError, error::Fault},
-    ilp::peers::PeerError,
     ledger::LedgerError,
     money::MoneyError,
+    rates::RateError,
     store,
 };
 

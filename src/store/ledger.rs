@@ -1,5 +1,5 @@
 //! Ledger repo functions: rows of `accounts` and `transfers`. Plain SQL on a connection or transaction;
-//! the rules (asset match, overdraft, idempotency) live in [`crate::ledger`].
+//! the rules (asset match, overdraft, idempotency) live in the `ledger` service module above the store.
 
 use rusqlite::{Connection, OptionalExtension, Row, params};
 

@@ -1,5 +1,6 @@
 //! Quoting arithmetic for local receivers: the operator's exchange-rate table (exact decimals, no floats),
-//! per-asset sending fees, and the fixed-send / fixed-receive quote computations. Pure; no I/O.
+//! per-asset sending fees, and the fixed-send / fixed-receive quote computations. Pure; no I/O. A leaf (it
+//! imports only `money`): `settings` parses the table, `ase` quotes with it.
 //!
 //! Conversions round in the ASE's favour: what the receiver gets rounds down, what the sender pays rounds up.
 

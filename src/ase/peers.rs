@@ -10,12 +10,12 @@ use std::{
 
 use serde::{Deserialize, Deserializer, Serialize};
 
-use super::{
-    Address, crypto,
-    sender::{HttpTransport, Transport},
-};
 use crate::{
     clock::{SharedClock, format_ts},
+    ilp::{
+        Address, crypto,
+        sender::{HttpTransport, Transport},
+    },
     money::Asset,
     settings::{IlpSettings, PeerSettings},
     store::{self, Store, peers as repo, peers::PeerRow},
