@@ -10,10 +10,11 @@ use crate::control::dto::{
 };
 use crate::{
     ase::peers::PeerPatch,
-    ase::{incoming::IncomingView, outgoing::OutgoingView, quotes::QuoteDto, wallet::Wallet},
+    ase::{incoming::IncomingView, outgoing::OutgoingView, quotes::QuoteDto},
     gnap::service::GrantView,
     httpsig::jwk::Jwks,
     ledger::Balance,
+    wallet::Wallet,
 };
 
 #[derive(Debug, thiserror::Error)]

@@ -11,14 +11,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::{
     ase::{
-        engine::Engine,
-        incoming::IncomingPayments,
-        outgoing::OutgoingPayments,
-        peers::Peers,
-        quotes::Quotes,
-        remote::Remote,
-        stream_receiver::Receiver,
-        wallet::{WalletError, Wallets},
+        engine::Engine, incoming::IncomingPayments, outgoing::OutgoingPayments, peers::Peers, quotes::Quotes,
+        remote::Remote, stream_receiver::Receiver,
     },
     clock::{SharedClock, SystemClock},
     control::{self, Services},
@@ -37,6 +31,7 @@ use crate::{
     server::{self, AppState},
     settings::{Settings, decode_secret},
     store::{self, Store},
+    wallet::{WalletError, Wallets},
 };
 
 /// The embedded ASE without its listener.

@@ -10,4 +10,3 @@ pub mod peers;
 pub mod quotes;
 pub mod remote;
 pub mod stream_receiver;
-pub mod wallet;

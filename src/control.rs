@@ -33,7 +33,6 @@ use crate::{
         quotes::{QuoteError, Quotes},
         remote::Remote,
         stream_receiver::Receiver,
-        wallet::{WalletError, Wallets},
     },
     clock::SharedClock,
     events::EventBus,
@@ -42,6 +41,7 @@ use crate::{
     money::MoneyError,
     settings::Settings,
     store,
+    wallet::{WalletError, Wallets},
 };
 
 /// The running ASE: its services, the bus and the settings, wired over one data dir by `crate::app`.

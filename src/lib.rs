@@ -31,6 +31,7 @@ pub mod states;
 pub mod store;
 pub mod text;
 pub mod tui;
+pub mod wallet;
 pub mod webhooks;
 
 use color_eyre::eyre::{Result, WrapErr};

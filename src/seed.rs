@@ -9,7 +9,6 @@
 use color_eyre::eyre::{Context, Result, eyre};
 
 use crate::{
-    ase::wallet::{NewWallet, WalletError, Wallets},
     clock::format_ts,
     files::write_private,
     httpsig::jwk,
@@ -17,6 +16,7 @@ use crate::{
     money::{Asset, Value},
     settings::Settings,
     store::{self, Store, meta},
+    wallet::{NewWallet, WalletError, Wallets},
 };
 
 /// (name, public name, asset code, scale, opening balance in minor units)

@@ -10,7 +10,6 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use time::{Duration, OffsetDateTime};
 
-use super::wallet::Wallet;
 use crate::{
     clock::{SharedClock, format_ts, parse_ts},
     events::{DomainEvent, EventBus},
@@ -23,6 +22,7 @@ use crate::{
         self, Store,
         payments::{self as repo, IncomingRow, Page, PageQuery},
     },
+    wallet::Wallet,
 };
 
 /// `POST /incoming-payments` body.

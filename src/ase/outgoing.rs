@@ -16,10 +16,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value as JsonValue};
 use time::OffsetDateTime;
 
-use super::{
-    quotes::{Priced, QuoteError, Quotes},
-    wallet::Wallet,
-};
+use super::quotes::{Priced, QuoteError, Quotes};
 use crate::{
     clock::{SharedClock, format_ts, parse_ts},
     events::{DomainEvent, EventBus},
@@ -33,6 +30,7 @@ use crate::{
         self, Store,
         payments::{self as repo, OutgoingRow, Page, PageQuery},
     },
+    wallet::Wallet,
 };
 
 /// `POST /outgoing-payments` body: `{walletAddress, quoteId}` or `{walletAddress, incomingPayment,

@@ -10,7 +10,6 @@ use time::Duration;
 use super::{
     incoming::{IncomingPayments, state_of},
     remote::{Remote, RemoteError, RemotePlan},
-    wallet::Wallet,
 };
 use crate::{
     clock::{SharedClock, format_ts, parse_ts},
@@ -25,6 +24,7 @@ use crate::{
         payments::{self as repo, IncomingRow, Page, PageQuery, QuoteRow},
         stream::StreamPlanRow,
     },
+    wallet::Wallet,
 };
 
 /// `POST /quotes` body (the three spec variants in one shape; both amounts at once is refused).

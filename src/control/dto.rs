@@ -3,10 +3,10 @@
 use serde::{Deserialize, Serialize};
 
 use crate::{
-    ase::wallet::Wallet,
     httpsig::jwk::Jwk,
     ledger::{Balance, Transfer},
     money::Value,
+    wallet::Wallet,
 };
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -8,8 +8,8 @@ use super::{
 };
 use crate::{
     ase::peers::{PeerPatch, Saved},
-    ase::wallet::{NewWallet, WalletError},
     money::Asset,
+    wallet::{NewWallet, WalletError},
 };
 
 /// The ILP peers, from config.toml and added here (tokens never shown), with their account balances.

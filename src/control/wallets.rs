@@ -5,9 +5,9 @@ use super::{
     dto::{CreateWallet, WalletDetail},
 };
 use crate::{
-    ase::wallet::{NewWallet, Wallet},
     ledger::Balance,
     money::Asset,
+    wallet::{NewWallet, Wallet},
 };
 
 pub async fn list_wallets(s: &Services) -> Result<Vec<Wallet>, Error> {

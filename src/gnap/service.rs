@@ -21,7 +21,6 @@ use super::{
     },
 };
 use crate::{
-    ase::wallet::{Wallet, Wallets},
     clock::{SharedClock, format_ts, parse_ts},
     events::{DomainEvent, EventBus},
     httpsig::{interaction_hash_std, jwk::Jwk},
@@ -29,6 +28,7 @@ use crate::{
     settings::GnapSettings,
     states::GrantState,
     store::{self, Store, grants as repo},
+    wallet::{Wallet, Wallets},
 };
 
 /// How long a token check is cached for the resource server (revocation and rotation clear it at once).

@@ -20,7 +20,7 @@ use serde_json::json;
 use crate::{
     ase::{
         engine::EngineError, incoming::IncomingError, outgoing::OutgoingError, peers::PeerError, quotes::QuoteError,
-        remote::RemoteError, wallet::WalletError,
+        remote::RemoteError,
     },
     control,
     gnap::{GnapError, error::Fault},
@@ -28,6 +28,7 @@ use crate::{
     money::MoneyError,
     rates::RateError,
     store,
+    wallet::WalletError,
 };
 
 /// An error answered with the envelope.

@@ -9,7 +9,7 @@ pub mod quotes;
 pub mod wallet;
 
 use super::{AppState, error::ApiError, rs_auth::RsAuth};
-use crate::ase::wallet::Wallet;
+use crate::wallet::Wallet;
 
 /// The wallet a request names, which must be one of ours.
 pub async fn wallet_of(state: &AppState, url: &str) -> Result<Wallet, ApiError> {

@@ -18,12 +18,12 @@ use crate::{
         incoming::IncomingView,
         outgoing::{GrantSpent, OutgoingView},
         quotes::QuoteDto,
-        wallet::Wallet,
     },
     events::DomainEvent,
     gnap::service::GrantView,
     ledger::Balance,
     states::OutgoingState,
+    wallet::Wallet,
 };
 
 /// Rows kept per table (a page from the store; more are fetched with the keyset cursor when scrolled to).
@@ -1749,7 +1749,7 @@ mod wallet_action_tests {
             }]
         );
         let wallet = {
-            let w = crate::ase::wallet::Wallet {
+            let w = crate::wallet::Wallet {
                 id: "w".into(),
                 name: "dave".into(),
                 url: "http://x/dave".into(),

@@ -10,11 +10,7 @@ use super::{
     render,
     theme::Theme,
 };
-use crate::{
-    ase::{quotes::QuoteDto, wallet::Wallet},
-    events::DomainEvent,
-    ledger::Balance,
-};
+use crate::{ase::quotes::QuoteDto, events::DomainEvent, ledger::Balance, wallet::Wallet};
 
 fn info() -> ServerInfo {
     ServerInfo {

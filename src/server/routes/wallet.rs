@@ -1,5 +1,5 @@
 //! The wallet address server (open, unauthenticated): `GET /{name}`, `/{name}/jwks.json` and
-//! `/{name}/did.json` over [`crate::ase::wallet`], cacheable for `wallet_cache_max_age_secs`.
+//! `/{name}/did.json` over [`crate::wallet`], cacheable for `wallet_cache_max_age_secs`.
 
 use axum::{
     Router,

@@ -1,6 +1,7 @@
 //! Wallet addresses: creation (with a ledger account), the public wallet address document, and the keys
 //! published in its JWKS. The service is the only writer of `wallet_addresses` and `wallet_keys`; the routes
-//! (`crate::server::routes::wallet`) serve them per the wallet address server spec.
+//! (`crate::server::routes::wallet`) serve them per the wallet address server spec. Both the authorization
+//! server (`gnap`) and the resource server (`ase`) stand on it, so it sits below both.
 
 use std::{
     collections::HashMap,
