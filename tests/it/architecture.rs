@@ -14,7 +14,7 @@ const EDGE: &[&str] = &["server", "admin", "app", "cli", "demo", "lib", "main"];
 
 /// Modules that import no other module of the crate except each other.
 const LEAVES: &[&str] = &[
-    "money", "interval", "ids", "clock", "text", "states", "egress", "files", "events",
+    "money", "interval", "ids", "clock", "text", "states", "egress", "files", "events", "names", "rates",
 ];
 
 /// The top-level modules each top-level module imports, with a file that does it: module → (imported →
