@@ -3,12 +3,13 @@
 //! the payment engine's local settlement; expiry is applied by time: from `expiresAt` on an open payment counts
 //! as expired wherever it is read. `methods` carry fresh STREAM credentials (`ilpAddress` = `{node}.{token}`,
 //! the token encrypting the payment id) on every authenticated create and read.
+//!
+//! The types (bodies, wire resources, views, errors) are in `model`; the handlers in `crate::server::routes`.
 
 use std::sync::Arc;
 
-use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
-use time::{Duration, OffsetDateTime};
+use serde_json::Value;
+use time::Duration;
 
 use crate::{
     clock::{SharedClock, format_ts, parse_ts},
@@ -25,92 +26,9 @@ use crate::{
     wallet::Wallet,
 };
 
-/// `POST /incoming-payments` body.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct CreateIncoming {
-    pub wallet_address: String,
-    #[serde(default)]
-    pub incoming_amount: Option<Amount>,
-    #[serde(default)]
-    pub expires_at: Option<String>,
-    #[serde(default)]
-    pub metadata: Option<Map<String, Value>>,
-}
+mod model;
 
-/// The wire form of an incoming payment (`methods` only where the spec puts it).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct IncomingPaymentDto {
-    pub id: String,
-    pub wallet_address: String,
-    pub completed: bool,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub incoming_amount: Option<Amount>,
-    pub received_amount: Amount,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub expires_at: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub metadata: Option<Value>,
-    pub created_at: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub methods: Option<Vec<Value>>,
-}
-
-/// An incoming payment as operators see it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct IncomingView {
-    #[serde(flatten)]
-    pub payment: IncomingPaymentDto,
-    pub state: IncomingState,
-    pub wallet: String,
-    pub client: Option<String>,
-}
-
-/// Why an incoming-payment operation was refused or failed.
-#[derive(Debug, thiserror::Error)]
-pub enum IncomingError {
-    #[error("unknown incoming payment")]
-    NotFound,
-    #[error("incomingAmount must be greater than zero")]
-    ZeroAmount,
-    /// `expiresAt` unreadable, past or too far away.
-    #[error("{0}")]
-    BadExpiry(String),
-    #[error("state must be pending, completed or expired")]
-    BadStateFilter,
-    #[error("the incoming payment has expired")]
-    Expired,
-    /// STREAM credentials could not be made (a server fault).
-    #[error("STREAM credentials: {0}")]
-    Credentials(String),
-    #[error(transparent)]
-    Money(#[from] crate::money::MoneyError),
-    #[error(transparent)]
-    Store(#[from] store::Error),
-}
-
-/// The lifecycle state of a row at `now`.
-pub fn state_of(r: &IncomingRow, now: OffsetDateTime) -> IncomingState {
-    let expired = r
-        .expires_at
-        .as_deref()
-        .and_then(|e| parse_ts(e).ok())
-        .is_some_and(|e| e <= now);
-    IncomingState::of(r.completed, expired)
-}
-
-/// What crediting one STREAM packet did.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum StreamCredit {
-    /// Credited; the payment as committed, and what the connection has paid into it now.
-    Credited(IncomingRow, u64),
-    /// Nothing written: the payment (as read inside the transaction) takes no such amount.
-    Refused(IncomingRow, u64, Refusal),
-    /// No such payment.
-    Unknown,
-}
+pub use model::{CreateIncoming, IncomingError, IncomingPaymentDto, IncomingView, StreamCredit, state_of};
 
 /// The incoming-payment service.
 #[derive(Clone)]

@@ -3,8 +3,9 @@
 //! hosts are resolved over Open Payments and quoted by a STREAM rate probe through the peer that routes to
 //! them ([`super::remote`]): the probed rate must reach the operator's rate less the slippage, and the quote
 //! delivers at that minimum rate; the plan (peer, credentials, rates) is stored in `stream_plans`.
+//!
+//! The types (bodies, wire resources, views, errors) are in `model`; the handlers in `crate::server::routes`.
 
-use serde::{Deserialize, Serialize};
 use time::Duration;
 
 use super::{
@@ -17,101 +18,18 @@ use crate::{
     gnap::model::check_receiver,
     ids,
     money::{Amount, Asset, Value},
-    rates::{RateError, Rates},
+    rates::Rates,
     states::IncomingState,
     store::{
         self, Store,
-        payments::{self as repo, IncomingRow, Page, PageQuery, QuoteRow},
-        stream::StreamPlanRow,
+        payments::{self as repo, Page, PageQuery, QuoteRow},
     },
     wallet::Wallet,
 };
 
-/// `POST /quotes` body (the three spec variants in one shape; both amounts at once is refused).
-#[derive(Debug, Clone, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct CreateQuote {
-    pub wallet_address: String,
-    pub receiver: String,
-    pub method: String,
-    #[serde(default)]
-    pub debit_amount: Option<Amount>,
-    #[serde(default)]
-    pub receive_amount: Option<Amount>,
-}
+mod model;
 
-/// The spec's `quote`: exactly these fields.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct QuoteDto {
-    pub id: String,
-    pub wallet_address: String,
-    pub receiver: String,
-    pub receive_amount: Amount,
-    pub debit_amount: Amount,
-    pub method: String,
-    pub expires_at: String,
-    pub created_at: String,
-}
-
-/// What a quote amounts to before it is stored (shared with outgoing payments created without a quote).
-#[derive(Debug, Clone)]
-pub struct Priced {
-    /// The local receiver (None for a receiver on another ASE).
-    pub receiver: Option<IncomingRow>,
-    /// How to pay a receiver on another ASE.
-    pub remote: Option<RemotePlan>,
-    pub receive_asset: Asset,
-    /// When the receiver expires, if it does.
-    pub receiver_expires_at: Option<String>,
-    pub debit: u64,
-    pub receive: u64,
-    pub fee: u64,
-}
-
-impl Priced {
-    /// The `stream_plans` row for a remote receiver, stored under `id` (quote or payment id).
-    pub fn plan_row(&self, id: &str, receiver: &str, now: &str) -> Option<StreamPlanRow> {
-        let p = self.remote.as_ref()?;
-        Some(StreamPlanRow {
-            id: id.to_owned(),
-            receiver: receiver.to_owned(),
-            peer: p.peer.clone(),
-            ilp_address: p.ilp_address.clone(),
-            shared_secret: p.shared_secret.clone(),
-            estimated_rate: p.estimated.to_string(),
-            minimum_rate: p.minimum.to_string(),
-            max_packet_amount: p.max_packet_amount.and_then(|m| i64::try_from(m).ok()),
-            source_amount: i64::try_from(p.source_amount).unwrap_or(i64::MAX),
-            created_at: now.to_owned(),
-        })
-    }
-}
-
-/// Why a quote cannot be made or read.
-#[derive(Debug, thiserror::Error)]
-pub enum QuoteError {
-    #[error("unknown quote")]
-    NotFound,
-    /// The receiver is unusable (unknown, completed, expired, malformed).
-    #[error("{0}")]
-    Receiver(String),
-    /// The amounts cannot be priced.
-    #[error("{0}")]
-    Amount(String),
-    /// The request is malformed.
-    #[error("{0}")]
-    Request(String),
-    /// A receiver on another ASE cannot be resolved or paid; its `detail` is for the operator.
-    #[error(transparent)]
-    Remote(RemoteError),
-    #[error(transparent)]
-    Rate(#[from] RateError),
-    #[error(transparent)]
-    Money(#[from] crate::money::MoneyError),
-    #[error(transparent)]
-    Store(#[from] store::Error),
-}
+pub use model::{CreateQuote, Priced, QuoteDto, QuoteError};
 
 #[derive(Clone)]
 pub struct Quotes {
