@@ -623,6 +623,83 @@ async fn a_refused_outgoing_payment_stays_refused_when_replayed() {
         .unwrap();
 }
 
+/// The edge remembers what it refused: a create refused for a grant's limit, replayed once the grant's next
+/// interval has room, is refused alike instead of paying.
+#[tokio::test]
+async fn a_refused_signed_create_is_refused_alike_over_http_once_the_reason_is_gone() {
+    let ase = TestAse::spawn_with("[gnap]\nauto_approve = true\n").await;
+    let client = ase.demo_client().await;
+    let inc = grant_token(
+        &client,
+        &ase.base,
+        json!([{"type": "incoming-payment", "actions": ["create"]}]),
+    )
+    .await;
+    let r = client
+        .send(
+            Method::POST,
+            &ase.url("/incoming-payments"),
+            Some(&inc),
+            Some(&json!({"walletAddress": ase.url("/bob")})),
+        )
+        .await
+        .unwrap();
+    let receiver = r.body["id"].as_str().unwrap().to_owned();
+    // 100 per 4-second interval, starting now
+    let start = time::OffsetDateTime::now_utc().replace_nanosecond(0).unwrap();
+    let interval = format!("R/{}/PT4S", opdesk::clock::format_ts(start));
+    let body = json!({
+        "access_token": {"access": [{"type": "outgoing-payment", "actions": ["create"], "identifier": ase.url("/alice"),
+            "limits": {"debitAmount": {"value": "100", "assetCode": "USD", "assetScale": 2}, "interval": interval}}]},
+        "client": ase.url("/demo-client"),
+        "interact": {"start": ["redirect"], "finish": {"method": "redirect", "uri": "http://127.0.0.1:9/cb", "nonce": "n"}},
+    });
+    let g = client
+        .send(Method::POST, &ase.url("/auth"), None, Some(&body))
+        .await
+        .unwrap();
+    let out = crate::common::finish_grant(&client, &g.body).await;
+    let pay = |value: &str| {
+        serde_json::to_vec(&json!({"walletAddress": ase.url("/alice"), "incomingPayment": receiver,
+            "debitAmount": {"value": value, "assetCode": "USD", "assetScale": 2}}))
+        .unwrap()
+    };
+    let url = ase.url("/outgoing-payments");
+    let now = time::OffsetDateTime::now_utc().unix_timestamp();
+    let a = pay("80");
+    let headers = client.sign(&Method::POST, &url, Some(&out), &a, now).unwrap();
+    let first = client.send_raw(Method::POST, &url, headers, a).await.unwrap();
+    assert_eq!(first.status, 201, "{}", first.body);
+    let b = pay("50");
+    let headers = client.sign(&Method::POST, &url, Some(&out), &b, now).unwrap();
+    let refused = client
+        .send_raw(Method::POST, &url, headers.clone(), b.clone())
+        .await
+        .unwrap();
+    assert_eq!(refused.status, 403, "80 + 50 passes the limit of 100: {}", refused.body);
+    // the next interval has room for 50 again
+    let next = start + time::Duration::seconds(4);
+    let wait = (next - time::OffsetDateTime::now_utc())
+        .whole_milliseconds()
+        .clamp(0, 5000) as u64;
+    tokio::time::sleep(Duration::from_millis(wait + 300)).await;
+    let fresh = client
+        .sign(
+            &Method::POST,
+            &url,
+            Some(&out),
+            &pay("50"),
+            time::OffsetDateTime::now_utc().unix_timestamp(),
+        )
+        .unwrap();
+    let replay = client.send_raw(Method::POST, &url, headers, b).await.unwrap();
+    assert_eq!(replay.status, 403, "the replay is refused alike: {}", replay.body);
+    assert_eq!(replay.body, refused.body);
+    // a new request for the same payment is a new request, and the new interval has room for it
+    let new = client.send_raw(Method::POST, &url, fresh, pay("50")).await.unwrap();
+    assert_eq!(new.status, 201, "{}", new.body);
+}
+
 #[tokio::test]
 async fn the_operator_sees_why_a_receiver_was_refused() {
     let ase = TestAse::spawn_with(&config_with_peer("[egress]\nallow_loopback = false\n")).await;
