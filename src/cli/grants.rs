@@ -13,6 +13,7 @@ use crate::{
     states::TokenState,
 };
 
+/// A grant, for people: what it asks for in plain words, its decision and its tokens.
 fn grant_text(g: &GrantView) -> String {
     let mut out = format!("grant {}  [{}]\n", g.id, g.state);
     for line in &g.description {
@@ -31,6 +32,7 @@ fn grant_text(g: &GrantView) -> String {
     out
 }
 
+/// `grants list|show|approve|reject|revoke`.
 pub(super) async fn grants(b: &Backend, cmd: GrantsCmd, json: bool) -> Result<()> {
     let one = match cmd {
         GrantsCmd::List { state } => {

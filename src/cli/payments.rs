@@ -14,6 +14,7 @@ fn id_of(s: &str) -> String {
     s.trim_end_matches('/').rsplit('/').next().unwrap_or(s).to_owned()
 }
 
+/// The admin API's list filter from the list flags.
 fn filter(list: ListArgs, state: Option<String>) -> PaymentFilter {
     PaymentFilter {
         wallet: list.wallet,
@@ -23,6 +24,7 @@ fn filter(list: ListArgs, state: Option<String>) -> PaymentFilter {
     }
 }
 
+/// `incoming list|show|complete`.
 pub(super) async fn incoming(b: &Backend, cmd: IncomingCmd, json: bool) -> Result<()> {
     let one = match cmd {
         IncomingCmd::List { list, state } => {
@@ -82,6 +84,7 @@ fn metadata_line(label: &str, m: Option<&serde_json::Value>) -> String {
     m.map(|m| format!("  {label}{m}\n")).unwrap_or_default()
 }
 
+/// `outgoing list|show|cancel|retry`.
 pub(super) async fn outgoing(b: &Backend, cmd: OutgoingCmd, json: bool) -> Result<()> {
     let one = match cmd {
         OutgoingCmd::List { list, state } => {
@@ -137,6 +140,7 @@ pub(super) async fn outgoing(b: &Backend, cmd: OutgoingCmd, json: bool) -> Resul
     })
 }
 
+/// `quotes list|show`.
 pub(super) async fn quotes(b: &Backend, cmd: QuotesCmd, json: bool) -> Result<()> {
     let one = match cmd {
         QuotesCmd::List { list } => {

@@ -16,6 +16,7 @@ use crate::{
     money::format_minor,
 };
 
+/// `peers list|show|add|update|remove`.
 pub(super) async fn peers(b: &Backend, cmd: PeersCmd, json: bool) -> Result<()> {
     match cmd {
         PeersCmd::List => {

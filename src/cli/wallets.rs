@@ -17,6 +17,7 @@ use crate::{
     money::{Value, format_minor},
 };
 
+/// `wallets list|create|show`.
 pub(super) async fn wallets(b: &Backend, cmd: WalletsCmd, json: bool) -> Result<()> {
     match cmd {
         WalletsCmd::List => {
@@ -68,6 +69,7 @@ pub(super) async fn wallets(b: &Backend, cmd: WalletsCmd, json: bool) -> Result<
     }
 }
 
+/// `keys list|add|generate|remove`.
 pub(super) async fn keys(b: &Backend, cmd: KeysCmd, json: bool) -> Result<()> {
     match cmd {
         KeysCmd::List { wallet } => {
@@ -133,6 +135,7 @@ pub(super) async fn keys(b: &Backend, cmd: KeysCmd, json: bool) -> Result<()> {
     }
 }
 
+/// `balances`: every account.
 pub(super) async fn balances(b: &Backend, json: bool) -> Result<()> {
     let bs = dispatch!(b, c => c.balances(), l => control::balances(&l.state))?;
     list(
@@ -155,6 +158,7 @@ pub(super) async fn balances(b: &Backend, json: bool) -> Result<()> {
     )
 }
 
+/// `deposit` and `withdraw`: money between a wallet and the settlement account.
 pub(super) async fn move_funds(b: &Backend, m: MoveArgs, movement: Movement, json: bool) -> Result<()> {
     let value = Value::parse(&m.amount).wrap_err("the amount must be whole minor units, e.g. 1000 for 10.00")?;
     let body = Move {
@@ -187,6 +191,7 @@ pub(super) async fn move_funds(b: &Backend, m: MoveArgs, movement: Movement, jso
     })
 }
 
+/// `v` minor units in the balance's asset, for people.
 fn money(v: i64, b: &Balance) -> String {
     let asset = crate::money::Asset {
         code: b.asset_code.clone(),
