@@ -1,34 +1,31 @@
-//! The command line: clap definitions, and the operator commands (`wallets`, `keys`, `deposit`, `withdraw`,
-//! `balances`) that talk to a running instance through the admin API — or, when none answers, open the data
-//! dir directly and call the same operations in-process. Output is a table, or JSON with `--json`.
-//! This module and `main.rs` are the only places allowed to print (never while a console owns the terminal).
-//! Everything printed for people goes through [`emit`] and [`table`], which strip control characters from
-//! every cell and line: grants, payments and peers carry client- and peer-supplied text. `--json` output is
-//! serde's, which escapes control characters.
+//! The command line: clap definitions, and the entry points of the operator commands (`wallets`, `keys`,
+//! `deposit`, `withdraw`, `balances`, `grants`, payments, `peers`), which talk to a running instance through
+//! the admin API — or, when none answers, open the data dir directly and call the same operations
+//! in-process ([`Backend`], [`dispatch!`]). Each noun group's commands live in a submodule; output is a
+//! table, or JSON with `--json`. This module and `main.rs` are the only places allowed to print (never
+//! while a console owns the terminal). Everything printed for people goes through [`print`], which strips
+//! control characters from every cell and line: grants, payments and peers carry client- and peer-supplied
+//! text. `--json` output is serde's, which escapes control characters.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
+
+mod grants;
+mod payments;
+mod peers;
+mod print;
+mod wallets;
 
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
-use color_eyre::eyre::{Result, WrapErr, bail, eyre};
-use serde::Serialize;
+use color_eyre::eyre::{Result, bail, eyre};
 
 use crate::{
     admin::{AdminClient, ClientError},
     app::{self, AppCore},
-    ase::peers::PeerPatch,
-    control::{
-        self,
-        dto::{AddKey, CreateWallet, Move, NewPeer, PaymentFilter, PeerView, Reject},
-    },
-    gnap::service::GrantView,
-    httpsig::jwk::Jwk,
-    ledger::{Balance, Movement},
-    money::{Value, format_minor},
+    control,
+    ledger::Movement,
     server::error::ApiError,
     settings::{Overrides, Settings},
-    states::TokenState,
-    text,
 };
 
 #[derive(Debug, Parser)]
@@ -356,14 +353,17 @@ fn api(e: control::Error) -> color_eyre::Report {
     eyre!("{} ({}, HTTP {})", e.description, e.code, e.status.as_u16())
 }
 
+/// Runs `$remote` on the admin API's client or `$local` on the in-process services, whichever `$backend`
+/// is, and words either error alike.
 macro_rules! dispatch {
     ($backend:expr, $remote:ident => $r:expr, $local:ident => $l:expr) => {
         match $backend {
-            Backend::Remote($remote) => $r.await.map_err(|e| eyre!(e)),
-            Backend::Local($local) => $l.await.map_err(api),
+            $crate::cli::Backend::Remote($remote) => $r.await.map_err(|e| color_eyre::eyre::eyre!(e)),
+            $crate::cli::Backend::Local($local) => $l.await.map_err($crate::cli::api),
         }
     };
 }
+use dispatch;
 
 /// Runs an operator command.
 pub async fn run_operator(cmd: Command, settings: Settings, json: bool) -> Result<()> {
@@ -378,608 +378,22 @@ pub async fn run_operator(cmd: Command, settings: Settings, json: bool) -> Resul
 async fn operate(b: &Backend, cmd: Command, json: bool) -> Result<()> {
     match cmd {
         Command::Serve | Command::Demo => bail!("not an operator command"),
-        Command::Wallets(WalletsCmd::List) => {
-            let ws = dispatch!(b, c => c.list_wallets(), l => control::list_wallets(&l.state))?;
-            emit(json, &ws, || {
-                table(
-                    &["NAME", "ASSET", "URL", "PUBLIC NAME", "DEMO"],
-                    ws.iter()
-                        .map(|w| {
-                            vec![
-                                w.name.clone(),
-                                format!("{}/{}", w.asset_code, w.asset_scale),
-                                w.url.clone(),
-                                w.public_name.clone().unwrap_or_default(),
-                                if w.demo { "demo".into() } else { String::new() },
-                            ]
-                        })
-                        .collect(),
-                )
-            })
-        }
-        Command::Wallets(WalletsCmd::Create {
-            name,
-            asset,
-            scale,
-            public_name,
-        }) => {
-            let body = CreateWallet {
-                name,
-                asset_code: asset,
-                asset_scale: scale,
-                public_name,
-            };
-            let w = dispatch!(b, c => c.create_wallet(&body), l => control::create_wallet(&l.state, body.clone()))?;
-            emit(json, &w, || {
-                format!("created {} ({}/{})\n", w.url, w.asset_code, w.asset_scale)
-            })
-        }
-        Command::Wallets(WalletsCmd::Show { name }) => {
-            let d = dispatch!(b, c => c.show_wallet(&name), l => control::show_wallet(&l.state, &name))?;
-            emit(json, &d, || {
-                let mut out = format!(
-                    "{}\n  asset:     {}/{}\n  balance:   {}\n  available: {}\n  keys:\n",
-                    d.wallet.url,
-                    d.wallet.asset_code,
-                    d.wallet.asset_scale,
-                    money(d.balance.balance, &d.balance),
-                    money(d.balance.available, &d.balance),
-                );
-                for k in &d.keys {
-                    out.push_str(&format!("    {}\n", k.kid));
-                }
-                out
-            })
-        }
-        Command::Keys(KeysCmd::List { wallet }) => {
-            let ks = dispatch!(b, c => c.list_keys(&wallet), l => control::list_keys(&l.state, &wallet))?;
-            emit(json, &ks, || {
-                table(
-                    &["KID", "ALG", "X"],
-                    ks.keys
-                        .iter()
-                        .map(|k| vec![k.kid.clone(), k.alg.clone(), k.x.clone()])
-                        .collect(),
-                )
-            })
-        }
-        Command::Keys(KeysCmd::Add { wallet, jwk }) => {
-            let text = match jwk.strip_prefix('@') {
-                Some(path) => std::fs::read_to_string(path).wrap_err_with(|| format!("cannot read {path}"))?,
-                None => jwk,
-            };
-            let jwk: Jwk = serde_json::from_str(&text).wrap_err("--jwk is not a JWK")?;
-            let body = AddKey {
-                jwk: Some(jwk),
-                generate: false,
-            };
-            let k =
-                dispatch!(b, c => c.add_key(&wallet, &body), l => control::add_key(&l.state, &wallet, body.clone()))?;
-            emit(json, &k, || format!("added key {} to {wallet}\n", k.jwk.kid))
-        }
-        Command::Keys(KeysCmd::Generate { wallet, out }) => {
-            let body = AddKey {
-                jwk: None,
-                generate: true,
-            };
-            let k =
-                dispatch!(b, c => c.add_key(&wallet, &body), l => control::add_key(&l.state, &wallet, body.clone()))?;
-            let pem = k
-                .private_key_pem
-                .clone()
-                .ok_or_else(|| eyre!("the server returned no private key"))?;
-            match out {
-                Some(path) => {
-                    crate::files::write_private(&path, pem.as_bytes())
-                        .wrap_err_with(|| format!("cannot write {}", path.display()))?;
-                    emit(json, &k.jwk, || {
-                        format!(
-                            "added key {} to {wallet}; private key in {}\n",
-                            k.jwk.kid,
-                            path.display()
-                        )
-                    })
-                }
-                None => emit(json, &k, || {
-                    format!("added key {} to {wallet}; private key (shown once):\n{pem}", k.jwk.kid)
-                }),
-            }
-        }
-        Command::Keys(KeysCmd::Remove { wallet, kid }) => {
-            dispatch!(b, c => c.remove_key(&wallet, &kid), l => control::remove_key(&l.state, &wallet, &kid))?;
-            emit(json, &serde_json::json!({"removed": kid}), || {
-                format!("removed key {kid} from {wallet}\n")
-            })
-        }
-        Command::Grants(g) => grants(b, g, json).await,
-        Command::Incoming(c) => incoming(b, c, json).await,
-        Command::Outgoing(c) => outgoing(b, c, json).await,
-        Command::Quotes(c) => quotes(b, c, json).await,
-        Command::Peers(PeersCmd::Show { name }) => {
-            let p = dispatch!(b, c => c.show_peer(&name), l => control::show_peer(&l.state, &name))?;
-            emit(json, &p, || peer_text(&p))
-        }
-        Command::Peers(PeersCmd::Add {
-            name,
-            asset,
-            scale,
-            fields,
-        }) => {
-            let body = NewPeer {
-                name,
-                ilp_address: fields.ilp_address,
-                asset_code: asset,
-                asset_scale: scale,
-                incoming_tokens: fields.incoming_tokens,
-                generate_incoming_token: fields.generate_incoming_token,
-                outgoing_endpoint: fields.outgoing_endpoint,
-                outgoing_token: fields.outgoing_token,
-                routes: fields.route,
-                max_packet_amount: fields.max_packet_amount,
-            };
-            let p = dispatch!(b, c => c.create_peer(&body), l => control::create_peer(&l.state, body.clone()))?;
-            emit(json, &p, || peer_text(&p))
-        }
-        Command::Peers(PeersCmd::Update {
-            name,
-            fields,
-            no_ilp_address,
-            no_outgoing,
-            no_max_packet_amount,
-        }) => {
-            let patch = PeerPatch {
-                ilp_address: if no_ilp_address {
-                    Some(None)
-                } else {
-                    fields.ilp_address.map(Some)
-                },
-                incoming_tokens: (!fields.incoming_tokens.is_empty()).then_some(fields.incoming_tokens),
-                generate_incoming_token: fields.generate_incoming_token,
-                outgoing_endpoint: if no_outgoing {
-                    Some(None)
-                } else {
-                    fields.outgoing_endpoint.map(Some)
-                },
-                outgoing_token: if no_outgoing {
-                    Some(None)
-                } else {
-                    fields.outgoing_token.map(Some)
-                },
-                routes: if no_outgoing {
-                    Some(Vec::new())
-                } else {
-                    (!fields.route.is_empty()).then_some(fields.route)
-                },
-                max_packet_amount: if no_max_packet_amount {
-                    Some(None)
-                } else {
-                    fields.max_packet_amount.map(Some)
-                },
-            };
-            let p = dispatch!(b, c => c.update_peer(&name, &patch), l => control::update_peer(&l.state, &name, patch.clone()))?;
-            emit(json, &p, || peer_text(&p))
-        }
-        Command::Peers(PeersCmd::Remove { name }) => {
-            dispatch!(b, c => c.remove_peer(&name), l => control::remove_peer(&l.state, &name))?;
-            emit(json, &serde_json::json!({ "removed": name }), || {
-                format!("removed peer {name}\n")
-            })
-        }
-        Command::Peers(PeersCmd::List) => {
-            let ps = dispatch!(b, c => c.list_peers(), l => control::list_peers(&l.state))?;
-            emit(json, &ps, || {
-                let rows = ps
-                    .iter()
-                    .map(|p| {
-                        vec![
-                            p.name.clone(),
-                            format!("{}/{}", p.asset_code, p.asset_scale),
-                            p.source.clone(),
-                            if p.receives {
-                                format!(
-                                    "yes ({} token{})",
-                                    p.incoming_tokens,
-                                    if p.incoming_tokens == 1 { "" } else { "s" }
-                                )
-                            } else {
-                                "no".into()
-                            },
-                            p.outgoing_endpoint.clone().unwrap_or_default(),
-                            p.routes.join(","),
-                            format_minor(p.peer_account_balance.into(), p.asset_scale),
-                        ]
-                    })
-                    .collect();
-                table(
-                    &["NAME", "ASSET", "SOURCE", "RECEIVES", "SENDS TO", "ROUTES", "BALANCE"],
-                    rows,
-                )
-            })
-        }
-        Command::Deposit(m) => move_funds(b, m, Movement::Deposit, json).await,
-        Command::Withdraw(m) => move_funds(b, m, Movement::Withdrawal, json).await,
-        Command::Balances => {
-            let bs = dispatch!(b, c => c.balances(), l => control::balances(&l.state))?;
-            emit(json, &bs, || {
-                table(
-                    &["ACCOUNT", "KIND", "ASSET", "BALANCE", "RESERVED", "AVAILABLE"],
-                    bs.iter()
-                        .map(|x| {
-                            vec![
-                                x.wallet.clone().unwrap_or_else(|| match &x.peer {
-                                    Some(peer) => format!("(peer {peer})"),
-                                    None => format!("({})", x.kind),
-                                }),
-                                x.kind.clone(),
-                                format!("{}/{}", x.asset_code, x.asset_scale),
-                                format_minor(x.balance.into(), x.asset_scale),
-                                format_minor(x.pending_debits.into(), x.asset_scale),
-                                format_minor(x.available.into(), x.asset_scale),
-                            ]
-                        })
-                        .collect(),
-                )
-            })
-        }
+        Command::Wallets(c) => wallets::wallets(b, c, json).await,
+        Command::Keys(c) => wallets::keys(b, c, json).await,
+        Command::Deposit(m) => wallets::move_funds(b, m, Movement::Deposit, json).await,
+        Command::Withdraw(m) => wallets::move_funds(b, m, Movement::Withdrawal, json).await,
+        Command::Balances => wallets::balances(b, json).await,
+        Command::Grants(c) => grants::grants(b, c, json).await,
+        Command::Incoming(c) => payments::incoming(b, c, json).await,
+        Command::Outgoing(c) => payments::outgoing(b, c, json).await,
+        Command::Quotes(c) => payments::quotes(b, c, json).await,
+        Command::Peers(c) => peers::peers(b, c, json).await,
     }
-}
-
-/// An id from an id or a resource URL.
-fn id_of(s: &str) -> String {
-    s.trim_end_matches('/').rsplit('/').next().unwrap_or(s).to_owned()
-}
-
-fn filter(list: ListArgs, state: Option<String>) -> PaymentFilter {
-    PaymentFilter {
-        wallet: list.wallet,
-        state,
-        cursor: list.cursor,
-        first: list.first,
-    }
-}
-
-fn next_page(next: &Option<String>) -> String {
-    next.as_ref()
-        .map(|c| format!("(more: --cursor {c})\n"))
-        .unwrap_or_default()
-}
-
-async fn incoming(b: &Backend, cmd: IncomingCmd, json: bool) -> Result<()> {
-    let one = match cmd {
-        IncomingCmd::List { list, state } => {
-            let f = filter(list, state);
-            let l = dispatch!(b, c => c.list_incoming(&f), l => control::list_incoming(&l.state, f.clone()))?;
-            return emit(json, &l, || {
-                let rows = l
-                    .items
-                    .iter()
-                    .map(|p| {
-                        vec![
-                            id_of(&p.payment.id),
-                            p.wallet.clone(),
-                            p.state.to_string(),
-                            p.payment.received_amount.to_string(),
-                            p.payment
-                                .incoming_amount
-                                .as_ref()
-                                .map(ToString::to_string)
-                                .unwrap_or_else(|| "open".into()),
-                            p.payment.expires_at.clone().unwrap_or_default(),
-                        ]
-                    })
-                    .collect();
-                table(&["ID", "WALLET", "STATE", "RECEIVED", "EXPECTED", "EXPIRES"], rows) + &next_page(&l.next_cursor)
-            });
-        }
-        IncomingCmd::Show { id } => {
-            let id = id_of(&id);
-            dispatch!(b, c => c.show_incoming(&id), l => control::show_incoming(&l.state, &id))?
-        }
-        IncomingCmd::Complete { id } => {
-            let id = id_of(&id);
-            dispatch!(b, c => c.complete_incoming(&id), l => control::complete_incoming(&l.state, &id))?
-        }
-    };
-    emit(json, &one, || {
-        let mut out = format!(
-            "{}  [{}]\n  wallet:   {}\n  received: {} of {}\n  expires:  {}\n  client:   {}\n",
-            one.payment.id,
-            one.state,
-            one.payment.wallet_address,
-            one.payment.received_amount,
-            one.payment
-                .incoming_amount
-                .as_ref()
-                .map(ToString::to_string)
-                .unwrap_or_else(|| "an open amount".into()),
-            one.payment.expires_at.clone().unwrap_or_else(|| "never".into()),
-            one.client.clone().unwrap_or_else(|| "(operator)".into()),
-        );
-        out.push_str(&metadata_line("metadata: ", one.payment.metadata.as_ref()));
-        out
-    })
-}
-
-/// The client's metadata as one line of JSON (control characters escaped), if there is any.
-fn metadata_line(label: &str, m: Option<&serde_json::Value>) -> String {
-    m.map(|m| format!("  {label}{m}\n")).unwrap_or_default()
-}
-
-async fn outgoing(b: &Backend, cmd: OutgoingCmd, json: bool) -> Result<()> {
-    let one = match cmd {
-        OutgoingCmd::List { list, state } => {
-            let f = filter(list, state);
-            let l = dispatch!(b, c => c.list_outgoing(&f), l => control::list_outgoing(&l.state, f.clone()))?;
-            return emit(json, &l, || {
-                let rows = l
-                    .items
-                    .iter()
-                    .map(|p| {
-                        vec![
-                            id_of(&p.payment.id),
-                            p.wallet.clone(),
-                            p.state.to_string(),
-                            p.payment.sent_amount.to_string(),
-                            p.payment.debit_amount.to_string(),
-                            p.failure_reason.clone().unwrap_or_default(),
-                        ]
-                    })
-                    .collect();
-                table(&["ID", "WALLET", "STATE", "SENT", "DEBIT", "FAILURE"], rows) + &next_page(&l.next_cursor)
-            });
-        }
-        OutgoingCmd::Show { id } => {
-            let id = id_of(&id);
-            dispatch!(b, c => c.show_outgoing(&id), l => control::show_outgoing(&l.state, &id))?
-        }
-        OutgoingCmd::Cancel { id } => {
-            let id = id_of(&id);
-            dispatch!(b, c => c.cancel_outgoing(&id), l => control::cancel_outgoing(&l.state, &id))?
-        }
-        OutgoingCmd::Retry { id } => {
-            let id = id_of(&id);
-            dispatch!(b, c => c.retry_outgoing(&id), l => control::retry_outgoing(&l.state, &id))?
-        }
-    };
-    emit(json, &one, || {
-        let mut out = format!(
-            "{}  [{}]\n  from:      {}\n  to:        {}\n  debit:     {}\n  receive:   {}\n  sent:      {}\n  delivered: {}\n  attempts:  {}\n  created:   {}\n  updated:   {}\n",
-            one.payment.id,
-            one.state,
-            one.payment.wallet_address,
-            one.payment.receiver,
-            one.payment.debit_amount,
-            one.payment.receive_amount,
-            one.payment.sent_amount,
-            one.delivered_amount,
-            one.attempts,
-            one.payment.created_at,
-            one.updated_at,
-        );
-        if let Some(r) = &one.failure_reason {
-            out.push_str(&format!(
-                "  failure:   {r}: {}\n",
-                one.failure_message.clone().unwrap_or_default()
-            ));
-        }
-        out.push_str(&metadata_line("metadata:  ", one.payment.metadata.as_ref()));
-        out
-    })
-}
-
-async fn quotes(b: &Backend, cmd: QuotesCmd, json: bool) -> Result<()> {
-    let one = match cmd {
-        QuotesCmd::List { list } => {
-            let f = filter(list, None);
-            let l = dispatch!(b, c => c.list_quotes(&f), l => control::list_quotes(&l.state, f.clone()))?;
-            return emit(json, &l, || {
-                let rows = l
-                    .items
-                    .iter()
-                    .map(|q| {
-                        vec![
-                            id_of(&q.id),
-                            id_of(&q.wallet_address),
-                            q.debit_amount.to_string(),
-                            q.receive_amount.to_string(),
-                            q.expires_at.clone(),
-                        ]
-                    })
-                    .collect();
-                table(&["ID", "WALLET", "DEBIT", "RECEIVE", "EXPIRES"], rows) + &next_page(&l.next_cursor)
-            });
-        }
-        QuotesCmd::Show { id } => {
-            let id = id_of(&id);
-            dispatch!(b, c => c.show_quote(&id), l => control::show_quote(&l.state, &id))?
-        }
-    };
-    emit(json, &one, || {
-        format!(
-            "{}\n  from:    {}\n  to:      {}\n  debit:   {}\n  receive: {}\n  expires: {}\n",
-            one.id, one.wallet_address, one.receiver, one.debit_amount, one.receive_amount, one.expires_at
-        )
-    })
-}
-
-fn grant_text(g: &GrantView) -> String {
-    let mut out = format!("grant {}  [{}]\n", g.id, g.state);
-    for line in &g.description {
-        out.push_str(&format!("  {line}\n"));
-    }
-    if let Some(f) = &g.finish_uri {
-        out.push_str(&format!("  finish: {f}\n"));
-    }
-    if let Some(r) = &g.decision_reason {
-        out.push_str(&format!("  reason: {r}\n"));
-    }
-    for t in &g.tokens {
-        let state = TokenState::of(t.revoked_at.is_some());
-        out.push_str(&format!("  token {} {state}, expires {}\n", t.hint, t.expires_at));
-    }
-    out
-}
-
-async fn grants(b: &Backend, cmd: GrantsCmd, json: bool) -> Result<()> {
-    let one = match cmd {
-        GrantsCmd::List { state } => {
-            let gs =
-                dispatch!(b, c => c.list_grants(state.as_deref()), l => control::list_grants(&l.state, state.clone()))?;
-            return emit(json, &gs, || {
-                table(
-                    &["ID", "STATE", "CLIENT", "ACCESS", "CREATED"],
-                    gs.iter()
-                        .map(|g| {
-                            vec![
-                                g.id.clone(),
-                                g.state.to_string(),
-                                g.client_name.clone().unwrap_or_else(|| g.client.clone()),
-                                g.access.iter().map(|a| a.type_name()).collect::<Vec<_>>().join(","),
-                                g.created_at.clone(),
-                            ]
-                        })
-                        .collect(),
-                )
-            });
-        }
-        GrantsCmd::Show { id } => dispatch!(b, c => c.show_grant(&id), l => control::show_grant(&l.state, &id))?,
-        GrantsCmd::Approve { id } => {
-            dispatch!(b, c => c.approve_grant(&id), l => control::approve_grant(&l.state, &id))?
-        }
-        GrantsCmd::Reject { id, reason } => {
-            let body = Reject { reason };
-            dispatch!(b, c => c.reject_grant(&id, &body), l => control::reject_grant(&l.state, &id, body.clone()))?
-        }
-        GrantsCmd::Revoke { id } => dispatch!(b, c => c.revoke_grant(&id), l => control::revoke_grant(&l.state, &id))?,
-    };
-    emit(json, &one, || grant_text(&one))
-}
-
-async fn move_funds(b: &Backend, m: MoveArgs, movement: Movement, json: bool) -> Result<()> {
-    let value = Value::parse(&m.amount).wrap_err("the amount must be whole minor units, e.g. 1000 for 10.00")?;
-    let body = Move {
-        value,
-        asset_code: None,
-        asset_scale: None,
-        transfer_id: m.id,
-    };
-    let wallet = m.wallet;
-    let moved = match movement {
-        Movement::Deposit => {
-            dispatch!(b, c => c.deposit(&wallet, &body), l => control::move_funds(&l.state, &wallet, body.clone(), movement))?
-        }
-        Movement::Withdrawal => {
-            dispatch!(b, c => c.withdraw(&wallet, &body), l => control::move_funds(&l.state, &wallet, body.clone(), movement))?
-        }
-    };
-    let verb = if movement == Movement::Deposit {
-        "deposited"
-    } else {
-        "withdrew"
-    };
-    emit(json, &moved, || {
-        format!(
-            "{verb} {} {} {wallet}; balance {}\n",
-            money(moved.transfer.amount, &moved.balance),
-            if movement == Movement::Deposit { "to" } else { "from" },
-            money(moved.balance.balance, &moved.balance)
-        )
-    })
-}
-
-fn money(v: i64, b: &Balance) -> String {
-    let asset = crate::money::Asset {
-        code: b.asset_code.clone(),
-        scale: b.asset_scale,
-    };
-    asset.format(v.into())
-}
-
-/// One peer, for people; a generated token is printed once, with what to do with it.
-fn peer_text(p: &PeerView) -> String {
-    let mut out = format!(
-        "{} ({})\n  asset:           {}/{}\n  ILP address:     {}\n  incoming tokens: {}\n  sends to:        {}\n  routes:          {}\n  max packet:      {}\n  balance:         {}\n",
-        p.name,
-        p.source,
-        p.asset_code,
-        p.asset_scale,
-        p.ilp_address.as_deref().unwrap_or("-"),
-        p.incoming_tokens,
-        p.outgoing_endpoint.as_deref().unwrap_or("-"),
-        if p.routes.is_empty() {
-            "-".into()
-        } else {
-            p.routes.join(", ")
-        },
-        p.max_packet_amount.map_or_else(|| "no limit".into(), |m| m.to_string()),
-        format_minor(p.peer_account_balance.into(), p.asset_scale),
-    );
-    for t in &p.generated_incoming_tokens {
-        out.push_str(&format!(
-            "  generated incoming token (shown once; the peer sends it as its bearer token to our /ilp):\n    {t}\n"
-        ));
-    }
-    out
-}
-
-/// Prints `value` as JSON, or the text `human` builds with control characters stripped from every line.
-fn emit<T: Serialize>(json: bool, value: &T, human: impl FnOnce() -> String) -> Result<()> {
-    if json {
-        println!("{}", serde_json::to_string_pretty(value)?);
-    } else {
-        print!("{}", text::sanitize_lines(&human()));
-    }
-    Ok(())
-}
-
-/// Renders rows as left-aligned columns separated by two spaces; cells are sanitised before they are
-/// measured, so hostile text neither reaches the terminal nor skews the columns.
-pub fn table(headers: &[&str], rows: Vec<Vec<String>>) -> String {
-    let rows: Vec<Vec<String>> = rows
-        .into_iter()
-        .map(|r| r.iter().map(|c| text::sanitize(c)).collect())
-        .collect();
-    let mut widths: Vec<usize> = headers.iter().map(|h| h.chars().count()).collect();
-    for r in &rows {
-        for (i, c) in r.iter().enumerate() {
-            if let Some(w) = widths.get_mut(i) {
-                *w = (*w).max(c.chars().count());
-            }
-        }
-    }
-    let line = |cells: Vec<String>| {
-        let mut s = cells
-            .iter()
-            .enumerate()
-            .map(|(i, c)| format!("{c:<w$}", w = widths.get(i).copied().unwrap_or(0)))
-            .collect::<Vec<_>>()
-            .join("  ");
-        s.truncate(s.trim_end().len());
-        s.push('\n');
-        s
-    };
-    let mut out = line(headers.iter().map(|h| (*h).to_owned()).collect());
-    for r in rows {
-        out.push_str(&line(r));
-    }
-    out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn table_aligns_columns() {
-        let t = table(&["A", "BB"], vec![vec!["xxx".into(), "y".into()]]);
-        assert_eq!(t, "A    BB\nxxx  y\n");
-    }
-
-    #[test]
-    fn table_cells_are_sanitised_before_measuring() {
-        let t = table(&["A", "B"], vec![vec!["x\u{1b}[2J\u{7}".into(), "y\u{9b}\nz".into()]]);
-        assert_eq!(t, "A     B\nx[2J  yz\n");
-    }
 
     #[test]
     fn cli_parses() {

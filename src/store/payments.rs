@@ -25,20 +25,34 @@ pub struct Page<T> {
 /// An extra list condition: SQL that may use `?5`, and the value bound to it.
 pub type Condition = (&'static str, String);
 
-/// Keyset pagination over a table aliased `t` (joined as `from`): optionally one wallet's rows, optionally
-/// one client's, optionally an extra condition.
-#[allow(clippy::too_many_arguments)]
+/// A joined table the lookups and lists read: `from` (the table aliased `t`, with its joins), the columns
+/// selected, the row mapper and the row's id (the keyset cursor).
+struct Source<T> {
+    from: &'static str,
+    cols: &'static str,
+    map: fn(&Row<'_>) -> rusqlite::Result<T>,
+    id: fn(&T) -> &str,
+}
+
+impl<T> Source<T> {
+    /// The row whose `key` column equals `value`.
+    fn one(&self, conn: &Connection, key: &str, value: &str) -> Result<Option<T>, Error> {
+        let sql = format!("SELECT {} FROM {} WHERE {key} = ?1", self.cols, self.from);
+        Ok(conn.prepare_cached(&sql)?.query_row([value], self.map).optional()?)
+    }
+}
+
+/// Keyset pagination over `src`: optionally one wallet's rows, optionally one client's, optionally an extra
+/// condition.
 fn page<T>(
     conn: &Connection,
-    from: &str,
-    cols: &str,
+    src: &Source<T>,
     wallet_id: Option<&str>,
     client: Option<&str>,
     extra: Option<Condition>,
     q: &PageQuery,
-    map: fn(&Row<'_>) -> rusqlite::Result<T>,
-    id_of: fn(&T) -> &str,
 ) -> Result<Page<T>, Error> {
+    let Source { from, cols, map, id } = *src;
     let wallet_filter = if wallet_id.is_some() {
         "t.wallet_id = ?1"
     } else {
@@ -90,8 +104,8 @@ fn page<T>(
     if q.backward {
         items.reverse();
     }
-    let newest = items.first().map(id_of).or(q.cursor.as_deref());
-    let oldest = items.last().map(id_of).or(q.cursor.as_deref());
+    let newest = items.first().map(id).or(q.cursor.as_deref());
+    let oldest = items.last().map(id).or(q.cursor.as_deref());
     let (has_next, has_previous) = if q.backward {
         (exists("<", oldest)?, more)
     } else {
@@ -134,10 +148,13 @@ pub struct IncomingRow {
     pub updated_at: String,
 }
 
-const INCOMING_FROM: &str = "incoming_payments t JOIN wallet_addresses w ON w.id = t.wallet_id \
-     JOIN accounts a ON a.id = w.account_id";
-const INCOMING_COLS: &str = "t.id, t.wallet_id, w.name, w.account_id, a.asset_code, a.asset_scale, t.client, \
-     t.incoming_amount, t.received_amount, t.completed, t.expires_at, t.metadata, t.created_at, t.updated_at";
+const INCOMING: Source<IncomingRow> = Source {
+    from: "incoming_payments t JOIN wallet_addresses w ON w.id = t.wallet_id JOIN accounts a ON a.id = w.account_id",
+    cols: "t.id, t.wallet_id, w.name, w.account_id, a.asset_code, a.asset_scale, t.client, \
+     t.incoming_amount, t.received_amount, t.completed, t.expires_at, t.metadata, t.created_at, t.updated_at",
+    map: incoming_from_row,
+    id: |r| &r.id,
+};
 
 fn incoming_from_row(r: &Row<'_>) -> rusqlite::Result<IncomingRow> {
     Ok(IncomingRow {
@@ -179,11 +196,7 @@ pub fn insert_incoming(conn: &Connection, p: &IncomingRow) -> Result<(), Error> 
 }
 
 pub fn incoming(conn: &Connection, id: &str) -> Result<Option<IncomingRow>, Error> {
-    let sql = format!("SELECT {INCOMING_COLS} FROM {INCOMING_FROM} WHERE t.id = ?1");
-    Ok(conn
-        .prepare_cached(&sql)?
-        .query_row([id], incoming_from_row)
-        .optional()?)
+    INCOMING.one(conn, "t.id", id)
 }
 
 pub fn list_incoming(
@@ -193,17 +206,7 @@ pub fn list_incoming(
     condition: Option<Condition>,
     q: &PageQuery,
 ) -> Result<Page<IncomingRow>, Error> {
-    page(
-        conn,
-        INCOMING_FROM,
-        INCOMING_COLS,
-        wallet_id,
-        client,
-        condition,
-        q,
-        incoming_from_row,
-        |r| &r.id,
-    )
+    page(conn, &INCOMING, wallet_id, client, condition, q)
 }
 
 /// Marks an incoming payment completed; false if it already was.
@@ -235,11 +238,14 @@ pub struct QuoteRow {
     pub created_at: String,
 }
 
-const QUOTE_FROM: &str =
-    "quotes t JOIN wallet_addresses w ON w.id = t.wallet_id JOIN accounts a ON a.id = w.account_id";
-const QUOTE_COLS: &str = "t.id, t.wallet_id, w.name, a.asset_code, a.asset_scale, t.client, t.receiver, \
+const QUOTE: Source<QuoteRow> = Source {
+    from: "quotes t JOIN wallet_addresses w ON w.id = t.wallet_id JOIN accounts a ON a.id = w.account_id",
+    cols: "t.id, t.wallet_id, w.name, a.asset_code, a.asset_scale, t.client, t.receiver, \
      t.incoming_payment_id, t.debit_amount, t.receive_amount, t.receive_asset_code, t.receive_asset_scale, t.fee, \
-     t.expires_at, t.created_at";
+     t.expires_at, t.created_at",
+    map: quote_from_row,
+    id: |r| &r.id,
+};
 
 fn quote_from_row(r: &Row<'_>) -> rusqlite::Result<QuoteRow> {
     Ok(QuoteRow {
@@ -285,22 +291,11 @@ pub fn insert_quote(conn: &Connection, q: &QuoteRow) -> Result<(), Error> {
 }
 
 pub fn quote(conn: &Connection, id: &str) -> Result<Option<QuoteRow>, Error> {
-    let sql = format!("SELECT {QUOTE_COLS} FROM {QUOTE_FROM} WHERE t.id = ?1");
-    Ok(conn.prepare_cached(&sql)?.query_row([id], quote_from_row).optional()?)
+    QUOTE.one(conn, "t.id", id)
 }
 
 pub fn list_quotes(conn: &Connection, wallet_id: Option<&str>, q: &PageQuery) -> Result<Page<QuoteRow>, Error> {
-    page(
-        conn,
-        QUOTE_FROM,
-        QUOTE_COLS,
-        wallet_id,
-        None,
-        None,
-        q,
-        quote_from_row,
-        |r| &r.id,
-    )
+    page(conn, &QUOTE, wallet_id, None, None, q)
 }
 
 // ---- outgoing payments ----
@@ -336,13 +331,16 @@ pub struct OutgoingRow {
     pub updated_at: String,
 }
 
-const OUTGOING_FROM: &str =
-    "outgoing_payments t JOIN wallet_addresses w ON w.id = t.wallet_id JOIN accounts a ON a.id = w.account_id";
-const OUTGOING_COLS: &str = "t.id, t.wallet_id, w.name, w.account_id, a.asset_code, a.asset_scale, t.client, \
+const OUTGOING: Source<OutgoingRow> = Source {
+    from: "outgoing_payments t JOIN wallet_addresses w ON w.id = t.wallet_id JOIN accounts a ON a.id = w.account_id",
+    cols: "t.id, t.wallet_id, w.name, w.account_id, a.asset_code, a.asset_scale, t.client, \
      t.grant_id, t.quote_id, t.receiver, t.incoming_payment_id, t.debit_amount, t.receive_amount, \
      t.receive_asset_code, t.receive_asset_scale, t.sent_amount, t.delivered_amount, t.state, t.reservation_id, \
      t.account_id, t.failure_reason, t.failure_message, t.attempts, t.next_attempt_at, t.metadata, t.created_at, \
-     t.updated_at";
+     t.updated_at",
+    map: outgoing_from_row,
+    id: |r| &r.id,
+};
 
 fn outgoing_from_row(r: &Row<'_>) -> rusqlite::Result<OutgoingRow> {
     Ok(OutgoingRow {
@@ -413,11 +411,7 @@ pub fn insert_outgoing(conn: &Connection, p: &OutgoingRow) -> Result<(), Error> 
 }
 
 pub fn outgoing(conn: &Connection, id: &str) -> Result<Option<OutgoingRow>, Error> {
-    let sql = format!("SELECT {OUTGOING_COLS} FROM {OUTGOING_FROM} WHERE t.id = ?1");
-    Ok(conn
-        .prepare_cached(&sql)?
-        .query_row([id], outgoing_from_row)
-        .optional()?)
+    OUTGOING.one(conn, "t.id", id)
 }
 
 /// The answer (status, body) already given to the signed create request with this signature digest.
@@ -450,11 +444,7 @@ pub fn remember_outgoing_request(
 }
 
 pub fn outgoing_by_quote(conn: &Connection, quote_id: &str) -> Result<Option<OutgoingRow>, Error> {
-    let sql = format!("SELECT {OUTGOING_COLS} FROM {OUTGOING_FROM} WHERE t.quote_id = ?1");
-    Ok(conn
-        .prepare_cached(&sql)?
-        .query_row([quote_id], outgoing_from_row)
-        .optional()?)
+    OUTGOING.one(conn, "t.quote_id", quote_id)
 }
 
 pub fn list_outgoing(
@@ -465,17 +455,7 @@ pub fn list_outgoing(
     q: &PageQuery,
 ) -> Result<Page<OutgoingRow>, Error> {
     let condition = state.map(|s| ("t.state = ?5", s.as_str().to_owned()));
-    page(
-        conn,
-        OUTGOING_FROM,
-        OUTGOING_COLS,
-        wallet_id,
-        client,
-        condition,
-        q,
-        outgoing_from_row,
-        |r| &r.id,
-    )
+    page(conn, &OUTGOING, wallet_id, client, condition, q)
 }
 
 /// Amounts counted against a grant between `from` (inclusive) and `to` (exclusive): a failed or cancelled
@@ -614,19 +594,24 @@ pub fn announce_expired(conn: &Connection, now: &str, limit: u32) -> Result<Vec<
 
 /// Open (pending, unexpired) incoming payments.
 pub fn count_open_incoming(conn: &Connection, now: &str) -> Result<usize, Error> {
-    let n: i64 = conn
-        .prepare_cached(
-            "SELECT COUNT(*) FROM incoming_payments WHERE completed = 0 AND (expires_at IS NULL OR expires_at > ?1)",
-        )?
-        .query_row([now], |r| r.get(0))?;
-    Ok(usize::try_from(n).unwrap_or(0))
+    count(
+        conn,
+        "incoming_payments",
+        "completed = 0 AND (expires_at IS NULL OR expires_at > ?1)",
+        now,
+    )
 }
 
 /// Outgoing payments in `state`.
 pub fn count_outgoing(conn: &Connection, state: OutgoingState) -> Result<usize, Error> {
+    count(conn, "outgoing_payments", "state = ?1", state)
+}
+
+/// The rows of `table` where `condition` (which may use `?1`, bound to `value`) holds.
+fn count(conn: &Connection, table: &str, condition: &str, value: impl ToSql) -> Result<usize, Error> {
     let n: i64 = conn
-        .prepare_cached("SELECT COUNT(*) FROM outgoing_payments WHERE state = ?1")?
-        .query_row([state], |r| r.get(0))?;
+        .prepare_cached(&format!("SELECT COUNT(*) FROM {table} WHERE {condition}"))?
+        .query_row([value], |r| r.get(0))?;
     Ok(usize::try_from(n).unwrap_or(0))
 }
 

@@ -1,0 +1,201 @@
+//! Operator commands on wallet addresses and their money: `wallets`, `keys`, `deposit`, `withdraw` and
+//! `balances`. Prints only through [`super::print`].
+
+use color_eyre::eyre::{Result, WrapErr, eyre};
+
+use super::{
+    Backend, KeysCmd, MoveArgs, WalletsCmd, dispatch,
+    print::{emit, list, table},
+};
+use crate::{
+    control::{
+        self,
+        dto::{AddKey, CreateWallet, Move},
+    },
+    httpsig::jwk::Jwk,
+    ledger::{Balance, Movement},
+    money::{Value, format_minor},
+};
+
+/// `wallets list|create|show`.
+pub(super) async fn wallets(b: &Backend, cmd: WalletsCmd, json: bool) -> Result<()> {
+    match cmd {
+        WalletsCmd::List => {
+            let ws = dispatch!(b, c => c.list_wallets(), l => control::list_wallets(&l.state))?;
+            list(json, &ws, &["NAME", "ASSET", "URL", "PUBLIC NAME", "DEMO"], |w| {
+                vec![
+                    w.name.clone(),
+                    format!("{}/{}", w.asset_code, w.asset_scale),
+                    w.url.clone(),
+                    w.public_name.clone().unwrap_or_default(),
+                    if w.demo { "demo".into() } else { String::new() },
+                ]
+            })
+        }
+        WalletsCmd::Create {
+            name,
+            asset,
+            scale,
+            public_name,
+        } => {
+            let body = CreateWallet {
+                name,
+                asset_code: asset,
+                asset_scale: scale,
+                public_name,
+            };
+            let w = dispatch!(b, c => c.create_wallet(&body), l => control::create_wallet(&l.state, body.clone()))?;
+            emit(json, &w, || {
+                format!("created {} ({}/{})\n", w.url, w.asset_code, w.asset_scale)
+            })
+        }
+        WalletsCmd::Show { name } => {
+            let d = dispatch!(b, c => c.show_wallet(&name), l => control::show_wallet(&l.state, &name))?;
+            emit(json, &d, || {
+                let mut out = format!(
+                    "{}\n  asset:     {}/{}\n  balance:   {}\n  available: {}\n  keys:\n",
+                    d.wallet.url,
+                    d.wallet.asset_code,
+                    d.wallet.asset_scale,
+                    money(d.balance.balance, &d.balance),
+                    money(d.balance.available, &d.balance),
+                );
+                for k in &d.keys {
+                    out.push_str(&format!("    {}\n", k.kid));
+                }
+                out
+            })
+        }
+    }
+}
+
+/// `keys list|add|generate|remove`.
+pub(super) async fn keys(b: &Backend, cmd: KeysCmd, json: bool) -> Result<()> {
+    match cmd {
+        KeysCmd::List { wallet } => {
+            let ks = dispatch!(b, c => c.list_keys(&wallet), l => control::list_keys(&l.state, &wallet))?;
+            emit(json, &ks, || {
+                table(
+                    &["KID", "ALG", "X"],
+                    ks.keys
+                        .iter()
+                        .map(|k| vec![k.kid.clone(), k.alg.clone(), k.x.clone()])
+                        .collect(),
+                )
+            })
+        }
+        KeysCmd::Add { wallet, jwk } => {
+            let text = match jwk.strip_prefix('@') {
+                Some(path) => std::fs::read_to_string(path).wrap_err_with(|| format!("cannot read {path}"))?,
+                None => jwk,
+            };
+            let jwk: Jwk = serde_json::from_str(&text).wrap_err("--jwk is not a JWK")?;
+            let body = AddKey {
+                jwk: Some(jwk),
+                generate: false,
+            };
+            let k =
+                dispatch!(b, c => c.add_key(&wallet, &body), l => control::add_key(&l.state, &wallet, body.clone()))?;
+            emit(json, &k, || format!("added key {} to {wallet}\n", k.jwk.kid))
+        }
+        KeysCmd::Generate { wallet, out } => {
+            let body = AddKey {
+                jwk: None,
+                generate: true,
+            };
+            let k =
+                dispatch!(b, c => c.add_key(&wallet, &body), l => control::add_key(&l.state, &wallet, body.clone()))?;
+            let pem = k
+                .private_key_pem
+                .clone()
+                .ok_or_else(|| eyre!("the server returned no private key"))?;
+            match out {
+                Some(path) => {
+                    crate::files::write_private(&path, pem.as_bytes())
+                        .wrap_err_with(|| format!("cannot write {}", path.display()))?;
+                    emit(json, &k.jwk, || {
+                        format!(
+                            "added key {} to {wallet}; private key in {}\n",
+                            k.jwk.kid,
+                            path.display()
+                        )
+                    })
+                }
+                None => emit(json, &k, || {
+                    format!("added key {} to {wallet}; private key (shown once):\n{pem}", k.jwk.kid)
+                }),
+            }
+        }
+        KeysCmd::Remove { wallet, kid } => {
+            dispatch!(b, c => c.remove_key(&wallet, &kid), l => control::remove_key(&l.state, &wallet, &kid))?;
+            emit(json, &serde_json::json!({"removed": kid}), || {
+                format!("removed key {kid} from {wallet}\n")
+            })
+        }
+    }
+}
+
+/// `balances`: every account.
+pub(super) async fn balances(b: &Backend, json: bool) -> Result<()> {
+    let bs = dispatch!(b, c => c.balances(), l => control::balances(&l.state))?;
+    list(
+        json,
+        &bs,
+        &["ACCOUNT", "KIND", "ASSET", "BALANCE", "RESERVED", "AVAILABLE"],
+        |x| {
+            vec![
+                x.wallet.clone().unwrap_or_else(|| match &x.peer {
+                    Some(peer) => format!("(peer {peer})"),
+                    None => format!("({})", x.kind),
+                }),
+                x.kind.clone(),
+                format!("{}/{}", x.asset_code, x.asset_scale),
+                format_minor(x.balance.into(), x.asset_scale),
+                format_minor(x.pending_debits.into(), x.asset_scale),
+                format_minor(x.available.into(), x.asset_scale),
+            ]
+        },
+    )
+}
+
+/// `deposit` and `withdraw`: money between a wallet and the settlement account.
+pub(super) async fn move_funds(b: &Backend, m: MoveArgs, movement: Movement, json: bool) -> Result<()> {
+    let value = Value::parse(&m.amount).wrap_err("the amount must be whole minor units, e.g. 1000 for 10.00")?;
+    let body = Move {
+        value,
+        asset_code: None,
+        asset_scale: None,
+        transfer_id: m.id,
+    };
+    let wallet = m.wallet;
+    let moved = match movement {
+        Movement::Deposit => {
+            dispatch!(b, c => c.deposit(&wallet, &body), l => control::move_funds(&l.state, &wallet, body.clone(), movement))?
+        }
+        Movement::Withdrawal => {
+            dispatch!(b, c => c.withdraw(&wallet, &body), l => control::move_funds(&l.state, &wallet, body.clone(), movement))?
+        }
+    };
+    let verb = if movement == Movement::Deposit {
+        "deposited"
+    } else {
+        "withdrew"
+    };
+    emit(json, &moved, || {
+        format!(
+            "{verb} {} {} {wallet}; balance {}\n",
+            money(moved.transfer.amount, &moved.balance),
+            if movement == Movement::Deposit { "to" } else { "from" },
+            money(moved.balance.balance, &moved.balance)
+        )
+    })
+}
+
+/// `v` minor units in the balance's asset, for people.
+fn money(v: i64, b: &Balance) -> String {
+    let asset = crate::money::Asset {
+        code: b.asset_code.clone(),
+        scale: b.asset_scale,
+    };
+    asset.format(v.into())
+}
