@@ -8,8 +8,10 @@ pub mod outgoing;
 pub mod quotes;
 pub mod wallet;
 
-use super::{AppState, error::ApiError, rs_auth::RsAuth};
-use crate::wallet::Wallet;
+use std::collections::HashMap;
+
+use super::{AppState, error::ApiError, pagination::ListQuery, rs_auth::RsAuth};
+use crate::{gnap::model::Action, store::payments::PageQuery, wallet::Wallet};
 
 /// The wallet a request names, which must be one of ours.
 pub async fn wallet_of(state: &AppState, url: &str) -> Result<Wallet, ApiError> {
@@ -18,6 +20,21 @@ pub async fn wallet_of(state: &AppState, url: &str) -> Result<Wallet, ApiError> 
         .by_url(url)
         .await?
         .ok_or_else(|| ApiError::not_found(format!("{url} is not a wallet address of this server")))
+}
+
+/// What a list request asks for: the wallet's id (one of ours, and listable with the token), the client whose
+/// resources alone the token may list (`None`: all of the wallet's), and the page.
+pub async fn list_request(
+    s: &AppState,
+    query: &HashMap<String, String>,
+    auth: &RsAuth,
+    type_name: &str,
+) -> Result<(String, Option<String>, PageQuery), ApiError> {
+    let q = ListQuery::parse(query)?;
+    let wallet_url = q.wallet_address.trim_end_matches('/').to_owned();
+    let scope = auth.require(type_name, Action::List, &wallet_url)?;
+    let wallet = wallet_of(s, &wallet_url).await?;
+    Ok((wallet.id, auth.owner_filter(&scope), q.page))
 }
 
 pub fn parse_body<T: serde::de::DeserializeOwned>(auth: &RsAuth) -> Result<T, ApiError> {

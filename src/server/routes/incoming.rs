@@ -11,16 +11,11 @@ use axum::{
     routing::{get, post},
 };
 
-use super::{parse_body, wallet_of};
+use super::{list_request, parse_body, wallet_of};
 use crate::{
     ase::incoming::CreateIncoming,
     gnap::model::Action,
-    server::{
-        AppState,
-        error::ApiError,
-        pagination::{ListQuery, ListResponse},
-        rs_auth::RsAuth,
-    },
+    server::{AppState, error::ApiError, pagination::ListResponse, rs_auth::RsAuth},
 };
 
 pub fn routes() -> Router<AppState> {
@@ -44,14 +39,8 @@ async fn list(
     Query(q): Query<HashMap<String, String>>,
     auth: RsAuth,
 ) -> Result<Response, ApiError> {
-    let q = ListQuery::parse(&q)?;
-    let wallet_url = q.wallet_address.trim_end_matches('/').to_owned();
-    let scope = auth.require("incoming-payment", Action::List, &wallet_url)?;
-    let wallet = wallet_of(&s, &wallet_url).await?;
-    let page = s
-        .incoming
-        .list(Some(&wallet.id), auth.owner_filter(&scope), None, q.page)
-        .await?;
+    let (wallet, client, page) = list_request(&s, &q, &auth, "incoming-payment").await?;
+    let page = s.incoming.list(Some(&wallet), client, None, page).await?;
     Ok(Json(ListResponse::from_page(page, |r| r.id.clone(), |r| s.incoming.dto(&r))).into_response())
 }
 
