@@ -30,6 +30,7 @@ use crate::{
     ledger::Balance,
 };
 
+mod command;
 mod events;
 
 /// Rows kept per table (a page from the store; more are fetched with the keyset cursor when scrolled to).

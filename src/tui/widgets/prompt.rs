@@ -1,6 +1,6 @@
 //! The one-line prompt at the bottom: the `:` command line (Tab completion, history), the `/` filter and the
 //! prompts pane actions open (a rejection reason, a new wallet, an amount). It owns the prompt's state, its
-//! keys and its drawing; what a submitted pane prompt does is up to that pane.
+//! keys and its drawing; what Enter does with the text is `App::submit_prompt`'s business.
 
 use ratatui::{
     Frame,
@@ -9,15 +9,7 @@ use ratatui::{
     widgets::{Clear, Paragraph},
 };
 
-use crate::{
-    states::OutgoingState,
-    tui::{
-        action::Action,
-        app::{App, Effect, Filter, Level, Overlay},
-        pane::Pane,
-        panes::{grants, outgoing, wallets},
-    },
-};
+use crate::tui::app::{App, Effect, Overlay};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PromptKind {
@@ -103,59 +95,6 @@ impl App {
         }
         self.overlay = Some(Overlay::Prompt(p));
         Vec::new()
-    }
-
-    fn submit_prompt(&mut self, p: Prompt) -> Vec<Effect> {
-        match p.kind {
-            PromptKind::Filter => {
-                match Filter::parse(p.text.trim()) {
-                    Some(f) => {
-                        self.filters.insert(self.pane, f);
-                    }
-                    None => {
-                        self.filters.remove(&self.pane);
-                    }
-                }
-                if let Some(s) = self.selected_mut() {
-                    *s = 0;
-                }
-                Vec::new()
-            }
-            PromptKind::Reason(grant) => grants::submit_reason(self, grant, &p.text),
-            PromptKind::Command => self.command(p.text.trim()),
-            PromptKind::NewWallet => wallets::submit_new(self, &p.text),
-            PromptKind::Amount {
-                wallet,
-                deposit,
-                scale,
-                code,
-            } => wallets::submit_amount(self, wallet, deposit, scale, code, &p.text),
-        }
-    }
-
-    /// Runs a `:` command.
-    fn command(&mut self, text: &str) -> Vec<Effect> {
-        if !text.is_empty() {
-            self.command_history.push(text.to_owned());
-        }
-        let mut words = text.split_whitespace();
-        let head = words.next().unwrap_or("");
-        let arg = words.next();
-        match head {
-            "" => Vec::new(),
-            "q" | "quit" => self.act(Action::Quit),
-            "help" => self.act(Action::Help),
-            "demo" => self.act(Action::Demo),
-            "outgoing" if arg == Some(OutgoingState::Failed.as_str()) => outgoing::show_failed(self),
-            "wallet" => wallets::command(self, arg),
-            other => match Pane::from_name(other) {
-                Some(p) => self.act(Action::Goto(p)),
-                None => {
-                    self.flash(Level::Warn, format!("unknown command {other:?}; try :help"));
-                    Vec::new()
-                }
-            },
-        }
     }
 }
 
