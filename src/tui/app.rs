@@ -361,7 +361,7 @@ impl App {
             Pane::Outgoing => pick(&self.outgoing.items, keep, outgoing::haystack),
             Pane::Quotes => pick(&self.quotes.items, keep, quotes::haystack),
             Pane::Requests => pick(&self.requests.items, keep, requests::haystack),
-            Pane::Log => pick(&self.log.items, keep, log::haystack),
+            Pane::Log => pick(&self.log.items, keep, |l| log::haystack(l)),
         }
     }
 

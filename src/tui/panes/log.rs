@@ -33,8 +33,8 @@ pub fn draw(app: &App, theme: &Theme, f: &mut Frame, area: Rect) {
 }
 
 /// The text a `/` filter matches a line against.
-pub fn haystack(line: &String) -> String {
-    line.clone()
+pub fn haystack(line: &str) -> String {
+    line.to_owned()
 }
 
 /// A new log line goes on top; the oldest fall off the ring.
