@@ -14,6 +14,7 @@ pub mod render;
 #[cfg(test)]
 mod snapshots;
 pub mod theme;
+pub mod widgets;
 
 use std::{collections::BTreeMap, io::stdout, time::Duration};
 

@@ -12,6 +12,11 @@ use super::{
     action::Action,
     keymap::{Key, Keymap},
     pane::Pane,
+    panes::{grants, incoming, log, outgoing, quotes, requests, wallets},
+    widgets::{
+        confirm::Confirm,
+        prompt::{Prompt, PromptKind},
+    },
 };
 use crate::{
     ase::{
@@ -22,9 +27,11 @@ use crate::{
     events::DomainEvent,
     gnap::service::GrantView,
     ledger::Balance,
-    states::OutgoingState,
     wallet::Wallet,
 };
+
+mod command;
+mod events;
 
 /// Rows kept per table (a page from the store; more are fetched with the keyset cursor when scrolled to).
 pub const PAGE: u32 = 200;
@@ -191,37 +198,6 @@ pub struct Flash {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum PromptKind {
-    Command,
-    Filter,
-    /// The reason for rejecting this grant.
-    Reason(String),
-    /// `name ASSET scale` of a new wallet.
-    NewWallet,
-    /// An amount (in major units, e.g. 10.50) to deposit into (or withdraw from) this wallet.
-    Amount {
-        wallet: String,
-        deposit: bool,
-        scale: u8,
-        code: String,
-    },
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Prompt {
-    pub kind: PromptKind,
-    pub text: String,
-}
-
-/// A dangerous action waiting for a yes. Defaults to No.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Confirm {
-    pub question: String,
-    pub effect: Effect,
-    pub yes: bool,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Overlay {
     Help,
     Detail,
@@ -374,68 +350,22 @@ impl App {
     pub fn visible_indices(&self, pane: Pane) -> Vec<usize> {
         let filter = self.filters.get(&pane);
         let keep = |s: String| filter.is_none_or(|f| f.keeps(&s));
+        fn pick<T>(items: &[T], keep: impl Fn(String) -> bool, haystack: impl Fn(&T) -> String) -> Vec<usize> {
+            (0..items.len()).filter(|&i| keep(haystack(&items[i]))).collect()
+        }
         match pane {
             Pane::Overview => Vec::new(),
-            Pane::Wallets => (0..self.wallets.items.len())
-                .filter(|&i| {
-                    let w = &self.wallets.items[i];
-                    keep(format!(
-                        "{} {} {}",
-                        w.wallet.name,
-                        w.wallet.asset_code,
-                        w.wallet.public_name.clone().unwrap_or_default()
-                    ))
-                })
-                .collect(),
-            Pane::Incoming => (0..self.incoming.items.len())
-                .filter(|&i| {
-                    let p = &self.incoming.items[i];
-                    keep(format!("{} {} {}", p.payment.id, p.wallet, p.state))
-                })
-                .collect(),
-            Pane::Grants => (0..self.grants.items.len())
-                .filter(|&i| {
-                    let g = &self.grants.items[i];
-                    keep(format!(
-                        "{} {} {} {}",
-                        g.id,
-                        g.state,
-                        g.client,
-                        g.client_name.clone().unwrap_or_default()
-                    ))
-                })
-                .collect(),
-            Pane::Outgoing => (0..self.outgoing.items.len())
-                .filter(|&i| {
-                    let p = &self.outgoing.items[i];
-                    keep(format!(
-                        "{} {} {} {}",
-                        p.payment.id,
-                        p.wallet,
-                        p.state,
-                        p.failure_reason.clone().unwrap_or_default()
-                    ))
-                })
-                .collect(),
-            Pane::Quotes => (0..self.quotes.items.len())
-                .filter(|&i| {
-                    let q = &self.quotes.items[i];
-                    keep(format!("{} {} {}", q.id, q.wallet_address, q.receiver))
-                })
-                .collect(),
-            Pane::Requests => (0..self.requests.items.len())
-                .filter(|&i| {
-                    let r = &self.requests.items[i];
-                    keep(format!("{} {} {}", r.method, r.path, r.status))
-                })
-                .collect(),
-            Pane::Log => (0..self.log.items.len())
-                .filter(|&i| keep(self.log.items[i].clone()))
-                .collect(),
+            Pane::Wallets => pick(&self.wallets.items, keep, wallets::haystack),
+            Pane::Incoming => pick(&self.incoming.items, keep, incoming::haystack),
+            Pane::Grants => pick(&self.grants.items, keep, grants::haystack),
+            Pane::Outgoing => pick(&self.outgoing.items, keep, outgoing::haystack),
+            Pane::Quotes => pick(&self.quotes.items, keep, quotes::haystack),
+            Pane::Requests => pick(&self.requests.items, keep, requests::haystack),
+            Pane::Log => pick(&self.log.items, keep, |l| log::haystack(l)),
         }
     }
 
-    fn selected_mut(&mut self) -> Option<&mut usize> {
+    pub(in crate::tui) fn selected_mut(&mut self) -> Option<&mut usize> {
         Some(match self.pane {
             Pane::Overview => return None,
             Pane::Wallets => &mut self.wallets.selected,
@@ -463,7 +393,7 @@ impl App {
     }
 
     /// The row index (into `items`) of the selection.
-    fn selected_index(&self) -> Option<usize> {
+    pub(in crate::tui) fn selected_index(&self) -> Option<usize> {
         self.visible_indices(self.pane).get(self.selected(self.pane)).copied()
     }
 
@@ -509,7 +439,7 @@ impl App {
         Vec::new()
     }
 
-    fn load(&mut self, pane: Pane) -> Effect {
+    pub(in crate::tui) fn load(&mut self, pane: Pane) -> Effect {
         self.stale.remove(&pane);
         match pane {
             Pane::Wallets => self.wallets.loading = true,
@@ -558,8 +488,7 @@ impl App {
             Msg::Reply(r) => self.on_reply(r),
             Msg::Tick(now) => self.on_tick(now),
             Msg::Log(line) => {
-                self.log.items.insert(0, line);
-                self.log.items.truncate(RING);
+                log::on_line(self, line);
                 Vec::new()
             }
         }
@@ -591,136 +520,6 @@ impl App {
     /// Requests per second over the last ten seconds.
     pub fn request_rate(&self) -> f64 {
         self.request_times.len() as f64 / 10.0
-    }
-
-    fn remember(&mut self, id: &str, what: String) {
-        let at = crate::clock::format_ts(self.now);
-        let h = self.history.entry(short_id(id)).or_default();
-        h.push((at.clone(), what.clone()));
-        if h.len() > 50 {
-            h.remove(0);
-        }
-        self.recent.push_front((at, what));
-        self.recent.truncate(100);
-    }
-
-    fn on_event(&mut self, e: DomainEvent) -> Vec<Effect> {
-        if let DomainEvent::HttpRequest {
-            method,
-            path,
-            status,
-            latency_us,
-            client,
-            signature,
-            exchange,
-        } = &e
-        {
-            self.request_times.push_back(self.now.unix_timestamp());
-            if self.frozen {
-                self.missed += 1;
-                return Vec::new();
-            }
-            self.requests.items.insert(
-                0,
-                HttpRow {
-                    at: crate::clock::format_ts(self.now),
-                    method: method.clone(),
-                    path: path.clone(),
-                    status: *status,
-                    latency_us: *latency_us,
-                    client: client.clone(),
-                    signature: signature.clone(),
-                    exchange: exchange.as_deref().cloned(),
-                },
-            );
-            self.requests.items.truncate(RING);
-            if self.pane == Pane::Requests && self.requests.selected > 0 {
-                self.requests.selected = (self.requests.selected + 1).min(self.requests.items.len() - 1);
-            }
-            return Vec::new();
-        }
-        if self.frozen {
-            self.missed += 1;
-            for p in affected(&e) {
-                self.stale.insert(p);
-            }
-            return Vec::new();
-        }
-        match &e {
-            DomainEvent::IncomingPaymentReceived { id, received } => {
-                if let Some(row) = self
-                    .incoming
-                    .items
-                    .iter_mut()
-                    .find(|r| r.payment.id.ends_with(id.as_str()))
-                {
-                    if let Ok(v) = crate::money::Value::from_i64(*received) {
-                        row.payment.received_amount.value = v;
-                    }
-                } else {
-                    self.stale.insert(Pane::Incoming);
-                }
-                self.remember(id, format!("received {received}"));
-            }
-            DomainEvent::OutgoingPaymentProgress { id, sent } => {
-                if let Some(row) = self
-                    .outgoing
-                    .items
-                    .iter_mut()
-                    .find(|r| r.payment.id.ends_with(id.as_str()))
-                {
-                    if let Ok(v) = crate::money::Value::from_i64(*sent) {
-                        row.payment.sent_amount.value = v;
-                    }
-                } else {
-                    self.stale.insert(Pane::Outgoing);
-                }
-                self.remember(id, format!("sent {sent}"));
-            }
-            DomainEvent::BalanceChanged {
-                account_id,
-                balance,
-                pending_debits,
-                ..
-            } => {
-                for w in self
-                    .wallets
-                    .items
-                    .iter_mut()
-                    .filter(|w| &w.balance.account_id == account_id)
-                {
-                    w.balance.balance = *balance;
-                    w.balance.pending_debits = *pending_debits;
-                    w.balance.available = balance - pending_debits;
-                }
-                for b in self
-                    .overview
-                    .balances
-                    .iter_mut()
-                    .filter(|b| &b.account_id == account_id)
-                {
-                    b.balance = *balance;
-                    b.pending_debits = *pending_debits;
-                    b.available = balance - pending_debits;
-                }
-            }
-            other => {
-                let text = describe_event(other);
-                if let Some(id) = event_id(other) {
-                    self.remember(&id, text);
-                }
-                if let DomainEvent::GrantPending { client, .. } = other {
-                    self.flash(
-                        Level::Info,
-                        format!("a grant from {client} waits for your decision (Grants, 4)"),
-                    );
-                }
-                for p in affected(other) {
-                    self.stale.insert(p);
-                }
-            }
-        }
-        Vec::new()
     }
 
     fn on_reply(&mut self, r: Reply) -> Vec<Effect> {
@@ -817,191 +616,6 @@ impl App {
         }
     }
 
-    fn on_prompt_key(&mut self, mut p: Prompt, k: KeyEvent) -> Vec<Effect> {
-        match k.code {
-            KeyCode::Esc => {
-                self.overlay = None;
-                return Vec::new();
-            }
-            KeyCode::Enter => {
-                self.overlay = None;
-                return self.submit_prompt(p);
-            }
-            KeyCode::Backspace => {
-                p.text.pop();
-            }
-            KeyCode::Tab if p.kind == PromptKind::Command => {
-                let matches: Vec<&str> = COMMANDS
-                    .iter()
-                    .copied()
-                    .filter(|c| c.starts_with(p.text.as_str()))
-                    .collect();
-                if let [only] = matches.as_slice() {
-                    p.text = (*only).to_owned();
-                }
-            }
-            KeyCode::Up if p.kind == PromptKind::Command => {
-                if let Some(last) = self.command_history.last() {
-                    p.text = last.clone();
-                }
-            }
-            KeyCode::Char(c) if !c.is_control() && p.text.chars().count() < 200 => p.text.push(c),
-            _ => {}
-        }
-        self.overlay = Some(Overlay::Prompt(p));
-        Vec::new()
-    }
-
-    fn submit_prompt(&mut self, p: Prompt) -> Vec<Effect> {
-        match p.kind {
-            PromptKind::Filter => {
-                match Filter::parse(p.text.trim()) {
-                    Some(f) => {
-                        self.filters.insert(self.pane, f);
-                    }
-                    None => {
-                        self.filters.remove(&self.pane);
-                    }
-                }
-                if let Some(s) = self.selected_mut() {
-                    *s = 0;
-                }
-                Vec::new()
-            }
-            PromptKind::Reason(grant) => {
-                let reason = Some(p.text.trim().to_owned()).filter(|r| !r.is_empty());
-                self.ask(
-                    format!("Reject grant {}?", short_id(&grant)),
-                    Effect::Reject(grant, reason),
-                )
-            }
-            PromptKind::Command => self.command(p.text.trim()),
-            PromptKind::NewWallet => {
-                let parts: Vec<&str> = p.text.split_whitespace().collect();
-                match parts.as_slice() {
-                    [name, code] | [name, code, _] => {
-                        let scale = parts.get(2).map_or(Ok(2), |s| s.parse::<u8>());
-                        match scale {
-                            Ok(scale) => vec![Effect::CreateWallet {
-                                name: (*name).to_owned(),
-                                asset_code: code.to_uppercase(),
-                                asset_scale: scale,
-                            }],
-                            Err(_) => {
-                                self.flash(Level::Warn, "the scale must be a number from 0 to 255");
-                                Vec::new()
-                            }
-                        }
-                    }
-                    _ => {
-                        self.flash(
-                            Level::Warn,
-                            "give a name, an asset code and optionally a scale: dave USD 2",
-                        );
-                        Vec::new()
-                    }
-                }
-            }
-            PromptKind::Amount {
-                wallet,
-                deposit,
-                scale,
-                code,
-            } => match parse_major(p.text.trim(), scale) {
-                Some(amount) if amount > 0 => {
-                    let verb = if deposit { "Deposit" } else { "Withdraw" };
-                    let prep = if deposit { "into" } else { "from" };
-                    let shown = crate::money::format_minor(i128::from(amount), scale);
-                    self.ask(
-                        format!("{verb} {shown} {code} {prep} {wallet}?"),
-                        Effect::Move {
-                            wallet,
-                            deposit,
-                            amount,
-                        },
-                    )
-                }
-                _ => {
-                    self.flash(
-                        Level::Warn,
-                        format!("not an amount with at most {scale} decimals: {:?}", p.text.trim()),
-                    );
-                    Vec::new()
-                }
-            },
-        }
-    }
-
-    fn command(&mut self, text: &str) -> Vec<Effect> {
-        if !text.is_empty() {
-            self.command_history.push(text.to_owned());
-        }
-        let mut words = text.split_whitespace();
-        let head = words.next().unwrap_or("");
-        let arg = words.next();
-        match head {
-            "" => Vec::new(),
-            "q" | "quit" => self.act(Action::Quit),
-            "help" => self.act(Action::Help),
-            "demo" => self.act(Action::Demo),
-            "outgoing" if arg == Some(OutgoingState::Failed.as_str()) => {
-                self.failed_only = true;
-                self.pane = Pane::Outgoing;
-                vec![self.load(Pane::Outgoing)]
-            }
-            "wallet" => {
-                self.pane = Pane::Wallets;
-                if let Some(name) = arg {
-                    match self.wallets.items.iter().position(|w| w.wallet.name == name) {
-                        Some(i) => {
-                            self.filters.remove(&Pane::Wallets);
-                            self.wallets.selected = i;
-                        }
-                        None => self.flash(Level::Warn, format!("no wallet {name:?}")),
-                    }
-                }
-                Vec::new()
-            }
-            other => match Pane::from_name(other) {
-                Some(p) => self.act(Action::Goto(p)),
-                None => {
-                    self.flash(Level::Warn, format!("unknown command {other:?}; try :help"));
-                    Vec::new()
-                }
-            },
-        }
-    }
-
-    fn on_confirm_key(&mut self, mut c: Confirm, k: KeyEvent) -> Vec<Effect> {
-        match k.code {
-            KeyCode::Char('y') | KeyCode::Char('Y') => {
-                self.overlay = None;
-                return vec![c.effect];
-            }
-            KeyCode::Char('n') | KeyCode::Char('N') | KeyCode::Esc | KeyCode::Char('q') => {
-                self.overlay = None;
-                return Vec::new();
-            }
-            KeyCode::Left | KeyCode::Right | KeyCode::Tab | KeyCode::Char('h') | KeyCode::Char('l') => c.yes = !c.yes,
-            KeyCode::Enter => {
-                self.overlay = None;
-                return if c.yes { vec![c.effect] } else { Vec::new() };
-            }
-            _ => {}
-        }
-        self.overlay = Some(Overlay::Confirm(c));
-        Vec::new()
-    }
-
-    fn ask(&mut self, question: String, effect: Effect) -> Vec<Effect> {
-        self.overlay = Some(Overlay::Confirm(Confirm {
-            question,
-            effect,
-            yes: false,
-        }));
-        Vec::new()
-    }
-
     /// Carries out an action.
     pub fn act(&mut self, a: Action) -> Vec<Effect> {
         if self.readonly && self.keymap.is_dangerous(a) {
@@ -1025,13 +639,7 @@ impl App {
                 };
                 Vec::new()
             }
-            Action::Command => {
-                self.overlay = Some(Overlay::Prompt(Prompt {
-                    kind: PromptKind::Command,
-                    text: String::new(),
-                }));
-                Vec::new()
-            }
+            Action::Command => self.open_prompt(PromptKind::Command),
             Action::Filter => {
                 let text = self
                     .filters
@@ -1099,145 +707,10 @@ impl App {
                 }
                 Vec::new()
             }
-            Action::Reveal => {
-                self.reveal_secret = !self.reveal_secret;
-                Vec::new()
-            }
-            Action::FailedOnly => {
-                self.failed_only = !self.failed_only;
-                self.outgoing.selected = 0;
-                vec![self.load(Pane::Outgoing)]
-            }
-            Action::Approve => match self.selected_grant() {
-                Some(g) if g.state.can_decide() => {
-                    let q = format!(
-                        "Approve grant {} for {}?",
-                        short_id(&g.id),
-                        g.client_name.clone().unwrap_or_else(|| g.client.clone())
-                    );
-                    let e = Effect::Approve(g.id.clone());
-                    self.ask(q, e)
-                }
-                Some(g) => {
-                    let s = g.state;
-                    self.flash(
-                        Level::Warn,
-                        format!("only pending grants can be approved (this one is {s})"),
-                    );
-                    Vec::new()
-                }
-                None => Vec::new(),
-            },
-            Action::Reject => match self.selected_grant() {
-                Some(g) if g.state.can_decide() => {
-                    let id = g.id.clone();
-                    self.overlay = Some(Overlay::Prompt(Prompt {
-                        kind: PromptKind::Reason(id),
-                        text: String::new(),
-                    }));
-                    Vec::new()
-                }
-                Some(_) => {
-                    self.flash(Level::Warn, "only pending grants can be rejected");
-                    Vec::new()
-                }
-                None => Vec::new(),
-            },
-            Action::Revoke => match self.selected_grant() {
-                Some(g) if g.state.can_revoke() => {
-                    let (q, e) = (
-                        format!("Revoke grant {} and all its tokens?", short_id(&g.id)),
-                        Effect::Revoke(g.id.clone()),
-                    );
-                    self.ask(q, e)
-                }
-                _ => Vec::new(),
-            },
-            Action::Complete => match self.selected_incoming() {
-                Some(p) if p.state.is_open() => {
-                    let id = p.payment.id.rsplit('/').next().unwrap_or("").to_owned();
-                    self.ask(
-                        format!(
-                            "Complete incoming payment {}? It will accept no more money.",
-                            short_id(&id)
-                        ),
-                        Effect::Complete(id),
-                    )
-                }
-                Some(p) => {
-                    let s = p.state;
-                    self.flash(Level::Warn, format!("this incoming payment is {s}"));
-                    Vec::new()
-                }
-                None => Vec::new(),
-            },
-            Action::Retry => match self.selected_outgoing() {
-                Some(p) if p.state.can_retry() => {
-                    let id = p.payment.id.rsplit('/').next().unwrap_or("").to_owned();
-                    self.ask(format!("Retry outgoing payment {}?", short_id(&id)), Effect::Retry(id))
-                }
-                Some(_) => {
-                    self.flash(Level::Warn, "only failed payments can be retried");
-                    Vec::new()
-                }
-                None => Vec::new(),
-            },
-            Action::Cancel => match self.selected_outgoing() {
-                Some(p) if p.state.can_cancel(p.payment.sent_amount.value.is_zero()) => {
-                    let id = p.payment.id.rsplit('/').next().unwrap_or("").to_owned();
-                    self.ask(
-                        format!("Cancel outgoing payment {}?", short_id(&id)),
-                        Effect::Cancel(id),
-                    )
-                }
-                Some(_) => {
-                    self.flash(Level::Warn, "only payments that have sent nothing can be cancelled");
-                    Vec::new()
-                }
-                None => Vec::new(),
-            },
-            Action::NewWallet => {
-                self.overlay = Some(Overlay::Prompt(Prompt {
-                    kind: PromptKind::NewWallet,
-                    text: String::new(),
-                }));
-                Vec::new()
-            }
-            Action::Deposit | Action::Withdraw => {
-                let Some(w) = (self.pane == Pane::Wallets)
-                    .then(|| self.selected_index().and_then(|i| self.wallets.items.get(i)))
-                    .flatten()
-                else {
-                    return Vec::new();
-                };
-                let kind = PromptKind::Amount {
-                    wallet: w.wallet.name.clone(),
-                    deposit: a == Action::Deposit,
-                    scale: w.wallet.asset_scale,
-                    code: w.wallet.asset_code.clone(),
-                };
-                self.overlay = Some(Overlay::Prompt(Prompt {
-                    kind,
-                    text: String::new(),
-                }));
-                Vec::new()
-            }
-            Action::GenerateKey => {
-                let Some(name) = (self.pane == Pane::Wallets)
-                    .then(|| {
-                        self.selected_index()
-                            .and_then(|i| self.wallets.items.get(i))
-                            .map(|w| w.wallet.name.clone())
-                    })
-                    .flatten()
-                else {
-                    return Vec::new();
-                };
-                self.ask(
-                    format!("Generate a key pair for {name} and publish its public key?"),
-                    Effect::GenerateKey(name),
-                )
-            }
+            Action::NewWallet | Action::Deposit | Action::Withdraw | Action::GenerateKey => wallets::act(self, a),
+            Action::Reveal | Action::Complete => incoming::act(self, a),
+            Action::Approve | Action::Reject | Action::Revoke => grants::act(self, a),
+            Action::FailedOnly | Action::Retry | Action::Cancel => outgoing::act(self, a),
             Action::Demo => {
                 self.flash(
                     Level::Info,
@@ -1263,37 +736,6 @@ impl App {
     }
 }
 
-/// Parses `10`, `10.5` or `10.50` as minor units of an asset with `scale` decimals.
-pub fn parse_major(s: &str, scale: u8) -> Option<u64> {
-    let (int, frac) = s.split_once('.').unwrap_or((s, ""));
-    if int.is_empty() || !int.bytes().all(|b| b.is_ascii_digit()) || !frac.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    if frac.len() > usize::from(scale) {
-        return None;
-    }
-    let digits = format!("{int}{frac:0<width$}", width = usize::from(scale));
-    let v: u64 = digits.trim_start_matches('0').parse().unwrap_or(0);
-    (v <= i64::MAX as u64 && digits.len() <= 19).then_some(v)
-}
-
-/// Commands the `:` prompt completes.
-pub const COMMANDS: &[&str] = &[
-    "overview",
-    "wallets",
-    "wallet",
-    "incoming",
-    "grants",
-    "outgoing",
-    "outgoing failed",
-    "quotes",
-    "requests",
-    "log",
-    "demo",
-    "help",
-    "quit",
-];
-
 /// The label of a pane's tab (shared by rendering and mouse hit-testing).
 pub fn tab_label(i: usize, p: Pane, app: &App) -> String {
     let badge = if p == Pane::Grants && app.pending_grants() > 0 {
@@ -1302,84 +744,6 @@ pub fn tab_label(i: usize, p: Pane, app: &App) -> String {
         String::new()
     };
     format!(" {} {}{} ", i + 1, p.title(), badge)
-}
-
-/// Which panes an event makes stale.
-fn affected(e: &DomainEvent) -> Vec<Pane> {
-    use DomainEvent::*;
-    match e {
-        WalletCreated { .. } | KeyAdded { .. } | KeyRemoved { .. } => vec![Pane::Wallets],
-        BalanceChanged { .. } => vec![Pane::Wallets, Pane::Overview],
-        GrantPending { .. }
-        | GrantApproved { .. }
-        | GrantRejected { .. }
-        | GrantRevoked { .. }
-        | TokenIssued { .. }
-        | TokenRotated { .. }
-        | TokenRevoked { .. } => vec![Pane::Grants, Pane::Overview],
-        IncomingPaymentCreated { .. }
-        | IncomingPaymentCompleted { .. }
-        | IncomingPaymentExpired { .. }
-        | IncomingPaymentReceived { .. } => vec![Pane::Incoming, Pane::Overview],
-        QuoteCreated { .. } => vec![Pane::Quotes],
-        OutgoingPaymentCreated { .. }
-        | OutgoingPaymentCompleted { .. }
-        | OutgoingPaymentFailed { .. }
-        | OutgoingPaymentCancelled { .. }
-        | OutgoingPaymentProgress { .. } => vec![Pane::Outgoing, Pane::Overview],
-        HttpRequest { .. } => vec![],
-    }
-}
-
-fn event_id(e: &DomainEvent) -> Option<String> {
-    use DomainEvent::*;
-    Some(match e {
-        GrantPending { id, .. } | GrantApproved { id } | GrantRejected { id, .. } | GrantRevoked { id } => id.clone(),
-        TokenIssued { grant_id } | TokenRotated { grant_id } | TokenRevoked { grant_id } => grant_id.clone(),
-        IncomingPaymentCreated { id, .. } | IncomingPaymentCompleted { id } | IncomingPaymentExpired { id } => {
-            id.clone()
-        }
-        OutgoingPaymentCreated { id, .. }
-        | OutgoingPaymentCompleted { id }
-        | OutgoingPaymentFailed { id, .. }
-        | OutgoingPaymentCancelled { id } => id.clone(),
-        QuoteCreated { id, .. } => id.clone(),
-        _ => return None,
-    })
-}
-
-/// A domain event in a few words.
-pub fn describe_event(e: &DomainEvent) -> String {
-    use DomainEvent::*;
-    match e {
-        WalletCreated { name, .. } => format!("wallet {name} created"),
-        KeyAdded { wallet, kid } => format!("key {} added to {wallet}", short_id(kid)),
-        KeyRemoved { wallet, kid } => format!("key {} removed from {wallet}", short_id(kid)),
-        BalanceChanged { wallet, balance, .. } => format!(
-            "balance of {} is {balance}",
-            wallet.clone().unwrap_or_else(|| "an ASE account".into())
-        ),
-        GrantPending { id, client } => format!("grant {} from {client} is pending", short_id(id)),
-        GrantApproved { id } => format!("grant {} approved", short_id(id)),
-        GrantRejected { id, .. } => format!("grant {} rejected", short_id(id)),
-        GrantRevoked { id } => format!("grant {} revoked", short_id(id)),
-        TokenIssued { grant_id } => format!("token issued for grant {}", short_id(grant_id)),
-        TokenRotated { grant_id } => format!("token rotated for grant {}", short_id(grant_id)),
-        TokenRevoked { grant_id } => format!("token revoked for grant {}", short_id(grant_id)),
-        IncomingPaymentCreated { id, wallet } => format!("incoming payment {} for {wallet}", short_id(id)),
-        IncomingPaymentCompleted { id } => format!("incoming payment {} completed", short_id(id)),
-        IncomingPaymentExpired { id } => format!("incoming payment {} expired", short_id(id)),
-        IncomingPaymentReceived { id, received } => format!("incoming payment {} received {received}", short_id(id)),
-        QuoteCreated { id, wallet } => format!("quote {} for {wallet}", short_id(id)),
-        OutgoingPaymentCreated { id, wallet } => format!("outgoing payment {} from {wallet}", short_id(id)),
-        OutgoingPaymentProgress { id, sent } => format!("outgoing payment {} sent {sent}", short_id(id)),
-        OutgoingPaymentCompleted { id } => format!("outgoing payment {} completed", short_id(id)),
-        OutgoingPaymentFailed { id, reason } => format!("outgoing payment {} failed: {reason}", short_id(id)),
-        OutgoingPaymentCancelled { id } => format!("outgoing payment {} cancelled", short_id(id)),
-        HttpRequest {
-            method, path, status, ..
-        } => format!("{method} {path} → {status}"),
-    }
 }
 
 /// `[keys]` and `[theme]` tables from `config.toml`.
@@ -1698,107 +1062,5 @@ mod tests {
         let x = u16::try_from(tab_label(0, Pane::Overview, &a).chars().count() + 2).unwrap();
         a.update(Msg::Click(x, 1));
         assert_eq!(a.pane, Pane::Wallets);
-    }
-}
-
-#[cfg(test)]
-mod wallet_action_tests {
-    use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-
-    use super::{fixtures::now, *};
-
-    fn key(c: char) -> Msg {
-        Msg::Key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE))
-    }
-
-    fn typed(a: &mut App, text: &str) -> Vec<Effect> {
-        for c in text.chars() {
-            a.update(key(c));
-        }
-        a.update(Msg::Key(KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE)))
-    }
-
-    #[test]
-    fn amounts_in_major_units() {
-        assert_eq!(parse_major("10.50", 2), Some(1050));
-        assert_eq!(parse_major("10", 2), Some(1000));
-        assert_eq!(parse_major("0.5", 2), Some(50));
-        assert_eq!(parse_major("7", 0), Some(7));
-        for bad in ["", "1.234", "-1", "1e3", "abc", ".5", "99999999999999999999"] {
-            assert_eq!(parse_major(bad, 2), None, "{bad}");
-        }
-    }
-
-    #[test]
-    fn create_a_wallet_and_deposit_with_confirmation() {
-        let mut a = App::new(ServerInfo::default(), Keymap::default(), false, now());
-        a.update(key('2'));
-        a.update(key('n'));
-        assert!(
-            matches!(a.overlay, Some(Overlay::Prompt(_))),
-            "{:?} {:?}",
-            a.pane,
-            a.overlay
-        );
-        assert_eq!(
-            typed(&mut a, "dave usd 2"),
-            vec![Effect::CreateWallet {
-                name: "dave".into(),
-                asset_code: "USD".into(),
-                asset_scale: 2
-            }]
-        );
-        let wallet = {
-            let w = crate::wallet::Wallet {
-                id: "w".into(),
-                name: "dave".into(),
-                url: "http://x/dave".into(),
-                public_name: None,
-                asset_code: "USD".into(),
-                asset_scale: 2,
-                account_id: "a".into(),
-                demo: false,
-                created_at: "2026-11-21T11:00:00.000Z".into(),
-            };
-            WalletRow {
-                wallet: w,
-                balance: crate::ledger::Balance {
-                    account_id: "a".into(),
-                    kind: "wallet".into(),
-                    wallet: Some("dave".into()),
-                    peer: None,
-                    asset_code: "USD".into(),
-                    asset_scale: 2,
-                    balance: 0,
-                    pending_debits: 0,
-                    pending_credits: 0,
-                    available: 0,
-                },
-                keys: 0,
-            }
-        };
-        a.update(Msg::Reply(Reply::Wallets(vec![wallet])));
-        a.update(key('+'));
-        assert!(typed(&mut a, "12.5").is_empty(), "asks first");
-        assert!(matches!(&a.overlay, Some(Overlay::Confirm(c)) if c.question.contains("12.50 USD")));
-        assert_eq!(
-            a.update(key('y')),
-            vec![Effect::Move {
-                wallet: "dave".into(),
-                deposit: true,
-                amount: 1250
-            }]
-        );
-        a.update(key('-'));
-        assert!(typed(&mut a, "1.234").is_empty());
-        assert!(a.overlay.is_none() && a.flash.is_some(), "a bad amount is a warning");
-        a.update(key('K'));
-        assert_eq!(a.update(key('y')), vec![Effect::GenerateKey("dave".into())]);
-        a.update(Msg::Reply(Reply::KeyGenerated {
-            wallet: "dave".into(),
-            kid: "k".into(),
-            pem: "PEM".into(),
-        }));
-        assert!(matches!(&a.overlay, Some(Overlay::Json(t)) if t.contains("PEM")));
     }
 }

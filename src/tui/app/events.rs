@@ -1,0 +1,157 @@
+//! Domain events into the view model: rows updated in place where the event carries enough, panes marked
+//! stale otherwise (reloaded on the next tick), the recent-events list and each resource's history, and
+//! counting while frozen. Pane-specific row updates live in the pane files.
+
+use super::{App, Effect, Level, short_id};
+use crate::{
+    events::DomainEvent,
+    tui::{
+        pane::Pane,
+        panes::{incoming, outgoing, overview, requests, wallets},
+    },
+};
+
+impl App {
+    fn remember(&mut self, id: &str, what: String) {
+        let at = crate::clock::format_ts(self.now);
+        let h = self.history.entry(short_id(id)).or_default();
+        h.push((at.clone(), what.clone()));
+        if h.len() > 50 {
+            h.remove(0);
+        }
+        self.recent.push_front((at, what));
+        self.recent.truncate(100);
+    }
+
+    pub(super) fn on_event(&mut self, e: DomainEvent) -> Vec<Effect> {
+        if let DomainEvent::HttpRequest { .. } = &e {
+            self.request_times.push_back(self.now.unix_timestamp());
+            if self.frozen {
+                self.missed += 1;
+                return Vec::new();
+            }
+            requests::on_request(self, &e);
+            return Vec::new();
+        }
+        if self.frozen {
+            self.missed += 1;
+            for p in affected(&e) {
+                self.stale.insert(p);
+            }
+            return Vec::new();
+        }
+        match &e {
+            DomainEvent::IncomingPaymentReceived { id, received } => {
+                incoming::on_received(self, id, *received);
+                self.remember(id, format!("received {received}"));
+            }
+            DomainEvent::OutgoingPaymentProgress { id, sent } => {
+                outgoing::on_progress(self, id, *sent);
+                self.remember(id, format!("sent {sent}"));
+            }
+            DomainEvent::BalanceChanged {
+                account_id,
+                balance,
+                pending_debits,
+                ..
+            } => {
+                wallets::on_balance_changed(self, account_id, *balance, *pending_debits);
+                overview::on_balance_changed(self, account_id, *balance, *pending_debits);
+            }
+            other => {
+                let text = describe_event(other);
+                if let Some(id) = event_id(other) {
+                    self.remember(&id, text);
+                }
+                if let DomainEvent::GrantPending { client, .. } = other {
+                    self.flash(
+                        Level::Info,
+                        format!("a grant from {client} waits for your decision (Grants, 4)"),
+                    );
+                }
+                for p in affected(other) {
+                    self.stale.insert(p);
+                }
+            }
+        }
+        Vec::new()
+    }
+}
+
+/// Which panes an event makes stale.
+fn affected(e: &DomainEvent) -> Vec<Pane> {
+    use DomainEvent::*;
+    match e {
+        WalletCreated { .. } | KeyAdded { .. } | KeyRemoved { .. } => vec![Pane::Wallets],
+        BalanceChanged { .. } => vec![Pane::Wallets, Pane::Overview],
+        GrantPending { .. }
+        | GrantApproved { .. }
+        | GrantRejected { .. }
+        | GrantRevoked { .. }
+        | TokenIssued { .. }
+        | TokenRotated { .. }
+        | TokenRevoked { .. } => vec![Pane::Grants, Pane::Overview],
+        IncomingPaymentCreated { .. }
+        | IncomingPaymentCompleted { .. }
+        | IncomingPaymentExpired { .. }
+        | IncomingPaymentReceived { .. } => vec![Pane::Incoming, Pane::Overview],
+        QuoteCreated { .. } => vec![Pane::Quotes],
+        OutgoingPaymentCreated { .. }
+        | OutgoingPaymentCompleted { .. }
+        | OutgoingPaymentFailed { .. }
+        | OutgoingPaymentCancelled { .. }
+        | OutgoingPaymentProgress { .. } => vec![Pane::Outgoing, Pane::Overview],
+        HttpRequest { .. } => vec![],
+    }
+}
+
+fn event_id(e: &DomainEvent) -> Option<String> {
+    use DomainEvent::*;
+    Some(match e {
+        GrantPending { id, .. } | GrantApproved { id } | GrantRejected { id, .. } | GrantRevoked { id } => id.clone(),
+        TokenIssued { grant_id } | TokenRotated { grant_id } | TokenRevoked { grant_id } => grant_id.clone(),
+        IncomingPaymentCreated { id, .. } | IncomingPaymentCompleted { id } | IncomingPaymentExpired { id } => {
+            id.clone()
+        }
+        OutgoingPaymentCreated { id, .. }
+        | OutgoingPaymentCompleted { id }
+        | OutgoingPaymentFailed { id, .. }
+        | OutgoingPaymentCancelled { id } => id.clone(),
+        QuoteCreated { id, .. } => id.clone(),
+        _ => return None,
+    })
+}
+
+/// A domain event in a few words.
+pub fn describe_event(e: &DomainEvent) -> String {
+    use DomainEvent::*;
+    match e {
+        WalletCreated { name, .. } => format!("wallet {name} created"),
+        KeyAdded { wallet, kid } => format!("key {} added to {wallet}", short_id(kid)),
+        KeyRemoved { wallet, kid } => format!("key {} removed from {wallet}", short_id(kid)),
+        BalanceChanged { wallet, balance, .. } => format!(
+            "balance of {} is {balance}",
+            wallet.clone().unwrap_or_else(|| "an ASE account".into())
+        ),
+        GrantPending { id, client } => format!("grant {} from {client} is pending", short_id(id)),
+        GrantApproved { id } => format!("grant {} approved", short_id(id)),
+        GrantRejected { id, .. } => format!("grant {} rejected", short_id(id)),
+        GrantRevoked { id } => format!("grant {} revoked", short_id(id)),
+        TokenIssued { grant_id } => format!("token issued for grant {}", short_id(grant_id)),
+        TokenRotated { grant_id } => format!("token rotated for grant {}", short_id(grant_id)),
+        TokenRevoked { grant_id } => format!("token revoked for grant {}", short_id(grant_id)),
+        IncomingPaymentCreated { id, wallet } => format!("incoming payment {} for {wallet}", short_id(id)),
+        IncomingPaymentCompleted { id } => format!("incoming payment {} completed", short_id(id)),
+        IncomingPaymentExpired { id } => format!("incoming payment {} expired", short_id(id)),
+        IncomingPaymentReceived { id, received } => format!("incoming payment {} received {received}", short_id(id)),
+        QuoteCreated { id, wallet } => format!("quote {} for {wallet}", short_id(id)),
+        OutgoingPaymentCreated { id, wallet } => format!("outgoing payment {} from {wallet}", short_id(id)),
+        OutgoingPaymentProgress { id, sent } => format!("outgoing payment {} sent {sent}", short_id(id)),
+        OutgoingPaymentCompleted { id } => format!("outgoing payment {} completed", short_id(id)),
+        OutgoingPaymentFailed { id, reason } => format!("outgoing payment {} failed: {reason}", short_id(id)),
+        OutgoingPaymentCancelled { id } => format!("outgoing payment {} cancelled", short_id(id)),
+        HttpRequest {
+            method, path, status, ..
+        } => format!("{method} {path} → {status}"),
+    }
+}

@@ -1,0 +1,182 @@
+//! The Grants pane: the GNAP grants with pending ones in the danger style, a grant's access, tokens and
+//! spending, and approving, rejecting (with an optional reason) and revoking — each behind a confirm.
+
+use ratatui::{
+    Frame,
+    layout::{Constraint, Rect},
+    text::{Line, Span},
+    widgets::Cell,
+};
+
+use crate::{
+    gnap::service::GrantView,
+    states::{GrantState, TokenState},
+    text::sanitize,
+    tui::{
+        action::Action,
+        app::{App, Effect, Level, short_id},
+        pane::Pane,
+        theme::Theme,
+        widgets::{kv::kv, prompt::PromptKind, table::table, time::relative},
+    },
+};
+
+/// Draws the grants table into `area`.
+pub fn draw(app: &App, theme: &Theme, f: &mut Frame, area: Rect) {
+    let w = &app.grants;
+    table(
+        app,
+        theme,
+        f,
+        area,
+        Pane::Grants,
+        &["ID", "STATE", "CLIENT", "ACCESS", "TOKENS", "CREATED"],
+        &[
+            Constraint::Length(9),
+            Constraint::Length(10),
+            Constraint::Min(16),
+            Constraint::Length(22),
+            Constraint::Length(7),
+            Constraint::Length(10),
+        ],
+        (w.loaded, w.loading, w.items.len()),
+        |i| {
+            let g = &w.items[i];
+            let live = g.tokens.iter().filter(|t| t.revoked_at.is_none()).count();
+            let state_style = if g.state == GrantState::Pending {
+                theme.danger
+            } else {
+                theme.state(g.state)
+            };
+            vec![
+                Cell::from(short_id(&g.id)),
+                Cell::from(g.state.as_str()).style(state_style),
+                Cell::from(sanitize(&g.client_name.clone().unwrap_or_else(|| g.client.clone()))),
+                Cell::from(g.access.iter().map(|a| a.type_name()).collect::<Vec<_>>().join(",")),
+                Cell::from(live.to_string()),
+                Cell::from(relative(&g.created_at, app.now)).style(theme.dim),
+            ]
+        },
+    );
+}
+
+/// The text a `/` filter matches a row against.
+pub fn haystack(g: &GrantView) -> String {
+    format!(
+        "{} {} {} {}",
+        g.id,
+        g.state,
+        g.client,
+        g.client_name.clone().unwrap_or_default()
+    )
+}
+
+/// The detail view's title and lines, if a grant is selected.
+pub fn detail<'a>(app: &'a App, theme: &Theme) -> Option<(String, Vec<Line<'a>>)> {
+    let g = app.selected_grant()?;
+    let mut lines: Vec<Line> = Vec::new();
+    let title = format!(" grant {} ", short_id(&g.id));
+    lines.push(Line::from(vec![
+        Span::styled(format!("{:<14}", "state"), theme.dim),
+        Span::styled(g.state.as_str(), theme.state(g.state)),
+    ]));
+    for d in &g.description {
+        lines.push(Line::from(sanitize(d)));
+    }
+    lines.push(Line::from(""));
+    lines.push(kv(theme, "id", g.id.clone()));
+    lines.push(kv(theme, "created", g.created_at.clone()));
+    if let Some(e) = &g.interaction_expires_at {
+        lines.push(kv(theme, "decide by", format!("{e} ({})", relative(e, app.now))));
+    }
+    if let Some(fu) = &g.finish_uri {
+        lines.push(kv(theme, "finish", sanitize(fu)));
+    }
+    if let Some(r) = &g.decision_reason {
+        lines.push(kv(theme, "reason", sanitize(r)));
+    }
+    if let Some(sp) = app.grant_spent.get(&g.id) {
+        let amount =
+            |a: &Option<crate::money::Amount>| a.as_ref().map(ToString::to_string).unwrap_or_else(|| "nothing".into());
+        lines.push(kv(
+            theme,
+            "spent",
+            format!(
+                "{} debited, {} received (this interval)",
+                amount(&sp.spent_debit_amount),
+                amount(&sp.spent_receive_amount)
+            ),
+        ));
+    }
+    for t in &g.tokens {
+        let state = TokenState::of(t.revoked_at.is_some());
+        lines.push(Line::from(vec![
+            Span::styled(format!("{:<14}", "token"), theme.dim),
+            Span::raw(format!("{} ", t.hint)),
+            Span::styled(state.as_str(), theme.state(state)),
+            Span::styled(format!(" expires {}", relative(&t.expires_at, app.now)), theme.dim),
+        ]));
+    }
+    if g.state.can_decide() && !app.readonly {
+        lines.push(Line::from(""));
+        lines.push(Line::from(Span::styled("a approve · x reject", theme.danger)));
+    }
+    Some((title, lines))
+}
+
+/// Approve, reject and revoke the selected grant.
+pub fn act(app: &mut App, a: Action) -> Vec<Effect> {
+    match a {
+        Action::Approve => match app.selected_grant() {
+            Some(g) if g.state.can_decide() => {
+                let q = format!(
+                    "Approve grant {} for {}?",
+                    short_id(&g.id),
+                    g.client_name.clone().unwrap_or_else(|| g.client.clone())
+                );
+                let e = Effect::Approve(g.id.clone());
+                app.ask(q, e)
+            }
+            Some(g) => {
+                let s = g.state;
+                app.flash(
+                    Level::Warn,
+                    format!("only pending grants can be approved (this one is {s})"),
+                );
+                Vec::new()
+            }
+            None => Vec::new(),
+        },
+        Action::Reject => match app.selected_grant() {
+            Some(g) if g.state.can_decide() => {
+                let id = g.id.clone();
+                app.open_prompt(PromptKind::Reason(id))
+            }
+            Some(_) => {
+                app.flash(Level::Warn, "only pending grants can be rejected");
+                Vec::new()
+            }
+            None => Vec::new(),
+        },
+        Action::Revoke => match app.selected_grant() {
+            Some(g) if g.state.can_revoke() => {
+                let (q, e) = (
+                    format!("Revoke grant {} and all its tokens?", short_id(&g.id)),
+                    Effect::Revoke(g.id.clone()),
+                );
+                app.ask(q, e)
+            }
+            _ => Vec::new(),
+        },
+        _ => Vec::new(),
+    }
+}
+
+/// The reason typed for rejecting `grant`: confirm before rejecting.
+pub fn submit_reason(app: &mut App, grant: String, text: &str) -> Vec<Effect> {
+    let reason = Some(text.trim().to_owned()).filter(|r| !r.is_empty());
+    app.ask(
+        format!("Reject grant {}?", short_id(&grant)),
+        Effect::Reject(grant, reason),
+    )
+}

@@ -1,0 +1,313 @@
+//! The Wallets pane: wallet addresses with balances and key counts; creating a wallet, depositing,
+//! withdrawing and generating a key (each behind a prompt and/or a confirm), and `:wallet NAME`.
+
+use ratatui::{
+    Frame,
+    layout::{Constraint, Rect},
+    widgets::Cell,
+};
+
+use crate::{
+    money::format_minor,
+    text::sanitize,
+    tui::{
+        action::Action,
+        app::{App, Effect, Level, WalletRow},
+        pane::Pane,
+        theme::Theme,
+        widgets::{prompt::PromptKind, table::table},
+    },
+};
+
+/// Draws the wallets table into `area`.
+pub fn draw(app: &App, theme: &Theme, f: &mut Frame, area: Rect) {
+    let w = &app.wallets;
+    table(
+        app,
+        theme,
+        f,
+        area,
+        Pane::Wallets,
+        &[
+            "NAME",
+            "ASSET",
+            "BALANCE",
+            "RESERVED",
+            "AVAILABLE",
+            "KEYS",
+            "PUBLIC NAME",
+        ],
+        &[
+            Constraint::Length(14),
+            Constraint::Length(7),
+            Constraint::Length(14),
+            Constraint::Length(12),
+            Constraint::Length(14),
+            Constraint::Length(5),
+            Constraint::Min(10),
+        ],
+        (w.loaded, w.loading, w.items.len()),
+        |i| {
+            let r = &w.items[i];
+            let s = r.wallet.asset_scale;
+            vec![
+                Cell::from(sanitize(&r.wallet.name)),
+                Cell::from(format!("{}/{}", r.wallet.asset_code, s)),
+                Cell::from(format_minor(r.balance.balance.into(), s)),
+                Cell::from(format_minor(r.balance.pending_debits.into(), s)).style(theme.dim),
+                Cell::from(format_minor(r.balance.available.into(), s)),
+                Cell::from(r.keys.to_string()),
+                Cell::from(sanitize(&r.wallet.public_name.clone().unwrap_or_default())).style(theme.dim),
+            ]
+        },
+    );
+}
+
+/// The text a `/` filter matches a row against.
+pub fn haystack(w: &WalletRow) -> String {
+    format!(
+        "{} {} {}",
+        w.wallet.name,
+        w.wallet.asset_code,
+        w.wallet.public_name.clone().unwrap_or_default()
+    )
+}
+
+/// A balance changed: update the wallet's row in place.
+pub fn on_balance_changed(app: &mut App, account_id: &str, balance: i64, pending_debits: i64) {
+    for w in app
+        .wallets
+        .items
+        .iter_mut()
+        .filter(|w| w.balance.account_id == account_id)
+    {
+        w.balance.balance = balance;
+        w.balance.pending_debits = pending_debits;
+        w.balance.available = balance - pending_debits;
+    }
+}
+
+/// The selected wallet, if the Wallets pane is in view.
+fn selected(app: &App) -> Option<&WalletRow> {
+    (app.pane == Pane::Wallets)
+        .then(|| app.selected_index().and_then(|i| app.wallets.items.get(i)))
+        .flatten()
+}
+
+/// New wallet, deposit, withdraw and generate key.
+pub fn act(app: &mut App, a: Action) -> Vec<Effect> {
+    match a {
+        Action::NewWallet => app.open_prompt(PromptKind::NewWallet),
+        Action::Deposit | Action::Withdraw => {
+            let Some(w) = selected(app) else {
+                return Vec::new();
+            };
+            let kind = PromptKind::Amount {
+                wallet: w.wallet.name.clone(),
+                deposit: a == Action::Deposit,
+                scale: w.wallet.asset_scale,
+                code: w.wallet.asset_code.clone(),
+            };
+            app.open_prompt(kind)
+        }
+        Action::GenerateKey => {
+            let Some(name) = selected(app).map(|w| w.wallet.name.clone()) else {
+                return Vec::new();
+            };
+            app.ask(
+                format!("Generate a key pair for {name} and publish its public key?"),
+                Effect::GenerateKey(name),
+            )
+        }
+        _ => Vec::new(),
+    }
+}
+
+/// `name ASSET [scale]` from the new-wallet prompt.
+pub fn submit_new(app: &mut App, text: &str) -> Vec<Effect> {
+    let parts: Vec<&str> = text.split_whitespace().collect();
+    match parts.as_slice() {
+        [name, code] | [name, code, _] => {
+            let scale = parts.get(2).map_or(Ok(2), |s| s.parse::<u8>());
+            match scale {
+                Ok(scale) => vec![Effect::CreateWallet {
+                    name: (*name).to_owned(),
+                    asset_code: code.to_uppercase(),
+                    asset_scale: scale,
+                }],
+                Err(_) => {
+                    app.flash(Level::Warn, "the scale must be a number from 0 to 255");
+                    Vec::new()
+                }
+            }
+        }
+        _ => {
+            app.flash(
+                Level::Warn,
+                "give a name, an asset code and optionally a scale: dave USD 2",
+            );
+            Vec::new()
+        }
+    }
+}
+
+/// An amount from the deposit/withdraw prompt: confirm before moving money.
+pub fn submit_amount(app: &mut App, wallet: String, deposit: bool, scale: u8, code: String, text: &str) -> Vec<Effect> {
+    match parse_major(text.trim(), scale) {
+        Some(amount) if amount > 0 => {
+            let verb = if deposit { "Deposit" } else { "Withdraw" };
+            let prep = if deposit { "into" } else { "from" };
+            let shown = format_minor(i128::from(amount), scale);
+            app.ask(
+                format!("{verb} {shown} {code} {prep} {wallet}?"),
+                Effect::Move {
+                    wallet,
+                    deposit,
+                    amount,
+                },
+            )
+        }
+        _ => {
+            app.flash(
+                Level::Warn,
+                format!("not an amount with at most {scale} decimals: {:?}", text.trim()),
+            );
+            Vec::new()
+        }
+    }
+}
+
+/// `:wallet [NAME]`: the Wallets pane, with `NAME` selected.
+pub fn command(app: &mut App, arg: Option<&str>) -> Vec<Effect> {
+    app.pane = Pane::Wallets;
+    if let Some(name) = arg {
+        match app.wallets.items.iter().position(|w| w.wallet.name == name) {
+            Some(i) => {
+                app.filters.remove(&Pane::Wallets);
+                app.wallets.selected = i;
+            }
+            None => app.flash(Level::Warn, format!("no wallet {name:?}")),
+        }
+    }
+    Vec::new()
+}
+
+/// Parses `10`, `10.5` or `10.50` as minor units of an asset with `scale` decimals.
+pub fn parse_major(s: &str, scale: u8) -> Option<u64> {
+    let (int, frac) = s.split_once('.').unwrap_or((s, ""));
+    if int.is_empty() || !int.bytes().all(|b| b.is_ascii_digit()) || !frac.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    if frac.len() > usize::from(scale) {
+        return None;
+    }
+    let digits = format!("{int}{frac:0<width$}", width = usize::from(scale));
+    let v: u64 = digits.trim_start_matches('0').parse().unwrap_or(0);
+    (v <= i64::MAX as u64 && digits.len() <= 19).then_some(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+
+    use super::*;
+    use crate::tui::{
+        app::{Msg, Overlay, Reply, ServerInfo, fixtures::now},
+        keymap::Keymap,
+    };
+
+    fn key(c: char) -> Msg {
+        Msg::Key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE))
+    }
+
+    fn typed(a: &mut App, text: &str) -> Vec<Effect> {
+        for c in text.chars() {
+            a.update(key(c));
+        }
+        a.update(Msg::Key(KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE)))
+    }
+
+    #[test]
+    fn amounts_in_major_units() {
+        assert_eq!(parse_major("10.50", 2), Some(1050));
+        assert_eq!(parse_major("10", 2), Some(1000));
+        assert_eq!(parse_major("0.5", 2), Some(50));
+        assert_eq!(parse_major("7", 0), Some(7));
+        for bad in ["", "1.234", "-1", "1e3", "abc", ".5", "99999999999999999999"] {
+            assert_eq!(parse_major(bad, 2), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn create_a_wallet_and_deposit_with_confirmation() {
+        let mut a = App::new(ServerInfo::default(), Keymap::default(), false, now());
+        a.update(key('2'));
+        a.update(key('n'));
+        assert!(
+            matches!(a.overlay, Some(Overlay::Prompt(_))),
+            "{:?} {:?}",
+            a.pane,
+            a.overlay
+        );
+        assert_eq!(
+            typed(&mut a, "dave usd 2"),
+            vec![Effect::CreateWallet {
+                name: "dave".into(),
+                asset_code: "USD".into(),
+                asset_scale: 2
+            }]
+        );
+        let wallet = {
+            let w = crate::wallet::Wallet {
+                id: "w".into(),
+                name: "dave".into(),
+                url: "http://x/dave".into(),
+                public_name: None,
+                asset_code: "USD".into(),
+                asset_scale: 2,
+                account_id: "a".into(),
+                demo: false,
+                created_at: "2026-11-21T11:00:00.000Z".into(),
+            };
+            WalletRow {
+                wallet: w,
+                balance: crate::ledger::Balance {
+                    account_id: "a".into(),
+                    kind: "wallet".into(),
+                    wallet: Some("dave".into()),
+                    peer: None,
+                    asset_code: "USD".into(),
+                    asset_scale: 2,
+                    balance: 0,
+                    pending_debits: 0,
+                    pending_credits: 0,
+                    available: 0,
+                },
+                keys: 0,
+            }
+        };
+        a.update(Msg::Reply(Reply::Wallets(vec![wallet])));
+        a.update(key('+'));
+        assert!(typed(&mut a, "12.5").is_empty(), "asks first");
+        assert!(matches!(&a.overlay, Some(Overlay::Confirm(c)) if c.question.contains("12.50 USD")));
+        assert_eq!(
+            a.update(key('y')),
+            vec![Effect::Move {
+                wallet: "dave".into(),
+                deposit: true,
+                amount: 1250
+            }]
+        );
+        a.update(key('-'));
+        assert!(typed(&mut a, "1.234").is_empty());
+        assert!(a.overlay.is_none() && a.flash.is_some(), "a bad amount is a warning");
+        a.update(key('K'));
+        assert_eq!(a.update(key('y')), vec![Effect::GenerateKey("dave".into())]);
+        a.update(Msg::Reply(Reply::KeyGenerated {
+            wallet: "dave".into(),
+            kid: "k".into(),
+            pem: "PEM".into(),
+        }));
+        assert!(matches!(&a.overlay, Some(Overlay::Json(t)) if t.contains("PEM")));
+    }
+}

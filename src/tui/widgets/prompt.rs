@@ -1,0 +1,125 @@
+//! The one-line prompt at the bottom: the `:` command line (Tab completion, history), the `/` filter and the
+//! prompts pane actions open (a rejection reason, a new wallet, an amount). It owns the prompt's state, its
+//! keys and its drawing; what Enter does with the text is `App::submit_prompt`'s business.
+
+use ratatui::{
+    Frame,
+    crossterm::event::{KeyCode, KeyEvent},
+    layout::Rect,
+    widgets::{Clear, Paragraph},
+};
+
+use crate::tui::app::{App, Effect, Overlay};
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PromptKind {
+    Command,
+    Filter,
+    /// The reason for rejecting this grant.
+    Reason(String),
+    /// `name ASSET scale` of a new wallet.
+    NewWallet,
+    /// An amount (in major units, e.g. 10.50) to deposit into (or withdraw from) this wallet.
+    Amount {
+        wallet: String,
+        deposit: bool,
+        scale: u8,
+        code: String,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Prompt {
+    pub kind: PromptKind,
+    pub text: String,
+}
+
+/// Commands the `:` prompt completes.
+pub const COMMANDS: &[&str] = &[
+    "overview",
+    "wallets",
+    "wallet",
+    "incoming",
+    "grants",
+    "outgoing",
+    "outgoing failed",
+    "quotes",
+    "requests",
+    "log",
+    "demo",
+    "help",
+    "quit",
+];
+
+impl App {
+    /// Opens an empty prompt of `kind`.
+    pub(in crate::tui) fn open_prompt(&mut self, kind: PromptKind) -> Vec<Effect> {
+        self.overlay = Some(Overlay::Prompt(Prompt {
+            kind,
+            text: String::new(),
+        }));
+        Vec::new()
+    }
+
+    /// A key while the prompt is open.
+    pub(in crate::tui) fn on_prompt_key(&mut self, mut p: Prompt, k: KeyEvent) -> Vec<Effect> {
+        match k.code {
+            KeyCode::Esc => {
+                self.overlay = None;
+                return Vec::new();
+            }
+            KeyCode::Enter => {
+                self.overlay = None;
+                return self.submit_prompt(p);
+            }
+            KeyCode::Backspace => {
+                p.text.pop();
+            }
+            KeyCode::Tab if p.kind == PromptKind::Command => {
+                let matches: Vec<&str> = COMMANDS
+                    .iter()
+                    .copied()
+                    .filter(|c| c.starts_with(p.text.as_str()))
+                    .collect();
+                if let [only] = matches.as_slice() {
+                    p.text = (*only).to_owned();
+                }
+            }
+            KeyCode::Up if p.kind == PromptKind::Command => {
+                if let Some(last) = self.command_history.last() {
+                    p.text = last.clone();
+                }
+            }
+            KeyCode::Char(c) if !c.is_control() && p.text.chars().count() < 200 => p.text.push(c),
+            _ => {}
+        }
+        self.overlay = Some(Overlay::Prompt(p));
+        Vec::new()
+    }
+}
+
+/// Draws the prompt over the last line of `area`.
+pub fn draw(p: &Prompt, f: &mut Frame, area: Rect) {
+    let r = Rect {
+        x: area.x,
+        y: area.bottom().saturating_sub(1),
+        width: area.width,
+        height: 1.min(area.height),
+    };
+    f.render_widget(Clear, r);
+    let label = match &p.kind {
+        PromptKind::Command => ":".to_owned(),
+        PromptKind::Filter => "/".to_owned(),
+        PromptKind::Reason(_) => "reason (optional, Enter): ".to_owned(),
+        PromptKind::NewWallet => "new wallet — name ASSET [scale], e.g. dave USD 2: ".to_owned(),
+        PromptKind::Amount {
+            wallet, deposit, code, ..
+        } => {
+            format!(
+                "{} {wallet} ({code}, e.g. 10.50): ",
+                if *deposit { "deposit into" } else { "withdraw from" }
+            )
+        }
+    };
+    f.render_widget(Paragraph::new(format!("{label}{}▏", p.text)), r);
+}
