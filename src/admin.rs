@@ -92,6 +92,15 @@ impl AdminClient {
             .map_err(|e| ClientError::Protocol(e.to_string()))
     }
 
+    /// Whether the server answers the admin API within `within` (a stopped or hung one does not: its
+    /// kernel still accepts the connection).
+    pub async fn answers(&self, within: std::time::Duration) -> Result<(), ClientError> {
+        match tokio::time::timeout(within, self.balances()).await {
+            Ok(r) => r.map(|_| ()),
+            Err(_) => Err(ClientError::Unreachable(self.base.clone())),
+        }
+    }
+
     async fn get<T: DeserializeOwned>(&self, path: &str) -> Result<T, ClientError> {
         self.send::<(), T>(Method::GET, path, None)
             .await?

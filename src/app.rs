@@ -26,6 +26,7 @@ use crate::{
     },
     ilp::{Address, receiver::StreamServer},
     ledger::Ledger,
+    owner::DirLock,
     seed,
     server::signed::Verifier,
     server::{self, AppState},
@@ -34,19 +35,28 @@ use crate::{
     wallet::{WalletError, Wallets},
 };
 
-/// The embedded ASE without its listener.
+/// The embedded ASE without its listener, holding its data dir.
 pub struct AppCore {
     pub state: AppState,
     pub store: Store,
+    /// The exclusive hold on the data dir, until the core is closed or dropped.
+    lock: std::sync::Mutex<Option<DirLock>>,
 }
 
 impl AppCore {
-    /// Opens everything under the settings' data dir with the system clock.
+    /// Takes the settings' data dir and opens everything under it with the system clock. A data dir another
+    /// opdesk process holds is an [`crate::owner::Error::Held`], naming that process.
     pub async fn open(settings: Settings) -> Result<Self> {
         Self::open_with_clock(settings, Arc::new(SystemClock)).await
     }
 
     pub async fn open_with_clock(settings: Settings, clock: SharedClock) -> Result<Self> {
+        let lock = DirLock::acquire(&settings.paths.data_dir)?;
+        Self::open_locked(settings, clock, lock).await
+    }
+
+    /// Opens everything under the data dir `lock` holds.
+    pub async fn open_locked(settings: Settings, clock: SharedClock, lock: DirLock) -> Result<Self> {
         crate::egress::install_default_crypto_provider();
         let paths = settings.paths.clone();
         files::private_dir(&paths.data_dir)
@@ -149,7 +159,11 @@ impl AppCore {
             capture: Arc::default(),
         });
         let state = AppState::new(services, verifier, token.into());
-        let core = Self { state, store };
+        let core = Self {
+            state,
+            store,
+            lock: std::sync::Mutex::new(Some(lock)),
+        };
         let s = &core.state;
         seed::run(&core.store, &s.wallets, &s.ledger, &s.settings, opened.fresh)
             .await
@@ -170,9 +184,21 @@ impl AppCore {
         Ok(core)
     }
 
-    /// Closes the store (queued work finishes first).
+    /// Closes the store (queued work finishes first) and gives up the data dir.
     pub fn close(&self) {
         self.store.close();
+        if let Ok(mut lock) = self.lock.lock() {
+            lock.take();
+        }
+    }
+
+    /// Records in the data dir how to reach the server listening on `addr`.
+    fn record(&self, addr: std::net::SocketAddr) -> std::io::Result<()> {
+        let started = crate::clock::format_ts(self.state.clock.now());
+        match self.lock.lock().as_deref_mut() {
+            Ok(Some(lock)) => lock.record(addr, &self.state.settings.public_url, &started),
+            _ => Err(std::io::Error::other("the data dir was given up")),
+        }
     }
 }
 
@@ -208,8 +234,11 @@ pub async fn bind(settings: &Settings) -> Result<TcpListener> {
         .wrap_err_with(|| format!("cannot listen on {}", settings.listen))
 }
 
-/// Serves until `shutdown` is cancelled, then closes the store.
+/// Records how to reach the server in the data dir, serves until `shutdown` is cancelled, then closes the
+/// store (and, as the core drops, removes the record and frees the data dir).
 pub async fn serve(core: AppCore, listener: TcpListener, shutdown: CancellationToken) -> Result<()> {
+    core.record(listener.local_addr()?)
+        .wrap_err("cannot write server.json in the data dir")?;
     let router = server::router(core.state.clone());
     let engine = tokio::spawn(core.state.engine.clone().run(shutdown.clone()));
     let hooks = &core.state.settings.webhooks;

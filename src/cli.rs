@@ -14,7 +14,12 @@ mod peers;
 mod print;
 mod wallets;
 
-use std::path::PathBuf;
+use std::{
+    io::Write as _,
+    path::PathBuf,
+    sync::Arc,
+    time::{Duration, Instant},
+};
 
 use clap::{Args, Parser, Subcommand};
 use color_eyre::eyre::{Result, bail, eyre};
@@ -22,8 +27,10 @@ use color_eyre::eyre::{Result, bail, eyre};
 use crate::{
     admin::{AdminClient, ClientError},
     app::{self, AppCore},
+    clock::SystemClock,
     control,
     ledger::Movement,
+    owner::{self, DirLock},
     server::error::ApiError,
     settings::{Overrides, Settings},
 };
@@ -67,6 +74,13 @@ pub struct Global {
     /// Console: hide and refuse every action that changes something (approve, reject, complete, …).
     #[arg(long, global = true)]
     pub readonly: bool,
+    /// Operator commands: the server to command, by its base URL (e.g. through an SSH tunnel), instead of the
+    /// one that holds the data dir. Needs the admin token: --token-file or OPDESK_ADMIN_TOKEN.
+    #[arg(long, global = true, value_name = "URL")]
+    pub connect: Option<String>,
+    /// The file holding the admin token of the server named by --connect.
+    #[arg(long, global = true, value_name = "FILE")]
+    pub token_file: Option<PathBuf>,
 }
 
 impl Global {
@@ -115,6 +129,22 @@ pub enum Command {
     /// ILP peers: who may send to /ilp, where payments to other ASEs go (config.toml or added here).
     #[command(subcommand)]
     Peers(PeersCmd),
+}
+
+impl Command {
+    /// Whether the command changes something (and so says which way it went).
+    pub fn changes_something(&self) -> bool {
+        match self {
+            Command::Serve | Command::Demo | Command::Balances | Command::Quotes(_) => false,
+            Command::Deposit(_) | Command::Withdraw(_) => true,
+            Command::Wallets(c) => matches!(c, WalletsCmd::Create { .. }),
+            Command::Keys(c) => !matches!(c, KeysCmd::List { .. }),
+            Command::Grants(c) => !matches!(c, GrantsCmd::List { .. } | GrantsCmd::Show { .. }),
+            Command::Incoming(c) => matches!(c, IncomingCmd::Complete { .. }),
+            Command::Outgoing(c) => matches!(c, OutgoingCmd::Cancel { .. } | OutgoingCmd::Retry { .. }),
+            Command::Peers(c) => !matches!(c, PeersCmd::List | PeersCmd::Show { .. }),
+        }
+    }
 }
 
 #[derive(Debug, Subcommand)]
@@ -327,24 +357,68 @@ enum Backend {
     Local(Box<AppCore>),
 }
 
+/// How long a command waits for a data dir held by a process that does not answer (a server starting or
+/// stopping, another offline command finishing) before it gives up.
+const HELD_WAIT: Duration = Duration::from_secs(10);
+
 impl Backend {
-    async fn connect(settings: &Settings) -> Result<Self> {
-        let token = app::read_admin_token(&settings.paths.admin_token());
-        let mut addr = settings.listen;
-        if addr.ip().is_unspecified() {
-            addr.set_ip(std::net::Ipv4Addr::LOCALHOST.into());
+    /// The server `--connect` names; else the server that holds the data dir (found from its record there);
+    /// else the data dir itself, held for the length of the command so that no server starts meanwhile.
+    /// Also says which way it went, for the operator.
+    async fn connect(settings: &Settings, global: &Global) -> Result<(Self, String)> {
+        if let Some(url) = &global.connect {
+            let client = AdminClient::new(url, &remote_token(global)?)?;
+            client.answers(Duration::from_secs(10)).await.map_err(|e| eyre!(e))?;
+            return Ok((Self::Remote(client), format!("via the server at {url}")));
         }
-        if let Some(token) = token {
-            let client = AdminClient::new(&format!("http://{addr}"), &token)?;
-            match client.balances().await {
-                Ok(_) => return Ok(Self::Remote(client)),
-                Err(ClientError::Unreachable(_)) => {}
-                Err(e) => return Err(eyre!(e)),
+        let dir = &settings.paths.data_dir;
+        let deadline = Instant::now() + HELD_WAIT;
+        loop {
+            let held = match DirLock::acquire(dir) {
+                Ok(lock) => {
+                    let core = AppCore::open_locked(settings.clone(), Arc::new(SystemClock), lock).await?;
+                    let way = format!("offline: no server holds {}", dir.display());
+                    return Ok((Self::Local(Box::new(core)), way));
+                }
+                Err(held @ owner::Error::Held { .. }) => held,
+                Err(e) => return Err(e.into()),
+            };
+            if let owner::Error::Held { record: Some(r), .. } = &held
+                && let Some(token) = app::read_admin_token(&settings.paths.admin_token())
+            {
+                let client = AdminClient::new(&r.admin, &token)?;
+                match client.answers(Duration::from_secs(2)).await {
+                    Ok(()) => {
+                        return Ok((
+                            Self::Remote(client),
+                            format!("via the server at {} (pid {})", r.admin, r.pid),
+                        ));
+                    }
+                    // a server starting or stopping: wait for it, or for the data dir
+                    Err(ClientError::Unreachable(_)) => {}
+                    Err(e) => return Err(eyre!(e)),
+                }
             }
+            if Instant::now() >= deadline {
+                return Err(held.into());
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
         }
-        tracing::info!("no server answers on {addr}; using the data dir directly");
-        Ok(Self::Local(Box::new(AppCore::open(settings.clone()).await?)))
     }
+}
+
+/// The admin token for `--connect`: from `--token-file`, else `OPDESK_ADMIN_TOKEN`.
+fn remote_token(global: &Global) -> Result<String> {
+    if let Some(path) = &global.token_file {
+        return app::read_admin_token(path).ok_or_else(|| eyre!("no admin token in {}", path.display()));
+    }
+    std::env::var("OPDESK_ADMIN_TOKEN")
+        .ok()
+        .map(|t| t.trim().to_owned())
+        .filter(|t| !t.is_empty())
+        .ok_or_else(|| {
+            eyre!("--connect needs the server's admin token: give --token-file FILE or set OPDESK_ADMIN_TOKEN")
+        })
 }
 
 /// An offline command's error, worded as the admin API would answer it.
@@ -365,10 +439,13 @@ macro_rules! dispatch {
 }
 use dispatch;
 
-/// Runs an operator command.
-pub async fn run_operator(cmd: Command, settings: Settings, json: bool) -> Result<()> {
-    let backend = Backend::connect(&settings).await?;
-    let result = operate(&backend, cmd, json).await;
+/// Runs an operator command; a command that changes something says on stderr which way it went.
+pub async fn run_operator(cmd: Command, settings: Settings, global: &Global) -> Result<()> {
+    let (backend, way) = Backend::connect(&settings, global).await?;
+    if cmd.changes_something() {
+        let _ = writeln!(std::io::stderr(), "{way}");
+    }
+    let result = operate(&backend, cmd, global.json).await;
     if let Backend::Local(core) = &backend {
         core.close();
     }

@@ -23,6 +23,7 @@ pub mod ledger;
 pub mod logging;
 pub mod money;
 pub mod names;
+pub mod owner;
 pub mod rates;
 pub mod seed;
 pub mod server;
@@ -49,6 +50,9 @@ pub async fn run(cli: Cli) -> Result<()> {
         return Ok(());
     }
     match cli.command {
+        None if cli.global.connect.is_some() => Err(color_eyre::eyre::eyre!(
+            "--connect is for operator commands; the console runs on its own data dir (attaching it to a running server is not built yet)"
+        )),
         None => console(settings, &cli.global).await,
         Some(Command::Demo) => {
             logging::to_stderr(cli.global.log_level.as_deref().unwrap_or("info"));
@@ -62,7 +66,7 @@ pub async fn run(cli: Cli) -> Result<()> {
         }
         Some(cmd) => {
             logging::to_stderr(cli.global.log_level.as_deref().unwrap_or("warn"));
-            cli::run_operator(cmd, settings, cli.global.json).await
+            cli::run_operator(cmd, settings, &cli.global).await
         }
     }
 }

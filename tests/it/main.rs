@@ -21,6 +21,7 @@ mod ledger_props;
 mod ownership;
 mod rs_api;
 mod security;
+mod service;
 mod sources;
 mod states;
 mod storage_full;
