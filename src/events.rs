@@ -3,11 +3,11 @@
 //! Services publish only after their transaction committed; subscribers (console, webhooks, tests) must
 //! treat a lagged receiver as "resync from a snapshot". Publishing never blocks and never fails the caller.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use tokio::sync::broadcast;
 
 /// A fact about something that already happened.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "camelCase")]
 pub enum DomainEvent {
     WalletCreated {
@@ -116,7 +116,7 @@ pub enum DomainEvent {
 }
 
 /// One HTTP exchange as the request log shows it: headers and bodies with secrets masked.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "camelCase")]
 pub struct Exchange {
     pub target: String,
@@ -127,6 +127,16 @@ pub struct Exchange {
     /// Why the request failed, for the operator only (e.g. what a fetch of a client-named URL ran into).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
+}
+
+/// An event as `GET /admin/events` streams it: the outbox sequence number and time of a durable event (none
+/// for live-only ones: the request log, payment progress, balances), and the event.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EventRecord {
+    pub seq: Option<i64>,
+    pub at: String,
+    pub event: DomainEvent,
 }
 
 /// Cheap-to-clone handle to the broadcast bus.
