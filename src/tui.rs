@@ -72,7 +72,7 @@ pub async fn run(
 ) -> Result<()> {
     let (mut app, theme) = build(&state, &opts);
     // the Requests pane shows headers and bodies: capture them while the console runs
-    state.capture.store(true, std::sync::atomic::Ordering::Relaxed);
+    state.capture.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let mut terminal = ratatui::init();
     let _ = execute!(stdout(), EnableMouseCapture);
     let result = async {
@@ -110,7 +110,7 @@ pub async fn run(
                     TermEvent::Resize(w, h) => Some(Msg::Resize(w, h)),
                     _ => None,
                 },
-                e = bus.recv() => match e {
+                e = bus.recv() => match e.map(|r| r.event) {
                     Ok(DomainEvent::HttpRequest { path, .. }) if path.starts_with("/admin") => None,
                     Ok(e) => Some(Msg::Event(e)),
                     Err(RecvError::Lagged(_)) => Some(Msg::Lagged),
@@ -128,7 +128,7 @@ pub async fn run(
                 effects.extend(app.update(Msg::Reply(r)));
             }
             loop {
-                match bus.try_recv() {
+                match bus.try_recv().map(|r| r.event) {
                     Ok(DomainEvent::HttpRequest { path, .. }) if path.starts_with("/admin") => {}
                     Ok(e) => effects.extend(app.update(Msg::Event(e))),
                     Err(tokio::sync::broadcast::error::TryRecvError::Lagged(_)) => {
