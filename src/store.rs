@@ -45,6 +45,7 @@ macro_rules! state_column {
 }
 
 state_column!(
+    crate::states::DeliveryState,
     crate::states::OutgoingState,
     crate::states::GrantState,
     crate::states::TransferState

@@ -62,7 +62,8 @@ pub fn stream(s: Arc<Services>, after: Option<i64>, live: bool) -> mpsc::Receive
                         last = seq;
                         Item::Event(r)
                     }
-                    None if live => Item::Event(r),
+                    // the request log of the admin API itself (consoles polling, this stream) is noise
+                    None if live && !admin_request(&r) => Item::Event(r),
                     None => continue,
                 },
                 Err(RecvError::Lagged(n)) => {
@@ -89,6 +90,10 @@ pub fn stream(s: Arc<Services>, after: Option<i64>, live: bool) -> mpsc::Receive
         }
     });
     rx
+}
+
+fn admin_request(r: &EventRecord) -> bool {
+    matches!(&r.event, crate::events::DomainEvent::HttpRequest { path, .. } if path.starts_with("/admin"))
 }
 
 /// Sends the outbox's events after `after`; `check_gap` first says resync when some were pruned already.
