@@ -1,7 +1,9 @@
 //! `opdesk backup FILE`: a consistent copy of the database while the server keeps serving. A read of the
 //! database file through [`store::backup()`], so it runs on the server's host whether or not a server holds
 //! the data dir (never with `--connect`), and it refuses to replace FILE without `--force`, or to write
-//! over the live database. Prints one line (or JSON with `--json`) through [`super::print`].
+//! over the live database. When no server holds the data dir, it holds it for the copy (so that none starts
+//! meanwhile and SQLite's empty `-wal`/`-shm` can be tidied away). Prints one line (or JSON with `--json`)
+//! through [`super::print`].
 
 use std::path::{Path, PathBuf};
 
@@ -9,7 +11,11 @@ use color_eyre::eyre::{Result, eyre};
 use serde::Serialize;
 
 use super::{BackupArgs, Global, OneLine, print::emit};
-use crate::{settings::Settings, store};
+use crate::{
+    owner::{self, DirLock},
+    settings::Settings,
+    store,
+};
 
 /// What `--json` prints.
 #[derive(Debug, Serialize)]
@@ -40,14 +46,25 @@ pub async fn run_backup(args: BackupArgs, settings: &Settings, global: &Global) 
         ))
         .into());
     }
+    // a server holds the data dir: copy alongside it; else hold the data dir for the copy
+    let held = match DirLock::acquire(&settings.paths.data_dir) {
+        Ok(lock) => Some(lock),
+        Err(owner::Error::Held { .. }) => None,
+        Err(e) => return Err(e.into()),
+    };
     let opts = store::BackupOptions {
         busy_timeout: std::time::Duration::from_millis(settings.store.busy_timeout_ms),
         overwrite: args.force,
+        exclusive: held.is_some(),
         ..store::BackupOptions::default()
     };
     let (src, dst) = (db.clone(), args.file.clone());
-    let report = tokio::task::spawn_blocking(move || store::backup(&src, &dst, &opts))
-        .await
+    let report = tokio::task::spawn_blocking(move || {
+        let report = store::backup(&src, &dst, &opts);
+        drop(held);
+        report
+    })
+    .await
         .map_err(|e| eyre!("the backup task failed: {e}"))?
         .map_err(|e| {
             OneLine(match e {

@@ -32,6 +32,10 @@ pub struct Options {
     pub pause: Duration,
     /// Replace an existing destination file (else it is refused as [`Error::Exists`]).
     pub overwrite: bool,
+    /// The caller guarantees that no other connection opens the source meanwhile (it holds the data dir).
+    /// Then the `-wal` and `-shm` files a read-only reader creates but may not remove are removed afterwards,
+    /// when they were not there before and the `-wal` is empty.
+    pub exclusive: bool,
 }
 
 impl Default for Options {
@@ -41,6 +45,7 @@ impl Default for Options {
             pages_per_step: 256,
             pause: Duration::from_millis(2),
             overwrite: false,
+            exclusive: false,
         }
     }
 }
@@ -71,7 +76,17 @@ pub fn backup(src: &Path, dst: &Path, opts: &Options) -> Result<BackupReport, Er
         _ => {}
     }
     crate::files::create_private(&tmp).map_err(io(&tmp))?;
-    let result = copy(src, &tmp, opts).and_then(|pages| {
+    let companions = [with_suffix(src, "-wal"), with_suffix(src, "-shm")];
+    let existed = companions.clone().map(|p| p.exists());
+    let copied = copy(src, &tmp, opts);
+    if opts.exclusive && existed == [false, false] {
+        let [wal, shm] = &companions;
+        if std::fs::metadata(wal).is_ok_and(|m| m.len() == 0) {
+            let _ = std::fs::remove_file(wal);
+            let _ = std::fs::remove_file(shm);
+        }
+    }
+    let result = copied.and_then(|pages| {
         std::fs::File::open(&tmp)
             .and_then(|f| f.sync_all())
             .map_err(io(&tmp))?;
@@ -236,6 +251,29 @@ mod tests {
         for leftover in [tmp.clone(), with_suffix(&tmp, "-journal"), with_suffix(&tmp, "-wal"), with_suffix(&dst, "-wal")] {
             assert!(!leftover.exists(), "{}", leftover.display());
         }
+    }
+
+    #[test]
+    fn an_exclusive_backup_of_a_closed_database_leaves_its_files_as_they_were() {
+        let dir = tempfile::tempdir().unwrap();
+        let src = dir.path().join("ase.sqlite3");
+        let (store, _) = Store::open(&src, &StoreOptions::default()).unwrap();
+        store.close();
+        let listing = || {
+            let mut names: Vec<String> = std::fs::read_dir(dir.path())
+                .unwrap()
+                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .collect();
+            names.sort();
+            names
+        };
+        assert_eq!(listing(), ["ase.sqlite3"]);
+        let opts = Options {
+            exclusive: true,
+            ..Options::default()
+        };
+        backup(&src, &dir.path().join("copy.sqlite3"), &opts).unwrap();
+        assert_eq!(listing(), ["ase.sqlite3", "copy.sqlite3"]);
     }
 
     #[test]
