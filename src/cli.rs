@@ -516,6 +516,9 @@ mod tests {
         let e = Cli::try_parse_from(["opdesk", "serve", "--log-format", "xml"]).unwrap_err();
         assert!(e.to_string().contains("[possible values: text, json]"), "{e}");
         let c = Cli::try_parse_from(["opdesk", "backup", "/tmp/x.sqlite3", "--force"]).unwrap();
-        assert!(matches!(c.command, Some(Command::Backup(BackupArgs { force: true, .. }))));
+        assert!(matches!(
+            c.command,
+            Some(Command::Backup(BackupArgs { force: true, .. }))
+        ));
     }
 }

@@ -10,11 +10,7 @@
 //! DEL, C1 controls such as U+009B and bidi controls — as `\u…`, so a JSON line stays one line, stays valid
 //! JSON, decodes to what was sent, and carries no raw control character.
 
-use std::{
-    io::IsTerminal,
-    path::Path,
-    str::FromStr,
-};
+use std::{io::IsTerminal, path::Path, str::FromStr};
 
 use tokio::sync::mpsc;
 use tracing::field::{Field, Visit};

@@ -65,13 +65,13 @@ pub async fn run_backup(args: BackupArgs, settings: &Settings, global: &Global) 
         report
     })
     .await
-        .map_err(|e| eyre!("the backup task failed: {e}"))?
-        .map_err(|e| {
-            OneLine(match e {
-                store::Error::Exists(p) => format!("{} already exists; pass --force to replace it", p.display()),
-                e => format!("backing up {} failed: {e}", db.display()),
-            })
-        })?;
+    .map_err(|e| eyre!("the backup task failed: {e}"))?
+    .map_err(|e| {
+        OneLine(match e {
+            store::Error::Exists(p) => format!("{} already exists; pass --force to replace it", p.display()),
+            e => format!("backing up {} failed: {e}", db.display()),
+        })
+    })?;
     let out = BackedUp {
         database: db,
         file: args.file,
@@ -105,7 +105,7 @@ fn is_live_database(file: &Path, db: &Path) -> bool {
     ["", "-wal", "-shm", "-journal"].iter().any(|suffix| {
         let mut p = db.clone().into_os_string();
         p.push(suffix);
-        PathBuf::from(p) == file
+        p == file.as_os_str()
     })
 }
 

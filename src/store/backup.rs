@@ -87,9 +87,7 @@ pub fn backup(src: &Path, dst: &Path, opts: &Options) -> Result<BackupReport, Er
         }
     }
     let result = copied.and_then(|pages| {
-        std::fs::File::open(&tmp)
-            .and_then(|f| f.sync_all())
-            .map_err(io(&tmp))?;
+        std::fs::File::open(&tmp).and_then(|f| f.sync_all()).map_err(io(&tmp))?;
         install(&tmp, dst, opts.overwrite)?;
         let bytes = std::fs::metadata(dst).map_err(io(dst))?.len();
         Ok(BackupReport { pages, bytes })
@@ -245,10 +243,19 @@ mod tests {
             ..Options::default()
         };
         backup(&src, &dst, &over).unwrap();
-        assert_eq!(rows(&dst), 1 + written, "the writer has stopped: everything is in the copy");
+        assert_eq!(
+            rows(&dst),
+            1 + written,
+            "the writer has stopped: everything is in the copy"
+        );
         store.close();
         let tmp = temp_path(&dst);
-        for leftover in [tmp.clone(), with_suffix(&tmp, "-journal"), with_suffix(&tmp, "-wal"), with_suffix(&dst, "-wal")] {
+        for leftover in [
+            tmp.clone(),
+            with_suffix(&tmp, "-journal"),
+            with_suffix(&tmp, "-wal"),
+            with_suffix(&dst, "-wal"),
+        ] {
             assert!(!leftover.exists(), "{}", leftover.display());
         }
     }

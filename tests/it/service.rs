@@ -304,7 +304,9 @@ async fn a_backup_taken_while_serving_restores_on_a_second_server() {
     assert_eq!(std::fs::metadata(&file).unwrap().len(), size);
     let forced = out_dir.path().join("forced.sqlite3");
     std::fs::write(&forced, b"old").unwrap();
-    let out = run(args(&["backup", forced.to_str().unwrap(), "--force"])).await.unwrap();
+    let out = run(args(&["backup", forced.to_str().unwrap(), "--force"]))
+        .await
+        .unwrap();
     assert!(out.status.success(), "{out:?}");
     assert_ne!(std::fs::read(&forced).unwrap(), b"old");
     // never over the live database
@@ -312,9 +314,14 @@ async fn a_backup_taken_while_serving_restores_on_a_second_server() {
     assert_eq!(live.status.code(), Some(1), "{live:?}");
     assert!(stderr(&live).contains("live database"), "{live:?}");
     // a remote server's database cannot be copied from here
-    let remote = run(args(&["backup", "/tmp/never-written.sqlite3", "--connect", &server.base]))
-        .await
-        .unwrap();
+    let remote = run(args(&[
+        "backup",
+        "/tmp/never-written.sqlite3",
+        "--connect",
+        &server.base,
+    ]))
+    .await
+    .unwrap();
     assert_eq!(remote.status.code(), Some(1), "{remote:?}");
     let err = stderr(&remote);
     assert_eq!(err.lines().count(), 1, "{err}");
@@ -386,7 +393,11 @@ async fn serve_logs_json_lines_with_log_format_json() {
         .collect();
     let started = parsed
         .iter()
-        .find(|v| v["message"].as_str().is_some_and(|m| m.starts_with("opdesk serving on")))
+        .find(|v| {
+            v["message"]
+                .as_str()
+                .is_some_and(|m| m.starts_with("opdesk serving on"))
+        })
         .unwrap_or_else(|| panic!("no startup line: {lines:?}"));
     assert_eq!(started["level"], "INFO", "{started}");
     assert_eq!(started["public_url"], format!("http://127.0.0.1:{port}"), "{started}");
@@ -400,5 +411,8 @@ async fn serve_logs_json_lines_with_log_format_json() {
     let bad = opdesk(dir.path(), &["serve"], Duration::from_secs(15));
     assert!(!bad.status.success(), "{bad:?}");
     let err = stderr(&bad);
-    assert!(err.contains("log_format") && err.contains("\"text\" or \"json\""), "{err}");
+    assert!(
+        err.contains("log_format") && err.contains("\"text\" or \"json\""),
+        "{err}"
+    );
 }
