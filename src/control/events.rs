@@ -47,7 +47,15 @@ pub fn stream(s: Arc<Services>, after: Option<i64>, live: bool) -> mpsc::Receive
                 Some(last) => last,
                 None => return,
             },
-            None => i64::MAX,
+            // from now on: what is already in the outbox is not sent, but is the place to resume from
+            None => match s.store.call(|c| outbox::bounds(c)).await {
+                Ok((_, newest)) => newest,
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot read the event outbox");
+                    let _ = tx.send(Item::Resync("the event outbox cannot be read".into())).await;
+                    return;
+                }
+            },
         };
         loop {
             let received = tokio::select! {
@@ -57,7 +65,7 @@ pub fn stream(s: Arc<Services>, after: Option<i64>, live: bool) -> mpsc::Receive
             };
             let item = match received {
                 Ok(r) => match r.seq {
-                    Some(seq) if last != i64::MAX && seq <= last => continue,
+                    Some(seq) if seq <= last => continue,
                     Some(seq) => {
                         last = seq;
                         Item::Event(r)
@@ -70,9 +78,6 @@ pub fn stream(s: Arc<Services>, after: Option<i64>, live: bool) -> mpsc::Receive
                     let reason = format!("{n} events were skipped: the reader fell behind");
                     if tx.send(Item::Resync(reason)).await.is_err() {
                         return;
-                    }
-                    if last == i64::MAX {
-                        continue;
                     }
                     match replay(&s, &tx, last, false).await {
                         Some(l) => {

@@ -358,3 +358,46 @@ async fn webhooks_survive_kill_9_and_die_after_their_budget() {
         "no dead deliveries left"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reader_that_falls_behind_gets_resync_and_misses_no_durable_event() {
+    use opdesk::{
+        control::events::{Item, stream},
+        events::DomainEvent,
+    };
+    let ase = TestAse::spawn().await;
+    let mut rx = stream(ase.state.services.clone(), None, true);
+    // the reader reads nothing: its buffer fills, then a durable event, then a flood that pushes that event
+    // out of the bus's ring — the server never waits for the reader
+    let flood = |from: u32, to: u32| {
+        for n in from..to {
+            ase.state.bus.publish(DomainEvent::OutgoingPaymentProgress {
+                id: format!("flood-{n}"),
+                sent: i64::from(n),
+            });
+        }
+    };
+    let started = Instant::now();
+    flood(0, 400);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(create_wallet(&ase, "after-flood").await, 201);
+    flood(400, 6400);
+    assert!(started.elapsed() < Duration::from_secs(3), "publishing never blocks");
+    // now read: a resync comes, and the durable event is there, replayed from the outbox
+    let (mut resync, mut wallet) = (false, false);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !(resync && wallet) {
+        assert!(Instant::now() < deadline, "resync {resync}, wallet event {wallet}");
+        match tokio::time::timeout(Duration::from_secs(5), rx.recv()).await {
+            Ok(Some(Item::Resync(_))) => resync = true,
+            Ok(Some(Item::Event(r))) => {
+                if matches!(&r.event, DomainEvent::WalletCreated { name, .. } if name == "after-flood") {
+                    assert!(r.seq.is_some());
+                    wallet = true;
+                }
+            }
+            Ok(None) => panic!("the stream ended"),
+            Err(_) => panic!("nothing more arrived: resync {resync}, wallet event {wallet}"),
+        }
+    }
+}
