@@ -47,35 +47,36 @@ pub fn after(conn: &Connection, seq: i64, limit: usize) -> Result<Vec<EventRecor
     Ok(out)
 }
 
-/// The oldest and newest retained sequence numbers (none when the outbox is empty), and the newest ever
-/// assigned (sequence numbers are never reused, even after pruning).
+/// The oldest retained sequence number (none when the outbox is empty) and the newest ever given out (0 before
+/// the first; pruning never removes the newest row, so it is never given out again).
 pub fn bounds(conn: &Connection) -> Result<(Option<i64>, i64), Error> {
-    let oldest: Option<i64> = conn
-        .prepare_cached("SELECT min(seq) FROM events")?
-        .query_row([], |r| r.get(0))
-        .optional()?
-        .flatten();
-    let newest: Option<i64> = conn
-        .prepare_cached("SELECT seq FROM sqlite_sequence WHERE name = 'events'")?
-        .query_row([], |r| r.get(0))
-        .optional()?;
+    let (oldest, newest): (Option<i64>, Option<i64>) = conn
+        .prepare_cached("SELECT min(seq), max(seq) FROM events")?
+        .query_row([], |r| Ok((r.get(0)?, r.get(1)?)))?;
     Ok((oldest, newest.unwrap_or(0)))
 }
 
-/// Deletes events older than `before` and beyond the newest `keep`, never those after `floor` (events a
-/// reader such as the webhook deliverer has not taken yet). Returns how many went.
+/// Deletes, from the oldest end, events older than `before` and beyond the newest `keep` — never the newest
+/// event, and never those after `floor` (events a reader such as the webhook deliverer has not taken yet).
+/// Events are appended in time order, so the age cut is found by walking from the oldest. Returns how many
+/// went.
 pub fn prune(conn: &Connection, before: &str, keep: u64, floor: Option<i64>) -> Result<usize, Error> {
-    let floor = floor.unwrap_or(i64::MAX);
-    let keep = i64::try_from(keep).unwrap_or(i64::MAX);
-    let mut n = conn
-        .prepare_cached("DELETE FROM events WHERE at < ?1 AND seq <= ?2")?
-        .execute(params![before, floor])?;
-    n += conn
-        .prepare_cached(
-            "DELETE FROM events WHERE seq <= ?2 AND seq <= (SELECT seq FROM events ORDER BY seq DESC LIMIT 1 OFFSET ?1)",
-        )?
-        .execute(params![keep, floor])?;
-    Ok(n)
+    let (oldest, newest) = bounds(conn)?;
+    if oldest.is_none() {
+        return Ok(0);
+    }
+    // the first event young enough to stay, and the first within the newest `keep`
+    let by_age: Option<i64> = conn
+        .prepare_cached("SELECT seq FROM events WHERE at >= ?1 ORDER BY seq LIMIT 1")?
+        .query_row([before], |r| r.get(0))
+        .optional()?;
+    let keep = i64::try_from(keep.max(1)).unwrap_or(i64::MAX);
+    let by_count = newest.saturating_sub(keep) + 1;
+    let cut = by_age.unwrap_or(newest).max(by_count).min(newest);
+    let cut = floor.map_or(cut, |f| cut.min(f + 1));
+    Ok(conn
+        .prepare_cached("DELETE FROM events WHERE seq < ?1")?
+        .execute([cut])?)
 }
 
 #[cfg(test)]
