@@ -19,6 +19,7 @@ fn info() -> ServerInfo {
         public_url: "http://127.0.0.1:4000".into(),
         ilp_address: Some("test.opdesk".into()),
         database: "/data/ase.sqlite3".into(),
+        attached: None,
     }
 }
 
