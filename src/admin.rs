@@ -33,6 +33,7 @@ use crate::{
     ledger::Balance,
     owner::{self, DirLock, Record},
     wallet::Wallet,
+    webhooks::DeliveryRow,
 };
 
 #[derive(Debug, thiserror::Error)]
@@ -379,6 +380,40 @@ impl AdminClient {
 
     pub async fn show_quote(&self, id: &str) -> Result<QuoteDto, ClientError> {
         self.get(&format!("/quotes/{id}")).await
+    }
+
+    pub async fn list_webhooks(
+        &self,
+        state: Option<&str>,
+        first: Option<usize>,
+    ) -> Result<Vec<DeliveryRow>, ClientError> {
+        let mut q = Vec::new();
+        if let Some(st) = state {
+            q.push(format!(
+                "state={}",
+                url::form_urlencoded::byte_serialize(st.as_bytes()).collect::<String>()
+            ));
+        }
+        if let Some(n) = first {
+            q.push(format!("first={n}"));
+        }
+        let q = if q.is_empty() {
+            String::new()
+        } else {
+            format!("?{}", q.join("&"))
+        };
+        self.get(&format!("/webhooks{q}")).await
+    }
+
+    pub async fn retry_webhook(&self, seq: i64) -> Result<DeliveryRow, ClientError> {
+        self.post(&format!("/webhooks/{seq}/retry"), &serde_json::json!({}))
+            .await
+    }
+
+    /// Re-drives every dead delivery; returns how many.
+    pub async fn retry_dead_webhooks(&self) -> Result<usize, ClientError> {
+        let v: serde_json::Value = self.post("/webhooks/retry-dead", &serde_json::json!({})).await?;
+        Ok(v["retried"].as_u64().and_then(|n| usize::try_from(n).ok()).unwrap_or(0))
     }
 }
 

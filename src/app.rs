@@ -14,7 +14,7 @@ use crate::{
         engine::Engine, incoming::IncomingPayments, outgoing::OutgoingPayments, peers::Peers, quotes::Quotes,
         remote::Remote, stream_receiver::Receiver,
     },
-    clock::{SharedClock, SystemClock},
+    clock::{SharedClock, SystemClock, format_ts},
     control::{self, Services},
     egress::Egress,
     events::EventBus,
@@ -33,6 +33,7 @@ use crate::{
     settings::{Settings, decode_secret},
     store::{self, Store},
     wallet::{WalletError, Wallets},
+    webhooks::Webhooks,
 };
 
 /// The embedded ASE without its listener, holding its data dir.
@@ -142,6 +143,7 @@ impl AppCore {
         );
         let engine = Engine::new(store.clone(), bus.clone(), clock.clone(), settings.engine.clone(), wake)
             .with_remote(remote.clone());
+        let webhooks = Webhooks::new(store.clone(), clock.clone(), settings.webhooks.clone());
         let services = Arc::new(Services {
             settings: Arc::new(settings),
             bus,
@@ -155,8 +157,11 @@ impl AppCore {
             ilp,
             peers,
             remote,
+            webhooks,
             clock,
             capture: Arc::default(),
+            store: store.clone(),
+            stopping: CancellationToken::new(),
         });
         let state = AppState::new(services, verifier, token.into());
         let core = Self {
@@ -241,24 +246,68 @@ pub async fn serve(core: AppCore, listener: TcpListener, shutdown: CancellationT
         .wrap_err("cannot write server.json in the data dir")?;
     let router = server::router(core.state.clone());
     let engine = tokio::spawn(core.state.engine.clone().run(shutdown.clone()));
-    let hooks = &core.state.settings.webhooks;
-    if !hooks.url.is_empty() {
+    let hooks = core.state.webhooks.enabled().then(|| {
         let secret = webhook_secret(&core.state.settings)?;
-        tokio::spawn(crate::webhooks::run(
-            hooks.clone(),
+        Ok::<_, color_eyre::Report>(tokio::spawn(core.state.webhooks.clone().run(
             secret,
             core.state.bus.clone(),
-            core.state.clock.clone(),
             shutdown.clone(),
-        ));
-    }
+        )))
+    });
+    let hooks = hooks.transpose()?;
+    tokio::spawn(prune_events(
+        core.store.clone(),
+        core.state.services.clone(),
+        shutdown.clone(),
+    ));
+    let stopping = core.state.stopping.clone();
+    let stop = shutdown.clone();
+    tokio::spawn(async move {
+        stop.cancelled().await;
+        stopping.cancel();
+    });
     let result = server::serve(listener, router, shutdown.clone()).await;
     shutdown.cancel();
     if tokio::time::timeout(Duration::from_secs(10), engine).await.is_err() {
         tracing::warn!("the payment engine did not stop within 10 s");
     }
+    if let Some(hooks) = hooks
+        && tokio::time::timeout(Duration::from_secs(5), hooks).await.is_err()
+    {
+        tracing::warn!("the webhook deliverer did not stop within 5 s");
+    }
     core.close();
     result.wrap_err("the server failed")
+}
+
+/// Prunes the event outbox by age and count every minute (never events the webhook deliverer has not taken
+/// yet), and delivered webhook deliveries as old as the oldest events kept.
+async fn prune_events(store: Store, s: Arc<Services>, shutdown: CancellationToken) {
+    let mut every = tokio::time::interval(Duration::from_secs(60));
+    loop {
+        tokio::select! {
+            _ = shutdown.cancelled() => return,
+            _ = every.tick() => {}
+        }
+        let keep = &s.settings.store;
+        let before = format_ts(s.clock.now() - time::Duration::days(i64::from(keep.events_retain_days)));
+        let (count, hooks) = (keep.events_retain_count, s.webhooks.enabled());
+        let pruned = store
+            .call(move |c| {
+                let tx = store::immediate(c)?;
+                let floor = if hooks { store::webhooks::cursor(&tx)? } else { None };
+                let n =
+                    store::outbox::prune(&tx, &before, count, floor)? + store::webhooks::prune_delivered(&tx, &before)?;
+                tx.commit()?;
+                Ok::<_, store::Error>(n)
+            })
+            .await;
+        match pruned {
+            Ok(0) => {}
+            Ok(n) => tracing::debug!(rows = n, "pruned old events"),
+            Err(e) => tracing::warn!(error = %e, "cannot prune old events"),
+        }
+    }
 }
 
 /// Cancels `token` on Ctrl-C or SIGTERM.

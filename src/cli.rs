@@ -1,5 +1,5 @@
 //! The command line: clap definitions, and the entry points of the operator commands (`wallets`, `keys`,
-//! `deposit`, `withdraw`, `balances`, `grants`, payments, `peers`), which talk to a running instance through
+//! `deposit`, `withdraw`, `balances`, `grants`, payments, `peers`, `webhooks`), which talk to a running instance through
 //! the admin API — or, when none answers, open the data dir directly and call the same operations
 //! in-process ([`Backend`], [`dispatch!`]). Each noun group's commands live in a submodule; output is a
 //! table, or JSON with `--json`. This module and `main.rs` are the only places allowed to print (never
@@ -13,6 +13,7 @@ mod payments;
 mod peers;
 mod print;
 mod wallets;
+mod webhooks;
 
 use std::{io::Write as _, path::PathBuf, sync::Arc, time::Duration};
 
@@ -123,6 +124,9 @@ pub enum Command {
     /// ILP peers: who may send to /ilp, where payments to other ASEs go (config.toml or added here).
     #[command(subcommand)]
     Peers(PeersCmd),
+    /// Webhook deliveries: list them (e.g. the dead ones) and re-drive them.
+    #[command(subcommand)]
+    Webhooks(WebhooksCmd),
 }
 
 impl Command {
@@ -137,8 +141,30 @@ impl Command {
             Command::Incoming(c) => matches!(c, IncomingCmd::Complete { .. }),
             Command::Outgoing(c) => matches!(c, OutgoingCmd::Cancel { .. } | OutgoingCmd::Retry { .. }),
             Command::Peers(c) => !matches!(c, PeersCmd::List | PeersCmd::Show { .. }),
+            Command::Webhooks(c) => matches!(c, WebhooksCmd::Retry { .. }),
         }
     }
+}
+
+#[derive(Debug, Subcommand)]
+pub enum WebhooksCmd {
+    /// List deliveries, newest first.
+    List {
+        /// pending, delivered or dead.
+        #[arg(long)]
+        state: Option<String>,
+        /// How many (default 50).
+        #[arg(long)]
+        first: Option<usize>,
+    },
+    /// Re-drive a dead (or pending) delivery by its event's sequence number, or every dead one.
+    Retry {
+        #[arg(required_unless_present = "dead", conflicts_with = "dead")]
+        seq: Option<i64>,
+        /// Every dead delivery.
+        #[arg(long)]
+        dead: bool,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -438,6 +464,7 @@ async fn operate(b: &Backend, cmd: Command, json: bool) -> Result<()> {
         Command::Outgoing(c) => payments::outgoing(b, c, json).await,
         Command::Quotes(c) => payments::quotes(b, c, json).await,
         Command::Peers(c) => peers::peers(b, c, json).await,
+        Command::Webhooks(c) => webhooks::webhooks(b, c, json).await,
     }
 }
 

@@ -60,7 +60,7 @@ async fn attached(settings: &Settings, desk: Remote, opts: tui::Options) -> Resu
     tracing::info!(server = %desk.url(), "opdesk console attached");
     let shutdown = CancellationToken::new();
     app::cancel_on_signals(shutdown.clone());
-    tui::run(Arc::new(desk), opts, logs, shutdown).await
+    tui::run(desk, opts, logs, shutdown).await
 }
 
 /// The console over a server embedded in this process, on the data dir `lock` holds; quitting stops it.

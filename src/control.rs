@@ -5,6 +5,7 @@
 //! the admin API and its client share.
 
 pub mod dto;
+pub mod events;
 pub mod funds;
 pub mod grants;
 pub mod keys;
@@ -12,8 +13,11 @@ pub mod payments;
 pub mod peers;
 pub mod views;
 pub mod wallets;
+pub mod webhooks;
 
-use std::sync::{Arc, atomic::AtomicBool};
+use std::sync::{Arc, atomic::AtomicUsize};
+
+use tokio_util::sync::CancellationToken;
 
 pub use funds::move_funds;
 pub use grants::{approve_grant, list_grants, reject_grant, revoke_grant, show_grant};
@@ -25,6 +29,7 @@ pub use payments::{
 pub use peers::{create_peer, ensure_client_wallet, list_peers, remove_peer, show_peer, update_peer};
 pub use views::{grant_spending, overview, server_view, wallet_summaries};
 pub use wallets::{balances, create_wallet, list_wallets, show_wallet};
+pub use webhooks::{list_webhooks, retry_dead_webhooks, retry_webhook};
 
 use crate::{
     ase::{
@@ -42,8 +47,9 @@ use crate::{
     ledger::{Ledger, LedgerError},
     money::MoneyError,
     settings::Settings,
-    store,
+    store::{self, Store},
     wallet::{WalletError, Wallets},
+    webhooks::{WebhookError, Webhooks},
 };
 
 /// The running ASE: its services, the bus and the settings, wired over one data dir by `crate::app`.
@@ -64,8 +70,14 @@ pub struct Services {
     /// Receivers on other ASEs, and the ASE's own Open Payments client identity.
     pub remote: Remote,
     pub clock: SharedClock,
-    /// Whether the request log captures headers and bodies (on while a console shows them).
-    pub capture: Arc<AtomicBool>,
+    /// Webhook deliveries (the deliverer runs while serving with a URL configured).
+    pub webhooks: Webhooks,
+    /// How many consoles watch the request log: while any does, it captures headers and bodies.
+    pub capture: Arc<AtomicUsize>,
+    /// The store, for reading the event outbox (services remain its only writers).
+    pub store: Store,
+    /// Cancelled when the server stops: event streams end so the listener can close.
+    pub stopping: CancellationToken,
 }
 
 /// Why an operator command was refused or failed.
@@ -98,6 +110,8 @@ pub enum Error {
     Grant(#[from] GnapError),
     #[error(transparent)]
     Peer(#[from] PeerError),
+    #[error(transparent)]
+    Webhook(#[from] WebhookError),
     #[error(transparent)]
     Store(#[from] store::Error),
 }

@@ -1,7 +1,10 @@
-//! Domain events: small facts about committed changes, fanned out on a broadcast bus.
+//! Domain events: small facts about committed changes, fanned out on a broadcast bus as [`EventRecord`]s.
 //!
-//! Services publish only after their transaction committed; subscribers (console, webhooks, tests) must
-//! treat a lagged receiver as "resync from a snapshot". Publishing never blocks and never fails the caller.
+//! Durable events (see [`DomainEvent::is_durable`]) are appended to the outbox (`store::outbox`) in the
+//! transaction of the change they describe and carry its sequence number; live-only ones (the request log,
+//! payment progress, balances) are published as they happen. Services publish only after their transaction
+//! committed; subscribers must treat a lagged receiver as "resync" (from the outbox or a snapshot).
+//! Publishing never blocks and never fails the caller.
 
 use serde::{Deserialize, Serialize};
 use tokio::sync::broadcast;
@@ -135,14 +138,59 @@ pub struct Exchange {
 #[serde(rename_all = "camelCase")]
 pub struct EventRecord {
     pub seq: Option<i64>,
+    /// A durable event's unique id (webhook receivers de-duplicate by it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
     pub at: String,
     pub event: DomainEvent,
+}
+
+impl DomainEvent {
+    /// The event's `type` as it is serialised (`grantApproved`).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::WalletCreated { .. } => "walletCreated",
+            Self::KeyAdded { .. } => "keyAdded",
+            Self::KeyRemoved { .. } => "keyRemoved",
+            Self::BalanceChanged { .. } => "balanceChanged",
+            Self::GrantPending { .. } => "grantPending",
+            Self::GrantApproved { .. } => "grantApproved",
+            Self::GrantRejected { .. } => "grantRejected",
+            Self::GrantRevoked { .. } => "grantRevoked",
+            Self::TokenIssued { .. } => "tokenIssued",
+            Self::TokenRotated { .. } => "tokenRotated",
+            Self::TokenRevoked { .. } => "tokenRevoked",
+            Self::IncomingPaymentCreated { .. } => "incomingPaymentCreated",
+            Self::IncomingPaymentCompleted { .. } => "incomingPaymentCompleted",
+            Self::IncomingPaymentExpired { .. } => "incomingPaymentExpired",
+            Self::QuoteCreated { .. } => "quoteCreated",
+            Self::OutgoingPaymentCreated { .. } => "outgoingPaymentCreated",
+            Self::OutgoingPaymentProgress { .. } => "outgoingPaymentProgress",
+            Self::OutgoingPaymentCompleted { .. } => "outgoingPaymentCompleted",
+            Self::OutgoingPaymentFailed { .. } => "outgoingPaymentFailed",
+            Self::OutgoingPaymentCancelled { .. } => "outgoingPaymentCancelled",
+            Self::IncomingPaymentReceived { .. } => "incomingPaymentReceived",
+            Self::HttpRequest { .. } => "httpRequest",
+        }
+    }
+
+    /// Whether the event goes to the outbox: lifecycle facts do; the request log, payment progress and
+    /// balance changes (coalesced, derivable from the resources) are live-only.
+    pub fn is_durable(&self) -> bool {
+        !matches!(
+            self,
+            Self::HttpRequest { .. }
+                | Self::BalanceChanged { .. }
+                | Self::OutgoingPaymentProgress { .. }
+                | Self::IncomingPaymentReceived { .. }
+        )
+    }
 }
 
 /// Cheap-to-clone handle to the broadcast bus.
 #[derive(Debug, Clone)]
 pub struct EventBus {
-    tx: broadcast::Sender<DomainEvent>,
+    tx: broadcast::Sender<EventRecord>,
 }
 
 impl EventBus {
@@ -151,9 +199,16 @@ impl EventBus {
         Self { tx }
     }
 
-    /// Publishes a committed fact; having no subscriber is fine.
+    /// Publishes a live-only fact as it happens; having no subscriber is fine. Durable events go through
+    /// the outbox and [`Self::publish_recorded`] instead.
     pub fn publish(&self, event: DomainEvent) {
-        let _ = self.tx.send(event);
+        debug_assert!(!event.is_durable(), "{} must be appended to the outbox", event.kind());
+        let _ = self.tx.send(EventRecord {
+            seq: None,
+            id: None,
+            at: crate::clock::format_ts(time::OffsetDateTime::now_utc()),
+            event,
+        });
     }
 
     pub fn publish_all(&self, events: impl IntoIterator<Item = DomainEvent>) {
@@ -162,7 +217,14 @@ impl EventBus {
         }
     }
 
-    pub fn subscribe(&self) -> broadcast::Receiver<DomainEvent> {
+    /// Publishes events the outbox recorded, once their transaction committed.
+    pub fn publish_recorded(&self, records: impl IntoIterator<Item = EventRecord>) {
+        for r in records {
+            let _ = self.tx.send(r);
+        }
+    }
+
+    pub fn subscribe(&self) -> broadcast::Receiver<EventRecord> {
         self.tx.subscribe()
     }
 }

@@ -104,8 +104,12 @@ struct Raw {
 pub struct WebhookSettings {
     pub url: String,
     pub secret: String,
+    /// Attempts per event before its delivery is dead (the operator can re-drive it).
     pub max_attempts: u32,
     pub timeout_ms: u64,
+    /// Backoff between attempts: doubling from `retry_base_ms`, capped at `retry_max_ms`.
+    pub retry_base_ms: u64,
+    pub retry_max_ms: u64,
 }
 
 /// `[ilp]`: this node on the Interledger network and the peers that may send it packets at `POST /ilp`.
@@ -456,6 +460,9 @@ pub struct StoreSettings {
     /// An operator quota on the database size in pages (`PRAGMA max_page_count` on the writer connection);
     /// 0: no quota. Writes past it fail like a full disk.
     pub max_db_pages: u64,
+    /// The event outbox keeps events this many days, and at most this many (the newest).
+    pub events_retain_days: u32,
+    pub events_retain_count: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]

@@ -13,10 +13,12 @@ pub mod grants;
 pub mod ledger;
 pub mod meta;
 mod migrations;
+pub mod outbox;
 pub mod payments;
 pub mod peers;
 pub mod stream;
 pub mod wallets;
+pub mod webhooks;
 
 use std::{path::Path, sync::mpsc, thread, time::Duration};
 

@@ -75,7 +75,7 @@ fn from_feed(f: Feed) -> Option<Msg> {
 
 /// Runs the console until the person quits or `shutdown` is cancelled. `logs` feeds the Log pane.
 pub async fn run<D: Desk>(
-    desk: std::sync::Arc<D>,
+    desk: D,
     opts: Options,
     mut logs: mpsc::Receiver<String>,
     shutdown: CancellationToken,

@@ -22,7 +22,7 @@ use crate::{
     ledger::{self, AccountKind, LedgerError},
     money::{Asset, MoneyError},
     names::{BadName, validate_name},
-    store::{self, Store, wallets as repo},
+    store::{self, Store, outbox, wallets as repo},
 };
 
 #[derive(Debug, thiserror::Error)]
@@ -198,16 +198,19 @@ impl Wallets {
                     created_at: now,
                 };
                 repo::insert(&tx, &row)?;
+                let event = DomainEvent::WalletCreated {
+                    id: row.id.clone(),
+                    name: row.name.clone(),
+                };
+                let recorded = outbox::append(&tx, &row.created_at, event)?;
                 tx.commit()?;
-                Ok(row)
+                Ok((row, recorded))
             })
             .await?;
+        let (row, recorded) = row;
         let w = self.to_wallet(row);
         self.forget(&w.name);
-        self.bus.publish(DomainEvent::WalletCreated {
-            id: w.id.clone(),
-            name: w.name.clone(),
-        });
+        self.bus.publish_recorded([recorded]);
         Ok(w)
     }
 
@@ -296,7 +299,8 @@ impl Wallets {
         let now = format_ts(self.clock.now());
         let n = name.to_owned();
         let stored = public.clone();
-        self.store
+        let recorded = self
+            .store
             .call(move |conn| {
                 let tx = store::immediate(conn)?;
                 let w = repo::by_name(&tx, &n)?.ok_or_else(|| WalletError::NotFound(n.clone()))?;
@@ -306,6 +310,11 @@ impl Wallets {
                         kid: stored.kid,
                     });
                 }
+                let event = DomainEvent::KeyAdded {
+                    wallet: n,
+                    kid: stored.kid.clone(),
+                };
+                let recorded = outbox::append(&tx, &now, event)?;
                 repo::insert_key(
                     &tx,
                     &repo::KeyRow {
@@ -317,14 +326,11 @@ impl Wallets {
                     },
                 )?;
                 tx.commit()?;
-                Ok(())
+                Ok(recorded)
             })
             .await?;
         self.forget(name);
-        self.bus.publish(DomainEvent::KeyAdded {
-            wallet: name.to_owned(),
-            kid: public.kid.clone(),
-        });
+        self.bus.publish_recorded([recorded]);
         Ok(public)
     }
 
@@ -340,22 +346,22 @@ impl Wallets {
 
     pub async fn remove_key(&self, name: &str, kid: &str) -> Result<(), WalletError> {
         let (n, k) = (name.to_owned(), kid.to_owned());
-        self.store
+        let now = format_ts(self.clock.now());
+        let recorded = self
+            .store
             .call(move |conn| {
                 let tx = store::immediate(conn)?;
                 let w = repo::by_name(&tx, &n)?.ok_or_else(|| WalletError::NotFound(n.clone()))?;
                 if !repo::delete_key(&tx, &w.id, &k)? {
                     return Err(WalletError::KeyNotFound { wallet: n, kid: k });
                 }
+                let recorded = outbox::append(&tx, &now, DomainEvent::KeyRemoved { wallet: n, kid: k })?;
                 tx.commit()?;
-                Ok(())
+                Ok(recorded)
             })
             .await?;
         self.forget(name);
-        self.bus.publish(DomainEvent::KeyRemoved {
-            wallet: name.to_owned(),
-            kid: kid.to_owned(),
-        });
+        self.bus.publish_recorded([recorded]);
         Ok(())
     }
 }

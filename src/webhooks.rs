@@ -1,26 +1,35 @@
-//! Optional webhooks: every domain event but the HTTP request log is POSTed as JSON to the configured URL,
-//! signed with `Opdesk-Signature: t=<unix seconds>, v1=<hex HMAC-SHA256(secret, "<t>.<body>")>`.
-//! Deliveries run on their own task with bounded concurrency and retry with exponential backoff (1 s
-//! doubling, capped at 60 s); only a 2xx answer counts. The bus is never blocked: a lagging subscriber
-//! drops events and says so in the log.
+//! Webhooks: the service that owns webhook deliveries. Every durable event (the outbox) is POSTed as JSON
+//! to the configured URL, signed with `Opdesk-Signature: t=<unix seconds>, v1=<hex HMAC-SHA256(secret,
+//! "<t>.<body>")>`. Deliveries are rows in the database, taken from the outbox in order: at least once (the
+//! body carries the event's `id` for the receiver to de-duplicate by), retried with doubling backoff across
+//! restarts, dead after the retry budget until the operator re-drives them. Only a 2xx answer counts.
 
 use std::{sync::Arc, time::Duration};
 
 use hmac::{Hmac, KeyInit, Mac};
+use http::{HeaderMap, HeaderValue, Method, header};
 use serde_json::json;
 use sha2::Sha256;
-use tokio::sync::{Semaphore, broadcast::error::RecvError};
+use tokio::{sync::Notify, task::JoinSet};
 use tokio_util::sync::CancellationToken;
-
-use http::{HeaderMap, HeaderValue, Method, header};
 
 use crate::{
     clock::{SharedClock, format_ts},
     egress::{self, Egress},
-    events::{DomainEvent, EventBus},
-    ids,
+    events::{EventBus, EventRecord},
     settings::WebhookSettings,
+    store::{
+        self, Store,
+        webhooks::{self as repo, Attempt},
+    },
 };
+
+pub use repo::DeliveryRow;
+
+/// Deliveries attempted at once.
+const CONCURRENCY: usize = 16;
+/// Outbox events turned into deliveries per transaction.
+const TAKE: usize = 500;
 
 /// The signature header value for `body` sent at unix time `t`.
 pub fn signature(secret: &[u8], t: i64, body: &[u8]) -> String {
@@ -35,84 +44,273 @@ pub fn signature(secret: &[u8], t: i64, body: &[u8]) -> String {
     format!("t={t}, v1={hex}")
 }
 
-/// Delivers events until `shutdown`. Does nothing when no URL is configured.
-pub async fn run(
-    settings: WebhookSettings,
-    secret: Vec<u8>,
-    bus: EventBus,
+/// The JSON body every attempt for `e` sends.
+pub fn body_of(e: &EventRecord) -> String {
+    json!({
+        "id": e.id,
+        "seq": e.seq,
+        "createdAt": e.at,
+        "type": e.event.kind(),
+        "event": e.event,
+    })
+    .to_string()
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum WebhookError {
+    #[error("no webhook delivery for event {0}")]
+    NotFound(i64),
+    #[error("the webhook for event {0} was already delivered")]
+    Delivered(i64),
+    #[error("unknown delivery state {0:?}: use pending, delivered or dead")]
+    BadState(String),
+    #[error(transparent)]
+    Store(#[from] store::Error),
+}
+
+/// The deliveries service. Cheap to clone.
+#[derive(Clone)]
+pub struct Webhooks {
+    store: Store,
     clock: SharedClock,
-    shutdown: CancellationToken,
-) {
-    if settings.url.is_empty() {
-        return;
+    settings: WebhookSettings,
+    /// Wakes the deliverer when the operator re-drives deliveries.
+    wake: Arc<Notify>,
+}
+
+impl Webhooks {
+    pub fn new(store: Store, clock: SharedClock, settings: WebhookSettings) -> Self {
+        Self {
+            store,
+            clock,
+            settings,
+            wake: Arc::default(),
+        }
     }
-    // The operator chose the URL: private addresses are fine; answers are not read beyond a small cap.
-    let policy = egress::Policy::operator(Duration::from_millis(settings.timeout_ms.max(100)), 16 * 1024);
-    let http = match Egress::new(policy) {
-        Ok(c) => c,
-        Err(e) => {
-            tracing::error!(error = %e, "webhooks disabled: cannot build the HTTP client");
+
+    /// Whether a webhook URL is configured.
+    pub fn enabled(&self) -> bool {
+        !self.settings.url.is_empty()
+    }
+
+    /// Deliveries newest first, optionally in one state, before sequence number `before`.
+    pub async fn list(
+        &self,
+        state: Option<String>,
+        before: Option<i64>,
+        first: usize,
+    ) -> Result<Vec<DeliveryRow>, WebhookError> {
+        if let Some(s) = &state
+            && !["pending", "delivered", "dead"].contains(&s.as_str())
+        {
+            return Err(WebhookError::BadState(s.clone()));
+        }
+        Ok(self
+            .store
+            .call(move |c| repo::list(c, state.as_deref(), before, first.clamp(1, 1000)))
+            .await?)
+    }
+
+    /// Re-drives one delivery (dead or pending): due now with a fresh attempt budget.
+    pub async fn retry(&self, seq: i64) -> Result<DeliveryRow, WebhookError> {
+        let now = format_ts(self.clock.now());
+        let row = self
+            .store
+            .call(move |c| {
+                let tx = store::immediate(c)?;
+                let row = repo::get(&tx, seq)?.ok_or(WebhookError::NotFound(seq))?;
+                if !repo::redrive(&tx, seq, &now)? {
+                    return Err(WebhookError::Delivered(row.event_seq));
+                }
+                let row = repo::get(&tx, seq)?.ok_or(WebhookError::NotFound(seq))?;
+                tx.commit().map_err(store::Error::from)?;
+                Ok(row)
+            })
+            .await?;
+        self.wake.notify_one();
+        Ok(row)
+    }
+
+    /// Re-drives every dead delivery; returns how many.
+    pub async fn retry_dead(&self) -> Result<usize, WebhookError> {
+        let now = format_ts(self.clock.now());
+        let n = self.store.call(move |c| repo::redrive_dead(c, &now)).await?;
+        self.wake.notify_one();
+        Ok(n)
+    }
+
+    /// When the attempt after `attempts` failed ones is due, or none when the budget is spent.
+    fn next_attempt(&self, attempts: i64) -> Option<String> {
+        if attempts + 1 >= i64::from(self.settings.max_attempts.max(1)) {
+            return None;
+        }
+        let shift = u32::try_from(attempts.clamp(0, 20)).unwrap_or(20);
+        let ms = self
+            .settings
+            .retry_base_ms
+            .saturating_mul(1u64 << shift)
+            .min(self.settings.retry_max_ms);
+        let wait = time::Duration::milliseconds(i64::try_from(ms).unwrap_or(i64::MAX / 2));
+        Some(format_ts(self.clock.now() + wait))
+    }
+
+    /// Delivers until `shutdown`. Does nothing when no URL is configured. An attempt cut short by shutdown
+    /// is not counted: its delivery stays pending and goes out after the restart.
+    pub async fn run(self, secret: Vec<u8>, bus: EventBus, shutdown: CancellationToken) {
+        if !self.enabled() {
             return;
         }
-    };
-    tracing::info!(url = %settings.url, "delivering webhooks");
-    let mut rx = bus.subscribe();
-    let slots = Arc::new(Semaphore::new(16));
-    let secret = Arc::new(secret);
-    loop {
-        let event = tokio::select! {
-            _ = shutdown.cancelled() => break,
-            e = rx.recv() => e,
+        // The operator chose the URL: private addresses are fine; answers are not read beyond a small cap.
+        let timeout = Duration::from_millis(self.settings.timeout_ms.max(100));
+        let http = match Egress::new(egress::Policy::operator(timeout, 16 * 1024)) {
+            Ok(c) => c,
+            Err(e) => {
+                tracing::error!(error = %e, "webhooks disabled: cannot build the HTTP client");
+                return;
+            }
         };
-        let event = match event {
-            Ok(DomainEvent::HttpRequest { .. }) => continue,
-            Ok(e) => e,
-            Err(RecvError::Lagged(n)) => {
-                tracing::warn!(skipped = n, "webhook delivery fell behind; events were dropped");
+        tracing::info!(url = %self.settings.url, "delivering webhooks");
+        let mut events = bus.subscribe();
+        let secret = Arc::new(secret);
+        loop {
+            if shutdown.is_cancelled() {
+                break;
+            }
+            let now = format_ts(self.clock.now());
+            let taken = self
+                .store
+                .call(move |c| {
+                    let tx = store::immediate(c)?;
+                    let n = repo::take_from_outbox(&tx, &now, TAKE, body_of)?;
+                    tx.commit()?;
+                    Ok::<_, store::Error>(n)
+                })
+                .await;
+            let now = format_ts(self.clock.now());
+            let full = matches!(taken, Ok(n) if n == TAKE);
+            let due = match taken {
+                Ok(_) => self.store.call(move |c| repo::due(c, &now, CONCURRENCY)).await,
+                Err(e) => Err(e),
+            };
+            let due = match due {
+                Ok(d) => d,
+                Err(e) => {
+                    tracing::warn!(error = %e, "webhook deliveries cannot be read; trying again");
+                    tokio::select! {
+                        _ = shutdown.cancelled() => break,
+                        _ = tokio::time::sleep(Duration::from_secs(1)) => continue,
+                    }
+                }
+            };
+            if !due.is_empty() {
+                if !self.attempt_all(&http, &secret, due, &shutdown).await {
+                    break;
+                }
                 continue;
             }
-            Err(RecvError::Closed) => break,
-        };
-        let Ok(permit) = slots.clone().acquire_owned().await else {
-            break;
-        };
-        let body = json!({ "id": ids::new_id(), "createdAt": format_ts(clock.now()), "event": event }).to_string();
-        let (http, url, secret, clock, attempts, stop) = (
-            http.clone(),
-            settings.url.clone(),
-            secret.clone(),
-            clock.clone(),
-            settings.max_attempts.max(1),
-            shutdown.clone(),
-        );
-        tokio::spawn(async move {
-            let _permit = permit;
-            let mut backoff = Duration::from_secs(1);
-            for attempt in 1..=attempts {
+            if full {
+                continue;
+            }
+            let next: Option<String> = self.store.call(|c| repo::next_due(c)).await.ok().flatten();
+            let wait = next
+                .and_then(|t| crate::clock::parse_ts(&t).ok())
+                .map(|t| (t - self.clock.now()).clamp(time::Duration::ZERO, time::Duration::seconds(5)))
+                .and_then(|d| Duration::try_from(d).ok())
+                .unwrap_or(Duration::from_secs(5));
+            tokio::select! {
+                _ = shutdown.cancelled() => break,
+                _ = self.wake.notified() => {}
+                _ = tokio::time::sleep(wait) => {}
+                _ = durable(&mut events) => {
+                    // let a burst of events gather into one transaction
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+            }
+        }
+    }
+
+    /// Attempts `due` concurrently and records each outcome; false when shutdown cut it short.
+    async fn attempt_all(
+        &self,
+        http: &Egress,
+        secret: &Arc<Vec<u8>>,
+        due: Vec<DeliveryRow>,
+        shutdown: &CancellationToken,
+    ) -> bool {
+        let mut set = JoinSet::new();
+        for d in due {
+            let (http, url, secret, clock) = (
+                http.clone(),
+                self.settings.url.clone(),
+                secret.clone(),
+                self.clock.clone(),
+            );
+            set.spawn(async move {
                 let t = clock.now().unix_timestamp();
                 let mut headers = HeaderMap::new();
                 headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
-                if let Ok(v) = HeaderValue::from_str(&signature(&secret, t, body.as_bytes())) {
+                if let Ok(v) = HeaderValue::from_str(&signature(&secret, t, d.body.as_bytes())) {
                     headers.insert("opdesk-signature", v);
                 }
-                let result = http.send(Method::POST, &url, headers, body.clone().into_bytes()).await;
-                match result {
-                    Ok(r) if (200..300).contains(&r.status) => return,
-                    // a large answer is no success: only a 2xx within the cap counts
-                    Ok(r) => tracing::info!(attempt, status = r.status, "webhook refused"),
-                    Err(e) => tracing::info!(attempt, error = %e, "webhook not delivered"),
+                let result = http.send(Method::POST, &url, headers, d.body.into_bytes()).await;
+                (d.event_seq, d.attempts, result)
+            });
+        }
+        loop {
+            let joined = tokio::select! {
+                _ = shutdown.cancelled() => {
+                    set.abort_all();
+                    return false;
                 }
-                if attempt == attempts {
-                    tracing::warn!(attempts, "webhook given up");
-                    return;
+                j = set.join_next() => j,
+            };
+            let Some(joined) = joined else {
+                return true;
+            };
+            let Ok((seq, attempts, result)) = joined else {
+                continue;
+            };
+            let attempt = match result {
+                // a large answer is no success: only a 2xx within the cap counts
+                Ok(r) if (200..300).contains(&r.status) => Attempt::Delivered(i64::from(r.status)),
+                Ok(r) => Attempt::Failed {
+                    status: Some(i64::from(r.status)),
+                    error: format!("HTTP {}", r.status),
+                    next: self.next_attempt(attempts),
+                },
+                Err(e) => Attempt::Failed {
+                    status: None,
+                    error: e.to_string(),
+                    next: self.next_attempt(attempts),
+                },
+            };
+            match &attempt {
+                Attempt::Delivered(_) => tracing::debug!(event = seq, "webhook delivered"),
+                Attempt::Failed { next: None, error, .. } => {
+                    tracing::warn!(event = seq, attempts = attempts + 1, error = %error, "webhook dead: retry budget spent")
                 }
-                tokio::select! {
-                    _ = stop.cancelled() => return,
-                    _ = tokio::time::sleep(backoff) => {}
+                Attempt::Failed { error, .. } => {
+                    tracing::info!(event = seq, error = %error, "webhook not delivered; will retry")
                 }
-                backoff = (backoff * 2).min(Duration::from_secs(60));
             }
-        });
+            let now = format_ts(self.clock.now());
+            if let Err(e) = self.store.call(move |c| repo::settle(c, seq, &attempt, &now)).await {
+                tracing::warn!(event = seq, error = %e, "cannot record a webhook attempt; it will be sent again");
+            }
+        }
+    }
+}
+
+/// Resolves when a durable event arrives on the bus (or the bus lagged: the outbox has them all).
+async fn durable(rx: &mut tokio::sync::broadcast::Receiver<EventRecord>) {
+    use tokio::sync::broadcast::error::RecvError;
+    loop {
+        match rx.recv().await {
+            Ok(r) if r.seq.is_some() => return,
+            Ok(_) => {}
+            Err(RecvError::Lagged(_)) => return,
+            Err(RecvError::Closed) => return std::future::pending().await,
+        }
     }
 }
 

@@ -31,7 +31,7 @@ use tokio_util::sync::CancellationToken;
 use super::{incoming::state_of, outgoing::OutgoingError, remote::Remote};
 use crate::{
     clock::{SharedClock, format_ts, parse_ts},
-    events::{DomainEvent, EventBus},
+    events::{DomainEvent, EventBus, EventRecord},
     gnap::model::AccessItem,
     ilp::{
         Address,
@@ -107,6 +107,35 @@ struct StepOutcome {
     finished: Option<Result<(), String>>,
     received: Option<(String, i64, bool)>,
     balances: Vec<Balance>,
+    /// The durable events [`seal`] appended to the outbox in the step's transaction.
+    recorded: Vec<EventRecord>,
+}
+
+/// Appends the step's durable events (a payment finished, an incoming payment completed) to the outbox in
+/// the step's transaction, just before it commits.
+fn seal(
+    tx: &rusqlite::Transaction<'_>,
+    mut out: StepOutcome,
+    now: OffsetDateTime,
+) -> Result<StepOutcome, store::Error> {
+    let at = format_ts(now);
+    let mut events = Vec::new();
+    if let (Some(p), Some(finished)) = (&out.payment, &out.finished) {
+        events.push(match finished {
+            Ok(()) => DomainEvent::OutgoingPaymentCompleted { id: p.id.clone() },
+            Err(reason) => DomainEvent::OutgoingPaymentFailed {
+                id: p.id.clone(),
+                reason: reason.clone(),
+            },
+        });
+    }
+    if let Some((id, _, true)) = &out.received {
+        events.push(DomainEvent::IncomingPaymentCompleted { id: id.clone() });
+    }
+    for e in events {
+        out.recorded.push(store::outbox::append(tx, &at, e)?);
+    }
+    Ok(out)
 }
 
 /// The engine. Cheap to clone.
@@ -298,7 +327,7 @@ impl Engine {
             .store
             .call(move |conn| {
                 let tx = store::immediate(conn)?;
-                let out = packet_tx(&tx, &pid, now, packets, interval_ms)?;
+                let out = seal(&tx, packet_tx(&tx, &pid, now, packets, interval_ms)?, now)?;
                 tx.commit()?;
                 Ok::<_, EngineError>(out)
             })
@@ -343,6 +372,7 @@ impl Engine {
                     repo::schedule_retry(&tx, &pid, &format_ts(next), &msg, &format_ts(now))?;
                     StepOutcome::default()
                 };
+                let out = seal(&tx, out, now)?;
                 tx.commit()?;
                 Ok(out)
             })
@@ -373,48 +403,40 @@ impl Engine {
 
     fn publish(&self, out: StepOutcome) {
         let final_event = out.finished.is_some();
-        if let Some(p) = &out.payment {
-            let show = self.due_for_event(&p.id, final_event);
-            if show {
-                self.bus.publish(DomainEvent::OutgoingPaymentProgress {
-                    id: p.id.clone(),
-                    sent: p.sent_amount,
-                });
-                self.bus.publish_all(out.balances.iter().map(Balance::event));
-            }
-            match &out.finished {
-                Some(Ok(())) => self
-                    .bus
-                    .publish(DomainEvent::OutgoingPaymentCompleted { id: p.id.clone() }),
-                Some(Err(reason)) => self.bus.publish(DomainEvent::OutgoingPaymentFailed {
-                    id: p.id.clone(),
-                    reason: reason.clone(),
-                }),
-                None => {}
-            }
+        if let Some(p) = &out.payment
+            && self.due_for_event(&p.id, final_event)
+        {
+            self.bus.publish(DomainEvent::OutgoingPaymentProgress {
+                id: p.id.clone(),
+                sent: p.sent_amount,
+            });
+            self.bus.publish_all(out.balances.iter().map(Balance::event));
         }
-        if let Some((id, received, completed)) = out.received {
-            if self.due_for_event(&format!("in-{id}"), completed || final_event) {
-                self.bus.publish(DomainEvent::IncomingPaymentReceived {
-                    id: id.clone(),
-                    received,
-                });
-            }
-            if completed {
-                self.bus.publish(DomainEvent::IncomingPaymentCompleted { id });
-            }
+        if let Some((id, received, completed)) = out.received
+            && self.due_for_event(&format!("in-{id}"), completed || final_event)
+        {
+            self.bus.publish(DomainEvent::IncomingPaymentReceived { id, received });
         }
+        self.bus.publish_recorded(out.recorded);
     }
 
     /// Announces incoming payments whose expiry passed (once each).
     pub async fn announce_expiries(&self) {
         let now = format_ts(self.clock.now());
-        match self.store.call(move |c| repo::announce_expired(c, &now, 500)).await {
-            Ok(ids) => {
-                for id in ids {
-                    self.bus.publish(DomainEvent::IncomingPaymentExpired { id });
-                }
-            }
+        let announced = self
+            .store
+            .call(move |c| {
+                let tx = store::immediate(c)?;
+                let recorded = repo::announce_expired(&tx, &now, 500)?
+                    .into_iter()
+                    .map(|id| store::outbox::append(&tx, &now, DomainEvent::IncomingPaymentExpired { id }))
+                    .collect::<Result<Vec<_>, _>>()?;
+                tx.commit()?;
+                Ok::<_, store::Error>(recorded)
+            })
+            .await;
+        match announced {
+            Ok(recorded) => self.bus.publish_recorded(recorded),
             Err(e) => tracing::warn!(error = %e, "cannot announce expired incoming payments"),
         }
     }
@@ -448,12 +470,13 @@ impl Engine {
                     &format_ts(now),
                 )?;
                 let p = reread(&tx, &pid)?;
+                let event = DomainEvent::OutgoingPaymentCancelled { id: p.id.clone() };
+                let recorded = store::outbox::append(&tx, &format_ts(now), event)?;
                 tx.commit()?;
-                Ok::<_, OutgoingError>((p, balances))
+                Ok::<_, OutgoingError>((p, balances, recorded))
             })
             .await?;
-        self.bus
-            .publish(DomainEvent::OutgoingPaymentCancelled { id: out.0.id.clone() });
+        self.bus.publish_recorded([out.2]);
         self.bus.publish_all(out.1.iter().map(Balance::event));
         Ok(out.0)
     }
@@ -527,6 +550,7 @@ impl Engine {
                     Some(p) if p.state.is_sending() => fail_tx(&tx, &p, failure, now)?,
                     _ => StepOutcome::default(),
                 };
+                let out = seal(&tx, out, now)?;
                 tx.commit()?;
                 Ok::<_, EngineError>(out)
             })

@@ -20,7 +20,7 @@ use crate::{
     money::{Amount, Asset, Value as Money},
     states::IncomingState,
     store::{
-        self, Store,
+        self, Store, outbox,
         payments::{self as repo, IncomingRow, Page, PageQuery},
     },
     wallet::Wallet,
@@ -171,16 +171,21 @@ impl IncomingPayments {
             updated_at: now_s,
         };
         let stored = row.clone();
-        self.store
+        let recorded = self
+            .store
             .call(move |conn| {
-                repo::insert_incoming(conn, &stored)?;
-                Ok::<_, store::Error>(())
+                let tx = store::immediate(conn)?;
+                repo::insert_incoming(&tx, &stored)?;
+                let event = DomainEvent::IncomingPaymentCreated {
+                    id: stored.id.clone(),
+                    wallet: stored.wallet_name.clone(),
+                };
+                let recorded = outbox::append(&tx, &stored.created_at, event)?;
+                tx.commit()?;
+                Ok::<_, store::Error>(recorded)
             })
             .await?;
-        self.bus.publish(DomainEvent::IncomingPaymentCreated {
-            id: row.id.clone(),
-            wallet: row.wallet_name.clone(),
-        });
+        self.bus.publish_recorded([recorded]);
         Ok(row)
     }
 
@@ -226,16 +231,16 @@ impl IncomingPayments {
         let pid = id.to_owned();
         let peer = peer.to_owned();
         let connection = connection.to_owned();
-        let (credit, balances) = self
+        let (credit, balances, recorded) = self
             .store
             .call(move |conn| {
                 let tx = store::immediate(conn)?;
                 let Some(row) = repo::incoming(&tx, &pid)? else {
-                    return Ok((StreamCredit::Unknown, Vec::new()));
+                    return Ok((StreamCredit::Unknown, Vec::new(), None));
                 };
                 let paid = u64::try_from(repo::connection_received(&tx, &pid, &connection)?).unwrap_or(0);
                 if let Err(refusal) = receiver::money_check(&PaymentSnapshot::of(&row, now, paid), amount) {
-                    return Ok((StreamCredit::Refused(row, paid, refusal), Vec::new()));
+                    return Ok((StreamCredit::Refused(row, paid, refusal), Vec::new(), None));
                 }
                 // Every sum below is checked; one that does not fit (an absurd amount on top of earlier
                 // receipts) refuses the packet for good, and the dropped transaction writes nothing.
@@ -280,12 +285,19 @@ impl IncomingPayments {
                     Ok(done) => done,
                     Err(LedgerError::Money(e)) => {
                         tracing::info!(payment = %pid, amount, error = %e, "STREAM packet refused: the amount does not fit");
-                        return Ok((StreamCredit::Refused(row, paid, Refusal::Overflow), Vec::new()));
+                        return Ok((StreamCredit::Refused(row, paid, Refusal::Overflow), Vec::new(), None));
                     }
                     Err(e) => return Err(e),
                 };
+                let recorded = if row.completed {
+                    let event = DomainEvent::IncomingPaymentCompleted { id: row.id.clone() };
+                    Some(outbox::append(&tx, &format_ts(now), event)?)
+                } else {
+                    None
+                };
                 tx.commit()?;
-                Ok::<_, LedgerError>((StreamCredit::Credited(row, u64::try_from(paid).unwrap_or(0)), balances))
+                let credit = StreamCredit::Credited(row, u64::try_from(paid).unwrap_or(0));
+                Ok::<_, LedgerError>((credit, balances, recorded))
             })
             .await?;
         if let StreamCredit::Credited(row, _) = &credit {
@@ -293,10 +305,7 @@ impl IncomingPayments {
                 id: row.id.clone(),
                 received: row.received_amount,
             });
-            if row.completed {
-                self.bus
-                    .publish(DomainEvent::IncomingPaymentCompleted { id: row.id.clone() });
-            }
+            self.bus.publish_recorded(recorded);
             self.bus.publish_all(balances.iter().map(Balance::event));
         }
         Ok(credit)
@@ -354,19 +363,21 @@ impl IncomingPayments {
             _ => {}
         }
         let (i, now_s) = (row.id.clone(), format_ts(now));
-        let changed = self
+        let recorded = self
             .store
             .call(move |c| {
                 let tx = store::immediate(c)?;
-                let changed = repo::complete_incoming(&tx, &i, &now_s)?;
+                let recorded = if repo::complete_incoming(&tx, &i, &now_s)? {
+                    let event = DomainEvent::IncomingPaymentCompleted { id: i };
+                    Some(outbox::append(&tx, &now_s, event)?)
+                } else {
+                    None
+                };
                 tx.commit()?;
-                Ok::<_, store::Error>(changed)
+                Ok::<_, store::Error>(recorded)
             })
             .await?;
-        if changed {
-            self.bus
-                .publish(DomainEvent::IncomingPaymentCompleted { id: row.id.clone() });
-        }
+        self.bus.publish_recorded(recorded);
         self.get(&row.id).await
     }
 }

@@ -43,7 +43,13 @@ pub use model::{
 
 /// What a create transaction did.
 enum Created {
-    New(Box<(OutgoingRow, OutgoingPaymentDto, Vec<ledger::Balance>)>),
+    New(
+        Box<(
+            OutgoingPaymentDto,
+            Vec<ledger::Balance>,
+            Vec<crate::events::EventRecord>,
+        )>,
+    ),
     /// The request was answered before: the stored status and body.
     Replayed(u16, String),
 }
@@ -356,24 +362,29 @@ impl OutgoingPayments {
                         k.forget_before(now.unix_timestamp()),
                     )?;
                 }
+                let mut events = vec![DomainEvent::OutgoingPaymentCreated {
+                    id: row.id.clone(),
+                    wallet: row.wallet_name.clone(),
+                }];
+                if row.state == OutgoingState::Failed {
+                    events.push(DomainEvent::OutgoingPaymentFailed {
+                        id: row.id.clone(),
+                        reason: row.failure_reason.clone().unwrap_or_default(),
+                    });
+                }
+                let recorded = events
+                    .into_iter()
+                    .map(|e| store::outbox::append(&tx, &now_s, e))
+                    .collect::<Result<Vec<_>, _>>()?;
                 tx.commit()?;
-                Ok::<_, OutgoingError>(Created::New(Box::new((row, dto, balance))))
+                Ok::<_, OutgoingError>(Created::New(Box::new((dto, balance, recorded))))
             })
             .await?;
-        let (row, dto, balance) = match created {
+        let (dto, balance, recorded) = match created {
             Created::New(c) => *c,
             Created::Replayed(status, body) => return replayed(status, body),
         };
-        self.bus.publish(DomainEvent::OutgoingPaymentCreated {
-            id: row.id.clone(),
-            wallet: row.wallet_name.clone(),
-        });
-        if row.state == OutgoingState::Failed {
-            self.bus.publish(DomainEvent::OutgoingPaymentFailed {
-                id: row.id.clone(),
-                reason: row.failure_reason.clone().unwrap_or_default(),
-            });
-        }
+        self.bus.publish_recorded(recorded);
         self.wake.notify_one();
         self.bus.publish_all(balance.iter().map(ledger::Balance::event));
         Ok(dto)

@@ -319,21 +319,24 @@ impl Quotes {
         };
         let plan = p.plan_row(&row.id, &row.receiver, &now_s);
         let stored = row.clone();
-        self.store
+        let recorded = self
+            .store
             .call(move |c| {
                 let tx = store::immediate(c)?;
                 repo::insert_quote(&tx, &stored)?;
                 if let Some(plan) = &plan {
                     store::stream::insert_plan(&tx, plan)?;
                 }
+                let event = DomainEvent::QuoteCreated {
+                    id: stored.id.clone(),
+                    wallet: stored.wallet_name.clone(),
+                };
+                let recorded = store::outbox::append(&tx, &stored.created_at, event)?;
                 tx.commit()?;
-                Ok::<_, store::Error>(())
+                Ok::<_, store::Error>(recorded)
             })
             .await?;
-        self.bus.publish(DomainEvent::QuoteCreated {
-            id: row.id.clone(),
-            wallet: row.wallet_name.clone(),
-        });
+        self.bus.publish_recorded([recorded]);
         Ok(row)
     }
 

@@ -45,7 +45,8 @@ pub enum Source {
 /// The first wait before reconnecting, and the longest.
 const BACKOFF: (Duration, Duration) = (Duration::from_millis(250), Duration::from_secs(5));
 
-/// An attached server.
+/// An attached server (a handle: clones share the connection).
+#[derive(Clone)]
 pub struct Remote {
     inner: Arc<Inner>,
 }
@@ -129,12 +130,15 @@ async fn server_info(client: &AdminClient) -> Answer<ServerInfo> {
 async fn follow(inner: Arc<Inner>, tx: mpsc::Sender<Feed>) {
     let mut after: Option<i64> = None;
     let mut down = false;
+    let mut connected_once = false;
     let mut backoff = BACKOFF.0;
     while !tx.is_closed() {
         let client = inner.client();
         let why = match client.events(after, true).await {
             Ok(stream) => {
-                if down {
+                // connected (first or again): the console reloads what it shows, so nothing that happened
+                // before the stream started (or while it was down) is missed
+                if down || !connected_once {
                     match server_info(&client).await {
                         Ok(info) => {
                             tracing::info!(server = %client.url(), "reconnected to the server");
@@ -142,6 +146,7 @@ async fn follow(inner: Arc<Inner>, tx: mpsc::Sender<Feed>) {
                                 return;
                             }
                             down = false;
+                            connected_once = true;
                         }
                         Err(e) => tracing::debug!(error = %e, "the server answers events but not its view"),
                     }

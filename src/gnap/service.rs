@@ -28,7 +28,7 @@ use crate::{
     ids,
     settings::GnapSettings,
     states::GrantState,
-    store::{self, Store, grants as repo},
+    store::{self, Store, grants as repo, outbox},
     wallet::{Wallet, Wallets},
 };
 
@@ -277,8 +277,22 @@ impl Gnap {
         } else {
             Some(self.new_token(&row.id, None, &now_s)?)
         };
+        let label = client_label(&client);
+        let event = if new_token.is_some() {
+            DomainEvent::TokenIssued {
+                grant_id: row.id.clone(),
+            }
+        } else if auto {
+            DomainEvent::GrantApproved { id: row.id.clone() }
+        } else {
+            DomainEvent::GrantPending {
+                id: row.id.clone(),
+                client: label.clone(),
+            }
+        };
         let (stored, token) = (row.clone(), new_token.clone());
-        self.inner
+        let recorded = self
+            .inner
             .store
             .call(move |conn| {
                 let tx = store::immediate(conn)?;
@@ -286,20 +300,18 @@ impl Gnap {
                 if let Some((t, _)) = &token {
                     repo::insert_token(&tx, t)?;
                 }
+                let recorded = outbox::append(&tx, &stored.created_at, event)?;
                 tx.commit()?;
-                Ok::<_, GnapError>(())
+                Ok::<_, GnapError>(recorded)
             })
             .await?;
-        let label = client_label(&client);
+        self.inner.bus.publish_recorded([recorded]);
         let continue_ = Continue {
             access_token: ContinueToken { value: continue_token },
             uri: self.continue_uri(&row.continue_id),
             wait: interactive.then_some(row.wait_secs),
         };
         if let Some((t, value)) = new_token {
-            self.inner.bus.publish(DomainEvent::TokenIssued {
-                grant_id: row.id.clone(),
-            });
             tracing::info!(grant = %row.id, client = %label, "non-interactive grant issued");
             return Ok(GrantResponse {
                 interact: None,
@@ -310,15 +322,8 @@ impl Gnap {
         }
         if auto {
             tracing::warn!(grant = %row.id, client = %label, "grant approved automatically (auto_approve)");
-            self.inner
-                .bus
-                .publish(DomainEvent::GrantApproved { id: row.id.clone() });
         } else {
             tracing::info!(grant = %row.id, client = %label, "grant waits for the resource owner");
-            self.inner.bus.publish(DomainEvent::GrantPending {
-                id: row.id.clone(),
-                client: label,
-            });
         }
         let (iid, inonce) = (
             row.interact_id.unwrap_or_default(),
@@ -431,7 +436,8 @@ impl Gnap {
                 } else {
                     let (t, value) = this.new_token(&g.id, None, &now_s)?;
                     repo::insert_token(&tx, &t)?;
-                    Some((t, value))
+                    let event = DomainEvent::TokenIssued { grant_id: g.id.clone() };
+                    Some((t, value, outbox::append(&tx, &now_s, event)?))
                 };
                 tx.commit()?;
                 Ok(Ok((g, access, issued)))
@@ -461,12 +467,10 @@ impl Gnap {
                     .map(serde_json::from_str::<Subject>)
                     .transpose()
                     .map_err(|e| GnapError::internal(&e))?;
-                let access_token = issued.map(|(t, value)| self.token_response(&t, &value, access));
-                if access_token.is_some() {
-                    self.inner
-                        .bus
-                        .publish(DomainEvent::TokenIssued { grant_id: g.id.clone() });
-                }
+                let access_token = issued.map(|(t, value, recorded)| {
+                    self.inner.bus.publish_recorded([recorded]);
+                    self.token_response(&t, &value, access)
+                });
                 Ok(GrantResponse {
                     interact: None,
                     access_token,
@@ -489,7 +493,8 @@ impl Gnap {
     pub async fn revoke_grant(&self, grant_id: &str) -> Result<(), GnapError> {
         let id = grant_id.to_owned();
         let now = format_ts(self.now());
-        self.inner
+        let recorded = self
+            .inner
             .store
             .call(move |conn| {
                 let tx = store::immediate(conn)?;
@@ -500,14 +505,13 @@ impl Gnap {
                     });
                 }
                 repo::revoke_tokens_of_grant(&tx, &id, &now)?;
+                let recorded = outbox::append(&tx, &now, DomainEvent::GrantRevoked { id })?;
                 tx.commit()?;
-                Ok::<_, GnapError>(())
+                Ok::<_, GnapError>(recorded)
             })
             .await?;
         self.invalidate_grant(grant_id);
-        self.inner.bus.publish(DomainEvent::GrantRevoked {
-            id: grant_id.to_owned(),
-        });
+        self.inner.bus.publish_recorded([recorded]);
         Ok(())
     }
 
@@ -535,8 +539,8 @@ impl Gnap {
         let now_s = format_ts(now);
         let ttl = i64::from(self.inner.settings.interaction_expires_in_secs);
         let interact_ref = if approve { Some(nonce()?) } else { None };
-        let r = reason.clone();
-        self.inner
+        let recorded = self
+            .inner
             .store
             .call(move |conn| {
                 let tx = store::immediate(conn)?;
@@ -561,23 +565,20 @@ impl Gnap {
                 } else {
                     GrantState::Rejected
                 };
-                if !repo::decide(&tx, &id, to, interact_ref.as_deref(), r.as_deref(), &now_s)? {
+                if !repo::decide(&tx, &id, to, interact_ref.as_deref(), reason.as_deref(), &now_s)? {
                     return Err(GnapError::conflict("the grant is no longer pending"));
                 }
+                let event = if approve {
+                    DomainEvent::GrantApproved { id }
+                } else {
+                    DomainEvent::GrantRejected { id, reason }
+                };
+                let recorded = outbox::append(&tx, &now_s, event)?;
                 tx.commit()?;
-                Ok::<_, GnapError>(())
+                Ok::<_, GnapError>(recorded)
             })
             .await?;
-        self.inner.bus.publish(if approve {
-            DomainEvent::GrantApproved {
-                id: grant_id.to_owned(),
-            }
-        } else {
-            DomainEvent::GrantRejected {
-                id: grant_id.to_owned(),
-                reason,
-            }
-        });
+        self.inner.bus.publish_recorded([recorded]);
         self.show(grant_id).await
     }
 }

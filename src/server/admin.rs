@@ -9,7 +9,10 @@ use axum::{
     extract::{ConnectInfo, Path, Query, Request, State},
     http::{HeaderValue, StatusCode, header},
     middleware::{self, Next},
-    response::{IntoResponse, Response},
+    response::{
+        IntoResponse, Response,
+        sse::{Event, KeepAlive, Sse},
+    },
     routing::{delete, get, post},
 };
 
@@ -52,6 +55,10 @@ pub fn routes(state: AppState) -> Router<AppState> {
         .route("/grants/{id}/approve", post(approve_grant))
         .route("/grants/{id}/reject", post(reject_grant))
         .route("/grants/{id}/revoke", post(revoke_grant))
+        .route("/events", get(events))
+        .route("/webhooks", get(list_webhooks))
+        .route("/webhooks/retry-dead", post(retry_dead_webhooks))
+        .route("/webhooks/{seq}/retry", post(retry_webhook))
         .fallback(crate::server::error::not_found)
         .layer(middleware::from_fn_with_state(state, guard))
 }
@@ -93,6 +100,85 @@ async fn guard(State(state): State<AppState>, req: Request, next: Next) -> Respo
         return res;
     }
     next.run(req).await
+}
+
+/// `GET /admin/events`: the event stream as Server-Sent Events. `after=SEQ` (or `Last-Event-ID`) replays
+/// the durable events after it first; `live=true` adds the live-only ones (the request log with exchanges,
+/// progress, balances). Each message is `id: SEQ` (durable events only), `event: TYPE` and `data:` one line
+/// of [`crate::events::EventRecord`] JSON; `event: resync` says events were missed (reload); a comment
+/// keeps the connection alive every 15 s.
+async fn events(
+    State(s): State<AppState>,
+    Query(q): Query<EventsQuery>,
+    headers: axum::http::HeaderMap,
+) -> Result<impl IntoResponse, ApiError> {
+    let last_id = headers
+        .get("last-event-id")
+        .map(|v| {
+            v.to_str()
+                .ok()
+                .and_then(|v| v.trim().parse::<i64>().ok())
+                .ok_or_else(|| ApiError::bad_request("invalid_request", "Last-Event-ID must be a sequence number"))
+        })
+        .transpose()?;
+    let rx = control::events::stream(s.services.clone(), q.after.or(last_id), q.live.unwrap_or(false));
+    let stream = futures_util::stream::unfold(rx, |mut rx| async move {
+        let item = rx.recv().await?;
+        let event = match item {
+            control::events::Item::Event(r) => {
+                let e = Event::default().event(r.event.kind());
+                let e = match r.seq {
+                    Some(seq) => e.id(seq.to_string()),
+                    None => e,
+                };
+                e.json_data(&r)
+                    .unwrap_or_else(|_| Event::default().comment("unencodable event"))
+            }
+            control::events::Item::Resync(reason) => Event::default()
+                .event("resync")
+                .data(serde_json::json!({ "reason": reason }).to_string()),
+        };
+        Some((Ok::<_, std::convert::Infallible>(event), rx))
+    });
+    Ok(Sse::new(stream).keep_alive(
+        KeepAlive::new()
+            .interval(std::time::Duration::from_secs(15))
+            .text("keep-alive"),
+    ))
+}
+
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct EventsQuery {
+    after: Option<i64>,
+    live: Option<bool>,
+}
+
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct WebhookQuery {
+    state: Option<String>,
+    before: Option<i64>,
+    first: Option<usize>,
+}
+
+async fn list_webhooks(
+    State(s): State<AppState>,
+    Query(q): Query<WebhookQuery>,
+) -> Result<impl IntoResponse, ApiError> {
+    Ok(axum::Json(
+        control::list_webhooks(&s, q.state, q.before, q.first).await?,
+    ))
+}
+
+async fn retry_webhook(State(s): State<AppState>, Path(seq): Path<i64>) -> Result<impl IntoResponse, ApiError> {
+    Ok(axum::Json(control::retry_webhook(&s, seq).await?))
+}
+
+async fn retry_dead_webhooks(State(s): State<AppState>) -> Result<impl IntoResponse, ApiError> {
+    Ok(axum::Json(
+        serde_json::json!({ "retried": control::retry_dead_webhooks(&s).await? }),
+    ))
 }
 
 async fn list_wallets(State(s): State<AppState>) -> Result<impl IntoResponse, ApiError> {

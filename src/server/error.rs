@@ -358,7 +358,20 @@ impl From<control::Error> for ApiError {
             control::Error::Quote(e) => e.into(),
             control::Error::Grant(e) => e.into(),
             control::Error::Peer(e) => e.into(),
+            control::Error::Webhook(e) => e.into(),
             control::Error::Store(e) => e.into(),
+        }
+    }
+}
+
+impl From<crate::webhooks::WebhookError> for ApiError {
+    fn from(e: crate::webhooks::WebhookError) -> Self {
+        use crate::webhooks::WebhookError as W;
+        match e {
+            W::NotFound(_) => Self::not_found(e.to_string()),
+            W::Delivered(_) => Self::new(StatusCode::CONFLICT, "conflict", e.to_string()),
+            W::BadState(_) => Self::bad_request("invalid_request", e.to_string()),
+            W::Store(s) => s.into(),
         }
     }
 }

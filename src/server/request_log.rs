@@ -132,7 +132,7 @@ pub async fn emit(State(state): State<AppState>, mut req: Request, next: Next) -
     let path = req.uri().path().to_owned();
     let notes = Notes::default();
     req.extensions_mut().insert(notes.clone());
-    let capture = state.capture.load(Ordering::Relaxed) && !path.starts_with("/admin");
+    let capture = state.capture.load(Ordering::Relaxed) > 0 && !path.starts_with("/admin");
     let (res, exchange) = if capture {
         let (parts, body) = req.into_parts();
         let limit = state.settings.server.body_limit_bytes;

@@ -18,3 +18,12 @@ pub fn set_once(conn: &Connection, key: &str, value: &str) -> Result<bool, Error
         .execute(params![key, value])?;
     Ok(n == 1)
 }
+
+/// Sets `key` to `value`, replacing what was there.
+pub fn set(conn: &Connection, key: &str, value: &str) -> Result<(), Error> {
+    conn.prepare_cached(
+        "INSERT INTO meta (key, value) VALUES (?1, ?2) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+    )?
+    .execute(params![key, value])?;
+    Ok(())
+}

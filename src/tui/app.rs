@@ -497,12 +497,10 @@ impl App {
                 Vec::new()
             }
             Msg::Connected(info) => {
-                let again = self.disconnected.take().is_some() || info != self.info;
-                self.info = info;
-                if !again {
-                    return Vec::new();
+                if self.disconnected.take().is_some() {
+                    self.flash(Level::Info, "connected again; resyncing");
                 }
-                self.flash(Level::Info, "connected again; resyncing");
+                self.info = info;
                 self.resync_all()
             }
             Msg::Reply(r) => self.on_reply(r),

@@ -20,7 +20,7 @@ use crate::{
     states::OutgoingState,
 };
 
-async fn load<D: Desk + ?Sized>(d: &D, l: Load) -> Answer<Reply> {
+async fn load<D: Desk>(d: &D, l: Load) -> Answer<Reply> {
     let filter = |state: Option<String>| PaymentFilter {
         wallet: None,
         state,
@@ -65,12 +65,12 @@ async fn load<D: Desk + ?Sized>(d: &D, l: Load) -> Answer<Reply> {
 }
 
 /// Runs one effect on the embedded services and returns the reply (none for `Quit`).
-pub async fn run_effect(s: &Services, e: Effect) -> Option<Reply> {
+pub async fn run_effect(s: &Arc<Services>, e: Effect) -> Option<Reply> {
     run(s, e).await
 }
 
 /// Runs one effect on `d` and returns the reply (none for `Quit`, or a demo that started).
-pub async fn run<D: Desk + ?Sized>(d: &D, e: Effect) -> Option<Reply> {
+pub async fn run<D: Desk>(d: &D, e: Effect) -> Option<Reply> {
     let r = match e {
         Effect::Load(l) => load(d, l).await,
         Effect::Approve(id) => d
@@ -164,11 +164,11 @@ pub async fn run<D: Desk + ?Sized>(d: &D, e: Effect) -> Option<Reply> {
 }
 
 /// Serves effects from `rx` on `d`, sending replies to `tx`, until `rx` closes. Effects run concurrently.
-pub async fn serve<D: Desk>(d: Arc<D>, mut rx: mpsc::UnboundedReceiver<Effect>, tx: mpsc::UnboundedSender<Reply>) {
+pub async fn serve<D: Desk>(d: D, mut rx: mpsc::UnboundedReceiver<Effect>, tx: mpsc::UnboundedSender<Reply>) {
     while let Some(e) = rx.recv().await {
         let (d, tx) = (d.clone(), tx.clone());
         tokio::spawn(async move {
-            if let Some(r) = run(&*d, e).await {
+            if let Some(r) = run(&d, e).await {
                 let _ = tx.send(r);
             }
         });

@@ -3,10 +3,10 @@
 //! edge: the console itself speaks no HTTP). The control task maps effects onto these operations and the
 //! loop reads the [`Feed`], so every pane and action behaves the same in both modes.
 
-use std::{collections::BTreeMap, future::Future};
+use std::{collections::BTreeMap, future::Future, sync::Arc};
 
 use time::OffsetDateTime;
-use tokio::sync::{broadcast::error::RecvError, mpsc};
+use tokio::sync::mpsc;
 
 use super::app::{OverviewData, ServerInfo, WalletRow};
 use crate::{
@@ -50,8 +50,8 @@ pub enum Feed {
 /// How many feed messages may wait for the console before the source falls behind (and resyncs).
 pub const FEED_CAPACITY: usize = 4096;
 
-/// The operations the console runs on the ASE, and its events.
-pub trait Desk: Send + Sync + 'static {
+/// The operations the console runs on the ASE, and its events. Cheap to clone (a handle).
+pub trait Desk: Clone + Send + Sync + 'static {
     /// What the header shows.
     fn info(&self) -> impl Future<Output = Answer<ServerInfo>> + Send;
     /// The time (the embedded ASE's clock; the system clock when attached).
@@ -95,8 +95,9 @@ pub fn embedded_info(s: &Services) -> ServerInfo {
     }
 }
 
-/// The embedded server: the command layer in this process, and the bus.
-impl Desk for Services {
+/// The embedded server: the command layer in this process, and the event stream the admin API serves
+/// (`control::events`), read in-process.
+impl Desk for Arc<Services> {
     async fn info(&self) -> Answer<ServerInfo> {
         Ok(embedded_info(self))
     }
@@ -106,16 +107,14 @@ impl Desk for Services {
     }
 
     fn feed(&self) -> mpsc::Receiver<Feed> {
-        // the Requests pane shows headers and bodies: capture them while a console watches
-        self.capture.store(true, std::sync::atomic::Ordering::Relaxed);
-        let mut bus = self.bus.subscribe();
+        // live: the request log with its exchanges too (captured while a console watches)
+        let mut events = control::events::stream(self.clone(), None, true);
         let (tx, rx) = mpsc::channel(FEED_CAPACITY);
         tokio::spawn(async move {
-            loop {
-                let f = match bus.recv().await {
-                    Ok(e) => Feed::Event(e),
-                    Err(RecvError::Lagged(_)) => Feed::Resync,
-                    Err(RecvError::Closed) => return,
+            while let Some(item) = events.recv().await {
+                let f = match item {
+                    control::events::Item::Event(r) => Feed::Event(r.event),
+                    control::events::Item::Resync(_) => Feed::Resync,
                 };
                 if tx.send(f).await.is_err() {
                     return;

@@ -287,7 +287,7 @@ async fn events_are_published_after_commit() {
     let mut saw_balance = false;
     let mut saw_http = false;
     while let Ok(Ok(e)) = tokio::time::timeout(std::time::Duration::from_millis(500), rx.recv()).await {
-        match e {
+        match e.event {
             opdesk::events::DomainEvent::BalanceChanged {
                 wallet: Some(w),
                 balance,

@@ -323,7 +323,7 @@ async fn events_follow_a_payment() {
     p.pay(&ase, &q).await;
     let mut seen = Vec::new();
     while let Ok(Ok(e)) = tokio::time::timeout(std::time::Duration::from_millis(300), rx.recv()).await {
-        let v = serde_json::to_value(&e).unwrap();
+        let v = serde_json::to_value(&e.event).unwrap();
         seen.push(v["type"].as_str().unwrap().to_owned());
     }
     for want in [

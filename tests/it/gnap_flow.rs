@@ -127,7 +127,10 @@ async fn interactive_grant_with_finish_approve_redirect_continue_rotate_revoke()
 
     let grant_id = pending_grant_id(&ase).await;
     let saw_pending = loop {
-        match tokio::time::timeout(Duration::from_secs(1), events.recv()).await {
+        match tokio::time::timeout(Duration::from_secs(1), events.recv())
+            .await
+            .map(|r| r.map(|r| r.event))
+        {
             Ok(Ok(opdesk::events::DomainEvent::GrantPending { id, .. })) => break id,
             Ok(Ok(_)) => continue,
             other => panic!("no GrantPending event: {other:?}"),
@@ -701,14 +704,14 @@ async fn oversized_bodies_are_413_with_the_gnap_envelope() {
     assert_eq!(r.status, 413, "{}", r.body);
     assert_envelope(&r.body, "invalid_request");
     // also while the console captures request bodies (the request log reads the body first)
-    ase.state.capture.store(true, std::sync::atomic::Ordering::Relaxed);
+    ase.state.capture.store(1, std::sync::atomic::Ordering::Relaxed);
     let r = client
         .send(Method::POST, &ase.url("/auth"), None, Some(&body))
         .await
         .unwrap();
     assert_eq!(r.status, 413, "{}", r.body);
     assert_envelope(&r.body, "invalid_request");
-    ase.state.capture.store(false, std::sync::atomic::Ordering::Relaxed);
+    ase.state.capture.store(0, std::sync::atomic::Ordering::Relaxed);
     // the continuation and token endpoints answer the same
     let ok = client
         .send(Method::POST, &ase.url("/auth"), None, Some(&incoming_grant(&ase)))

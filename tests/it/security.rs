@@ -706,7 +706,7 @@ async fn the_operator_sees_why_a_receiver_was_refused() {
     let client = ase.demo_client().await;
     let token = quote_token(&ase, &client).await;
     // what an attached console does: ask for headers and bodies, and listen to the bus
-    ase.state.capture.store(true, Ordering::Relaxed);
+    ase.state.capture.store(1, Ordering::Relaxed);
     let mut events = ase.state.bus.subscribe();
     let (status, body) = quote(&ase, &client, &token, "http://127.0.0.1:9/incoming-payments/1").await;
     assert_eq!(status, 400, "{body}");
@@ -718,7 +718,7 @@ async fn the_operator_sees_why_a_receiver_was_refused() {
             .await
             .unwrap()
             .unwrap();
-        if let opdesk::events::DomainEvent::HttpRequest { path, exchange, .. } = event
+        if let opdesk::events::DomainEvent::HttpRequest { path, exchange, .. } = event.event
             && path == "/quotes"
         {
             break exchange.and_then(|x| x.detail).unwrap_or_default();

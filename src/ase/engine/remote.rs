@@ -225,6 +225,7 @@ impl Engine {
             .call(move |conn| {
                 let tx = store::immediate(conn)?;
                 let out = remote_progress_tx(&tx, &pid, &peer_name, sent, source_total, now, interval_ms)?;
+                let out = super::seal(&tx, out, now)?;
                 tx.commit()?;
                 Ok::<_, EngineError>(out)
             })
@@ -386,5 +387,6 @@ pub(super) fn remote_progress_tx(
         finished,
         received: None,
         balances: ledger::ops::balances(tx, &ids)?,
+        recorded: Vec::new(),
     })
 }

@@ -226,6 +226,7 @@ pub(super) fn fail_tx(
         finished: Some(Err(failure.0.to_owned())),
         received: None,
         balances,
+        recorded: Vec::new(),
     })
 }
 
@@ -341,5 +342,6 @@ pub(super) fn packet_tx(
         finished,
         received: (deliver > 0 || receiver_done).then(|| (r.id.clone(), new_received, receiver_done)),
         balances: ledger::ops::balances(tx, &ids)?,
+        recorded: Vec::new(),
     })
 }

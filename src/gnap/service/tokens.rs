@@ -84,7 +84,7 @@ impl Gnap {
         let id = token_id.to_owned();
         let now = format_ts(self.now());
         let this = self.clone();
-        let (t, value, access, grant_id) = self
+        let (t, value, access, grant_id, recorded) = self
             .inner
             .store
             .call(move |conn| {
@@ -101,12 +101,14 @@ impl Gnap {
                 let (new, value) = this.new_token(&g.id, Some(t.id.clone()), &now)?;
                 repo::insert_token(&tx, &new)?;
                 let access = access_of(&g)?;
+                let event = DomainEvent::TokenRotated { grant_id: g.id.clone() };
+                let recorded = outbox::append(&tx, &now, event)?;
                 tx.commit()?;
-                Ok::<_, GnapError>((new, value, access, g.id))
+                Ok::<_, GnapError>((new, value, access, g.id, recorded))
             })
             .await?;
         self.invalidate_grant(&grant_id);
-        self.inner.bus.publish(DomainEvent::TokenRotated { grant_id });
+        self.inner.bus.publish_recorded([recorded]);
         Ok(RotateResponse {
             access_token: self.token_response(&t, &value, access),
         })
@@ -116,21 +118,26 @@ impl Gnap {
     pub async fn revoke_token(&self, token_id: &str) -> Result<(), GnapError> {
         let id = token_id.to_owned();
         let now = format_ts(self.now());
-        let (changed, grant_id) = self
+        let (recorded, grant_id) = self
             .inner
             .store
             .call(move |conn| {
                 let tx = store::immediate(conn)?;
                 let (t, _) = repo::token_with_grant(&tx, &id)?.ok_or_else(|| GnapError::not_found("unknown token"))?;
-                let changed = repo::revoke_token(&tx, &t.id, &now)?;
+                let recorded = if repo::revoke_token(&tx, &t.id, &now)? {
+                    let event = DomainEvent::TokenRevoked {
+                        grant_id: t.grant_id.clone(),
+                    };
+                    Some(outbox::append(&tx, &now, event)?)
+                } else {
+                    None
+                };
                 tx.commit()?;
-                Ok::<_, GnapError>((changed, t.grant_id))
+                Ok::<_, GnapError>((recorded, t.grant_id))
             })
             .await?;
         self.invalidate_grant(&grant_id);
-        if changed {
-            self.inner.bus.publish(DomainEvent::TokenRevoked { grant_id });
-        }
+        self.inner.bus.publish_recorded(recorded);
         Ok(())
     }
 

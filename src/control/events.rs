@@ -1,0 +1,132 @@
+//! The event stream consoles and `GET /admin/events` read: durable events replayed from the outbox after a
+//! sequence number, then live ones from the bus. A reader that falls behind never slows the server: its
+//! bus receiver lags, it gets a [`Item::Resync`] and the durable events it missed from the outbox.
+
+use std::sync::{Arc, atomic::Ordering};
+
+use tokio::sync::{broadcast::error::RecvError, mpsc};
+
+use super::Services;
+use crate::{events::EventRecord, store::outbox};
+
+/// Outbox events read per store call while replaying.
+const REPLAY_BATCH: usize = 500;
+/// Items buffered between the stream task and its reader.
+const BUFFER: usize = 256;
+
+/// One item of the stream.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Item {
+    Event(EventRecord),
+    /// Events were missed (the reader fell behind, or asked for events no longer kept): reload what you show.
+    Resync(String),
+}
+
+/// Counts a live reader for as long as it lives: while any does, the request log captures exchanges.
+struct Watching(Arc<Services>);
+
+impl Drop for Watching {
+    fn drop(&mut self) {
+        self.0.capture.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// Streams events after `after` (none: from now on) until the reader goes away or the server stops.
+/// `live` adds the live-only events (request log with exchanges, progress, balances).
+pub fn stream(s: Arc<Services>, after: Option<i64>, live: bool) -> mpsc::Receiver<Item> {
+    let (tx, rx) = mpsc::channel(BUFFER);
+    // subscribe before reading the outbox: nothing committed in between is missed
+    let mut bus = s.bus.subscribe();
+    tokio::spawn(async move {
+        let _watching = live.then(|| {
+            s.capture.fetch_add(1, Ordering::Relaxed);
+            Watching(s.clone())
+        });
+        let mut last = match after {
+            Some(after) => match replay(&s, &tx, after, true).await {
+                Some(last) => last,
+                None => return,
+            },
+            None => i64::MAX,
+        };
+        loop {
+            let received = tokio::select! {
+                _ = s.stopping.cancelled() => return,
+                _ = tx.closed() => return,
+                r = bus.recv() => r,
+            };
+            let item = match received {
+                Ok(r) => match r.seq {
+                    Some(seq) if last != i64::MAX && seq <= last => continue,
+                    Some(seq) => {
+                        last = seq;
+                        Item::Event(r)
+                    }
+                    None if live => Item::Event(r),
+                    None => continue,
+                },
+                Err(RecvError::Lagged(n)) => {
+                    let reason = format!("{n} events were skipped: the reader fell behind");
+                    if tx.send(Item::Resync(reason)).await.is_err() {
+                        return;
+                    }
+                    if last == i64::MAX {
+                        continue;
+                    }
+                    match replay(&s, &tx, last, false).await {
+                        Some(l) => {
+                            last = l;
+                            continue;
+                        }
+                        None => return,
+                    }
+                }
+                Err(RecvError::Closed) => return,
+            };
+            if tx.send(item).await.is_err() {
+                return;
+            }
+        }
+    });
+    rx
+}
+
+/// Sends the outbox's events after `after`; `check_gap` first says resync when some were pruned already.
+/// Returns the last sequence number sent (or `after`), none when the reader went away or the store failed.
+async fn replay(s: &Services, tx: &mpsc::Sender<Item>, after: i64, check_gap: bool) -> Option<i64> {
+    let mut last = after;
+    if check_gap {
+        let bounds = s.store.call(|c| outbox::bounds(c)).await;
+        let gap = match bounds {
+            Ok((Some(oldest), _)) => oldest > after + 1,
+            Ok((None, newest)) => newest > after,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot read the event outbox");
+                let _ = tx.send(Item::Resync("the event outbox cannot be read".into())).await;
+                return None;
+            }
+        };
+        if gap {
+            let reason = format!("events after {after} are no longer kept");
+            tx.send(Item::Resync(reason)).await.ok()?;
+        }
+    }
+    loop {
+        let from = last;
+        let batch = match s.store.call(move |c| outbox::after(c, from, REPLAY_BATCH)).await {
+            Ok(b) => b,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot read the event outbox");
+                return None;
+            }
+        };
+        let full = batch.len() == REPLAY_BATCH;
+        for r in batch {
+            last = r.seq.unwrap_or(last);
+            tx.send(Item::Event(r)).await.ok()?;
+        }
+        if !full {
+            return Some(last);
+        }
+    }
+}

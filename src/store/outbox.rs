@@ -1,0 +1,131 @@
+//! The event outbox (`events`): durable domain events appended inside the transaction of the change they
+//! describe, read back by sequence number, and pruned by age and count.
+
+use rusqlite::{Connection, OptionalExtension, params};
+
+use super::Error;
+use crate::events::{DomainEvent, EventRecord};
+
+/// Appends `event` at `at` inside the caller's transaction. Publish the returned record only after commit.
+pub fn append(conn: &Connection, at: &str, event: DomainEvent) -> Result<EventRecord, Error> {
+    let id = crate::ids::new_id();
+    let payload = serde_json::to_string(&event).map_err(|e| Error::Corrupt(format!("event payload: {e}")))?;
+    conn.prepare_cached("INSERT INTO events (id, at, type, payload) VALUES (?1, ?2, ?3, ?4)")?
+        .execute(params![id, at, event.kind(), payload])?;
+    Ok(EventRecord {
+        seq: Some(conn.last_insert_rowid()),
+        id: Some(id),
+        at: at.to_owned(),
+        event,
+    })
+}
+
+/// Up to `limit` events after `seq`, oldest first.
+pub fn after(conn: &Connection, seq: i64, limit: usize) -> Result<Vec<EventRecord>, Error> {
+    let mut stmt =
+        conn.prepare_cached("SELECT seq, id, at, payload FROM events WHERE seq > ?1 ORDER BY seq LIMIT ?2")?;
+    let rows = stmt.query_map(params![seq, i64::try_from(limit).unwrap_or(i64::MAX)], |r| {
+        Ok((
+            r.get::<_, i64>(0)?,
+            r.get::<_, String>(1)?,
+            r.get::<_, String>(2)?,
+            r.get::<_, String>(3)?,
+        ))
+    })?;
+    let mut out = Vec::new();
+    for row in rows {
+        let (seq, id, at, payload) = row?;
+        let event =
+            serde_json::from_str(&payload).map_err(|e| Error::Corrupt(format!("event {seq} does not parse: {e}")))?;
+        out.push(EventRecord {
+            seq: Some(seq),
+            id: Some(id),
+            at,
+            event,
+        });
+    }
+    Ok(out)
+}
+
+/// The oldest and newest retained sequence numbers (none when the outbox is empty), and the newest ever
+/// assigned (sequence numbers are never reused, even after pruning).
+pub fn bounds(conn: &Connection) -> Result<(Option<i64>, i64), Error> {
+    let oldest: Option<i64> = conn
+        .prepare_cached("SELECT min(seq) FROM events")?
+        .query_row([], |r| r.get(0))
+        .optional()?
+        .flatten();
+    let newest: Option<i64> = conn
+        .prepare_cached("SELECT seq FROM sqlite_sequence WHERE name = 'events'")?
+        .query_row([], |r| r.get(0))
+        .optional()?;
+    Ok((oldest, newest.unwrap_or(0)))
+}
+
+/// Deletes events older than `before` and beyond the newest `keep`, never those after `floor` (events a
+/// reader such as the webhook deliverer has not taken yet). Returns how many went.
+pub fn prune(conn: &Connection, before: &str, keep: u64, floor: Option<i64>) -> Result<usize, Error> {
+    let floor = floor.unwrap_or(i64::MAX);
+    let keep = i64::try_from(keep).unwrap_or(i64::MAX);
+    let mut n = conn
+        .prepare_cached("DELETE FROM events WHERE at < ?1 AND seq <= ?2")?
+        .execute(params![before, floor])?;
+    n += conn
+        .prepare_cached(
+            "DELETE FROM events WHERE seq <= ?2 AND seq <= (SELECT seq FROM events ORDER BY seq DESC LIMIT 1 OFFSET ?1)",
+        )?
+        .execute(params![keep, floor])?;
+    Ok(n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn db() -> Connection {
+        let mut c = Connection::open_in_memory().unwrap();
+        super::super::migrations::migrate(&mut c).unwrap();
+        c
+    }
+
+    fn created(n: u32) -> DomainEvent {
+        DomainEvent::WalletCreated {
+            id: n.to_string(),
+            name: format!("w{n}"),
+        }
+    }
+
+    #[test]
+    fn events_come_back_in_order_after_a_sequence_number() {
+        let c = db();
+        for n in 0..5 {
+            let r = append(&c, &format!("2026-01-01T00:00:0{n}.000Z"), created(n)).unwrap();
+            assert_eq!(r.seq, Some(i64::from(n) + 1));
+        }
+        let got = after(&c, 2, 10).unwrap();
+        assert_eq!(got.iter().map(|r| r.seq.unwrap()).collect::<Vec<_>>(), vec![3, 4, 5]);
+        assert_eq!(got[0].event, created(2));
+        assert_eq!(after(&c, 0, 2).unwrap().len(), 2);
+        assert_eq!(bounds(&c).unwrap(), (Some(1), 5));
+    }
+
+    #[test]
+    fn pruning_keeps_the_newest_and_what_a_reader_still_needs() {
+        let c = db();
+        for n in 0..10 {
+            append(&c, &format!("2026-01-01T00:00:0{n}.000Z"), created(n)).unwrap();
+        }
+        // by age: the first three are older than :03
+        assert_eq!(prune(&c, "2026-01-01T00:00:03.000Z", 100, None).unwrap(), 3);
+        // by count, but the reader has only taken up to 5
+        assert_eq!(prune(&c, "2000-01-01T00:00:00.000Z", 2, Some(5)).unwrap(), 2);
+        assert_eq!(bounds(&c).unwrap(), (Some(6), 10));
+        assert_eq!(prune(&c, "2000-01-01T00:00:00.000Z", 2, None).unwrap(), 3);
+        assert_eq!(bounds(&c).unwrap(), (Some(9), 10));
+        // sequence numbers are never reused
+        assert_eq!(
+            append(&c, "2026-01-02T00:00:00.000Z", created(11)).unwrap().seq,
+            Some(11)
+        );
+    }
+}
