@@ -297,3 +297,50 @@ impl Desk for Remote {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refusals_keep_the_servers_words_and_unreachable_stays_unreachable() {
+        let api = ClientError::Api {
+            status: 409,
+            code: "already_decided".into(),
+            description: "grant g1 is already approved".into(),
+        };
+        assert_eq!(
+            desk_error(api),
+            DeskError::Refused("grant g1 is already approved".into())
+        );
+        let bare = ClientError::Api {
+            status: 502,
+            code: String::new(),
+            description: String::new(),
+        };
+        assert!(matches!(desk_error(bare), DeskError::Refused(t) if t.contains("HTTP 502")));
+        let gone = ClientError::Unreachable("http://127.0.0.1:1/admin".into());
+        assert_eq!(
+            desk_error(gone),
+            DeskError::Unreachable("no opdesk server answers at http://127.0.0.1:1/admin".into())
+        );
+    }
+
+    #[tokio::test]
+    async fn an_unreachable_server_reports_down_once_and_the_demo_needs_the_data_dir() {
+        crate::egress::install_default_crypto_provider();
+        // a port nothing listens on
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map(|a| a.port())
+            .unwrap_or(1);
+        let client = AdminClient::new(&format!("http://127.0.0.1:{port}"), "t").unwrap_or_else(|e| panic!("{e}"));
+        let remote = Remote::new(client, Source::Fixed);
+        let mut feed = remote.feed();
+        let first = tokio::time::timeout(Duration::from_secs(5), feed.recv()).await;
+        assert!(matches!(first, Ok(Some(Feed::Down(_)))), "{first:?}");
+        let more = tokio::time::timeout(Duration::from_millis(800), feed.recv()).await;
+        assert!(more.is_err(), "retries quietly: {more:?}");
+        assert!(matches!(remote.demo(), Err(DeskError::Refused(t)) if t.contains("--connect")));
+    }
+}

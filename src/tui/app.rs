@@ -859,6 +859,54 @@ mod tests {
         App::new(ServerInfo::default(), Keymap::default(), false, now())
     }
 
+    #[test]
+    fn losing_the_server_waits_and_finding_it_again_resyncs_with_its_new_address() {
+        let mut a = app();
+        assert!(
+            a.update(Msg::Disconnected("stream ended".into())).is_empty(),
+            "nothing to load meanwhile"
+        );
+        assert_eq!(a.disconnected.as_deref(), Some("stream ended"));
+        assert!(
+            a.flash
+                .as_ref()
+                .is_some_and(|f| f.text.contains("disconnected — reconnecting"))
+        );
+        a.flash = None;
+        a.update(Msg::Disconnected("connection refused".into()));
+        assert!(a.flash.is_none(), "said once while it retries");
+        let moved = ServerInfo {
+            attached: Some(Attached {
+                url: "http://127.0.0.1:4661".into(),
+                pid: Some(7),
+            }),
+            ..ServerInfo::default()
+        };
+        let effects = a.update(Msg::Connected(moved.clone()));
+        assert_eq!(a.disconnected, None);
+        assert_eq!(a.info, moved);
+        let loads: Vec<Pane> = effects
+            .iter()
+            .filter_map(|e| match e {
+                Effect::Load(l) => Some(l.pane),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            loads,
+            [
+                Pane::Overview,
+                Pane::Wallets,
+                Pane::Incoming,
+                Pane::Grants,
+                Pane::Outgoing,
+                Pane::Quotes
+            ],
+            "every pane reloads"
+        );
+        assert!(a.flash.as_ref().is_some_and(|f| f.text.contains("connected again")));
+    }
+
     fn key(c: char) -> Msg {
         Msg::Key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE))
     }

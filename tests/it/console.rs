@@ -10,7 +10,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use opdesk::client::SignedClient;
+use opdesk::{client::SignedClient, tui::desk::Feed};
 use reqwest::Method;
 use serde_json::{Value, json};
 
@@ -346,4 +346,190 @@ async fn an_attached_console_rides_out_a_server_restart() {
     .await;
     assert!(!screen.contains("disconnected"), "{screen}");
     wait_for(session, "dave").await;
+}
+
+/// The next feed message that is not the request log, within 10 s.
+async fn next_feed(rx: &mut tokio::sync::mpsc::Receiver<Feed>) -> Feed {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let f = tokio::time::timeout_at(deadline, rx.recv())
+            .await
+            .expect("the feed said something within 10 s")
+            .expect("the feed is open");
+        if !matches!(f, Feed::Event(opdesk::events::DomainEvent::HttpRequest { .. })) {
+            return f;
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_embedded_and_the_attached_desk_answer_alike() {
+    use opdesk::{
+        admin::AdminClient,
+        console::remote::{Remote, Source},
+        tui::{
+            app::{Effect, Load, Reply, short_id},
+            control::run,
+            desk::Desk,
+            pane::Pane,
+        },
+    };
+    let ase = crate::common::TestAse::spawn().await;
+    let local = ase.state.services.clone();
+    let remote = Remote::new(AdminClient::new(&ase.base, &ase.admin_token).unwrap(), Source::Fixed);
+
+    // the attached feed says it is up (the console then loads everything), then carries events
+    let mut remote_feed = remote.feed();
+    let mut local_feed = local.feed();
+    let Feed::Up(info) = next_feed(&mut remote_feed).await else {
+        panic!("the attached feed starts with Up")
+    };
+    let attached = info.attached.clone().expect("attached");
+    assert_eq!(
+        (attached.url.as_str(), attached.pid),
+        (ase.base.as_str(), Some(std::process::id()))
+    );
+    let embedded = local.info().await.unwrap();
+    assert_eq!(embedded.attached, None);
+    assert_eq!(
+        opdesk::tui::app::ServerInfo { attached: None, ..info },
+        embedded,
+        "the same server described alike"
+    );
+
+    // a pending grant, so every pane has something to show
+    let client = ase.demo_client().await;
+    let grant = client
+        .send(
+            Method::POST,
+            &ase.url("/auth"),
+            None,
+            Some(&json!({
+                "access_token": {"access": [{"type": "outgoing-payment", "actions": ["create"], "identifier": ase.url("/alice"),
+                    "limits": {"debitAmount": {"value": "500", "assetCode": "USD", "assetScale": 2}}}]},
+                "client": ase.url("/demo-client"),
+                "interact": {"start": ["redirect"]},
+            })),
+        )
+        .await
+        .unwrap();
+    assert_eq!(grant.status, 200, "{}", grant.body);
+    for feed in [&mut remote_feed, &mut local_feed] {
+        assert!(
+            matches!(
+                next_feed(feed).await,
+                Feed::Event(opdesk::events::DomainEvent::GrantPending { .. })
+            ),
+            "both feeds carry the new grant"
+        );
+    }
+
+    for pane in [
+        Pane::Overview,
+        Pane::Wallets,
+        Pane::Incoming,
+        Pane::Grants,
+        Pane::Outgoing,
+        Pane::Quotes,
+    ] {
+        let load = Effect::Load(Load {
+            pane,
+            failed_only: pane == Pane::Outgoing,
+            cursor: None,
+        });
+        let (l, r) = (run(&local, load.clone()).await, run(&remote, load).await);
+        assert!(!matches!(l, Some(Reply::Failed(_))), "{l:?}");
+        assert_eq!(l, r, "{pane:?} loads alike in both modes");
+    }
+    let Some(Reply::Overview(o)) = run(
+        &remote,
+        Effect::Load(Load {
+            pane: Pane::Overview,
+            failed_only: false,
+            cursor: None,
+        }),
+    )
+    .await
+    else {
+        panic!("overview")
+    };
+    assert_eq!(o.pending_grants, 1);
+
+    // a decision in one mode; deciding again says it is already decided, worded alike in both
+    let (_, pending) = ase.admin(Method::GET, "/grants?state=pending", None).await;
+    let id = pending[0]["id"].as_str().unwrap().to_owned();
+    assert_eq!(
+        run(&remote, Effect::Approve(id.clone())).await,
+        Some(Reply::Done(format!("grant {} approved", short_id(&id))))
+    );
+    let again = run(&local, Effect::Approve(id.clone())).await;
+    assert_eq!(again, Some(Reply::Failed(format!("grant {id} is already approved"))));
+    assert_eq!(run(&remote, Effect::Approve(id.clone())).await, again);
+    assert_eq!(
+        run(&remote, Effect::Reject(id.clone(), None)).await,
+        again,
+        "a rejection too"
+    );
+    let (status, body) = ase
+        .admin(Method::POST, &format!("/grants/{id}/approve"), Some("{}"))
+        .await;
+    assert_eq!(status, 409);
+    crate::common::assert_envelope(&body, "already_decided");
+    for feed in [&mut remote_feed, &mut local_feed] {
+        assert_eq!(
+            next_feed(feed).await,
+            Feed::Event(opdesk::events::DomainEvent::GrantApproved { id: id.clone() }),
+            "both feeds carry the decision"
+        );
+    }
+
+    // the demo signs with the data dir's key: not through --connect
+    let Some(Reply::Failed(text)) = run(&remote, Effect::Demo).await else {
+        panic!("the demo is refused with --connect")
+    };
+    assert!(text.contains("--connect"), "{text}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_readonly_console_connects_by_url() {
+    let dir = data_dir();
+    let server = Server::start(dir.path(), free_port()).await;
+    let elsewhere = tempfile::tempdir().unwrap();
+    std::fs::write(elsewhere.path().join("config.toml"), "").unwrap();
+    let args = format!(
+        "--connect {} --token-file {} --readonly",
+        server.base,
+        dir.path().join("admin.token").display()
+    );
+    let console = Console::start("connect", elsewhere.path(), &args);
+    let session = console.session();
+    wait_for(
+        session,
+        &format!("attached to {} (pid {})", server.base, server.child.id()),
+    )
+    .await;
+    wait_for(session, "READONLY").await;
+
+    // the demo signs with the data dir's key, which --connect does not have
+    keys(session, "D");
+    wait_for(session, "not available with --connect").await;
+
+    // read-only: the grant shows, approving it is not offered
+    request_grant(&server.base, dir.path()).await;
+    wait_for(session, "grant(s) pending").await;
+    keys(session, "4");
+    wait_for(session, "outgoing-payment").await;
+    keys(session, "a");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let s = screen(session);
+    assert!(!s.contains("Approve grant"), "{s}");
+
+    keys(session, "q");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while console.running() {
+        assert!(Instant::now() < deadline, "the console did not quit on q");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let health = reqwest::get(format!("{}/healthz", server.base)).await.unwrap();
+    assert!(health.status().is_success(), "the server keeps serving");
 }
