@@ -1,8 +1,9 @@
 //! The attached console's desk: every operation through the admin API client, events from the admin event
 //! stream. When the stream ends or breaks (the server stopped or restarted) it says so, retries with a
 //! bounded backoff, re-reads the data dir's `server.json` (a restarted server may listen elsewhere) when it
-//! attached through the data dir, and once connected again tells the console to resync. Events missed
-//! meanwhile are replayed from the outbox (`after` the last sequence number seen).
+//! attached through the data dir, and once connected (first or again) tells the console to resync. Through
+//! the data dir, durable events missed meanwhile are also replayed from the outbox (`after` the last
+//! sequence number seen).
 
 use std::{
     collections::BTreeMap,
@@ -54,6 +55,8 @@ pub struct Remote {
 struct Inner {
     client: RwLock<Arc<AdminClient>>,
     source: Source,
+    /// A request found the server gone: retry the stream now rather than after the backoff.
+    kick: tokio::sync::Notify,
 }
 
 impl Inner {
@@ -92,6 +95,7 @@ impl Remote {
             inner: Arc::new(Inner {
                 client: RwLock::new(Arc::new(client)),
                 source,
+                kick: tokio::sync::Notify::new(),
             }),
         }
     }
@@ -99,6 +103,15 @@ impl Remote {
     /// The server's base URL.
     pub fn url(&self) -> String {
         self.inner.client().url().to_owned()
+    }
+
+    /// A failed request in the console's words; one that found no server wakes the reconnect loop.
+    fn failed(&self, e: ClientError) -> DeskError {
+        let e = desk_error(e);
+        if matches!(e, DeskError::Unreachable(_)) {
+            self.inner.kick.notify_one();
+        }
+        e
     }
 }
 
@@ -157,7 +170,10 @@ async fn follow(inner: Arc<Inner>, tx: mpsc::Sender<Feed>) {
                 while let Some(item) = stream.next().await {
                     let feed = match item {
                         Ok(AdminEvent::Record(r)) => {
-                            if r.seq.is_some() {
+                            // through the data dir the outbox is the same one after a restart: replay what
+                            // was missed (the recent-activity list shows it); a server named by URL may be
+                            // another one, whose numbers mean nothing here (the resync covers it)
+                            if r.seq.is_some() && matches!(inner.source, Source::DataDir { .. }) {
                                 after = r.seq;
                             }
                             Feed::Event(r.event)
@@ -186,7 +202,10 @@ async fn follow(inner: Arc<Inner>, tx: mpsc::Sender<Feed>) {
             }
             down = true;
         }
-        tokio::time::sleep(backoff).await;
+        tokio::select! {
+            _ = tokio::time::sleep(backoff) => {}
+            _ = inner.kick.notified() => {}
+        }
         backoff = (backoff * 2).min(BACKOFF.1);
         inner.refind();
     }
@@ -208,57 +227,73 @@ impl Desk for Remote {
     }
 
     async fn overview(&self) -> Answer<OverviewData> {
-        self.inner.client().overview().await.map_err(desk_error)
+        self.inner.client().overview().await.map_err(|e| self.failed(e))
     }
 
     async fn wallets(&self) -> Answer<Vec<WalletRow>> {
-        self.inner.client().wallet_summaries().await.map_err(desk_error)
+        self.inner.client().wallet_summaries().await.map_err(|e| self.failed(e))
     }
 
     async fn grants(&self) -> Answer<(Vec<GrantView>, BTreeMap<String, GrantSpent>)> {
         let c = self.inner.client();
-        let grants = c.list_grants(None).await.map_err(desk_error)?;
-        Ok((grants, c.grant_spending().await.map_err(desk_error)?))
+        let grants = c.list_grants(None).await.map_err(|e| self.failed(e))?;
+        Ok((grants, c.grant_spending().await.map_err(|e| self.failed(e))?))
     }
 
     async fn incoming(&self, f: PaymentFilter) -> Answer<Listed<IncomingView>> {
-        self.inner.client().list_incoming(&f).await.map_err(desk_error)
+        self.inner.client().list_incoming(&f).await.map_err(|e| self.failed(e))
     }
 
     async fn outgoing(&self, f: PaymentFilter) -> Answer<Listed<OutgoingView>> {
-        self.inner.client().list_outgoing(&f).await.map_err(desk_error)
+        self.inner.client().list_outgoing(&f).await.map_err(|e| self.failed(e))
     }
 
     async fn quotes(&self, f: PaymentFilter) -> Answer<Listed<QuoteDto>> {
-        self.inner.client().list_quotes(&f).await.map_err(desk_error)
+        self.inner.client().list_quotes(&f).await.map_err(|e| self.failed(e))
     }
 
     async fn approve(&self, id: &str) -> Answer<GrantView> {
-        self.inner.client().approve_grant(id).await.map_err(desk_error)
+        self.inner.client().approve_grant(id).await.map_err(|e| self.failed(e))
     }
 
     async fn reject(&self, id: &str, body: Reject) -> Answer<GrantView> {
-        self.inner.client().reject_grant(id, &body).await.map_err(desk_error)
+        self.inner
+            .client()
+            .reject_grant(id, &body)
+            .await
+            .map_err(|e| self.failed(e))
     }
 
     async fn revoke(&self, id: &str) -> Answer<GrantView> {
-        self.inner.client().revoke_grant(id).await.map_err(desk_error)
+        self.inner.client().revoke_grant(id).await.map_err(|e| self.failed(e))
     }
 
     async fn complete(&self, id: &str) -> Answer<IncomingView> {
-        self.inner.client().complete_incoming(id).await.map_err(desk_error)
+        self.inner
+            .client()
+            .complete_incoming(id)
+            .await
+            .map_err(|e| self.failed(e))
     }
 
     async fn retry(&self, id: &str) -> Answer<OutgoingView> {
-        self.inner.client().retry_outgoing(id).await.map_err(desk_error)
+        self.inner.client().retry_outgoing(id).await.map_err(|e| self.failed(e))
     }
 
     async fn cancel(&self, id: &str) -> Answer<OutgoingView> {
-        self.inner.client().cancel_outgoing(id).await.map_err(desk_error)
+        self.inner
+            .client()
+            .cancel_outgoing(id)
+            .await
+            .map_err(|e| self.failed(e))
     }
 
     async fn create_wallet(&self, body: CreateWallet) -> Answer<Wallet> {
-        self.inner.client().create_wallet(&body).await.map_err(desk_error)
+        self.inner
+            .client()
+            .create_wallet(&body)
+            .await
+            .map_err(|e| self.failed(e))
     }
 
     async fn move_funds(&self, wallet: &str, body: Move, m: Movement) -> Answer<Moved> {
@@ -267,11 +302,15 @@ impl Desk for Remote {
             Movement::Deposit => c.deposit(wallet, &body).await,
             Movement::Withdrawal => c.withdraw(wallet, &body).await,
         }
-        .map_err(desk_error)
+        .map_err(|e| self.failed(e))
     }
 
     async fn add_key(&self, wallet: &str, body: AddKey) -> Answer<KeyAdded> {
-        self.inner.client().add_key(wallet, &body).await.map_err(desk_error)
+        self.inner
+            .client()
+            .add_key(wallet, &body)
+            .await
+            .map_err(|e| self.failed(e))
     }
 
     fn demo(&self) -> Answer<()> {
