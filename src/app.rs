@@ -246,6 +246,13 @@ pub async fn serve(core: AppCore, listener: TcpListener, shutdown: CancellationT
         .wrap_err("cannot write server.json in the data dir")?;
     let router = server::router(core.state.clone());
     let engine = tokio::spawn(core.state.engine.clone().run(shutdown.clone()));
+    if core.state.webhooks.enabled() {
+        core.state
+            .webhooks
+            .start()
+            .await
+            .wrap_err("cannot start webhook deliveries")?;
+    }
     let hooks = core.state.webhooks.enabled().then(|| {
         let secret = webhook_secret(&core.state.settings)?;
         Ok::<_, color_eyre::Report>(tokio::spawn(core.state.webhooks.clone().run(

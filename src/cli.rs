@@ -1,13 +1,15 @@
 //! The command line: clap definitions, and the entry points of the operator commands (`wallets`, `keys`,
 //! `deposit`, `withdraw`, `balances`, `grants`, payments, `peers`, `webhooks`), which talk to a running instance through
 //! the admin API — or, when none answers, open the data dir directly and call the same operations
-//! in-process ([`Backend`], [`dispatch!`]). Each noun group's commands live in a submodule; output is a
+//! in-process ([`Backend`], [`dispatch!`]); and `backup`, which copies the database file on the server's host
+//! whether or not a server runs. Each noun group's commands live in a submodule; output is a
 //! table, or JSON with `--json`. This module and `main.rs` are the only places allowed to print (never
 //! while a console owns the terminal). Everything printed for people goes through [`print`], which strips
 //! control characters from every cell and line: grants, payments and peers carry client- and peer-supplied
 //! text. `--json` output is serde's, which escapes control characters.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
+mod backup;
 mod grants;
 mod payments;
 mod peers;
@@ -60,6 +62,14 @@ pub struct Global {
     /// Log filter, e.g. info or opdesk=debug.
     #[arg(long, global = true, value_name = "FILTER")]
     pub log_level: Option<String>,
+    /// How logs on stderr look: text lines, or JSON lines (one object per line, e.g. for journald).
+    #[arg(
+        long,
+        global = true,
+        value_name = "FORMAT",
+        value_parser = clap::builder::PossibleValuesParser::new(crate::logging::LogFormat::NAMES)
+    )]
+    pub log_format: Option<String>,
     /// Config file to use instead of config.toml in the config dir.
     #[arg(long, global = true, value_name = "FILE", env = "OPDESK_CONFIG")]
     pub config: Option<PathBuf>,
@@ -87,6 +97,7 @@ impl Global {
             public_url: self.public_url.clone(),
             data_dir: self.data_dir.clone(),
             log_level: self.log_level.clone(),
+            log_format: self.log_format.clone(),
         }
     }
 }
@@ -97,6 +108,8 @@ pub enum Command {
     Serve,
     /// Drive the demo scenario against a running instance (grants, payments, failures to watch).
     Demo,
+    /// Copy the database to FILE, consistently, while the server keeps serving (run it on the server's host).
+    Backup(BackupArgs),
     /// List, create and show wallet addresses.
     #[command(subcommand)]
     Wallets(WalletsCmd),
@@ -133,7 +146,7 @@ impl Command {
     /// Whether the command changes something (and so says which way it went).
     pub fn changes_something(&self) -> bool {
         match self {
-            Command::Serve | Command::Demo | Command::Balances | Command::Quotes(_) => false,
+            Command::Serve | Command::Demo | Command::Backup(_) | Command::Balances | Command::Quotes(_) => false,
             Command::Deposit(_) | Command::Withdraw(_) => true,
             Command::Wallets(c) => matches!(c, WalletsCmd::Create { .. }),
             Command::Keys(c) => !matches!(c, KeysCmd::List { .. }),
@@ -144,6 +157,15 @@ impl Command {
             Command::Webhooks(c) => matches!(c, WebhooksCmd::Retry { .. }),
         }
     }
+}
+
+#[derive(Debug, Args)]
+pub struct BackupArgs {
+    /// Where the copy goes (written next to it first, then renamed into place; mode 0600).
+    pub file: PathBuf,
+    /// Replace FILE if it exists.
+    #[arg(long)]
+    pub force: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -362,6 +384,13 @@ pub struct MoveArgs {
     pub id: Option<String>,
 }
 
+pub use backup::run_backup;
+
+/// A refusal or failure worded for the operator: `main` prints it as one line (`opdesk: …`), no report.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct OneLine(pub String);
+
 /// Prints the version and resolved paths.
 pub fn print_version(settings: &Settings) {
     println!("opdesk {}", env!("CARGO_PKG_VERSION"));
@@ -453,7 +482,7 @@ pub async fn run_operator(cmd: Command, settings: Settings, global: &Global) -> 
 
 async fn operate(b: &Backend, cmd: Command, json: bool) -> Result<()> {
     match cmd {
-        Command::Serve | Command::Demo => bail!("not an operator command"),
+        Command::Serve | Command::Demo | Command::Backup(_) => bail!("not an operator command"),
         Command::Wallets(c) => wallets::wallets(b, c, json).await,
         Command::Keys(c) => wallets::keys(b, c, json).await,
         Command::Deposit(m) => wallets::move_funds(b, m, Movement::Deposit, json).await,
@@ -481,6 +510,15 @@ mod tests {
         assert!(matches!(
             c.command,
             Some(Command::Wallets(WalletsCmd::Create { scale: 2, .. }))
+        ));
+        let c = Cli::try_parse_from(["opdesk", "serve", "--log-format", "json"]).unwrap();
+        assert_eq!(c.global.overrides().log_format.as_deref(), Some("json"));
+        let e = Cli::try_parse_from(["opdesk", "serve", "--log-format", "xml"]).unwrap_err();
+        assert!(e.to_string().contains("[possible values: text, json]"), "{e}");
+        let c = Cli::try_parse_from(["opdesk", "backup", "/tmp/x.sqlite3", "--force"]).unwrap();
+        assert!(matches!(
+            c.command,
+            Some(Command::Backup(BackupArgs { force: true, .. }))
         ));
     }
 }

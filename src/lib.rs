@@ -54,17 +54,21 @@ pub async fn run(cli: Cli) -> Result<()> {
     match cli.command {
         None => console::run(settings, &cli.global).await,
         Some(Command::Demo) => {
-            logging::to_stderr(cli.global.log_level.as_deref().unwrap_or("info"));
+            logging::to_stderr(cli.global.log_level.as_deref().unwrap_or("info"), settings.log_format);
             let pem = std::fs::read_to_string(settings.paths.demo_client_key())
                 .wrap_err("the demo signs as demo-client: its key (demo-client.pem) is missing from the data dir")?;
             demo::run_against(&settings.public_url, &pem).await
         }
         Some(Command::Serve) => {
-            logging::to_stderr(&settings.log_level);
+            logging::to_stderr(&settings.log_level, settings.log_format);
             serve(settings).await
         }
+        Some(Command::Backup(args)) => {
+            logging::to_stderr(cli.global.log_level.as_deref().unwrap_or("warn"), settings.log_format);
+            cli::run_backup(args, &settings, &cli.global).await
+        }
         Some(cmd) => {
-            logging::to_stderr(cli.global.log_level.as_deref().unwrap_or("warn"));
+            logging::to_stderr(cli.global.log_level.as_deref().unwrap_or("warn"), settings.log_format);
             cli::run_operator(cmd, settings, &cli.global).await
         }
     }

@@ -9,12 +9,17 @@ fn main() -> color_eyre::Result<()> {
     let cli = opdesk::cli::Cli::parse();
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     let result = runtime.block_on(opdesk::run(cli));
-    // a data dir another opdesk holds is one line naming it, not a report
-    if let Err(e) = &result
-        && let Some(owner) = e.downcast_ref::<opdesk::owner::Error>()
-    {
-        let _ = writeln!(std::io::stderr(), "opdesk: {owner}");
-        std::process::exit(1);
+    // a data dir another opdesk holds is one line naming it, not a report; so is a refusal worded for the
+    // operator
+    if let Err(e) = &result {
+        let line = e
+            .downcast_ref::<opdesk::owner::Error>()
+            .map(ToString::to_string)
+            .or_else(|| e.downcast_ref::<opdesk::cli::OneLine>().map(ToString::to_string));
+        if let Some(line) = line {
+            let _ = writeln!(std::io::stderr(), "opdesk: {line}");
+            std::process::exit(1);
+        }
     }
     result
 }

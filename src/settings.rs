@@ -83,6 +83,7 @@ struct Raw {
     public_url: String,
     data_dir: String,
     log_level: String,
+    log_format: String,
     demo: DemoSettings,
     store: StoreSettings,
     server: ServerSettings,
@@ -480,6 +481,8 @@ pub struct Settings {
     /// Public base URL without a trailing slash.
     pub public_url: String,
     pub log_level: String,
+    /// How `serve` (and commands) log to stderr: text lines or JSON lines.
+    pub log_format: crate::logging::LogFormat,
     pub demo: DemoSettings,
     pub store: StoreSettings,
     pub server: ServerSettings,
@@ -510,6 +513,8 @@ pub struct Overrides {
     pub public_url: Option<String>,
     pub data_dir: Option<PathBuf>,
     pub log_level: Option<String>,
+    /// `text` or `json`.
+    pub log_format: Option<String>,
 }
 
 fn project_dirs() -> Option<directories::ProjectDirs> {
@@ -612,6 +617,9 @@ impl Settings {
         if let Some(v) = &o.log_level {
             flags.insert("log_level".into(), Value::String(v.clone()));
         }
+        if let Some(v) = &o.log_format {
+            flags.insert("log_format".into(), Value::String(v.clone()));
+        }
         merge(&mut table, flags);
         let raw: Raw = Value::Table(table)
             .try_into()
@@ -710,10 +718,12 @@ impl Settings {
             return Err(invalid("server.body_limit_bytes", "must be at least 1024".into()));
         }
         raw.ilp.validate().map_err(|(key, message)| invalid(key, message))?;
+        let log_format = raw.log_format.parse().map_err(|e| invalid("log_format", e))?;
         Ok(Self {
             listen,
             public_url,
             log_level: raw.log_level,
+            log_format,
             demo: raw.demo,
             wallet_cache_max_age_secs: raw.server.wallet_cache_max_age_secs,
             store: raw.store,
@@ -788,6 +798,7 @@ mod tests {
         assert_eq!(s.public_url, "http://127.0.0.1:5000");
         assert!(!s.demo.seed);
         assert_eq!(s.log_level, "debug");
+        assert_eq!(s.log_format, crate::logging::LogFormat::Text, "text by default");
         assert_eq!(s.store.busy_timeout_ms, 5000);
         assert_eq!(s.store.max_db_pages, 0, "no quota by default");
         assert!(s.gnap.list_all_interaction, "list-all needs consent by default");
@@ -804,11 +815,13 @@ mod tests {
                 ("OPDESK_GNAP__LIST_ALL_INTERACTION", "false"),
                 ("OPDESK_GNAP__READ_ALL_INTERACTION", "true"),
                 ("OPDESK_STORE__MAX_DB_PAGES", "5000"),
+                ("OPDESK_LOG_FORMAT", "json"),
             ]),
         )
         .unwrap();
         assert_eq!(s.listen.port(), 6000);
         assert!(s.demo.seed);
+        assert_eq!(s.log_format, crate::logging::LogFormat::Json);
         assert!(!s.gnap.list_all_interaction);
         assert!(s.gnap.read_all_interaction);
         assert_eq!(s.store.max_db_pages, 5000);
@@ -838,6 +851,12 @@ mod tests {
         std::fs::write(&cfg, "public_url = \"ftp://x\"\n").unwrap();
         let e = Settings::load_from(&o, env(&[])).unwrap_err().to_string();
         assert!(e.contains("public_url"), "{e}");
+        std::fs::write(&cfg, "log_format = \"xml\"\n").unwrap();
+        let e = Settings::load_from(&o, env(&[])).unwrap_err().to_string();
+        assert!(e.contains("log_format") && e.contains("\"text\" or \"json\""), "{e}");
+        std::fs::write(&cfg, "log_format = \"json\"\n").unwrap();
+        let s = Settings::load_from(&o, env(&[])).unwrap();
+        assert_eq!(s.log_format, crate::logging::LogFormat::Json);
         let missing = Overrides {
             config: Some(dir.path().join("nope.toml")),
             ..o

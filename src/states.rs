@@ -1,4 +1,5 @@
-//! Typed lifecycle states of grants, access tokens, incoming and outgoing payments and ledger transfers,
+//! Typed lifecycle states of grants, access tokens, incoming and outgoing payments, ledger transfers and
+//! webhook deliveries,
 //! with their rules (which state may be cancelled, retried, revoked, …) in one place.
 //!
 //! This is the only place where a state's text (`"sending"`, `"pending"`, …) is written: the database, the
@@ -114,6 +115,16 @@ impl OutgoingState {
     /// No transition leaves this state (a failed payment may still be retried).
     pub fn is_final(self) -> bool {
         matches!(self, Self::Completed | Self::Cancelled)
+    }
+}
+
+states! {
+    /// A webhook delivery: `pending` (attempts go on with backoff) until the receiver takes it (`delivered`)
+    /// or the retry budget is spent (`dead`, until the operator re-drives it).
+    DeliveryState, "webhook delivery" {
+        Pending => "pending",
+        Delivered => "delivered",
+        Dead => "dead",
     }
 }
 

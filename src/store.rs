@@ -8,7 +8,10 @@
 //! A write that finds the database or the disk full (`SQLITE_FULL`, also past the operator's
 //! `store.max_db_pages` quota) fails as [`Error::Full`]; its transaction rolls back, so nothing is half
 //! written, and callers answer "try again later" instead of failing for good.
+//!
+//! [`backup()`] copies the database consistently while a server keeps writing to it (SQLite's online backup).
 
+mod backup;
 pub mod grants;
 pub mod ledger;
 pub mod meta;
@@ -20,7 +23,14 @@ pub mod stream;
 pub mod wallets;
 pub mod webhooks;
 
-use std::{path::Path, sync::mpsc, thread, time::Duration};
+pub use backup::{BackupReport, Options as BackupOptions, backup};
+
+use std::{
+    path::{Path, PathBuf},
+    sync::mpsc,
+    thread,
+    time::Duration,
+};
 
 use rusqlite::Connection;
 use tokio::sync::oneshot;
@@ -45,6 +55,7 @@ macro_rules! state_column {
 }
 
 state_column!(
+    crate::states::DeliveryState,
     crate::states::OutgoingState,
     crate::states::GrantState,
     crate::states::TransferState
@@ -64,6 +75,12 @@ pub enum Error {
     Closed,
     #[error("stored data is invalid: {0}")]
     Corrupt(String),
+    /// A file the store reads or writes besides the database itself (a backup's destination).
+    #[error("{}: {source}", .path.display())]
+    Io { path: PathBuf, source: std::io::Error },
+    /// A backup's destination exists and was not to be replaced.
+    #[error("{} already exists", .0.display())]
+    Exists(PathBuf),
 }
 
 impl From<rusqlite::Error> for Error {
@@ -78,7 +95,7 @@ impl Error {
         match self {
             Self::Full(_) => true,
             Self::Sqlite(e) => is_full(e),
-            Self::Migration(_) | Self::Closed | Self::Corrupt(_) => false,
+            Self::Migration(_) | Self::Closed | Self::Corrupt(_) | Self::Io { .. } | Self::Exists(_) => false,
         }
     }
 }

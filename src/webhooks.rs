@@ -18,6 +18,7 @@ use crate::{
     egress::{self, Egress},
     events::{EventBus, EventRecord},
     settings::WebhookSettings,
+    states::DeliveryState,
     store::{
         self, Store,
         webhooks::{self as repo, Attempt},
@@ -100,14 +101,12 @@ impl Webhooks {
         before: Option<i64>,
         first: usize,
     ) -> Result<Vec<DeliveryRow>, WebhookError> {
-        if let Some(s) = &state
-            && !["pending", "delivered", "dead"].contains(&s.as_str())
-        {
-            return Err(WebhookError::BadState(s.clone()));
-        }
+        let state = state
+            .map(|s| s.parse::<DeliveryState>().map_err(|_| WebhookError::BadState(s)))
+            .transpose()?;
         Ok(self
             .store
-            .call(move |c| repo::list(c, state.as_deref(), before, first.clamp(1, 1000)))
+            .call(move |c| repo::list(c, state, before, first.clamp(1, 1000)))
             .await?)
     }
 
@@ -137,6 +136,12 @@ impl Webhooks {
         let n = self.store.call(move |c| repo::redrive_dead(c, &now)).await?;
         self.wake.notify_one();
         Ok(n)
+    }
+
+    /// Starts delivering from the newest event on the first run with a URL (history is not replayed);
+    /// call before the server answers so nothing it accepts is missed.
+    pub async fn start(&self) -> Result<(), WebhookError> {
+        Ok(self.store.call(|c| repo::start(c)).await?)
     }
 
     /// When the attempt after `attempts` failed ones is due, or none when the budget is spent.

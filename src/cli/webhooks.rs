@@ -6,7 +6,7 @@ use super::{
     Backend, WebhooksCmd, dispatch,
     print::{emit, list},
 };
-use crate::{control, webhooks::DeliveryRow};
+use crate::{control, states::DeliveryState, webhooks::DeliveryRow};
 
 fn delivery_text(d: &DeliveryRow) -> String {
     let mut out = format!(
@@ -36,9 +36,9 @@ pub(super) async fn webhooks(b: &Backend, cmd: WebhooksCmd, json: bool) -> Resul
                     vec![
                         d.event_seq.to_string(),
                         d.kind.clone(),
-                        d.state.clone(),
+                        d.state.to_string(),
                         d.attempts.to_string(),
-                        if d.state == "pending" {
+                        if d.state == DeliveryState::Pending {
                             d.next_attempt_at.clone()
                         } else {
                             "-".into()

@@ -47,7 +47,15 @@ pub fn stream(s: Arc<Services>, after: Option<i64>, live: bool) -> mpsc::Receive
                 Some(last) => last,
                 None => return,
             },
-            None => i64::MAX,
+            // from now on: what is already in the outbox is not sent, but is the place to resume from
+            None => match s.store.call(|c| outbox::bounds(c)).await {
+                Ok((_, newest)) => newest,
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot read the event outbox");
+                    let _ = tx.send(Item::Resync("the event outbox cannot be read".into())).await;
+                    return;
+                }
+            },
         };
         loop {
             let received = tokio::select! {
@@ -57,21 +65,19 @@ pub fn stream(s: Arc<Services>, after: Option<i64>, live: bool) -> mpsc::Receive
             };
             let item = match received {
                 Ok(r) => match r.seq {
-                    Some(seq) if last != i64::MAX && seq <= last => continue,
+                    Some(seq) if seq <= last => continue,
                     Some(seq) => {
                         last = seq;
                         Item::Event(r)
                     }
-                    None if live => Item::Event(r),
+                    // the request log of the admin API itself (consoles polling, this stream) is noise
+                    None if live && !admin_request(&r) => Item::Event(r),
                     None => continue,
                 },
                 Err(RecvError::Lagged(n)) => {
                     let reason = format!("{n} events were skipped: the reader fell behind");
                     if tx.send(Item::Resync(reason)).await.is_err() {
                         return;
-                    }
-                    if last == i64::MAX {
-                        continue;
                     }
                     match replay(&s, &tx, last, false).await {
                         Some(l) => {
@@ -89,6 +95,10 @@ pub fn stream(s: Arc<Services>, after: Option<i64>, live: bool) -> mpsc::Receive
         }
     });
     rx
+}
+
+fn admin_request(r: &EventRecord) -> bool {
+    matches!(&r.event, crate::events::DomainEvent::HttpRequest { path, .. } if path.starts_with("/admin"))
 }
 
 /// Sends the outbox's events after `after`; `check_gap` first says resync when some were pruned already.

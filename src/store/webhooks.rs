@@ -5,6 +5,7 @@ use rusqlite::{Connection, OptionalExtension, Row, params};
 use serde::{Deserialize, Serialize};
 
 use super::{Error, meta, outbox};
+use crate::states::DeliveryState;
 
 const CURSOR: &str = "webhook_cursor";
 
@@ -19,8 +20,7 @@ pub struct DeliveryRow {
     /// The exact JSON body every attempt sends.
     #[serde(skip)]
     pub body: String,
-    /// `pending`, `delivered` or `dead`.
-    pub state: String,
+    pub state: DeliveryState,
     pub attempts: i64,
     pub next_attempt_at: String,
     pub last_status: Option<i64>,
@@ -53,6 +53,16 @@ pub fn cursor(conn: &Connection) -> Result<Option<i64>, Error> {
     meta::get(conn, CURSOR)?
         .map(|v| v.parse().map_err(|_| Error::Corrupt(format!("{CURSOR} is {v:?}"))))
         .transpose()
+}
+
+/// Starts the cursor at the newest outbox event unless it is set: configuring a webhook does not replay
+/// history, and events from now on are delivered.
+pub fn start(conn: &Connection) -> Result<(), Error> {
+    if cursor(conn)?.is_none() {
+        let (_, newest) = outbox::bounds(conn)?;
+        meta::set(conn, CURSOR, &newest.to_string())?;
+    }
+    Ok(())
 }
 
 /// Turns up to `limit` outbox events after the cursor into pending deliveries (due at `now`), with `body`
@@ -146,7 +156,7 @@ pub fn settle(conn: &Connection, seq: i64, attempt: &Attempt, now: &str) -> Resu
 /// Deliveries newest first, optionally in one state, after `before` (a sequence number) for paging.
 pub fn list(
     conn: &Connection,
-    state: Option<&str>,
+    state: Option<DeliveryState>,
     before: Option<i64>,
     limit: usize,
 ) -> Result<Vec<DeliveryRow>, Error> {
@@ -260,12 +270,12 @@ mod tests {
             ("pending", 1, "t5")
         );
         settle(&c, 1, &fail(None), "t6").unwrap();
-        assert_eq!(get(&c, 1).unwrap().unwrap().state, "dead");
+        assert_eq!(get(&c, 1).unwrap().unwrap().state, DeliveryState::Dead);
         assert!(due(&c, "t9", 10).unwrap().is_empty());
-        assert_eq!(list(&c, Some("dead"), None, 10).unwrap().len(), 1);
+        assert_eq!(list(&c, Some(DeliveryState::Dead), None, 10).unwrap().len(), 1);
         assert!(redrive(&c, 1, "t7").unwrap());
         let d = get(&c, 1).unwrap().unwrap();
-        assert_eq!((d.state.as_str(), d.attempts), ("pending", 0));
+        assert_eq!((d.state, d.attempts), (DeliveryState::Pending, 0));
         settle(&c, 1, &Attempt::Delivered(204), "t8").unwrap();
         assert!(!redrive(&c, 1, "t9").unwrap(), "a delivered event stays delivered");
         assert_eq!(prune_delivered(&c, "t9").unwrap(), 1);

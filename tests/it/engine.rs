@@ -459,16 +459,18 @@ async fn webhooks_are_signed_and_retried() {
         "[webhooks]\nurl = \"http://{addr}/hook\"\nsecret = \"s3cret\"\n"
     ))
     .await;
-    let (s, _) = ase
-        .admin(Method::POST, "/wallets/bob/deposit", Some(r#"{"value":"5"}"#))
-        .await;
-    assert_eq!(s, 200);
+    for name in ["hooked-1", "hooked-2"] {
+        let body = format!(r#"{{"name":"{name}","assetCode":"USD","assetScale":2}}"#);
+        let (s, _) = ase.admin(Method::POST, "/wallets", Some(&body)).await;
+        assert_eq!(s, 201);
+    }
     let (sig, body) = tokio::time::timeout(std::time::Duration::from_secs(10), rx.recv())
         .await
         .unwrap()
         .unwrap();
     let v: Json = serde_json::from_str(&body).unwrap();
-    assert_eq!(v["event"]["type"], "balanceChanged", "{v}");
+    assert_eq!(v["event"]["type"], "walletCreated", "{v}");
+    assert_eq!(v["type"], "walletCreated", "{v}");
     let t: i64 = sig
         .split(", ")
         .next()
@@ -480,12 +482,15 @@ async fn webhooks_are_signed_and_retried() {
         sig,
         opdesk::webhooks::signature(b"s3cret", t, body.as_bytes()).to_ascii_lowercase()
     );
-    // the deposit changed two balances; the first delivery was refused with 500 and arrives on retry
+    // two events; the first delivery was refused with 500 and arrives on retry
     let (_, second) = tokio::time::timeout(std::time::Duration::from_secs(10), rx.recv())
         .await
         .unwrap()
         .unwrap();
     let w: Json = serde_json::from_str(&second).unwrap();
-    assert_eq!(w["event"]["type"], "balanceChanged");
+    assert_eq!(w["event"]["type"], "walletCreated");
     assert_ne!(w["id"], v["id"]);
+    let mut names = [v["event"]["name"].clone(), w["event"]["name"].clone()];
+    names.sort_by_key(|n| n.to_string());
+    assert_eq!(names, [json!("hooked-1"), json!("hooked-2")]);
 }

@@ -11,6 +11,7 @@ mod console;
 mod crash;
 mod engine;
 mod engine_props;
+mod events;
 mod files;
 mod fuzz_checks;
 mod fuzz_replay;

@@ -1,6 +1,8 @@
 //! opdesk owns its data dir: one server at a time (a second is refused in one line naming the first), a
 //! killed server's data dir is taken over, operator commands find the server from the data dir (no
 //! `--listen`) and say which way they went, and never write offline while a server holds the data dir.
+//! Running it as a service: `opdesk backup FILE` copies the database while the server serves (and the copy
+//! restores on a fresh data dir), and `--log-format json` logs JSON lines on stderr.
 
 use std::{
     path::Path,
@@ -236,5 +238,181 @@ async fn no_offline_write_while_a_server_holds_the_data_dir() {
     assert_eq!(
         stderr(&out),
         format!("offline: no server holds {}", dir.path().display())
+    );
+}
+
+/// `opdesk backup FILE` while the server serves: one line on stdout, a 0600 file that is the database as of the
+/// backup; FILE is not replaced without --force; --connect is refused. The copy, alone in a fresh data dir as
+/// ase.sqlite3, serves the same wallets and balances on a second server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_backup_taken_while_serving_restores_on_a_second_server() {
+    let dir = data_dir();
+    let server = Proc::start(dir.path(), free_port()).await;
+    let run = |args: Vec<String>| {
+        let d = dir.path().to_owned();
+        tokio::task::spawn_blocking(move || {
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            opdesk(&d, &args, Duration::from_secs(30))
+        })
+    };
+    let args = |a: &[&str]| a.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+    let dep = run(args(&["deposit", "alice", "1234"])).await.unwrap();
+    assert!(dep.status.success(), "{dep:?}");
+    assert!(stderr(&dep).starts_with("via the server at"), "{dep:?}");
+    let before = crate::common::balance_of(&server.admin("/balances").await, "alice");
+    assert!(before >= 1234, "{before}");
+
+    let out_dir = tempfile::tempdir().unwrap();
+    let file = out_dir.path().join("opdesk-backup.sqlite3");
+    let f = file.to_str().unwrap().to_owned();
+    let out = run(args(&["backup", &f])).await.unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let line = String::from_utf8(out.stdout.clone()).unwrap();
+    assert_eq!(line.lines().count(), 1, "{line}");
+    let db = dir.path().join("ase.sqlite3");
+    assert!(
+        line.starts_with(&format!("backed up {} to {f} (", db.display())) && line.trim_end().ends_with(" KiB)"),
+        "{line}"
+    );
+    assert!(line.contains(" pages, "), "{line}");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(std::fs::metadata(&file).unwrap().permissions().mode() & 0o777, 0o600);
+    }
+    let leftovers: Vec<_> = std::fs::read_dir(out_dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(leftovers, ["opdesk-backup.sqlite3"], "no temp files left");
+
+    // the server served on, and what it did after the backup is not in it
+    let dep = run(args(&["deposit", "alice", "777"])).await.unwrap();
+    assert!(dep.status.success(), "{dep:?}");
+    assert_eq!(
+        crate::common::balance_of(&server.admin("/balances").await, "alice"),
+        before + 777
+    );
+
+    // an existing file is not replaced without --force; --force replaces it
+    let size = std::fs::metadata(&file).unwrap().len();
+    let again = run(args(&["backup", &f])).await.unwrap();
+    assert_eq!(again.status.code(), Some(1), "{again:?}");
+    let err = stderr(&again);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("already exists") && err.contains("--force"), "{err}");
+    assert_eq!(std::fs::metadata(&file).unwrap().len(), size);
+    let forced = out_dir.path().join("forced.sqlite3");
+    std::fs::write(&forced, b"old").unwrap();
+    let out = run(args(&["backup", forced.to_str().unwrap(), "--force"]))
+        .await
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert_ne!(std::fs::read(&forced).unwrap(), b"old");
+    // never over the live database
+    let live = run(args(&["backup", db.to_str().unwrap(), "--force"])).await.unwrap();
+    assert_eq!(live.status.code(), Some(1), "{live:?}");
+    assert!(stderr(&live).contains("live database"), "{live:?}");
+    // a remote server's database cannot be copied from here
+    let remote = run(args(&[
+        "backup",
+        "/tmp/never-written.sqlite3",
+        "--connect",
+        &server.base,
+    ]))
+    .await
+    .unwrap();
+    assert_eq!(remote.status.code(), Some(1), "{remote:?}");
+    let err = stderr(&remote);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("server's host"), "{err}");
+    assert!(!Path::new("/tmp/never-written.sqlite3").exists());
+
+    // restore: a fresh data dir holding only the copy as ase.sqlite3
+    let restored = data_dir();
+    std::fs::copy(&file, restored.path().join("ase.sqlite3")).unwrap();
+    let second = Proc::start(restored.path(), free_port()).await;
+    let wallet = reqwest::get(format!("{}/alice", second.base)).await.unwrap();
+    assert_eq!(wallet.status().as_u16(), 200);
+    let doc: serde_json::Value = wallet.json().await.unwrap();
+    assert_eq!(doc["id"], format!("{}/alice", second.base), "{doc}");
+    let r = restored.path().to_owned();
+    let out = tokio::task::spawn_blocking(move || opdesk(&r, &["balances", "--json"], Duration::from_secs(30)))
+        .await
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let balances: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        crate::common::balance_of(&balances, "alice"),
+        before,
+        "the deposit before the backup is there, the one after is not"
+    );
+    drop(second);
+    drop(server);
+}
+
+/// `serve --log-format json`: every stderr line is a JSON object (the startup line included); an unknown
+/// format is refused by the flag and by the config file.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_logs_json_lines_with_log_format_json() {
+    let dir = data_dir();
+    let port = free_port();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_opdesk"));
+    cmd.args(Proc::serve_args(dir.path(), port))
+        .args(["--log-format", "json"])
+        .env("OPDESK_CONFIG", dir.path().join("config.toml"))
+        .env("RUST_LOG", "info")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    let mut server = Proc::spawn(cmd, dir.path(), port).await;
+    let err = server.child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(err).lines() {
+            if tx.send(line.unwrap()).is_err() {
+                break;
+            }
+        }
+    });
+    let pid = server.child.id().to_string();
+    assert!(Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while server.child.try_wait().unwrap().is_none() {
+        assert!(Instant::now() < deadline, "serve did not stop on SIGTERM");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let mut lines = Vec::new();
+    while let Ok(line) = rx.recv_timeout(Duration::from_secs(5)) {
+        lines.push(line);
+    }
+    assert!(!lines.is_empty(), "no log lines");
+    let parsed: Vec<serde_json::Value> = lines
+        .iter()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l:?}")))
+        .collect();
+    let started = parsed
+        .iter()
+        .find(|v| {
+            v["message"]
+                .as_str()
+                .is_some_and(|m| m.starts_with("opdesk serving on"))
+        })
+        .unwrap_or_else(|| panic!("no startup line: {lines:?}"));
+    assert_eq!(started["level"], "INFO", "{started}");
+    assert_eq!(started["public_url"], format!("http://127.0.0.1:{port}"), "{started}");
+    assert!(started["timestamp"].is_string(), "{started}");
+
+    let bad = opdesk(dir.path(), &["serve", "--log-format", "xml"], Duration::from_secs(15));
+    assert_eq!(bad.status.code(), Some(2), "{bad:?}");
+    assert!(stderr(&bad).contains("possible values: text, json"), "{bad:?}");
+    let cfg = dir.path().join("test-config.toml");
+    std::fs::write(&cfg, "log_format = \"yaml\"\n").unwrap();
+    let bad = opdesk(dir.path(), &["serve"], Duration::from_secs(15));
+    assert!(!bad.status.success(), "{bad:?}");
+    let err = stderr(&bad);
+    assert!(
+        err.contains("log_format") && err.contains("\"text\" or \"json\""),
+        "{err}"
     );
 }
