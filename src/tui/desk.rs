@@ -78,8 +78,12 @@ pub trait Desk: Clone + Send + Sync + 'static {
     fn demo(&self) -> Answer<()>;
 }
 
+/// A refusal in the words the admin API would answer with, so both modes say the same.
 fn refused(e: control::Error) -> DeskError {
-    DeskError::Refused(e.to_string())
+    DeskError::Refused(match e {
+        control::Error::Grant(g) => g.description,
+        e => e.to_string(),
+    })
 }
 
 /// The header of the embedded server.

@@ -483,6 +483,28 @@ async fn the_embedded_and_the_attached_desk_answer_alike() {
         );
     }
 
+    // other refusals are worded alike too
+    for e in [
+        Effect::Revoke("no-such-grant".into()),
+        Effect::Complete("no-such-payment".into()),
+        Effect::Retry("no-such-payment".into()),
+        Effect::GenerateKey("no-such-wallet".into()),
+        Effect::Move {
+            wallet: "alice".into(),
+            deposit: false,
+            amount: u64::MAX / 2,
+        },
+        Effect::CreateWallet {
+            name: "alice".into(),
+            asset_code: "USD".into(),
+            asset_scale: 2,
+        },
+    ] {
+        let (l, r) = (run(&local, e.clone()).await, run(&remote, e.clone()).await);
+        assert!(matches!(l, Some(Reply::Failed(_))), "{e:?}: {l:?}");
+        assert_eq!(l, r, "{e:?}");
+    }
+
     // the demo signs with the data dir's key: not through --connect
     let Some(Reply::Failed(text)) = run(&remote, Effect::Demo).await else {
         panic!("the demo is refused with --connect")
