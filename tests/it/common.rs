@@ -379,3 +379,12 @@ pub async fn auto_approved_outgoing_token(client: &opdesk::client::SignedClient,
         .expect("grant request");
     finish_grant(client, &r.body).await
 }
+
+/// A loopback port nothing listens on right now.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}

@@ -16,7 +16,7 @@ use std::{
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::common::{Proc, TestAse};
+use crate::common::{Proc, TestAse, free_port};
 
 /// One Server-Sent Events message.
 #[derive(Debug, Clone, Default)]
@@ -221,14 +221,6 @@ impl Drop for Receiver {
     fn drop(&mut self) {
         self.stop.cancel();
     }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 async fn deliveries(p: &Proc, state: &str) -> Vec<Value> {

@@ -10,21 +10,13 @@ use std::{
     time::{Duration, Instant},
 };
 
-use crate::common::Proc;
+use crate::common::{Proc, free_port};
 
 /// A data dir with an empty config.toml (what `Proc::start` points `OPDESK_CONFIG` at).
 fn data_dir() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("config.toml"), "").unwrap();
     dir
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 /// `opdesk ARGS --data-dir DIR` with the test's empty config, no `--listen`; killed after `limit`.
@@ -191,6 +183,20 @@ async fn commands_find_the_server_from_the_data_dir_and_say_so() {
     server.child.wait().unwrap();
 }
 
+/// `opdesk wallets create dave --asset USD` on `dir`, off the async runtime.
+async fn create_dave(dir: &Path) -> Output {
+    let d = dir.to_owned();
+    tokio::task::spawn_blocking(move || {
+        opdesk(
+            &d,
+            &["wallets", "create", "dave", "--asset", "USD"],
+            Duration::from_secs(30),
+        )
+    })
+    .await
+    .unwrap()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_offline_write_while_a_server_holds_the_data_dir() {
     let dir = data_dir();
@@ -199,16 +205,7 @@ async fn no_offline_write_while_a_server_holds_the_data_dir() {
     let pid = server.child.id().to_string();
     // the server holds the data dir but cannot answer
     assert!(Command::new("kill").args(["-STOP", &pid]).status().unwrap().success());
-    let d = dir.path().to_owned();
-    let out = tokio::task::spawn_blocking(move || {
-        opdesk(
-            &d,
-            &["wallets", "create", "dave", "--asset", "USD"],
-            Duration::from_secs(30),
-        )
-    })
-    .await
-    .unwrap();
+    let out = create_dave(dir.path()).await;
     assert!(Command::new("kill").args(["-CONT", &pid]).status().unwrap().success());
     assert_eq!(out.status.code(), Some(1), "{out:?}");
     let line = stderr(&out);
@@ -224,16 +221,7 @@ async fn no_offline_write_while_a_server_holds_the_data_dir() {
     // once the server is gone, the command works on the data dir and says so
     server.child.kill().unwrap();
     server.child.wait().unwrap();
-    let d = dir.path().to_owned();
-    let out = tokio::task::spawn_blocking(move || {
-        opdesk(
-            &d,
-            &["wallets", "create", "dave", "--asset", "USD"],
-            Duration::from_secs(30),
-        )
-    })
-    .await
-    .unwrap();
+    let out = create_dave(dir.path()).await;
     assert!(out.status.success(), "{out:?}");
     assert_eq!(
         stderr(&out),
