@@ -11,6 +11,8 @@ use std::{
 };
 
 use opdesk::{client::SignedClient, tui::desk::Feed};
+
+use crate::common::free_port;
 use reqwest::Method;
 use serde_json::{Value, json};
 
@@ -48,14 +50,6 @@ async fn wait_until(session: &str, what: &str, ok: impl Fn(&str) -> bool) -> Str
 
 fn keys(session: &str, keys: &str) {
     tmux(&["send-keys", "-t", session, keys]);
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 /// A console in a tmux session, killed when dropped.
