@@ -259,6 +259,11 @@ async fn a_console_attaches_to_the_running_server_and_quitting_leaves_it_serving
     keys(session, "7");
     let log = wait_for(session, "POST    /auth").await;
     assert!(log.contains("demo-client") && log.contains(" ok "), "{log}");
+    // with the exchange the server captured for the console
+    keys(session, "Enter");
+    wait_for(session, "request  POST").await;
+    keys(session, "Escape");
+    tokio::time::sleep(Duration::from_millis(200)).await;
 
     // quitting leaves the server serving: the client's continue succeeds
     keys(session, "q");
