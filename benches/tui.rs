@@ -74,7 +74,11 @@ fn main() {
             Ok::<_, opdesk::store::Error>(())
         }))
         .expect("seed rows");
-        let (mut app, theme) = tui::build(&state, &tui::Options::default());
+        let (mut app, theme) = tui::build(
+            tui::desk::embedded_info(&state),
+            state.clock.now(),
+            &tui::Options::default(),
+        );
         app.pane = Pane::Incoming;
         app.size = (120, 40);
         let mut terminal = Terminal::new(TestBackend::new(120, 40)).expect("terminal");

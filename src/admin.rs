@@ -1,19 +1,37 @@
-//! The typed HTTP client for the admin API (`crate::server::admin`), which the CLI drives. Errors keep the
-//! server's envelope so the CLI can show the server's own words; an unreachable server is its own variant so
-//! the CLI can fall back to the data dir.
+//! The typed HTTP client for the admin API (`crate::server::admin`), which the CLI and attached consoles
+//! drive, with its event stream (`GET /admin/events`, server-sent events parsed by [`sse`]). Errors keep the
+//! server's envelope so callers can show the server's own words; an unreachable server is its own variant
+//! so the CLI can fall back to the data dir. [`find_holder`] says who serves a data dir: the one way the CLI
+//! and the console decide between attaching to a server and opening the data dir themselves.
 
+pub mod sse;
+
+use std::{
+    collections::{BTreeMap, VecDeque},
+    path::Path,
+    time::{Duration, Instant},
+};
+
+use futures_util::Stream;
 use reqwest::{Method, StatusCode};
 use serde::{Serialize, de::DeserializeOwned};
 
 use crate::control::dto::{
-    AddKey, CreateWallet, KeyAdded, Listed, Move, Moved, NewPeer, PaymentFilter, PeerView, Reject, WalletDetail,
+    AddKey, CreateWallet, KeyAdded, Listed, Move, Moved, NewPeer, Overview, PaymentFilter, PeerView, Reject,
+    ServerView, WalletDetail, WalletSummary,
 };
 use crate::{
     ase::peers::PeerPatch,
-    ase::{incoming::IncomingView, outgoing::OutgoingView, quotes::QuoteDto},
+    ase::{
+        incoming::IncomingView,
+        outgoing::{GrantSpent, OutgoingView},
+        quotes::QuoteDto,
+    },
+    events::EventRecord,
     gnap::service::GrantView,
     httpsig::jwk::Jwks,
     ledger::Balance,
+    owner::{self, DirLock, Record},
     wallet::Wallet,
     webhooks::DeliveryRow,
 };
@@ -34,9 +52,25 @@ pub enum ClientError {
 
 pub struct AdminClient {
     http: reqwest::Client,
+    /// For the event stream: no overall timeout, but a read timeout (the server sends keep-alives).
+    stream: reqwest::Client,
+    root: String,
     base: String,
     token: String,
 }
+
+/// What the event stream delivers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AdminEvent {
+    /// A domain event (with its outbox sequence number when durable).
+    Record(EventRecord),
+    /// The server could not give every event since the position asked for (or the subscriber fell
+    /// behind): reload everything; the stream continues live.
+    Resync(String),
+}
+
+/// How long the event stream may stay silent (the server sends a keep-alive every 15 s).
+const STREAM_SILENCE: Duration = Duration::from_secs(45);
 
 impl AdminClient {
     /// `base` is the server root, e.g. `http://127.0.0.1:4000`.
@@ -47,11 +81,92 @@ impl AdminClient {
             .timeout(std::time::Duration::from_secs(30))
             .build()
             .map_err(|e| ClientError::Protocol(e.to_string()))?;
+        let stream = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .connect_timeout(Duration::from_secs(2))
+            .read_timeout(STREAM_SILENCE)
+            .build()
+            .map_err(|e| ClientError::Protocol(e.to_string()))?;
+        let root = base.trim_end_matches('/').to_owned();
         Ok(Self {
             http,
-            base: format!("{}/admin", base.trim_end_matches('/')),
+            stream,
+            base: format!("{root}/admin"),
+            root,
             token: token.to_owned(),
         })
+    }
+
+    /// The server's base URL, as given.
+    pub fn url(&self) -> &str {
+        &self.root
+    }
+
+    fn unreachable(&self, e: &reqwest::Error) -> ClientError {
+        if e.is_connect() {
+            ClientError::Unreachable(self.base.clone())
+        } else {
+            ClientError::Protocol(e.to_string())
+        }
+    }
+
+    /// The admin event stream: durable events after `after` first (from the outbox), then live ones; with
+    /// `live`, also the live-only ones (request log, payment progress, balances). Ends when the server stops.
+    pub async fn events(
+        &self,
+        after: Option<i64>,
+        live: bool,
+    ) -> Result<impl Stream<Item = Result<AdminEvent, ClientError>> + Send + 'static, ClientError> {
+        let mut url = format!("{}/events?live={live}", self.base);
+        if let Some(seq) = after {
+            url.push_str(&format!("&after={seq}"));
+        }
+        let res = self
+            .stream
+            .get(url)
+            .bearer_auth(&self.token)
+            .header(reqwest::header::ACCEPT, "text/event-stream")
+            .send()
+            .await
+            .map_err(|e| self.unreachable(&e))?;
+        if !res.status().is_success() {
+            let status = res.status();
+            let bytes = res.bytes().await.unwrap_or_default();
+            return Err(api_error(status, &bytes));
+        }
+        struct State {
+            res: reqwest::Response,
+            parser: sse::Parser,
+            queue: VecDeque<Result<AdminEvent, ClientError>>,
+            done: bool,
+        }
+        let state = State {
+            res,
+            parser: sse::Parser::default(),
+            queue: VecDeque::new(),
+            done: false,
+        };
+        Ok(futures_util::stream::unfold(state, |mut st| async move {
+            loop {
+                if let Some(item) = st.queue.pop_front() {
+                    return Some((item, st));
+                }
+                if st.done {
+                    return None;
+                }
+                match st.res.chunk().await {
+                    Ok(Some(bytes)) => st
+                        .queue
+                        .extend(st.parser.push(&bytes).into_iter().filter_map(admin_event)),
+                    Ok(None) => st.done = true,
+                    Err(e) => {
+                        st.done = true;
+                        st.queue
+                            .push_back(Err(ClientError::Protocol(format!("the event stream broke: {e}"))));
+                    }
+                }
+            }
+        }))
     }
 
     async fn send<B: Serialize, T: DeserializeOwned>(
@@ -67,26 +182,14 @@ impl AdminClient {
         if let Some(b) = body {
             req = req.json(b);
         }
-        let res = req.send().await.map_err(|e| {
-            if e.is_connect() {
-                ClientError::Unreachable(self.base.clone())
-            } else {
-                ClientError::Protocol(e.to_string())
-            }
-        })?;
+        let res = req.send().await.map_err(|e| self.unreachable(&e))?;
         let status = res.status();
         let bytes = res.bytes().await.map_err(|e| ClientError::Protocol(e.to_string()))?;
         if status == StatusCode::NO_CONTENT {
             return Ok(None);
         }
         if !status.is_success() {
-            let v: serde_json::Value = serde_json::from_slice(&bytes).unwrap_or_default();
-            let field = |k: &str| v["error"][k].as_str().unwrap_or("").to_owned();
-            return Err(ClientError::Api {
-                status: status.as_u16(),
-                code: field("code"),
-                description: field("description"),
-            });
+            return Err(api_error(status, &bytes));
         }
         serde_json::from_slice(&bytes)
             .map(Some)
@@ -150,6 +253,26 @@ impl AdminClient {
 
     pub async fn balances(&self) -> Result<Vec<Balance>, ClientError> {
         self.get("/balances").await
+    }
+
+    /// The console's counters and every balance.
+    pub async fn overview(&self) -> Result<Overview, ClientError> {
+        self.get("/overview").await
+    }
+
+    /// What the server is (version, pid, addresses, database).
+    pub async fn server(&self) -> Result<ServerView, ClientError> {
+        self.get("/server").await
+    }
+
+    /// Every wallet with its balance and key count.
+    pub async fn wallet_summaries(&self) -> Result<Vec<WalletSummary>, ClientError> {
+        self.get("/wallet-summaries").await
+    }
+
+    /// What each active outgoing-payment grant has spent in its current interval, by grant id.
+    pub async fn grant_spending(&self) -> Result<BTreeMap<String, GrantSpent>, ClientError> {
+        self.get("/grants/spending").await
     }
 
     pub async fn list_peers(&self) -> Result<Vec<PeerView>, ClientError> {
@@ -291,5 +414,74 @@ impl AdminClient {
     pub async fn retry_dead_webhooks(&self) -> Result<usize, ClientError> {
         let v: serde_json::Value = self.post("/webhooks/retry-dead", &serde_json::json!({})).await?;
         Ok(v["retried"].as_u64().and_then(|n| usize::try_from(n).ok()).unwrap_or(0))
+    }
+}
+
+/// A refusal in the server's own words (its error envelope).
+fn api_error(status: StatusCode, body: &[u8]) -> ClientError {
+    let v: serde_json::Value = serde_json::from_slice(body).unwrap_or_default();
+    let field = |k: &str| v["error"][k].as_str().unwrap_or("").to_owned();
+    ClientError::Api {
+        status: status.as_u16(),
+        code: field("code"),
+        description: field("description"),
+    }
+}
+
+/// One stream message as an event: `resync`, or an [`EventRecord`] (an event this build does not know is
+/// skipped, so a newer server does not break an older console).
+fn admin_event(m: sse::Message) -> Option<Result<AdminEvent, ClientError>> {
+    if m.event == "resync" {
+        let v: serde_json::Value = serde_json::from_str(&m.data).unwrap_or_default();
+        let reason = v["reason"]
+            .as_str()
+            .unwrap_or("the server asked for a resync")
+            .to_owned();
+        return Some(Ok(AdminEvent::Resync(reason)));
+    }
+    match serde_json::from_str::<EventRecord>(&m.data) {
+        Ok(r) => Some(Ok(AdminEvent::Record(r))),
+        Err(e) => {
+            tracing::debug!(event = %m.event, error = %e, "skipped an event this build does not know");
+            None
+        }
+    }
+}
+
+/// Who serves a data dir, as a client finds out.
+pub enum Holder {
+    /// No process held it: the caller holds it now (and may open it).
+    Free(DirLock),
+    /// A running server holds it and answers its admin API.
+    Server(AdminClient, Record),
+}
+
+/// Who serves the data dir `dir`: nobody (then the caller takes it), or a server whose record there says
+/// where it listens and which answers with the admin token in `token_file`. A holder that does not answer
+/// yet (a server starting or stopping, an offline command finishing) is waited for, up to `wait`; then the
+/// error names it.
+pub async fn find_holder(dir: &Path, token_file: &Path, wait: Duration) -> color_eyre::Result<Holder> {
+    let deadline = Instant::now() + wait;
+    loop {
+        let held = match DirLock::acquire(dir) {
+            Ok(lock) => return Ok(Holder::Free(lock)),
+            Err(held @ owner::Error::Held { .. }) => held,
+            Err(e) => return Err(e.into()),
+        };
+        if let owner::Error::Held { record: Some(r), .. } = &held
+            && let Some(token) = crate::app::read_admin_token(token_file)
+        {
+            let client = AdminClient::new(&r.admin, &token)?;
+            match client.answers(Duration::from_secs(2)).await {
+                Ok(()) => return Ok(Holder::Server(client, (**r).clone())),
+                // a server starting or stopping: wait for it, or for the data dir
+                Err(ClientError::Unreachable(_)) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        if Instant::now() >= deadline {
+            return Err(held.into());
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }

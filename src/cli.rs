@@ -17,23 +17,17 @@ mod print;
 mod wallets;
 mod webhooks;
 
-use std::{
-    io::Write as _,
-    path::PathBuf,
-    sync::Arc,
-    time::{Duration, Instant},
-};
+use std::{io::Write as _, path::PathBuf, sync::Arc, time::Duration};
 
 use clap::{Args, Parser, Subcommand};
 use color_eyre::eyre::{Result, bail, eyre};
 
 use crate::{
-    admin::{AdminClient, ClientError},
+    admin::{self, AdminClient, Holder},
     app::{self, AppCore},
     clock::SystemClock,
     control,
     ledger::Movement,
-    owner::{self, DirLock},
     server::error::ApiError,
     settings::{Overrides, Settings},
 };
@@ -412,9 +406,9 @@ enum Backend {
     Local(Box<AppCore>),
 }
 
-/// How long a command waits for a data dir held by a process that does not answer (a server starting or
-/// stopping, another offline command finishing) before it gives up.
-const HELD_WAIT: Duration = Duration::from_secs(10);
+/// How long a command (or a console) waits for a data dir held by a process that does not answer (a server
+/// starting or stopping, another offline command finishing) before it gives up.
+pub const HELD_WAIT: Duration = Duration::from_secs(10);
 
 impl Backend {
     /// The server `--connect` names; else the server that holds the data dir (found from its record there);
@@ -427,43 +421,22 @@ impl Backend {
             return Ok((Self::Remote(client), format!("via the server at {url}")));
         }
         let dir = &settings.paths.data_dir;
-        let deadline = Instant::now() + HELD_WAIT;
-        loop {
-            let held = match DirLock::acquire(dir) {
-                Ok(lock) => {
-                    let core = AppCore::open_locked(settings.clone(), Arc::new(SystemClock), lock).await?;
-                    let way = format!("offline: no server holds {}", dir.display());
-                    return Ok((Self::Local(Box::new(core)), way));
-                }
-                Err(held @ owner::Error::Held { .. }) => held,
-                Err(e) => return Err(e.into()),
-            };
-            if let owner::Error::Held { record: Some(r), .. } = &held
-                && let Some(token) = app::read_admin_token(&settings.paths.admin_token())
-            {
-                let client = AdminClient::new(&r.admin, &token)?;
-                match client.answers(Duration::from_secs(2)).await {
-                    Ok(()) => {
-                        return Ok((
-                            Self::Remote(client),
-                            format!("via the server at {} (pid {})", r.admin, r.pid),
-                        ));
-                    }
-                    // a server starting or stopping: wait for it, or for the data dir
-                    Err(ClientError::Unreachable(_)) => {}
-                    Err(e) => return Err(eyre!(e)),
-                }
+        match admin::find_holder(dir, &settings.paths.admin_token(), HELD_WAIT).await? {
+            Holder::Free(lock) => {
+                let core = AppCore::open_locked(settings.clone(), Arc::new(SystemClock), lock).await?;
+                let way = format!("offline: no server holds {}", dir.display());
+                Ok((Self::Local(Box::new(core)), way))
             }
-            if Instant::now() >= deadline {
-                return Err(held.into());
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
+            Holder::Server(client, r) => Ok((
+                Self::Remote(client),
+                format!("via the server at {} (pid {})", r.admin, r.pid),
+            )),
         }
     }
 }
 
 /// The admin token for `--connect`: from `--token-file`, else `OPDESK_ADMIN_TOKEN`.
-fn remote_token(global: &Global) -> Result<String> {
+pub fn remote_token(global: &Global) -> Result<String> {
     if let Some(path) = &global.token_file {
         return app::read_admin_token(path).ok_or_else(|| eyre!("no admin token in {}", path.display()));
     }

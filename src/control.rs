@@ -11,6 +11,7 @@ pub mod grants;
 pub mod keys;
 pub mod payments;
 pub mod peers;
+pub mod views;
 pub mod wallets;
 pub mod webhooks;
 
@@ -26,6 +27,7 @@ pub use payments::{
     show_outgoing, show_quote,
 };
 pub use peers::{create_peer, ensure_client_wallet, list_peers, remove_peer, show_peer, update_peer};
+pub use views::{grant_spending, overview, server_view, wallet_summaries};
 pub use wallets::{balances, create_wallet, list_wallets, show_wallet};
 pub use webhooks::{list_webhooks, retry_dead_webhooks, retry_webhook};
 
@@ -86,6 +88,12 @@ pub enum Error {
     Invalid { code: &'static str, message: String },
     #[error("{0}")]
     NotFound(String),
+    /// A grant decision on a grant that was already decided (by another console, the CLI, or expiry).
+    #[error("grant {id} is already {state}")]
+    AlreadyDecided {
+        id: String,
+        state: crate::states::GrantState,
+    },
     #[error(transparent)]
     Wallet(#[from] WalletError),
     #[error(transparent)]

@@ -1,4 +1,5 @@
-//! opdesk: a terminal console that embeds a small Open Payments Account Servicing Entity.
+//! opdesk: a small Open Payments Account Servicing Entity with a terminal console that attaches to it (or
+//! embeds it).
 //!
 //! The crate root holds the module tree and [`run`], which turns a parsed command line into the console,
 //! the headless server or an operator command. `main.rs` only parses, installs hooks and calls [`run`].
@@ -9,6 +10,7 @@ pub mod ase;
 pub mod cli;
 pub mod client;
 pub mod clock;
+pub mod console;
 pub mod control;
 pub mod demo;
 pub mod egress;
@@ -50,10 +52,7 @@ pub async fn run(cli: Cli) -> Result<()> {
         return Ok(());
     }
     match cli.command {
-        None if cli.global.connect.is_some() => Err(color_eyre::eyre::eyre!(
-            "--connect is for operator commands; the console runs on its own data dir (attaching it to a running server is not built yet)"
-        )),
-        None => console(settings, &cli.global).await,
+        None => console::run(settings, &cli.global).await,
         Some(Command::Demo) => {
             logging::to_stderr(cli.global.log_level.as_deref().unwrap_or("info"), settings.log_format);
             let pem = std::fs::read_to_string(settings.paths.demo_client_key())
@@ -73,29 +72,6 @@ pub async fn run(cli: Cli) -> Result<()> {
             cli::run_operator(cmd, settings, &cli.global).await
         }
     }
-}
-
-/// The console over the embedded server: logs to a file (and the Log pane), never to the terminal.
-async fn console(settings: Settings, global: &cli::Global) -> Result<()> {
-    let (_guard, logs) = logging::to_file_and_console(&settings.log_level, &settings.paths.log_file)
-        .wrap_err_with(|| format!("cannot open the log file {}", settings.paths.log_file.display()))?;
-    let core = app::AppCore::open(settings.clone()).await?;
-    let listener = app::bind(&settings).await?;
-    tracing::info!(public_url = %settings.public_url, "opdesk console serving on {}", listener.local_addr()?);
-    let state = core.state.clone();
-    let shutdown = CancellationToken::new();
-    app::cancel_on_signals(shutdown.clone());
-    let server = tokio::spawn(app::serve(core, listener, shutdown.clone()));
-    let opts = tui::Options {
-        readonly: global.readonly,
-        no_color: std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty()),
-        keys: settings.keys.clone(),
-        theme: settings.theme.clone(),
-    };
-    let result = tui::run(state.services.clone(), opts, logs, shutdown.clone()).await;
-    shutdown.cancel();
-    server.await.wrap_err("the server task failed")??;
-    result
 }
 
 /// Opens the ASE (migrations before binding), binds, and serves until Ctrl-C or SIGTERM.

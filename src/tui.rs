@@ -1,12 +1,15 @@
-//! The console: a full-screen ratatui operator desk over the embedded ASE. One inbox (terminal input,
-//! domain events, command replies, a slow tick) feeds `App::update`; everything queued is drained before a
-//! frame, and frames are drawn at most every 16 ms and only when something changed. Commands run on a
-//! control task that calls the same operations as the admin API, so the UI never waits. The terminal is
-//! restored on quit, on error and on panic; logs go to a file (and the Log pane), never over the screen.
+//! The console: a full-screen ratatui operator desk over an ASE — embedded in this process or attached to
+//! a running server, through one interface ([`desk::Desk`]). One inbox (terminal input, the desk's feed of
+//! domain events and connection changes, command replies, a slow tick) feeds `App::update`; everything
+//! queued is drained before a frame, and frames are drawn at most every 16 ms and only when something
+//! changed. Commands run on a control task that calls the same operations as the admin API, so the UI never
+//! waits. The terminal is restored on quit, on error and on panic; logs go to a file (and the Log pane),
+//! never over the screen.
 
 pub mod action;
 pub mod app;
 pub mod control;
+pub mod desk;
 pub mod keymap;
 pub mod pane;
 pub mod panes;
@@ -27,11 +30,13 @@ use ratatui::crossterm::{
     },
     execute,
 };
-use tokio::sync::{broadcast::error::RecvError, mpsc};
+use time::OffsetDateTime;
+use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::{control::Services, events::DomainEvent};
+use crate::events::DomainEvent;
 use app::{App, Effect, Msg, ServerInfo};
+use desk::{Desk, Feed};
 use keymap::Keymap;
 use theme::Theme;
 
@@ -44,35 +49,40 @@ pub struct Options {
     pub theme: BTreeMap<String, String>,
 }
 
-/// The view model for `state` with keymap and theme from `opts` (warnings go to the flash line).
-pub fn build(state: &Services, opts: &Options) -> (App, Theme) {
+/// The view model for the server `info` at `now`, with keymap and theme from `opts` (warnings go to the
+/// flash line).
+pub fn build(info: ServerInfo, now: OffsetDateTime, opts: &Options) -> (App, Theme) {
     let (keymap, mut warnings) = Keymap::with_overrides(&opts.keys);
     let (theme, theme_warnings) = Theme::load(opts.no_color, &opts.theme);
     warnings.extend(theme_warnings);
-    let info = ServerInfo {
-        version: env!("CARGO_PKG_VERSION").to_owned(),
-        listen: state.settings.listen.to_string(),
-        public_url: state.settings.public_url.clone(),
-        ilp_address: Some(state.settings.ilp.address.clone()),
-        database: state.settings.paths.database().display().to_string(),
-    };
-    let mut app = App::new(info, keymap, opts.readonly, state.clock.now());
+    let mut app = App::new(info, keymap, opts.readonly, now);
     if !warnings.is_empty() {
         app.flash(app::Level::Warn, warnings.join("; "));
     }
     (app, theme)
 }
 
+/// The console's message for what the feed says, if any (the console's own admin requests are not shown).
+fn from_feed(f: Feed) -> Option<Msg> {
+    Some(match f {
+        Feed::Event(DomainEvent::HttpRequest { path, .. }) if path.starts_with("/admin") => return None,
+        Feed::Event(e) => Msg::Event(e),
+        Feed::Resync => Msg::Lagged,
+        Feed::Down(why) => Msg::Disconnected(why),
+        Feed::Up(info) => Msg::Connected(info),
+    })
+}
+
 /// Runs the console until the person quits or `shutdown` is cancelled. `logs` feeds the Log pane.
-pub async fn run(
-    state: std::sync::Arc<Services>,
+pub async fn run<D: Desk>(
+    desk: D,
     opts: Options,
     mut logs: mpsc::Receiver<String>,
     shutdown: CancellationToken,
 ) -> Result<()> {
-    let (mut app, theme) = build(&state, &opts);
-    // the Requests pane shows headers and bodies: capture them while the console runs
-    state.capture.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let info = desk.info().await.wrap_err("cannot ask the server what it is")?;
+    let (mut app, theme) = build(info, desk.now(), &opts);
+    let mut feed = desk.feed();
     let mut terminal = ratatui::init();
     let _ = execute!(stdout(), EnableMouseCapture);
     let result = async {
@@ -80,8 +90,7 @@ pub async fn run(
         app.size = (size.width, size.height);
         let (effects_tx, effects_rx) = mpsc::unbounded_channel::<Effect>();
         let (replies_tx, mut replies) = mpsc::unbounded_channel();
-        tokio::spawn(control::serve(state.clone(), effects_rx, replies_tx));
-        let mut bus = state.bus.subscribe();
+        tokio::spawn(control::serve(desk.clone(), effects_rx, replies_tx));
         let mut input = EventStream::new();
         let mut tick = tokio::time::interval(Duration::from_millis(250));
         for e in app.start() {
@@ -110,15 +119,13 @@ pub async fn run(
                     TermEvent::Resize(w, h) => Some(Msg::Resize(w, h)),
                     _ => None,
                 },
-                e = bus.recv() => match e.map(|r| r.event) {
-                    Ok(DomainEvent::HttpRequest { path, .. }) if path.starts_with("/admin") => None,
-                    Ok(e) => Some(Msg::Event(e)),
-                    Err(RecvError::Lagged(_)) => Some(Msg::Lagged),
-                    Err(RecvError::Closed) => break,
+                f = feed.recv() => match f {
+                    Some(f) => from_feed(f),
+                    None => break,
                 },
                 Some(r) = replies.recv() => Some(Msg::Reply(r)),
                 Some(line) = logs.recv() => Some(Msg::Log(line)),
-                _ = tick.tick() => Some(Msg::Tick(state.clock.now())),
+                _ = tick.tick() => Some(Msg::Tick(desk.now())),
                 _ = tokio::time::sleep_until(deadline), if dirty => None,
             };
             let Some(msg) = msg else { continue };
@@ -127,14 +134,9 @@ pub async fn run(
             while let Ok(r) = replies.try_recv() {
                 effects.extend(app.update(Msg::Reply(r)));
             }
-            loop {
-                match bus.try_recv().map(|r| r.event) {
-                    Ok(DomainEvent::HttpRequest { path, .. }) if path.starts_with("/admin") => {}
-                    Ok(e) => effects.extend(app.update(Msg::Event(e))),
-                    Err(tokio::sync::broadcast::error::TryRecvError::Lagged(_)) => {
-                        effects.extend(app.update(Msg::Lagged))
-                    }
-                    Err(_) => break,
+            while let Ok(f) = feed.try_recv() {
+                if let Some(m) = from_feed(f) {
+                    effects.extend(app.update(m));
                 }
             }
             dirty = true;

@@ -205,3 +205,35 @@ impl PeerView {
         }
     }
 }
+
+/// `GET /admin/overview`: the console's counters and every account's balance.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Overview {
+    pub pending_grants: usize,
+    pub open_incoming: usize,
+    pub failed_outgoing: usize,
+    pub balances: Vec<Balance>,
+}
+
+/// `GET /admin/wallet-summaries`: a wallet address with its balance and how many keys it publishes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WalletSummary {
+    pub wallet: Wallet,
+    pub balance: Balance,
+    pub keys: usize,
+}
+
+/// `GET /admin/server`: what the server is, for an attached console's header.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ServerView {
+    pub version: String,
+    pub pid: u32,
+    pub listen: String,
+    pub public_url: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ilp_address: Option<String>,
+    pub database: String,
+}

@@ -1,7 +1,10 @@
 //! The resource owner's decisions on grants: list, show, approve, reject, revoke.
 
 use super::{Error, Services, dto::Reject};
-use crate::{gnap::service::GrantView, states::GrantState};
+use crate::{
+    gnap::{GnapError, error::Fault, service::GrantView},
+    states::GrantState,
+};
 
 pub async fn list_grants(s: &Services, state: Option<String>) -> Result<Vec<GrantView>, Error> {
     let state = state.map(|st| st.parse::<GrantState>()).transpose().map_err(|_| {
@@ -17,12 +20,34 @@ pub async fn show_grant(s: &Services, id: &str) -> Result<GrantView, Error> {
     Ok(s.gnap.show(id).await?)
 }
 
+/// Approves a pending grant; one already decided is [`Error::AlreadyDecided`], saying how.
 pub async fn approve_grant(s: &Services, id: &str) -> Result<GrantView, Error> {
-    Ok(s.gnap.approve(id).await?)
+    match s.gnap.approve(id).await {
+        Err(e) => Err(decided(s, id, e).await),
+        Ok(g) => Ok(g),
+    }
 }
 
+/// Rejects a pending grant; one already decided is [`Error::AlreadyDecided`], saying how.
 pub async fn reject_grant(s: &Services, id: &str, body: Reject) -> Result<GrantView, Error> {
-    Ok(s.gnap.reject(id, body.reason).await?)
+    match s.gnap.reject(id, body.reason).await {
+        Err(e) => Err(decided(s, id, e).await),
+        Ok(g) => Ok(g),
+    }
+}
+
+/// A refused decision in the operator's words: a grant no longer pending says what it is now.
+async fn decided(s: &Services, id: &str, e: GnapError) -> Error {
+    if e.fault == Fault::Conflict
+        && let Ok(g) = s.gnap.show(id).await
+        && g.state != GrantState::Pending
+    {
+        return Error::AlreadyDecided {
+            id: g.id,
+            state: g.state,
+        };
+    }
+    e.into()
 }
 
 pub async fn revoke_grant(s: &Services, id: &str) -> Result<GrantView, Error> {

@@ -35,6 +35,10 @@ pub fn routes(state: AppState) -> Router<AppState> {
         .route("/wallets/{name}/deposit", post(deposit))
         .route("/wallets/{name}/withdraw", post(withdraw))
         .route("/balances", get(balances))
+        .route("/overview", get(overview))
+        .route("/server", get(server_view))
+        .route("/wallet-summaries", get(wallet_summaries))
+        .route("/grants/spending", get(grant_spending))
         .route("/peers", get(list_peers).post(create_peer))
         .route("/peers/{name}", get(show_peer).patch(update_peer).delete(remove_peer))
         .route("/incoming-payments", get(list_incoming))
@@ -237,6 +241,22 @@ async fn withdraw(
 
 async fn balances(State(s): State<AppState>) -> Result<impl IntoResponse, ApiError> {
     Ok(axum::Json(control::balances(&s).await?))
+}
+
+async fn overview(State(s): State<AppState>) -> Result<impl IntoResponse, ApiError> {
+    Ok(axum::Json(control::overview(&s).await?))
+}
+
+async fn server_view(State(s): State<AppState>) -> impl IntoResponse {
+    axum::Json(control::server_view(&s))
+}
+
+async fn wallet_summaries(State(s): State<AppState>) -> Result<impl IntoResponse, ApiError> {
+    Ok(axum::Json(control::wallet_summaries(&s).await?))
+}
+
+async fn grant_spending(State(s): State<AppState>) -> Result<impl IntoResponse, ApiError> {
+    Ok(axum::Json(control::grant_spending(&s).await?))
 }
 
 async fn list_peers(State(s): State<AppState>) -> Result<impl IntoResponse, ApiError> {

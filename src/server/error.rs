@@ -347,6 +347,9 @@ impl From<control::Error> for ApiError {
         match e {
             control::Error::Invalid { code, message } => Self::bad_request(code, message),
             control::Error::NotFound(d) => Self::not_found(d),
+            e @ control::Error::AlreadyDecided { .. } => {
+                Self::new(StatusCode::CONFLICT, "already_decided", e.to_string())
+            }
             control::Error::Wallet(e) => e.into(),
             control::Error::Ledger(e) => e.into(),
             control::Error::Money(e) => e.into(),

@@ -26,8 +26,6 @@ use crate::{
     },
     events::DomainEvent,
     gnap::service::GrantView,
-    ledger::Balance,
-    wallet::Wallet,
 };
 
 mod command;
@@ -38,7 +36,7 @@ pub const PAGE: u32 = 200;
 /// Requests and log lines kept in memory.
 pub const RING: usize = 2000;
 
-/// What the header shows about the embedded server.
+/// What the header shows about the server the console shows: embedded in this process, or attached to.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct ServerInfo {
     pub version: String,
@@ -46,24 +44,23 @@ pub struct ServerInfo {
     pub public_url: String,
     pub ilp_address: Option<String>,
     pub database: String,
+    /// The server this console attached to (none: embedded in this process).
+    pub attached: Option<Attached>,
+}
+
+/// Where an attached console reaches its server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Attached {
+    /// The admin API's base URL.
+    pub url: String,
+    pub pid: Option<u32>,
 }
 
 /// A wallet with its balance and key count.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct WalletRow {
-    pub wallet: Wallet,
-    pub balance: Balance,
-    pub keys: usize,
-}
+pub type WalletRow = crate::control::dto::WalletSummary;
 
 /// Counters and balances for the overview.
-#[derive(Debug, Clone, PartialEq, Default, Serialize)]
-pub struct OverviewData {
-    pub pending_grants: usize,
-    pub open_incoming: usize,
-    pub failed_outgoing: usize,
-    pub balances: Vec<Balance>,
-}
+pub type OverviewData = crate::control::dto::Overview;
 
 /// One HTTP exchange in the request log.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -178,6 +175,10 @@ pub enum Msg {
     Event(DomainEvent),
     /// The bus dropped events: resync everything.
     Lagged,
+    /// An attached console lost its server (why): it reconnects.
+    Disconnected(String),
+    /// Connected (again) to the server, which may have moved: resync everything.
+    Connected(ServerInfo),
     Reply(Reply),
     Tick(OffsetDateTime),
     Log(String),
@@ -267,6 +268,8 @@ pub struct App {
     pub command_history: Vec<String>,
     /// Terminal size.
     pub size: (u16, u16),
+    /// Why an attached console lost its server, while it reconnects.
+    pub disconnected: Option<String>,
     pub quit: bool,
 }
 
@@ -314,6 +317,7 @@ impl App {
             stale: Pane::ALL.iter().copied().collect(),
             command_history: Vec::new(),
             size: (80, 24),
+            disconnected: None,
             quit: false,
         }
     }
@@ -483,6 +487,20 @@ impl App {
             Msg::Event(e) => self.on_event(e),
             Msg::Lagged => {
                 self.flash(Level::Warn, "events were dropped; resyncing from the store");
+                self.resync_all()
+            }
+            Msg::Disconnected(why) => {
+                if self.disconnected.is_none() {
+                    self.flash(Level::Warn, format!("disconnected — reconnecting ({why})"));
+                }
+                self.disconnected = Some(why);
+                Vec::new()
+            }
+            Msg::Connected(info) => {
+                if self.disconnected.take().is_some() {
+                    self.flash(Level::Info, "connected again; resyncing");
+                }
+                self.info = info;
                 self.resync_all()
             }
             Msg::Reply(r) => self.on_reply(r),
@@ -839,6 +857,54 @@ mod tests {
 
     fn app() -> App {
         App::new(ServerInfo::default(), Keymap::default(), false, now())
+    }
+
+    #[test]
+    fn losing_the_server_waits_and_finding_it_again_resyncs_with_its_new_address() {
+        let mut a = app();
+        assert!(
+            a.update(Msg::Disconnected("stream ended".into())).is_empty(),
+            "nothing to load meanwhile"
+        );
+        assert_eq!(a.disconnected.as_deref(), Some("stream ended"));
+        assert!(
+            a.flash
+                .as_ref()
+                .is_some_and(|f| f.text.contains("disconnected — reconnecting"))
+        );
+        a.flash = None;
+        a.update(Msg::Disconnected("connection refused".into()));
+        assert!(a.flash.is_none(), "said once while it retries");
+        let moved = ServerInfo {
+            attached: Some(Attached {
+                url: "http://127.0.0.1:4661".into(),
+                pid: Some(7),
+            }),
+            ..ServerInfo::default()
+        };
+        let effects = a.update(Msg::Connected(moved.clone()));
+        assert_eq!(a.disconnected, None);
+        assert_eq!(a.info, moved);
+        let loads: Vec<Pane> = effects
+            .iter()
+            .filter_map(|e| match e {
+                Effect::Load(l) => Some(l.pane),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            loads,
+            [
+                Pane::Overview,
+                Pane::Wallets,
+                Pane::Incoming,
+                Pane::Grants,
+                Pane::Outgoing,
+                Pane::Quotes
+            ],
+            "every pane reloads"
+        );
+        assert!(a.flash.as_ref().is_some_and(|f| f.text.contains("connected again")));
     }
 
     fn key(c: char) -> Msg {

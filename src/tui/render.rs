@@ -72,9 +72,29 @@ fn draw_header(app: &App, theme: &Theme, f: &mut Frame, area: Rect) {
         ));
         spans.push(Span::raw(" "));
     }
+    if app.disconnected.is_some() {
+        spans.push(Span::styled(
+            " disconnected — reconnecting ",
+            theme.failed.add_modifier(Modifier::REVERSED),
+        ));
+        spans.push(Span::raw(" "));
+    } else {
+        spans.push(Span::styled(where_line(app), theme.dim));
+    }
     spans.push(Span::styled(app.info.public_url.clone(), theme.accent));
     spans.push(Span::styled(format!("  db {}", app.info.database), theme.dim));
     f.render_widget(Paragraph::new(Line::from(spans)), area);
+}
+
+/// Which server the console shows: `embedded`, or `attached to URL (pid N)`.
+pub fn where_line(app: &App) -> String {
+    match &app.info.attached {
+        None => "embedded  ".to_owned(),
+        Some(a) => match a.pid {
+            Some(pid) => format!("attached to {} (pid {pid})  ", a.url),
+            None => format!("attached to {}  ", a.url),
+        },
+    }
 }
 
 fn draw_tabs(app: &App, theme: &Theme, f: &mut Frame, area: Rect) {

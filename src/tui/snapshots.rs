@@ -19,6 +19,7 @@ fn info() -> ServerInfo {
         public_url: "http://127.0.0.1:4000".into(),
         ilp_address: Some("test.opdesk".into()),
         database: "/data/ase.sqlite3".into(),
+        attached: None,
     }
 }
 
@@ -325,5 +326,32 @@ fn the_readme_key_table_matches_the_keymap() {
     assert!(
         readme.contains(&table),
         "README.md's key table is stale; it should read:\n{table}"
+    );
+}
+
+#[test]
+fn the_header_says_embedded_attached_or_disconnected() {
+    let header = |a: &App| draw(a, 120, 40).lines().next().unwrap_or_default().to_owned();
+    let embedded = loaded(false);
+    assert!(header(&embedded).contains("embedded  http://127.0.0.1:4000"));
+    let mut attached = loaded(false);
+    attached.info.attached = Some(super::app::Attached {
+        url: "http://127.0.0.1:4660".into(),
+        pid: Some(123),
+    });
+    assert!(
+        header(&attached).contains("attached to http://127.0.0.1:4660 (pid 123)"),
+        "{}",
+        header(&attached)
+    );
+    attached.update(Msg::Disconnected("the server closed the event stream".into()));
+    let h = header(&attached);
+    assert!(
+        h.contains("disconnected — reconnecting") && !h.contains("attached to"),
+        "{h}"
+    );
+    assert!(
+        draw(&attached, 120, 40).contains("disconnected — reconnecting (the server closed the event stream)"),
+        "the flash line says why"
     );
 }

@@ -1,14 +1,20 @@
-//! The console end to end: the real binary in a tmux pseudo-terminal. A client requests an interactive
-//! grant from outside; it appears in the Grants pane; the keys a person would press approve it; the client's
-//! continue then succeeds.
+//! The console end to end: the real binary in a tmux pseudo-terminal. Embedded: a client requests an
+//! interactive grant from outside; it appears in the Grants pane; the keys a person would press approve it;
+//! the client's continue then succeeds; quitting stops the server. Attached: the same against an
+//! `opdesk serve` that keeps serving after the console quits; two consoles see each other's decisions; a
+//! console rides out a server restart (on another port) and shows current data again.
 
 use std::{
-    process::Command,
+    path::Path,
+    process::{Child, Command, Stdio},
     time::{Duration, Instant},
 };
 
+use opdesk::{client::SignedClient, tui::desk::Feed};
+
+use crate::common::free_port;
 use reqwest::Method;
-use serde_json::json;
+use serde_json::{Value, json};
 
 fn tmux(args: &[&str]) -> String {
     let out = Command::new("tmux")
@@ -23,10 +29,15 @@ fn screen(session: &str) -> String {
 }
 
 async fn wait_for(session: &str, what: &str) -> String {
+    wait_until(session, what, |s| s.contains(what)).await
+}
+
+/// Waits (at most 20 s) until the screen of `session` satisfies `ok`; `what` describes it.
+async fn wait_until(session: &str, what: &str, ok: impl Fn(&str) -> bool) -> String {
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
         let s = screen(session);
-        if s.contains(what) {
+        if ok(&s) {
             return s;
         }
         assert!(
@@ -37,45 +48,106 @@ async fn wait_for(session: &str, what: &str) -> String {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_operator_approves_a_grant_with_the_keyboard() {
+fn keys(session: &str, keys: &str) {
+    tmux(&["send-keys", "-t", session, keys]);
+}
+
+/// A console in a tmux session, killed when dropped.
+struct Console(String);
+
+impl Console {
+    /// `opdesk ARGS` on the data dir `dir` in a 120×40 terminal.
+    fn start(name: &str, dir: &Path, args: &str) -> Self {
+        let session = format!("opdesk-e2e-{name}-{}", free_port());
+        let cmd = format!(
+            "OPDESK_CONFIG={cfg} {bin} --data-dir {dir} {args}",
+            cfg = dir.join("config.toml").display(),
+            bin = env!("CARGO_BIN_EXE_opdesk"),
+            dir = dir.display(),
+        );
+        tmux(&["new-session", "-d", "-s", &session, "-x", "120", "-y", "40", &cmd]);
+        Self(session)
+    }
+
+    fn session(&self) -> &str {
+        &self.0
+    }
+
+    /// Whether the session (and so the console in it) is still there.
+    fn running(&self) -> bool {
+        Command::new("tmux")
+            .args(["has-session", "-t", &self.0])
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    }
+}
+
+impl Drop for Console {
+    fn drop(&mut self) {
+        let _ = Command::new("tmux").args(["kill-session", "-t", &self.0]).output();
+    }
+}
+
+/// `opdesk serve` on the data dir `dir`, killed when dropped.
+struct Server {
+    child: Child,
+    base: String,
+}
+
+impl Server {
+    async fn start(dir: &Path, port: u16) -> Self {
+        let child = Command::new(env!("CARGO_BIN_EXE_opdesk"))
+            .args(["serve", "--data-dir"])
+            .arg(dir)
+            .args(["--listen", &format!("127.0.0.1:{port}")])
+            .env("OPDESK_CONFIG", dir.join("config.toml"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("opdesk serve starts");
+        let base = format!("http://127.0.0.1:{port}");
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while reqwest::get(format!("{base}/healthz")).await.is_err() {
+            assert!(Instant::now() < deadline, "the server did not start");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        Self { child, base }
+    }
+
+    /// SIGTERM, then waits (at most 15 s) for the process to end.
+    fn stop(&mut self) {
+        let pid = self.child.id().to_string();
+        let _ = Command::new("kill").args(["-TERM", &pid]).status();
+        let deadline = Instant::now() + Duration::from_secs(15);
+        while self.child.try_wait().ok().flatten().is_none() {
+            assert!(Instant::now() < deadline, "the server did not stop on SIGTERM");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn data_dir() -> tempfile::TempDir {
     opdesk::egress::install_default_crypto_provider();
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("config.toml"), "").unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let base = format!("http://127.0.0.1:{port}");
-    let session = format!("opdesk-e2e-{port}");
-    let cmd = format!(
-        "OPDESK_CONFIG={cfg} {bin} --data-dir {dir} --listen 127.0.0.1:{port}",
-        cfg = dir.path().join("config.toml").display(),
-        bin = env!("CARGO_BIN_EXE_opdesk"),
-        dir = dir.path().display(),
-    );
-    tmux(&["new-session", "-d", "-s", &session, "-x", "120", "-y", "40", &cmd]);
-    struct Kill(String);
-    impl Drop for Kill {
-        fn drop(&mut self) {
-            let _ = Command::new("tmux").args(["kill-session", "-t", &self.0]).output();
-        }
-    }
-    let _kill = Kill(session.clone());
-    wait_for(&session, "Overview").await;
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while reqwest::get(format!("{base}/healthz")).await.is_err() {
-        assert!(Instant::now() < deadline, "server did not start");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    dir
+}
 
-    // a client asks for an outgoing-payment grant for alice
+/// The demo client (its key is seeded into the data dir) asks for an outgoing-payment grant for alice;
+/// returns the client and the AS's answer.
+async fn request_grant(base: &str, dir: &Path) -> (SignedClient, Value) {
     let key =
-        opdesk::httpsig::jwk::from_pkcs8_pem(&std::fs::read_to_string(dir.path().join("demo-client.pem")).unwrap())
-            .unwrap();
+        opdesk::httpsig::jwk::from_pkcs8_pem(&std::fs::read_to_string(dir.join("demo-client.pem")).unwrap()).unwrap();
     let kid = opdesk::httpsig::jwk::thumbprint(&key.verifying_key());
-    let client = opdesk::client::SignedClient::new(key, &kid);
+    let client = SignedClient::new(key, &kid);
     let r = client
         .send(
             Method::POST,
@@ -91,48 +163,394 @@ async fn an_operator_approves_a_grant_with_the_keyboard() {
         .await
         .unwrap();
     assert_eq!(r.status, 200, "{}", r.body);
+    (client, r.body)
+}
 
-    // it shows up: the badge, then the Grants pane with the request in words
-    wait_for(&session, "grant(s) pending").await;
-    tmux(&["send-keys", "-t", &session, "4"]);
-    wait_for(&session, "outgoing-payment").await;
-    tmux(&["send-keys", "-t", &session, "Enter"]);
-    wait_for(&session, "up to 5.00 USD debited").await;
-    tmux(&["send-keys", "-t", &session, "a"]);
-    wait_for(&session, "Approve grant").await;
-    tmux(&["send-keys", "-t", &session, "y"]);
-    wait_for(&session, "approved").await;
-
-    // the client's continue now gets its token
+/// The client continues its grant: once approved it gets its access token.
+async fn continue_grant(client: &SignedClient, grant: &Value) {
     tokio::time::sleep(Duration::from_millis(1100)).await;
     let c = client
         .send(
             Method::POST,
-            r.body["continue"]["uri"].as_str().unwrap(),
-            Some(r.body["continue"]["access_token"]["value"].as_str().unwrap()),
+            grant["continue"]["uri"].as_str().unwrap(),
+            Some(grant["continue"]["access_token"]["value"].as_str().unwrap()),
             None,
         )
         .await
         .unwrap();
     assert_eq!(c.status, 200, "{}", c.body);
     assert!(c.body["access_token"]["value"].is_string(), "{}", c.body);
+}
+
+/// In the console: Grants pane, open the pending grant, approve it, confirm.
+async fn approve_with_keys(session: &str) {
+    wait_for(session, "grant(s) pending").await;
+    keys(session, "4");
+    wait_for(session, "outgoing-payment").await;
+    keys(session, "Enter");
+    wait_for(session, "up to 5.00 USD debited").await;
+    keys(session, "a");
+    wait_for(session, "Approve grant").await;
+    keys(session, "y");
+    wait_for(session, "approved").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_operator_approves_a_grant_with_the_keyboard() {
+    let dir = data_dir();
+    let port = free_port();
+    let base = format!("http://127.0.0.1:{port}");
+    let console = Console::start("embedded", dir.path(), &format!("--listen 127.0.0.1:{port}"));
+    let session = console.session();
+    wait_for(session, "embedded").await;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while reqwest::get(format!("{base}/healthz")).await.is_err() {
+        assert!(Instant::now() < deadline, "server did not start");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+
+    // a client asks for an outgoing-payment grant for alice; it shows up and the keys approve it
+    let (client, grant) = request_grant(&base, dir.path()).await;
+    approve_with_keys(session).await;
+    // the client's continue now gets its token
+    continue_grant(&client, &grant).await;
 
     // the request log shows the client's signed requests with their verdict, and the exchange on Enter
-    tmux(&["send-keys", "-t", &session, "Escape"]);
+    keys(session, "Escape");
     tokio::time::sleep(Duration::from_millis(200)).await;
-    tmux(&["send-keys", "-t", &session, "7"]);
-    let log = wait_for(&session, "/auth/continue/").await;
+    keys(session, "7");
+    let log = wait_for(session, "/auth/continue/").await;
     assert!(log.contains("demo-client") && log.contains(" ok "), "{log}");
-    tmux(&["send-keys", "-t", &session, "Enter"]);
-    wait_for(&session, "request  POST").await;
+    keys(session, "Enter");
+    wait_for(session, "request  POST").await;
 
     // quitting restores the terminal and stops the server
-    tmux(&["send-keys", "-t", &session, "Escape"]);
+    keys(session, "Escape");
     tokio::time::sleep(Duration::from_millis(200)).await;
-    tmux(&["send-keys", "-t", &session, "q"]);
+    keys(session, "q");
     let deadline = Instant::now() + Duration::from_secs(10);
     while reqwest::get(format!("{base}/healthz")).await.is_ok() {
         assert!(Instant::now() < deadline, "the server kept running after q");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_console_attaches_to_the_running_server_and_quitting_leaves_it_serving() {
+    let dir = data_dir();
+    let port = free_port();
+    let server = Server::start(dir.path(), port).await;
+    let pid = server.child.id();
+
+    // no flags but the data dir: it attaches to the server that holds it
+    let console = Console::start("attach", dir.path(), "");
+    let session = console.session();
+    wait_for(session, &format!("attached to {} (pid {pid})", server.base)).await;
+    // the request log shows requests to the server (the event stream carries them), not the console's own
+    keys(session, "7");
+    reqwest::get(format!("{}/alice", server.base)).await.unwrap();
+    let log = wait_for(session, "/alice").await;
+    assert!(!log.contains("/admin/"), "{log}");
+
+    let (client, grant) = request_grant(&server.base, dir.path()).await;
+    approve_with_keys(session).await;
+    keys(session, "Escape");
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    keys(session, "7");
+    let log = wait_for(session, "POST    /auth").await;
+    assert!(log.contains("demo-client") && log.contains(" ok "), "{log}");
+    // with the exchange the server captured for the console
+    keys(session, "Enter");
+    wait_for(session, "request  POST").await;
+    keys(session, "Escape");
+    tokio::time::sleep(Duration::from_millis(200)).await;
+
+    // quitting leaves the server serving: the client's continue succeeds
+    keys(session, "q");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while console.running() {
+        assert!(Instant::now() < deadline, "the console did not quit on q");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let health = reqwest::get(format!("{}/healthz", server.base)).await.unwrap();
+    assert!(health.status().is_success());
+    continue_grant(&client, &grant).await;
+
+    // a second console attaches and sees the decision
+    let second = Console::start("attach2", dir.path(), "");
+    let s2 = second.session();
+    wait_for(s2, "attached to").await;
+    keys(s2, "4");
+    let screen = wait_until(s2, "the grant, decided", |s| {
+        s.contains("outgoing-payment") && (s.contains("finalized") || s.contains("approved"))
+    })
+    .await;
+    assert!(!screen.contains("grant(s) pending"), "{screen}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_consoles_see_each_others_decisions() {
+    let dir = data_dir();
+    let server = Server::start(dir.path(), free_port()).await;
+    let a = Console::start("a", dir.path(), "");
+    let b = Console::start("b", dir.path(), "");
+    wait_for(a.session(), "attached to").await;
+    wait_for(b.session(), "attached to").await;
+
+    let _grant = request_grant(&server.base, dir.path()).await;
+    // b is about to approve it too: its confirm dialog is open
+    wait_for(b.session(), "grant(s) pending").await;
+    keys(b.session(), "4");
+    wait_for(b.session(), "outgoing-payment").await;
+    keys(b.session(), "a");
+    wait_for(b.session(), "Approve grant").await;
+
+    // a approves it; it leaves b's pending queue
+    approve_with_keys(a.session()).await;
+    wait_until(b.session(), "no pending grants", |s| !s.contains("grant(s) pending")).await;
+
+    // b's late approval says the grant is already decided
+    keys(b.session(), "y");
+    wait_for(b.session(), "is already approved").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_attached_console_rides_out_a_server_restart() {
+    let dir = data_dir();
+    let mut server = Server::start(dir.path(), free_port()).await;
+    let console = Console::start("restart", dir.path(), "");
+    let session = console.session();
+    wait_for(session, "attached to").await;
+    keys(session, "2");
+    wait_for(session, "alice").await;
+
+    server.stop();
+    wait_for(session, "disconnected — reconnecting").await;
+
+    // while no server runs, an operator command changes the data dir offline
+    let out = Command::new(env!("CARGO_BIN_EXE_opdesk"))
+        .args(["wallets", "create", "dave", "--asset", "USD", "--data-dir"])
+        .arg(dir.path())
+        .env("OPDESK_CONFIG", dir.path().join("config.toml"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+
+    // the server comes back on another port: the console finds it through server.json and resyncs
+    let again = Server::start(dir.path(), free_port()).await;
+    let screen = wait_for(
+        session,
+        &format!("attached to {} (pid {})", again.base, again.child.id()),
+    )
+    .await;
+    assert!(!screen.contains("disconnected"), "{screen}");
+    wait_for(session, "dave").await;
+}
+
+/// The next feed message that is not the request log, within 10 s.
+async fn next_feed(rx: &mut tokio::sync::mpsc::Receiver<Feed>) -> Feed {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let f = tokio::time::timeout_at(deadline, rx.recv())
+            .await
+            .expect("the feed said something within 10 s")
+            .expect("the feed is open");
+        if !matches!(f, Feed::Event(opdesk::events::DomainEvent::HttpRequest { .. })) {
+            return f;
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_embedded_and_the_attached_desk_answer_alike() {
+    use opdesk::{
+        admin::AdminClient,
+        console::remote::{Remote, Source},
+        tui::{
+            app::{Effect, Load, Reply, short_id},
+            control::run,
+            desk::Desk,
+            pane::Pane,
+        },
+    };
+    let ase = crate::common::TestAse::spawn().await;
+    let local = ase.state.services.clone();
+    let remote = Remote::new(AdminClient::new(&ase.base, &ase.admin_token).unwrap(), Source::Fixed);
+
+    // the attached feed says it is up (the console then loads everything), then carries events
+    let mut remote_feed = remote.feed();
+    let mut local_feed = local.feed();
+    let Feed::Up(info) = next_feed(&mut remote_feed).await else {
+        panic!("the attached feed starts with Up")
+    };
+    let attached = info.attached.clone().expect("attached");
+    assert_eq!(
+        (attached.url.as_str(), attached.pid),
+        (ase.base.as_str(), Some(std::process::id()))
+    );
+    let embedded = local.info().await.unwrap();
+    assert_eq!(embedded.attached, None);
+    assert_eq!(
+        opdesk::tui::app::ServerInfo { attached: None, ..info },
+        embedded,
+        "the same server described alike"
+    );
+
+    // a pending grant, so every pane has something to show
+    let client = ase.demo_client().await;
+    let grant = client
+        .send(
+            Method::POST,
+            &ase.url("/auth"),
+            None,
+            Some(&json!({
+                "access_token": {"access": [{"type": "outgoing-payment", "actions": ["create"], "identifier": ase.url("/alice"),
+                    "limits": {"debitAmount": {"value": "500", "assetCode": "USD", "assetScale": 2}}}]},
+                "client": ase.url("/demo-client"),
+                "interact": {"start": ["redirect"]},
+            })),
+        )
+        .await
+        .unwrap();
+    assert_eq!(grant.status, 200, "{}", grant.body);
+    for feed in [&mut remote_feed, &mut local_feed] {
+        assert!(
+            matches!(
+                next_feed(feed).await,
+                Feed::Event(opdesk::events::DomainEvent::GrantPending { .. })
+            ),
+            "both feeds carry the new grant"
+        );
+    }
+
+    for pane in [
+        Pane::Overview,
+        Pane::Wallets,
+        Pane::Incoming,
+        Pane::Grants,
+        Pane::Outgoing,
+        Pane::Quotes,
+    ] {
+        let load = Effect::Load(Load {
+            pane,
+            failed_only: pane == Pane::Outgoing,
+            cursor: None,
+        });
+        let (l, r) = (run(&local, load.clone()).await, run(&remote, load).await);
+        assert!(!matches!(l, Some(Reply::Failed(_))), "{l:?}");
+        assert_eq!(l, r, "{pane:?} loads alike in both modes");
+    }
+    let Some(Reply::Overview(o)) = run(
+        &remote,
+        Effect::Load(Load {
+            pane: Pane::Overview,
+            failed_only: false,
+            cursor: None,
+        }),
+    )
+    .await
+    else {
+        panic!("overview")
+    };
+    assert_eq!(o.pending_grants, 1);
+
+    // a decision in one mode; deciding again says it is already decided, worded alike in both
+    let (_, pending) = ase.admin(Method::GET, "/grants?state=pending", None).await;
+    let id = pending[0]["id"].as_str().unwrap().to_owned();
+    assert_eq!(
+        run(&remote, Effect::Approve(id.clone())).await,
+        Some(Reply::Done(format!("grant {} approved", short_id(&id))))
+    );
+    let again = run(&local, Effect::Approve(id.clone())).await;
+    assert_eq!(again, Some(Reply::Failed(format!("grant {id} is already approved"))));
+    assert_eq!(run(&remote, Effect::Approve(id.clone())).await, again);
+    assert_eq!(
+        run(&remote, Effect::Reject(id.clone(), None)).await,
+        again,
+        "a rejection too"
+    );
+    let (status, body) = ase
+        .admin(Method::POST, &format!("/grants/{id}/approve"), Some("{}"))
+        .await;
+    assert_eq!(status, 409);
+    crate::common::assert_envelope(&body, "already_decided");
+    for feed in [&mut remote_feed, &mut local_feed] {
+        assert_eq!(
+            next_feed(feed).await,
+            Feed::Event(opdesk::events::DomainEvent::GrantApproved { id: id.clone() }),
+            "both feeds carry the decision"
+        );
+    }
+
+    // other refusals are worded alike too
+    for e in [
+        Effect::Revoke("no-such-grant".into()),
+        Effect::Complete("no-such-payment".into()),
+        Effect::Retry("no-such-payment".into()),
+        Effect::GenerateKey("no-such-wallet".into()),
+        Effect::Move {
+            wallet: "alice".into(),
+            deposit: false,
+            amount: u64::MAX / 2,
+        },
+        Effect::CreateWallet {
+            name: "alice".into(),
+            asset_code: "USD".into(),
+            asset_scale: 2,
+        },
+    ] {
+        let (l, r) = (run(&local, e.clone()).await, run(&remote, e.clone()).await);
+        assert!(matches!(l, Some(Reply::Failed(_))), "{e:?}: {l:?}");
+        assert_eq!(l, r, "{e:?}");
+    }
+
+    // the demo signs with the data dir's key: not through --connect
+    let Some(Reply::Failed(text)) = run(&remote, Effect::Demo).await else {
+        panic!("the demo is refused with --connect")
+    };
+    assert!(text.contains("--connect"), "{text}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_readonly_console_connects_by_url() {
+    let dir = data_dir();
+    let server = Server::start(dir.path(), free_port()).await;
+    let elsewhere = tempfile::tempdir().unwrap();
+    std::fs::write(elsewhere.path().join("config.toml"), "").unwrap();
+    let args = format!(
+        "--connect {} --token-file {} --readonly",
+        server.base,
+        dir.path().join("admin.token").display()
+    );
+    let console = Console::start("connect", elsewhere.path(), &args);
+    let session = console.session();
+    wait_for(
+        session,
+        &format!("attached to {} (pid {})", server.base, server.child.id()),
+    )
+    .await;
+    wait_for(session, "READONLY").await;
+
+    // the demo signs with the data dir's key, which --connect does not have
+    keys(session, "D");
+    wait_for(session, "not available with --connect").await;
+
+    // read-only: the grant shows, approving it is not offered
+    request_grant(&server.base, dir.path()).await;
+    wait_for(session, "grant(s) pending").await;
+    keys(session, "4");
+    wait_for(session, "outgoing-payment").await;
+    keys(session, "a");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let s = screen(session);
+    assert!(!s.contains("Approve grant"), "{s}");
+
+    keys(session, "q");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while console.running() {
+        assert!(Instant::now() < deadline, "the console did not quit on q");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let health = reqwest::get(format!("{}/healthz", server.base)).await.unwrap();
+    assert!(health.status().is_success(), "the server keeps serving");
 }

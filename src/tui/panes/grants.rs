@@ -138,11 +138,8 @@ pub fn act(app: &mut App, a: Action) -> Vec<Effect> {
                 app.ask(q, e)
             }
             Some(g) => {
-                let s = g.state;
-                app.flash(
-                    Level::Warn,
-                    format!("only pending grants can be approved (this one is {s})"),
-                );
+                let text = format!("grant {} is already {}", short_id(&g.id), g.state);
+                app.flash(Level::Warn, text);
                 Vec::new()
             }
             None => Vec::new(),
@@ -152,8 +149,9 @@ pub fn act(app: &mut App, a: Action) -> Vec<Effect> {
                 let id = g.id.clone();
                 app.open_prompt(PromptKind::Reason(id))
             }
-            Some(_) => {
-                app.flash(Level::Warn, "only pending grants can be rejected");
+            Some(g) => {
+                let text = format!("grant {} is already {}", short_id(&g.id), g.state);
+                app.flash(Level::Warn, text);
                 Vec::new()
             }
             None => Vec::new(),

@@ -1,0 +1,73 @@
+//! Reads that compose several services for the console (embedded or attached) and the admin API: the
+//! overview's counters, wallets with their balance and key count, what each outgoing-payment grant has
+//! spent, and what the server is (for a console's header). One definition, so both console modes show the
+//! same numbers.
+
+use std::collections::BTreeMap;
+
+use super::{
+    Error, Services,
+    dto::{Overview, ServerView, WalletSummary},
+};
+use crate::{
+    ase::outgoing::GrantSpent,
+    gnap::model::AccessItem,
+    states::{GrantState, OutgoingState},
+};
+
+/// Pending grants, open incoming payments, failed outgoing payments and every account's balance.
+pub async fn overview(s: &Services) -> Result<Overview, Error> {
+    let pending = s.gnap.list(Some(GrantState::Pending), 200).await?.len();
+    Ok(Overview {
+        pending_grants: pending,
+        open_incoming: s.incoming.count_open().await?,
+        failed_outgoing: s.outgoing.count_in_state(OutgoingState::Failed).await?,
+        balances: s.ledger.balances().await?,
+    })
+}
+
+/// Every wallet address with its balance and how many keys it publishes.
+pub async fn wallet_summaries(s: &Services) -> Result<Vec<WalletSummary>, Error> {
+    let balances = s.ledger.balances().await?;
+    let mut rows = Vec::new();
+    for wallet in s.wallets.list().await? {
+        let keys = s.wallets.keys(&wallet.name).await?.keys.len();
+        if let Some(b) = balances.iter().find(|b| b.account_id == wallet.account_id) {
+            rows.push(WalletSummary {
+                wallet,
+                balance: b.clone(),
+                keys,
+            });
+        }
+    }
+    Ok(rows)
+}
+
+/// What each active outgoing-payment grant has spent in its current interval, by grant id.
+pub async fn grant_spending(s: &Services) -> Result<BTreeMap<String, GrantSpent>, Error> {
+    let mut spent = BTreeMap::new();
+    for g in s.gnap.list(None, 200).await?.iter().filter(|g| g.state.is_active()) {
+        for item in &g.access {
+            if let AccessItem::OutgoingPayment { limits, identifier, .. } = item {
+                let asset = s.wallets.by_url(identifier).await?.map(|w| w.asset());
+                spent.insert(
+                    g.id.clone(),
+                    s.outgoing.grant_spent(&g.id, limits.as_ref(), asset).await?,
+                );
+            }
+        }
+    }
+    Ok(spent)
+}
+
+/// The running server: version, process, addresses and database.
+pub fn server_view(s: &Services) -> ServerView {
+    ServerView {
+        version: env!("CARGO_PKG_VERSION").to_owned(),
+        pid: std::process::id(),
+        listen: s.settings.listen.to_string(),
+        public_url: s.settings.public_url.clone(),
+        ilp_address: Some(s.settings.ilp.address.clone()),
+        database: s.settings.paths.database().display().to_string(),
+    }
+}

@@ -1,0 +1,201 @@
+//! The console's one interface to the ASE, with two implementations: the embedded server's [`Services`] in
+//! this process (here), and an attached server's admin API plus event stream (`crate::console`, at the
+//! edge: the console itself speaks no HTTP). The control task maps effects onto these operations and the
+//! loop reads the [`Feed`], so every pane and action behaves the same in both modes.
+
+use std::{collections::BTreeMap, future::Future, sync::Arc};
+
+use time::OffsetDateTime;
+use tokio::sync::mpsc;
+
+use super::app::{OverviewData, ServerInfo, WalletRow};
+use crate::{
+    ase::{incoming::IncomingView, outgoing::GrantSpent, outgoing::OutgoingView, quotes::QuoteDto},
+    control::{
+        self, Services,
+        dto::{AddKey, CreateWallet, KeyAdded, Listed, Move, Moved, PaymentFilter, Reject},
+    },
+    events::DomainEvent,
+    gnap::service::GrantView,
+    ledger::Movement,
+    wallet::Wallet,
+};
+
+/// Why an operation did not happen, in words for the flash line.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DeskError {
+    /// The ASE refused or failed it (its own words).
+    #[error("{0}")]
+    Refused(String),
+    /// The server did not answer (an attached console reconnects).
+    #[error("{0}")]
+    Unreachable(String),
+}
+
+/// An operation's answer.
+pub type Answer<T> = Result<T, DeskError>;
+
+/// What the event source tells the console.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Feed {
+    Event(DomainEvent),
+    /// Events were missed: reload everything.
+    Resync,
+    /// The server stopped answering (why); the source keeps trying.
+    Down(String),
+    /// Connected (again), possibly to a server on another address: reload everything.
+    Up(ServerInfo),
+}
+
+/// How many feed messages may wait for the console before the source falls behind (and resyncs).
+pub const FEED_CAPACITY: usize = 4096;
+
+/// The operations the console runs on the ASE, and its events. Cheap to clone (a handle).
+pub trait Desk: Clone + Send + Sync + 'static {
+    /// What the header shows.
+    fn info(&self) -> impl Future<Output = Answer<ServerInfo>> + Send;
+    /// The time (the embedded ASE's clock; the system clock when attached).
+    fn now(&self) -> OffsetDateTime;
+    /// Starts the event source; it stops when the receiver is dropped.
+    fn feed(&self) -> mpsc::Receiver<Feed>;
+    fn overview(&self) -> impl Future<Output = Answer<OverviewData>> + Send;
+    fn wallets(&self) -> impl Future<Output = Answer<Vec<WalletRow>>> + Send;
+    /// Grants, and what each active outgoing-payment grant has spent in its current interval.
+    fn grants(&self) -> impl Future<Output = Answer<(Vec<GrantView>, BTreeMap<String, GrantSpent>)>> + Send;
+    fn incoming(&self, f: PaymentFilter) -> impl Future<Output = Answer<Listed<IncomingView>>> + Send;
+    fn outgoing(&self, f: PaymentFilter) -> impl Future<Output = Answer<Listed<OutgoingView>>> + Send;
+    fn quotes(&self, f: PaymentFilter) -> impl Future<Output = Answer<Listed<QuoteDto>>> + Send;
+    fn approve(&self, id: &str) -> impl Future<Output = Answer<GrantView>> + Send;
+    fn reject(&self, id: &str, body: Reject) -> impl Future<Output = Answer<GrantView>> + Send;
+    fn revoke(&self, id: &str) -> impl Future<Output = Answer<GrantView>> + Send;
+    fn complete(&self, id: &str) -> impl Future<Output = Answer<IncomingView>> + Send;
+    fn retry(&self, id: &str) -> impl Future<Output = Answer<OutgoingView>> + Send;
+    fn cancel(&self, id: &str) -> impl Future<Output = Answer<OutgoingView>> + Send;
+    fn create_wallet(&self, body: CreateWallet) -> impl Future<Output = Answer<Wallet>> + Send;
+    fn move_funds(&self, wallet: &str, body: Move, m: Movement) -> impl Future<Output = Answer<Moved>> + Send;
+    fn add_key(&self, wallet: &str, body: AddKey) -> impl Future<Output = Answer<KeyAdded>> + Send;
+    /// Starts the demo scenario in the background, or says why it cannot run here.
+    fn demo(&self) -> Answer<()>;
+}
+
+/// A refusal in the words the admin API would answer with, so both modes say the same.
+fn refused(e: control::Error) -> DeskError {
+    DeskError::Refused(match e {
+        control::Error::Grant(g) => g.description,
+        e => e.to_string(),
+    })
+}
+
+/// The header of the embedded server.
+pub fn embedded_info(s: &Services) -> ServerInfo {
+    let v = control::server_view(s);
+    ServerInfo {
+        version: v.version,
+        listen: v.listen,
+        public_url: v.public_url,
+        ilp_address: v.ilp_address,
+        database: v.database,
+        attached: None,
+    }
+}
+
+/// The embedded server: the command layer in this process, and the event stream the admin API serves
+/// (`control::events`), read in-process.
+impl Desk for Arc<Services> {
+    async fn info(&self) -> Answer<ServerInfo> {
+        Ok(embedded_info(self))
+    }
+
+    fn now(&self) -> OffsetDateTime {
+        self.clock.now()
+    }
+
+    fn feed(&self) -> mpsc::Receiver<Feed> {
+        // live: the request log with its exchanges too (captured while a console watches)
+        let mut events = control::events::stream(self.clone(), None, true);
+        let (tx, rx) = mpsc::channel(FEED_CAPACITY);
+        tokio::spawn(async move {
+            while let Some(item) = events.recv().await {
+                let f = match item {
+                    control::events::Item::Event(r) => Feed::Event(r.event),
+                    control::events::Item::Resync(_) => Feed::Resync,
+                };
+                if tx.send(f).await.is_err() {
+                    return;
+                }
+            }
+        });
+        rx
+    }
+
+    async fn overview(&self) -> Answer<OverviewData> {
+        control::overview(self).await.map_err(refused)
+    }
+
+    async fn wallets(&self) -> Answer<Vec<WalletRow>> {
+        control::wallet_summaries(self).await.map_err(refused)
+    }
+
+    async fn grants(&self) -> Answer<(Vec<GrantView>, BTreeMap<String, GrantSpent>)> {
+        let grants = control::list_grants(self, None).await.map_err(refused)?;
+        Ok((grants, control::grant_spending(self).await.map_err(refused)?))
+    }
+
+    async fn incoming(&self, f: PaymentFilter) -> Answer<Listed<IncomingView>> {
+        control::list_incoming(self, f).await.map_err(refused)
+    }
+
+    async fn outgoing(&self, f: PaymentFilter) -> Answer<Listed<OutgoingView>> {
+        control::list_outgoing(self, f).await.map_err(refused)
+    }
+
+    async fn quotes(&self, f: PaymentFilter) -> Answer<Listed<QuoteDto>> {
+        control::list_quotes(self, f).await.map_err(refused)
+    }
+
+    async fn approve(&self, id: &str) -> Answer<GrantView> {
+        control::approve_grant(self, id).await.map_err(refused)
+    }
+
+    async fn reject(&self, id: &str, body: Reject) -> Answer<GrantView> {
+        control::reject_grant(self, id, body).await.map_err(refused)
+    }
+
+    async fn revoke(&self, id: &str) -> Answer<GrantView> {
+        control::revoke_grant(self, id).await.map_err(refused)
+    }
+
+    async fn complete(&self, id: &str) -> Answer<IncomingView> {
+        control::complete_incoming(self, id).await.map_err(refused)
+    }
+
+    async fn retry(&self, id: &str) -> Answer<OutgoingView> {
+        control::retry_outgoing(self, id).await.map_err(refused)
+    }
+
+    async fn cancel(&self, id: &str) -> Answer<OutgoingView> {
+        control::cancel_outgoing(self, id).await.map_err(refused)
+    }
+
+    async fn create_wallet(&self, body: CreateWallet) -> Answer<Wallet> {
+        control::create_wallet(self, body).await.map_err(refused)
+    }
+
+    async fn move_funds(&self, wallet: &str, body: Move, m: Movement) -> Answer<Moved> {
+        control::move_funds(self, wallet, body, m).await.map_err(refused)
+    }
+
+    async fn add_key(&self, wallet: &str, body: AddKey) -> Answer<KeyAdded> {
+        control::add_key(self, wallet, body).await.map_err(refused)
+    }
+
+    fn demo(&self) -> Answer<()> {
+        let settings = self.settings.clone();
+        tokio::spawn(async move {
+            if let Err(e) = crate::demo::run(&settings).await {
+                tracing::warn!(error = %e, "demo scenario failed");
+            }
+        });
+        Ok(())
+    }
+}
