@@ -25,6 +25,16 @@ use remote::{Remote, Source};
 
 /// Runs the console: attached to `--connect`'s server, or to the data dir's, or embedding one.
 pub async fn run(settings: Settings, global: &Global) -> Result<()> {
+    use std::io::IsTerminal;
+    // checked before taking the data dir: without a terminal there is nothing to draw on
+    if !(std::io::stdin().is_terminal() && std::io::stdout().is_terminal()) {
+        return Err(cli::OneLine(
+            "the console needs a terminal; `opdesk serve` runs the server without one, and operator commands \
+             (`opdesk wallets list`, …) print to pipes"
+                .into(),
+        )
+        .into());
+    }
     let opts = tui::Options {
         readonly: global.readonly,
         no_color: std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty()),

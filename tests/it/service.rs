@@ -86,13 +86,15 @@ async fn a_second_server_on_a_held_data_dir_is_refused_in_one_line() {
         std::net::TcpStream::connect(("127.0.0.1", other)).is_err(),
         "the second server never listened"
     );
-    // the console is refused alike rather than failing on the port
+    // a console without a terminal says it needs one, in one line, and touches nothing
     let d = dir.path().to_owned();
     let console = tokio::task::spawn_blocking(move || opdesk(&d, &[], Duration::from_secs(15)))
         .await
         .unwrap();
     assert_eq!(console.status.code(), Some(1), "{console:?}");
-    assert!(stderr(&console).contains(&format!("pid {}", first.child.id())));
+    assert_eq!(stderr(&console).lines().count(), 1, "{console:?}");
+    assert!(stderr(&console).contains("the console needs a terminal"), "{console:?}");
+    assert!(console.stdout.is_empty(), "nothing drawn: {console:?}");
     assert_eq!(
         record(dir.path())["pid"],
         first.child.id(),
