@@ -1215,6 +1215,17 @@ mod tests {
         }
         assert_eq!(webhook_loads(&a.update(code(KeyCode::Enter))), vec![true]);
         assert_eq!(a.pane, Pane::Webhooks);
+        a.update(key('1'));
+        a.update(key(':'));
+        for c in "webhooks".chars() {
+            a.update(key(c));
+        }
+        a.update(code(KeyCode::Enter));
+        assert_eq!(
+            (a.pane, a.dead_only),
+            (Pane::Webhooks, true),
+            "the filter stays until F or Esc"
+        );
         a.update(Msg::Reply(Reply::Webhooks {
             rows: vec![],
             next: None,

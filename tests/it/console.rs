@@ -2,7 +2,8 @@
 //! interactive grant from outside; it appears in the Grants pane; the keys a person would press approve it;
 //! the client's continue then succeeds; quitting stops the server. Attached: the same against an
 //! `opdesk serve` that keeps serving after the console quits; two consoles see each other's decisions; a
-//! console rides out a server restart (on another port) and shows current data again.
+//! console rides out a server restart (on another port) and shows current data again. The two desks (in
+//! process and over the admin API) load every pane alike, webhook deliveries included.
 
 use std::{
     path::Path,
@@ -264,6 +265,9 @@ async fn a_console_attaches_to_the_running_server_and_quitting_leaves_it_serving
     wait_for(session, "request  POST").await;
     keys(session, "Escape");
     tokio::time::sleep(Duration::from_millis(200)).await;
+    // the Webhooks pane: this server has no webhook URL, and says so (GET /admin/server)
+    keys(session, "9");
+    wait_for(session, "no webhook URL is configured").await;
 
     // quitting leaves the server serving: the client's continue succeeds
     keys(session, "q");
