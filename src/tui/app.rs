@@ -1210,9 +1210,10 @@ mod tests {
         assert!(!a.dead_only);
         a.update(key('1'));
         a.update(key(':'));
-        for c in "webhooks dead".chars() {
+        for c in "webhooks d".chars() {
             a.update(key(c));
         }
+        a.update(code(KeyCode::Tab));
         assert_eq!(webhook_loads(&a.update(code(KeyCode::Enter))), vec![true]);
         assert_eq!(a.pane, Pane::Webhooks);
         a.update(key('1'));
