@@ -382,9 +382,11 @@ impl AdminClient {
         self.get(&format!("/quotes/{id}")).await
     }
 
+    /// Deliveries newest first, optionally in one state, before sequence number `before` (paging).
     pub async fn list_webhooks(
         &self,
         state: Option<&str>,
+        before: Option<i64>,
         first: Option<usize>,
     ) -> Result<Vec<DeliveryRow>, ClientError> {
         let mut q = Vec::new();
@@ -393,6 +395,9 @@ impl AdminClient {
                 "state={}",
                 url::form_urlencoded::byte_serialize(st.as_bytes()).collect::<String>()
             ));
+        }
+        if let Some(b) = before {
+            q.push(format!("before={b}"));
         }
         if let Some(n) = first {
             q.push(format!("first={n}"));

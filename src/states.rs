@@ -128,6 +128,13 @@ states! {
     }
 }
 
+impl DeliveryState {
+    /// The operator may re-drive it (a dead one, or a pending one now): a delivered one stays delivered.
+    pub fn can_redrive(self) -> bool {
+        self != Self::Delivered
+    }
+}
+
 states! {
     /// An incoming payment at a given time: derived from its `completed` flag and its `expiresAt`, never stored.
     IncomingState, "incoming payment" {

@@ -25,7 +25,7 @@ pub(super) async fn webhooks(b: &Backend, cmd: WebhooksCmd, json: bool) -> Resul
         WebhooksCmd::List { state, first } => {
             let ds = dispatch!(
                 b,
-                c => c.list_webhooks(state.as_deref(), first),
+                c => c.list_webhooks(state.as_deref(), None, first),
                 l => control::list_webhooks(&l.state, state.clone(), None, first)
             )?;
             list(

@@ -23,11 +23,13 @@ use crate::{
     gnap::service::GrantView,
     ledger::Movement,
     owner::{self, Record},
+    states::DeliveryState,
     tui::{
         app::{Attached, OverviewData, ServerInfo, WalletRow},
         desk::{Answer, Desk, DeskError, FEED_CAPACITY, Feed},
     },
     wallet::Wallet,
+    webhooks::DeliveryRow,
 };
 
 /// How the console found its server, and so how it finds it again.
@@ -132,6 +134,7 @@ async fn server_info(client: &AdminClient) -> Answer<ServerInfo> {
         public_url: v.public_url,
         ilp_address: v.ilp_address,
         database: v.database,
+        webhooks_enabled: v.webhooks_enabled,
         attached: Some(Attached {
             url: client.url().to_owned(),
             pid: Some(v.pid),
@@ -309,6 +312,31 @@ impl Desk for Remote {
         self.inner
             .client()
             .add_key(wallet, &body)
+            .await
+            .map_err(|e| self.failed(e))
+    }
+
+    async fn webhooks(
+        &self,
+        state: Option<DeliveryState>,
+        before: Option<i64>,
+        first: usize,
+    ) -> Answer<Vec<DeliveryRow>> {
+        self.inner
+            .client()
+            .list_webhooks(state.map(DeliveryState::as_str), before, Some(first))
+            .await
+            .map_err(|e| self.failed(e))
+    }
+
+    async fn retry_webhook(&self, seq: i64) -> Answer<DeliveryRow> {
+        self.inner.client().retry_webhook(seq).await.map_err(|e| self.failed(e))
+    }
+
+    async fn retry_dead_webhooks(&self) -> Answer<usize> {
+        self.inner
+            .client()
+            .retry_dead_webhooks()
             .await
             .map_err(|e| self.failed(e))
     }

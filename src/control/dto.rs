@@ -236,4 +236,7 @@ pub struct ServerView {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ilp_address: Option<String>,
     pub database: String,
+    /// Whether a webhook URL is configured (deliveries are made); absent from older servers.
+    #[serde(default)]
+    pub webhooks_enabled: bool,
 }

@@ -69,5 +69,6 @@ pub fn server_view(s: &Services) -> ServerView {
         public_url: s.settings.public_url.clone(),
         ilp_address: Some(s.settings.ilp.address.clone()),
         database: s.settings.paths.database().display().to_string(),
+        webhooks_enabled: s.webhooks.enabled(),
     }
 }

@@ -42,6 +42,12 @@ pub enum Action {
     Withdraw,
     GenerateKey,
     Demo,
+    /// Webhooks: only dead deliveries.
+    DeadOnly,
+    /// Webhooks: re-drive the selected delivery.
+    Redrive,
+    /// Webhooks: re-drive every dead delivery.
+    RedriveDead,
 }
 
 impl Action {

@@ -12,7 +12,7 @@ use super::{
     action::Action,
     keymap::{Key, Keymap},
     pane::Pane,
-    panes::{grants, incoming, log, outgoing, quotes, requests, wallets},
+    panes::{grants, incoming, log, outgoing, quotes, requests, wallets, webhooks},
     widgets::{
         confirm::Confirm,
         prompt::{Prompt, PromptKind},
@@ -26,10 +26,12 @@ use crate::{
     },
     events::DomainEvent,
     gnap::service::GrantView,
+    webhooks::DeliveryRow,
 };
 
 mod command;
 mod events;
+mod replies;
 
 /// Rows kept per table (a page from the store; more are fetched with the keyset cursor when scrolled to).
 pub const PAGE: u32 = 200;
@@ -44,6 +46,8 @@ pub struct ServerInfo {
     pub public_url: String,
     pub ilp_address: Option<String>,
     pub database: String,
+    /// Whether the server has a webhook URL configured (the Webhooks pane says so when not).
+    pub webhooks_enabled: bool,
     /// The server this console attached to (none: embedded in this process).
     pub attached: Option<Attached>,
 }
@@ -101,6 +105,7 @@ impl<T> Default for Rows<T> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Load {
     pub pane: Pane,
+    /// Only failed payments (Outgoing) or dead deliveries (Webhooks).
     pub failed_only: bool,
     /// Continue after this id (appends to the loaded rows).
     pub cursor: Option<String>,
@@ -128,6 +133,10 @@ pub enum Effect {
         amount: u64,
     },
     GenerateKey(String),
+    /// Re-drive the webhook delivery of the event with this sequence number.
+    RetryWebhook(i64),
+    /// Re-drive every dead webhook delivery.
+    RetryDeadWebhooks,
     Demo,
     Quit,
 }
@@ -151,6 +160,12 @@ pub enum Reply {
     },
     Quotes {
         rows: Vec<QuoteDto>,
+        next: Option<String>,
+        append: bool,
+    },
+    /// Webhook deliveries, newest first (`next`: the sequence number the next page starts before).
+    Webhooks {
+        rows: Vec<DeliveryRow>,
         next: Option<String>,
         append: bool,
     },
@@ -258,6 +273,11 @@ pub struct App {
     pub quotes: Rows<QuoteDto>,
     pub requests: Rows<HttpRow>,
     pub log: Rows<String>,
+    pub webhooks: Rows<DeliveryRow>,
+    /// The Webhooks pane shows only dead deliveries.
+    pub dead_only: bool,
+    /// When the Webhooks pane last asked for its rows (reloads are spaced out).
+    pub webhooks_load_at: Option<OffsetDateTime>,
     /// Recent domain events for the overview, newest first.
     pub recent: VecDeque<(String, String)>,
     /// Per-resource history seen this session (for detail views).
@@ -311,6 +331,9 @@ impl App {
                 loaded: true,
                 ..Rows::default()
             },
+            webhooks: Rows::default(),
+            dead_only: false,
+            webhooks_load_at: None,
             recent: VecDeque::new(),
             history: HashMap::new(),
             request_times: VecDeque::new(),
@@ -366,6 +389,7 @@ impl App {
             Pane::Quotes => pick(&self.quotes.items, keep, quotes::haystack),
             Pane::Requests => pick(&self.requests.items, keep, requests::haystack),
             Pane::Log => pick(&self.log.items, keep, |l| log::haystack(l)),
+            Pane::Webhooks => pick(&self.webhooks.items, keep, webhooks::haystack),
         }
     }
 
@@ -379,6 +403,7 @@ impl App {
             Pane::Quotes => &mut self.quotes.selected,
             Pane::Requests => &mut self.requests.selected,
             Pane::Log => &mut self.log.selected,
+            Pane::Webhooks => &mut self.webhooks.selected,
         })
     }
 
@@ -393,6 +418,7 @@ impl App {
             Pane::Quotes => self.quotes.selected,
             Pane::Requests => self.requests.selected,
             Pane::Log => self.log.selected,
+            Pane::Webhooks => self.webhooks.selected,
         }
     }
 
@@ -416,6 +442,19 @@ impl App {
             .then(|| self.selected_index().and_then(|i| self.outgoing.items.get(i)))
             .flatten()
     }
+    pub fn selected_webhook(&self) -> Option<&DeliveryRow> {
+        (self.pane == Pane::Webhooks)
+            .then(|| self.selected_index().and_then(|i| self.webhooks.items.get(i)))
+            .flatten()
+    }
+
+    /// Whether `pane` shows only failed (Outgoing) or dead (Webhooks) rows.
+    pub fn only_failed(&self, pane: Pane) -> bool {
+        match pane {
+            Pane::Webhooks => self.dead_only,
+            _ => self.failed_only,
+        }
+    }
 
     fn move_selection(&mut self, to: impl FnOnce(usize, usize) -> usize) -> Vec<Effect> {
         let len = self.visible_len(self.pane);
@@ -430,12 +469,13 @@ impl App {
                 Pane::Incoming => self.incoming.next_cursor.clone(),
                 Pane::Outgoing => self.outgoing.next_cursor.clone(),
                 Pane::Quotes => self.quotes.next_cursor.clone(),
+                Pane::Webhooks => self.webhooks.next_cursor.clone(),
                 _ => None,
             };
             if let Some(cursor) = more {
                 return vec![Effect::Load(Load {
                     pane: self.pane,
-                    failed_only: self.failed_only,
+                    failed_only: self.only_failed(self.pane),
                     cursor: Some(cursor),
                 })];
             }
@@ -451,17 +491,23 @@ impl App {
             Pane::Grants => self.grants.loading = true,
             Pane::Outgoing => self.outgoing.loading = true,
             Pane::Quotes => self.quotes.loading = true,
+            Pane::Webhooks => {
+                self.webhooks.loading = true;
+                self.webhooks_load_at = Some(self.now);
+            }
             _ => {}
         }
         Effect::Load(Load {
             pane,
-            failed_only: self.failed_only,
+            failed_only: self.only_failed(pane),
             cursor: None,
         })
     }
 
+    /// Reloads every pane from the store; the Webhooks pane only when in view (it is marked stale otherwise,
+    /// and loads when it is shown).
     fn resync_all(&mut self) -> Vec<Effect> {
-        [
+        let mut out: Vec<Effect> = [
             Pane::Overview,
             Pane::Wallets,
             Pane::Incoming,
@@ -471,7 +517,13 @@ impl App {
         ]
         .into_iter()
         .map(|p| self.load(p))
-        .collect()
+        .collect();
+        if self.pane == Pane::Webhooks {
+            out.push(self.load(Pane::Webhooks));
+        } else {
+            self.stale.insert(Pane::Webhooks);
+        }
+        out
     }
 
     /// The one state transition.
@@ -510,85 +562,6 @@ impl App {
                 Vec::new()
             }
         }
-    }
-
-    fn on_tick(&mut self, now: OffsetDateTime) -> Vec<Effect> {
-        self.now = now;
-        if self.flash.as_ref().is_some_and(|f| f.until <= now) {
-            self.flash = None;
-        }
-        let cutoff = now.unix_timestamp() - 10;
-        while self.request_times.front().is_some_and(|t| *t < cutoff) {
-            self.request_times.pop_front();
-        }
-        if self.frozen {
-            return Vec::new();
-        }
-        // reload what changed, at most once per tick: the pane in view and the overview counters
-        let mut out = Vec::new();
-        for p in [Pane::Overview, self.pane] {
-            if self.stale.contains(&p) && !matches!(p, Pane::Requests | Pane::Log) {
-                out.push(self.load(p));
-            }
-        }
-        out.dedup();
-        out
-    }
-
-    /// Requests per second over the last ten seconds.
-    pub fn request_rate(&self) -> f64 {
-        self.request_times.len() as f64 / 10.0
-    }
-
-    fn on_reply(&mut self, r: Reply) -> Vec<Effect> {
-        fn set<T: Clone>(
-            rows: &mut Rows<T>,
-            items: Vec<T>,
-            next: Option<String>,
-            append: bool,
-            id: impl Fn(&T) -> String,
-        ) {
-            let keep = rows.items.get(rows.selected).map(&id);
-            if append {
-                rows.items.extend(items);
-            } else {
-                rows.items = items;
-                if let Some(k) = keep {
-                    rows.selected = rows.items.iter().position(|x| id(x) == k).unwrap_or(rows.selected);
-                }
-            }
-            rows.selected = rows.selected.min(rows.items.len().saturating_sub(1));
-            rows.next_cursor = next;
-            rows.loading = false;
-            rows.loaded = true;
-        }
-        match r {
-            Reply::Overview(o) => self.overview = o,
-            Reply::Wallets(w) => set(&mut self.wallets, w, None, false, |x| x.wallet.name.clone()),
-            Reply::Incoming { rows, next, append } => {
-                set(&mut self.incoming, rows, next, append, |x| x.payment.id.clone())
-            }
-            Reply::Grants(g, spent) => {
-                set(&mut self.grants, g, None, false, |x| x.id.clone());
-                self.grant_spent = spent;
-            }
-            Reply::Outgoing { rows, next, append } => {
-                set(&mut self.outgoing, rows, next, append, |x| x.payment.id.clone())
-            }
-            Reply::Quotes { rows, next, append } => set(&mut self.quotes, rows, next, append, |x| x.id.clone()),
-            Reply::Done(text) => {
-                self.flash(Level::Info, text);
-                return self.resync_all();
-            }
-            Reply::Failed(text) => self.flash(Level::Error, text),
-            Reply::KeyGenerated { wallet, kid, pem } => {
-                self.overlay = Some(Overlay::Json(format!(
-                    "Key {kid} is now published in {wallet}'s JWKS.\nIts private key is shown this once — copy it now:\n\n{pem}"
-                )));
-                return self.resync_all();
-            }
-        }
-        Vec::new()
     }
 
     fn on_click(&mut self, col: u16, row: u16) -> Vec<Effect> {
@@ -674,6 +647,9 @@ impl App {
             Action::Goto(p) => {
                 self.pane = p;
                 self.overlay = None;
+                if p == Pane::Webhooks {
+                    return webhooks::reload(self).into_iter().collect();
+                }
                 if self.stale.contains(&p) && !self.frozen && !matches!(p, Pane::Requests | Pane::Log) {
                     return vec![self.load(p)];
                 }
@@ -694,13 +670,15 @@ impl App {
                 Vec::new()
             }
             Action::Back => {
-                if self.overlay.take().is_none()
-                    && self.filters.remove(&self.pane).is_none()
-                    && self.pane == Pane::Outgoing
-                    && self.failed_only
-                {
-                    self.failed_only = false;
-                    return vec![self.load(Pane::Outgoing)];
+                if self.overlay.take().is_none() && self.filters.remove(&self.pane).is_none() {
+                    if self.pane == Pane::Outgoing && self.failed_only {
+                        self.failed_only = false;
+                        return vec![self.load(Pane::Outgoing)];
+                    }
+                    if self.pane == Pane::Webhooks && self.dead_only {
+                        self.dead_only = false;
+                        return vec![self.load(Pane::Webhooks)];
+                    }
                 }
                 Vec::new()
             }
@@ -729,6 +707,7 @@ impl App {
             Action::Reveal | Action::Complete => incoming::act(self, a),
             Action::Approve | Action::Reject | Action::Revoke => grants::act(self, a),
             Action::FailedOnly | Action::Retry | Action::Cancel => outgoing::act(self, a),
+            Action::DeadOnly | Action::Redrive | Action::RedriveDead => webhooks::act(self, a),
             Action::Demo => {
                 self.flash(
                     Level::Info,
@@ -748,6 +727,7 @@ impl App {
             Pane::Outgoing => serde_json::to_value(self.outgoing.items.get(i)?),
             Pane::Quotes => serde_json::to_value(self.quotes.items.get(i)?),
             Pane::Requests => serde_json::to_value(self.requests.items.get(i)?),
+            Pane::Webhooks => serde_json::to_value(self.webhooks.items.get(i)?),
             _ => return None,
         };
         v.ok().and_then(|v| serde_json::to_string_pretty(&v).ok())
@@ -845,6 +825,30 @@ pub mod fixtures {
             failure_message: None,
             attempts: 0,
             updated_at: "2026-11-21T11:00:00.000Z".into(),
+        }
+    }
+
+    /// The delivery of event `seq` (`kind`) in `state`: a dead one spent its attempts on a refused
+    /// connection, a delivered one got a 204, a pending one is due in 30 s.
+    pub fn delivery(seq: i64, kind: &str, state: &str) -> DeliveryRow {
+        use crate::states::DeliveryState as S;
+        let state: S = state.parse().unwrap();
+        DeliveryRow {
+            event_seq: seq,
+            event_id: format!("0000-event-{seq:04}"),
+            kind: kind.into(),
+            body: String::new(),
+            state,
+            attempts: match state {
+                S::Pending => 0,
+                S::Delivered => 1,
+                S::Dead => 8,
+            },
+            next_attempt_at: "2026-11-21T12:00:30.000Z".into(),
+            last_status: (state == S::Delivered).then_some(204),
+            last_error: (state == S::Dead).then(|| "connection refused".into()),
+            created_at: "2026-11-21T11:58:00.000Z".into(),
+            updated_at: "2026-11-21T11:59:00.000Z".into(),
         }
     }
 }
@@ -1120,6 +1124,173 @@ mod tests {
         assert!(a.overlay.is_none());
         assert!(a.update(key('C')).is_empty());
         assert!(a.flash.is_some());
+    }
+
+    fn webhooks_loaded(a: &mut App) {
+        a.update(Msg::Reply(Reply::Webhooks {
+            rows: vec![
+                delivery(3, "walletCreated", "pending"),
+                delivery(2, "grantPending", "delivered"),
+                delivery(1, "walletCreated", "dead"),
+            ],
+            next: None,
+            append: false,
+        }));
+    }
+
+    fn webhook_loads(effects: &[Effect]) -> Vec<bool> {
+        effects
+            .iter()
+            .filter_map(|e| match e {
+                Effect::Load(Load {
+                    pane: Pane::Webhooks,
+                    failed_only,
+                    ..
+                }) => Some(*failed_only),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn redriving_a_webhook_asks_first_and_a_delivered_one_is_refused() {
+        let mut a = app();
+        webhooks_loaded(&mut a);
+        a.update(key('9'));
+        assert_eq!(a.pane, Pane::Webhooks);
+        assert!(a.update(key('R')).is_empty());
+        assert!(matches!(a.overlay, Some(Overlay::Confirm(Confirm { yes: false, .. }))));
+        assert_eq!(a.update(key('y')), vec![Effect::RetryWebhook(3)]);
+        a.update(key('j'));
+        assert!(a.update(key('R')).is_empty());
+        assert!(a.overlay.is_none(), "no confirm for a delivered one");
+        assert!(
+            a.flash.as_ref().is_some_and(|f| f.text.contains("already delivered")),
+            "{:?}",
+            a.flash
+        );
+        a.update(key('j'));
+        a.update(key('R'));
+        assert_eq!(a.update(key('y')), vec![Effect::RetryWebhook(1)]);
+        a.update(key('A'));
+        assert!(a.update(code(KeyCode::Enter)).is_empty(), "defaults to No");
+        a.update(key('A'));
+        assert_eq!(a.update(key('y')), vec![Effect::RetryDeadWebhooks]);
+        a.update(code(KeyCode::Enter));
+        assert!(matches!(a.overlay, Some(Overlay::Detail)));
+    }
+
+    #[test]
+    fn readonly_hides_redriving() {
+        let mut a = App::new(ServerInfo::default(), Keymap::default(), true, now());
+        webhooks_loaded(&mut a);
+        a.update(key('9'));
+        for k in ['R', 'A'] {
+            assert!(a.update(key(k)).is_empty());
+            assert!(a.overlay.is_none());
+        }
+        assert!(a.act(Action::Redrive).is_empty());
+        assert!(a.act(Action::RedriveDead).is_empty());
+        assert!(a.overlay.is_none());
+        assert!(a.keymap.hints(Pane::Webhooks, true).iter().all(|h| !h.2));
+    }
+
+    #[test]
+    fn the_dead_filter_and_its_command() {
+        let mut a = app();
+        webhooks_loaded(&mut a);
+        a.update(key('9'));
+        assert_eq!(webhook_loads(&a.update(key('F'))), vec![true]);
+        assert!(a.dead_only && !a.failed_only, "the Outgoing filter is its own");
+        assert_eq!(
+            webhook_loads(&a.update(code(KeyCode::Esc))),
+            vec![false],
+            "Esc shows all again"
+        );
+        assert!(!a.dead_only);
+        a.update(key('1'));
+        a.update(key(':'));
+        for c in "webhooks d".chars() {
+            a.update(key(c));
+        }
+        a.update(code(KeyCode::Tab));
+        assert_eq!(webhook_loads(&a.update(code(KeyCode::Enter))), vec![true]);
+        assert_eq!(a.pane, Pane::Webhooks);
+        a.update(key('1'));
+        a.update(key(':'));
+        for c in "webhooks".chars() {
+            a.update(key(c));
+        }
+        a.update(code(KeyCode::Enter));
+        assert_eq!(
+            (a.pane, a.dead_only),
+            (Pane::Webhooks, true),
+            "the filter stays until F or Esc"
+        );
+        a.update(Msg::Reply(Reply::Webhooks {
+            rows: vec![],
+            next: None,
+            append: false,
+        }));
+        assert!(a.update(key('A')).is_empty());
+        assert!(a.overlay.is_none(), "nothing dead: nothing to ask");
+        assert!(a.flash.as_ref().is_some_and(|f| f.text.contains("no dead")));
+    }
+
+    #[test]
+    fn the_webhooks_pane_reloads_at_its_own_pace_and_only_in_view() {
+        let info = ServerInfo {
+            webhooks_enabled: true,
+            ..ServerInfo::default()
+        };
+        let mut a = App::new(info, Keymap::default(), false, now());
+        let at = |s: i64| now() + time::Duration::milliseconds(s);
+        let wallet = || {
+            Msg::Event(DomainEvent::WalletCreated {
+                id: "w".into(),
+                name: "w".into(),
+            })
+        };
+        // out of view: events and ticks load nothing for it
+        a.update(wallet());
+        assert!(webhook_loads(&a.update(Msg::Tick(at(10_000)))).is_empty());
+        // shown: it loads (it was stale), then not again while that load is unanswered
+        assert_eq!(webhook_loads(&a.update(key('9'))), vec![false]);
+        a.update(wallet());
+        assert!(webhook_loads(&a.update(Msg::Tick(at(10_250)))).is_empty());
+        webhooks_loaded(&mut a);
+        // answered: an event reloads it, but not within a second of the last load
+        a.update(wallet());
+        assert!(webhook_loads(&a.update(Msg::Tick(at(10_750)))).is_empty());
+        assert_eq!(webhook_loads(&a.update(Msg::Tick(at(11_000)))), vec![false]);
+        webhooks_loaded(&mut a);
+        // live-only events queue no deliveries
+        a.update(Msg::Event(DomainEvent::IncomingPaymentReceived {
+            id: "i".into(),
+            received: 1,
+        }));
+        assert!(webhook_loads(&a.update(Msg::Tick(at(12_500)))).is_empty());
+        // without events, every five seconds while in view
+        assert_eq!(webhook_loads(&a.update(Msg::Tick(at(16_000)))), vec![false]);
+        webhooks_loaded(&mut a);
+        // frozen: nothing
+        a.update(key('f'));
+        a.update(wallet());
+        assert!(webhook_loads(&a.update(Msg::Tick(at(30_000)))).is_empty());
+        // a load never answered is given up on after ten seconds
+        a.update(key('f'));
+        let mut b = a.clone();
+        b.webhooks.loading = true;
+        b.webhooks_load_at = Some(at(40_000));
+        assert!(webhook_loads(&b.update(Msg::Tick(at(45_000)))).is_empty());
+        assert_eq!(webhook_loads(&b.update(Msg::Tick(at(50_000)))), vec![false]);
+        // webhooks off: only events reload it
+        let mut c = App::new(ServerInfo::default(), Keymap::default(), false, now());
+        c.update(key('9'));
+        webhooks_loaded(&mut c);
+        assert!(webhook_loads(&c.update(Msg::Tick(at(60_000)))).is_empty());
+        c.update(wallet());
+        assert_eq!(webhook_loads(&c.update(Msg::Tick(at(60_250)))), vec![false]);
     }
 
     #[test]

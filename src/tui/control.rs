@@ -17,7 +17,7 @@ use crate::{
         dto::{AddKey, CreateWallet, Move, PaymentFilter, Reject},
     },
     ledger::Movement,
-    states::OutgoingState,
+    states::{DeliveryState, OutgoingState},
 };
 
 async fn load<D: Desk>(d: &D, l: Load) -> Answer<Reply> {
@@ -60,8 +60,28 @@ async fn load<D: Desk>(d: &D, l: Load) -> Answer<Reply> {
                 append,
             }
         }
+        Pane::Webhooks => {
+            let state = l.failed_only.then_some(DeliveryState::Dead);
+            let before = l.cursor.as_deref().and_then(|c| c.parse::<i64>().ok());
+            let page = usize::try_from(PAGE).unwrap_or(200);
+            let rows = d.webhooks(state, before, page).await?;
+            // a full page: the next one starts before the oldest shown
+            let next = (rows.len() == page)
+                .then(|| rows.last().map(|r| r.event_seq.to_string()))
+                .flatten();
+            Reply::Webhooks { rows, next, append }
+        }
         Pane::Requests | Pane::Log => Reply::Done(String::new()),
     })
+}
+
+/// What re-driving every dead delivery came to, in words for the flash line.
+fn redriven(n: usize) -> String {
+    match n {
+        0 => "no dead webhook deliveries to re-drive".to_owned(),
+        1 => "1 dead webhook delivery will be sent again".to_owned(),
+        n => format!("{n} dead webhook deliveries will be sent again"),
+    }
 }
 
 /// Runs one effect on the embedded services and returns the reply (none for `Quit`).
@@ -154,6 +174,11 @@ pub async fn run<D: Desk>(d: &D, e: Effect) -> Option<Reply> {
                 kid: k.jwk.kid,
                 pem: k.private_key_pem.unwrap_or_default(),
             }),
+        Effect::RetryWebhook(seq) => d
+            .retry_webhook(seq)
+            .await
+            .map(|_| Reply::Done(format!("the webhook for event {seq} will be sent again"))),
+        Effect::RetryDeadWebhooks => d.retry_dead_webhooks().await.map(|n| Reply::Done(redriven(n))),
         Effect::Demo => match d.demo() {
             Ok(()) => return None,
             Err(e) => Err(e),

@@ -18,7 +18,9 @@ use crate::{
     events::DomainEvent,
     gnap::service::GrantView,
     ledger::Movement,
+    states::DeliveryState,
     wallet::Wallet,
+    webhooks::DeliveryRow,
 };
 
 /// Why an operation did not happen, in words for the flash line.
@@ -74,8 +76,25 @@ pub trait Desk: Clone + Send + Sync + 'static {
     fn create_wallet(&self, body: CreateWallet) -> impl Future<Output = Answer<Wallet>> + Send;
     fn move_funds(&self, wallet: &str, body: Move, m: Movement) -> impl Future<Output = Answer<Moved>> + Send;
     fn add_key(&self, wallet: &str, body: AddKey) -> impl Future<Output = Answer<KeyAdded>> + Send;
+    /// Webhook deliveries newest first, optionally in one state, before sequence number `before`.
+    fn webhooks(
+        &self,
+        state: Option<DeliveryState>,
+        before: Option<i64>,
+        first: usize,
+    ) -> impl Future<Output = Answer<Vec<DeliveryRow>>> + Send;
+    /// Re-drives the delivery of event `seq` (refused when it was delivered).
+    fn retry_webhook(&self, seq: i64) -> impl Future<Output = Answer<DeliveryRow>> + Send;
+    /// Re-drives every dead delivery; answers how many.
+    fn retry_dead_webhooks(&self) -> impl Future<Output = Answer<usize>> + Send;
     /// Starts the demo scenario in the background, or says why it cannot run here.
     fn demo(&self) -> Answer<()>;
+}
+
+/// A delivery as the admin API answers it: without the body it sends (not part of the operator's view).
+fn as_served(mut d: DeliveryRow) -> DeliveryRow {
+    d.body.clear();
+    d
 }
 
 /// A refusal in the words the admin API would answer with, so both modes say the same.
@@ -95,6 +114,7 @@ pub fn embedded_info(s: &Services) -> ServerInfo {
         public_url: v.public_url,
         ilp_address: v.ilp_address,
         database: v.database,
+        webhooks_enabled: v.webhooks_enabled,
         attached: None,
     }
 }
@@ -187,6 +207,26 @@ impl Desk for Arc<Services> {
 
     async fn add_key(&self, wallet: &str, body: AddKey) -> Answer<KeyAdded> {
         control::add_key(self, wallet, body).await.map_err(refused)
+    }
+
+    async fn webhooks(
+        &self,
+        state: Option<DeliveryState>,
+        before: Option<i64>,
+        first: usize,
+    ) -> Answer<Vec<DeliveryRow>> {
+        let rows = control::list_webhooks(self, state.map(|s| s.to_string()), before, Some(first))
+            .await
+            .map_err(refused)?;
+        Ok(rows.into_iter().map(as_served).collect())
+    }
+
+    async fn retry_webhook(&self, seq: i64) -> Answer<DeliveryRow> {
+        control::retry_webhook(self, seq).await.map(as_served).map_err(refused)
+    }
+
+    async fn retry_dead_webhooks(&self) -> Answer<usize> {
+        control::retry_dead_webhooks(self).await.map_err(refused)
     }
 
     fn demo(&self) -> Answer<()> {

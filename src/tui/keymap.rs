@@ -325,11 +325,39 @@ impl Default for Keymap {
                     Pane::Quotes => "go to Quotes",
                     Pane::Requests => "go to Requests",
                     Pane::Log => "go to Log",
+                    Pane::Webhooks => "go to Webhooks",
                 },
                 dangerous: false,
                 hint: false,
             });
         }
+        // the Webhooks pane's rows follow the number keys, so the rows listed before keep their places
+        v.extend([
+            b(
+                &[Key::ch('F')],
+                Scope::Pane(Pane::Webhooks),
+                DeadOnly,
+                "show only dead deliveries",
+                false,
+                true,
+            ),
+            b(
+                &[Key::ch('R')],
+                Scope::Pane(Pane::Webhooks),
+                Redrive,
+                "re-drive the delivery (send it again, fresh attempts)",
+                true,
+                true,
+            ),
+            b(
+                &[Key::ch('A')],
+                Scope::Pane(Pane::Webhooks),
+                RedriveDead,
+                "re-drive all dead deliveries",
+                true,
+                true,
+            ),
+        ]);
         Self { bindings: v }
     }
 }

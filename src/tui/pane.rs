@@ -13,10 +13,11 @@ pub enum Pane {
     Quotes,
     Requests,
     Log,
+    Webhooks,
 }
 
 impl Pane {
-    pub const ALL: [Pane; 8] = [
+    pub const ALL: [Pane; 9] = [
         Pane::Overview,
         Pane::Wallets,
         Pane::Incoming,
@@ -25,6 +26,7 @@ impl Pane {
         Pane::Quotes,
         Pane::Requests,
         Pane::Log,
+        Pane::Webhooks,
     ];
 
     pub fn name(self) -> &'static str {
@@ -37,6 +39,7 @@ impl Pane {
             Self::Quotes => "quotes",
             Self::Requests => "requests",
             Self::Log => "log",
+            Self::Webhooks => "webhooks",
         }
     }
 
@@ -50,6 +53,7 @@ impl Pane {
             Self::Quotes => "Quotes",
             Self::Requests => "Requests",
             Self::Log => "Log",
+            Self::Webhooks => "Webhooks",
         }
     }
 

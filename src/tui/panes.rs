@@ -10,6 +10,7 @@ pub mod overview;
 pub mod quotes;
 pub mod requests;
 pub mod wallets;
+pub mod webhooks;
 
 use ratatui::{
     Frame,
@@ -31,6 +32,7 @@ pub fn draw(app: &App, theme: &Theme, f: &mut Frame, area: Rect) {
         Pane::Quotes => quotes::draw(app, theme, f, area),
         Pane::Requests => requests::draw(app, theme, f, area),
         Pane::Log => log::draw(app, theme, f, area),
+        Pane::Webhooks => webhooks::draw(app, theme, f, area),
     }
 }
 
@@ -42,6 +44,7 @@ pub fn draw_detail(app: &App, theme: &Theme, f: &mut Frame, area: Rect) {
         Pane::Grants => grants::detail(app, theme),
         Pane::Outgoing => outgoing::detail(app, theme),
         Pane::Requests => requests::detail(app, theme),
+        Pane::Webhooks => webhooks::detail(app, theme),
         _ => Some((
             " detail ".to_owned(),
             vec![Line::from("press y for the raw JSON of the selection")],

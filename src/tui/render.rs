@@ -17,7 +17,10 @@ use super::{
     theme::Theme,
     widgets::{self, centered},
 };
-use crate::{states::OutgoingState, text::sanitize};
+use crate::{
+    states::{DeliveryState, OutgoingState},
+    text::sanitize,
+};
 
 /// Draws the whole screen.
 pub fn draw(app: &App, theme: &Theme, f: &mut Frame) {
@@ -121,6 +124,9 @@ fn draw_crumbs(app: &App, theme: &Theme, f: &mut Frame, area: Rect) {
     if app.pane == Pane::Outgoing && app.failed_only {
         parts.push(OutgoingState::Failed.to_string());
     }
+    if app.pane == Pane::Webhooks && app.dead_only {
+        parts.push(DeliveryState::Dead.to_string());
+    }
     if let Some(filter) = app.filters.get(&app.pane) {
         parts.push(format!("/{}{}", if filter.invert { "!" } else { "" }, filter.text));
     }
@@ -129,6 +135,7 @@ fn draw_crumbs(app: &App, theme: &Theme, f: &mut Frame, area: Rect) {
             Pane::Incoming => app.selected_incoming().map(|p| short_id(&p.payment.id)),
             Pane::Grants => app.selected_grant().map(|g| short_id(&g.id)),
             Pane::Outgoing => app.selected_outgoing().map(|p| short_id(&p.payment.id)),
+            Pane::Webhooks => app.selected_webhook().map(|d| format!("event {}", d.event_seq)),
             _ => None,
         };
         parts.push(id.unwrap_or_else(|| "detail".into()));

@@ -19,6 +19,7 @@ fn info() -> ServerInfo {
         public_url: "http://127.0.0.1:4000".into(),
         ilp_address: Some("test.opdesk".into()),
         database: "/data/ase.sqlite3".into(),
+        webhooks_enabled: true,
         attached: None,
     }
 }
@@ -128,6 +129,26 @@ fn loaded(readonly: bool) -> App {
         },
         Reply::Quotes {
             rows: vec![quote("0000-q-0001"), quote("0000-q-0002")],
+            next: None,
+            append: false,
+        },
+        Reply::Webhooks {
+            rows: vec![
+                delivery(104, "grantPending", "pending"),
+                {
+                    let mut retrying = delivery(103, "outgoingPaymentFailed", "pending");
+                    retrying.attempts = 2;
+                    retrying.last_status = Some(500);
+                    retrying.last_error = Some("HTTP 500".into());
+                    retrying
+                },
+                delivery(102, "walletCreated", "delivered"),
+                {
+                    let mut dead = delivery(101, "incomingPaymentCreated", "dead");
+                    dead.last_error = Some("error sending request: connection refused\u{1b}[2J".into());
+                    dead
+                },
+            ],
             next: None,
             append: false,
         },
@@ -241,6 +262,45 @@ fn filtered_detail_confirm_help_and_error_states() {
     a.act(super::action::Action::Down);
     a.act(super::action::Action::Open);
     insta::assert_snapshot!("requests_detail_120x40", draw(&a, 120, 40));
+}
+
+#[test]
+fn the_webhooks_pane_empty_off_dead_detail_and_confirm() {
+    use super::action::Action;
+    let mut empty = App::new(info(), Keymap::default(), false, now());
+    goto(&mut empty, Pane::Webhooks);
+    empty.update(Msg::Reply(Reply::Webhooks {
+        rows: vec![],
+        next: None,
+        append: false,
+    }));
+    insta::assert_snapshot!("webhooks_empty_120x40", draw(&empty, 120, 40));
+    empty.info.webhooks_enabled = false;
+    let off = draw(&empty, 80, 24);
+    assert!(off.contains("no webhook URL is configured"), "{off}");
+    insta::assert_snapshot!("webhooks_off_80x24", off);
+
+    let mut a = loaded(false);
+    goto(&mut a, Pane::Webhooks);
+    a.dead_only = true;
+    a.update(Msg::Reply(Reply::Webhooks {
+        rows: vec![delivery(101, "incomingPaymentCreated", "dead")],
+        next: None,
+        append: false,
+    }));
+    insta::assert_snapshot!("webhooks_dead_80x24", draw(&a, 80, 24));
+
+    let mut a = loaded(false);
+    goto(&mut a, Pane::Webhooks);
+    a.act(Action::Bottom);
+    a.act(Action::Open);
+    let detail = draw(&a, 120, 40);
+    assert!(detail.contains("connection refused"), "{detail}");
+    assert!(!detail.contains('\u{1b}'), "hostile text is sanitised");
+    insta::assert_snapshot!("webhooks_detail_120x40", detail);
+    a.overlay = None;
+    a.act(Action::Redrive);
+    insta::assert_snapshot!("webhooks_confirm_80x24", draw(&a, 80, 24));
 }
 
 #[test]

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use ratatui::style::{Color, Modifier, Style};
 
-use crate::states::{GrantState, IncomingState, OutgoingState, TokenState};
+use crate::states::{DeliveryState, GrantState, IncomingState, OutgoingState, TokenState};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Theme {
@@ -144,6 +144,16 @@ impl Toned for GrantState {
         match self {
             Self::Approved | Self::Finalized => Tone::Ok,
             Self::Rejected | Self::Revoked | Self::Expired => Tone::Failed,
+            Self::Pending => Tone::Pending,
+        }
+    }
+}
+
+impl Toned for DeliveryState {
+    fn tone(self) -> Tone {
+        match self {
+            Self::Delivered => Tone::Ok,
+            Self::Dead => Tone::Failed,
             Self::Pending => Tone::Pending,
         }
     }

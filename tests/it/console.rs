@@ -2,7 +2,8 @@
 //! interactive grant from outside; it appears in the Grants pane; the keys a person would press approve it;
 //! the client's continue then succeeds; quitting stops the server. Attached: the same against an
 //! `opdesk serve` that keeps serving after the console quits; two consoles see each other's decisions; a
-//! console rides out a server restart (on another port) and shows current data again.
+//! console rides out a server restart (on another port) and shows current data again. The two desks (in
+//! process and over the admin API) load every pane alike, webhook deliveries included.
 
 use std::{
     path::Path,
@@ -264,6 +265,9 @@ async fn a_console_attaches_to_the_running_server_and_quitting_leaves_it_serving
     wait_for(session, "request  POST").await;
     keys(session, "Escape");
     tokio::time::sleep(Duration::from_millis(200)).await;
+    // the Webhooks pane: this server has no webhook URL, and says so (GET /admin/server)
+    keys(session, "9");
+    wait_for(session, "no webhook URL is configured").await;
 
     // quitting leaves the server serving: the client's continue succeeds
     keys(session, "q");
@@ -430,10 +434,11 @@ async fn the_embedded_and_the_attached_desk_answer_alike() {
         Pane::Grants,
         Pane::Outgoing,
         Pane::Quotes,
+        Pane::Webhooks,
     ] {
         let load = Effect::Load(Load {
             pane,
-            failed_only: pane == Pane::Outgoing,
+            failed_only: matches!(pane, Pane::Outgoing | Pane::Webhooks),
             cursor: None,
         });
         let (l, r) = (run(&local, load.clone()).await, run(&remote, load).await);
@@ -487,6 +492,7 @@ async fn the_embedded_and_the_attached_desk_answer_alike() {
         Effect::Revoke("no-such-grant".into()),
         Effect::Complete("no-such-payment".into()),
         Effect::Retry("no-such-payment".into()),
+        Effect::RetryWebhook(424_242),
         Effect::GenerateKey("no-such-wallet".into()),
         Effect::Move {
             wallet: "alice".into(),
@@ -509,6 +515,94 @@ async fn the_embedded_and_the_attached_desk_answer_alike() {
         panic!("the demo is refused with --connect")
     };
     assert!(text.contains("--connect"), "{text}");
+}
+
+/// With a webhook URL nobody answers and a budget of one attempt, a delivery dies; the console lists it
+/// (alike through both desks) and re-driving makes it pending again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dead_webhook_shows_in_the_console_and_re_driving_makes_it_pending() {
+    use opdesk::{
+        admin::AdminClient,
+        console::remote::{Remote, Source},
+        states::DeliveryState,
+        tui::{
+            app::{Effect, Load, Reply},
+            control::run,
+            desk::Desk,
+            pane::Pane,
+        },
+    };
+    let ase = crate::common::TestAse::spawn_with(&format!(
+        "[webhooks]\nurl = \"http://127.0.0.1:{}/hook\"\nmax_attempts = 1\ntimeout_ms = 1000\n",
+        free_port()
+    ))
+    .await;
+    let local = ase.state.services.clone();
+    let remote = Remote::new(AdminClient::new(&ase.base, &ase.admin_token).unwrap(), Source::Fixed);
+    assert!(local.info().await.unwrap().webhooks_enabled);
+    assert!(
+        remote.info().await.unwrap().webhooks_enabled,
+        "the admin API says so too"
+    );
+
+    let (status, body) = ase
+        .admin(
+            Method::POST,
+            "/wallets",
+            Some(r#"{"name":"hooked","assetCode":"USD","assetScale":2}"#),
+        )
+        .await;
+    assert_eq!(status, 201, "{body}");
+    let dead = Effect::Load(Load {
+        pane: Pane::Webhooks,
+        failed_only: true,
+        cursor: None,
+    });
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    let rows = loop {
+        match run(&local, dead.clone()).await {
+            Some(Reply::Webhooks { rows, .. }) if !rows.is_empty() => break rows,
+            Some(Reply::Webhooks { .. }) => {}
+            other => panic!("{other:?}"),
+        }
+        assert!(tokio::time::Instant::now() < deadline, "no dead delivery within 10 s");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let d = rows[0].clone();
+    assert_eq!(
+        (d.kind.as_str(), d.state, d.attempts),
+        ("walletCreated", DeliveryState::Dead, 1)
+    );
+    assert!(d.last_error.is_some(), "{d:?}");
+    assert_eq!(
+        run(&remote, dead.clone()).await,
+        Some(Reply::Webhooks {
+            rows,
+            next: None,
+            append: false
+        })
+    );
+
+    // re-driven: pending again with a fresh budget (the deliverer then tries it at once)
+    let again = local.retry_webhook(d.event_seq).await.unwrap();
+    assert_eq!((again.state, again.attempts), (DeliveryState::Pending, 0));
+    // it dies again (one attempt); re-driving through the console's effects says what happened
+    loop {
+        if let Some(Reply::Webhooks { rows, .. }) = run(&remote, dead.clone()).await
+            && !rows.is_empty()
+        {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline + Duration::from_secs(10),
+            "it died again"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(
+        run(&remote, Effect::RetryDeadWebhooks).await,
+        Some(Reply::Done("1 dead webhook delivery will be sent again".into()))
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

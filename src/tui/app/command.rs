@@ -3,11 +3,11 @@
 
 use super::{App, Effect, Filter, Level};
 use crate::{
-    states::OutgoingState,
+    states::{DeliveryState, OutgoingState},
     tui::{
         action::Action,
         pane::Pane,
-        panes::{grants, outgoing, wallets},
+        panes::{grants, outgoing, wallets, webhooks},
         widgets::prompt::{Prompt, PromptKind},
     },
 };
@@ -56,6 +56,7 @@ impl App {
             "help" => self.act(Action::Help),
             "demo" => self.act(Action::Demo),
             "outgoing" if arg == Some(OutgoingState::Failed.as_str()) => outgoing::show_failed(self),
+            "webhooks" if arg == Some(DeliveryState::Dead.as_str()) => webhooks::show_dead(self),
             "wallet" => wallets::command(self, arg),
             other => match Pane::from_name(other) {
                 Some(p) => self.act(Action::Goto(p)),

@@ -33,6 +33,10 @@ impl App {
             requests::on_request(self, &e);
             return Vec::new();
         }
+        // a durable event may have queued a webhook delivery (the pane reloads at its own pace)
+        if e.is_durable() {
+            self.stale.insert(Pane::Webhooks);
+        }
         if self.frozen {
             self.missed += 1;
             for p in affected(&e) {

@@ -46,6 +46,8 @@ pub const COMMANDS: &[&str] = &[
     "quotes",
     "requests",
     "log",
+    "webhooks",
+    "webhooks dead",
     "demo",
     "help",
     "quit",

@@ -9,7 +9,10 @@ use ratatui::{
     widgets::{Block, Borders, Cell, Paragraph, Row, Table},
 };
 
-use crate::tui::{app::App, pane::Pane, theme::Theme};
+use crate::{
+    states::DeliveryState,
+    tui::{app::App, pane::Pane, theme::Theme},
+};
 
 fn right_title(app: &App, pane: Pane, loaded: bool, loading: bool, shown: usize, total: usize) -> String {
     let state = if loading {
@@ -25,6 +28,7 @@ fn right_title(app: &App, pane: Pane, loaded: bool, loading: bool, shown: usize,
         Pane::Incoming if app.incoming.next_cursor.is_some() => " (more)",
         Pane::Outgoing if app.outgoing.next_cursor.is_some() => " (more)",
         Pane::Quotes if app.quotes.next_cursor.is_some() => " (more)",
+        Pane::Webhooks if app.webhooks.next_cursor.is_some() => " (more)",
         _ => "",
     };
     format!(" {state}{more} ")
@@ -34,6 +38,12 @@ fn title(app: &App, pane: Pane) -> String {
     let mut t = format!(" {} ", pane.title());
     if pane == Pane::Outgoing && app.failed_only {
         t.push_str("[failed] ");
+    }
+    if pane == Pane::Webhooks && app.dead_only {
+        t.push_str(&format!("[{}] ", DeliveryState::Dead));
+    }
+    if pane == Pane::Webhooks && !app.info.webhooks_enabled {
+        t.push_str("[no webhook URL] ");
     }
     if let Some(f) = app.filters.get(&pane) {
         t.push_str(&format!("[/{}{}] ", if f.invert { "!" } else { "" }, f.text));
@@ -85,6 +95,12 @@ pub fn table<'a>(
     if empty && loaded && area.height > 4 {
         let msg = if app.filters.contains_key(&pane) {
             "nothing matches the filter (Esc clears it)"
+        } else if pane == Pane::Webhooks && !app.info.webhooks_enabled {
+            "no webhook URL is configured: set [webhooks] url in config.toml"
+        } else if pane == Pane::Webhooks && app.dead_only {
+            "no dead deliveries (F shows them all)"
+        } else if pane == Pane::Webhooks {
+            "no deliveries yet: each durable event is delivered to the webhook URL"
         } else {
             "nothing here yet"
         };

@@ -1,0 +1,94 @@
+//! Replies from the control task and the slow tick into the view model: loaded pages replace (or extend)
+//! a pane's rows with the selection kept on its row, outcomes go to the flash line and resync, and the tick
+//! ages the flash line and the request rate and reloads what events made stale.
+
+use time::OffsetDateTime;
+
+use super::{App, Effect, Level, Overlay, Reply, Rows};
+use crate::tui::{pane::Pane, panes::webhooks};
+
+impl App {
+    pub(super) fn on_tick(&mut self, now: OffsetDateTime) -> Vec<Effect> {
+        self.now = now;
+        if self.flash.as_ref().is_some_and(|f| f.until <= now) {
+            self.flash = None;
+        }
+        let cutoff = now.unix_timestamp() - 10;
+        while self.request_times.front().is_some_and(|t| *t < cutoff) {
+            self.request_times.pop_front();
+        }
+        if self.frozen {
+            return Vec::new();
+        }
+        // reload what changed, at most once per tick: the pane in view and the overview counters (the
+        // Webhooks pane paces itself)
+        let mut out = Vec::new();
+        for p in [Pane::Overview, self.pane] {
+            if self.stale.contains(&p) && !matches!(p, Pane::Requests | Pane::Log | Pane::Webhooks) {
+                out.push(self.load(p));
+            }
+        }
+        out.dedup();
+        out.extend(webhooks::reload(self));
+        out
+    }
+
+    /// Requests per second over the last ten seconds.
+    pub fn request_rate(&self) -> f64 {
+        self.request_times.len() as f64 / 10.0
+    }
+
+    pub(super) fn on_reply(&mut self, r: Reply) -> Vec<Effect> {
+        fn set<T: Clone>(
+            rows: &mut Rows<T>,
+            items: Vec<T>,
+            next: Option<String>,
+            append: bool,
+            id: impl Fn(&T) -> String,
+        ) {
+            let keep = rows.items.get(rows.selected).map(&id);
+            if append {
+                rows.items.extend(items);
+            } else {
+                rows.items = items;
+                if let Some(k) = keep {
+                    rows.selected = rows.items.iter().position(|x| id(x) == k).unwrap_or(rows.selected);
+                }
+            }
+            rows.selected = rows.selected.min(rows.items.len().saturating_sub(1));
+            rows.next_cursor = next;
+            rows.loading = false;
+            rows.loaded = true;
+        }
+        match r {
+            Reply::Overview(o) => self.overview = o,
+            Reply::Wallets(w) => set(&mut self.wallets, w, None, false, |x| x.wallet.name.clone()),
+            Reply::Incoming { rows, next, append } => {
+                set(&mut self.incoming, rows, next, append, |x| x.payment.id.clone())
+            }
+            Reply::Grants(g, spent) => {
+                set(&mut self.grants, g, None, false, |x| x.id.clone());
+                self.grant_spent = spent;
+            }
+            Reply::Outgoing { rows, next, append } => {
+                set(&mut self.outgoing, rows, next, append, |x| x.payment.id.clone())
+            }
+            Reply::Quotes { rows, next, append } => set(&mut self.quotes, rows, next, append, |x| x.id.clone()),
+            Reply::Webhooks { rows, next, append } => {
+                set(&mut self.webhooks, rows, next, append, |x| x.event_seq.to_string())
+            }
+            Reply::Done(text) => {
+                self.flash(Level::Info, text);
+                return self.resync_all();
+            }
+            Reply::Failed(text) => self.flash(Level::Error, text),
+            Reply::KeyGenerated { wallet, kid, pem } => {
+                self.overlay = Some(Overlay::Json(format!(
+                    "Key {kid} is now published in {wallet}'s JWKS.\nIts private key is shown this once — copy it now:\n\n{pem}"
+                )));
+                return self.resync_all();
+            }
+        }
+        Vec::new()
+    }
+}
