@@ -128,18 +128,11 @@ fn desk_error(e: ClientError) -> DeskError {
 
 async fn server_info(client: &AdminClient) -> Answer<ServerInfo> {
     let v = client.server().await.map_err(desk_error)?;
-    Ok(ServerInfo {
-        version: v.version,
-        listen: v.listen,
-        public_url: v.public_url,
-        ilp_address: v.ilp_address,
-        database: v.database,
-        webhooks_enabled: v.webhooks_enabled,
-        attached: Some(Attached {
-            url: client.url().to_owned(),
-            pid: Some(v.pid),
-        }),
-    })
+    let attached = Attached {
+        url: client.url().to_owned(),
+        pid: Some(v.pid),
+    };
+    Ok(ServerInfo::of(v, Some(attached)))
 }
 
 /// Follows the event stream into `tx` for as long as the console listens, reconnecting as needed.

@@ -52,6 +52,21 @@ pub struct ServerInfo {
     pub attached: Option<Attached>,
 }
 
+impl ServerInfo {
+    /// The header for the server `v` describes, reached as `attached` (none: embedded).
+    pub fn of(v: crate::control::dto::ServerView, attached: Option<Attached>) -> Self {
+        Self {
+            version: v.version,
+            listen: v.listen,
+            public_url: v.public_url,
+            ilp_address: v.ilp_address,
+            database: v.database,
+            webhooks_enabled: v.webhooks_enabled,
+            attached,
+        }
+    }
+}
+
 /// Where an attached console reaches its server.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Attached {

@@ -107,16 +107,7 @@ fn refused(e: control::Error) -> DeskError {
 
 /// The header of the embedded server.
 pub fn embedded_info(s: &Services) -> ServerInfo {
-    let v = control::server_view(s);
-    ServerInfo {
-        version: v.version,
-        listen: v.listen,
-        public_url: v.public_url,
-        ilp_address: v.ilp_address,
-        database: v.database,
-        webhooks_enabled: v.webhooks_enabled,
-        attached: None,
-    }
+    ServerInfo::of(control::server_view(s), None)
 }
 
 /// The embedded server: the command layer in this process, and the event stream the admin API serves
