@@ -4,7 +4,10 @@
 //! the receiver's asset, unfulfillable probes to learn the exchange rate (shrinking on `F08`), money packets
 //! with a minimum destination amount, and a closing `ConnectionClose`. The decisions are pure functions:
 //! [`Rate`] arithmetic (exact rationals, no floats), [`next_packet`] (how much to send and to demand) and
-//! [`judge`] (what a reply means). Progress is not kept here: the engine commits it per packet.
+//! [`judge`] (what a reply means). A final reject other than `F08` that carries an authentic STREAM reply is
+//! the receiver's answer, whatever its code: `F99` from ilp-protocol-stream and Rafiki's older receivers,
+//! `F05` (not accepted, probes included) and `F04` (too little arrived) from `@interledger/stream-receiver`
+//! 0.3. Progress is not kept here: the engine commits it per packet.
 
 use std::{future::Future, pin::Pin, sync::Arc, time::Duration};
 
@@ -224,9 +227,9 @@ pub enum Verdict {
     TooLarge { max: u64 },
     /// A temporary failure (`T..`, `R..`, transport): try again later.
     Temporary(String),
-    /// `F99` with `StreamMaxMoney`: the receiver takes at most `room` more.
+    /// A STREAM refusal (`F99`, `F05`, `F04`) with `StreamMaxMoney`: the receiver takes at most `room` more.
     ReceiverRoom { room: u64 },
-    /// `F99`: less than the minimum destination amount arrived.
+    /// A STREAM refusal: less than the minimum destination amount arrived.
     RateTooLow { received: u64 },
     /// The receiver closed the connection or the stream.
     Closed(String),
@@ -278,10 +281,11 @@ pub fn judge(reply: &Reply, condition: &[u8; 32], source: u64, min_dest: u64) ->
                     Verdict::TooLarge { max }
                 };
             }
-            if *code == ErrorCode::F99_APPLICATION_ERROR {
-                let Some(s) = stream else {
-                    return Verdict::Failed(format!("{} without an authentic STREAM reply", described()));
-                };
+            // Any other final reject that carries an authentic STREAM reply is the receiver's answer: F99 from
+            // most receivers, F05 (not accepted) and F04 (too little arrived) from stream-receiver 0.3.
+            if code.class() == ErrorClass::Final
+                && let Some(s) = stream
+            {
                 if let Some(reason) = close_reason(s) {
                     return Verdict::Closed(reason);
                 }
@@ -302,6 +306,9 @@ pub fn judge(reply: &Reply, condition: &[u8; 32], source: u64, min_dest: u64) ->
                     };
                 }
                 return Verdict::Temporary(format!("{}: the receiver refused the packet", described()));
+            }
+            if *code == ErrorCode::F99_APPLICATION_ERROR {
+                return Verdict::Failed(format!("{} without an authentic STREAM reply", described()));
             }
             match code.class() {
                 ErrorClass::Temporary | ErrorClass::Relative => Verdict::Temporary(described()),
@@ -515,11 +522,12 @@ impl Connection {
                 shares: 1,
             }];
             let (reply, condition) = self.exchange(amount, 0, frames, false).await?;
+            // the receiver's STREAM answer to the unfulfillable probe (F99, or F05/F04 from newer receivers)
             if let Reply::Reject {
-                code: ErrorCode::F99_APPLICATION_ERROR,
-                stream: Some(s),
-                ..
+                code, stream: Some(s), ..
             } = &reply
+                && code.class() == ErrorClass::Final
+                && *code != ErrorCode::F08_AMOUNT_TOO_LARGE
                 && close_reason(s).is_none()
             {
                 return Rate::new(u128::from(s.prepare_amount), u128::from(amount))
@@ -758,6 +766,44 @@ mod tests {
             judge(&reject(ErrorCode::F99_APPLICATION_ERROR, vec![], None), &c, 100, 99),
             Verdict::Failed(_)
         ));
+        // newer receivers refuse with F04 (too little arrived) and F05 (not accepted), with the same reply
+        for code in [
+            ErrorCode::F04_INSUFFICIENT_DESTINATION_AMOUNT,
+            ErrorCode::F05_WRONG_CONDITION,
+        ] {
+            assert_eq!(
+                judge(
+                    &reject(code, vec![], stream(1, PacketType::Reject, 90, vec![])),
+                    &c,
+                    100,
+                    99
+                ),
+                Verdict::RateTooLow { received: 90 },
+                "{code:?}"
+            );
+            let room = Frame::StreamMaxMoney {
+                stream_id: 1,
+                receive_max: 500,
+                total_received: 480,
+            };
+            assert_eq!(
+                judge(
+                    &reject(code, vec![], stream(1, PacketType::Reject, 100, vec![room])),
+                    &c,
+                    100,
+                    99
+                ),
+                Verdict::ReceiverRoom { room: 20 }
+            );
+            // without an authentic STREAM reply they are what they say: final
+            assert!(matches!(
+                judge(&reject(code, vec![], None), &c, 100, 99),
+                Verdict::Failed(_)
+            ));
+        }
+        // a code of no known class fails the payment, in words
+        let odd = ErrorCode::parse("X42").unwrap();
+        assert!(matches!(judge(&reject(odd, vec![], None), &c, 1, 0), Verdict::Failed(m) if m.starts_with("X42")));
     }
 
     /// An in-process path: a connector that converts at `num/den` and takes packets up to `max`, and a
@@ -771,6 +817,9 @@ mod tests {
         received: Mutex<u64>,
         calls: AtomicU32,
         fail_every: u32,
+        /// Refuse as `@interledger/stream-receiver` 0.3 does: F04 when too little arrived, F05 otherwise
+        /// (probes included); else F99 for both, as ilp-protocol-stream does.
+        newer: bool,
     }
 
     impl FakePath {
@@ -821,7 +870,12 @@ mod tests {
                 *self.received.lock().unwrap() += arrived;
                 Packet::Fulfill(Fulfill { fulfillment, data }).encode().unwrap()
             } else {
-                let mut r = Reject::new(ErrorCode::F99_APPLICATION_ERROR, by, data);
+                let code = match (self.newer, fulfillable && arrived < req.prepare_amount) {
+                    (false, _) => ErrorCode::F99_APPLICATION_ERROR,
+                    (true, true) => ErrorCode::F04_INSUFFICIENT_DESTINATION_AMOUNT,
+                    (true, false) => ErrorCode::F05_WRONG_CONDITION,
+                };
+                let mut r = Reject::new(code, by, data);
                 r.message = String::new();
                 Packet::Reject(r).encode().unwrap()
             }
@@ -835,6 +889,18 @@ mod tests {
     }
 
     fn path(num: u64, den: u64, max: u64, room: u64, fail_every: u32) -> (Arc<FakePath>, Connection) {
+        path_refusing(num, den, max, room, fail_every, false)
+    }
+
+    /// [`path`] with a receiver that refuses with F04/F05 (`newer`) or F99.
+    fn path_refusing(
+        num: u64,
+        den: u64,
+        max: u64,
+        room: u64,
+        fail_every: u32,
+        newer: bool,
+    ) -> (Arc<FakePath>, Connection) {
         let secret = [9u8; 32];
         let fake = Arc::new(FakePath {
             keys: StreamKeys::derive(&secret),
@@ -845,6 +911,7 @@ mod tests {
             received: Mutex::new(0),
             calls: AtomicU32::new(0),
             fail_every,
+            newer,
         });
         let mut conn = Connection::new(
             fake.clone(),
@@ -895,6 +962,23 @@ mod tests {
         assert_eq!(sent, 11_112, "ceil(10000 / 0.9)");
         assert_eq!(*fake.received.lock().unwrap(), 10_000);
         conn.close().await;
+    }
+
+    #[tokio::test]
+    async fn a_receiver_answering_f05_and_f04_is_probed_and_paid_like_one_answering_f99() {
+        let (fake, mut conn) = path_refusing(9, 10, 1000, u64::MAX, 0, true);
+        assert_eq!(conn.connect().await.unwrap(), Some(("EUR".into(), 2)));
+        // the probe's F05 carries what arrived
+        let est = conn.probe(1_000_000).await.unwrap();
+        assert_eq!(est, rate(9, 10));
+        let min = rate(9, 10).less_slippage(10_000).unwrap();
+        let (sent, delivered, end) = pay(&mut conn, 12_000, 10_000, est, min).await;
+        assert_eq!((end.as_str(), sent, delivered), ("done", 11_112, 10_000));
+        assert_eq!(*fake.received.lock().unwrap(), 10_000);
+        // too little arriving is F04: the rate is too low, not a broken receiver
+        let (sent, delivered, end) = pay(&mut conn, 1000, 1000, rate(1, 1), rate(99, 100)).await;
+        assert_eq!((sent, delivered), (0, 0));
+        assert!(end.contains("RateTooLow"), "{end}");
     }
 
     #[tokio::test]
