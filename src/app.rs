@@ -262,11 +262,7 @@ pub async fn serve(core: AppCore, listener: TcpListener, shutdown: CancellationT
         )))
     });
     let hooks = hooks.transpose()?;
-    tokio::spawn(prune_events(
-        core.store.clone(),
-        core.state.services.clone(),
-        shutdown.clone(),
-    ));
+    tokio::spawn(prune_events(core.state.services.clone(), shutdown.clone()));
     let stopping = core.state.stopping.clone();
     let stop = shutdown.clone();
     tokio::spawn(async move {
@@ -289,7 +285,7 @@ pub async fn serve(core: AppCore, listener: TcpListener, shutdown: CancellationT
 
 /// Prunes the event outbox by age and count every minute (never events the webhook deliverer has not taken
 /// yet), and delivered webhook deliveries as old as the oldest events kept.
-async fn prune_events(store: Store, s: Arc<Services>, shutdown: CancellationToken) {
+async fn prune_events(s: Arc<Services>, shutdown: CancellationToken) {
     let mut every = tokio::time::interval(Duration::from_secs(60));
     loop {
         tokio::select! {
@@ -299,7 +295,8 @@ async fn prune_events(store: Store, s: Arc<Services>, shutdown: CancellationToke
         let keep = &s.settings.store;
         let before = format_ts(s.clock.now() - time::Duration::days(i64::from(keep.events_retain_days)));
         let (count, hooks) = (keep.events_retain_count, s.webhooks.enabled());
-        let pruned = store
+        let pruned = s
+            .store
             .call(move |c| {
                 let tx = store::immediate(c)?;
                 let floor = if hooks { store::webhooks::cursor(&tx)? } else { None };

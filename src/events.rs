@@ -203,6 +203,10 @@ impl EventBus {
     /// the outbox and [`Self::publish_recorded`] instead.
     pub fn publish(&self, event: DomainEvent) {
         debug_assert!(!event.is_durable(), "{} must be appended to the outbox", event.kind());
+        // the request log publishes on every request: no reader, no timestamp to format
+        if self.tx.receiver_count() == 0 {
+            return;
+        }
         let _ = self.tx.send(EventRecord {
             seq: None,
             id: None,

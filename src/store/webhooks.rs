@@ -75,8 +75,7 @@ pub fn take_from_outbox(
     body: impl Fn(&crate::events::EventRecord) -> String,
 ) -> Result<usize, Error> {
     let Some(from) = cursor(conn)? else {
-        let (_, newest) = outbox::bounds(conn)?;
-        meta::set(conn, CURSOR, &newest.to_string())?;
+        start(conn)?;
         return Ok(0);
     };
     let events = outbox::after(conn, from, limit)?;
