@@ -52,7 +52,7 @@ impl AppCore {
     }
 
     pub async fn open_with_clock(settings: Settings, clock: SharedClock) -> Result<Self> {
-        let lock = DirLock::acquire(&settings.paths.data_dir)?;
+        let lock = DirLock::acquire_within(&settings.paths.data_dir, Duration::from_millis(500)).await?;
         Self::open_locked(settings, clock, lock).await
     }
 

@@ -92,6 +92,21 @@ impl DirLock {
         }
     }
 
+    /// [`Self::acquire`], waiting up to `wait` for a holder that is letting go. A lock released a moment ago can
+    /// still look held: a child forked by this process (before it execs) shares the lock file's open
+    /// description. Only a holder still there after `wait` is an [`Error::Held`].
+    pub async fn acquire_within(dir: &Path, wait: std::time::Duration) -> Result<Self, Error> {
+        let deadline = std::time::Instant::now() + wait;
+        loop {
+            match Self::acquire(dir) {
+                Err(Error::Held { .. }) if std::time::Instant::now() < deadline => {
+                    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+                }
+                other => return other,
+            }
+        }
+    }
+
     /// Records the server that holds the lock (written atomically, 0600; a stale record is replaced).
     pub fn record(&mut self, listening: SocketAddr, public_url: &str, started_at: &str) -> std::io::Result<()> {
         let record = Record {
@@ -175,6 +190,24 @@ mod tests {
             Err(Error::Held { record: None, .. })
         ));
         drop(again);
+    }
+
+    #[tokio::test]
+    async fn a_holder_letting_go_is_waited_for_and_one_that_stays_is_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let first = DirLock::acquire(dir.path()).unwrap();
+        let short = std::time::Duration::from_millis(60);
+        assert!(matches!(
+            DirLock::acquire_within(dir.path(), short).await,
+            Err(Error::Held { .. })
+        ));
+        let release = std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            drop(first);
+        });
+        let second = DirLock::acquire_within(dir.path(), std::time::Duration::from_secs(5)).await;
+        release.join().unwrap();
+        assert!(second.is_ok(), "{second:?}");
     }
 
     #[test]
