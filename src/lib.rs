@@ -74,8 +74,10 @@ pub async fn run(cli: Cli) -> Result<()> {
     }
 }
 
-/// Opens the ASE (migrations before binding), binds, and serves until Ctrl-C or SIGTERM.
+/// Checks TLS (certificate and key, when `[tls]` is set), opens the ASE (migrations before binding), binds,
+/// and serves until Ctrl-C or SIGTERM; SIGHUP re-reads the TLS certificate and key.
 async fn serve(settings: Settings) -> Result<()> {
+    let tls = app::Tls::prepare(&settings).await?;
     let core = app::AppCore::open(settings.clone()).await?;
     let listener = app::bind(&settings).await?;
     tracing::info!(
@@ -86,5 +88,8 @@ async fn serve(settings: Settings) -> Result<()> {
     );
     let shutdown = CancellationToken::new();
     app::cancel_on_signals(shutdown.clone());
-    app::serve(core, listener, shutdown).await
+    if let Some(t) = &tls {
+        app::reload_on_sighup(t.certs.clone(), shutdown.clone())?;
+    }
+    app::serve_with(core, listener, tls, shutdown).await
 }
