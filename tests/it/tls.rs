@@ -264,6 +264,14 @@ async fn https_serves_open_payments_and_commands_still_reach_the_admin_api() {
         .await
         .unwrap();
     assert_eq!(res.status(), 200);
+    // the peer address still reaches handlers over TLS: the admin API there answers a loopback client
+    let res = http
+        .get(server.url("/admin/balances"))
+        .bearer_auth(token.trim())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
 
     // a clean stop
     server.signal("-TERM");
