@@ -265,8 +265,9 @@ impl Tls {
 }
 
 /// Re-reads the TLS certificate and key on every SIGHUP until `shutdown`: new connections get the new pair;
-/// a broken one is logged and the pair in use stays. The handler is installed before this returns.
-pub fn reload_on_sighup(certs: Arc<Certs>, shutdown: CancellationToken) -> Result<()> {
+/// a broken one is logged and the pair in use stays. Without TLS a SIGHUP is logged and otherwise ignored (a
+/// service manager's reload never stops the server). The handler is installed before this returns.
+pub fn reload_on_sighup(certs: Option<Arc<Certs>>, shutdown: CancellationToken) -> Result<()> {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{SignalKind, signal};
@@ -277,9 +278,10 @@ pub fn reload_on_sighup(certs: Arc<Certs>, shutdown: CancellationToken) -> Resul
                     _ = shutdown.cancelled() => return,
                     got = hup.recv() => if got.is_none() { return },
                 }
-                match certs.reload() {
-                    Ok(info) => tracing::info!(certificate = %info, "TLS certificate reloaded"),
-                    Err(e) => tracing::error!("TLS certificate not reloaded, the one in use stays: {e}"),
+                match certs.as_deref().map(Certs::reload) {
+                    None => tracing::info!("SIGHUP: nothing to reload (no [tls])"),
+                    Some(Ok(info)) => tracing::info!(certificate = %info, "TLS certificate reloaded"),
+                    Some(Err(e)) => tracing::error!("TLS certificate not reloaded, the one in use stays: {e}"),
                 }
             }
         });

@@ -75,7 +75,7 @@ pub async fn run(cli: Cli) -> Result<()> {
 }
 
 /// Checks TLS (certificate and key, when `[tls]` is set), opens the ASE (migrations before binding), binds,
-/// and serves until Ctrl-C or SIGTERM; SIGHUP re-reads the TLS certificate and key.
+/// and serves until Ctrl-C or SIGTERM; SIGHUP re-reads the TLS certificate and key (and is ignored without).
 async fn serve(settings: Settings) -> Result<()> {
     let tls = app::Tls::prepare(&settings).await?;
     let core = app::AppCore::open(settings.clone()).await?;
@@ -88,8 +88,6 @@ async fn serve(settings: Settings) -> Result<()> {
     );
     let shutdown = CancellationToken::new();
     app::cancel_on_signals(shutdown.clone());
-    if let Some(t) = &tls {
-        app::reload_on_sighup(t.certs.clone(), shutdown.clone())?;
-    }
+    app::reload_on_sighup(tls.as_ref().map(|t| t.certs.clone()), shutdown.clone())?;
     app::serve_with(core, listener, tls, shutdown).await
 }

@@ -12,7 +12,7 @@ use std::{
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::common::free_port;
+use crate::common::{Proc, free_port};
 
 /// A self-signed certificate for 127.0.0.1 and localhost.
 struct Pair {
@@ -401,4 +401,18 @@ async fn an_unusable_certificate_or_key_stops_the_start_in_one_line() {
         assert_eq!(String::from_utf8_lossy(&o.stderr).trim(), want);
     }
     assert!(!dir.path().join("server.json").exists());
+}
+
+/// Without `[tls]`, SIGHUP (a service manager's reload) leaves the server serving.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sighup_without_tls_is_ignored() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("config.toml"), "").unwrap();
+    let mut server = Proc::start(dir.path(), free_port()).await;
+    let pid = server.child.id().to_string();
+    assert!(Command::new("kill").args(["-HUP", &pid]).status().unwrap().success());
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(server.child.try_wait().unwrap().is_none(), "serve died of SIGHUP");
+    let ok = reqwest::get(format!("{}/healthz", server.base)).await.unwrap();
+    assert_eq!(ok.status(), 200);
 }
