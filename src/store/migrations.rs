@@ -15,6 +15,7 @@ const MIGRATIONS: &[M<'static>] = &[
     M::up(include_str!("../../migrations/0006_stream_receipts.sql")),
     M::up(include_str!("../../migrations/0007_outgoing_replays.sql")),
     M::up(include_str!("../../migrations/0008_outbox.sql")),
+    M::up(include_str!("../../migrations/0010_peer_links.sql")),
 ];
 
 fn migrations() -> Migrations<'static> {
