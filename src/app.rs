@@ -255,10 +255,20 @@ impl Tls {
     /// Loads the certificate and key `[tls]` names and binds `tls.admin_listen`; None without `[tls]`. A
     /// certificate or key that cannot be used is a [`crate::server::tls::TlsError`]: one line naming the file.
     pub async fn prepare(settings: &Settings) -> Result<Option<Self>> {
-        let Some(t) = &settings.tls else {
+        let certs = Self::check(settings)?;
+        Self::bind(settings, certs).await
+    }
+
+    /// The certificate and key `[tls]` names, loaded and checked; None without `[tls]`.
+    pub fn check(settings: &Settings) -> Result<Option<Arc<Certs>>> {
+        Ok(settings.tls.as_ref().map(Certs::load).transpose()?)
+    }
+
+    /// Binds `tls.admin_listen` for `certs` (from [`Self::check`]).
+    pub async fn bind(settings: &Settings, certs: Option<Arc<Certs>>) -> Result<Option<Self>> {
+        let (Some(t), Some(certs)) = (&settings.tls, certs) else {
             return Ok(None);
         };
-        let certs = Certs::load(t)?;
         let admin = TcpListener::bind(t.admin_listen)
             .await
             .wrap_err_with(|| format!("cannot listen on {} (tls.admin_listen)", t.admin_listen))?;

@@ -401,6 +401,10 @@ async fn an_unusable_certificate_or_key_stops_the_start_in_one_line() {
         assert_eq!(String::from_utf8_lossy(&o.stderr).trim(), want);
     }
     assert!(!dir.path().join("server.json").exists());
+    assert!(
+        !dir.path().join("ase.sqlite3").exists(),
+        "refused before the database is opened"
+    );
 }
 
 /// Without `[tls]`, SIGHUP (a service manager's reload) leaves the server serving.
