@@ -10,9 +10,9 @@ use time::OffsetDateTime;
 
 use super::{
     action::Action,
+    desk::DeskList,
     keymap::{Key, Keymap},
     pane::Pane,
-    desk::DeskList,
     panes::{grants, incoming, log, outgoing, peers, quotes, requests, wallets, webhooks},
     widgets::{
         confirm::Confirm,

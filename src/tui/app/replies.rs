@@ -60,7 +60,10 @@ impl App {
         self.recent.clear();
         self.history.clear();
         self.request_times.clear();
-        if matches!(self.overlay, Some(Overlay::Detail | Overlay::Json(_) | Overlay::Confirm(_))) {
+        if matches!(
+            self.overlay,
+            Some(Overlay::Detail | Overlay::Json(_) | Overlay::Confirm(_))
+        ) {
             self.overlay = None;
         }
         self.resync_all()
