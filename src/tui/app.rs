@@ -967,7 +967,8 @@ mod tests {
                 Pane::Incoming,
                 Pane::Grants,
                 Pane::Outgoing,
-                Pane::Quotes
+                Pane::Quotes,
+                Pane::Peers
             ],
             "every pane reloads"
         );
@@ -1354,6 +1355,89 @@ mod tests {
         assert!(webhook_loads(&c.update(Msg::Tick(at(60_000)))).is_empty());
         c.update(wallet());
         assert_eq!(webhook_loads(&c.update(Msg::Tick(at(60_250)))), vec![false]);
+    }
+
+    #[test]
+    fn desks_switch_by_key_and_by_name_and_other_desks_flash() {
+        let mut a = app();
+        assert!(a.act(Action::NextDesk).is_empty(), "one desk: nothing to switch to");
+        assert!(a.flash.as_ref().is_some_and(|f| f.text.contains("one desk")));
+        a.desks = Some(DeskList {
+            names: vec!["cloud-nine".into(), "happy-life".into()],
+            active: 0,
+        });
+        assert_eq!(
+            a.update(code(KeyCode::F(2))),
+            vec![Effect::SwitchDesk("happy-life".into())]
+        );
+        let desk = |a: &mut App, text: &str| {
+            a.update(key(':'));
+            for c in text.chars() {
+                a.update(key(c));
+            }
+            a.update(code(KeyCode::Enter))
+        };
+        assert_eq!(
+            desk(&mut a, "desk happy"),
+            vec![Effect::SwitchDesk("happy-life".into())]
+        );
+        assert!(desk(&mut a, "desk cloud-nine").is_empty(), "already in view");
+        assert!(desk(&mut a, "desk nowhere").is_empty());
+        assert!(
+            a.flash
+                .as_ref()
+                .is_some_and(|f| f.text.contains("cloud-nine, happy-life"))
+        );
+        let effects = a.update(Msg::Reply(Reply::Switched(
+            ServerInfo::default(),
+            DeskList {
+                names: vec!["cloud-nine".into(), "happy-life".into()],
+                active: 1,
+            },
+        )));
+        assert!(
+            effects
+                .iter()
+                .any(|e| matches!(e, Effect::Load(Load { pane: Pane::Peers, .. }))),
+            "every pane reloads from the new desk: {effects:?}"
+        );
+        assert_eq!(
+            desk(&mut a, "desk cloud"),
+            vec![Effect::SwitchDesk("cloud-nine".into())]
+        );
+        a.update(Msg::Elsewhere(
+            "cloud-nine".into(),
+            DomainEvent::OutgoingPaymentCompleted { id: "x/op-1".into() },
+        ));
+        assert_eq!(
+            a.flash.as_ref().map(|f| f.text.as_str()),
+            Some("cloud-nine: outgoing payment op-1 completed")
+        );
+    }
+
+    #[test]
+    fn the_peers_pane_is_key_0_and_reloads_while_in_view() {
+        let mut a = app();
+        let effects = a.update(key('0'));
+        assert_eq!(a.pane, Pane::Peers);
+        assert!(
+            effects
+                .iter()
+                .any(|e| matches!(e, Effect::Load(Load { pane: Pane::Peers, .. }))),
+            "{effects:?}"
+        );
+        a.update(Msg::Reply(Reply::Peers(vec![])));
+        let at = |s: i64| now() + time::Duration::seconds(s);
+        let peer_loads = |e: Vec<Effect>| {
+            e.iter()
+                .filter(|e| matches!(e, Effect::Load(Load { pane: Pane::Peers, .. })))
+                .count()
+        };
+        assert_eq!(peer_loads(a.update(Msg::Tick(at(2)))), 0);
+        assert_eq!(peer_loads(a.update(Msg::Tick(at(6)))), 1, "every few seconds");
+        a.update(Msg::Reply(Reply::Peers(vec![])));
+        a.update(key('1'));
+        assert_eq!(peer_loads(a.update(Msg::Tick(at(30)))), 0, "not out of view");
     }
 
     #[test]

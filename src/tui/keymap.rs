@@ -359,7 +359,7 @@ impl Default for Keymap {
             ),
             // a console over several desks (`opdesk workshop`): the next one; `:desk NAME` picks one
             b(
-                &[Key::plain(K::F(2)), Key::ch('`')],
+                &[Key::plain(K::F(2))],
                 G,
                 NextDesk,
                 "switch to the next desk (opdesk workshop; :desk NAME picks one)",

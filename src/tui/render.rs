@@ -116,7 +116,7 @@ fn desk_spans(app: &App, theme: &Theme) -> Vec<Span<'static>> {
             format!(" {} ", sanitize(d.current())),
             theme.accent.add_modifier(Modifier::REVERSED | Modifier::BOLD),
         ),
-        Span::styled(format!(" {key}: {} ", others.join(", ")), theme.dim),
+        Span::styled(format!(" {key}: {}  ", others.join(", ")), theme.dim),
     ]
 }
 
