@@ -28,3 +28,4 @@ mod states;
 mod storage_full;
 mod two_processes;
 mod wallet_api;
+mod workshop;
