@@ -3,7 +3,8 @@
 //! the client's continue then succeeds; quitting stops the server. Attached: the same against an
 //! `opdesk serve` that keeps serving after the console quits; two consoles see each other's decisions; a
 //! console rides out a server restart (on another port) and shows current data again. The two desks (in
-//! process and over the admin API) load every pane alike, webhook deliveries included.
+//! process and over the admin API) load every pane alike, webhook deliveries included. `opdesk workshop`'s
+//! console switches between its two desks (F2, `:desk NAME`) and shows each one's peers.
 
 use std::{
     path::Path,
@@ -647,4 +648,57 @@ async fn a_readonly_console_connects_by_url() {
     }
     let health = reqwest::get(format!("{}/healthz", server.base)).await.unwrap();
     assert!(health.status().is_success(), "the server keeps serving");
+}
+
+/// The first line of the screen (the header).
+fn header(session: &str) -> String {
+    screen(session).lines().next().unwrap_or_default().to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_workshop_console_switches_between_its_two_desks() {
+    let dir = data_dir();
+    let (nine, happy) = (free_port(), free_port());
+    let console = Console::start(
+        "workshop",
+        dir.path(),
+        &format!(
+            "workshop --dir {} --cloud-nine-port {nine} --happy-life-port {happy}",
+            dir.path().join("ws").display()
+        ),
+    );
+    let session = console.session();
+    let on = |desk: &'static str, other: &'static str, port: u16| {
+        move |s: &str| {
+            let h = s.lines().next().unwrap_or_default();
+            h.contains(&format!(" {desk} ")) && h.contains(&format!("F2: {other}")) && h.contains(&port.to_string())
+        }
+    };
+    wait_until(session, "cloud-nine in view", on("cloud-nine", "happy-life", nine)).await;
+    // the Peers pane (0) of cloud-nine lists happy-life
+    keys(session, "0");
+    wait_for(session, "test.happy-life").await;
+    keys(session, "F2");
+    wait_until(session, "happy-life in view", on("happy-life", "cloud-nine", happy)).await;
+    let peers = wait_for(session, "test.cloud-nine").await;
+    assert!(
+        !peers.contains("test.happy-life"),
+        "happy-life's own peers only:\n{peers}"
+    );
+    keys(session, ":");
+    keys(session, "desk cloud-nine");
+    keys(session, "Enter");
+    wait_until(session, "cloud-nine again", on("cloud-nine", "happy-life", nine)).await;
+    wait_for(session, "test.happy-life").await;
+    assert!(header(session).contains("cloud-nine"));
+
+    // quitting stops both desks
+    keys(session, "q");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    for port in [nine, happy] {
+        while reqwest::get(format!("http://127.0.0.1:{port}/healthz")).await.is_ok() {
+            assert!(Instant::now() < deadline, "a desk kept running after q");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
 }
