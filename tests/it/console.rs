@@ -702,3 +702,109 @@ async fn the_workshop_console_switches_between_its_two_desks() {
         }
     }
 }
+
+/// The next feed message that is not the request log, or none within `wait`.
+async fn feed_within(rx: &mut tokio::sync::mpsc::Receiver<Feed>, wait: Duration) -> Option<Feed> {
+    let deadline = tokio::time::Instant::now() + wait;
+    loop {
+        let f = tokio::time::timeout_at(deadline, rx.recv()).await.ok()??;
+        if !matches!(f, Feed::Event(opdesk::events::DomainEvent::HttpRequest { .. })) {
+            return Some(f);
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn desks_run_every_operation_on_the_desk_in_view_and_tell_of_the_others() {
+    use opdesk::{
+        control::{self, dto::CreateWallet},
+        events::DomainEvent,
+        tui::{desk::Desk, desks::Desks},
+    };
+    let (a, b) = (
+        crate::common::TestAse::spawn().await,
+        crate::common::TestAse::spawn().await,
+    );
+    let desks = Desks::new(vec![
+        ("a".to_owned(), a.state.services.clone()),
+        ("b".to_owned(), b.state.services.clone()),
+    ])
+    .unwrap();
+    assert!(Desks::new(vec![("a".to_owned(), a.state.services.clone()); 2]).is_err());
+    assert_eq!(
+        desks.desks().map(|d| d.names),
+        Some(vec!["a".to_owned(), "b".to_owned()])
+    );
+    assert_eq!(desks.info().await.unwrap().public_url, a.base);
+    let mut feed = desks.feed();
+    let wallet = |name: &str| CreateWallet {
+        name: name.into(),
+        asset_code: "USD".into(),
+        asset_scale: 2,
+        public_name: None,
+    };
+
+    // in view: its events pass; the other's plain events do not
+    desks.create_wallet(wallet("dora")).await.unwrap();
+    assert!(matches!(
+        feed_within(&mut feed, Duration::from_secs(10)).await,
+        Some(Feed::Event(DomainEvent::WalletCreated { name, .. })) if name == "dora"
+    ));
+    control::create_wallet(&b.state.services, wallet("emil")).await.unwrap();
+    let quiet = feed_within(&mut feed, Duration::from_millis(700)).await;
+    assert!(
+        !matches!(quiet, Some(Feed::Event(DomainEvent::WalletCreated { .. }))),
+        "{quiet:?}"
+    );
+
+    // a grant waiting on the other desk is told, with the desk's name
+    let client = b.demo_client().await;
+    let body = json!({
+        "access_token": {"access": [{"type": "outgoing-payment", "actions": ["create"], "identifier": format!("{}/alice", b.base)}]},
+        "client": format!("{}/demo-client", b.base),
+        "interact": {"start": ["redirect"]},
+    });
+    let r = client
+        .send(Method::POST, &format!("{}/auth", b.base), None, Some(&body))
+        .await
+        .unwrap();
+    assert_eq!(r.status, 200, "{}", r.body);
+    let told = loop {
+        match feed_within(&mut feed, Duration::from_secs(10)).await {
+            Some(Feed::Elsewhere(desk, e)) => break (desk, e),
+            Some(_) => continue,
+            None => panic!("the other desk's pending grant was not told"),
+        }
+    };
+    assert!(
+        matches!(&told, (d, DomainEvent::GrantPending { .. }) if d == "b"),
+        "{told:?}"
+    );
+
+    // switched: operations and events follow the desk in view
+    let (info, list) = desks.switch("b").await.unwrap();
+    assert_eq!((info.public_url.as_str(), list.current()), (b.base.as_str(), "b"));
+    let names: Vec<String> = desks
+        .wallets()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|w| w.wallet.name)
+        .collect();
+    assert!(
+        names.contains(&"emil".to_owned()) && !names.contains(&"dora".to_owned()),
+        "{names:?}"
+    );
+    assert!(desks.peers().await.unwrap().is_empty());
+    control::create_wallet(&b.state.services, wallet("fritz"))
+        .await
+        .unwrap();
+    loop {
+        match feed_within(&mut feed, Duration::from_secs(10)).await {
+            Some(Feed::Event(DomainEvent::WalletCreated { name, .. })) if name == "fritz" => break,
+            Some(_) => continue,
+            None => panic!("the desk in view's events did not pass"),
+        }
+    }
+    assert!(desks.switch("nowhere").await.is_err());
+}
