@@ -59,6 +59,15 @@ pub async fn run(cli: Cli) -> Result<()> {
             run_demo(args, &settings).await
         }
         Some(Command::Workshop(args)) => {
+            let g = &cli.global;
+            if g.listen.is_some() || g.public_url.is_some() || g.connect.is_some() {
+                return Err(cli::OneLine(
+                    "opdesk workshop runs both desks on 127.0.0.1 itself: choose their ports with \
+                     --cloud-nine-port and --happy-life-port (--listen, --public-url and --connect do not apply)"
+                        .into(),
+                )
+                .into());
+            }
             let opts = workshop::Options {
                 dir: args.dir.unwrap_or_else(|| workshop::default_dir(&settings)),
                 ports: [args.cloud_nine_port, args.happy_life_port],
