@@ -102,9 +102,8 @@ fn worth_telling(e: &DomainEvent) -> bool {
 }
 
 /// Forwards desk `i`'s feed into `tx`: as it is while the desk is in view, else only what is worth telling.
-async fn follow<D: Desk>(desks: Desks<D>, i: usize, tx: mpsc::Sender<Feed>) {
-    let (name, desk) = &desks.inner.desks[i];
-    let mut rx = desk.feed();
+async fn follow<D: Desk>(desks: Desks<D>, i: usize, mut rx: mpsc::Receiver<Feed>, tx: mpsc::Sender<Feed>) {
+    let name = &desks.inner.desks[i].0;
     while let Some(f) = rx.recv().await {
         let shown = desks.inner.active.load(Ordering::Acquire) == i;
         let f = match f {
@@ -129,8 +128,9 @@ impl<D: Desk> Desk for Desks<D> {
 
     fn feed(&self) -> mpsc::Receiver<Feed> {
         let (tx, rx) = mpsc::channel(FEED_CAPACITY);
-        for i in 0..self.inner.desks.len() {
-            tokio::spawn(follow(self.clone(), i, tx.clone()));
+        // every desk's source starts now (not when its task first runs): nothing after this call is missed
+        for (i, (_, desk)) in self.inner.desks.iter().enumerate() {
+            tokio::spawn(follow(self.clone(), i, desk.feed(), tx.clone()));
         }
         rx
     }

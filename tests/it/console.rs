@@ -745,17 +745,25 @@ async fn desks_run_every_operation_on_the_desk_in_view_and_tell_of_the_others() 
     };
 
     // in view: its events pass; the other's plain events do not
-    desks.create_wallet(wallet("dora")).await.unwrap();
-    assert!(matches!(
-        feed_within(&mut feed, Duration::from_secs(10)).await,
-        Some(Feed::Event(DomainEvent::WalletCreated { name, .. })) if name == "dora"
-    ));
+    // (an embedded feed starts from the outbox's newest event once its task has read it: wallets are made
+    // until one comes through)
+    'ready: for n in 0..40 {
+        let name = format!("dora{n}");
+        desks.create_wallet(wallet(&name)).await.unwrap();
+        while let Some(f) = feed_within(&mut feed, Duration::from_millis(500)).await {
+            if matches!(&f, Feed::Event(DomainEvent::WalletCreated { name: w, .. }) if *w == name) {
+                break 'ready;
+            }
+        }
+        assert!(n < 39, "the desk in view's events did not pass");
+    }
     control::create_wallet(&b.state.services, wallet("emil")).await.unwrap();
-    let quiet = feed_within(&mut feed, Duration::from_millis(700)).await;
-    assert!(
-        !matches!(quiet, Some(Feed::Event(DomainEvent::WalletCreated { .. }))),
-        "{quiet:?}"
-    );
+    while let Some(f) = feed_within(&mut feed, Duration::from_millis(700)).await {
+        assert!(
+            !matches!(f, Feed::Event(DomainEvent::WalletCreated { .. })),
+            "the other desk's wallet came through: {f:?}"
+        );
+    }
 
     // a grant waiting on the other desk is told, with the desk's name
     let client = b.demo_client().await;
