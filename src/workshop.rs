@@ -288,3 +288,42 @@ pub async fn run(opts: Options, global: &Global, base: &Settings) -> Result<()> 
     }
     result
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_are_made_once_per_direction_and_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let first = tokens(dir.path()).unwrap();
+        assert_eq!(
+            first.keys().cloned().collect::<Vec<_>>(),
+            ["cloud-nine->happy-life", "happy-life->cloud-nine"]
+        );
+        assert_ne!(first["cloud-nine->happy-life"], first["happy-life->cloud-nine"]);
+        assert_eq!(tokens(dir.path()).unwrap(), first, "a second start peers the same way");
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt as _;
+            let mode = std::fs::metadata(dir.path().join("peering.json"))
+                .unwrap()
+                .permissions()
+                .mode();
+            assert_eq!(mode & 0o077, 0, "private: {mode:o}");
+        }
+    }
+
+    #[test]
+    fn a_desk_gets_its_ilp_address_once_and_keeps_the_operators_edits() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = desk_settings(dir.path(), "cloud-nine", 4711, "warn").unwrap();
+        assert_eq!(s.ilp.address, "test.cloud-nine");
+        assert_eq!(s.public_url, "http://127.0.0.1:4711");
+        assert_eq!(s.paths.data_dir, dir.path().join("cloud-nine"));
+        let config = dir.path().join("cloud-nine/config.toml");
+        std::fs::write(&config, "[ilp]\naddress = \"test.elsewhere\"\n").unwrap();
+        let s = desk_settings(dir.path(), "cloud-nine", 4712, "warn").unwrap();
+        assert_eq!((s.ilp.address.as_str(), s.listen.port()), ("test.elsewhere", 4712));
+    }
+}
