@@ -46,8 +46,18 @@ impl Desk {
     }
 }
 
+/// The workshop process, killed when dropped (a failed assertion leaves nothing running).
+struct Workshop(Child);
+
+impl Drop for Workshop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// `opdesk workshop --headless` on `dir` and the two ports; waits until both desks answer.
-async fn start(dir: &Path, ports: (u16, u16)) -> Child {
+async fn start(dir: &Path, ports: (u16, u16)) -> Workshop {
     let child = Command::new(env!("CARGO_BIN_EXE_opdesk"))
         .args(["workshop", "--headless", "--dir"])
         .arg(dir)
@@ -63,6 +73,7 @@ async fn start(dir: &Path, ports: (u16, u16)) -> Child {
         .stderr(Stdio::null())
         .spawn()
         .expect("opdesk workshop starts");
+    let child = Workshop(child);
     let deadline = Instant::now() + Duration::from_secs(30);
     for port in [ports.0, ports.1] {
         while reqwest::get(format!("http://127.0.0.1:{port}/healthz")).await.is_err() {
@@ -74,7 +85,7 @@ async fn start(dir: &Path, ports: (u16, u16)) -> Child {
 }
 
 /// SIGTERM, then waits (at most 15 s) for the process to end.
-fn stop(child: &mut Child) {
+fn stop(Workshop(child): &mut Workshop) {
     let _ = Command::new("kill").args(["-TERM", &child.id().to_string()]).status();
     let deadline = Instant::now() + Duration::from_secs(15);
     while child.try_wait().ok().flatten().is_none() {
