@@ -120,8 +120,13 @@ fn absolute(p: &std::path::Path) -> PathBuf {
 pub enum Command {
     /// Run the server headless (logs to stderr) until Ctrl-C or SIGTERM.
     Serve,
-    /// Drive the demo scenario against a running instance (grants, payments, failures to watch).
-    Demo,
+    /// Drive the demo scenario against a running instance (grants, payments, failures to watch); with --to
+    /// or --workshop, one payment from alice here to a wallet on another ASE, over ILP.
+    Demo(DemoArgs),
+    /// Two ASEs in one command, peered over ILP: cloud-nine (127.0.0.1:4000) and happy-life
+    /// (127.0.0.1:4100), each a data dir under DIR, with one console over both (F2 switches desks). Without
+    /// a terminal, or with --headless, it serves until Ctrl-C or SIGTERM.
+    Workshop(WorkshopArgs),
     /// Copy the database to FILE, consistently, while the server keeps serving (run it on the server's host).
     Backup(BackupArgs),
     /// List, create and show wallet addresses.
@@ -160,7 +165,12 @@ impl Command {
     /// Whether the command changes something (and so says which way it went).
     pub fn changes_something(&self) -> bool {
         match self {
-            Command::Serve | Command::Demo | Command::Backup(_) | Command::Balances | Command::Quotes(_) => false,
+            Command::Serve
+            | Command::Demo(_)
+            | Command::Workshop(_)
+            | Command::Backup(_)
+            | Command::Balances
+            | Command::Quotes(_) => false,
             Command::Deposit(_) | Command::Withdraw(_) => true,
             Command::Wallets(c) => matches!(c, WalletsCmd::Create { .. }),
             Command::Keys(c) => !matches!(c, KeysCmd::List { .. }),
@@ -171,6 +181,38 @@ impl Command {
             Command::Webhooks(c) => matches!(c, WebhooksCmd::Retry { .. }),
         }
     }
+}
+
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// Pay this wallet address on another ASE (e.g. http://127.0.0.1:4100/bob) from alice on this one, over
+    /// ILP, instead of running the scenario. The grant waits for your approval in this ASE's console.
+    #[arg(long, value_name = "WALLET_URL", conflicts_with = "workshop")]
+    pub to: Option<String>,
+    /// The workshop's cross-ASE payment: from alice at cloud-nine to bob at happy-life (the running
+    /// `opdesk workshop` in DIR; default: its default dir).
+    #[arg(long, value_name = "DIR", num_args = 0..=1, default_missing_value = "")]
+    pub workshop: Option<PathBuf>,
+    /// With --to or --workshop: the amount the receiver gets, in minor units of its asset (2500 = 25.00).
+    #[arg(long, default_value_t = 2500)]
+    pub amount: u64,
+}
+
+#[derive(Debug, Args)]
+pub struct WorkshopArgs {
+    /// The workshop dir: the desks' data dirs are DIR/cloud-nine and DIR/happy-life, kept between runs
+    /// (default: opdesk-workshop next to the default data dir).
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+    /// cloud-nine's port on 127.0.0.1.
+    #[arg(long, default_value_t = 4000, value_name = "PORT")]
+    pub cloud_nine_port: u16,
+    /// happy-life's port on 127.0.0.1.
+    #[arg(long, default_value_t = 4100, value_name = "PORT")]
+    pub happy_life_port: u16,
+    /// Serve without the console even on a terminal (one line per desk, then until Ctrl-C or SIGTERM).
+    #[arg(long)]
+    pub headless: bool,
 }
 
 #[derive(Debug, Args)]
@@ -496,7 +538,9 @@ pub async fn run_operator(cmd: Command, settings: Settings, global: &Global) -> 
 
 async fn operate(b: &Backend, cmd: Command, json: bool) -> Result<()> {
     match cmd {
-        Command::Serve | Command::Demo | Command::Backup(_) => bail!("not an operator command"),
+        Command::Serve | Command::Demo(_) | Command::Workshop(_) | Command::Backup(_) => {
+            bail!("not an operator command")
+        }
         Command::Wallets(c) => wallets::wallets(b, c, json).await,
         Command::Keys(c) => wallets::keys(b, c, json).await,
         Command::Deposit(m) => wallets::move_funds(b, m, Movement::Deposit, json).await,

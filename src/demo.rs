@@ -45,14 +45,164 @@ impl Demo {
     }
 }
 
-/// Runs the scenario against the server at `public_url`, signing with the key in `data_dir`.
-pub async fn run_against(public_url: &str, key_pem: &str) -> Result<()> {
+impl Demo {
+    /// Requests the interactive grant `req` and waits (up to ten minutes) for the operator to approve it
+    /// in the console; the access token.
+    async fn approved(&self, req: Value) -> Result<String> {
+        let pending = self
+            .call(Method::POST, &format!("{}/auth", self.base), None, Some(req))
+            .await?;
+        let cont_uri = pending["continue"]["uri"].as_str().unwrap_or_default().to_owned();
+        let cont_token = pending["continue"]["access_token"]["value"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        let wait = pending["continue"]["wait"].as_u64().unwrap_or(1).max(1);
+        tracing::info!("demo: an outgoing-payment grant waits for your approval in the Grants pane");
+        for _ in 0..(600 / wait) {
+            tokio::time::sleep(Duration::from_secs(wait)).await;
+            let r = self
+                .c
+                .send(Method::POST, &cont_uri, Some(&cont_token), None)
+                .await
+                .map_err(|e| eyre!("{e}"))?;
+            if r.status == 200
+                && let Some(t) = r.body["access_token"]["value"].as_str()
+            {
+                return Ok(t.to_owned());
+            }
+            if r.status != 200 {
+                bail!("the grant was not approved: {}", r.body);
+            }
+        }
+        bail!("nobody approved the demo grant within ten minutes")
+    }
+}
+
+/// A signing client as `demo-client` with `key_pem`, for the server at `public_url`.
+fn demo_client(public_url: &str, key_pem: &str) -> Result<Demo> {
     let key = jwk::from_pkcs8_pem(key_pem)?;
     let kid = jwk::thumbprint(&key.verifying_key());
-    let d = Demo {
+    Ok(Demo {
         c: SignedClient::new(key, &kid),
         base: public_url.trim_end_matches('/').to_owned(),
+    })
+}
+
+/// A cross-ASE payment that arrived: the incoming payment on the other ASE and what it received.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Paid {
+    pub incoming_payment: String,
+    pub received: u64,
+    pub asset_code: String,
+    pub asset_scale: u8,
+}
+
+/// One payment from alice at `public_url` to the wallet address `to` on another ASE, over ILP: an incoming
+/// payment for `amount` there (granted to this ASE's demo-client, which the other ASE knows by its wallet
+/// address), a quote and an outgoing payment here (its grant waits for the operator's approval in this
+/// ASE's console), then waits until the incoming payment there is completed.
+pub async fn pay_across(public_url: &str, key_pem: &str, to: &str, amount: u64) -> Result<Paid> {
+    let d = demo_client(public_url, key_pem)?;
+    let to = to.trim_end_matches('/');
+    let wallet = d.call(Method::GET, to, None, None).await?;
+    let text = |v: &Value, k: &str| {
+        v[k].as_str()
+            .map(str::to_owned)
+            .ok_or_else(|| eyre!("{to} is not a wallet address (no {k})"))
     };
+    let (auth, resource, code) = (
+        text(&wallet, "authServer")?,
+        text(&wallet, "resourceServer")?,
+        text(&wallet, "assetCode")?,
+    );
+    let scale = wallet["assetScale"]
+        .as_u64()
+        .and_then(|s| u8::try_from(s).ok())
+        .ok_or_else(|| eyre!("{to} is not a wallet address (no assetScale)"))?;
+    let client = d.wallet("demo-client");
+    let grant = d
+        .call(
+            Method::POST,
+            &auth,
+            None,
+            Some(json!({"access_token": {"access": [{"type": "incoming-payment", "actions": ["create", "read"]}]}, "client": client})),
+        )
+        .await?;
+    let incoming = text(&grant["access_token"], "value")?;
+    let ip = d
+        .call(
+            Method::POST,
+            &format!("{}/incoming-payments", resource.trim_end_matches('/')),
+            Some(&incoming),
+            Some(json!({
+                "walletAddress": to,
+                "incomingAmount": {"value": amount.to_string(), "assetCode": code, "assetScale": scale},
+                "metadata": {"description": "opdesk demo: a payment across ASEs"},
+            })),
+        )
+        .await?;
+    let receiver = text(&ip, "id")?;
+    tracing::info!(%receiver, "demo: an incoming payment waits on the other ASE");
+
+    let quotes = d
+        .grant(json!([{"type": "quote", "actions": ["create", "read"]}]))
+        .await?;
+    let alice = d.wallet("alice");
+    let quote = d
+        .call(
+            Method::POST,
+            &format!("{}/quotes", d.base),
+            Some(&quotes),
+            Some(json!({"walletAddress": alice, "receiver": receiver, "method": "ilp"})),
+        )
+        .await?;
+    let outgoing = d
+        .approved(json!({
+            "access_token": {"access": [{
+                "type": "outgoing-payment", "actions": ["create", "read"], "identifier": alice,
+                "limits": {"debitAmount": quote["debitAmount"]}
+            }]},
+            "client": client,
+            "interact": {"start": ["redirect"]},
+        }))
+        .await?;
+    let payment = d
+        .call(
+            Method::POST,
+            &format!("{}/outgoing-payments", d.base),
+            Some(&outgoing),
+            Some(json!({"walletAddress": alice, "quoteId": quote["id"]})),
+        )
+        .await?;
+    let payment = text(&payment, "id")?;
+    tracing::info!(%payment, "demo: alice pays across");
+    for _ in 0..600 {
+        let there = d.call(Method::GET, &receiver, Some(&incoming), None).await?;
+        let received = there["receivedAmount"]["value"]
+            .as_str()
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or(0);
+        if there["completed"].as_bool() == Some(true) || received >= amount {
+            return Ok(Paid {
+                incoming_payment: receiver,
+                received,
+                asset_code: code,
+                asset_scale: scale,
+            });
+        }
+        let here = d.call(Method::GET, &payment, Some(&outgoing), None).await?;
+        if here["failed"].as_bool() == Some(true) {
+            bail!("the outgoing payment {payment} failed (the console's Outgoing pane says why)");
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    bail!("the payment did not arrive within a minute")
+}
+
+/// Runs the scenario against the server at `public_url`, signing with the key in `data_dir`.
+pub async fn run_against(public_url: &str, key_pem: &str) -> Result<()> {
+    let d = demo_client(public_url, key_pem)?;
     let n = time::OffsetDateTime::now_utc().unix_timestamp();
 
     let incoming = d
@@ -112,30 +262,7 @@ pub async fn run_against(public_url: &str, key_pem: &str) -> Result<()> {
         "client": d.wallet("demo-client"),
         "interact": {"start": ["redirect"]},
     });
-    let pending = d.call(Method::POST, &url("/auth"), None, Some(req)).await?;
-    let cont_uri = pending["continue"]["uri"].as_str().unwrap_or_default().to_owned();
-    let cont_token = pending["continue"]["access_token"]["value"]
-        .as_str()
-        .unwrap_or_default()
-        .to_owned();
-    let wait = pending["continue"]["wait"].as_u64().unwrap_or(1).max(1);
-    tracing::info!("demo: an outgoing-payment grant waits for your approval in the Grants pane");
-    let mut outgoing = None;
-    for _ in 0..(600 / wait) {
-        tokio::time::sleep(Duration::from_secs(wait)).await;
-        let r =
-            d.c.send(Method::POST, &cont_uri, Some(&cont_token), None)
-                .await
-                .map_err(|e| eyre!("{e}"))?;
-        if r.status == 200 && r.body["access_token"]["value"].is_string() {
-            outgoing = r.body["access_token"]["value"].as_str().map(str::to_owned);
-            break;
-        }
-        if r.status != 200 {
-            bail!("the grant was not approved: {}", r.body);
-        }
-    }
-    let outgoing = outgoing.ok_or_else(|| eyre!("nobody approved the demo grant within ten minutes"))?;
+    let outgoing = d.approved(req).await?;
 
     let usd = |v: u64| json!({"value": v.to_string(), "assetCode": "USD", "assetScale": 2});
     // quote a payment from alice to `receiver` (the remainder, or `debit`) and pay it

@@ -36,6 +36,7 @@ pub mod text;
 pub mod tui;
 pub mod wallet;
 pub mod webhooks;
+pub mod workshop;
 
 use color_eyre::eyre::{Result, WrapErr};
 use tokio_util::sync::CancellationToken;
@@ -53,11 +54,26 @@ pub async fn run(cli: Cli) -> Result<()> {
     }
     match cli.command {
         None => console::run(settings, &cli.global).await,
-        Some(Command::Demo) => {
+        Some(Command::Demo(args)) => {
             logging::to_stderr(cli.global.log_level.as_deref().unwrap_or("info"), settings.log_format);
-            let pem = std::fs::read_to_string(settings.paths.demo_client_key())
-                .wrap_err("the demo signs as demo-client: its key (demo-client.pem) is missing from the data dir")?;
-            demo::run_against(&settings.public_url, &pem).await
+            run_demo(args, &settings).await
+        }
+        Some(Command::Workshop(args)) => {
+            let g = &cli.global;
+            if g.listen.is_some() || g.public_url.is_some() || g.connect.is_some() {
+                return Err(cli::OneLine(
+                    "opdesk workshop runs both desks on 127.0.0.1 itself: choose their ports with \
+                     --cloud-nine-port and --happy-life-port (--listen, --public-url and --connect do not apply)"
+                        .into(),
+                )
+                .into());
+            }
+            let opts = workshop::Options {
+                dir: args.dir.unwrap_or_else(|| workshop::default_dir(&settings)),
+                ports: [args.cloud_nine_port, args.happy_life_port],
+                headless: args.headless,
+            };
+            workshop::run(opts, &cli.global, &settings).await
         }
         Some(Command::Serve) => {
             logging::to_stderr(&settings.log_level, settings.log_format);
@@ -72,6 +88,69 @@ pub async fn run(cli: Cli) -> Result<()> {
             cli::run_operator(cmd, settings, &cli.global).await
         }
     }
+}
+
+/// `opdesk demo`: the scenario against the data dir's server, or one payment across ASEs (`--to`,
+/// `--workshop`).
+async fn run_demo(args: cli::DemoArgs, settings: &Settings) -> Result<()> {
+    use std::io::Write as _;
+    let (dir, public_url, to) = match (&args.workshop, &args.to) {
+        (Some(w), _) => {
+            let w = if w.as_os_str().is_empty() {
+                workshop::default_dir(settings)
+            } else {
+                w.clone()
+            };
+            let [(from, _), (to, _)] = workshop::DESKS;
+            let record = |name: &str| {
+                let dir = workshop::desk_dir(&w, name);
+                owner::read_record(&dir).ok_or_else(|| {
+                    color_eyre::eyre::eyre!(
+                        "no workshop desk runs in {} (start `opdesk workshop --dir {}` first)",
+                        dir.display(),
+                        w.display()
+                    )
+                })
+            };
+            let (here, there) = (record(from)?, record(to)?);
+            (
+                workshop::desk_dir(&w, from),
+                here.public_url,
+                Some(format!("{}/bob", there.public_url)),
+            )
+        }
+        (None, to) => {
+            let dir = settings.paths.data_dir.clone();
+            // paying across: the public URL of the server that holds the data dir, when one does
+            let url = match to {
+                Some(_) => owner::read_record(&dir).map_or_else(|| settings.public_url.clone(), |r| r.public_url),
+                None => settings.public_url.clone(),
+            };
+            (dir, url, to.clone())
+        }
+    };
+    let pem = std::fs::read_to_string(dir.join("demo-client.pem"))
+        .wrap_err("the demo signs as demo-client: its key (demo-client.pem) is missing from the data dir")?;
+    let Some(to) = to else {
+        return demo::run_against(&public_url, &pem).await;
+    };
+    let mut out = std::io::stdout().lock();
+    writeln!(
+        out,
+        "alice at {public_url} pays {to}; approve the grant in that desk's console (Grants, 4)"
+    )?;
+    out.flush()?;
+    drop(out);
+    let paid = demo::pay_across(&public_url, &pem, &to, args.amount).await?;
+    writeln!(
+        std::io::stdout(),
+        "{} received {} {}: incoming payment {}",
+        text::sanitize(&to),
+        money::format_minor(i128::from(paid.received), paid.asset_scale),
+        text::sanitize(&paid.asset_code),
+        text::sanitize(&paid.incoming_payment)
+    )?;
+    Ok(())
 }
 
 /// Checks TLS (certificate and key, when `[tls]` is set), opens the ASE (migrations before binding), binds,

@@ -10,6 +10,7 @@ pub mod action;
 pub mod app;
 pub mod control;
 pub mod desk;
+pub mod desks;
 pub mod keymap;
 pub mod pane;
 pub mod panes;
@@ -70,6 +71,7 @@ fn from_feed(f: Feed) -> Option<Msg> {
         Feed::Resync => Msg::Lagged,
         Feed::Down(why) => Msg::Disconnected(why),
         Feed::Up(info) => Msg::Connected(info),
+        Feed::Elsewhere(desk, e) => Msg::Elsewhere(desk, e),
     })
 }
 
@@ -82,6 +84,7 @@ pub async fn run<D: Desk>(
 ) -> Result<()> {
     let info = desk.info().await.wrap_err("cannot ask the server what it is")?;
     let (mut app, theme) = build(info, desk.now(), &opts);
+    app.desks = desk.desks();
     let mut feed = desk.feed();
     let mut terminal = ratatui::init();
     let _ = execute!(stdout(), EnableMouseCapture);

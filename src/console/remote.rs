@@ -19,7 +19,7 @@ use tokio::sync::mpsc;
 use crate::{
     admin::{AdminClient, AdminEvent, ClientError},
     ase::{incoming::IncomingView, outgoing::GrantSpent, outgoing::OutgoingView, quotes::QuoteDto},
-    control::dto::{AddKey, CreateWallet, KeyAdded, Listed, Move, Moved, PaymentFilter, Reject},
+    control::dto::{AddKey, CreateWallet, KeyAdded, Listed, Move, Moved, PaymentFilter, PeerView, Reject},
     gnap::service::GrantView,
     ledger::Movement,
     owner::{self, Record},
@@ -332,6 +332,10 @@ impl Desk for Remote {
             .retry_dead_webhooks()
             .await
             .map_err(|e| self.failed(e))
+    }
+
+    async fn peers(&self) -> Answer<Vec<PeerView>> {
+        self.inner.client().list_peers().await.map_err(|e| self.failed(e))
     }
 
     fn demo(&self) -> Answer<()> {

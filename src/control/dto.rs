@@ -149,7 +149,7 @@ impl NewPeer {
 }
 
 /// An ILP peer as the operator sees it: tokens are never shown, only counted (a generated one once).
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PeerView {
     pub name: String,

@@ -48,6 +48,8 @@ pub enum Action {
     Redrive,
     /// Webhooks: re-drive every dead delivery.
     RedriveDead,
+    /// A console over several desks: show the next one.
+    NextDesk,
 }
 
 impl Action {

@@ -10,9 +10,10 @@ use time::OffsetDateTime;
 
 use super::{
     action::Action,
+    desk::DeskList,
     keymap::{Key, Keymap},
     pane::Pane,
-    panes::{grants, incoming, log, outgoing, quotes, requests, wallets, webhooks},
+    panes::{grants, incoming, log, outgoing, peers, quotes, requests, wallets, webhooks},
     widgets::{
         confirm::Confirm,
         prompt::{Prompt, PromptKind},
@@ -24,6 +25,7 @@ use crate::{
         outgoing::{GrantSpent, OutgoingView},
         quotes::QuoteDto,
     },
+    control::dto::PeerView,
     events::DomainEvent,
     gnap::service::GrantView,
     webhooks::DeliveryRow,
@@ -153,6 +155,8 @@ pub enum Effect {
     /// Re-drive every dead webhook delivery.
     RetryDeadWebhooks,
     Demo,
+    /// A console over several desks: show the one with this name.
+    SwitchDesk(String),
     Quit,
 }
 
@@ -184,6 +188,10 @@ pub enum Reply {
         next: Option<String>,
         append: bool,
     },
+    /// The ILP peers.
+    Peers(Vec<PeerView>),
+    /// Another desk is in view: its header, and the desks.
+    Switched(ServerInfo, DeskList),
     Done(String),
     Failed(String),
     /// A generated key: show the private key once.
@@ -212,6 +220,8 @@ pub enum Msg {
     Reply(Reply),
     Tick(OffsetDateTime),
     Log(String),
+    /// An event on a desk not in view (its name), worth a flash line.
+    Elsewhere(String, DomainEvent),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -289,6 +299,11 @@ pub struct App {
     pub requests: Rows<HttpRow>,
     pub log: Rows<String>,
     pub webhooks: Rows<DeliveryRow>,
+    pub peers: Rows<PeerView>,
+    /// When the Peers pane last asked for its rows (reloaded every few seconds while in view).
+    pub peers_load_at: Option<OffsetDateTime>,
+    /// The desks a console over several ASEs switches between (none: it shows one).
+    pub desks: Option<DeskList>,
     /// The Webhooks pane shows only dead deliveries.
     pub dead_only: bool,
     /// When the Webhooks pane last asked for its rows (reloads are spaced out).
@@ -347,6 +362,9 @@ impl App {
                 ..Rows::default()
             },
             webhooks: Rows::default(),
+            peers: Rows::default(),
+            peers_load_at: None,
+            desks: None,
             dead_only: false,
             webhooks_load_at: None,
             recent: VecDeque::new(),
@@ -405,6 +423,7 @@ impl App {
             Pane::Requests => pick(&self.requests.items, keep, requests::haystack),
             Pane::Log => pick(&self.log.items, keep, |l| log::haystack(l)),
             Pane::Webhooks => pick(&self.webhooks.items, keep, webhooks::haystack),
+            Pane::Peers => pick(&self.peers.items, keep, peers::haystack),
         }
     }
 
@@ -419,6 +438,7 @@ impl App {
             Pane::Requests => &mut self.requests.selected,
             Pane::Log => &mut self.log.selected,
             Pane::Webhooks => &mut self.webhooks.selected,
+            Pane::Peers => &mut self.peers.selected,
         })
     }
 
@@ -434,6 +454,7 @@ impl App {
             Pane::Requests => self.requests.selected,
             Pane::Log => self.log.selected,
             Pane::Webhooks => self.webhooks.selected,
+            Pane::Peers => self.peers.selected,
         }
     }
 
@@ -455,6 +476,11 @@ impl App {
     pub fn selected_outgoing(&self) -> Option<&OutgoingView> {
         (self.pane == Pane::Outgoing)
             .then(|| self.selected_index().and_then(|i| self.outgoing.items.get(i)))
+            .flatten()
+    }
+    pub fn selected_peer(&self) -> Option<&PeerView> {
+        (self.pane == Pane::Peers)
+            .then(|| self.selected_index().and_then(|i| self.peers.items.get(i)))
             .flatten()
     }
     pub fn selected_webhook(&self) -> Option<&DeliveryRow> {
@@ -510,6 +536,10 @@ impl App {
                 self.webhooks.loading = true;
                 self.webhooks_load_at = Some(self.now);
             }
+            Pane::Peers => {
+                self.peers.loading = true;
+                self.peers_load_at = Some(self.now);
+            }
             _ => {}
         }
         Effect::Load(Load {
@@ -529,6 +559,7 @@ impl App {
             Pane::Grants,
             Pane::Outgoing,
             Pane::Quotes,
+            Pane::Peers,
         ]
         .into_iter()
         .map(|p| self.load(p))
@@ -576,14 +607,23 @@ impl App {
                 log::on_line(self, line);
                 Vec::new()
             }
+            Msg::Elsewhere(desk, e) => {
+                let text = format!("{}: {}", desk, events::describe_event(&e));
+                let level = match e {
+                    DomainEvent::OutgoingPaymentFailed { .. } => Level::Warn,
+                    _ => Level::Info,
+                };
+                self.flash(level, text);
+                Vec::new()
+            }
         }
     }
 
     fn on_click(&mut self, col: u16, row: u16) -> Vec<Effect> {
         if row == 1 {
             let mut x = 0u16;
-            for (i, p) in Pane::ALL.iter().enumerate() {
-                let w = u16::try_from(tab_label(i, *p, self).chars().count()).unwrap_or(0) + 1;
+            for p in Pane::ALL.iter() {
+                let w = u16::try_from(tab_label(*p, self).chars().count()).unwrap_or(0) + 1;
                 if col >= x && col < x + w {
                     return self.act(Action::Goto(*p));
                 }
@@ -723,6 +763,13 @@ impl App {
             Action::Approve | Action::Reject | Action::Revoke => grants::act(self, a),
             Action::FailedOnly | Action::Retry | Action::Cancel => outgoing::act(self, a),
             Action::DeadOnly | Action::Redrive | Action::RedriveDead => webhooks::act(self, a),
+            Action::NextDesk => match &self.desks {
+                Some(d) if d.names.len() > 1 => vec![Effect::SwitchDesk(d.next().to_owned())],
+                _ => {
+                    self.flash(Level::Info, "this console shows one desk (opdesk workshop shows two)");
+                    Vec::new()
+                }
+            },
             Action::Demo => {
                 self.flash(
                     Level::Info,
@@ -743,6 +790,7 @@ impl App {
             Pane::Quotes => serde_json::to_value(self.quotes.items.get(i)?),
             Pane::Requests => serde_json::to_value(self.requests.items.get(i)?),
             Pane::Webhooks => serde_json::to_value(self.webhooks.items.get(i)?),
+            Pane::Peers => serde_json::to_value(self.peers.items.get(i)?),
             _ => return None,
         };
         v.ok().and_then(|v| serde_json::to_string_pretty(&v).ok())
@@ -750,13 +798,13 @@ impl App {
 }
 
 /// The label of a pane's tab (shared by rendering and mouse hit-testing).
-pub fn tab_label(i: usize, p: Pane, app: &App) -> String {
+pub fn tab_label(p: Pane, app: &App) -> String {
     let badge = if p == Pane::Grants && app.pending_grants() > 0 {
         format!(" ({})", app.pending_grants())
     } else {
         String::new()
     };
-    format!(" {} {}{} ", i + 1, p.title(), badge)
+    format!(" {} {}{} ", p.digit(), p.title(), badge)
 }
 
 /// `[keys]` and `[theme]` tables from `config.toml`.
@@ -919,7 +967,8 @@ mod tests {
                 Pane::Incoming,
                 Pane::Grants,
                 Pane::Outgoing,
-                Pane::Quotes
+                Pane::Quotes,
+                Pane::Peers
             ],
             "every pane reloads"
         );
@@ -1309,9 +1358,92 @@ mod tests {
     }
 
     #[test]
+    fn desks_switch_by_key_and_by_name_and_other_desks_flash() {
+        let mut a = app();
+        assert!(a.act(Action::NextDesk).is_empty(), "one desk: nothing to switch to");
+        assert!(a.flash.as_ref().is_some_and(|f| f.text.contains("one desk")));
+        a.desks = Some(DeskList {
+            names: vec!["cloud-nine".into(), "happy-life".into()],
+            active: 0,
+        });
+        assert_eq!(
+            a.update(code(KeyCode::F(2))),
+            vec![Effect::SwitchDesk("happy-life".into())]
+        );
+        let desk = |a: &mut App, text: &str| {
+            a.update(key(':'));
+            for c in text.chars() {
+                a.update(key(c));
+            }
+            a.update(code(KeyCode::Enter))
+        };
+        assert_eq!(
+            desk(&mut a, "desk happy"),
+            vec![Effect::SwitchDesk("happy-life".into())]
+        );
+        assert!(desk(&mut a, "desk cloud-nine").is_empty(), "already in view");
+        assert!(desk(&mut a, "desk nowhere").is_empty());
+        assert!(
+            a.flash
+                .as_ref()
+                .is_some_and(|f| f.text.contains("cloud-nine, happy-life"))
+        );
+        let effects = a.update(Msg::Reply(Reply::Switched(
+            ServerInfo::default(),
+            DeskList {
+                names: vec!["cloud-nine".into(), "happy-life".into()],
+                active: 1,
+            },
+        )));
+        assert!(
+            effects
+                .iter()
+                .any(|e| matches!(e, Effect::Load(Load { pane: Pane::Peers, .. }))),
+            "every pane reloads from the new desk: {effects:?}"
+        );
+        assert_eq!(
+            desk(&mut a, "desk cloud"),
+            vec![Effect::SwitchDesk("cloud-nine".into())]
+        );
+        a.update(Msg::Elsewhere(
+            "cloud-nine".into(),
+            DomainEvent::OutgoingPaymentCompleted { id: "x/op-1".into() },
+        ));
+        assert_eq!(
+            a.flash.as_ref().map(|f| f.text.as_str()),
+            Some("cloud-nine: outgoing payment op-1 completed")
+        );
+    }
+
+    #[test]
+    fn the_peers_pane_is_key_0_and_reloads_while_in_view() {
+        let mut a = app();
+        let effects = a.update(key('0'));
+        assert_eq!(a.pane, Pane::Peers);
+        assert!(
+            effects
+                .iter()
+                .any(|e| matches!(e, Effect::Load(Load { pane: Pane::Peers, .. }))),
+            "{effects:?}"
+        );
+        a.update(Msg::Reply(Reply::Peers(vec![])));
+        let at = |s: i64| now() + time::Duration::seconds(s);
+        let peer_loads = |e: Vec<Effect>| {
+            e.iter()
+                .filter(|e| matches!(e, Effect::Load(Load { pane: Pane::Peers, .. })))
+                .count()
+        };
+        assert_eq!(peer_loads(a.update(Msg::Tick(at(2)))), 0);
+        assert_eq!(peer_loads(a.update(Msg::Tick(at(6)))), 1, "every few seconds");
+        a.update(Msg::Reply(Reply::Peers(vec![])));
+        a.update(key('1'));
+        assert_eq!(peer_loads(a.update(Msg::Tick(at(30)))), 0, "not out of view");
+    }
+
+    #[test]
     fn tab_clicks_switch_panes() {
         let mut a = app();
-        let x = u16::try_from(tab_label(0, Pane::Overview, &a).chars().count() + 2).unwrap();
+        let x = u16::try_from(tab_label(Pane::Overview, &a).chars().count() + 2).unwrap();
         a.update(Msg::Click(x, 1));
         assert_eq!(a.pane, Pane::Wallets);
     }

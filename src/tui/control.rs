@@ -71,6 +71,7 @@ async fn load<D: Desk>(d: &D, l: Load) -> Answer<Reply> {
                 .flatten();
             Reply::Webhooks { rows, next, append }
         }
+        Pane::Peers => Reply::Peers(d.peers().await?),
         Pane::Requests | Pane::Log => Reply::Done(String::new()),
     })
 }
@@ -183,6 +184,7 @@ pub async fn run<D: Desk>(d: &D, e: Effect) -> Option<Reply> {
             Ok(()) => return None,
             Err(e) => Err(e),
         },
+        Effect::SwitchDesk(name) => d.switch(&name).await.map(|(info, desks)| Reply::Switched(info, desks)),
         Effect::Quit => return None,
     };
     Some(r.unwrap_or_else(|e| Reply::Failed(e.to_string())))

@@ -13,7 +13,7 @@ use crate::{
     ase::{incoming::IncomingView, outgoing::GrantSpent, outgoing::OutgoingView, quotes::QuoteDto},
     control::{
         self, Services,
-        dto::{AddKey, CreateWallet, KeyAdded, Listed, Move, Moved, PaymentFilter, Reject},
+        dto::{AddKey, CreateWallet, KeyAdded, Listed, Move, Moved, PaymentFilter, PeerView, Reject},
     },
     events::DomainEvent,
     gnap::service::GrantView,
@@ -47,6 +47,40 @@ pub enum Feed {
     Down(String),
     /// Connected (again), possibly to a server on another address: reload everything.
     Up(ServerInfo),
+    /// Something happened on another desk of a console over several (`desks`): the desk's name and the event.
+    Elsewhere(String, DomainEvent),
+}
+
+/// The desks a console over several ASEs switches between, and which one it shows.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct DeskList {
+    pub names: Vec<String>,
+    pub active: usize,
+}
+
+impl DeskList {
+    /// The name of the desk shown.
+    pub fn current(&self) -> &str {
+        self.names.get(self.active).map_or("", String::as_str)
+    }
+
+    /// The desk after the one shown (wrapping around).
+    pub fn next(&self) -> &str {
+        let n = self.names.len().max(1);
+        self.names.get((self.active + 1) % n).map_or("", String::as_str)
+    }
+
+    /// The desk named `name`, or the only one whose name starts with it.
+    pub fn find(&self, name: &str) -> Option<&str> {
+        if let Some(n) = self.names.iter().find(|n| *n == name) {
+            return Some(n);
+        }
+        let mut starts = self.names.iter().filter(|n| !name.is_empty() && n.starts_with(name));
+        match (starts.next(), starts.next()) {
+            (Some(n), None) => Some(n),
+            _ => None,
+        }
+    }
 }
 
 /// How many feed messages may wait for the console before the source falls behind (and resyncs).
@@ -89,6 +123,17 @@ pub trait Desk: Clone + Send + Sync + 'static {
     fn retry_dead_webhooks(&self) -> impl Future<Output = Answer<usize>> + Send;
     /// Starts the demo scenario in the background, or says why it cannot run here.
     fn demo(&self) -> Answer<()>;
+    /// The ILP peers with their account balances (tokens never shown).
+    fn peers(&self) -> impl Future<Output = Answer<Vec<PeerView>>> + Send;
+    /// The desks this console switches between (none: it shows one ASE).
+    fn desks(&self) -> Option<DeskList> {
+        None
+    }
+    /// Shows the desk named `name` from now on; answers its header and the desks.
+    fn switch(&self, name: &str) -> impl Future<Output = Answer<(ServerInfo, DeskList)>> + Send {
+        let _ = name;
+        std::future::ready(Err(DeskError::Refused("this console shows one desk".into())))
+    }
 }
 
 /// A delivery as the admin API answers it: without the body it sends (not part of the operator's view).
@@ -218,6 +263,10 @@ impl Desk for Arc<Services> {
 
     async fn retry_dead_webhooks(&self) -> Answer<usize> {
         control::retry_dead_webhooks(self).await.map_err(refused)
+    }
+
+    async fn peers(&self) -> Answer<Vec<PeerView>> {
+        control::list_peers(self).await.map_err(refused)
     }
 
     fn demo(&self) -> Answer<()> {

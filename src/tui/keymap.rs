@@ -310,10 +310,9 @@ impl Default for Keymap {
                 true,
             ),
         ];
-        for (i, p) in Pane::ALL.iter().enumerate() {
-            let digit = char::from_digit(u32::try_from(i + 1).unwrap_or(1), 10).unwrap_or('1');
+        for p in Pane::ALL.iter() {
             v.push(Binding {
-                keys: vec![Key::ch(digit)],
+                keys: vec![Key::ch(p.digit())],
                 scope: G,
                 action: Goto(*p),
                 description: match p {
@@ -326,6 +325,7 @@ impl Default for Keymap {
                     Pane::Requests => "go to Requests",
                     Pane::Log => "go to Log",
                     Pane::Webhooks => "go to Webhooks",
+                    Pane::Peers => "go to Peers (ILP peers and their balances)",
                 },
                 dangerous: false,
                 hint: false,
@@ -356,6 +356,15 @@ impl Default for Keymap {
                 "re-drive all dead deliveries",
                 true,
                 true,
+            ),
+            // a console over several desks (`opdesk workshop`): the next one; `:desk NAME` picks one
+            b(
+                &[Key::plain(K::F(2))],
+                G,
+                NextDesk,
+                "switch to the next desk (opdesk workshop; :desk NAME picks one)",
+                false,
+                false,
             ),
         ]);
         Self { bindings: v }

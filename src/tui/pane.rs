@@ -14,10 +14,11 @@ pub enum Pane {
     Requests,
     Log,
     Webhooks,
+    Peers,
 }
 
 impl Pane {
-    pub const ALL: [Pane; 9] = [
+    pub const ALL: [Pane; 10] = [
         Pane::Overview,
         Pane::Wallets,
         Pane::Incoming,
@@ -27,6 +28,7 @@ impl Pane {
         Pane::Requests,
         Pane::Log,
         Pane::Webhooks,
+        Pane::Peers,
     ];
 
     pub fn name(self) -> &'static str {
@@ -40,6 +42,7 @@ impl Pane {
             Self::Requests => "requests",
             Self::Log => "log",
             Self::Webhooks => "webhooks",
+            Self::Peers => "peers",
         }
     }
 
@@ -54,11 +57,18 @@ impl Pane {
             Self::Requests => "Requests",
             Self::Log => "Log",
             Self::Webhooks => "Webhooks",
+            Self::Peers => "Peers",
         }
     }
 
     pub fn index(self) -> usize {
         Self::ALL.iter().position(|p| *p == self).unwrap_or(0)
+    }
+
+    /// The number key that shows it: `1`…`9`, then `0` for the tenth.
+    pub fn digit(self) -> char {
+        let n = u32::try_from((self.index() + 1) % 10).unwrap_or(0);
+        char::from_digit(n, 10).unwrap_or('0')
     }
 
     pub fn next(self) -> Pane {

@@ -7,6 +7,7 @@ pub mod incoming;
 pub mod log;
 pub mod outgoing;
 pub mod overview;
+pub mod peers;
 pub mod quotes;
 pub mod requests;
 pub mod wallets;
@@ -33,6 +34,7 @@ pub fn draw(app: &App, theme: &Theme, f: &mut Frame, area: Rect) {
         Pane::Requests => requests::draw(app, theme, f, area),
         Pane::Log => log::draw(app, theme, f, area),
         Pane::Webhooks => webhooks::draw(app, theme, f, area),
+        Pane::Peers => peers::draw(app, theme, f, area),
     }
 }
 
@@ -45,6 +47,7 @@ pub fn draw_detail(app: &App, theme: &Theme, f: &mut Frame, area: Rect) {
         Pane::Outgoing => outgoing::detail(app, theme),
         Pane::Requests => requests::detail(app, theme),
         Pane::Webhooks => webhooks::detail(app, theme),
+        Pane::Peers => peers::detail(app, theme),
         _ => Some((
             " detail ".to_owned(),
             vec![Line::from("press y for the raw JSON of the selection")],

@@ -11,6 +11,7 @@ use ratatui::{
 };
 
 use super::{
+    action::Action,
     app::{App, Level, Overlay, short_id, tab_label},
     pane::Pane,
     panes,
@@ -61,6 +62,7 @@ fn draw_header(app: &App, theme: &Theme, f: &mut Frame, area: Rect) {
         mode,
         Span::raw(" "),
     ];
+    spans.extend(desk_spans(app, theme));
     if app.readonly {
         spans.push(Span::styled(
             " READONLY ",
@@ -89,6 +91,35 @@ fn draw_header(app: &App, theme: &Theme, f: &mut Frame, area: Rect) {
     f.render_widget(Paragraph::new(Line::from(spans)), area);
 }
 
+/// A console over several desks: the one in view, and the others (the switch key, `:desk NAME`).
+fn desk_spans(app: &App, theme: &Theme) -> Vec<Span<'static>> {
+    let Some(d) = app.desks.as_ref().filter(|d| d.names.len() > 1) else {
+        return Vec::new();
+    };
+    let others: Vec<String> = d
+        .names
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| *i != d.active)
+        .map(|(_, n)| sanitize(n))
+        .collect();
+    let key = app
+        .keymap
+        .bindings
+        .iter()
+        .find(|b| b.action == Action::NextDesk)
+        .and_then(|b| b.keys.first())
+        .map(|k| k.label())
+        .unwrap_or_default();
+    vec![
+        Span::styled(
+            format!(" {} ", sanitize(d.current())),
+            theme.accent.add_modifier(Modifier::REVERSED | Modifier::BOLD),
+        ),
+        Span::styled(format!(" {key}: {}  ", others.join(", ")), theme.dim),
+    ]
+}
+
 /// Which server the console shows: `embedded`, or `attached to URL (pid N)`.
 pub fn where_line(app: &App) -> String {
     match &app.info.attached {
@@ -102,7 +133,7 @@ pub fn where_line(app: &App) -> String {
 
 fn draw_tabs(app: &App, theme: &Theme, f: &mut Frame, area: Rect) {
     let mut spans = Vec::new();
-    for (i, p) in Pane::ALL.iter().enumerate() {
+    for p in Pane::ALL.iter() {
         let style = if *p == app.pane {
             theme.selected.patch(theme.header)
         } else {
@@ -113,7 +144,7 @@ fn draw_tabs(app: &App, theme: &Theme, f: &mut Frame, area: Rect) {
         } else {
             style
         };
-        spans.push(Span::styled(tab_label(i, *p, app), style));
+        spans.push(Span::styled(tab_label(*p, app), style));
         spans.push(Span::raw("│"));
     }
     f.render_widget(Paragraph::new(Line::from(spans)), area);
@@ -136,6 +167,7 @@ fn draw_crumbs(app: &App, theme: &Theme, f: &mut Frame, area: Rect) {
             Pane::Grants => app.selected_grant().map(|g| short_id(&g.id)),
             Pane::Outgoing => app.selected_outgoing().map(|p| short_id(&p.payment.id)),
             Pane::Webhooks => app.selected_webhook().map(|d| format!("event {}", d.event_seq)),
+            Pane::Peers => app.selected_peer().map(|p| sanitize(&p.name)),
             _ => None,
         };
         parts.push(id.unwrap_or_else(|| "detail".into()));

@@ -57,6 +57,26 @@ fn wallet_row(name: &str, code: &str, v: i64) -> WalletRow {
     }
 }
 
+/// A peer as the admin API shows it (built from JSON, so fields added to the view later keep their defaults).
+fn peer(name: &str, source: &str, balance: i64) -> crate::control::dto::PeerView {
+    serde_json::from_value(serde_json::json!({
+        "name": name,
+        "source": source,
+        "ilpAddress": format!("test.{name}"),
+        "assetCode": "USD",
+        "assetScale": 2,
+        "incomingTokens": 1,
+        "receives": true,
+        "outgoingEndpoint": format!("http://127.0.0.1:4100/ilp"),
+        "routes": [format!("test.{name}")],
+        "maxPacketAmount": 1000,
+        "peerAccountBalance": balance,
+        "createdAt": "2026-11-21T10:00:00.000Z",
+        "updatedAt": "2026-11-21T10:00:00.000Z",
+    }))
+    .unwrap()
+}
+
 fn quote(id: &str) -> QuoteDto {
     QuoteDto {
         id: format!("http://127.0.0.1:4000/quotes/{id}"),
@@ -152,6 +172,10 @@ fn loaded(readonly: bool) -> App {
             next: None,
             append: false,
         },
+        Reply::Peers(vec![
+            peer("happy-life", "admin", 2500),
+            peer("rafiki\u{1b}[2J", "config", -700),
+        ]),
     ];
     for m in msgs {
         a.update(Msg::Reply(m));
@@ -414,4 +438,52 @@ fn the_header_says_embedded_attached_or_disconnected() {
         draw(&attached, 120, 40).contains("disconnected — reconnecting (the server closed the event stream)"),
         "the flash line says why"
     );
+}
+
+#[test]
+fn the_peers_pane_detail_sanitises_peer_names() {
+    let mut a = loaded(false);
+    goto(&mut a, Pane::Peers);
+    a.act(super::action::Action::Open);
+    let detail = draw(&a, 120, 40);
+    assert!(detail.contains("test.happy-life") && detail.contains("25.00 USD (positive: we owe it)"));
+    insta::assert_snapshot!("peers_detail_120x40", detail);
+    a.act(super::action::Action::Back);
+    a.act(super::action::Action::Down);
+    let table = draw(&a, 80, 24);
+    assert!(!table.contains('\u{1b}'), "hostile text is sanitised");
+}
+
+#[test]
+fn the_header_shows_the_desk_in_view_and_the_other() {
+    use super::desk::DeskList;
+    let header = |a: &App, w: u16| draw(a, w, 24).lines().next().unwrap_or_default().to_owned();
+    let mut a = loaded(false);
+    assert!(!header(&a, 120).contains("F2"), "one desk: no switcher");
+    a.desks = Some(DeskList {
+        names: vec!["cloud-nine".into(), "happy-life".into()],
+        active: 0,
+    });
+    let h = header(&a, 80);
+    assert!(h.contains("cloud-nine") && h.contains("F2: happy-life"), "{h}");
+    insta::assert_snapshot!("workshop_overview_80x24", draw(&a, 80, 24));
+    let effects = a.act(super::action::Action::NextDesk);
+    assert_eq!(effects, vec![super::app::Effect::SwitchDesk("happy-life".into())]);
+    let switched = DeskList {
+        names: vec!["cloud-nine".into(), "happy-life".into()],
+        active: 1,
+    };
+    let mut other = info();
+    other.public_url = "http://127.0.0.1:4100".into();
+    a.update(Msg::Reply(Reply::Switched(other, switched)));
+    assert!(
+        a.wallets.items.is_empty() && a.peers.items.is_empty(),
+        "nothing of the last desk stays"
+    );
+    let h = header(&a, 120);
+    assert!(
+        h.contains("happy-life") && h.contains("F2: cloud-nine") && h.contains(":4100"),
+        "{h}"
+    );
+    insta::assert_snapshot!("workshop_switched_120x40", draw(&a, 120, 40));
 }

@@ -3,7 +3,8 @@
 //! the client's continue then succeeds; quitting stops the server. Attached: the same against an
 //! `opdesk serve` that keeps serving after the console quits; two consoles see each other's decisions; a
 //! console rides out a server restart (on another port) and shows current data again. The two desks (in
-//! process and over the admin API) load every pane alike, webhook deliveries included.
+//! process and over the admin API) load every pane alike, webhook deliveries included. `opdesk workshop`'s
+//! console switches between its two desks (F2, `:desk NAME`) and shows each one's peers.
 
 use std::{
     path::Path,
@@ -647,4 +648,171 @@ async fn a_readonly_console_connects_by_url() {
     }
     let health = reqwest::get(format!("{}/healthz", server.base)).await.unwrap();
     assert!(health.status().is_success(), "the server keeps serving");
+}
+
+/// The first line of the screen (the header).
+fn header(session: &str) -> String {
+    screen(session).lines().next().unwrap_or_default().to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_workshop_console_switches_between_its_two_desks() {
+    let dir = data_dir();
+    let (nine, happy) = (free_port(), free_port());
+    let console = Console::start(
+        "workshop",
+        dir.path(),
+        &format!(
+            "workshop --dir {} --cloud-nine-port {nine} --happy-life-port {happy}",
+            dir.path().join("ws").display()
+        ),
+    );
+    let session = console.session();
+    let on = |desk: &'static str, other: &'static str, port: u16| {
+        move |s: &str| {
+            let h = s.lines().next().unwrap_or_default();
+            h.contains(&format!(" {desk} ")) && h.contains(&format!("F2: {other}")) && h.contains(&port.to_string())
+        }
+    };
+    wait_until(session, "cloud-nine in view", on("cloud-nine", "happy-life", nine)).await;
+    // the Peers pane (0) of cloud-nine lists happy-life
+    keys(session, "0");
+    wait_for(session, "test.happy-life").await;
+    keys(session, "F2");
+    wait_until(session, "happy-life in view", on("happy-life", "cloud-nine", happy)).await;
+    let peers = wait_for(session, "test.cloud-nine").await;
+    assert!(
+        !peers.contains("test.happy-life"),
+        "happy-life's own peers only:\n{peers}"
+    );
+    keys(session, ":");
+    keys(session, "desk cloud-nine");
+    keys(session, "Enter");
+    wait_until(session, "cloud-nine again", on("cloud-nine", "happy-life", nine)).await;
+    wait_for(session, "test.happy-life").await;
+    assert!(header(session).contains("cloud-nine"));
+
+    // quitting stops both desks
+    keys(session, "q");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    for port in [nine, happy] {
+        while reqwest::get(format!("http://127.0.0.1:{port}/healthz")).await.is_ok() {
+            assert!(Instant::now() < deadline, "a desk kept running after q");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+}
+
+/// The next feed message that is not the request log, or none within `wait`.
+async fn feed_within(rx: &mut tokio::sync::mpsc::Receiver<Feed>, wait: Duration) -> Option<Feed> {
+    let deadline = tokio::time::Instant::now() + wait;
+    loop {
+        let f = tokio::time::timeout_at(deadline, rx.recv()).await.ok()??;
+        if !matches!(f, Feed::Event(opdesk::events::DomainEvent::HttpRequest { .. })) {
+            return Some(f);
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn desks_run_every_operation_on_the_desk_in_view_and_tell_of_the_others() {
+    use opdesk::{
+        control::{self, dto::CreateWallet},
+        events::DomainEvent,
+        tui::{desk::Desk, desks::Desks},
+    };
+    let (a, b) = (
+        crate::common::TestAse::spawn().await,
+        crate::common::TestAse::spawn().await,
+    );
+    let desks = Desks::new(vec![
+        ("a".to_owned(), a.state.services.clone()),
+        ("b".to_owned(), b.state.services.clone()),
+    ])
+    .unwrap();
+    assert!(Desks::new(vec![("a".to_owned(), a.state.services.clone()); 2]).is_err());
+    assert_eq!(
+        desks.desks().map(|d| d.names),
+        Some(vec!["a".to_owned(), "b".to_owned()])
+    );
+    assert_eq!(desks.info().await.unwrap().public_url, a.base);
+    let mut feed = desks.feed();
+    let wallet = |name: &str| CreateWallet {
+        name: name.into(),
+        asset_code: "USD".into(),
+        asset_scale: 2,
+        public_name: None,
+    };
+
+    // in view: its events pass; the other's plain events do not
+    // (an embedded feed starts from the outbox's newest event once its task has read it: wallets are made
+    // until one comes through)
+    'ready: for n in 0..40 {
+        let name = format!("dora{n}");
+        desks.create_wallet(wallet(&name)).await.unwrap();
+        while let Some(f) = feed_within(&mut feed, Duration::from_millis(500)).await {
+            if matches!(&f, Feed::Event(DomainEvent::WalletCreated { name: w, .. }) if *w == name) {
+                break 'ready;
+            }
+        }
+        assert!(n < 39, "the desk in view's events did not pass");
+    }
+    control::create_wallet(&b.state.services, wallet("emil")).await.unwrap();
+    while let Some(f) = feed_within(&mut feed, Duration::from_millis(700)).await {
+        assert!(
+            !matches!(f, Feed::Event(DomainEvent::WalletCreated { .. })),
+            "the other desk's wallet came through: {f:?}"
+        );
+    }
+
+    // a grant waiting on the other desk is told, with the desk's name
+    let client = b.demo_client().await;
+    let body = json!({
+        "access_token": {"access": [{"type": "outgoing-payment", "actions": ["create"], "identifier": format!("{}/alice", b.base)}]},
+        "client": format!("{}/demo-client", b.base),
+        "interact": {"start": ["redirect"]},
+    });
+    let r = client
+        .send(Method::POST, &format!("{}/auth", b.base), None, Some(&body))
+        .await
+        .unwrap();
+    assert_eq!(r.status, 200, "{}", r.body);
+    let told = loop {
+        match feed_within(&mut feed, Duration::from_secs(10)).await {
+            Some(Feed::Elsewhere(desk, e)) => break (desk, e),
+            Some(_) => continue,
+            None => panic!("the other desk's pending grant was not told"),
+        }
+    };
+    assert!(
+        matches!(&told, (d, DomainEvent::GrantPending { .. }) if d == "b"),
+        "{told:?}"
+    );
+
+    // switched: operations and events follow the desk in view
+    let (info, list) = desks.switch("b").await.unwrap();
+    assert_eq!((info.public_url.as_str(), list.current()), (b.base.as_str(), "b"));
+    let names: Vec<String> = desks
+        .wallets()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|w| w.wallet.name)
+        .collect();
+    assert!(
+        names.contains(&"emil".to_owned()) && !names.contains(&"dora".to_owned()),
+        "{names:?}"
+    );
+    assert!(desks.peers().await.unwrap().is_empty());
+    control::create_wallet(&b.state.services, wallet("fritz"))
+        .await
+        .unwrap();
+    loop {
+        match feed_within(&mut feed, Duration::from_secs(10)).await {
+            Some(Feed::Event(DomainEvent::WalletCreated { name, .. })) if name == "fritz" => break,
+            Some(_) => continue,
+            None => panic!("the desk in view's events did not pass"),
+        }
+    }
+    assert!(desks.switch("nowhere").await.is_err());
 }

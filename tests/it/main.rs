@@ -29,3 +29,4 @@ mod storage_full;
 mod tls;
 mod two_processes;
 mod wallet_api;
+mod workshop;

@@ -42,6 +42,34 @@ impl App {
         }
     }
 
+    /// `:desk NAME` shows the desk named (or the only one starting with) NAME; `:desk` the next one.
+    fn desk_command(&mut self, name: Option<&str>) -> Vec<Effect> {
+        let Some(desks) = self.desks.as_ref().filter(|d| d.names.len() > 1) else {
+            self.flash(Level::Info, "this console shows one desk (opdesk workshop shows two)");
+            return Vec::new();
+        };
+        let Some(name) = name else {
+            return self.act(Action::NextDesk);
+        };
+        match desks.find(name) {
+            Some(n) if n == desks.current() => {
+                let text = format!("desk {n} is in view");
+                self.flash(Level::Info, text);
+                Vec::new()
+            }
+            Some(n) => vec![Effect::SwitchDesk(n.to_owned())],
+            None => {
+                let text = format!(
+                    "no desk {:?}; the desks are {}",
+                    crate::text::sanitize(name),
+                    desks.names.join(", ")
+                );
+                self.flash(Level::Warn, text);
+                Vec::new()
+            }
+        }
+    }
+
     /// Runs a `:` command.
     fn command(&mut self, text: &str) -> Vec<Effect> {
         if !text.is_empty() {
@@ -58,6 +86,7 @@ impl App {
             "outgoing" if arg == Some(OutgoingState::Failed.as_str()) => outgoing::show_failed(self),
             "webhooks" if arg == Some(DeliveryState::Dead.as_str()) => webhooks::show_dead(self),
             "wallet" => wallets::command(self, arg),
+            "desk" => self.desk_command(arg),
             other => match Pane::from_name(other) {
                 Some(p) => self.act(Action::Goto(p)),
                 None => {

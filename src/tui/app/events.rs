@@ -87,7 +87,8 @@ fn affected(e: &DomainEvent) -> Vec<Pane> {
     use DomainEvent::*;
     match e {
         WalletCreated { .. } | KeyAdded { .. } | KeyRemoved { .. } => vec![Pane::Wallets],
-        BalanceChanged { .. } => vec![Pane::Wallets, Pane::Overview],
+        // a peer's account moves with every payment through it
+        BalanceChanged { .. } => vec![Pane::Wallets, Pane::Overview, Pane::Peers],
         GrantPending { .. }
         | GrantApproved { .. }
         | GrantRejected { .. }

@@ -4,8 +4,12 @@
 
 use time::OffsetDateTime;
 
-use super::{App, Effect, Level, Overlay, Reply, Rows};
-use crate::tui::{pane::Pane, panes::webhooks};
+use super::{App, Effect, Level, Overlay, Reply, Rows, ServerInfo};
+use crate::tui::{
+    desk::DeskList,
+    pane::Pane,
+    panes::{peers, webhooks},
+};
 
 impl App {
     pub(super) fn on_tick(&mut self, now: OffsetDateTime) -> Vec<Effect> {
@@ -24,13 +28,45 @@ impl App {
         // Webhooks pane paces itself)
         let mut out = Vec::new();
         for p in [Pane::Overview, self.pane] {
-            if self.stale.contains(&p) && !matches!(p, Pane::Requests | Pane::Log | Pane::Webhooks) {
+            if self.stale.contains(&p) && !matches!(p, Pane::Requests | Pane::Log | Pane::Webhooks | Pane::Peers) {
                 out.push(self.load(p));
             }
         }
         out.dedup();
         out.extend(webhooks::reload(self));
+        out.extend(peers::reload(self));
         out
+    }
+
+    /// Another desk is in view: nothing of the last one stays on screen; every pane reloads from the new one.
+    fn switched(&mut self, info: ServerInfo, desks: DeskList) -> Vec<Effect> {
+        self.info = info;
+        self.flash(Level::Info, format!("desk {}", desks.current()));
+        self.desks = Some(desks);
+        self.disconnected = None;
+        self.overview = Default::default();
+        self.wallets = Rows::default();
+        self.incoming = Rows::default();
+        self.grants = Rows::default();
+        self.grant_spent.clear();
+        self.outgoing = Rows::default();
+        self.quotes = Rows::default();
+        self.webhooks = Rows::default();
+        self.peers = Rows::default();
+        self.requests = Rows {
+            loaded: true,
+            ..Rows::default()
+        };
+        self.recent.clear();
+        self.history.clear();
+        self.request_times.clear();
+        if matches!(
+            self.overlay,
+            Some(Overlay::Detail | Overlay::Json(_) | Overlay::Confirm(_))
+        ) {
+            self.overlay = None;
+        }
+        self.resync_all()
     }
 
     /// Requests per second over the last ten seconds.
@@ -77,6 +113,8 @@ impl App {
             Reply::Webhooks { rows, next, append } => {
                 set(&mut self.webhooks, rows, next, append, |x| x.event_seq.to_string())
             }
+            Reply::Peers(p) => set(&mut self.peers, p, None, false, |x| x.name.clone()),
+            Reply::Switched(info, desks) => return self.switched(info, desks),
             Reply::Done(text) => {
                 self.flash(Level::Info, text);
                 return self.resync_all();

@@ -48,6 +48,8 @@ pub const COMMANDS: &[&str] = &[
     "log",
     "webhooks",
     "webhooks dead",
+    "peers",
+    "desk",
     "demo",
     "help",
     "quit",

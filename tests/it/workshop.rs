@@ -1,0 +1,195 @@
+//! `opdesk workshop --headless` as a real process: both desks answer on their ports, each is its own data
+//! dir peered with the other; `opdesk demo --workshop DIR` pays bob at happy-life from alice at cloud-nine
+//! over ILP (the grant approved through cloud-nine's admin API, as an operator would) and both sides show
+//! exact amounts; SIGTERM stops it; a second start reuses the dirs and peers without duplicating them.
+
+use std::{
+    path::Path,
+    process::{Child, Command, Stdio},
+    time::{Duration, Instant},
+};
+
+use serde_json::Value;
+
+use crate::common::{balance_of, free_port};
+
+/// A desk's admin API, with the token from its data dir.
+struct Desk {
+    base: String,
+    token: String,
+}
+
+impl Desk {
+    fn of(dir: &Path, port: u16) -> Self {
+        Self {
+            base: format!("http://127.0.0.1:{port}"),
+            token: std::fs::read_to_string(dir.join("admin.token"))
+                .expect("admin token")
+                .trim()
+                .to_owned(),
+        }
+    }
+
+    async fn admin(&self, method: reqwest::Method, path: &str) -> Value {
+        let r = reqwest::Client::new()
+            .request(method, format!("{}/admin{path}", self.base))
+            .bearer_auth(&self.token)
+            .send()
+            .await
+            .expect("admin request");
+        assert!(r.status().is_success(), "{path}: {}", r.status());
+        r.json().await.unwrap_or(Value::Null)
+    }
+
+    async fn get(&self, path: &str) -> Value {
+        self.admin(reqwest::Method::GET, path).await
+    }
+}
+
+/// The workshop process, killed when dropped (a failed assertion leaves nothing running).
+struct Workshop(Child);
+
+impl Drop for Workshop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// `opdesk workshop --headless` on `dir` and the two ports; waits until both desks answer.
+async fn start(dir: &Path, ports: (u16, u16)) -> Workshop {
+    let child = Command::new(env!("CARGO_BIN_EXE_opdesk"))
+        .args(["workshop", "--headless", "--dir"])
+        .arg(dir)
+        .args([
+            "--cloud-nine-port",
+            &ports.0.to_string(),
+            "--happy-life-port",
+            &ports.1.to_string(),
+        ])
+        .env("OPDESK_CONFIG", dir.join("base.toml"))
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("opdesk workshop starts");
+    let child = Workshop(child);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    for port in [ports.0, ports.1] {
+        while reqwest::get(format!("http://127.0.0.1:{port}/healthz")).await.is_err() {
+            assert!(Instant::now() < deadline, "the workshop did not start on {port}");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+    child
+}
+
+/// SIGTERM, then waits (at most 15 s) for the process to end.
+fn stop(Workshop(child): &mut Workshop) {
+    let _ = Command::new("kill").args(["-TERM", &child.id().to_string()]).status();
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while child.try_wait().ok().flatten().is_none() {
+        assert!(Instant::now() < deadline, "the workshop did not stop on SIGTERM");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The desk's one peer: its name and its account balance.
+async fn only_peer(d: &Desk) -> (String, i64) {
+    let peers = d.get("/peers").await;
+    let peers = peers.as_array().expect("peers");
+    assert_eq!(peers.len(), 1, "exactly one peer: {peers:?}");
+    (
+        peers[0]["name"].as_str().expect("name").to_owned(),
+        peers[0]["peerAccountBalance"].as_i64().expect("balance"),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_workshop_pays_across_its_two_desks_and_restarts_on_the_same_dirs() {
+    opdesk::egress::install_default_crypto_provider();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("base.toml"), "").unwrap();
+    let ports = (free_port(), free_port());
+    let mut child = start(dir.path(), ports).await;
+    let (nine_dir, happy_dir) = (dir.path().join("cloud-nine"), dir.path().join("happy-life"));
+    let nine = Desk::of(&nine_dir, ports.0);
+    let happy = Desk::of(&happy_dir, ports.1);
+    assert_eq!(only_peer(&nine).await, ("happy-life".to_owned(), 0));
+    assert_eq!(only_peer(&happy).await, ("cloud-nine".to_owned(), 0));
+    let info = nine.get("/server").await;
+    assert_eq!(info["ilpAddress"], "test.cloud-nine", "{info}");
+
+    // the demo's cross-ASE payment; the operator approves its grant on cloud-nine
+    let demo = Command::new(env!("CARGO_BIN_EXE_opdesk"))
+        .args(["demo", "--workshop"])
+        .arg(dir.path())
+        .env("OPDESK_CONFIG", dir.path().join("base.toml"))
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("opdesk demo starts");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let pending = loop {
+        let grants = nine.get("/grants").await;
+        let found = grants
+            .as_array()
+            .expect("grants")
+            .iter()
+            .find(|g| g["state"] == "pending")
+            .map(|g| g["id"].as_str().expect("id").to_owned());
+        if let Some(id) = found {
+            break id;
+        }
+        assert!(Instant::now() < deadline, "no grant waited for approval: {grants}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    nine.admin(reqwest::Method::POST, &format!("/grants/{pending}/approve"))
+        .await;
+    let out = tokio::task::spawn_blocking(move || demo.wait_with_output())
+        .await
+        .unwrap()
+        .expect("the demo ends");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("/bob received 25.00 USD"), "{stdout}");
+
+    // exact amounts on both sides
+    let incoming = happy.get("/incoming-payments").await;
+    let ip = &incoming["items"][0];
+    assert_eq!(ip["state"], "completed", "{incoming}");
+    assert_eq!(ip["receivedAmount"]["value"], "2500", "{ip}");
+    let outgoing = nine.get("/outgoing-payments").await;
+    let op = &outgoing["items"][0];
+    assert_eq!(op["state"], "completed", "{outgoing}");
+    // same asset both sides: alice pays exactly what bob gets (the quote's debit allows for slippage; what
+    // was not sent is released)
+    assert_eq!(op["receiveAmount"]["value"], "2500", "{op}");
+    assert_eq!(op["sentAmount"]["value"], "2500", "{op}");
+    assert_eq!(balance_of(&nine.get("/balances").await, "alice"), 100_000 - 2500);
+    assert_eq!(balance_of(&happy.get("/balances").await, "bob"), 50_000 + 2500);
+    assert_eq!(
+        only_peer(&nine).await,
+        ("happy-life".to_owned(), 2500),
+        "cloud-nine owes happy-life"
+    );
+    assert_eq!(only_peer(&happy).await, ("cloud-nine".to_owned(), -2500));
+
+    // SIGTERM stops both desks; a second start reuses the dirs: the same peers, once each, balances kept
+    stop(&mut child);
+    for port in [ports.0, ports.1] {
+        assert!(reqwest::get(format!("http://127.0.0.1:{port}/healthz")).await.is_err());
+    }
+    let mut child = start(dir.path(), ports).await;
+    let nine = Desk::of(&nine_dir, ports.0);
+    let happy = Desk::of(&happy_dir, ports.1);
+    assert_eq!(only_peer(&nine).await, ("happy-life".to_owned(), 2500));
+    assert_eq!(only_peer(&happy).await, ("cloud-nine".to_owned(), -2500));
+    assert_eq!(balance_of(&happy.get("/balances").await, "bob"), 50_000 + 2500);
+    stop(&mut child);
+}
