@@ -622,10 +622,10 @@ impl App {
     fn on_click(&mut self, col: u16, row: u16) -> Vec<Effect> {
         if row == 1 {
             let mut x = 0u16;
-            for p in Pane::ALL.iter() {
-                let w = u16::try_from(tab_label(*p, self).chars().count()).unwrap_or(0) + 1;
+            for (p, label) in tab_labels(self, self.size.0) {
+                let w = u16::try_from(label.chars().count()).unwrap_or(0) + 1;
                 if col >= x && col < x + w {
-                    return self.act(Action::Goto(*p));
+                    return self.act(Action::Goto(p));
                 }
                 x += w;
             }
@@ -805,6 +805,42 @@ pub fn tab_label(p: Pane, app: &App) -> String {
         String::new()
     };
     format!(" {} {}{} ", p.digit(), p.title(), badge)
+}
+
+/// The tab bar's labels for a bar `width` columns wide: every title when they fit; else the pane in view in
+/// full and the others shortened to their digit and three letters; else the others by digit alone (the Grants badge stays).
+pub fn tab_labels(app: &App, width: u16) -> Vec<(Pane, String)> {
+    let fits = |labels: &[(Pane, String)]| {
+        labels.iter().map(|(_, l)| l.chars().count() + 1).sum::<usize>() <= usize::from(width)
+    };
+    let full: Vec<_> = Pane::ALL.iter().map(|p| (*p, tab_label(*p, app))).collect();
+    if fits(&full) {
+        return full;
+    }
+    let short = |letters: usize| -> Vec<(Pane, String)> {
+        Pane::ALL
+            .iter()
+            .map(|p| {
+                if *p == app.pane {
+                    return (*p, tab_label(*p, app));
+                }
+                let badge = if *p == Pane::Grants && app.pending_grants() > 0 {
+                    format!(" ({})", app.pending_grants())
+                } else {
+                    String::new()
+                };
+                let title: String = p.title().chars().take(letters).collect();
+                let label = if letters == 0 {
+                    format!("{}{badge}", p.digit())
+                } else {
+                    format!("{} {title}{badge}", p.digit())
+                };
+                (*p, label)
+            })
+            .collect()
+    };
+    let three = short(3);
+    if fits(&three) { three } else { short(0) }
 }
 
 /// `[keys]` and `[theme]` tables from `config.toml`.
@@ -1443,8 +1479,32 @@ mod tests {
     #[test]
     fn tab_clicks_switch_panes() {
         let mut a = app();
+        a.update(Msg::Resize(200, 40));
         let x = u16::try_from(tab_label(Pane::Overview, &a).chars().count() + 2).unwrap();
         a.update(Msg::Click(x, 1));
         assert_eq!(a.pane, Pane::Wallets);
+    }
+
+    #[test]
+    fn every_tab_shows_at_80_columns_and_clicks_follow_the_short_labels() {
+        let mut a = app();
+        a.update(Msg::Resize(80, 24));
+        let labels = tab_labels(&a, 80);
+        let width: usize = labels.iter().map(|(_, l)| l.chars().count() + 1).sum();
+        assert!(width <= 80, "{labels:?}");
+        assert_eq!(labels.len(), Pane::ALL.len());
+        assert!(
+            labels[0].1.contains("Overview"),
+            "the pane in view keeps its title: {labels:?}"
+        );
+        assert_eq!(labels[9].1, "0 Pee");
+        let x: usize = labels[..9].iter().map(|(_, l)| l.chars().count() + 1).sum();
+        a.update(Msg::Click(u16::try_from(x + 1).unwrap(), 1));
+        assert_eq!(a.pane, Pane::Peers);
+        assert!(
+            tab_labels(&a, 30)
+                .iter()
+                .all(|(p, l)| *p == Pane::Peers || l.trim().len() == 1)
+        );
     }
 }

@@ -12,7 +12,7 @@ use ratatui::{
 
 use super::{
     action::Action,
-    app::{App, Level, Overlay, short_id, tab_label},
+    app::{App, Level, Overlay, short_id, tab_labels},
     pane::Pane,
     panes,
     theme::Theme,
@@ -133,18 +133,18 @@ pub fn where_line(app: &App) -> String {
 
 fn draw_tabs(app: &App, theme: &Theme, f: &mut Frame, area: Rect) {
     let mut spans = Vec::new();
-    for p in Pane::ALL.iter() {
-        let style = if *p == app.pane {
+    for (p, label) in tab_labels(app, area.width) {
+        let style = if p == app.pane {
             theme.selected.patch(theme.header)
         } else {
             theme.dim
         };
-        let style = if *p == Pane::Grants && app.pending_grants() > 0 && *p != app.pane {
+        let style = if p == Pane::Grants && app.pending_grants() > 0 && p != app.pane {
             theme.danger
         } else {
             style
         };
-        spans.push(Span::styled(tab_label(*p, app), style));
+        spans.push(Span::styled(label, style));
         spans.push(Span::raw("│"));
     }
     f.render_widget(Paragraph::new(Line::from(spans)), area);
