@@ -5,6 +5,7 @@
 
 pub mod engine;
 pub mod incoming;
+pub mod liquidity;
 pub mod outgoing;
 pub mod peers;
 pub mod quotes;

@@ -67,10 +67,14 @@ mod tests {
         .unwrap();
         migrate(&mut conn).unwrap();
         assert_eq!(current_version(&conn).unwrap(), 9);
-        let n: i64 = conn.query_row("SELECT count(*) FROM accounts", [], |r| r.get(0)).unwrap();
+        let n: i64 = conn
+            .query_row("SELECT count(*) FROM accounts", [], |r| r.get(0))
+            .unwrap();
         assert_eq!(n, 3);
         let (bal, peer): (i64, Option<String>) = conn
-            .query_row("SELECT balance, peer FROM accounts WHERE id = 'p'", [], |r| Ok((r.get(0)?, r.get(1)?)))
+            .query_row("SELECT balance, peer FROM accounts WHERE id = 'p'", [], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })
             .unwrap();
         assert_eq!((bal, peer.as_deref()), (0, Some("bank")));
         let fk: i64 = conn.query_row("PRAGMA foreign_keys", [], |r| r.get(0)).unwrap();
@@ -89,7 +93,9 @@ mod tests {
         )
         .unwrap();
         let sql: String = conn
-            .query_row("SELECT sql FROM sqlite_schema WHERE name = 'transfers'", [], |r| r.get(0))
+            .query_row("SELECT sql FROM sqlite_schema WHERE name = 'transfers'", [], |r| {
+                r.get(0)
+            })
             .unwrap();
         assert!(sql.contains("REFERENCES accounts (id)"), "{sql}");
     }
