@@ -493,6 +493,81 @@ mod tests {
         assert_eq!(withdrawable(1000, 1200, 0), 0);
     }
 
+    fn usd_peer(name: &str) -> Peer {
+        let def = crate::settings::PeerSettings {
+            name: name.into(),
+            asset_code: "USD".into(),
+            asset_scale: 2,
+            ..Default::default()
+        };
+        Peer::from_settings(
+            &def,
+            super::super::peers::PeerSource::Config,
+            std::time::Duration::from_secs(1),
+        )
+    }
+
+    #[tokio::test]
+    async fn claims_count_in_flight_until_released_and_withdrawals_leave_what_is_owed() {
+        let (store, _) = Store::open_in_memory().unwrap();
+        let clock: SharedClock = Arc::new(crate::clock::SystemClock);
+        let l = PeerLiquidity::new(store.clone(), EventBus::default(), clock, Arc::new(Notify::new()));
+        let bank = usd_peer("bank");
+        // not limited before the first deposit: anything goes (and is counted in flight)
+        assert_eq!(l.claim(&bank, 5_000).await.unwrap(), None);
+        assert_eq!(l.in_flight("bank"), 5_000);
+        l.release("bank", 5_000);
+        assert_eq!(l.in_flight("bank"), 0);
+
+        let (t, st) = l
+            .move_liquidity(&bank, Movement::Deposit, Value::new(1000).unwrap(), None)
+            .await
+            .unwrap();
+        assert_eq!(
+            (t.kind.as_str(), st.liquidity, st.available_to_send),
+            ("liquidity_deposit", 1000, Some(1000))
+        );
+        assert_eq!(l.claim(&bank, 600).await.unwrap(), None);
+        let refused = l.claim(&bank, 500).await.unwrap().unwrap();
+        assert!(
+            refused.contains("4.00 USD of 10.00 USD available, the packet needs 5.00 USD"),
+            "{refused}"
+        );
+        assert_eq!(l.status(&bank).await.unwrap().available_to_send, Some(400));
+        // what is in flight is owed: it cannot be withdrawn
+        let e = l
+            .move_liquidity(&bank, Movement::Withdrawal, Value::new(401).unwrap(), None)
+            .await
+            .unwrap_err();
+        assert!(matches!(e, LiquidityError::Refused(_)), "{e}");
+        l.release("bank", 600);
+        assert_eq!(l.claim(&bank, 1000).await.unwrap(), None);
+        l.release("bank", 1000);
+
+        // a settlement the peer paid us: we owe it that much, the room shrinks
+        let (_, st) = l
+            .settle(&bank, Direction::Received, Value::new(300).unwrap(), Some("s-1".into()))
+            .await
+            .unwrap();
+        assert_eq!((st.position, st.available_to_send), (300, Some(700)));
+        let (_, st) = l
+            .settle(&bank, Direction::Received, Value::new(300).unwrap(), Some("s-1".into()))
+            .await
+            .unwrap();
+        assert_eq!(st.position, 300, "the same id is applied once");
+        let st = l.set_credit_limit(&bank, Some(Value::new(50).unwrap())).await.unwrap();
+        assert_eq!((st.credit_limit, st.credit_used), (Some(50), 0));
+        store
+            .call(|c| {
+                assert!(crate::ledger::audit(c).unwrap().is_empty());
+                let sum: i64 = c.query_row("SELECT sum(balance) FROM accounts", [], |r| r.get(0))?;
+                assert_eq!(sum, 0);
+                Ok::<_, store::Error>(())
+            })
+            .await
+            .unwrap();
+    }
+
     #[test]
     fn credit_is_the_negative_position() {
         assert_eq!(credit_used(500), 0);

@@ -48,17 +48,26 @@ pub async fn create_peer(s: &Services, body: NewPeer) -> Result<PeerView, Error>
     saved_view(s, saved).await
 }
 
-/// Changes a peer: its credit limit (any peer, config ones too) and its definition (admin peers only).
+/// Changes a peer: its definition (admin peers only; checked and saved first, so a refused change sets no
+/// limit either) and its credit limit (any peer, config ones too).
 pub async fn update_peer(s: &Services, name: &str, mut patch: PeerPatch) -> Result<PeerView, Error> {
-    if let Some(limit) = patch.credit_limit.take() {
+    let limit = patch.credit_limit.take();
+    let saved = if patch.changes_definition() || limit.is_none() {
+        Some(s.peers.update(name, patch).await?)
+    } else {
+        None
+    };
+    if let Some(limit) = limit {
         let p = peer(s, name)?;
         s.liquidity.set_credit_limit(&p, limit).await?;
-        if !patch.changes_definition() {
-            return peer_view(s, &p).await;
+    }
+    match saved {
+        Some(saved) => saved_view(s, saved).await,
+        None => {
+            let p = peer(s, name)?;
+            peer_view(s, &p).await
         }
     }
-    let saved = s.peers.update(name, patch).await?;
-    saved_view(s, saved).await
 }
 
 pub async fn remove_peer(s: &Services, name: &str) -> Result<(), Error> {
