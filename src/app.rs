@@ -114,9 +114,11 @@ impl AppCore {
         let client_url = format!("{}/{}", settings.public_url, settings.ilp.client_wallet);
         let egress = Egress::new(settings.egress.policy(settings.local_development()))
             .map_err(|e| color_eyre::eyre::eyre!("outbound HTTP client: {e}"))?;
+        let exchange = crate::ase::exchange::Exchange::new(settings.rates.clone(), &settings.exchange_rates)
+            .map_err(|e| color_eyre::eyre::eyre!("exchange rates HTTP client: {e}"))?;
         let remote = Remote::new(
             &settings.ilp,
-            settings.rates.clone(),
+            exchange.clone(),
             peers.clone(),
             Some(&client_key),
             &client_url,
@@ -126,7 +128,7 @@ impl AppCore {
             store.clone(),
             bus.clone(),
             clock.clone(),
-            settings.rates.clone(),
+            exchange,
             incoming.clone(),
             &settings.public_url,
             rs.quote_lifetime_secs,

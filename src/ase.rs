@@ -4,6 +4,7 @@
 //! wire-only `ilp`: the peers ([`peers`]) and the STREAM receiver service ([`stream_receiver`]).
 
 pub mod engine;
+pub mod exchange;
 pub mod incoming;
 pub mod liquidity;
 pub mod outgoing;

@@ -98,6 +98,42 @@ impl Rates {
         })
     }
 
+    /// These rates with `quotes` from a rates service laid over them: `quotes[to]` is what one `base` buys of
+    /// `to`, in major units (the reference ASE's `{"base":"USD","rates":{"EUR":0.9}}`). A quote that is not a
+    /// usable rate is an error naming it; the service's rates win over the table's for the same pair.
+    pub fn overlay(&self, base: &str, quotes: &BTreeMap<String, f64>) -> Result<Self, RateError> {
+        let mut out = self.clone();
+        for (to, v) in quotes {
+            if to == base {
+                continue;
+            }
+            let key = format!("{base}:{to}");
+            if !v.is_finite() || *v <= 0.0 {
+                return Err(RateError::BadRate {
+                    key,
+                    value: v.to_string(),
+                    reason: "must be a positive number",
+                });
+            }
+            let text = format!("{v:.12}");
+            let text = text.trim_end_matches('0').trim_end_matches('.');
+            let r = parse_decimal(&key, text)?;
+            out.rates.remove(&(to.clone(), base.to_owned()));
+            out.rates.insert((base.to_owned(), to.clone()), r);
+        }
+        Ok(out)
+    }
+
+    /// The exact rate from `from` to `to` in minor units, as `(num, den)`: `amount × num / den` of `to` per
+    /// `amount` of `from`.
+    pub fn minor_ratio(&self, from: &Asset, to: &Asset) -> Result<(u128, u128), RateError> {
+        let r = self.ratio(&from.code, &to.code)?;
+        let scale = |s: u8| 10u128.checked_pow(u32::from(s)).ok_or(RateError::TooLarge);
+        let num = r.num.checked_mul(scale(to.scale)?).ok_or(RateError::TooLarge)?;
+        let den = r.den.checked_mul(scale(from.scale)?).ok_or(RateError::TooLarge)?;
+        Ok((num, den))
+    }
+
     fn ratio(&self, from: &str, to: &str) -> Result<Ratio, RateError> {
         if from == to {
             return Ok(Ratio { num: 1, den: 1 });
@@ -212,6 +248,38 @@ mod tests {
         let same = rates(None);
         assert_eq!(same.fixed_send(250, &usd(), &usd()).unwrap(), (250, 0));
         assert_eq!(same.fixed_receive(250, &usd(), &usd()).unwrap(), (250, 0));
+    }
+
+    #[test]
+    fn a_rates_service_overlays_the_table() {
+        let table = rates(None);
+        let quotes = BTreeMap::from([
+            ("EUR".to_owned(), 0.8),
+            ("GBP".to_owned(), 0.75),
+            ("USD".to_owned(), 1.0),
+        ]);
+        let r = table.overlay("USD", &quotes).unwrap();
+        assert_eq!(r.convert(1000, &usd(), &eur(), false).unwrap(), 800, "the service wins");
+        assert_eq!(r.convert(800, &eur(), &usd(), false).unwrap(), 1000, "and its inverse");
+        let gbp = Asset::new("GBP", 2).unwrap();
+        assert_eq!(r.convert(1000, &usd(), &gbp, false).unwrap(), 750);
+        assert_eq!(r.minor_ratio(&usd(), &gbp).unwrap(), (7500, 10_000), "0.75, unreduced");
+        assert_eq!(
+            r.minor_ratio(&usd(), &Asset::new("GBP", 4).unwrap()).unwrap(),
+            (750_000, 10_000)
+        );
+        for bad in [0.0, -1.0, f64::NAN, f64::INFINITY] {
+            assert!(
+                table
+                    .overlay("USD", &BTreeMap::from([("EUR".to_owned(), bad)]))
+                    .is_err()
+            );
+        }
+        let tiny = table
+            .overlay("USD", &BTreeMap::from([("JPY".to_owned(), 1e-5)]))
+            .unwrap();
+        let jpy = Asset::new("JPY", 0).unwrap();
+        assert_eq!(tiny.convert(100_000_000, &usd(), &jpy, false).unwrap(), 10);
     }
 
     #[test]

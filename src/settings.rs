@@ -97,7 +97,20 @@ struct Raw {
     keys: std::collections::BTreeMap<String, String>,
     theme: std::collections::BTreeMap<String, String>,
     rates: std::collections::BTreeMap<String, String>,
+    exchange_rates: ExchangeRateSettings,
     fees: std::collections::BTreeMap<String, crate::rates::Fee>,
+}
+
+/// `[exchange_rates]`: a rates service in the reference ASE's shape (`GET {url}?base=USD` →
+/// `{"base":"USD","rates":{"EUR":0.9}}`) laid over `[rates]`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExchangeRateSettings {
+    /// Empty: `[rates]` alone.
+    pub url: String,
+    /// How long the rates for one base currency are reused.
+    pub cache_secs: u64,
+    pub timeout_ms: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -498,6 +511,7 @@ pub struct Settings {
     pub ilp: IlpSettings,
     /// Exchange rates and fees, validated.
     pub rates: crate::rates::Rates,
+    pub exchange_rates: ExchangeRateSettings,
     pub paths: Paths,
     pub wallet_cache_max_age_secs: u64,
 }
@@ -704,6 +718,13 @@ impl Settings {
                 return Err(invalid("webhooks.url", "must be an http(s) URL".into()));
             }
         }
+        if !raw.exchange_rates.url.is_empty() {
+            let u = url::Url::parse(&raw.exchange_rates.url)
+                .map_err(|e| invalid("exchange_rates.url", format!("{:?}: {e}", raw.exchange_rates.url)))?;
+            if !matches!(u.scheme(), "http" | "https") {
+                return Err(invalid("exchange_rates.url", "must be an http(s) URL".into()));
+            }
+        }
         if raw.engine.max_attempts == 0 {
             return Err(invalid("engine.max_attempts", "must be at least 1".into()));
         }
@@ -738,6 +759,7 @@ impl Settings {
             theme: raw.theme,
             ilp: raw.ilp,
             rates,
+            exchange_rates: raw.exchange_rates,
             paths: Paths {
                 config_file,
                 data_dir,

@@ -9,8 +9,9 @@
 use time::Duration;
 
 use super::{
+    exchange::Exchange,
     incoming::{IncomingPayments, state_of},
-    remote::{Remote, RemoteError, RemotePlan},
+    remote::{Link, Remote, RemoteError, RemotePlan},
 };
 use crate::{
     clock::{SharedClock, format_ts, parse_ts},
@@ -18,7 +19,6 @@ use crate::{
     gnap::model::check_receiver,
     ids,
     money::{Amount, Asset, Value},
-    rates::Rates,
     states::IncomingState,
     store::{
         self, Store,
@@ -36,7 +36,7 @@ pub struct Quotes {
     store: Store,
     bus: EventBus,
     clock: SharedClock,
-    rates: Rates,
+    exchange: Exchange,
     incoming: IncomingPayments,
     public_url: String,
     lifetime: Duration,
@@ -48,7 +48,7 @@ impl Quotes {
         store: Store,
         bus: EventBus,
         clock: SharedClock,
-        rates: Rates,
+        exchange: Exchange,
         incoming: IncomingPayments,
         public_url: &str,
         lifetime_secs: u64,
@@ -57,7 +57,7 @@ impl Quotes {
             store,
             bus,
             clock,
-            rates,
+            exchange,
             incoming,
             public_url: public_url.trim_end_matches('/').to_owned(),
             lifetime: Duration::seconds(i64::try_from(lifetime_secs).unwrap_or(3600)),
@@ -134,6 +134,7 @@ impl Quotes {
         let remaining = r
             .incoming_amount
             .map(|i| u64::try_from(i - r.received_amount).unwrap_or(0));
+        let rates = self.exchange.rates(&from).await;
         let (debit, receive, fee) = match (debit, receive) {
             (Some(_), Some(_)) => {
                 return Err(QuoteError::Request(
@@ -142,7 +143,7 @@ impl Quotes {
             }
             (Some(d), None) => {
                 let d = d.expect_asset(&from)?.get();
-                let (receive, fee) = self.rates.fixed_send(d, &from, &to)?;
+                let (receive, fee) = rates.fixed_send(d, &from, &to)?;
                 (d, receive, fee)
             }
             (None, Some(x)) => {
@@ -150,7 +151,7 @@ impl Quotes {
                 if x == 0 {
                     return Err(QuoteError::Amount("receiveAmount must be greater than zero".into()));
                 }
-                let (debit, fee) = self.rates.fixed_receive(x, &from, &to)?;
+                let (debit, fee) = rates.fixed_receive(x, &from, &to)?;
                 (debit, x, fee)
             }
             (None, None) => {
@@ -159,7 +160,7 @@ impl Quotes {
                         "No amount was provided and no amount could be inferred from the receiver.".into(),
                     )
                 })?;
-                let (debit, fee) = self.rates.fixed_receive(x, &from, &to)?;
+                let (debit, fee) = rates.fixed_receive(x, &from, &to)?;
                 (debit, x, fee)
             }
         };
@@ -214,16 +215,28 @@ impl Quotes {
         let from = wallet.asset();
         let to = r.asset.clone();
         let remaining = r.incoming_amount.map(|i| i.saturating_sub(r.received_amount));
-        let (peer, estimated, minimum, max_packet) = remote.probe(&r, &from).await.map_err(remote_err)?;
-        let fee_rule = self.rates.fee(&from);
+        let probed = remote.probe(&r, &from).await.map_err(remote_err)?;
+        let minimum = probed.minimum;
+        let fee_rule = remote.fee(&from);
         let too_small = || QuoteError::Amount("the amount is too small to deliver anything at the minimum rate".into());
-        let (debit, receive, fee, source) = match (debit, receive) {
+        let too_large = || QuoteError::Amount("the amount is too large".into());
+        // debit-asset units → peer-asset units (the same when the peer holds the wallet's asset)
+        let to_peer = |a: u64| match &probed.link {
+            Some(l) => l.dest_floor(a),
+            None => Some(a),
+        };
+        let from_peer = |s: u64| match &probed.link {
+            Some(l) => l.source_ceil(s),
+            None => Some(s),
+        };
+        let (debit, receive, fee, source, debit_source) = match (debit, receive) {
             (Some(d), _) => {
                 let d = d.expect_asset(&from)?.get();
                 let fee = fee_rule.on(d)?;
-                let source = d.checked_sub(fee).filter(|s| *s > 0).ok_or_else(too_small)?;
+                let net = d.checked_sub(fee).filter(|s| *s > 0).ok_or_else(too_small)?;
+                let source = to_peer(net).filter(|s| *s > 0).ok_or_else(too_small)?;
                 let receive = minimum.dest_floor(source).filter(|r| *r > 0).ok_or_else(too_small)?;
-                (d, receive, fee, source)
+                (d, receive, fee, source, net)
             }
             (None, x) => {
                 let x = match x {
@@ -238,12 +251,13 @@ impl Quotes {
                     return Err(QuoteError::Amount("receiveAmount must be greater than zero".into()));
                 }
                 let source = minimum.source_ceil(x).ok_or_else(too_small)?;
-                let fee = fee_rule.on(source)?;
-                let d = source
+                let net = from_peer(source).ok_or_else(too_large)?;
+                let fee = fee_rule.on(net)?;
+                let d = net
                     .checked_add(fee)
                     .filter(|d| *d <= i64::MAX as u64)
-                    .ok_or_else(|| QuoteError::Amount("the amount is too large".into()))?;
-                (d, x, fee, source)
+                    .ok_or_else(too_large)?;
+                (d, x, fee, source, net)
             }
         };
         if let Some(rem) = remaining
@@ -258,13 +272,18 @@ impl Quotes {
             receiver: None,
             receiver_expires_at: r.expires_at.clone(),
             remote: Some(RemotePlan {
-                peer: peer.name.clone(),
+                peer: probed.peer.name.clone(),
                 ilp_address: r.ilp_address.as_str().to_owned(),
                 shared_secret: r.shared_secret_base64url(),
-                estimated,
+                estimated: probed.estimated,
                 minimum,
-                max_packet_amount: max_packet,
+                max_packet_amount: probed.max_packet,
                 source_amount: source,
+                link: probed.link.map(|rate| Link {
+                    peer_asset: probed.peer.asset.clone(),
+                    rate,
+                    debit_source,
+                }),
             }),
             receive_asset: to,
             debit,

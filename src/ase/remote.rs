@@ -36,9 +36,10 @@ use crate::{
         sender::{Connection, Rate, SendError},
     },
     money::Asset,
-    rates::Rates,
     settings::IlpSettings,
 };
+
+use super::exchange::Exchange;
 
 /// An incoming payment on another ASE, as its authenticated GET returned it.
 #[derive(Debug, Clone)]
@@ -68,7 +69,32 @@ pub struct RemotePlan {
     pub estimated: Rate,
     pub minimum: Rate,
     pub max_packet_amount: Option<u64>,
+    /// What STREAM may send in all, in the peer's asset.
     pub source_amount: u64,
+    /// When the peer's asset is not the sending wallet's: the rate the ASE converts at (peer units per
+    /// debit unit, the operator's rate, exact), and the debit units the source stands for.
+    pub link: Option<Link>,
+}
+
+/// A cross-currency link: the sending wallet's asset converted into the peer's by the ASE itself.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Link {
+    pub peer_asset: Asset,
+    pub rate: Rate,
+    /// The debit-asset units `source_amount` stands for (the debit amount less the fee).
+    pub debit_source: u64,
+}
+
+/// What probing a receiver through its peer learned.
+#[derive(Debug, Clone)]
+pub struct Probed {
+    pub peer: Arc<Peer>,
+    /// Receiver units per peer unit: as probed, and the floor (the operator's rate less slippage).
+    pub estimated: Rate,
+    pub minimum: Rate,
+    pub max_packet: Option<u64>,
+    /// Peer units per debit unit when the peer's asset is not the sending wallet's.
+    pub link: Option<Rate>,
 }
 
 /// Why a remote receiver cannot be used. The `Display` text is for the API caller; [`RemoteError::detail`]
@@ -108,7 +134,7 @@ struct Inner {
     client_jwk: Option<Jwk>,
     client_url: String,
     http: Egress,
-    rates: Rates,
+    exchange: Exchange,
     slippage_ppm: u64,
     expiry: Duration,
     grants: Mutex<HashMap<String, String>>,
@@ -129,7 +155,7 @@ impl Remote {
     /// through `http`, the egress client for client-named URLs.
     pub fn new(
         settings: &IlpSettings,
-        rates: Rates,
+        exchange: Exchange,
         peers: Peers,
         client_key: Option<&ed25519_dalek::SigningKey>,
         client_url: &str,
@@ -146,7 +172,7 @@ impl Remote {
                 .map(|(k, kid)| Jwk::from_verifying_key(kid, &k.verifying_key())),
             client_url: client_url.to_owned(),
             http,
-            rates,
+            exchange,
             slippage_ppm: settings.slippage_ppm(),
             expiry: Duration::from_millis(settings.packet_expiry_ms),
             grants: Mutex::new(HashMap::new()),
@@ -266,27 +292,37 @@ impl Remote {
     }
 
     /// The operator's rate from `from` to `to` less the slippage (the floor every packet must reach).
-    pub fn minimum_rate(&self, from: &Asset, to: &Asset) -> Result<Rate, RemoteError> {
-        minimum_rate(&self.0.rates, self.0.slippage_ppm, from, to)
+    pub async fn minimum_rate(&self, from: &Asset, to: &Asset) -> Result<Rate, RemoteError> {
+        minimum_rate(&self.0.exchange.rates(from).await, self.0.slippage_ppm, from, to)
+    }
+
+    /// The sending fee rule for `asset`.
+    pub fn fee(&self, asset: &Asset) -> crate::rates::Fee {
+        self.0.exchange.fee(asset)
     }
 
     /// Connects to the receiver through its peer and probes the rate; checks the asset and the minimum rate.
-    pub async fn probe(
-        &self,
-        r: &RemoteIncoming,
-        sender_asset: &Asset,
-    ) -> Result<(Arc<Peer>, Rate, Rate, Option<u64>), RemoteError> {
+    /// A peer in another asset than the sending wallet's is a cross-currency link: the ASE converts at the
+    /// operator's rate (exact, no slippage: it is the ASE's own conversion) and the STREAM leg starts in the
+    /// peer's asset.
+    pub async fn probe(&self, r: &RemoteIncoming, sender_asset: &Asset) -> Result<Probed, RemoteError> {
         let unreachable = |m: String| RemoteError::Unreachable(m);
         let peer = self
             .route(&r.ilp_address)
             .ok_or_else(|| unreachable(format!("no ILP peer routes to {}", r.ilp_address.as_str())))?;
-        if &peer.asset != sender_asset {
-            return Err(RemoteError::Unpayable(format!(
-                "the ILP peer {} settles in {}/{}, the sending wallet holds {}/{}",
-                peer.name, peer.asset.code, peer.asset.scale, sender_asset.code, sender_asset.scale
-            )));
-        }
-        let minimum = self.minimum_rate(sender_asset, &r.asset)?;
+        let link = if &peer.asset == sender_asset {
+            None
+        } else {
+            let rates = self.0.exchange.rates(sender_asset).await;
+            let (num, den) = rates.minor_ratio(sender_asset, &peer.asset).map_err(|e| {
+                RemoteError::Unpayable(format!(
+                    "the ILP peer {} settles in {}/{}, the sending wallet holds {}/{}: {e}",
+                    peer.name, peer.asset.code, peer.asset.scale, sender_asset.code, sender_asset.scale
+                ))
+            })?;
+            Some(Rate::new(num, den).ok_or_else(|| RemoteError::Unpayable("no usable exchange rate".into()))?)
+        };
+        let minimum = self.minimum_rate(&peer.asset, &r.asset).await?;
         let mut conn = self
             .connection(&peer, r.ilp_address.clone(), &r.shared_secret, None)
             .ok_or_else(|| unreachable(format!("the ILP peer {} does not send", peer.name)))?;
@@ -310,12 +346,18 @@ impl Remote {
                 peer.name, estimated, minimum, self.0.slippage_ppm
             )));
         }
-        Ok((peer, estimated, minimum, conn.max_packet))
+        Ok(Probed {
+            max_packet: conn.max_packet,
+            peer,
+            estimated,
+            minimum,
+            link,
+        })
     }
 }
 
 /// The operator's rate from `from` to `to` less `slippage_ppm`.
-fn minimum_rate(rates: &Rates, slippage_ppm: u64, from: &Asset, to: &Asset) -> Result<Rate, RemoteError> {
+fn minimum_rate(rates: &crate::rates::Rates, slippage_ppm: u64, from: &Asset, to: &Asset) -> Result<Rate, RemoteError> {
     const REF: u64 = 1_000_000_000;
     let dest = rates
         .convert(REF, from, to, false)
@@ -386,7 +428,7 @@ mod tests {
     #[test]
     fn minimum_rate_is_the_operators_less_slippage() {
         let usd = Asset::new("USD", 2).unwrap();
-        let rates = Rates::default();
+        let rates = crate::rates::Rates::default();
         assert_eq!(
             minimum_rate(&rates, 10_000, &usd, &usd).unwrap(),
             Rate::new(99, 100).unwrap()

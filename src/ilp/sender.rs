@@ -981,6 +981,45 @@ mod tests {
         assert!(end.contains("RateTooLow"), "{end}");
     }
 
+    #[test]
+    fn only_an_authentic_stream_reply_makes_a_refusal_an_answer() {
+        let (fake, conn) = path_refusing(1, 1, 1000, 1000, 0, true);
+        let c = condition_for(&[3u8; 32]);
+        let reply = |key: &[u8; 32], sequence: u64, t: PacketType| {
+            let data = StreamPacket {
+                sequence,
+                ilp_packet_type: t,
+                prepare_amount: 90,
+                frames: vec![],
+            }
+            .encrypt(key)
+            .unwrap();
+            let mut r = Reject::new(ErrorCode::F05_WRONG_CONDITION, None, data);
+            r.message = String::new();
+            conn.read_reply(&Packet::Reject(r).encode().unwrap())
+        };
+        let ours = fake.keys.encryption_key;
+        let judged = |r: Reply| judge(&r, &c, 100, 99);
+        assert_eq!(
+            judged(reply(&ours, conn.sequence, PacketType::Reject)),
+            Verdict::RateTooLow { received: 90 },
+            "authentic: the receiver says 90 arrived"
+        );
+        for (why, r) in [
+            ("another key", reply(&[1u8; 32], conn.sequence, PacketType::Reject)),
+            ("another sequence", reply(&ours, conn.sequence + 1, PacketType::Reject)),
+            (
+                "a Fulfill's reply in a Reject",
+                reply(&ours, conn.sequence, PacketType::Fulfill),
+            ),
+        ] {
+            assert!(
+                matches!(judged(r), Verdict::Failed(_)),
+                "{why}: an F05 without an authentic reply is final"
+            );
+        }
+    }
+
     #[tokio::test]
     async fn the_receivers_room_is_respected() {
         let (fake, mut conn) = path(1, 1, 10_000, 2_500, 0);

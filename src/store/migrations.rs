@@ -15,7 +15,10 @@ const MIGRATIONS: &[M<'static>] = &[
     M::up(include_str!("../../migrations/0006_stream_receipts.sql")),
     M::up(include_str!("../../migrations/0007_outgoing_replays.sql")),
     M::up(include_str!("../../migrations/0008_outbox.sql")),
-    M::up(include_str!("../../migrations/0009_peer_liquidity.sql")).foreign_key_check(),
+    M::up(include_str!("../../migrations/0010_peer_links.sql")),
+    // 0009 was left free for this change, but 0010 reached main first (and may have made data dirs at its
+    // version): the list order is what counts, so this one is 0011 and comes after it
+    M::up(include_str!("../../migrations/0011_peer_liquidity.sql")).foreign_key_check(),
 ];
 
 fn migrations() -> Migrations<'static> {
@@ -51,7 +54,7 @@ mod tests {
     }
 
     #[test]
-    fn v9_rebuilds_accounts_keeping_rows_and_references() {
+    fn peer_liquidity_rebuilds_accounts_keeping_rows_and_references() {
         let mut conn = Connection::open_in_memory().unwrap();
         conn.execute_batch("PRAGMA foreign_keys = ON;").unwrap();
         Migrations::from_slice(&MIGRATIONS[..8]).to_latest(&mut conn).unwrap();
@@ -66,7 +69,7 @@ mod tests {
         )
         .unwrap();
         migrate(&mut conn).unwrap();
-        assert_eq!(current_version(&conn).unwrap(), 9);
+        assert_eq!(current_version(&conn).unwrap(), MIGRATIONS.len());
         let n: i64 = conn
             .query_row("SELECT count(*) FROM accounts", [], |r| r.get(0))
             .unwrap();

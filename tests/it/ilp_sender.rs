@@ -469,3 +469,138 @@ async fn stream_throughput() {
         2000.0 / e2e_s
     );
 }
+
+/// A rates service in the reference ASE's shape on loopback: `GET /rates?base=USD` → `{"base":"USD",
+/// "rates":{"EUR":0.8}}`; counts requests.
+async fn rates_service() -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let hits = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = hits.clone();
+    tokio::spawn(async move {
+        while let Ok((mut sock, _)) = listener.accept().await {
+            let mut buf = [0u8; 4096];
+            let n = sock.read(&mut buf).await.unwrap_or(0);
+            let head = String::from_utf8_lossy(&buf[..n]).to_string();
+            let body = if head.starts_with("GET /rates?base=USD ") {
+                counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                r#"{"base":"USD","rates":{"EUR":0.8}}"#
+            } else {
+                r#"{"base":"?","rates":{}}"#
+            };
+            let answer = format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                body.len()
+            );
+            let _ = sock.write_all(answer.as_bytes()).await;
+        }
+    });
+    (format!("http://{addr}/rates"), hits)
+}
+
+/// A cross-currency link: alice@A holds USD, A's peer desk-b settles in EUR, carol@B receives EUR. A converts
+/// USD → EUR itself at the rates service's 0.8 (over `[rates]`'s 0.90), takes its fee in USD, and sends EUR
+/// packets; every amount follows from the rate, the 1 % slippage and the fee, and both ledgers balance per
+/// asset (A's conversion shows as USD in, EUR out on its settlement accounts).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn usd_pays_eur_through_a_eur_peer_at_the_rates_service_rate() {
+    let (rates_url, rates_hits) = rates_service().await;
+    let (a_addr, b_addr) = (free(), free());
+    let eur = |cfg: String| cfg.replace("asset_code = \"USD\"", "asset_code = \"EUR\"");
+    let a_cfg = eur(config("desk-a", "desk-b", b_addr.port(), "b-to-a", "a-to-b", 400))
+        + &format!("\n[exchange_rates]\nurl = \"{rates_url}\"\n\n[fees]\nUSD = {{ fixed = 10 }}\n");
+    let b_cfg = eur(config("desk-b", "desk-a", a_addr.port(), "a-to-b", "b-to-a", 100_000));
+    let a = TestAse::spawn_in(dir(&a_cfg), Some(a_addr)).await;
+    let b = TestAse::spawn_in(dir(&b_cfg), Some(b_addr)).await;
+    let a_client = a.demo_client().await;
+    let b_client = b.demo_client().await;
+
+    // carol@B: 9.00 EUR
+    let token = grant(
+        &b,
+        &b_client,
+        json!([{"type": "incoming-payment", "actions": ["create", "read"]}]),
+    )
+    .await;
+    let body = json!({"walletAddress": b.url("/carol"), "incomingAmount": {"value": "900", "assetCode": "EUR", "assetScale": 2}});
+    let r = b_client
+        .send(Method::POST, &b.url("/incoming-payments"), Some(&token), Some(&body))
+        .await
+        .unwrap();
+    assert_eq!(r.status, 201, "{}", r.body);
+    let receiver = r.body["id"].as_str().unwrap().to_owned();
+
+    // fixed receive: 900 EUR at the 0.99 floor needs ceil(900 / 0.99) = 910 EUR through the peer, which
+    // costs ceil(910 / 0.8) = 1138 USD; plus the fixed fee of 10
+    let quote_tok = grant(&a, &a_client, json!([{"type": "quote", "actions": ["create"]}])).await;
+    let body = json!({"walletAddress": a.url("/alice"), "receiver": receiver, "method": "ilp"});
+    let q = a_client
+        .send(Method::POST, &a.url("/quotes"), Some(&quote_tok), Some(&body))
+        .await
+        .unwrap();
+    assert_eq!(q.status, 201, "{}", q.body);
+    crate::common::assert_matches_schema("resource-server.yaml", "quote", &q.body);
+    assert_eq!(
+        q.body["receiveAmount"],
+        json!({"value": "900", "assetCode": "EUR", "assetScale": 2})
+    );
+    assert_eq!(
+        q.body["debitAmount"],
+        json!({"value": "1148", "assetCode": "USD", "assetScale": 2})
+    );
+    assert_eq!(
+        rates_hits.load(std::sync::atomic::Ordering::SeqCst),
+        1,
+        "the rates service was asked"
+    );
+
+    // fixed send elsewhere: 5.00 USD less the fee 10 = 490 USD → floor(490 × 0.8) = 392 EUR → 388 at 0.99
+    let probe = json!({"walletAddress": a.url("/alice"), "receiver": receiver, "method": "ilp",
+        "debitAmount": {"value": "500", "assetCode": "USD", "assetScale": 2}});
+    let q2 = a_client
+        .send(Method::POST, &a.url("/quotes"), Some(&quote_tok), Some(&probe))
+        .await
+        .unwrap();
+    assert_eq!(q2.status, 201, "{}", q2.body);
+    assert_eq!(q2.body["receiveAmount"]["value"], "388", "{}", q2.body);
+
+    // pay the fixed-receive quote: packets of ≤ 400 EUR; the path is 1:1, so 900 EUR go out for 900 in,
+    // which stand for ceil(900 / 0.8) = 1125 USD; alice pays that and the fee, the other 13 come back
+    let out_tok = outgoing_grant(&a, &a_client).await;
+    let alice_before = a.balance("alice").await;
+    let body = json!({"walletAddress": a.url("/alice"), "quoteId": q.body["id"]});
+    let r = a_client
+        .send(Method::POST, &a.url("/outgoing-payments"), Some(&out_tok), Some(&body))
+        .await
+        .unwrap();
+    assert_eq!(r.status, 201, "{}", r.body);
+    let done = a.wait_outgoing(r.body["id"].as_str().unwrap()).await;
+    assert_eq!(done["state"], "completed", "{done}");
+    assert_eq!(
+        done["sentAmount"],
+        json!({"value": "1135", "assetCode": "USD", "assetScale": 2}),
+        "{done}"
+    );
+    assert_eq!(a.balance("alice").await, alice_before - 1135);
+    assert_eq!(b.balance("carol").await, 50_000 + 900);
+    let public: Json = b.http.get(&receiver).send().await.unwrap().json().await.unwrap();
+    assert_eq!(public["receivedAmount"]["value"], "900", "{public}");
+
+    // the books: A's peer account owes desk-b 900 EUR; the conversion sits on A's settlement accounts
+    let a_bal = assert_balanced(&a).await;
+    let b_bal = assert_balanced(&b).await;
+    let of = |bal: &Json, kind: &str, code: &str| -> i64 {
+        bal.as_array()
+            .unwrap()
+            .iter()
+            .filter(|x| x["kind"] == kind && x["assetCode"] == code)
+            .map(|x| x["balance"].as_i64().unwrap())
+            .sum()
+    };
+    assert_eq!(of(&a_bal, "peer", "EUR"), 900);
+    assert_eq!(of(&a_bal, "peer", "USD"), 0);
+    assert_eq!(of(&b_bal, "peer", "EUR"), -900);
+    let (_, peers) = a.admin(Method::GET, "/peers", None).await;
+    assert_eq!(peers[0]["assetCode"], "EUR", "{peers}");
+}

@@ -122,7 +122,7 @@ impl Engine {
         let next = next_packet(
             source_total,
             as_u64(p.receive_amount),
-            as_u64(p.sent_amount),
+            as_u64(plan.link.as_ref().map_or(p.sent_amount, |l| l.sent)),
             as_u64(p.delivered_amount),
             &estimated,
             &minimum,
@@ -225,13 +225,12 @@ impl Engine {
         mut entry: RemoteConnection,
     ) {
         let (_, interval_ms) = self.settings.pacing();
-        let source_total = u64::try_from(plan.source_amount).unwrap_or(0);
-        let (pid, peer_name) = (id.to_owned(), plan.peer.clone());
+        let (pid, plan_id) = (id.to_owned(), plan.id.clone());
         let result = self
             .store
             .call(move |conn| {
                 let tx = store::immediate(conn)?;
-                let out = remote_progress_tx(&tx, &pid, &peer_name, sent, source_total, now, interval_ms)?;
+                let out = remote_progress_tx(&tx, &pid, &plan_id, sent, now, interval_ms)?;
                 let out = super::seal(&tx, out, now)?;
                 tx.commit()?;
                 Ok::<_, EngineError>(out)
@@ -291,15 +290,18 @@ pub(super) struct Sent {
     closed: bool,
 }
 
-/// Records one fulfilled STREAM packet (`source` sent, `delivered` arrived) and completes the payment when
-/// it delivered its receive amount or sent its source amount: the fee (debit less source) goes to the
-/// settlement account, the rest back to the sender. The source goes to the account of `peer_name`.
+/// Records one fulfilled STREAM packet (`source` sent in the peer's asset, `delivered` arrived) and completes
+/// the payment when it delivered its receive amount or sent its source amount: the fee (debit less source)
+/// goes to the settlement account, the rest back to the sender. The source goes to the account of the plan's
+/// peer. Through a peer in another asset (a cross-currency link) the ASE converts: the debit units the
+/// packet stands for (counted on the cumulative amount, so rounding never drifts) go from the payment to the
+/// settlement account of the debit asset, and the packet from the settlement account of the peer's asset to
+/// the peer's account.
 pub(super) fn remote_progress_tx(
     tx: &SqlConnection,
     id: &str,
-    peer_name: &str,
+    plan_id: &str,
     sent: Sent,
-    source_total: u64,
     now: OffsetDateTime,
     interval_ms: u64,
 ) -> Result<StepOutcome, EngineError> {
@@ -319,41 +321,110 @@ pub(super) fn remote_progress_tx(
     let Some(payment_account) = p.payment_account_id.clone() else {
         return fail_tx(tx, &p, ("internal", "The payment has no funds record.".into()), now);
     };
+    let Some(plan) = store::stream::plan(tx, plan_id)? else {
+        return fail_tx(tx, &p, ("internal", "The payment has no STREAM plan.".into()), now);
+    };
+    let link_rate = match &plan.link {
+        Some(l) => match Rate::parse(&l.rate) {
+            Some(r) => Some((l, r)),
+            None => {
+                return fail_tx(
+                    tx,
+                    &p,
+                    ("internal", "The payment's stored link rate is invalid.".into()),
+                    now,
+                );
+            }
+        },
+        None => None,
+    };
     if let Some(res) = &p.reservation_id
         && ledger_repo::transfer(tx, res)?.is_some_and(|t| t.state.is_pending())
     {
         ledger::ops::post(tx, res, None, &now_s)?;
     }
     let debit_asset = asset(&p.asset_code, p.asset_scale);
+    let source_total = u64::try_from(plan.source_amount).unwrap_or(0);
     let source_i = i64::try_from(source).map_err(|_| MoneyError::Overflow)?;
     let delivered_i = i64::try_from(delivered).map_err(|_| MoneyError::Overflow)?;
-    let new_sent = p.sent_amount + source_i;
     let new_delivered = p.delivered_amount + delivered_i;
     let mut touched = vec![p.account_id.clone(), payment_account.clone()];
+    // (sent in the peer's asset after this packet, sent in the debit asset after it, the debit units the
+    // whole source stands for)
+    let (new_peer_sent, new_sent, debit_source_total) = match &link_rate {
+        None => (p.sent_amount + source_i, p.sent_amount + source_i, source_total),
+        Some((l, rate)) => {
+            let peer_sent = l.sent + source_i;
+            let debit_total = u64::try_from(l.debit_source).unwrap_or(0);
+            let debit_sent = rate
+                .source_ceil(u64::try_from(peer_sent).unwrap_or(0))
+                .unwrap_or(debit_total)
+                .min(debit_total);
+            let debit_sent = i64::try_from(debit_sent)
+                .map_err(|_| MoneyError::Overflow)?
+                .max(p.sent_amount);
+            store::stream::set_link_sent(tx, &plan.id, peer_sent)?;
+            (peer_sent, debit_sent, debit_total)
+        }
+    };
     if source > 0 {
-        let peer = ledger::ops::peer_account(tx, peer_name, &debit_asset, &now_s)?;
+        let peer_asset = match &link_rate {
+            Some((l, _)) => asset(&l.asset_code, l.asset_scale),
+            None => debit_asset.clone(),
+        };
+        let peer = ledger::ops::peer_account(tx, &plan.peer, &peer_asset, &now_s)?;
+        let memo = Some(format!("STREAM to {} ({} delivered)", p.receiver, delivered));
+        let from = if link_rate.is_some() {
+            // the conversion: the debit units into the ASE's side of the debit asset, the packet out of its
+            // side of the peer's asset
+            let converted = new_sent - p.sent_amount;
+            if converted > 0 {
+                let settle = ledger::ops::settlement_account(tx, &debit_asset, &now_s)?;
+                ledger::ops::create_transfer(
+                    tx,
+                    &NewTransfer {
+                        id: format!("fx-{}-{}-{new_peer_sent}", p.id, p.attempts),
+                        debit: payment_account.clone(),
+                        credit: settle.clone(),
+                        amount: Value::from_i64(converted)?,
+                        pending: false,
+                        kind: "payment".into(),
+                        memo: Some(format!(
+                            "converted to {} for STREAM through {}",
+                            peer_asset.code, plan.peer
+                        )),
+                    },
+                    &now_s,
+                )?;
+                touched.push(settle);
+            }
+            ledger::ops::settlement_account(tx, &peer_asset, &now_s)?
+        } else {
+            payment_account.clone()
+        };
         ledger::ops::create_transfer(
             tx,
             &NewTransfer {
-                id: format!("stream-{}-{}-{new_sent}", p.id, p.attempts),
-                debit: payment_account.clone(),
+                id: format!("stream-{}-{}-{new_peer_sent}", p.id, p.attempts),
+                debit: from.clone(),
                 credit: peer.clone(),
                 amount: Value::new(source)?,
                 pending: false,
                 kind: "payment".into(),
-                memo: Some(format!("STREAM to {} ({} delivered)", p.receiver, delivered)),
+                memo,
             },
             &now_s,
         )?;
+        touched.push(from);
         touched.push(peer);
     }
-    let done = new_delivered >= p.receive_amount || u64::try_from(new_sent).unwrap_or(0) >= source_total;
+    let done = new_delivered >= p.receive_amount || u64::try_from(new_peer_sent).unwrap_or(0) >= source_total;
     let next = (!done).then(|| format_ts(now + Duration::milliseconds(i64::try_from(interval_ms).unwrap_or(0))));
     repo::update_progress(tx, &p.id, new_sent, new_delivered, next.as_deref(), &now_s)?;
     let mut finished = None;
     if done {
         // the fee stays with the ASE
-        let fee = p.debit_amount - i64::try_from(source_total).unwrap_or(p.debit_amount);
+        let fee = p.debit_amount - i64::try_from(debit_source_total).unwrap_or(p.debit_amount);
         let held = ledger::ops::account(tx, &payment_account)?.balance;
         let fee = fee.min(held);
         if fee > 0 {

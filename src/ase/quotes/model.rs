@@ -67,6 +67,13 @@ impl Priced {
             max_packet_amount: p.max_packet_amount.and_then(|m| i64::try_from(m).ok()),
             source_amount: i64::try_from(p.source_amount).unwrap_or(i64::MAX),
             created_at: now.to_owned(),
+            link: p.link.as_ref().map(|l| crate::store::stream::PlanLink {
+                asset_code: l.peer_asset.code.clone(),
+                asset_scale: l.peer_asset.scale,
+                rate: l.rate.to_string(),
+                debit_source: i64::try_from(l.debit_source).unwrap_or(i64::MAX),
+                sent: 0,
+            }),
         })
     }
 }

@@ -1,5 +1,5 @@
-//! The Quotes pane: quotes with their debit and receive amounts and an expiry countdown (expired in the
-//! failed style).
+//! The Quotes pane: quotes with their debit and receive amounts, the rate they come to (what one unit of
+//! the debit asset delivers, fees included) and an expiry countdown (expired in the failed style).
 
 use ratatui::{
     Frame,
@@ -26,13 +26,14 @@ pub fn draw(app: &App, theme: &Theme, f: &mut Frame, area: Rect) {
         f,
         area,
         Pane::Quotes,
-        &["ID", "FROM", "DEBIT", "RECEIVE", "EXPIRES"],
+        &["ID", "FROM", "DEBIT", "RECEIVE", "RATE", "EXPIRES"],
         &[
             Constraint::Length(9),
-            Constraint::Length(12),
-            Constraint::Length(16),
-            Constraint::Length(16),
-            Constraint::Min(12),
+            Constraint::Length(10),
+            Constraint::Length(14),
+            Constraint::Length(14),
+            Constraint::Length(8),
+            Constraint::Min(10),
         ],
         (w.loaded, w.loading, w.items.len()),
         |i| {
@@ -48,13 +49,58 @@ pub fn draw(app: &App, theme: &Theme, f: &mut Frame, area: Rect) {
                 Cell::from(short_id(&q.wallet_address)),
                 Cell::from(q.debit_amount.to_string()),
                 Cell::from(q.receive_amount.to_string()),
+                Cell::from(rate(q)),
                 Cell::from(exp).style(style),
             ]
         },
     );
 }
 
+/// What one major unit of the debit asset delivers in major units of the receive asset, fees included, to
+/// four places (rounded down).
+pub fn rate(q: &QuoteDto) -> String {
+    let (d, r) = (&q.debit_amount, &q.receive_amount);
+    let pow = |s: u8| 10u128.checked_pow(u32::from(s));
+    let ten_thousandths = pow(d.asset_scale).zip(pow(r.asset_scale)).and_then(|(ds, rs)| {
+        u128::from(r.value.get())
+            .checked_mul(ds)?
+            .checked_mul(10_000)?
+            .checked_div(u128::from(d.value.get()).checked_mul(rs)?)
+    });
+    match ten_thousandths {
+        Some(v) => format!("{}.{:04}", v / 10_000, v % 10_000),
+        None => "-".into(),
+    }
+}
+
 /// The text a `/` filter matches a row against.
 pub fn haystack(q: &QuoteDto) -> String {
     format!("{} {} {}", q.id, q.wallet_address, q.receiver)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::money::{Amount, Asset, Value};
+
+    fn quote(debit: (u64, &str, u8), receive: (u64, &str, u8)) -> QuoteDto {
+        let amount = |(v, c, s): (u64, &str, u8)| Amount::new(Value::new(v).unwrap(), &Asset::new(c, s).unwrap());
+        QuoteDto {
+            id: "q".into(),
+            wallet_address: "w".into(),
+            receiver: "r".into(),
+            receive_amount: amount(receive),
+            debit_amount: amount(debit),
+            method: "ilp".into(),
+            expires_at: "2026-01-01T00:00:00Z".into(),
+            created_at: "2026-01-01T00:00:00Z".into(),
+        }
+    }
+
+    #[test]
+    fn the_rate_is_what_one_debit_unit_delivers() {
+        assert_eq!(rate(&quote((1148, "USD", 2), (900, "EUR", 2))), "0.7839");
+        assert_eq!(rate(&quote((1000, "USD", 2), (1000, "USD", 2))), "1.0000");
+        assert_eq!(rate(&quote((100, "USD", 2), (150, "JPY", 0))), "150.0000");
+    }
 }

@@ -1,10 +1,17 @@
 // Starts a real `opdesk serve` on a free loopback port over a fresh data dir and stops it afterwards.
+import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { createServer as createHttpServer } from 'node:http'
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
-import { createAuthenticatedClient, createUnauthenticatedClient, isFinalizedGrant } from '@interledger/open-payments'
+import {
+  createAuthenticatedClient,
+  createUnauthenticatedClient,
+  isFinalizedGrant,
+  isPendingGrant
+} from '@interledger/open-payments'
 
 const repo = resolve(import.meta.dirname, '../../..')
 
@@ -111,5 +118,117 @@ export async function receivingDesk(config) {
         { walletAddress: bob.id, metadata: { n: ++seq }, ...extra }
       ),
     received: async (payment) => (await open.incomingPayment.get({ url: payment.id })).receivedAmount.value
+  }
+}
+
+/**
+ * A stand-in for another ASE on loopback, as opdesk sees it when paying there. `POST /ilp` (ILP-over-HTTP:
+ * bearer `token`, octet-stream) answers each OER Prepare with `await ilp(prepare)`. The Open Payments parts
+ * opdesk needs as a client: `POST /auth` issues a token at once (signatures are not checked here; the Rust
+ * tests check them between two opdesk instances), and `GET /incoming-payments/{id}` for each id in `payments`
+ * ({ incomingAmount?, received }) — public: `authServer` and `receivedAmount`; with the token and a signature:
+ * the incoming payment with `methods: [{ type: 'ilp', ...method(id) }]` (`ilpAddress`, base64url `sharedSecret`).
+ */
+export async function startRemoteAse({ token, payments, ilp, method }) {
+  const server = createHttpServer(async (req, res) => {
+    const chunks = []
+    for await (const c of req) chunks.push(c)
+    const body = Buffer.concat(chunks)
+    const url = new URL(req.url, base)
+    const json = (status, v) => {
+      res.writeHead(status, { 'content-type': 'application/json' })
+      res.end(JSON.stringify(v))
+    }
+    if (req.method === 'POST' && url.pathname === '/ilp') {
+      if (req.headers.authorization !== `Bearer ${token}`) return json(401, {})
+      if (req.headers['content-type'] !== 'application/octet-stream') return json(415, {})
+      const reply = await ilp(body)
+      res.writeHead(200, { 'content-type': 'application/octet-stream' })
+      return res.end(reply)
+    }
+    if (req.method === 'POST' && url.pathname === '/auth') {
+      const r = JSON.parse(body.toString())
+      return json(200, { access_token: { value: 'node-token', manage: `${base}/token/1`, access: r.access_token.access } })
+    }
+    const m = url.pathname.match(/^\/incoming-payments\/(.+)$/)
+    if (req.method === 'GET' && m && payments.has(m[1])) {
+      const p = payments.get(m[1])
+      const usd = (v) => ({ value: String(v), assetCode: 'USD', assetScale: 2 })
+      if (!req.headers.authorization) return json(200, { authServer: `${base}/auth`, receivedAmount: usd(p.received) })
+      if (req.headers.authorization !== 'GNAP node-token' || !req.headers.signature) return json(401, {})
+      const now = new Date().toISOString()
+      return json(200, {
+        id: `${base}/incoming-payments/${m[1]}`,
+        walletAddress: `${base}/dora`,
+        ...(p.incomingAmount === undefined ? {} : { incomingAmount: usd(p.incomingAmount) }),
+        receivedAmount: usd(p.received),
+        completed: p.incomingAmount !== undefined && p.received >= p.incomingAmount,
+        createdAt: now,
+        updatedAt: now,
+        methods: [{ type: 'ilp', ...method(m[1]) }]
+      })
+    }
+    json(404, {})
+  })
+  await new Promise((ok) => server.listen(0, '127.0.0.1', ok))
+  const base = `http://127.0.0.1:${server.address().port}`
+  return { base, close: () => new Promise((ok) => { server.closeAllConnections(); server.close(ok) }) }
+}
+
+/** opdesk's config for one ILP peer `node` (USD/2) reached at `endpoint`, routing `route`. */
+export function peerConfig({ endpoint, token, route, maxPacketAmount }) {
+  return `
+[[ilp.peers]]
+name = "node"
+outgoing_endpoint = "${endpoint}"
+outgoing_token = "${token}"
+routes = ["${route}"]
+${maxPacketAmount === undefined ? '' : `max_packet_amount = ${maxPacketAmount}`}
+asset_code = "USD"
+asset_scale = 2
+`
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
+
+/**
+ * alice on `ase` pays `receiver` through the SDK `client`: a quote (with `amounts`, e.g. `{ receiveAmount }` or
+ * `{ debitAmount }`; then `afterQuote(quote)` if given), an interactive outgoing-payment grant approved through
+ * the admin API, the outgoing payment; then waits (at most `waitMs`) until it is completed or failed. Returns
+ * the quote, the SDK's outgoing payment and the admin view.
+ */
+export async function payRemote(ase, client, receiver, amounts = {}, { afterQuote, waitMs = 15000 } = {}) {
+  const alice = await client.walletAddress.get({ url: `${ase.base}/alice` })
+  const q = await client.grant.request(
+    { url: alice.authServer },
+    { access_token: { access: [{ type: 'quote', actions: ['create', 'read'] }] } }
+  )
+  const quote = await client.quote.create(
+    { url: alice.resourceServer, accessToken: q.access_token.value },
+    { walletAddress: alice.id, receiver, method: 'ilp', ...amounts }
+  )
+  await afterQuote?.(quote)
+  const pending = await client.grant.request(
+    { url: alice.authServer },
+    {
+      access_token: { access: [{ type: 'outgoing-payment', actions: ['create', 'read'], identifier: alice.id }] },
+      interact: { start: ['redirect'] }
+    }
+  )
+  assert.ok(isPendingGrant(pending))
+  const list = await ase.admin('GET', '/grants?state=pending')
+  assert.equal((await ase.admin('POST', `/grants/${list.body[0].id}/approve`, {})).status, 200)
+  await sleep(1100)
+  const granted = await client.grant.continue({ url: pending.continue.uri, accessToken: pending.continue.access_token.value })
+  const out = await client.outgoingPayment.create(
+    { url: alice.resourceServer, accessToken: granted.access_token.value },
+    { walletAddress: alice.id, quoteId: quote.id }
+  )
+  const deadline = Date.now() + waitMs
+  for (;;) {
+    const v = await ase.admin('GET', `/outgoing-payments/${out.id.split('/').pop()}`)
+    if (['completed', 'failed'].includes(v.body.state)) return { quote, out, view: v.body }
+    if (Date.now() > deadline) throw new Error(`the outgoing payment did not finish: ${JSON.stringify(v.body)}`)
+    await sleep(20)
   }
 }

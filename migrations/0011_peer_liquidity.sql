@@ -1,4 +1,4 @@
--- opdesk schema v9: peer liquidity and credit limits.
+-- opdesk migration 0011: peer liquidity and credit limits (applied after 0010; 0009 is unused).
 --
 -- A new account kind, `liquidity`: one per ILP peer and asset, never below zero, holding what the peer lets us
 -- owe it (its prefund, collateral or credit line). SQLite cannot change a CHECK in place, so `accounts` is
@@ -44,7 +44,7 @@ CREATE UNIQUE INDEX accounts_liquidity_per_peer ON accounts (peer, asset_code, a
 CREATE TABLE peer_limits (
     peer          TEXT PRIMARY KEY,
     -- 1 once the operator deposited liquidity for the peer: from then on nothing is sent through it beyond its
-    -- liquidity. 0 (or no row): sending is not limited (setups from before schema v9).
+    -- liquidity. 0 (or no row): sending is not limited (setups from before this migration).
     send_limited  INTEGER NOT NULL DEFAULT 0 CHECK (send_limited IN (0, 1)),
     -- what the peer may owe us unsettled, in minor units of the peer's asset; NULL: no limit
     credit_limit  INTEGER CHECK (credit_limit IS NULL OR credit_limit >= 0),
