@@ -11,7 +11,7 @@ use serde_json::{Value as Json, json};
 
 use crate::{
     common::TestAse,
-    ilp_sender::{assert_balanced, bob_receiver, grant, outgoing_grant, pair},
+    ilp_sender::{assert_balanced, bob_receiver, config, dir, free, grant, outgoing_grant, pair},
 };
 
 /// Quotes and pays `receiver` from alice@`a`; returns the outgoing payment's id.
@@ -297,6 +297,87 @@ async fn a_peer_past_its_credit_limit_is_refused_t04_until_settled_or_raised() {
     assert_eq!(s, 200, "{p}");
     assert!(p.get("creditLimit").is_none(), "{p}");
 
+    assert_balanced(&a).await;
+    assert_balanced(&b).await;
+}
+
+/// Across currencies the peer's asset counts: alice@A pays in USD through desk-b, a EUR link; A's liquidity,
+/// position and the packets it compares are all EUR.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn liquidity_is_counted_in_the_peer_asset_across_currencies() {
+    let (a_addr, b_addr) = (free(), free());
+    let eur = |cfg: String| cfg.replace("asset_code = \"USD\"", "asset_code = \"EUR\"");
+    let a = TestAse::spawn_in(
+        dir(&eur(config("desk-a", "desk-b", b_addr.port(), "b-to-a", "a-to-b", 400))),
+        Some(a_addr),
+    )
+    .await;
+    let b = TestAse::spawn_in(
+        dir(&eur(config(
+            "desk-b",
+            "desk-a",
+            a_addr.port(),
+            "a-to-b",
+            "b-to-a",
+            100_000,
+        ))),
+        Some(b_addr),
+    )
+    .await;
+    let a_client = a.demo_client().await;
+    let b_client = b.demo_client().await;
+    let (s, moved) = post(&a, "/peers/desk-b/liquidity", json!({"deposit": "500"})).await;
+    assert_eq!(s, 200, "{moved}");
+    assert_eq!(moved["peer"]["assetCode"], "EUR");
+
+    // carol@B: 9.00 EUR, paid from alice's USD in EUR packets of ≤ 4.00
+    let token = grant(
+        &b,
+        &b_client,
+        json!([{"type": "incoming-payment", "actions": ["create", "read"]}]),
+    )
+    .await;
+    let body = json!({"walletAddress": b.url("/carol"), "incomingAmount": {"value": "900", "assetCode": "EUR", "assetScale": 2}});
+    let r = b_client
+        .send(Method::POST, &b.url("/incoming-payments"), Some(&token), Some(&body))
+        .await
+        .unwrap();
+    assert_eq!(r.status, 201, "{}", r.body);
+    let receiver = r.body["id"].as_str().unwrap().to_owned();
+    let id = pay(&a, &a_client, &receiver).await;
+    let waiting = wait_for(&a, &id, "a wait for liquidity", |v| {
+        v["failureReason"] == "peer_liquidity"
+    })
+    .await;
+    assert_eq!(
+        waiting["failureMessage"],
+        "Peer desk-b is out of liquidity: 1.00 EUR of 5.00 EUR available, the packet needs 4.00 EUR. \
+         Deposit liquidity to resume.",
+        "{waiting}"
+    );
+    let p = peer(&a, "desk-b").await;
+    assert_eq!(
+        (p["position"].as_i64(), p["availableToSend"].as_u64()),
+        (Some(400), Some(100)),
+        "{p}"
+    );
+
+    let (s, _) = post(&a, "/peers/desk-b/liquidity", json!({"deposit": "500"})).await;
+    assert_eq!(s, 200);
+    let done = a.wait_outgoing(&id).await;
+    assert_eq!(done["state"], "completed", "{done}");
+    let public: Json = b.http.get(&receiver).send().await.unwrap().json().await.unwrap();
+    assert_eq!(public["receivedAmount"]["value"], "900", "{public}");
+    let p = peer(&a, "desk-b").await;
+    assert_eq!(
+        (
+            p["liquidity"].as_i64(),
+            p["position"].as_i64(),
+            p["availableToSend"].as_u64()
+        ),
+        (Some(1000), Some(900), Some(100)),
+        "{p}"
+    );
     assert_balanced(&a).await;
     assert_balanced(&b).await;
 }
