@@ -1,6 +1,7 @@
 //! AppCore: opens the data dir and the store (migrations run here, before any listener binds), creates the
 //! admin token, seeds demo data once, and wires the services into the [`AppState`] the server and the
-//! operator commands share. [`serve`] runs the server until shutdown and closes the store cleanly.
+//! operator commands share. [`serve`] runs the server until shutdown and closes the store cleanly; with
+//! `[tls]` it serves HTTPS on the public listener and the admin API in plain HTTP on a loopback one ([`Tls`]).
 
 use std::{path::Path, sync::Arc, time::Duration};
 
@@ -29,7 +30,7 @@ use crate::{
     owner::DirLock,
     seed,
     server::signed::Verifier,
-    server::{self, AppState},
+    server::{self, AppState, tls::Certs},
     settings::{Settings, decode_secret},
     store::{self, Store},
     wallet::{WalletError, Wallets},
@@ -202,7 +203,7 @@ impl AppCore {
         }
     }
 
-    /// Records in the data dir how to reach the server listening on `addr`.
+    /// Records in the data dir how to reach the server whose admin API listens on `addr`.
     fn record(&self, addr: std::net::SocketAddr) -> std::io::Result<()> {
         let started = crate::clock::format_ts(self.state.clock.now());
         match self.lock.lock().as_deref_mut() {
@@ -244,10 +245,89 @@ pub async fn bind(settings: &Settings) -> Result<TcpListener> {
         .wrap_err_with(|| format!("cannot listen on {}", settings.listen))
 }
 
+/// What serving HTTPS takes: the checked certificate and key, and the plain-HTTP loopback listener the admin
+/// API moves to. The CLI and consoles on this host reach the admin API at the address `server.json` records;
+/// with TLS that is this listener, so they need no certificate (nor trust in a self-signed one), and the
+/// public listener speaks nothing but TLS.
+pub struct Tls {
+    pub certs: Arc<Certs>,
+    pub admin: TcpListener,
+}
+
+impl Tls {
+    /// Loads the certificate and key `[tls]` names and binds `tls.admin_listen`; None without `[tls]`. A
+    /// certificate or key that cannot be used is a [`crate::server::tls::TlsError`]: one line naming the file.
+    pub async fn prepare(settings: &Settings) -> Result<Option<Self>> {
+        let certs = Self::check(settings)?;
+        Self::bind(settings, certs).await
+    }
+
+    /// The certificate and key `[tls]` names, loaded and checked; None without `[tls]`.
+    pub fn check(settings: &Settings) -> Result<Option<Arc<Certs>>> {
+        Ok(settings.tls.as_ref().map(Certs::load).transpose()?)
+    }
+
+    /// Binds `tls.admin_listen` for `certs` (from [`Self::check`]).
+    pub async fn bind(settings: &Settings, certs: Option<Arc<Certs>>) -> Result<Option<Self>> {
+        let (Some(t), Some(certs)) = (&settings.tls, certs) else {
+            return Ok(None);
+        };
+        let admin = TcpListener::bind(t.admin_listen)
+            .await
+            .wrap_err_with(|| format!("cannot listen on {} (tls.admin_listen)", t.admin_listen))?;
+        Ok(Some(Self { certs, admin }))
+    }
+}
+
+/// Re-reads the TLS certificate and key on every SIGHUP until `shutdown`: new connections get the new pair;
+/// a broken one is logged and the pair in use stays. Without TLS a SIGHUP is logged and otherwise ignored (a
+/// service manager's reload never stops the server). The handler is installed before this returns.
+pub fn reload_on_sighup(certs: Option<Arc<Certs>>, shutdown: CancellationToken) -> Result<()> {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let mut hup = signal(SignalKind::hangup()).wrap_err("cannot listen for SIGHUP")?;
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    _ = shutdown.cancelled() => return,
+                    got = hup.recv() => if got.is_none() { return },
+                }
+                match certs.as_deref().map(Certs::reload) {
+                    None => tracing::info!("SIGHUP: nothing to reload (no [tls])"),
+                    Some(Ok(info)) => tracing::info!(certificate = %info, "TLS certificate reloaded"),
+                    Some(Err(e)) => tracing::error!("TLS certificate not reloaded, the one in use stays: {e}"),
+                }
+            }
+        });
+    }
+    #[cfg(not(unix))]
+    let _ = (certs, shutdown);
+    Ok(())
+}
+
 /// Records how to reach the server in the data dir, serves until `shutdown` is cancelled, then closes the
-/// store (and, as the core drops, removes the record and frees the data dir).
+/// store (and, as the core drops, removes the record and frees the data dir). Serves HTTPS when the settings
+/// have `[tls]` (see [`serve_with`]).
 pub async fn serve(core: AppCore, listener: TcpListener, shutdown: CancellationToken) -> Result<()> {
-    core.record(listener.local_addr()?)
+    let tls = Tls::prepare(&core.state.settings).await?;
+    serve_with(core, listener, tls, shutdown).await
+}
+
+/// [`serve`] with TLS already prepared: `listener` speaks HTTPS with `tls`'s certificate and the admin API
+/// (plain HTTP, loopback) is on `tls.admin`, which `server.json` records; without `tls`, everything is plain
+/// HTTP on `listener`.
+pub async fn serve_with(
+    core: AppCore,
+    listener: TcpListener,
+    tls: Option<Tls>,
+    shutdown: CancellationToken,
+) -> Result<()> {
+    let admin_addr = match &tls {
+        Some(t) => t.admin.local_addr()?,
+        None => listener.local_addr()?,
+    };
+    core.record(admin_addr)
         .wrap_err("cannot write server.json in the data dir")?;
     let router = server::router(core.state.clone());
     let engine = tokio::spawn(core.state.engine.clone().run(shutdown.clone()));
@@ -274,7 +354,15 @@ pub async fn serve(core: AppCore, listener: TcpListener, shutdown: CancellationT
         stop.cancelled().await;
         stopping.cancel();
     });
-    let result = server::serve(listener, router, shutdown.clone()).await;
+    let result = match tls {
+        None => server::serve(listener, router, shutdown.clone()).await,
+        Some(Tls { certs, admin }) => {
+            tracing::info!(certificate = %certs.info(), admin = %admin_addr, "serving HTTPS; the admin API on loopback");
+            let public = server::serve_tls(listener, router, &certs, shutdown.clone());
+            let admin = server::serve(admin, server::admin_router(core.state.clone()), shutdown.clone());
+            tokio::try_join!(public, admin).map(|_| ())
+        }
+    };
     shutdown.cancel();
     if tokio::time::timeout(Duration::from_secs(10), engine).await.is_err() {
         tracing::warn!("the payment engine did not stop within 10 s");

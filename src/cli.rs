@@ -70,6 +70,12 @@ pub struct Global {
         value_parser = clap::builder::PossibleValuesParser::new(crate::logging::LogFormat::NAMES)
     )]
     pub log_format: Option<String>,
+    /// Serve HTTPS with this certificate chain (PEM); goes with --tls-key. Sets tls.cert.
+    #[arg(long, global = true, value_name = "FILE")]
+    pub tls_cert: Option<PathBuf>,
+    /// The private key (PEM) of --tls-cert. Sets tls.key.
+    #[arg(long, global = true, value_name = "FILE")]
+    pub tls_key: Option<PathBuf>,
     /// Config file to use instead of config.toml in the config dir.
     #[arg(long, global = true, value_name = "FILE", env = "OPDESK_CONFIG")]
     pub config: Option<PathBuf>,
@@ -98,8 +104,16 @@ impl Global {
             data_dir: self.data_dir.clone(),
             log_level: self.log_level.clone(),
             log_format: self.log_format.clone(),
+            // relative to the current directory, as paths on a command line are (config.toml's are relative to
+            // the data dir)
+            tls_cert: self.tls_cert.as_deref().map(absolute),
+            tls_key: self.tls_key.as_deref().map(absolute),
         }
     }
+}
+
+fn absolute(p: &std::path::Path) -> PathBuf {
+    std::path::absolute(p).unwrap_or_else(|_| p.to_owned())
 }
 
 #[derive(Debug, Subcommand)]

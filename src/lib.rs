@@ -74,10 +74,14 @@ pub async fn run(cli: Cli) -> Result<()> {
     }
 }
 
-/// Opens the ASE (migrations before binding), binds, and serves until Ctrl-C or SIGTERM.
+/// Checks TLS (certificate and key, when `[tls]` is set), opens the ASE (migrations before binding), binds,
+/// and serves until Ctrl-C or SIGTERM; SIGHUP re-reads the TLS certificate and key (and is ignored without).
 async fn serve(settings: Settings) -> Result<()> {
+    // a certificate or key that cannot be used stops the start before the database is touched
+    let certs = app::Tls::check(&settings)?;
     let core = app::AppCore::open(settings.clone()).await?;
     let listener = app::bind(&settings).await?;
+    let tls = app::Tls::bind(&settings, certs).await?;
     tracing::info!(
         public_url = %settings.public_url,
         data_dir = %settings.paths.data_dir.display(),
@@ -86,5 +90,6 @@ async fn serve(settings: Settings) -> Result<()> {
     );
     let shutdown = CancellationToken::new();
     app::cancel_on_signals(shutdown.clone());
-    app::serve(core, listener, shutdown).await
+    app::reload_on_sighup(tls.as_ref().map(|t| t.certs.clone()), shutdown.clone())?;
+    app::serve_with(core, listener, tls, shutdown).await
 }

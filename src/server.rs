@@ -1,5 +1,6 @@
 //! The HTTP server: one axum router for every route of the embedded ASE, its layers, and serving with
-//! graceful shutdown. `router` is pure (no I/O) so tests drive it with `oneshot`; `serve` binds nothing itself.
+//! graceful shutdown, in plain HTTP or over TLS ([`tls`]). `router` is pure (no I/O) so tests drive it with
+//! `oneshot`; `serve` binds nothing itself.
 
 pub mod admin;
 pub mod error;
@@ -11,10 +12,11 @@ pub mod routes;
 pub mod rs_auth;
 pub mod signed;
 pub mod state;
+pub mod tls;
 
-use std::{net::SocketAddr, time::Duration};
+use std::{net::SocketAddr, sync::Arc, time::Duration};
 
-use axum::{Router, extract::DefaultBodyLimit, http::StatusCode, middleware, routing::get};
+use axum::{Router, extract::DefaultBodyLimit, http::StatusCode, middleware, routing::get, serve::ListenerExt as _};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tower_http::timeout::TimeoutLayer;
@@ -23,9 +25,7 @@ pub use state::AppState;
 
 /// Every route, with the body limit, timeout and request-log layers.
 pub fn router(state: AppState) -> Router {
-    let limit = state.settings.server.body_limit_bytes;
-    let timeout = Duration::from_secs(state.settings.server.request_timeout_secs.max(1));
-    Router::new()
+    let routes = Router::new()
         .route("/healthz", get(healthz))
         .nest("/admin", admin::routes(state.clone()))
         .merge(routes::gnap::routes())
@@ -33,7 +33,23 @@ pub fn router(state: AppState) -> Router {
         .merge(routes::quotes::routes())
         .merge(routes::outgoing::routes())
         .merge(ilp_http::routes())
-        .merge(routes::wallet::routes())
+        .merge(routes::wallet::routes());
+    layered(routes, state)
+}
+
+/// Only `/admin` and `/healthz`, with the same layers: what the plain-HTTP loopback listener serves next to
+/// an HTTPS public listener.
+pub fn admin_router(state: AppState) -> Router {
+    let routes = Router::new()
+        .route("/healthz", get(healthz))
+        .nest("/admin", admin::routes(state.clone()));
+    layered(routes, state)
+}
+
+fn layered(routes: Router<AppState>, state: AppState) -> Router {
+    let limit = state.settings.server.body_limit_bytes;
+    let timeout = Duration::from_secs(state.settings.server.request_timeout_secs.max(1));
+    routes
         .fallback(error::not_found)
         .layer(DefaultBodyLimit::max(limit))
         .layer(middleware::from_fn_with_state(state.clone(), request_log::emit))
@@ -50,4 +66,21 @@ pub async fn serve(listener: TcpListener, router: Router, shutdown: Cancellation
     axum::serve(listener, router.into_make_service_with_connect_info::<SocketAddr>())
         .with_graceful_shutdown(async move { shutdown.cancelled().await })
         .await
+}
+
+/// [`serve`] over TLS with whatever certificate `certs` holds when each connection's handshake starts.
+pub async fn serve_tls(
+    listener: TcpListener,
+    router: Router,
+    certs: &Arc<tls::Certs>,
+    shutdown: CancellationToken,
+) -> std::io::Result<()> {
+    let listener = tls::TlsListener::new(listener, certs, shutdown.clone()).map_err(std::io::Error::other)?;
+    // tap_io: axum's ConnectInfo<SocketAddr> comes with any listener whose address is one through TapIo
+    axum::serve(
+        listener.tap_io(|_| {}),
+        router.into_make_service_with_connect_info::<SocketAddr>(),
+    )
+    .with_graceful_shutdown(async move { shutdown.cancelled().await })
+    .await
 }

@@ -94,11 +94,30 @@ struct Raw {
     engine: EngineSettings,
     webhooks: WebhookSettings,
     ilp: IlpSettings,
+    tls: RawTls,
     keys: std::collections::BTreeMap<String, String>,
     theme: std::collections::BTreeMap<String, String>,
     rates: std::collections::BTreeMap<String, String>,
     exchange_rates: ExchangeRateSettings,
     fees: std::collections::BTreeMap<String, crate::rates::Fee>,
+}
+
+/// `[tls]` as written: paths relative to the data dir, or absolute.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTls {
+    cert: String,
+    key: String,
+    admin_listen: String,
+}
+
+/// `[tls]`, resolved: the public listener speaks HTTPS with this certificate chain and key (PEM files, re-read
+/// on SIGHUP); the admin API is then served in plain HTTP on the loopback address `admin_listen`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TlsSettings {
+    pub cert: PathBuf,
+    pub key: PathBuf,
+    pub admin_listen: SocketAddr,
 }
 
 /// `[exchange_rates]`: a rates service in the reference ASE's shape (`GET {url}?base=USD` →
@@ -509,6 +528,8 @@ pub struct Settings {
     pub keys: std::collections::BTreeMap<String, String>,
     pub theme: std::collections::BTreeMap<String, String>,
     pub ilp: IlpSettings,
+    /// HTTPS on the public listener, when `[tls]` names a certificate and key.
+    pub tls: Option<TlsSettings>,
     /// Exchange rates and fees, validated.
     pub rates: crate::rates::Rates,
     pub exchange_rates: ExchangeRateSettings,
@@ -529,6 +550,9 @@ pub struct Overrides {
     pub log_level: Option<String>,
     /// `text` or `json`.
     pub log_format: Option<String>,
+    /// `tls.cert` and `tls.key` (absolute, or relative to the data dir).
+    pub tls_cert: Option<PathBuf>,
+    pub tls_key: Option<PathBuf>,
 }
 
 fn project_dirs() -> Option<directories::ProjectDirs> {
@@ -591,6 +615,32 @@ fn parse_table(text: &str, origin: &str) -> Result<Table, SettingsError> {
     })
 }
 
+/// `[tls]` resolved against the data dir: both files or neither, and a loopback admin address.
+fn tls_settings(raw: &RawTls, data_dir: &Path) -> Result<Option<TlsSettings>, (&'static str, String)> {
+    let admin_listen: SocketAddr = raw.admin_listen.parse().map_err(|e| {
+        (
+            "tls.admin_listen",
+            format!("{:?} is not an address like 127.0.0.1:0: {e}", raw.admin_listen),
+        )
+    })?;
+    if !admin_listen.ip().is_loopback() {
+        return Err((
+            "tls.admin_listen",
+            format!("{admin_listen} is not a loopback address (the admin API is served without TLS)"),
+        ));
+    }
+    match (raw.cert.is_empty(), raw.key.is_empty()) {
+        (true, true) => Ok(None),
+        (false, false) => Ok(Some(TlsSettings {
+            cert: data_dir.join(&raw.cert),
+            key: data_dir.join(&raw.key),
+            admin_listen,
+        })),
+        (false, true) => Err(("tls.key", "tls.cert is set: set tls.key too (or neither)".into())),
+        (true, false) => Err(("tls.cert", "tls.key is set: set tls.cert too (or neither)".into())),
+    }
+}
+
 impl Settings {
     /// Resolves settings from all layers, reading the process environment.
     pub fn load(o: &Overrides) -> Result<Self, SettingsError> {
@@ -634,6 +684,15 @@ impl Settings {
         if let Some(v) = &o.log_format {
             flags.insert("log_format".into(), Value::String(v.clone()));
         }
+        let mut tls = Table::new();
+        for (key, v) in [("cert", &o.tls_cert), ("key", &o.tls_key)] {
+            if let Some(v) = v {
+                tls.insert(key.into(), Value::String(v.display().to_string()));
+            }
+        }
+        if !tls.is_empty() {
+            flags.insert("tls".into(), Value::Table(tls));
+        }
         merge(&mut table, flags);
         let raw: Raw = Value::Table(table)
             .try_into()
@@ -655,8 +714,9 @@ impl Settings {
                 format!("{:?} is not an address like 127.0.0.1:4000: {e}", raw.listen),
             )
         })?;
+        let tls_on = !raw.tls.cert.is_empty() || !raw.tls.key.is_empty();
         let public_url = if raw.public_url.is_empty() {
-            format!("http://{listen}")
+            format!("{}://{listen}", if tls_on { "https" } else { "http" })
         } else {
             let u = url::Url::parse(&raw.public_url)
                 .map_err(|e| invalid("public_url", format!("{:?}: {e}", raw.public_url)))?;
@@ -664,6 +724,12 @@ impl Settings {
                 return Err(invalid(
                     "public_url",
                     "must be an http(s) URL with a host and no query".into(),
+                ));
+            }
+            if tls_on && u.scheme() != "https" {
+                return Err(invalid(
+                    "public_url",
+                    "must be an https URL when [tls] serves HTTPS".into(),
                 ));
             }
             raw.public_url.trim_end_matches('/').to_owned()
@@ -740,6 +806,7 @@ impl Settings {
         }
         raw.ilp.validate().map_err(|(key, message)| invalid(key, message))?;
         let log_format = raw.log_format.parse().map_err(|e| invalid("log_format", e))?;
+        let tls = tls_settings(&raw.tls, &data_dir).map_err(|(key, message)| invalid(key, message))?;
         Ok(Self {
             listen,
             public_url,
@@ -758,6 +825,7 @@ impl Settings {
             keys: raw.keys,
             theme: raw.theme,
             ilp: raw.ilp,
+            tls,
             rates,
             exchange_rates: raw.exchange_rates,
             paths: Paths {
@@ -900,6 +968,67 @@ mod tests {
         };
         let s = Settings::load_from(&o, env(&[])).unwrap();
         assert_eq!(s.public_url, "https://pay.example");
+    }
+
+    #[test]
+    fn tls_paths_both_or_neither_and_an_https_public_url() {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = dir.path().join("config.toml");
+        let o = Overrides {
+            config: Some(cfg.clone()),
+            config_required: false,
+            data_dir: Some(dir.path().into()),
+            listen: Some("127.0.0.1:4443".into()),
+            ..Default::default()
+        };
+        let s = Settings::load_from(&o, env(&[])).unwrap();
+        assert_eq!(s.tls, None, "no TLS by default");
+        assert_eq!(s.public_url, "http://127.0.0.1:4443");
+
+        std::fs::write(&cfg, "[tls]\ncert = \"tls/cert.pem\"\nkey = \"/etc/opdesk/key.pem\"\n").unwrap();
+        let s = Settings::load_from(&o, env(&[])).unwrap();
+        let tls = s.tls.unwrap();
+        assert_eq!(tls.cert, dir.path().join("tls/cert.pem"), "relative to the data dir");
+        assert_eq!(tls.key, Path::new("/etc/opdesk/key.pem"));
+        assert_eq!(tls.admin_listen.to_string(), "127.0.0.1:0");
+        assert_eq!(s.public_url, "https://127.0.0.1:4443", "derived as https");
+
+        let flags = Overrides {
+            tls_cert: Some("/x/c.pem".into()),
+            tls_key: Some("/x/k.pem".into()),
+            public_url: Some("https://pay.example".into()),
+            ..o.clone()
+        };
+        let s = Settings::load_from(&flags, env(&[("OPDESK_TLS__ADMIN_LISTEN", "[::1]:4999")])).unwrap();
+        let tls = s.tls.unwrap();
+        assert_eq!(
+            (tls.cert.to_str(), tls.key.to_str()),
+            (Some("/x/c.pem"), Some("/x/k.pem"))
+        );
+        assert_eq!(tls.admin_listen.to_string(), "[::1]:4999");
+
+        for (config, flag_url, key) in [
+            ("[tls]\ncert = \"c.pem\"\n", None, "tls.key"),
+            ("[tls]\nkey = \"k.pem\"\n", None, "tls.cert"),
+            (
+                "[tls]\ncert = \"c.pem\"\nkey = \"k.pem\"\nadmin_listen = \"0.0.0.0:0\"\n",
+                None,
+                "tls.admin_listen",
+            ),
+            (
+                "[tls]\ncert = \"c.pem\"\nkey = \"k.pem\"\n",
+                Some("http://pay.example"),
+                "public_url",
+            ),
+        ] {
+            std::fs::write(&cfg, config).unwrap();
+            let o = Overrides {
+                public_url: flag_url.map(str::to_owned),
+                ..o.clone()
+            };
+            let e = Settings::load_from(&o, env(&[])).unwrap_err().to_string();
+            assert!(e.starts_with(key), "{key}: {e}");
+        }
     }
 
     #[test]

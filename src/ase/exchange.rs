@@ -36,8 +36,11 @@ struct Service {
     ttl: Duration,
     http: Egress,
     /// Per base currency: when fetched, and what (the overlaid rates, or why not).
-    cache: Mutex<HashMap<String, (Instant, Result<Rates, String>)>>,
+    cache: Mutex<HashMap<String, Fetched>>,
 }
+
+/// When the rates for one base were fetched, and what came of it.
+type Fetched = (Instant, Result<Rates, String>);
 
 impl std::fmt::Debug for Exchange {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

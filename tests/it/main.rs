@@ -27,5 +27,6 @@ mod service;
 mod sources;
 mod states;
 mod storage_full;
+mod tls;
 mod two_processes;
 mod wallet_api;
