@@ -17,8 +17,8 @@ use reqwest::{Method, StatusCode};
 use serde::{Serialize, de::DeserializeOwned};
 
 use crate::control::dto::{
-    AddKey, CreateWallet, KeyAdded, Listed, Move, Moved, NewPeer, Overview, PaymentFilter, PeerView, Reject,
-    ServerView, WalletDetail, WalletSummary,
+    AddKey, CreateWallet, KeyAdded, LiquidityMove, Listed, Move, Moved, NewPeer, NewSettlement, Overview,
+    PaymentFilter, PeerMoved, PeerView, Reject, ServerView, WalletDetail, WalletSummary,
 };
 use crate::{
     ase::peers::PeerPatch,
@@ -291,6 +291,14 @@ impl AdminClient {
         self.send(Method::PATCH, &format!("/peers/{name}"), Some(patch))
             .await?
             .ok_or_else(|| ClientError::Protocol("empty body".into()))
+    }
+
+    pub async fn move_peer_liquidity(&self, name: &str, body: &LiquidityMove) -> Result<PeerMoved, ClientError> {
+        self.post(&format!("/peers/{name}/liquidity"), body).await
+    }
+
+    pub async fn settle_peer(&self, name: &str, body: &NewSettlement) -> Result<PeerMoved, ClientError> {
+        self.post(&format!("/peers/{name}/settlements"), body).await
     }
 
     pub async fn remove_peer(&self, name: &str) -> Result<(), ClientError> {

@@ -12,8 +12,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::{
     ase::{
-        engine::Engine, incoming::IncomingPayments, outgoing::OutgoingPayments, peers::Peers, quotes::Quotes,
-        remote::Remote, stream_receiver::Receiver,
+        engine::Engine, incoming::IncomingPayments, liquidity::PeerLiquidity, outgoing::OutgoingPayments, peers::Peers,
+        quotes::Quotes, remote::Remote, stream_receiver::Receiver,
     },
     clock::{SharedClock, SystemClock, format_ts},
     control::{self, Services},
@@ -144,8 +144,10 @@ impl AppCore {
             &settings.public_url,
             wake.clone(),
         );
+        let liquidity = PeerLiquidity::new(store.clone(), bus.clone(), clock.clone(), wake.clone());
         let engine = Engine::new(store.clone(), bus.clone(), clock.clone(), settings.engine.clone(), wake)
-            .with_remote(remote.clone());
+            .with_remote(remote.clone())
+            .with_liquidity(liquidity.clone());
         let webhooks = Webhooks::new(store.clone(), clock.clone(), settings.webhooks.clone());
         let services = Arc::new(Services {
             settings: Arc::new(settings),
@@ -159,6 +161,7 @@ impl AppCore {
             engine,
             ilp,
             peers,
+            liquidity,
             remote,
             webhooks,
             clock,

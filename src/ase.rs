@@ -6,6 +6,7 @@
 pub mod engine;
 pub mod exchange;
 pub mod incoming;
+pub mod liquidity;
 pub mod outgoing;
 pub mod peers;
 pub mod quotes;

@@ -277,9 +277,52 @@ pub enum PeersCmd {
         /// Remove the packet limit.
         #[arg(long, conflicts_with = "max_packet_amount")]
         no_max_packet_amount: bool,
+        /// What the peer may owe us unsettled, in the link's minor units (config peers too); past it, its
+        /// packets are refused T04.
+        #[arg(long, value_name = "AMOUNT")]
+        credit_limit: Option<String>,
+        /// Remove the credit limit.
+        #[arg(long, conflicts_with = "credit_limit")]
+        no_credit_limit: bool,
+    },
+    /// Deposit or withdraw a peer's liquidity: what the peer lets us owe it (amount in the link's minor
+    /// units). After the first deposit nothing is sent through the peer beyond it.
+    Liquidity {
+        name: String,
+        action: LiquidityAction,
+        amount: String,
+        /// Idempotency id: the same id is applied once.
+        #[arg(long)]
+        id: Option<String>,
+    },
+    /// Record a settlement with a peer made outside ILP: `paid` (we paid the peer) or `received` (the peer
+    /// paid us), amount in the link's minor units.
+    Settle {
+        name: String,
+        direction: SettleDirection,
+        amount: String,
+        /// Idempotency id: the same id is applied once.
+        #[arg(long)]
+        id: Option<String>,
     },
     /// Remove a peer added with `peers add` (refused while payments are sending through it).
     Remove { name: String },
+}
+
+/// `peers liquidity NAME deposit|withdraw AMOUNT`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LiquidityAction {
+    Deposit,
+    Withdraw,
+}
+
+/// `peers settle NAME paid|received AMOUNT`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum SettleDirection {
+    /// We paid the peer.
+    Paid,
+    /// The peer paid us.
+    Received,
 }
 
 /// What `peers add` and `peers update` set.

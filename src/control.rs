@@ -9,6 +9,7 @@ pub mod events;
 pub mod funds;
 pub mod grants;
 pub mod keys;
+pub mod liquidity;
 pub mod payments;
 pub mod peers;
 pub mod views;
@@ -22,6 +23,7 @@ use tokio_util::sync::CancellationToken;
 pub use funds::move_funds;
 pub use grants::{approve_grant, list_grants, reject_grant, revoke_grant, show_grant};
 pub use keys::{add_key, list_keys, remove_key};
+pub use liquidity::{move_peer_liquidity, settle_peer};
 pub use payments::{
     cancel_outgoing, complete_incoming, list_incoming, list_outgoing, list_quotes, retry_outgoing, show_incoming,
     show_outgoing, show_quote,
@@ -35,6 +37,7 @@ use crate::{
     ase::{
         engine::Engine,
         incoming::{IncomingError, IncomingPayments},
+        liquidity::{LiquidityError, PeerLiquidity},
         outgoing::{OutgoingError, OutgoingPayments},
         peers::{PeerError, Peers},
         quotes::{QuoteError, Quotes},
@@ -67,6 +70,8 @@ pub struct Services {
     pub ilp: Receiver,
     /// The ILP peers (config and admin).
     pub peers: Peers,
+    /// The peers' liquidity, credit limits and settlements.
+    pub liquidity: PeerLiquidity,
     /// Receivers on other ASEs, and the ASE's own Open Payments client identity.
     pub remote: Remote,
     pub clock: SharedClock,
@@ -112,6 +117,8 @@ pub enum Error {
     Peer(#[from] PeerError),
     #[error(transparent)]
     Webhook(#[from] WebhookError),
+    #[error(transparent)]
+    Liquidity(#[from] LiquidityError),
     #[error(transparent)]
     Store(#[from] store::Error),
 }

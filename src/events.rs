@@ -100,6 +100,34 @@ pub enum DomainEvent {
         id: String,
         received: i64,
     },
+    /// The operator deposited or withdrew a peer's liquidity (`change`: `liquidity_deposit` or
+    /// `liquidity_withdrawal`); `liquidity` is the balance after it, in minor units of the peer's asset.
+    #[serde(rename_all = "camelCase")]
+    PeerLiquidityChanged {
+        peer: String,
+        change: String,
+        amount: i64,
+        liquidity: i64,
+        asset_code: String,
+        asset_scale: u8,
+    },
+    /// The operator recorded a settlement with a peer (`direction`: `paid` or `received`); `position` is the
+    /// peer account after it (positive: we owe the peer).
+    #[serde(rename_all = "camelCase")]
+    PeerSettled {
+        peer: String,
+        direction: String,
+        amount: i64,
+        position: i64,
+        asset_code: String,
+        asset_scale: u8,
+    },
+    /// The operator set (or cleared) what a peer may owe us.
+    #[serde(rename_all = "camelCase")]
+    PeerCreditLimitChanged {
+        peer: String,
+        credit_limit: Option<i64>,
+    },
     #[serde(rename_all = "camelCase")]
     HttpRequest {
         method: String,
@@ -170,6 +198,9 @@ impl DomainEvent {
             Self::OutgoingPaymentFailed { .. } => "outgoingPaymentFailed",
             Self::OutgoingPaymentCancelled { .. } => "outgoingPaymentCancelled",
             Self::IncomingPaymentReceived { .. } => "incomingPaymentReceived",
+            Self::PeerLiquidityChanged { .. } => "peerLiquidityChanged",
+            Self::PeerSettled { .. } => "peerSettled",
+            Self::PeerCreditLimitChanged { .. } => "peerCreditLimitChanged",
             Self::HttpRequest { .. } => "httpRequest",
         }
     }

@@ -68,6 +68,9 @@ pub enum AccountKind {
     /// One ILP peer's side, per asset: credited by STREAM packets sent through the peer (what we owe it),
     /// debited by STREAM packets received from it (what it owes us). May go negative, like settlement.
     Peer,
+    /// One ILP peer's liquidity, per asset: what the peer lets us owe it (deposited by the operator from the
+    /// settlement account). Never overdrawn.
+    Liquidity,
 }
 
 impl AccountKind {
@@ -77,6 +80,7 @@ impl AccountKind {
             Self::Settlement => "settlement",
             Self::Payment => "payment",
             Self::Peer => "peer",
+            Self::Liquidity => "liquidity",
         }
     }
 }
@@ -221,13 +225,20 @@ pub mod ops {
         create_account(conn, AccountKind::Settlement, asset, now)
     }
 
-    /// The peer account of `asset`, created on first use.
     /// The account of ILP peer `peer` in `asset`, created on first use.
     pub fn peer_account(conn: &Connection, peer: &str, asset: &Asset, now: &str) -> Result<String, LedgerError> {
         if let Some(id) = repo::peer_account(conn, peer, &asset.code, asset.scale)? {
             return Ok(id);
         }
         insert(conn, AccountKind::Peer, Some(peer), asset, now)
+    }
+
+    /// The liquidity account of ILP peer `peer` in `asset`, created on first use.
+    pub fn liquidity_account(conn: &Connection, peer: &str, asset: &Asset, now: &str) -> Result<String, LedgerError> {
+        if let Some(id) = repo::liquidity_account(conn, peer, &asset.code, asset.scale)? {
+            return Ok(id);
+        }
+        insert(conn, AccountKind::Liquidity, Some(peer), asset, now)
     }
 
     pub fn account(conn: &Connection, id: &str) -> Result<AccountRow, LedgerError> {
@@ -430,6 +441,14 @@ pub fn audit(conn: &Connection) -> Result<Vec<AuditMismatch>, LedgerError> {
     Ok(out)
 }
 
+/// An operator-given transfer id: 1 to 128 characters of `A-Z a-z 0-9 . _ : -`.
+pub fn check_transfer_id(id: &str) -> Result<(), LedgerError> {
+    if id.is_empty() || id.len() > 128 || !id.bytes().all(|b| b.is_ascii_alphanumeric() || b".-_:".contains(&b)) {
+        return Err(LedgerError::BadTransferId);
+    }
+    Ok(())
+}
+
 /// The async ledger service for operator movements.
 #[derive(Clone)]
 pub struct Ledger {
@@ -460,12 +479,8 @@ impl Ledger {
         expect_asset: Option<Asset>,
         transfer_id: Option<String>,
     ) -> Result<(Transfer, Balance), LedgerError> {
-        if let Some(id) = &transfer_id
-            && (id.is_empty()
-                || id.len() > 128
-                || !id.bytes().all(|b| b.is_ascii_alphanumeric() || b".-_:".contains(&b)))
-        {
-            return Err(LedgerError::BadTransferId);
+        if let Some(id) = &transfer_id {
+            check_transfer_id(id)?;
         }
         let now = format_ts(self.clock.now());
         let (transfer, balances, new) = self

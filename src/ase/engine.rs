@@ -49,6 +49,7 @@ use crate::{
     },
 };
 
+mod liquidity;
 mod remote;
 mod tx;
 
@@ -152,6 +153,8 @@ pub struct Engine {
     connections: Arc<Mutex<HashMap<String, RemoteConnection>>>,
     /// Set while the store is full.
     full: Arc<Mutex<Option<FullPause>>>,
+    /// Peer liquidity: room is claimed before a remote packet is sent (see `ase::liquidity`).
+    liquidity: Option<crate::ase::liquidity::PeerLiquidity>,
 }
 
 /// A remote payment's connection and what its receiver said about its room.
@@ -186,7 +189,14 @@ impl Engine {
             remote: None,
             connections: Arc::new(Mutex::new(HashMap::new())),
             full: Arc::new(Mutex::new(None)),
+            liquidity: None,
         }
+    }
+
+    /// Limits sending through peers by their liquidity.
+    pub fn with_liquidity(mut self, liquidity: crate::ase::liquidity::PeerLiquidity) -> Self {
+        self.liquidity = Some(liquidity);
+        self
     }
 
     /// The store refused a write for lack of space: every payment step pauses (payments stay `sending`,

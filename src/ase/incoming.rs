@@ -221,6 +221,7 @@ impl IncomingPayments {
         id: &str,
         connection: &str,
         peer: &str,
+        peer_asset: &Asset,
         amount: u64,
         memo: String,
     ) -> Result<StreamCredit, LedgerError> {
@@ -230,6 +231,7 @@ impl IncomingPayments {
         let now = self.clock.now();
         let pid = id.to_owned();
         let peer = peer.to_owned();
+        let peer_asset = peer_asset.clone();
         let connection = connection.to_owned();
         let (credit, balances, recorded) = self
             .store
@@ -289,6 +291,11 @@ impl IncomingPayments {
                     }
                     Err(e) => return Err(e),
                 };
+                // the peer's credit limit, on the position this packet leaves (race-free: same transaction)
+                if let Some(why) = crate::ase::liquidity::credit_refusal(&tx, &peer, &peer_asset)? {
+                    tracing::info!(payment = %pid, peer = %peer, amount, "STREAM packet refused: {why}");
+                    return Ok((StreamCredit::OverCreditLimit(why), Vec::new(), None));
+                }
                 let recorded = if row.completed {
                     let event = DomainEvent::IncomingPaymentCompleted { id: row.id.clone() };
                     Some(outbox::append(&tx, &format_ts(now), event)?)

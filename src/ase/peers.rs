@@ -262,6 +262,23 @@ pub struct PeerPatch {
     pub routes: Option<Vec<String>>,
     #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
     pub max_packet_amount: Option<Option<u64>>,
+    /// What the peer may owe us unsettled (minor units of its asset); `null` removes the limit. Config peers
+    /// take it too: it is kept apart from their definition (see `ase::liquidity`).
+    #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
+    pub credit_limit: Option<Option<crate::money::Value>>,
+}
+
+impl PeerPatch {
+    /// Whether it changes the peer's definition (anything but the credit limit).
+    pub fn changes_definition(&self) -> bool {
+        self.ilp_address.is_some()
+            || self.incoming_tokens.is_some()
+            || self.generate_incoming_token
+            || self.outgoing_endpoint.is_some()
+            || self.outgoing_token.is_some()
+            || self.routes.is_some()
+            || self.max_packet_amount.is_some()
+    }
 }
 
 /// A saved peer, with the incoming tokens generated for it (shown once, never stored).

@@ -7,7 +7,8 @@
 //! and [`Receiver`], which credits a packet through the incoming-payment service in its one `BEGIN
 //! IMMEDIATE` transaction ([`IncomingPayments::credit_stream_packet`], which runs
 //! [`crate::ilp::receiver::money_check`] again on the fresh row). It never logs secrets, tokens or shared
-//! secrets.
+//! secrets. A packet that would take the peer past its credit limit is refused `T04` by that same
+//! transaction, before any Fulfill is made.
 
 use std::sync::Arc;
 
@@ -173,6 +174,7 @@ impl Receiver {
                         &opened.payment_id,
                         &opened.connection_id,
                         &peer.name,
+                        &peer.asset,
                         prepare.amount,
                         memo,
                     )
@@ -186,6 +188,11 @@ impl Receiver {
                         false,
                         refusal_frames(req, prepare.amount, &PaymentSnapshot::of(&row, now, paid), refusal),
                     ),
+                    // nothing was written; T04 is temporary: the sender retries after a settlement or a
+                    // higher credit limit
+                    Ok(StreamCredit::OverCreditLimit(why)) => {
+                        return reject(by, ErrorCode::T04_INSUFFICIENT_LIQUIDITY, &why, Vec::new()).into();
+                    }
                     Ok(StreamCredit::Unknown) => {
                         return reject(by, ErrorCode::F02_UNREACHABLE, "unknown incoming payment", Vec::new()).into();
                     }

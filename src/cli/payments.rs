@@ -130,8 +130,13 @@ pub(super) async fn outgoing(b: &Backend, cmd: OutgoingCmd, json: bool) -> Resul
             one.updated_at,
         );
         if let Some(r) = &one.failure_reason {
+            let label = if one.state.is_sending() {
+                "waiting:  "
+            } else {
+                "failure:  "
+            };
             out.push_str(&format!(
-                "  failure:   {r}: {}\n",
+                "  {label} {r}: {}\n",
                 one.failure_message.clone().unwrap_or_default()
             ));
         }

@@ -1,19 +1,20 @@
-//! Operator commands on ILP peers (`peers list|show|add|update|remove`) and how a peer reads for people.
+//! Operator commands on ILP peers (`peers list|show|add|update|remove|liquidity|settle`) and how a peer reads
+//! for people.
 //! Prints only through [`super::print`].
 
 use color_eyre::eyre::Result;
 
 use super::{
-    Backend, PeersCmd, dispatch,
+    Backend, LiquidityAction, OneLine, PeersCmd, SettleDirection, dispatch,
     print::{emit, list},
 };
 use crate::{
-    ase::peers::PeerPatch,
+    ase::{liquidity::Direction, peers::PeerPatch},
     control::{
         self,
-        dto::{NewPeer, PeerView},
+        dto::{LiquidityMove, NewPeer, NewSettlement, PeerView},
     },
-    money::format_minor,
+    money::{Value, format_minor},
 };
 
 /// `peers list|show|add|update|remove`.
@@ -24,7 +25,18 @@ pub(super) async fn peers(b: &Backend, cmd: PeersCmd, json: bool) -> Result<()> 
             list(
                 json,
                 &ps,
-                &["NAME", "ASSET", "SOURCE", "RECEIVES", "SENDS TO", "ROUTES", "BALANCE"],
+                &[
+                    "NAME",
+                    "ASSET",
+                    "SOURCE",
+                    "RECEIVES",
+                    "SENDS TO",
+                    "ROUTES",
+                    "BALANCE",
+                    "LIQUIDITY",
+                    "AVAILABLE",
+                    "CREDIT",
+                ],
                 |p| {
                     vec![
                         p.name.clone(),
@@ -42,6 +54,17 @@ pub(super) async fn peers(b: &Backend, cmd: PeersCmd, json: bool) -> Result<()> 
                         p.outgoing_endpoint.clone().unwrap_or_default(),
                         p.routes.join(","),
                         format_minor(p.peer_account_balance.into(), p.asset_scale),
+                        format_minor(p.liquidity.into(), p.asset_scale),
+                        p.available_to_send
+                            .map_or_else(|| "-".into(), |a| format_minor(a.into(), p.asset_scale)),
+                        match p.credit_limit {
+                            Some(l) => format!(
+                                "{}/{}",
+                                format_minor(p.credit_used.into(), p.asset_scale),
+                                format_minor(l.into(), p.asset_scale)
+                            ),
+                            None => format!("{}/-", format_minor(p.credit_used.into(), p.asset_scale)),
+                        },
                     ]
                 },
             )
@@ -77,8 +100,16 @@ pub(super) async fn peers(b: &Backend, cmd: PeersCmd, json: bool) -> Result<()> 
             no_ilp_address,
             no_outgoing,
             no_max_packet_amount,
+            credit_limit,
+            no_credit_limit,
         } => {
+            let credit_limit = if no_credit_limit {
+                Some(None)
+            } else {
+                credit_limit.as_deref().map(minor).transpose()?.map(Some)
+            };
             let patch = PeerPatch {
+                credit_limit,
                 ilp_address: if no_ilp_address {
                     Some(None)
                 } else {
@@ -110,12 +141,116 @@ pub(super) async fn peers(b: &Backend, cmd: PeersCmd, json: bool) -> Result<()> 
             let p = dispatch!(b, c => c.update_peer(&name, &patch), l => control::update_peer(&l.state, &name, patch.clone()))?;
             emit(json, &p, || peer_text(&p))
         }
+        PeersCmd::Liquidity {
+            name,
+            action,
+            amount,
+            id,
+        } => {
+            let value = minor(&amount)?;
+            let body = match action {
+                LiquidityAction::Deposit => LiquidityMove {
+                    deposit: Some(value),
+                    withdraw: None,
+                    transfer_id: id,
+                },
+                LiquidityAction::Withdraw => LiquidityMove {
+                    deposit: None,
+                    withdraw: Some(value),
+                    transfer_id: id,
+                },
+            };
+            let moved = dispatch!(b, c => c.move_peer_liquidity(&name, &body), l => control::move_peer_liquidity(&l.state, &name, body.clone()))
+                .map_err(|e| OneLine(e.to_string()))?;
+            let p = &moved.peer;
+            emit(json, &moved, || {
+                let verb = match action {
+                    LiquidityAction::Deposit => "deposited",
+                    LiquidityAction::Withdraw => "withdrew",
+                };
+                format!(
+                    "{verb} {} {} for peer {}: liquidity {}, owed {}, available to send {}\n",
+                    format_minor(moved.transfer.amount.into(), p.asset_scale),
+                    p.asset_code,
+                    p.name,
+                    format_minor(p.liquidity.into(), p.asset_scale),
+                    format_minor(p.owed.into(), p.asset_scale),
+                    available(p),
+                )
+            })
+        }
+        PeersCmd::Settle {
+            name,
+            direction,
+            amount,
+            id,
+        } => {
+            let body = NewSettlement {
+                direction: match direction {
+                    SettleDirection::Paid => Direction::Paid,
+                    SettleDirection::Received => Direction::Received,
+                },
+                amount: minor(&amount)?,
+                id,
+            };
+            let moved = dispatch!(b, c => c.settle_peer(&name, &body), l => control::settle_peer(&l.state, &name, body.clone()))
+                .map_err(|e| OneLine(e.to_string()))?;
+            let p = &moved.peer;
+            emit(json, &moved, || {
+                let what = match direction {
+                    SettleDirection::Paid => "we paid peer",
+                    SettleDirection::Received => "received from peer",
+                };
+                format!(
+                    "settled: {what} {} {} {}; position {} ({})\n",
+                    p.name,
+                    format_minor(moved.transfer.amount.into(), p.asset_scale),
+                    p.asset_code,
+                    format_minor(p.position.into(), p.asset_scale),
+                    position_words(p),
+                )
+            })
+        }
         PeersCmd::Remove { name } => {
             dispatch!(b, c => c.remove_peer(&name), l => control::remove_peer(&l.state, &name))?;
             emit(json, &serde_json::json!({ "removed": name }), || {
                 format!("removed peer {name}\n")
             })
         }
+    }
+}
+
+/// An amount argument: whole minor units of the link's asset.
+fn minor(text: &str) -> Result<Value> {
+    Value::parse(text).map_err(|_| {
+        OneLine(format!(
+            "the amount must be whole minor units of the peer's asset, e.g. 1000 for 10.00 (got {text:?})"
+        ))
+        .into()
+    })
+}
+
+/// What may still be sent through the peer, for people.
+fn available(p: &PeerView) -> String {
+    match p.available_to_send {
+        Some(a) => format!("{} {}", format_minor(a.into(), p.asset_scale), p.asset_code),
+        None => "not limited".into(),
+    }
+}
+
+/// Who owes whom, for people.
+fn position_words(p: &PeerView) -> String {
+    let amount = |v: i64| {
+        format!(
+            "{} {}",
+            format_minor(v.unsigned_abs().into(), p.asset_scale),
+            p.asset_code
+        )
+    };
+    match p.position {
+        0 => "nobody owes anything".into(),
+        v if v > 0 => format!("we owe {} {}", p.name, amount(v)),
+        v => format!("{} owes us {}", p.name, amount(v)),
     }
 }
 
@@ -138,6 +273,17 @@ fn peer_text(p: &PeerView) -> String {
         p.max_packet_amount.map_or_else(|| "no limit".into(), |m| m.to_string()),
         format_minor(p.peer_account_balance.into(), p.asset_scale),
     );
+    out.push_str(&format!(
+        "  position:        {} ({})\n  liquidity:       {}\n  in flight:       {}\n  available:       {}\n  credit limit:    {}\n  credit used:     {}\n",
+        format_minor(p.position.into(), p.asset_scale),
+        position_words(p),
+        format_minor(p.liquidity.into(), p.asset_scale),
+        format_minor(p.in_flight.into(), p.asset_scale),
+        available(p),
+        p.credit_limit
+            .map_or_else(|| "no limit".into(), |l| format_minor(l.into(), p.asset_scale)),
+        format_minor(p.credit_used.into(), p.asset_scale),
+    ));
     for t in &p.generated_incoming_tokens {
         out.push_str(&format!(
             "  generated incoming token (shown once; the peer sends it as its bearer token to our /ilp):\n    {t}\n"

@@ -167,6 +167,30 @@ pub struct PeerView {
     pub max_packet_amount: Option<u64>,
     /// Its ledger account: positive when we owe it (we sent more through it than it brought us).
     pub peer_account_balance: i64,
+    /// Its liquidity account: what it lets us owe it (minor units of its asset).
+    #[serde(default)]
+    pub liquidity: i64,
+    /// Our position with it (the peer account): positive when we owe it, negative when it owes us.
+    #[serde(default)]
+    pub position: i64,
+    /// What we owe it now: the positive part of the position.
+    #[serde(default)]
+    pub owed: i64,
+    /// Sent through it and not yet recorded (this server process only).
+    #[serde(default)]
+    pub in_flight: u64,
+    /// Whether sending through it is limited by its liquidity (since the first deposit).
+    #[serde(default)]
+    pub send_limited: bool,
+    /// What may still be sent through it (`liquidity - position - inFlight`); none while not limited.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub available_to_send: Option<u64>,
+    /// What it may owe us unsettled; none: no limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub credit_limit: Option<i64>,
+    /// What it owes us now: the negative part of the position.
+    #[serde(default)]
+    pub credit_used: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub created_at: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -187,6 +211,15 @@ impl PeerView {
                     && b.asset_scale == p.asset.scale
             })
             .map_or(0, |b| b.balance);
+        let liquidity = balances
+            .iter()
+            .find(|b| {
+                b.kind == "liquidity"
+                    && b.peer.as_deref() == Some(p.name.as_str())
+                    && b.asset_code == p.asset.code
+                    && b.asset_scale == p.asset.scale
+            })
+            .map_or(0, |b| b.balance);
         Self {
             name: p.name.clone(),
             source: p.source.as_str().into(),
@@ -199,11 +232,67 @@ impl PeerView {
             routes: p.routes().into_iter().map(str::to_owned).collect(),
             max_packet_amount: p.max_packet_amount,
             peer_account_balance: balance,
+            liquidity,
+            position: balance,
+            owed: balance.max(0),
+            in_flight: 0,
+            send_limited: false,
+            available_to_send: None,
+            credit_limit: None,
+            credit_used: crate::ase::liquidity::credit_used(balance),
             created_at: p.created_at.clone(),
             updated_at: p.updated_at.clone(),
             generated_incoming_tokens: Vec::new(),
         }
     }
+}
+
+impl PeerView {
+    /// The view with the peer's liquidity status (limits, balances and what is in flight).
+    pub fn with_status(mut self, st: &crate::ase::liquidity::LiquidityStatus) -> Self {
+        self.liquidity = st.liquidity;
+        self.position = st.position;
+        self.peer_account_balance = st.position;
+        self.owed = st.position.max(0);
+        self.in_flight = st.in_flight;
+        self.send_limited = st.send_limited;
+        self.available_to_send = st.available_to_send;
+        self.credit_limit = st.credit_limit;
+        self.credit_used = st.credit_used;
+        self
+    }
+}
+
+/// `POST /admin/peers/{name}/liquidity`: `{"deposit": "1000"}` or `{"withdraw": "1000"}` (minor units of the
+/// peer's asset), with an optional `transferId` that makes it idempotent.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct LiquidityMove {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deposit: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub withdraw: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transfer_id: Option<String>,
+}
+
+/// `POST /admin/peers/{name}/settlements`: who paid whom outside ILP, how much (minor units of the peer's
+/// asset), and an optional id that makes it idempotent.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct NewSettlement {
+    pub direction: crate::ase::liquidity::Direction,
+    pub amount: Value,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+}
+
+/// The answer to a liquidity change or a settlement: the ledger transfer and the peer as it is now.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PeerMoved {
+    pub transfer: Transfer,
+    pub peer: PeerView,
 }
 
 /// `GET /admin/overview`: the console's counters and every account's balance.

@@ -1,31 +1,45 @@
-//! ILP peers: list, show, add, change, remove (tokens are never shown, a generated one once), and the ASE's
-//! own client wallet a sending peer needs.
+//! ILP peers: list, show, add, change (credit limit included), remove (tokens are never shown, a generated
+//! one once), and the ASE's own client wallet a sending peer needs. Views carry each peer's liquidity status.
+
+use std::sync::Arc;
 
 use super::{
     Error, Services,
     dto::{NewPeer, PeerView},
-    wallets::balances,
 };
 use crate::{
-    ase::peers::{PeerPatch, Saved},
+    ase::peers::{Peer, PeerPatch, Saved},
     money::Asset,
     wallet::{NewWallet, WalletError},
 };
 
 /// The ILP peers, from config.toml and added here (tokens never shown), with their account balances.
 pub async fn list_peers(s: &Services) -> Result<Vec<PeerView>, Error> {
-    let balances = balances(s).await?;
     let set = s.peers.current();
-    Ok(set.all().iter().map(|p| PeerView::of(p, &balances)).collect())
+    let mut out = Vec::with_capacity(set.all().len());
+    for p in set.all() {
+        out.push(peer_view(s, p).await?);
+    }
+    Ok(out)
 }
 
 pub async fn show_peer(s: &Services, name: &str) -> Result<PeerView, Error> {
-    let peer = s
-        .peers
+    let p = peer(s, name)?;
+    peer_view(s, &p).await
+}
+
+/// The peer named `name` now.
+pub(super) fn peer(s: &Services, name: &str) -> Result<Arc<Peer>, Error> {
+    s.peers
         .current()
         .get(name)
-        .ok_or_else(|| Error::NotFound(format!("no peer named {name:?}")))?;
-    Ok(PeerView::of(&peer, &balances(s).await?))
+        .ok_or_else(|| Error::NotFound(format!("no peer named {name:?}")))
+}
+
+/// A peer's view with its balances, limits and what is in flight.
+pub(super) async fn peer_view(s: &Services, p: &Peer) -> Result<PeerView, Error> {
+    let status = s.liquidity.status(p).await?;
+    Ok(PeerView::of(p, &[]).with_status(&status))
 }
 
 pub async fn create_peer(s: &Services, body: NewPeer) -> Result<PeerView, Error> {
@@ -34,9 +48,26 @@ pub async fn create_peer(s: &Services, body: NewPeer) -> Result<PeerView, Error>
     saved_view(s, saved).await
 }
 
-pub async fn update_peer(s: &Services, name: &str, patch: PeerPatch) -> Result<PeerView, Error> {
-    let saved = s.peers.update(name, patch).await?;
-    saved_view(s, saved).await
+/// Changes a peer: its definition (admin peers only; checked and saved first, so a refused change sets no
+/// limit either) and its credit limit (any peer, config ones too).
+pub async fn update_peer(s: &Services, name: &str, mut patch: PeerPatch) -> Result<PeerView, Error> {
+    let limit = patch.credit_limit.take();
+    let saved = if patch.changes_definition() || limit.is_none() {
+        Some(s.peers.update(name, patch).await?)
+    } else {
+        None
+    };
+    if let Some(limit) = limit {
+        let p = peer(s, name)?;
+        s.liquidity.set_credit_limit(&p, limit).await?;
+    }
+    match saved {
+        Some(saved) => saved_view(s, saved).await,
+        None => {
+            let p = peer(s, name)?;
+            peer_view(s, &p).await
+        }
+    }
 }
 
 pub async fn remove_peer(s: &Services, name: &str) -> Result<(), Error> {
@@ -48,7 +79,7 @@ async fn saved_view(s: &Services, saved: Saved) -> Result<PeerView, Error> {
     if saved.peer.outgoing().is_some() {
         ensure_client_wallet(s, &saved.peer.asset).await?;
     }
-    let mut view = PeerView::of(&saved.peer, &balances(s).await?);
+    let mut view = peer_view(s, &saved.peer).await?;
     view.generated_incoming_tokens = saved.generated_tokens;
     Ok(view)
 }

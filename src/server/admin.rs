@@ -19,7 +19,7 @@ use axum::{
 use crate::{
     control::{
         self,
-        dto::{AddKey, CreateWallet, GrantFilter, Move, NewPeer, PaymentFilter, Reject},
+        dto::{AddKey, CreateWallet, GrantFilter, LiquidityMove, Move, NewPeer, NewSettlement, PaymentFilter, Reject},
     },
     ledger::Movement,
     server::{error::ApiError, extract::Json, state::AppState},
@@ -41,6 +41,8 @@ pub fn routes(state: AppState) -> Router<AppState> {
         .route("/grants/spending", get(grant_spending))
         .route("/peers", get(list_peers).post(create_peer))
         .route("/peers/{name}", get(show_peer).patch(update_peer).delete(remove_peer))
+        .route("/peers/{name}/liquidity", post(peer_liquidity))
+        .route("/peers/{name}/settlements", post(settle_peer))
         .route("/incoming-payments", get(list_incoming))
         .route("/incoming-payments/{id}", get(show_incoming))
         .route("/incoming-payments/{id}/complete", post(complete_incoming))
@@ -277,6 +279,22 @@ async fn update_peer(
     Json(body): Json<crate::ase::peers::PeerPatch>,
 ) -> Result<impl IntoResponse, ApiError> {
     Ok(axum::Json(control::update_peer(&s, &name, body).await?))
+}
+
+async fn peer_liquidity(
+    State(s): State<AppState>,
+    Path(name): Path<String>,
+    Json(body): Json<LiquidityMove>,
+) -> Result<impl IntoResponse, ApiError> {
+    Ok(axum::Json(control::move_peer_liquidity(&s, &name, body).await?))
+}
+
+async fn settle_peer(
+    State(s): State<AppState>,
+    Path(name): Path<String>,
+    Json(body): Json<NewSettlement>,
+) -> Result<impl IntoResponse, ApiError> {
+    Ok(axum::Json(control::settle_peer(&s, &name, body).await?))
 }
 
 async fn remove_peer(State(s): State<AppState>, Path(name): Path<String>) -> Result<StatusCode, ApiError> {

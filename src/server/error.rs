@@ -19,8 +19,8 @@ use serde_json::json;
 
 use crate::{
     ase::{
-        engine::EngineError, incoming::IncomingError, outgoing::OutgoingError, peers::PeerError, quotes::QuoteError,
-        remote::RemoteError,
+        engine::EngineError, incoming::IncomingError, liquidity::LiquidityError, outgoing::OutgoingError,
+        peers::PeerError, quotes::QuoteError, remote::RemoteError,
     },
     control,
     gnap::{GnapError, error::Fault},
@@ -214,6 +214,16 @@ impl From<WalletError> for ApiError {
     }
 }
 
+impl From<LiquidityError> for ApiError {
+    fn from(e: LiquidityError) -> Self {
+        match e {
+            LiquidityError::Refused(m) => Self::new(StatusCode::CONFLICT, "insufficient_liquidity", m),
+            LiquidityError::Ledger(l) => l.into(),
+            LiquidityError::Store(s) => s.into(),
+        }
+    }
+}
+
 impl From<PeerError> for ApiError {
     fn from(e: PeerError) -> Self {
         match e {
@@ -359,6 +369,7 @@ impl From<control::Error> for ApiError {
             control::Error::Grant(e) => e.into(),
             control::Error::Peer(e) => e.into(),
             control::Error::Webhook(e) => e.into(),
+            control::Error::Liquidity(e) => e.into(),
             control::Error::Store(e) => e.into(),
         }
     }

@@ -114,6 +114,16 @@ pub fn peer_account(conn: &Connection, peer: &str, code: &str, scale: u8) -> Res
         .optional()?)
 }
 
+/// The liquidity account of ILP peer `peer` in an asset (migration 0011).
+pub fn liquidity_account(conn: &Connection, peer: &str, code: &str, scale: u8) -> Result<Option<String>, Error> {
+    Ok(conn
+        .prepare_cached(
+            "SELECT id FROM accounts WHERE kind = 'liquidity' AND peer = ?1 AND asset_code = ?2 AND asset_scale = ?3",
+        )?
+        .query_row(params![peer, code, scale], |r| r.get(0))
+        .optional()?)
+}
+
 /// All accounts, wallets first by name, then settlement accounts by asset.
 pub fn accounts(conn: &Connection) -> Result<Vec<AccountRow>, Error> {
     let sql = format!(

@@ -16,6 +16,9 @@ const MIGRATIONS: &[M<'static>] = &[
     M::up(include_str!("../../migrations/0007_outgoing_replays.sql")),
     M::up(include_str!("../../migrations/0008_outbox.sql")),
     M::up(include_str!("../../migrations/0010_peer_links.sql")),
+    // 0009 was left free for this change, but 0010 reached main first (and may have made data dirs at its
+    // version): the list order is what counts, so this one is 0011 and comes after it
+    M::up(include_str!("../../migrations/0011_peer_liquidity.sql")).foreign_key_check(),
 ];
 
 fn migrations() -> Migrations<'static> {
@@ -48,5 +51,55 @@ mod tests {
         migrate(&mut conn).unwrap();
         migrate(&mut conn).unwrap();
         assert_eq!(current_version(&conn).unwrap(), MIGRATIONS.len());
+    }
+
+    #[test]
+    fn peer_liquidity_rebuilds_accounts_keeping_rows_and_references() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        conn.execute_batch("PRAGMA foreign_keys = ON;").unwrap();
+        Migrations::from_slice(&MIGRATIONS[..8]).to_latest(&mut conn).unwrap();
+        conn.execute_batch(
+            "INSERT INTO accounts (id, kind, asset_code, asset_scale, balance, no_overdraft, created_at) VALUES \
+               ('w', 'wallet', 'USD', 2, 5, 1, 't'), ('s', 'settlement', 'USD', 2, -5, 0, 't'); \
+             INSERT INTO accounts (id, kind, asset_code, asset_scale, no_overdraft, created_at, peer) VALUES \
+               ('p', 'peer', 'USD', 2, 0, 't', 'bank'); \
+             INSERT INTO transfers (id, debit_account, credit_account, amount, state, posted_amount, kind, created_at) \
+               VALUES ('t1', 's', 'w', 5, 'posted', 5, 'deposit', 't'); \
+             INSERT INTO wallet_addresses (id, name, account_id, created_at) VALUES ('wa', 'alice', 'w', 't');",
+        )
+        .unwrap();
+        migrate(&mut conn).unwrap();
+        assert_eq!(current_version(&conn).unwrap(), MIGRATIONS.len());
+        let n: i64 = conn
+            .query_row("SELECT count(*) FROM accounts", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(n, 3);
+        let (bal, peer): (i64, Option<String>) = conn
+            .query_row("SELECT balance, peer FROM accounts WHERE id = 'p'", [], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })
+            .unwrap();
+        assert_eq!((bal, peer.as_deref()), (0, Some("bank")));
+        let fk: i64 = conn.query_row("PRAGMA foreign_keys", [], |r| r.get(0)).unwrap();
+        assert_eq!(fk, 1);
+        // references still hold: a transfer to an unknown account is refused, a liquidity account is allowed
+        assert!(
+            conn.execute_batch(
+                "INSERT INTO transfers (id, debit_account, credit_account, amount, state, posted_amount, kind, \
+                 created_at) VALUES ('t2', 's', 'nope', 1, 'posted', 1, 'deposit', 't')"
+            )
+            .is_err()
+        );
+        conn.execute_batch(
+            "INSERT INTO accounts (id, kind, asset_code, asset_scale, no_overdraft, created_at, peer) VALUES \
+               ('l', 'liquidity', 'USD', 2, 1, 't', 'bank')",
+        )
+        .unwrap();
+        let sql: String = conn
+            .query_row("SELECT sql FROM sqlite_schema WHERE name = 'transfers'", [], |r| {
+                r.get(0)
+            })
+            .unwrap();
+        assert!(sql.contains("REFERENCES accounts (id)"), "{sql}");
     }
 }

@@ -538,6 +538,38 @@ pub fn schedule_retry(conn: &Connection, id: &str, next: &str, message: &str, no
     Ok(n == 1)
 }
 
+/// A sending payment waits (no attempt counted) until `next`, with `reason` and `message` telling why.
+pub fn wait(conn: &Connection, id: &str, next: &str, reason: &str, message: &str, now: &str) -> Result<bool, Error> {
+    let n = conn
+        .prepare_cached(
+            "UPDATE outgoing_payments SET next_attempt_at = ?2, failure_reason = ?3, failure_message = ?4, \
+             updated_at = ?5 WHERE id = ?1 AND state = 'sending'",
+        )?
+        .execute(params![id, next, reason, message, now])?;
+    Ok(n == 1)
+}
+
+/// A sending payment that waited for `reason` goes on: the reason and its message are cleared.
+pub fn end_wait(conn: &Connection, id: &str, reason: &str, now: &str) -> Result<bool, Error> {
+    let n = conn
+        .prepare_cached(
+            "UPDATE outgoing_payments SET failure_reason = NULL, failure_message = NULL, updated_at = ?3 \
+             WHERE id = ?1 AND state = 'sending' AND failure_reason = ?2",
+        )?
+        .execute(params![id, reason, now])?;
+    Ok(n == 1)
+}
+
+/// Every sending payment waiting for `reason` is due at `now`; returns how many.
+pub fn wake_waiting(conn: &Connection, reason: &str, now: &str) -> Result<usize, Error> {
+    Ok(conn
+        .prepare_cached(
+            "UPDATE outgoing_payments SET next_attempt_at = ?2 \
+             WHERE state = 'sending' AND failure_reason = ?1 AND next_attempt_at > ?2",
+        )?
+        .execute(params![reason, now])?)
+}
+
 /// A new attempt at a failed payment with a fresh reservation.
 pub fn restart(conn: &Connection, id: &str, reservation_id: &str, account_id: &str, now: &str) -> Result<bool, Error> {
     let n = conn

@@ -1,4 +1,5 @@
-//! Rows of `peers`: the ILP peers added through the admin API (see `migrations/0005`).
+//! Rows of `peers`: the ILP peers added through the admin API (see `migrations/0005`), and of `peer_limits`:
+//! every peer's sending limit flag and credit limit, keyed by name (see `migrations/0011`).
 
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
@@ -103,4 +104,63 @@ pub fn payments_in_flight(conn: &Connection, name: &str) -> Result<i64, Error> {
              WHERE p.peer = ?1 AND o.state = 'sending'",
         )?
         .query_row([name], |r| r.get(0))?)
+}
+
+/// A peer's limits (no row: not limited, no credit limit).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PeerLimits {
+    /// Sending through the peer is limited by its liquidity (set by the first liquidity deposit).
+    pub send_limited: bool,
+    /// What the peer may owe us, in minor units of its asset; None: no limit.
+    pub credit_limit: Option<i64>,
+}
+
+pub fn limits(conn: &Connection, peer: &str) -> Result<PeerLimits, Error> {
+    Ok(conn
+        .prepare_cached("SELECT send_limited, credit_limit FROM peer_limits WHERE peer = ?1")?
+        .query_row(params![peer], |r| {
+            Ok(PeerLimits {
+                send_limited: r.get(0)?,
+                credit_limit: r.get(1)?,
+            })
+        })
+        .optional()?
+        .unwrap_or_default())
+}
+
+/// Every peer's limits, by name.
+pub fn all_limits(conn: &Connection) -> Result<Vec<(String, PeerLimits)>, Error> {
+    let mut stmt = conn.prepare_cached("SELECT peer, send_limited, credit_limit FROM peer_limits ORDER BY peer")?;
+    let rows = stmt
+        .query_map([], |r| {
+            Ok((
+                r.get(0)?,
+                PeerLimits {
+                    send_limited: r.get(1)?,
+                    credit_limit: r.get(2)?,
+                },
+            ))
+        })?
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(rows)
+}
+
+/// Marks sending through `peer` as limited by its liquidity (idempotent).
+pub fn set_send_limited(conn: &Connection, peer: &str, now: &str) -> Result<(), Error> {
+    conn.prepare_cached(
+        "INSERT INTO peer_limits (peer, send_limited, updated_at) VALUES (?1, 1, ?2) \
+         ON CONFLICT (peer) DO UPDATE SET send_limited = 1, updated_at = excluded.updated_at",
+    )?
+    .execute(params![peer, now])?;
+    Ok(())
+}
+
+/// Sets or clears (`None`) what `peer` may owe us.
+pub fn set_credit_limit(conn: &Connection, peer: &str, limit: Option<i64>, now: &str) -> Result<(), Error> {
+    conn.prepare_cached(
+        "INSERT INTO peer_limits (peer, credit_limit, updated_at) VALUES (?1, ?2, ?3) \
+         ON CONFLICT (peer) DO UPDATE SET credit_limit = excluded.credit_limit, updated_at = excluded.updated_at",
+    )?
+    .execute(params![peer, limit, now])?;
+    Ok(())
 }

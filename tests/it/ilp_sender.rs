@@ -12,7 +12,14 @@ use serde_json::{Value as Json, json};
 
 use crate::common::TestAse;
 
-fn config(me: &str, other: &str, other_port: u16, incoming: &str, outgoing: &str, max_packet: u64) -> String {
+pub(crate) fn config(
+    me: &str,
+    other: &str,
+    other_port: u16,
+    incoming: &str,
+    outgoing: &str,
+    max_packet: u64,
+) -> String {
     format!(
         r#"
 [ilp]
@@ -32,7 +39,7 @@ asset_scale = 2
 }
 
 /// A free loopback address.
-fn free() -> std::net::SocketAddr {
+pub(crate) fn free() -> std::net::SocketAddr {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -40,14 +47,14 @@ fn free() -> std::net::SocketAddr {
 }
 
 /// A fresh data dir with `cfg` as its config.toml.
-fn dir(cfg: &str) -> std::sync::Arc<tempfile::TempDir> {
+pub(crate) fn dir(cfg: &str) -> std::sync::Arc<tempfile::TempDir> {
     let d = tempfile::tempdir().unwrap();
     std::fs::write(d.path().join("config.toml"), cfg).unwrap();
     std::sync::Arc::new(d)
 }
 
 /// Two instances, A and B, peered both ways; A's packets are at most `max_packet`.
-async fn pair(max_packet: u64) -> (TestAse, TestAse) {
+pub(crate) async fn pair(max_packet: u64) -> (TestAse, TestAse) {
     let (a_addr, b_addr) = (free(), free());
     let a_dir = dir(&config(
         "desk-a",
@@ -65,7 +72,7 @@ async fn pair(max_packet: u64) -> (TestAse, TestAse) {
 
 /// An incoming payment on bob@`b` (of `amount` USD minor units, or open-ended), created over Open Payments
 /// with `client`; returns its URL.
-async fn bob_receiver(b: &TestAse, client: &opdesk::client::SignedClient, amount: Option<u64>) -> String {
+pub(crate) async fn bob_receiver(b: &TestAse, client: &opdesk::client::SignedClient, amount: Option<u64>) -> String {
     let token = grant(
         b,
         client,
@@ -89,7 +96,7 @@ fn tok(r: &opdesk::client::Response) -> String {
     r.body["access_token"]["value"].as_str().unwrap().to_owned()
 }
 
-async fn grant(ase: &TestAse, client: &opdesk::client::SignedClient, access: Json) -> String {
+pub(crate) async fn grant(ase: &TestAse, client: &opdesk::client::SignedClient, access: Json) -> String {
     let body = json!({"access_token": {"access": access}, "client": ase.url("/demo-client")});
     tok(&client
         .send(Method::POST, &ase.url("/auth"), None, Some(&body))
@@ -98,7 +105,7 @@ async fn grant(ase: &TestAse, client: &opdesk::client::SignedClient, access: Jso
 }
 
 /// An outgoing-payment grant for alice on `ase`, approved by the operator.
-async fn outgoing_grant(ase: &TestAse, client: &opdesk::client::SignedClient) -> String {
+pub(crate) async fn outgoing_grant(ase: &TestAse, client: &opdesk::client::SignedClient) -> String {
     let body = json!({
         "access_token": {"access": [{"type": "outgoing-payment", "actions": ["create", "read"], "identifier": ase.url("/alice")}]},
         "client": ase.url("/demo-client"),
@@ -130,7 +137,7 @@ async fn outgoing_grant(ase: &TestAse, client: &opdesk::client::SignedClient) ->
 }
 
 /// Every asset's balances sum to zero, no wallet or payment account is negative, the journal matches.
-async fn assert_balanced(ase: &TestAse) -> Json {
+pub(crate) async fn assert_balanced(ase: &TestAse) -> Json {
     let (_, balances) = ase.admin(Method::GET, "/balances", None).await;
     let mut sums = std::collections::HashMap::<String, i64>::new();
     for b in balances.as_array().unwrap() {

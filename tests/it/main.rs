@@ -20,6 +20,7 @@ mod ilp_receiver;
 mod ilp_sender;
 mod ledger_props;
 mod ownership;
+mod peer_liquidity;
 mod rs_api;
 mod security;
 mod service;

@@ -136,6 +136,10 @@ impl Engine {
         }
         // nothing left to send (e.g. a crash between the last packet and completion): (0, 0) completes it
         let (source, min_dest) = next.unwrap_or_default();
+        if !self.claim_room(&p, &peer, source).await {
+            // no room through the peer: the payment waits (see `engine::liquidity`)
+            return self.keep_connection(&p.id, entry);
+        }
         let verdict = if source == 0 {
             Ok(Verdict::Fulfilled {
                 delivered: 0,
@@ -144,6 +148,9 @@ impl Engine {
         } else {
             entry.conn.send_money(source, min_dest).await
         };
+        if !matches!(verdict, Ok(Verdict::Fulfilled { .. })) {
+            self.release_room(&peer.name, source);
+        }
         match verdict {
             Ok(Verdict::Fulfilled { delivered, closed }) => {
                 entry.stalls = 0;
@@ -232,6 +239,7 @@ impl Engine {
         match result {
             Ok(out) => {
                 self.has_room();
+                self.release_room(&plan.peer, sent.source);
                 let finished = out.finished.is_some();
                 self.publish(out);
                 if finished {
@@ -247,7 +255,8 @@ impl Engine {
                 self.pause_for_space(&e);
             }
             Err(e) => {
-                // the money moved but the record did not: the log says what to reconcile
+                // the money moved but the record did not: the log says what to reconcile, and the packet stays
+                // in flight through its peer (it is owed) until the process restarts
                 tracing::error!(payment = %id, source = sent.source, delivered = sent.delivered, error = %e, "a fulfilled STREAM packet could not be recorded");
                 self.keep_connection(id, entry);
                 self.transient(id, "internal", &e.to_string()).await;

@@ -96,6 +96,8 @@ pub enum StreamCredit {
     Credited(IncomingRow, u64),
     /// Nothing written: the payment (as read inside the transaction) takes no such amount.
     Refused(IncomingRow, u64, Refusal),
+    /// Nothing written: the packet would take the peer past its credit limit (said in words; answered `T04`).
+    OverCreditLimit(String),
     /// No such payment.
     Unknown,
 }

@@ -5,6 +5,7 @@
 use super::{App, Effect, Level, short_id};
 use crate::{
     events::DomainEvent,
+    money::Asset,
     tui::{
         pane::Pane,
         panes::{incoming, outgoing, overview, requests, wallets},
@@ -106,6 +107,7 @@ fn affected(e: &DomainEvent) -> Vec<Pane> {
         | OutgoingPaymentFailed { .. }
         | OutgoingPaymentCancelled { .. }
         | OutgoingPaymentProgress { .. } => vec![Pane::Outgoing, Pane::Overview],
+        PeerLiquidityChanged { .. } | PeerSettled { .. } | PeerCreditLimitChanged { .. } => vec![Pane::Overview],
         HttpRequest { .. } => vec![],
     }
 }
@@ -155,6 +157,33 @@ pub fn describe_event(e: &DomainEvent) -> String {
         OutgoingPaymentCompleted { id } => format!("outgoing payment {} completed", short_id(id)),
         OutgoingPaymentFailed { id, reason } => format!("outgoing payment {} failed: {reason}", short_id(id)),
         OutgoingPaymentCancelled { id } => format!("outgoing payment {} cancelled", short_id(id)),
+        PeerLiquidityChanged {
+            peer,
+            change,
+            amount,
+            asset_code,
+            asset_scale,
+            ..
+        } => format!(
+            "peer {peer}: {} of {}",
+            change.replace('_', " "),
+            Asset::new(asset_code, *asset_scale).map_or_else(|_| amount.to_string(), |a| a.format((*amount).into()))
+        ),
+        PeerSettled {
+            peer,
+            direction,
+            amount,
+            asset_code,
+            asset_scale,
+            ..
+        } => format!(
+            "peer {peer}: settlement {direction} {}",
+            Asset::new(asset_code, *asset_scale).map_or_else(|_| amount.to_string(), |a| a.format((*amount).into()))
+        ),
+        PeerCreditLimitChanged { peer, credit_limit } => match credit_limit {
+            Some(l) => format!("peer {peer}: credit limit set to {l}"),
+            None => format!("peer {peer}: credit limit removed"),
+        },
         HttpRequest {
             method, path, status, ..
         } => format!("{method} {path} → {status}"),

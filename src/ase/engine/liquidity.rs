@@ -1,0 +1,81 @@
+//! The engine's side of peer liquidity (`ase::liquidity`): a remote packet claims room through its peer
+//! before it is sent, and releases it once its outcome is committed or it was not sent. A packet with no room
+//! makes the payment wait — still `sending`, no attempt counted — with the reason on the payment.
+
+use super::*;
+use crate::ase::liquidity::{RECHECK_MS, WAIT_REASON};
+
+impl Engine {
+    /// Whether a packet of `source` may go through `peer` now. `false`: the payment was set to wait (or the
+    /// store could not be read, handled like any step failure); nothing is in flight for it then.
+    pub(super) async fn claim_room(&self, p: &OutgoingRow, peer: &crate::ase::peers::Peer, source: u64) -> bool {
+        let Some(liquidity) = &self.liquidity else {
+            return true;
+        };
+        if source == 0 {
+            return true;
+        }
+        match liquidity.claim(peer, source).await {
+            Ok(None) => {
+                if p.failure_reason.as_deref() == Some(WAIT_REASON) {
+                    let (id, now) = (p.id.clone(), format_ts(self.clock.now()));
+                    let ended = self
+                        .store
+                        .call(move |c| repo::end_wait(c, &id, WAIT_REASON, &now))
+                        .await;
+                    match ended {
+                        Ok(_) => {
+                            tracing::info!(payment = %p.id, peer = %peer.name, "the peer has liquidity again: the payment resumes")
+                        }
+                        Err(e) => {
+                            tracing::warn!(payment = %p.id, error = %e, "cannot clear a payment's wait for liquidity")
+                        }
+                    }
+                }
+                true
+            }
+            Ok(Some(why)) => {
+                self.wait_for_liquidity(p, &why).await;
+                false
+            }
+            Err(e) if e.is_full() => {
+                self.pause_for_space(&e);
+                false
+            }
+            Err(e) => {
+                self.transient(&p.id, "internal", &e.to_string()).await;
+                false
+            }
+        }
+    }
+
+    /// The packet through `peer` of `source` is no longer in flight (committed, or not sent).
+    pub(super) fn release_room(&self, peer: &str, source: u64) {
+        if let Some(l) = &self.liquidity {
+            l.release(peer, source);
+        }
+    }
+
+    async fn wait_for_liquidity(&self, p: &OutgoingRow, why: &str) {
+        let now = self.clock.now();
+        let (id, message) = (p.id.clone(), why.to_owned());
+        let next = format_ts(now + Duration::milliseconds(RECHECK_MS));
+        let now_s = format_ts(now);
+        let waited = self
+            .store
+            .call(move |c| repo::wait(c, &id, &next, WAIT_REASON, &message, &now_s))
+            .await;
+        match waited {
+            Ok(_) if p.failure_reason.as_deref() != Some(WAIT_REASON) => {
+                tracing::warn!(payment = %p.id, "{why}");
+                self.bus.publish(DomainEvent::OutgoingPaymentProgress {
+                    id: p.id.clone(),
+                    sent: p.sent_amount,
+                });
+            }
+            Ok(_) => tracing::debug!(payment = %p.id, "{why}"),
+            Err(e) if e.is_full() => self.pause_for_space(&e),
+            Err(e) => tracing::error!(payment = %p.id, error = %e, "cannot record a wait for liquidity"),
+        }
+    }
+}
