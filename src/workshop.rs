@@ -23,8 +23,12 @@ use crate::{
     app::{self, AppCore},
     ase::peers::PeerPatch,
     cli::Global,
-    control::{self, Services, dto::NewPeer},
+    control::{
+        self, Services,
+        dto::{LiquidityMove, NewPeer},
+    },
     files, logging,
+    money::Value,
     settings::Settings,
     tui::{self, desks::Desks},
 };
@@ -36,6 +40,8 @@ pub const DESKS: [(&str, u16); 2] = [("cloud-nine", 4000), ("happy-life", 4100)]
 const LINK_ASSET: (&str, u8) = ("USD", 2);
 /// The largest packet either desk sends the other (10.00 USD), so a payment visibly streams in packets.
 const MAX_PACKET: u64 = 1000;
+/// What each desk may owe the other, and lets the other owe it (1,000.00 USD).
+const LIQUIDITY: u64 = 100_000;
 
 /// What `opdesk workshop` was asked for.
 #[derive(Debug, Clone)]
@@ -149,6 +155,7 @@ async fn ensure_peer(me: &Services, link: &Link<'_>) -> Result<()> {
                 outgoing_token: Some(Some(link.outgoing_token.clone())),
                 routes: Some(vec![link.other_address.clone()]),
                 max_packet_amount: Some(Some(MAX_PACKET)),
+                credit_limit: None,
             };
             control::update_peer(me, link.other, patch).await?;
         }
@@ -174,12 +181,26 @@ async fn ensure_peer(me: &Services, link: &Link<'_>) -> Result<()> {
     fund_peer(me, link.other).await
 }
 
-/// Where the workshop sets up a peer's liquidity: called for each desk and each of its peers, on every start,
-/// after the peer is defined. Nothing to do yet — peer liquidity (deposits per peer) lands here once peers
-/// carry it: deposit what the desk may send through `peer`, idempotently (a second start must not add it
-/// again).
+/// The peer's liquidity and credit limit, as a workshop's pair of ASEs would agree them: each desk may owe the
+/// other up to [`LIQUIDITY`] (deposited once, under a fixed transfer id, so a second start adds nothing) and
+/// lets the other owe it as much. Participants see sending stop when it runs out (`opdesk peers liquidity`).
 async fn fund_peer(me: &Services, peer: &str) -> Result<()> {
-    let _ = (me, peer);
+    let amount = Value::new(LIQUIDITY)?;
+    control::move_peer_liquidity(
+        me,
+        peer,
+        LiquidityMove {
+            deposit: Some(amount),
+            withdraw: None,
+            transfer_id: Some(format!("workshop-liquidity-{peer}")),
+        },
+    )
+    .await?;
+    let limit = PeerPatch {
+        credit_limit: Some(Some(amount)),
+        ..PeerPatch::default()
+    };
+    control::update_peer(me, peer, limit).await?;
     Ok(())
 }
 

@@ -12,7 +12,7 @@
 //! - **settlements**: money that changed hands outside ILP moves the position against the settlement account.
 //!
 //! Sending is limited once the operator first deposits liquidity for a peer (`peer_limits.send_limited`);
-//! peers that never had a deposit send as before migration 0011. Limits are keyed by peer name, so config.toml
+//! peers that never had a deposit send as before migration 0010. Limits are keyed by peer name, so config.toml
 //! peers have them too.
 //!
 //! In flight is transient by nature: it counts packets handed to a peer whose outcome is not committed yet,

@@ -114,7 +114,7 @@ pub fn peer_account(conn: &Connection, peer: &str, code: &str, scale: u8) -> Res
         .optional()?)
 }
 
-/// The liquidity account of ILP peer `peer` in an asset (migration 0011).
+/// The liquidity account of ILP peer `peer` in an asset (migration 0010).
 pub fn liquidity_account(conn: &Connection, peer: &str, code: &str, scale: u8) -> Result<Option<String>, Error> {
     Ok(conn
         .prepare_cached(

@@ -15,10 +15,8 @@ const MIGRATIONS: &[M<'static>] = &[
     M::up(include_str!("../../migrations/0006_stream_receipts.sql")),
     M::up(include_str!("../../migrations/0007_outgoing_replays.sql")),
     M::up(include_str!("../../migrations/0008_outbox.sql")),
-    M::up(include_str!("../../migrations/0010_peer_links.sql")),
-    // 0009 was left free for this change, but 0010 reached main first (and may have made data dirs at its
-    // version): the list order is what counts, so this one is 0011 and comes after it
-    M::up(include_str!("../../migrations/0011_peer_liquidity.sql")).foreign_key_check(),
+    M::up(include_str!("../../migrations/0009_peer_links.sql")),
+    M::up(include_str!("../../migrations/0010_peer_liquidity.sql")).foreign_key_check(),
 ];
 
 fn migrations() -> Migrations<'static> {

@@ -1,5 +1,5 @@
 //! Rows of `peers`: the ILP peers added through the admin API (see `migrations/0005`), and of `peer_limits`:
-//! every peer's sending limit flag and credit limit, keyed by name (see `migrations/0011`).
+//! every peer's sending limit flag and credit limit, keyed by name (see `migrations/0010`).
 
 use rusqlite::{Connection, OptionalExtension, Row, params};
 

@@ -19,7 +19,7 @@ pub struct StreamPlanRow {
     /// In the peer's asset (the debit asset unless `link` says otherwise).
     pub source_amount: i64,
     pub created_at: String,
-    /// A cross-currency link through a peer in another asset (see `migrations/0010`).
+    /// A cross-currency link through a peer in another asset (see `migrations/0009`).
     pub link: Option<PlanLink>,
 }
 

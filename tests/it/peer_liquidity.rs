@@ -64,7 +64,7 @@ async fn a_payment_waits_for_liquidity_and_a_deposit_resumes_it() {
     let a_client = a.demo_client().await;
     let b_client = b.demo_client().await;
 
-    // no liquidity deposited: the peer is not limited (as before migration 0011)
+    // no liquidity deposited: the peer is not limited (as before migration 0010)
     let p = peer(&a, "desk-b").await;
     assert_eq!(p["sendLimited"], false, "{p}");
     assert!(p.get("availableToSend").is_none(), "{p}");

@@ -117,6 +117,19 @@ async fn the_workshop_pays_across_its_two_desks_and_restarts_on_the_same_dirs() 
     let happy = Desk::of(&happy_dir, ports.1);
     assert_eq!(only_peer(&nine).await, ("happy-life".to_owned(), 0));
     assert_eq!(only_peer(&happy).await, ("cloud-nine".to_owned(), 0));
+    // each desk may owe the other 1,000.00 and lets the other owe it as much
+    for d in [&nine, &happy] {
+        let p = d.get("/peers").await[0].clone();
+        assert_eq!(
+            (&p["liquidity"], &p["sendLimited"], &p["creditLimit"]),
+            (
+                &serde_json::json!(100_000),
+                &serde_json::json!(true),
+                &serde_json::json!(100_000)
+            ),
+            "{p}"
+        );
+    }
     let info = nine.get("/server").await;
     assert_eq!(info["ilpAddress"], "test.cloud-nine", "{info}");
 
@@ -191,5 +204,11 @@ async fn the_workshop_pays_across_its_two_desks_and_restarts_on_the_same_dirs() 
     assert_eq!(only_peer(&nine).await, ("happy-life".to_owned(), 2500));
     assert_eq!(only_peer(&happy).await, ("cloud-nine".to_owned(), -2500));
     assert_eq!(balance_of(&happy.get("/balances").await, "bob"), 50_000 + 2500);
+    let p = nine.get("/peers").await[0].clone();
+    assert_eq!(
+        (&p["liquidity"], &p["availableToSend"]),
+        (&serde_json::json!(100_000), &serde_json::json!(100_000 - 2500)),
+        "the liquidity is deposited once, and the payment used some: {p}"
+    );
     stop(&mut child);
 }

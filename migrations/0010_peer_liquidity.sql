@@ -1,4 +1,4 @@
--- opdesk migration 0011: peer liquidity and credit limits (applied after 0010; 0009 is unused).
+-- opdesk schema v10: peer liquidity and credit limits.
 --
 -- A new account kind, `liquidity`: one per ILP peer and asset, never below zero, holding what the peer lets us
 -- owe it (its prefund, collateral or credit line). SQLite cannot change a CHECK in place, so `accounts` is
@@ -7,7 +7,7 @@
 -- under the same ids (rusqlite_migration also runs `PRAGMA foreign_key_check` after this file).
 PRAGMA defer_foreign_keys = ON;
 
-CREATE TABLE accounts_v8_copy AS SELECT * FROM accounts;
+CREATE TABLE accounts_before_v10 AS SELECT * FROM accounts;
 DROP TABLE accounts;
 
 CREATE TABLE accounts (
@@ -31,8 +31,8 @@ CREATE TABLE accounts (
 INSERT INTO accounts (id, kind, asset_code, asset_scale, balance, pending_debits, pending_credits, no_overdraft,
                       created_at, peer)
     SELECT id, kind, asset_code, asset_scale, balance, pending_debits, pending_credits, no_overdraft, created_at, peer
-    FROM accounts_v8_copy;
-DROP TABLE accounts_v8_copy;
+    FROM accounts_before_v10;
+DROP TABLE accounts_before_v10;
 
 CREATE UNIQUE INDEX accounts_settlement_per_asset ON accounts (asset_code, asset_scale) WHERE kind = 'settlement';
 CREATE UNIQUE INDEX accounts_peer_per_asset ON accounts (asset_code, asset_scale) WHERE kind = 'peer' AND peer IS NULL;

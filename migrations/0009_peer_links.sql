@@ -1,4 +1,4 @@
--- opdesk schema v10: cross-currency peer links. A plan through an ILP peer whose asset is not the sending
+-- opdesk schema v9: cross-currency peer links. A plan through an ILP peer whose asset is not the sending
 -- wallet's records the ASE's own conversion into the peer's asset: the asset, the rate (peer minor units per
 -- debit minor unit, "num/den", the operator's rate when quoted), the debit units the plan's source stands for,
 -- and how much the payment has sent so far in the peer's asset. `source_amount` is then in the peer's asset.
