@@ -25,6 +25,16 @@ const EXCEPTIONS: &[(&str, &str, &str)] = &[
         "body[\"completed\"]",
         "the Open Payments `completed` field",
     ),
+    (
+        "src/demo.rs",
+        "there[\"completed\"]",
+        "the Open Payments `completed` field of an incoming payment",
+    ),
+    (
+        "src/demo.rs",
+        "here[\"failed\"]",
+        "the Open Payments `failed` field of an outgoing payment",
+    ),
 ];
 
 /// The mapping module, where every state's text is written.
