@@ -150,6 +150,18 @@ pub enum Effect {
         amount: u64,
     },
     GenerateKey(String),
+    /// Deposit (or withdraw) minor units of a peer's liquidity.
+    PeerLiquidity {
+        peer: String,
+        deposit: bool,
+        amount: u64,
+    },
+    /// Record a settlement with a peer: we paid it (or it paid us) minor units outside ILP.
+    Settle {
+        peer: String,
+        paid: bool,
+        amount: u64,
+    },
     /// Re-drive the webhook delivery of the event with this sequence number.
     RetryWebhook(i64),
     /// Re-drive every dead webhook delivery.
@@ -763,6 +775,7 @@ impl App {
             Action::Approve | Action::Reject | Action::Revoke => grants::act(self, a),
             Action::FailedOnly | Action::Retry | Action::Cancel => outgoing::act(self, a),
             Action::DeadOnly | Action::Redrive | Action::RedriveDead => webhooks::act(self, a),
+            Action::PeerDeposit | Action::PeerWithdraw | Action::Settle => peers::act(self, a),
             Action::NextDesk => match &self.desks {
                 Some(d) if d.names.len() > 1 => vec![Effect::SwitchDesk(d.next().to_owned())],
                 _ => {
