@@ -314,6 +314,10 @@ pub struct App {
     pub peers: Rows<PeerView>,
     /// When the Peers pane last asked for its rows (reloaded every few seconds while in view).
     pub peers_load_at: Option<OffsetDateTime>,
+    /// Each peer's packets (both ways) at the last load, and when: the next load gives its packets per second.
+    pub peer_counts: HashMap<String, (u64, OffsetDateTime)>,
+    /// Packets per second through each peer between the last two loads.
+    pub peer_rates: HashMap<String, f64>,
     /// The desks a console over several ASEs switches between (none: it shows one).
     pub desks: Option<DeskList>,
     /// The Webhooks pane shows only dead deliveries.
@@ -376,6 +380,8 @@ impl App {
             webhooks: Rows::default(),
             peers: Rows::default(),
             peers_load_at: None,
+            peer_counts: HashMap::new(),
+            peer_rates: HashMap::new(),
             desks: None,
             dead_only: false,
             webhooks_load_at: None,

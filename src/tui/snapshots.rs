@@ -84,6 +84,15 @@ fn peer(name: &str, source: &str, balance: i64) -> crate::control::dto::PeerView
             p.in_flight = 500;
             p.send_limited = true;
             p.available_to_send = Some(97_000);
+            p.packets_out.total = 12;
+            p.packets_out.fulfilled = 11;
+            p.packets_out.rejected = 1;
+            p.last_reject = Some(crate::ase::traffic::LastReject {
+                code: "F99".into(),
+                message: "receiver closed the connection".into(),
+                at: "2026-11-21T11:59:58.000Z".into(),
+                direction: "out".into(),
+            });
         } else {
             p.credit_limit = Some(50_000);
         }

@@ -40,7 +40,7 @@ const GIVE_UP: Duration = Duration::seconds(10);
 struct Column {
     title: &'static str,
     width: Constraint,
-    cell: fn(&PeerView, &Theme) -> Cell<'static>,
+    cell: fn(&PeerView, &App, &Theme) -> Cell<'static>,
 }
 
 /// The table's columns, left to right: at 80 columns every one shows and ROUTES takes what is left. Where
@@ -48,18 +48,18 @@ struct Column {
 const COLUMNS: &[Column] = &[
     Column {
         title: "NAME",
-        width: Constraint::Length(12),
-        cell: |p, _| Cell::from(sanitize(&p.name)),
+        width: Constraint::Length(11),
+        cell: |p, _, _| Cell::from(sanitize(&p.name)),
     },
     Column {
         title: "ASSET",
         width: Constraint::Length(6),
-        cell: |p, _| Cell::from(asset(p)),
+        cell: |p, _, _| Cell::from(asset(p)),
     },
     Column {
         title: "POSITION",
         width: Constraint::Length(9),
-        cell: |p, t| {
+        cell: |p, _, t| {
             let style = if p.position > 0 { t.pending } else { t.ok };
             Cell::from(position(p)).style(style)
         },
@@ -67,12 +67,12 @@ const COLUMNS: &[Column] = &[
     Column {
         title: "LIQUIDITY",
         width: Constraint::Length(9),
-        cell: |p, _| Cell::from(minor(p, p.liquidity)),
+        cell: |p, _, _| Cell::from(minor(p, p.liquidity)),
     },
     Column {
         title: "AVAILABLE",
         width: Constraint::Length(9),
-        cell: |p, t| match p.available_to_send {
+        cell: |p, _, t| match p.available_to_send {
             Some(0) => Cell::from(minor(p, 0)).style(t.failed),
             Some(a) => Cell::from(minor(p, a)),
             None => Cell::from("-").style(t.dim),
@@ -80,16 +80,24 @@ const COLUMNS: &[Column] = &[
     },
     Column {
         title: "CREDIT",
-        width: Constraint::Length(15),
-        cell: |p, t| match p.credit_limit {
+        width: Constraint::Length(14),
+        cell: |p, _, t| match p.credit_limit {
             Some(_) => Cell::from(credit(p)),
+            None => Cell::from("-").style(t.dim),
+        },
+    },
+    Column {
+        title: "PKT/S",
+        width: Constraint::Length(5),
+        cell: |p, a, t| match a.peer_rates.get(&p.name) {
+            Some(r) => Cell::from(rate(*r)),
             None => Cell::from("-").style(t.dim),
         },
     },
     Column {
         title: "ROUTES",
         width: Constraint::Min(8),
-        cell: |p, _| Cell::from(sanitize(&p.routes.join(" "))),
+        cell: |p, _, _| Cell::from(sanitize(&p.routes.join(" "))),
     },
 ];
 
@@ -109,13 +117,85 @@ pub fn draw(app: &App, theme: &Theme, f: &mut Frame, area: Rect) {
         (p.loaded, p.loading, p.items.len()),
         |i| {
             let peer = &p.items[i];
-            COLUMNS.iter().map(|c| (c.cell)(peer, theme)).collect()
+            COLUMNS.iter().map(|c| (c.cell)(peer, app, theme)).collect()
         },
     );
 }
 
 fn asset(p: &PeerView) -> String {
     format!("{}/{}", sanitize(&p.asset_code), p.asset_scale)
+}
+
+/// Packets per second, short: `0`, `0.4`, `12`, `1.2k`.
+fn rate(r: f64) -> String {
+    if r <= 0.0 {
+        "0".to_owned()
+    } else if r < 10.0 {
+        format!("{r:.1}")
+    } else if r < 1000.0 {
+        format!("{r:.0}")
+    } else {
+        format!("{:.1}k", r / 1000.0)
+    }
+}
+
+/// Packets through the peer, in words.
+fn packets_words(p: &PeerView, out: bool) -> String {
+    let k = if out { &p.packets_out } else { &p.packets_in };
+    format!(
+        "{} ({} fulfilled, {} rejected; {})",
+        k.total,
+        k.fulfilled,
+        k.rejected,
+        if out {
+            "sent through it"
+        } else {
+            "it brought us at POST /ilp"
+        }
+    )
+}
+
+/// The last reject either way, in words.
+fn last_reject_words(p: &PeerView) -> String {
+    match &p.last_reject {
+        None => "none (since this server started)".to_owned(),
+        Some(r) => format!(
+            "{} {} ({}, {})",
+            sanitize(&r.code),
+            sanitize(&r.message),
+            if r.direction == "out" {
+                "to a packet we sent"
+            } else {
+                "we answered its packet"
+            },
+            sanitize(&r.at)
+        ),
+    }
+}
+
+/// Records a load's packet counts at `now` and computes each peer's packets per second since the load
+/// before (a peer seen once has no rate yet).
+pub fn on_loaded(app: &mut App) {
+    let now = app.now;
+    let mut rates = std::collections::HashMap::new();
+    let mut seen = std::collections::HashMap::new();
+    for p in &app.peers.items {
+        let total = p.packets_in.total + p.packets_out.total;
+        if let Some((before, at)) = app.peer_counts.get(&p.name) {
+            let secs = (now - *at).as_seconds_f64();
+            if secs > 0.0 && total >= *before {
+                rates.insert(p.name.clone(), (total - before) as f64 / secs);
+            } else if let Some(r) = app.peer_rates.get(&p.name) {
+                // reloaded within the same instant: keep the last rate
+                rates.insert(p.name.clone(), *r);
+                seen.insert(p.name.clone(), (*before, *at));
+                continue;
+            }
+        }
+        seen.insert(p.name.clone(), (total, now));
+    }
+    app.peer_rates = rates;
+    app.peer_counts = seen;
 }
 
 /// An amount in minor units of the peer's asset, in major units.
@@ -244,6 +324,17 @@ pub fn detail<'a>(app: &'a App, theme: &Theme) -> Option<(String, Vec<Line<'a>>)
         ),
         kv(theme, "sending", sending_words(p)),
         kv(theme, "credit", credit_words(p)),
+        kv(
+            theme,
+            "packets/s",
+            app.peer_rates.get(&p.name).map_or_else(
+                || "- (known after the next reload)".to_owned(),
+                |r| format!("{} (both ways, between the last two reloads)", rate(*r)),
+            ),
+        ),
+        kv(theme, "packets in", packets_words(p, false)),
+        kv(theme, "packets out", packets_words(p, true)),
+        kv(theme, "last reject", last_reject_words(p)),
         kv(theme, "created", p.created_at.as_deref().map_or_else(none, sanitize)),
         kv(theme, "updated", p.updated_at.as_deref().map_or_else(none, sanitize)),
     ];
@@ -543,6 +634,32 @@ mod tests {
             pending_debits: 0,
         }));
         assert!(!a.stale.contains(&Pane::Peers), "a wallet's balance is not a peer's");
+    }
+
+    #[test]
+    fn packets_per_second_come_from_two_loads() {
+        let mut a = on_peers(false);
+        assert!(a.peer_rates.is_empty(), "one load: no rate yet");
+        let mut p = peer("happy-life");
+        p.packets_in.total = 30;
+        p.packets_out.total = 20;
+        a.update(Msg::Tick(now() + time::Duration::seconds(5)));
+        a.update(Msg::Reply(Reply::Peers(vec![p.clone()])));
+        assert_eq!(a.peer_rates.get("happy-life"), Some(&10.0));
+        assert_eq!(rate(10.0), "10");
+        assert_eq!(rate(0.4), "0.4");
+        assert_eq!(rate(1234.0), "1.2k");
+        p.last_reject = Some(crate::ase::traffic::LastReject {
+            code: "T04".into(),
+            message: "peer happy-life\u{1b}[2J may owe us no more".into(),
+            at: "2026-11-21T12:00:05.000Z".into(),
+            direction: "in".into(),
+        });
+        let words = last_reject_words(&p);
+        assert!(
+            words.starts_with("T04 peer happy-life") && !words.contains('\u{1b}'),
+            "{words}"
+        );
     }
 
     #[test]
