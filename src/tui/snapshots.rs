@@ -470,8 +470,9 @@ fn the_peers_pane_detail_sanitises_peer_names() {
     goto(&mut a, Pane::Peers);
     a.act(super::action::Action::Open);
     let detail = draw(&a, 120, 40);
-    assert!(detail.contains("test.happy-life") && detail.contains("25.00 USD (positive: we owe it)"));
+    assert!(detail.contains("test.happy-life") && detail.contains("25.00 USD: we owe happy-life 25.00 USD"));
     insta::assert_snapshot!("peers_detail_120x40", detail);
+    insta::assert_snapshot!("peers_detail_80x24", draw(&a, 80, 24));
     a.act(super::action::Action::Back);
     a.act(super::action::Action::Down);
     let table = draw(&a, 80, 24);

@@ -233,7 +233,7 @@ fn position_words(p: &PeerView) -> String {
 /// Whether sending through the peer is limited, in words.
 fn sending_words(p: &PeerView) -> String {
     match p.available_to_send {
-        Some(a) if p.send_limited => format!("sending is limited to the liquidity: {} available", money(p, a)),
+        Some(a) if p.send_limited => format!("sending is limited to the liquidity: {} available", minor(p, a)),
         _ => "sending is not limited (no liquidity was ever deposited)".to_owned(),
     }
 }
@@ -273,10 +273,44 @@ pub fn detail<'a>(app: &'a App, theme: &Theme) -> Option<(String, Vec<Line<'a>>)
     let p = app.selected_peer()?;
     let none = || "(none)".to_owned();
     let title = format!(" peer {} ", sanitize(&p.name));
+    // what the operator manages first (the detail is cut at the bottom on small terminals), then the
+    // traffic, then how the peer is defined
     let lines = vec![
-        kv(theme, "name", sanitize(&p.name)),
-        kv(theme, "defined in", sanitize(&p.source)),
+        kv(
+            theme,
+            "name",
+            format!("{} (defined in {})", sanitize(&p.name), sanitize(&p.source)),
+        ),
         kv(theme, "asset", asset(p)),
+        kv(
+            theme,
+            "position",
+            format!("{}: {}", money(p, p.position), position_words(p)),
+        ),
+        kv(theme, "owed", format!("{} (what we owe it now)", money(p, p.owed))),
+        kv(
+            theme,
+            "liquidity",
+            format!("{} (what it lets us owe it)", money(p, p.liquidity)),
+        ),
+        kv(
+            theme,
+            "in flight",
+            format!("{} (sent, outcome not recorded yet)", money(p, p.in_flight)),
+        ),
+        kv(theme, "sending", sending_words(p)),
+        kv(theme, "credit", credit_words(p)),
+        kv(
+            theme,
+            "packets/s",
+            app.peer_rates.get(&p.name).map_or_else(
+                || "- (known after the next reload)".to_owned(),
+                |r| format!("{} (both ways, between the last two reloads)", rate(*r)),
+            ),
+        ),
+        kv(theme, "packets in", packets_words(p, false)),
+        kv(theme, "packets out", packets_words(p, true)),
+        kv(theme, "last reject", last_reject_words(p)),
         kv(
             theme,
             "ILP address",
@@ -308,35 +342,13 @@ pub fn detail<'a>(app: &'a App, theme: &Theme) -> Option<(String, Vec<Line<'a>>)
         kv(theme, "max packet", max_packet(p)),
         kv(
             theme,
-            "position",
-            format!("{} (positive: we owe it): {}", money(p, p.position), position_words(p)),
-        ),
-        kv(theme, "owed", format!("{} (what we owe it now)", money(p, p.owed))),
-        kv(
-            theme,
-            "liquidity",
-            format!("{} (what it lets us owe it)", money(p, p.liquidity)),
-        ),
-        kv(
-            theme,
-            "in flight",
-            format!("{} (sent, outcome not recorded yet)", money(p, p.in_flight)),
-        ),
-        kv(theme, "sending", sending_words(p)),
-        kv(theme, "credit", credit_words(p)),
-        kv(
-            theme,
-            "packets/s",
-            app.peer_rates.get(&p.name).map_or_else(
-                || "- (known after the next reload)".to_owned(),
-                |r| format!("{} (both ways, between the last two reloads)", rate(*r)),
+            "created",
+            format!(
+                "{} (updated {})",
+                p.created_at.as_deref().map_or_else(none, sanitize),
+                p.updated_at.as_deref().map_or_else(none, sanitize)
             ),
         ),
-        kv(theme, "packets in", packets_words(p, false)),
-        kv(theme, "packets out", packets_words(p, true)),
-        kv(theme, "last reject", last_reject_words(p)),
-        kv(theme, "created", p.created_at.as_deref().map_or_else(none, sanitize)),
-        kv(theme, "updated", p.updated_at.as_deref().map_or_else(none, sanitize)),
     ];
     Some((title, lines))
 }
@@ -669,7 +681,7 @@ mod tests {
         p.available_to_send = Some(97_500);
         assert_eq!(
             sending_words(&p),
-            "sending is limited to the liquidity: 975.00 USD available"
+            "sending is limited to the liquidity: 975.00 available"
         );
         p.send_limited = false;
         p.available_to_send = None;
