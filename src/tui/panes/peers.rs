@@ -183,13 +183,17 @@ pub fn on_loaded(app: &mut App) {
         let total = p.packets_in.total + p.packets_out.total;
         if let Some((before, at)) = app.peer_counts.get(&p.name) {
             let secs = (now - *at).as_seconds_f64();
-            if secs > 0.0 && total >= *before {
-                rates.insert(p.name.clone(), (total - before) as f64 / secs);
-            } else if let Some(r) = app.peer_rates.get(&p.name) {
-                // reloaded within the same instant: keep the last rate
-                rates.insert(p.name.clone(), *r);
+            if secs <= 0.0 {
+                // reloaded within the same instant: keep the reading and the last rate
+                if let Some(r) = app.peer_rates.get(&p.name) {
+                    rates.insert(p.name.clone(), *r);
+                }
                 seen.insert(p.name.clone(), (*before, *at));
                 continue;
+            }
+            // fewer than before: the server restarted (counters start again); no rate until the next load
+            if total >= *before {
+                rates.insert(p.name.clone(), (total - before) as f64 / secs);
             }
         }
         seen.insert(p.name.clone(), (total, now));
@@ -658,6 +662,18 @@ mod tests {
         a.update(Msg::Tick(now() + time::Duration::seconds(5)));
         a.update(Msg::Reply(Reply::Peers(vec![p.clone()])));
         assert_eq!(a.peer_rates.get("happy-life"), Some(&10.0));
+        a.update(Msg::Reply(Reply::Peers(vec![p.clone()])));
+        assert_eq!(a.peer_rates.get("happy-life"), Some(&10.0), "the same instant keeps it");
+        let mut restarted = p.clone();
+        restarted.packets_in.total = 1;
+        restarted.packets_out.total = 0;
+        a.update(Msg::Tick(now() + time::Duration::seconds(10)));
+        a.update(Msg::Reply(Reply::Peers(vec![restarted])));
+        assert!(
+            a.peer_rates.is_empty(),
+            "a restarted server: no rate until the next load"
+        );
+        assert_eq!(a.peer_counts.get("happy-life").map(|c| c.0), Some(1));
         assert_eq!(rate(10.0), "10");
         assert_eq!(rate(0.4), "0.4");
         assert_eq!(rate(1234.0), "1.2k");
