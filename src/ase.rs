@@ -12,3 +12,4 @@ pub mod peers;
 pub mod quotes;
 pub mod remote;
 pub mod stream_receiver;
+pub mod traffic;

@@ -301,6 +301,8 @@ struct Inner {
     timeout: Duration,
     current: RwLock<Arc<PeerSet>>,
     writes: tokio::sync::Mutex<()>,
+    /// Packets through each peer in this process (`ase::traffic`).
+    traffic: super::traffic::Traffic,
 }
 
 /// The peer service. Cheap to clone.
@@ -340,10 +342,30 @@ impl Peers {
             timeout,
             current: RwLock::new(Arc::new(set)),
             writes: tokio::sync::Mutex::new(()),
+            traffic: super::traffic::Traffic::default(),
         })))
     }
 
     /// The peers now.
+    /// The packets through each peer in this process.
+    pub fn traffic(&self) -> super::traffic::Traffic {
+        self.0.traffic.clone()
+    }
+
+    /// `transport`, counting what it sends as packets through `peer`.
+    pub fn counted(
+        &self,
+        peer: &str,
+        transport: Arc<dyn crate::ilp::sender::Transport>,
+    ) -> Arc<dyn crate::ilp::sender::Transport> {
+        Arc::new(super::traffic::Counted {
+            inner: transport,
+            traffic: self.0.traffic.clone(),
+            peer: peer.to_owned(),
+            clock: self.0.clock.clone(),
+        })
+    }
+
     pub fn current(&self) -> Arc<PeerSet> {
         match self.0.current.read() {
             Ok(g) => g.clone(),

@@ -198,7 +198,7 @@ impl Remote {
     pub fn connection(&self, peer: &Peer, address: Address, secret: &[u8], max: Option<u64>) -> Option<Connection> {
         let out = peer.outgoing()?;
         Some(Connection::new(
-            out.transport.clone(),
+            self.0.peers.counted(&peer.name, out.transport.clone()),
             address,
             secret,
             max.or(peer.max_packet_amount),

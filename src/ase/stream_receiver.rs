@@ -12,6 +12,8 @@
 
 use std::sync::Arc;
 
+use super::traffic::Outcome;
+
 use time::OffsetDateTime;
 
 use super::{
@@ -113,9 +115,16 @@ impl Receiver {
             )),
             Ok(prepare) => self.prepare(peer, &prepare).await,
         };
-        if let Packet::Reject(r) = &reply {
-            tracing::debug!(peer = %peer.name, code = %r.code, message = %r.message, "ILP packet rejected");
-        }
+        let outcome = match &reply {
+            Packet::Reject(r) => {
+                tracing::debug!(peer = %peer.name, code = %r.code, message = %r.message, "ILP packet rejected");
+                Outcome::Rejected(r.code.as_str().to_owned(), r.message.clone())
+            }
+            Packet::Fulfill(_) => Outcome::Fulfilled,
+            Packet::Prepare(_) => Outcome::None,
+        };
+        let at = crate::clock::format_ts(self.clock.now());
+        self.peers.traffic().count(&peer.name, false, outcome, at);
         reply.encode().unwrap_or_else(|e| {
             tracing::error!(error = %e, "cannot encode an ILP reply");
             let fallback = reject(self.server.address(), ErrorCode::T00_INTERNAL_ERROR, "", Vec::new());

@@ -19,7 +19,10 @@ use tokio::sync::mpsc;
 use crate::{
     admin::{AdminClient, AdminEvent, ClientError},
     ase::{incoming::IncomingView, outgoing::GrantSpent, outgoing::OutgoingView, quotes::QuoteDto},
-    control::dto::{AddKey, CreateWallet, KeyAdded, Listed, Move, Moved, PaymentFilter, PeerView, Reject},
+    control::dto::{
+        AddKey, CreateWallet, KeyAdded, LiquidityMove, Listed, Move, Moved, NewSettlement, PaymentFilter, PeerMoved,
+        PeerView, Reject,
+    },
     gnap::service::GrantView,
     ledger::Movement,
     owner::{self, Record},
@@ -336,6 +339,22 @@ impl Desk for Remote {
 
     async fn peers(&self) -> Answer<Vec<PeerView>> {
         self.inner.client().list_peers().await.map_err(|e| self.failed(e))
+    }
+
+    async fn move_peer_liquidity(&self, name: &str, body: LiquidityMove) -> Answer<PeerMoved> {
+        self.inner
+            .client()
+            .move_peer_liquidity(name, &body)
+            .await
+            .map_err(|e| self.failed(e))
+    }
+
+    async fn settle_peer(&self, name: &str, body: NewSettlement) -> Answer<PeerMoved> {
+        self.inner
+            .client()
+            .settle_peer(name, &body)
+            .await
+            .map_err(|e| self.failed(e))
     }
 
     fn demo(&self) -> Answer<()> {

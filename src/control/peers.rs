@@ -39,7 +39,9 @@ pub(super) fn peer(s: &Services, name: &str) -> Result<Arc<Peer>, Error> {
 /// A peer's view with its balances, limits and what is in flight.
 pub(super) async fn peer_view(s: &Services, p: &Peer) -> Result<PeerView, Error> {
     let status = s.liquidity.status(p).await?;
-    Ok(PeerView::of(p, &[]).with_status(&status))
+    Ok(PeerView::of(p, &[])
+        .with_status(&status)
+        .with_traffic(s.peers.traffic().of(&p.name)))
 }
 
 pub async fn create_peer(s: &Services, body: NewPeer) -> Result<PeerView, Error> {

@@ -50,6 +50,12 @@ pub enum Action {
     RedriveDead,
     /// A console over several desks: show the next one.
     NextDesk,
+    /// Peers: deposit liquidity for the selected peer.
+    PeerDeposit,
+    /// Peers: withdraw liquidity of the selected peer.
+    PeerWithdraw,
+    /// Peers: record a settlement with the selected peer (paid or received).
+    Settle,
 }
 
 impl Action {

@@ -150,6 +150,18 @@ pub enum Effect {
         amount: u64,
     },
     GenerateKey(String),
+    /// Deposit (or withdraw) minor units of a peer's liquidity.
+    PeerLiquidity {
+        peer: String,
+        deposit: bool,
+        amount: u64,
+    },
+    /// Record a settlement with a peer: we paid it (or it paid us) minor units outside ILP.
+    Settle {
+        peer: String,
+        paid: bool,
+        amount: u64,
+    },
     /// Re-drive the webhook delivery of the event with this sequence number.
     RetryWebhook(i64),
     /// Re-drive every dead webhook delivery.
@@ -302,6 +314,10 @@ pub struct App {
     pub peers: Rows<PeerView>,
     /// When the Peers pane last asked for its rows (reloaded every few seconds while in view).
     pub peers_load_at: Option<OffsetDateTime>,
+    /// Each peer's packets (both ways) at the last load, and when: the next load gives its packets per second.
+    pub peer_counts: HashMap<String, (u64, OffsetDateTime)>,
+    /// Packets per second through each peer between the last two loads.
+    pub peer_rates: HashMap<String, f64>,
     /// The desks a console over several ASEs switches between (none: it shows one).
     pub desks: Option<DeskList>,
     /// The Webhooks pane shows only dead deliveries.
@@ -364,6 +380,8 @@ impl App {
             webhooks: Rows::default(),
             peers: Rows::default(),
             peers_load_at: None,
+            peer_counts: HashMap::new(),
+            peer_rates: HashMap::new(),
             desks: None,
             dead_only: false,
             webhooks_load_at: None,
@@ -763,6 +781,7 @@ impl App {
             Action::Approve | Action::Reject | Action::Revoke => grants::act(self, a),
             Action::FailedOnly | Action::Retry | Action::Cancel => outgoing::act(self, a),
             Action::DeadOnly | Action::Redrive | Action::RedriveDead => webhooks::act(self, a),
+            Action::PeerDeposit | Action::PeerWithdraw | Action::Settle => peers::act(self, a),
             Action::NextDesk => match &self.desks {
                 Some(d) if d.names.len() > 1 => vec![Effect::SwitchDesk(d.next().to_owned())],
                 _ => {

@@ -8,16 +8,19 @@ use tokio::sync::mpsc;
 
 use super::{
     app::{Effect, Load, PAGE, Reply, short_id},
-    desk::{Answer, Desk},
+    desk::{Answer, Desk, DeskError},
     pane::Pane,
 };
 use crate::{
+    ase::liquidity::Direction,
     control::{
         Services,
-        dto::{AddKey, CreateWallet, Move, PaymentFilter, Reject},
+        dto::{AddKey, CreateWallet, LiquidityMove, Move, NewSettlement, PaymentFilter, PeerView, Reject},
     },
     ledger::Movement,
+    money::format_minor,
     states::{DeliveryState, OutgoingState},
+    text::sanitize,
 };
 
 async fn load<D: Desk>(d: &D, l: Load) -> Answer<Reply> {
@@ -83,6 +86,40 @@ fn redriven(n: usize) -> String {
         1 => "1 dead webhook delivery will be sent again".to_owned(),
         n => format!("{n} dead webhook deliveries will be sent again"),
     }
+}
+
+/// A liquidity change, in words for the flash line: what moved and where the peer stands now.
+fn liquidity_moved(deposit: bool, amount: u64, p: &PeerView) -> String {
+    let m = |v: i128| format!("{} {}", format_minor(v, p.asset_scale), sanitize(&p.asset_code));
+    let available = p.available_to_send.map_or_else(
+        || "sending not limited".to_owned(),
+        |a| format!("{} available to send", m(a.into())),
+    );
+    format!(
+        "{} {} {} {}'s liquidity: now {}, {available}",
+        if deposit { "deposited" } else { "withdrew" },
+        m(amount.into()),
+        if deposit { "into" } else { "from" },
+        sanitize(&p.name),
+        m(p.liquidity.into()),
+    )
+}
+
+/// A recorded settlement, in words for the flash line: who paid and where the peer stands now.
+fn settled(paid: bool, amount: u64, p: &PeerView) -> String {
+    let m = |v: i128| format!("{} {}", format_minor(v, p.asset_scale), sanitize(&p.asset_code));
+    let name = sanitize(&p.name);
+    let who = if paid {
+        format!("we paid {name} {}", m(amount.into()))
+    } else {
+        format!("{name} paid us {}", m(amount.into()))
+    };
+    let now = match p.position {
+        0 => "nobody owes anything".to_owned(),
+        v if v > 0 => format!("we owe {name} {}", m(v.unsigned_abs().into())),
+        v => format!("{name} owes us {}", m(v.unsigned_abs().into())),
+    };
+    format!("settlement recorded: {who}; now {now}")
 }
 
 /// Runs one effect on the embedded services and returns the reply (none for `Quit`).
@@ -175,6 +212,33 @@ pub async fn run<D: Desk>(d: &D, e: Effect) -> Option<Reply> {
                 kid: k.jwk.kid,
                 pem: k.private_key_pem.unwrap_or_default(),
             }),
+        Effect::PeerLiquidity { peer, deposit, amount } => match crate::money::Value::new(amount) {
+            Err(e) => Err(DeskError::Refused(e.to_string())),
+            Ok(value) => {
+                let body = LiquidityMove {
+                    deposit: deposit.then_some(value),
+                    withdraw: (!deposit).then_some(value),
+                    transfer_id: None,
+                };
+                d.move_peer_liquidity(&peer, body)
+                    .await
+                    .map(|m| Reply::Done(liquidity_moved(deposit, amount, &m.peer)))
+            }
+        },
+        Effect::Settle { peer, paid, amount } => match crate::money::Value::new(amount) {
+            Err(e) => Err(DeskError::Refused(e.to_string())),
+            Ok(value) => {
+                let direction = if paid { Direction::Paid } else { Direction::Received };
+                let body = NewSettlement {
+                    direction,
+                    amount: value,
+                    id: None,
+                };
+                d.settle_peer(&peer, body)
+                    .await
+                    .map(|m| Reply::Done(settled(paid, amount, &m.peer)))
+            }
+        },
         Effect::RetryWebhook(seq) => d
             .retry_webhook(seq)
             .await

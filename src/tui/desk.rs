@@ -13,7 +13,10 @@ use crate::{
     ase::{incoming::IncomingView, outgoing::GrantSpent, outgoing::OutgoingView, quotes::QuoteDto},
     control::{
         self, Services,
-        dto::{AddKey, CreateWallet, KeyAdded, Listed, Move, Moved, PaymentFilter, PeerView, Reject},
+        dto::{
+            AddKey, CreateWallet, KeyAdded, LiquidityMove, Listed, Move, Moved, NewSettlement, PaymentFilter,
+            PeerMoved, PeerView, Reject,
+        },
     },
     events::DomainEvent,
     gnap::service::GrantView,
@@ -125,6 +128,10 @@ pub trait Desk: Clone + Send + Sync + 'static {
     fn demo(&self) -> Answer<()>;
     /// The ILP peers with their account balances (tokens never shown).
     fn peers(&self) -> impl Future<Output = Answer<Vec<PeerView>>> + Send;
+    /// Deposits or withdraws liquidity of the peer `name`; answers the transfer and the peer as it is now.
+    fn move_peer_liquidity(&self, name: &str, body: LiquidityMove) -> impl Future<Output = Answer<PeerMoved>> + Send;
+    /// Records a settlement with the peer `name`; answers the transfer and the peer as it is now.
+    fn settle_peer(&self, name: &str, body: NewSettlement) -> impl Future<Output = Answer<PeerMoved>> + Send;
     /// The desks this console switches between (none: it shows one ASE).
     fn desks(&self) -> Option<DeskList> {
         None
@@ -267,6 +274,14 @@ impl Desk for Arc<Services> {
 
     async fn peers(&self) -> Answer<Vec<PeerView>> {
         control::list_peers(self).await.map_err(refused)
+    }
+
+    async fn move_peer_liquidity(&self, name: &str, body: LiquidityMove) -> Answer<PeerMoved> {
+        control::move_peer_liquidity(self, name, body).await.map_err(refused)
+    }
+
+    async fn settle_peer(&self, name: &str, body: NewSettlement) -> Answer<PeerMoved> {
+        control::settle_peer(self, name, body).await.map_err(refused)
     }
 
     fn demo(&self) -> Answer<()> {

@@ -21,7 +21,10 @@ use super::{
 };
 use crate::{
     ase::{incoming::IncomingView, outgoing::GrantSpent, outgoing::OutgoingView, quotes::QuoteDto},
-    control::dto::{AddKey, CreateWallet, KeyAdded, Listed, Move, Moved, PaymentFilter, PeerView, Reject},
+    control::dto::{
+        AddKey, CreateWallet, KeyAdded, LiquidityMove, Listed, Move, Moved, NewSettlement, PaymentFilter, PeerMoved,
+        PeerView, Reject,
+    },
     events::DomainEvent,
     gnap::service::GrantView,
     ledger::Movement,
@@ -218,6 +221,14 @@ impl<D: Desk> Desk for Desks<D> {
 
     async fn peers(&self) -> Answer<Vec<PeerView>> {
         self.active().peers().await
+    }
+
+    async fn move_peer_liquidity(&self, name: &str, body: LiquidityMove) -> Answer<PeerMoved> {
+        self.active().move_peer_liquidity(name, body).await
+    }
+
+    async fn settle_peer(&self, name: &str, body: NewSettlement) -> Answer<PeerMoved> {
+        self.active().settle_peer(name, body).await
     }
 
     fn desks(&self) -> Option<DeskList> {

@@ -366,6 +366,31 @@ impl Default for Keymap {
                 false,
                 false,
             ),
+            // the Peers pane: its liquidity and settlements (amounts in major units, like a wallet deposit)
+            b(
+                &[Key::ch('+')],
+                Scope::Pane(Pane::Peers),
+                PeerDeposit,
+                "deposit liquidity (what this peer lets us owe it)",
+                true,
+                true,
+            ),
+            b(
+                &[Key::ch('-')],
+                Scope::Pane(Pane::Peers),
+                PeerWithdraw,
+                "withdraw liquidity (refused beyond what we do not owe this peer)",
+                true,
+                true,
+            ),
+            b(
+                &[Key::ch('S')],
+                Scope::Pane(Pane::Peers),
+                Settle,
+                "record a settlement (paid or received outside ILP)",
+                true,
+                true,
+            ),
         ]);
         Self { bindings: v }
     }

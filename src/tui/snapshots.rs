@@ -71,9 +71,33 @@ fn peer(name: &str, source: &str, balance: i64) -> crate::control::dto::PeerView
         "routes": [format!("test.{name}")],
         "maxPacketAmount": 1000,
         "peerAccountBalance": balance,
+        "position": balance,
+        "owed": balance.max(0),
+        "creditUsed": (-balance).max(0),
         "createdAt": "2026-11-21T10:00:00.000Z",
         "updatedAt": "2026-11-21T10:00:00.000Z",
     }))
+    .map(|mut p: crate::control::dto::PeerView| {
+        // the peer we owe has liquidity (sending limited); the one that owes us, a credit limit
+        if balance > 0 {
+            p.liquidity = 100_000;
+            p.in_flight = 500;
+            p.send_limited = true;
+            p.available_to_send = Some(97_000);
+            p.packets_out.total = 12;
+            p.packets_out.fulfilled = 11;
+            p.packets_out.rejected = 1;
+            p.last_reject = Some(crate::ase::traffic::LastReject {
+                code: "F99".into(),
+                message: "receiver closed the connection".into(),
+                at: "2026-11-21T11:59:58.000Z".into(),
+                direction: "out".into(),
+            });
+        } else {
+            p.credit_limit = Some(50_000);
+        }
+        p
+    })
     .unwrap()
 }
 
@@ -446,12 +470,34 @@ fn the_peers_pane_detail_sanitises_peer_names() {
     goto(&mut a, Pane::Peers);
     a.act(super::action::Action::Open);
     let detail = draw(&a, 120, 40);
-    assert!(detail.contains("test.happy-life") && detail.contains("25.00 USD (positive: we owe it)"));
+    assert!(detail.contains("test.happy-life") && detail.contains("25.00 USD: we owe happy-life 25.00 USD"));
     insta::assert_snapshot!("peers_detail_120x40", detail);
+    insta::assert_snapshot!("peers_detail_80x24", draw(&a, 80, 24));
     a.act(super::action::Action::Back);
     a.act(super::action::Action::Down);
     let table = draw(&a, 80, 24);
     assert!(!table.contains('\u{1b}'), "hostile text is sanitised");
+}
+
+#[test]
+fn the_peers_pane_prompts_and_confirms_at_80x24() {
+    use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+    let mut a = loaded(false);
+    goto(&mut a, Pane::Peers);
+    a.act(super::action::Action::Settle);
+    for c in "received 7".chars() {
+        a.update(Msg::Key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE)));
+    }
+    insta::assert_snapshot!("peers_prompt_80x24", draw(&a, 80, 24));
+    a.update(Msg::Key(KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE)));
+    insta::assert_snapshot!("peers_confirm_80x24", draw(&a, 80, 24));
+    let mut ro = loaded(true);
+    goto(&mut ro, Pane::Peers);
+    let screen = draw(&ro, 80, 24);
+    assert!(
+        !screen.contains("deposit liquidity"),
+        "read-only: no liquidity keys\n{screen}"
+    );
 }
 
 #[test]

@@ -4,7 +4,8 @@
 //! `opdesk serve` that keeps serving after the console quits; two consoles see each other's decisions; a
 //! console rides out a server restart (on another port) and shows current data again. The two desks (in
 //! process and over the admin API) load every pane alike, webhook deliveries included. `opdesk workshop`'s
-//! console switches between its two desks (F2, `:desk NAME`) and shows each one's peers.
+//! console switches between its two desks (F2, `:desk NAME`) and shows each one's peers; from the Peers pane
+//! the operator deposits a peer's liquidity, is refused a withdrawal beyond it, and records a settlement.
 
 use std::{
     path::Path,
@@ -511,6 +512,98 @@ async fn the_embedded_and_the_attached_desk_answer_alike() {
         assert_eq!(l, r, "{e:?}");
     }
 
+    // peer liquidity and settlements: the same outcome and the same refusals in both modes
+    let (status, added) = ase
+        .admin(
+            Method::POST,
+            "/peers",
+            Some(r#"{"name":"runtime","assetCode":"USD","assetScale":2,"incomingTokens":["console-peer-token"]}"#),
+        )
+        .await;
+    assert_eq!(status, 201, "{added}");
+    let deposit = Effect::PeerLiquidity {
+        peer: "runtime".into(),
+        deposit: true,
+        amount: 1000,
+    };
+    assert_eq!(
+        run(&remote, deposit.clone()).await,
+        Some(Reply::Done(
+            "deposited 10.00 USD into runtime's liquidity: now 10.00 USD, 10.00 USD available to send".into()
+        ))
+    );
+    let Some(Reply::Done(text)) = run(&local, deposit).await else {
+        panic!("the embedded desk deposits too")
+    };
+    assert!(text.ends_with("now 20.00 USD, 20.00 USD available to send"), "{text}");
+    let settle = Effect::Settle {
+        peer: "runtime".into(),
+        paid: false,
+        amount: 250,
+    };
+    let (l, r) = (run(&local, settle.clone()).await, run(&remote, settle).await);
+    assert_eq!(
+        l,
+        Some(Reply::Done(
+            "settlement recorded: runtime paid us 2.50 USD; now we owe runtime 2.50 USD".into()
+        ))
+    );
+    assert_eq!(
+        r,
+        Some(Reply::Done(
+            "settlement recorded: runtime paid us 2.50 USD; now we owe runtime 5.00 USD".into()
+        ))
+    );
+    for e in [
+        Effect::PeerLiquidity {
+            peer: "runtime".into(),
+            deposit: false,
+            amount: 5000,
+        },
+        Effect::PeerLiquidity {
+            peer: "no-such-peer".into(),
+            deposit: true,
+            amount: 1,
+        },
+        Effect::Settle {
+            peer: "no-such-peer".into(),
+            paid: true,
+            amount: 1,
+        },
+    ] {
+        let (l, r) = (run(&local, e.clone()).await, run(&remote, e.clone()).await);
+        assert!(matches!(l, Some(Reply::Failed(_))), "{e:?}: {l:?}");
+        assert_eq!(l, r, "{e:?}");
+    }
+    let Some(Reply::Failed(text)) = run(
+        &remote,
+        Effect::PeerLiquidity {
+            peer: "runtime".into(),
+            deposit: false,
+            amount: 5000,
+        },
+    )
+    .await
+    else {
+        panic!("a withdrawal past the liquidity is refused")
+    };
+    assert!(
+        text.starts_with("cannot withdraw 50.00 USD from peer runtime's liquidity"),
+        "{text}"
+    );
+    let load = Effect::Load(Load {
+        pane: Pane::Peers,
+        failed_only: false,
+        cursor: None,
+    });
+    let (l, r) = (run(&local, load.clone()).await, run(&remote, load).await);
+    assert_eq!(l, r, "the Peers pane loads alike in both modes");
+    let Some(Reply::Peers(peers)) = l else {
+        panic!("peers: {l:?}")
+    };
+    let p = peers.iter().find(|p| p.name == "runtime").expect("the peer");
+    assert_eq!((p.liquidity, p.position, p.available_to_send), (2000, 500, Some(1500)));
+
     // the demo signs with the data dir's key: not through --connect
     let Some(Reply::Failed(text)) = run(&remote, Effect::Demo).await else {
         panic!("the demo is refused with --connect")
@@ -675,9 +768,44 @@ async fn the_workshop_console_switches_between_its_two_desks() {
         }
     };
     wait_until(session, "cloud-nine in view", on("cloud-nine", "happy-life", nine)).await;
-    // the Peers pane (0) of cloud-nine lists happy-life
+    // the Peers pane (0) of cloud-nine lists happy-life, with the liquidity the workshop deposited
     keys(session, "0");
     wait_for(session, "test.happy-life").await;
+    wait_for(session, "1000.00").await;
+    // + asks for an amount, then for a confirmation; yes deposits it and the pane shows the new liquidity
+    keys(session, "+");
+    wait_for(session, "deposit liquidity for happy-life").await;
+    keys(session, "25");
+    keys(session, "Enter");
+    wait_for(session, "Deposit 25.00 USD of liquidity for peer happy-life?").await;
+    keys(session, "y");
+    wait_for(session, "1025.00").await;
+    // a withdrawal beyond what may be withdrawn is refused in the ASE's words, and nothing moves
+    keys(session, "-");
+    keys(session, "5000");
+    keys(session, "Enter");
+    wait_for(session, "of peer happy-life's liquidity?").await;
+    keys(session, "y");
+    let refused = wait_for(session, "cannot withdraw").await;
+    let row = refused
+        .lines()
+        .find(|l| l.contains("test.happy-life"))
+        .unwrap_or_default();
+    assert!(row.contains("1025.00"), "the liquidity stays:\n{refused}");
+    // a settlement: the peer paid us
+    keys(session, "S");
+    keys(session, "received 1");
+    keys(session, "Enter");
+    wait_for(session, "Record that peer happy-life paid us 1.00 USD outside ILP?").await;
+    keys(session, "y");
+    wait_for(session, "settlement recorded: happy-life paid us 1.00 USD").await;
+    // the pane reloads: the position moved by the settlement (positive: we owe it)
+    wait_until(session, "the position after the settlement", |s| {
+        s.lines()
+            .find(|l| l.contains("test.happy-life"))
+            .is_some_and(|row| row.contains("1.00") && row.contains("1024.00"))
+    })
+    .await;
     keys(session, "F2");
     wait_until(session, "happy-life in view", on("happy-life", "cloud-nine", happy)).await;
     let peers = wait_for(session, "test.cloud-nine").await;

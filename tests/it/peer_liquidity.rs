@@ -2,7 +2,8 @@
 //! `ilp_sender`): a payment through a peer without enough liquidity waits with its reason and a deposit
 //! resumes it to the exact amount; a peer past its credit limit is refused `T04` with nothing credited until
 //! a settlement or a higher limit lets money flow; deposits, withdrawals and settlements keep every ledger
-//! balanced; a withdrawal past what we do not owe is refused in words, on the admin API and the CLI.
+//! balanced; a withdrawal past what we do not owe is refused in words, on the admin API and the CLI. Each side
+//! counts the packets through its peer and keeps the last reject (T04) either way.
 
 use std::time::Duration;
 
@@ -257,6 +258,21 @@ async fn a_peer_past_its_credit_limit_is_refused_t04_until_settled_or_raised() {
         (Some(-1400), Some(1400)),
         "{p}"
     );
+    // the traffic (this process): B answered desk-a's packets and refused the last with T04, and A saw it
+    assert!(p["packetsIn"]["fulfilled"].as_u64() >= Some(2), "{p}");
+    assert!(p["packetsIn"]["rejected"].as_u64() >= Some(1), "{p}");
+    assert_eq!(
+        (p["lastReject"]["code"].as_str(), p["lastReject"]["direction"].as_str()),
+        (Some("T04"), Some("in")),
+        "{p}"
+    );
+    let sent = peer(&a, "desk-b").await;
+    assert!(
+        sent["packetsOut"]["total"].as_u64() >= p["packetsIn"]["total"].as_u64(),
+        "{sent}"
+    );
+    assert_eq!(sent["lastReject"]["code"], "T04", "{sent}");
+    assert_eq!(sent["lastReject"]["direction"], "out", "{sent}");
     assert_balanced(&b).await;
 
     // desk-a pays B 14.00 outside ILP: B records it, and the payment completes on its next retry

@@ -7,7 +7,7 @@ use crate::{
     tui::{
         action::Action,
         pane::Pane,
-        panes::{grants, outgoing, wallets, webhooks},
+        panes::{grants, outgoing, peers, wallets, webhooks},
         widgets::prompt::{Prompt, PromptKind},
     },
 };
@@ -39,6 +39,13 @@ impl App {
                 scale,
                 code,
             } => wallets::submit_amount(self, wallet, deposit, scale, code, &p.text),
+            PromptKind::PeerAmount {
+                peer,
+                deposit,
+                scale,
+                code,
+            } => peers::submit_amount(self, peer, deposit, scale, code, &p.text),
+            PromptKind::Settlement { peer, scale, code } => peers::submit_settlement(self, peer, scale, code, &p.text),
         }
     }
 

@@ -56,12 +56,16 @@ impl App {
             }
             DomainEvent::BalanceChanged {
                 account_id,
+                wallet,
                 balance,
                 pending_debits,
-                ..
             } => {
                 wallets::on_balance_changed(self, account_id, *balance, *pending_debits);
                 overview::on_balance_changed(self, account_id, *balance, *pending_debits);
+                // not a wallet's: a peer's position or liquidity may have moved (the pane paces its reload)
+                if wallet.is_none() {
+                    self.stale.insert(Pane::Peers);
+                }
             }
             other => {
                 let text = describe_event(other);
@@ -107,7 +111,9 @@ fn affected(e: &DomainEvent) -> Vec<Pane> {
         | OutgoingPaymentFailed { .. }
         | OutgoingPaymentCancelled { .. }
         | OutgoingPaymentProgress { .. } => vec![Pane::Outgoing, Pane::Overview],
-        PeerLiquidityChanged { .. } | PeerSettled { .. } | PeerCreditLimitChanged { .. } => vec![Pane::Overview],
+        PeerLiquidityChanged { .. } | PeerSettled { .. } | PeerCreditLimitChanged { .. } => {
+            vec![Pane::Peers, Pane::Overview]
+        }
         HttpRequest { .. } => vec![],
     }
 }

@@ -53,6 +53,8 @@ impl App {
         self.quotes = Rows::default();
         self.webhooks = Rows::default();
         self.peers = Rows::default();
+        self.peer_counts.clear();
+        self.peer_rates.clear();
         self.requests = Rows {
             loaded: true,
             ..Rows::default()
@@ -113,7 +115,10 @@ impl App {
             Reply::Webhooks { rows, next, append } => {
                 set(&mut self.webhooks, rows, next, append, |x| x.event_seq.to_string())
             }
-            Reply::Peers(p) => set(&mut self.peers, p, None, false, |x| x.name.clone()),
+            Reply::Peers(p) => {
+                set(&mut self.peers, p, None, false, |x| x.name.clone());
+                peers::on_loaded(self);
+            }
             Reply::Switched(info, desks) => return self.switched(info, desks),
             Reply::Done(text) => {
                 self.flash(Level::Info, text);

@@ -9,7 +9,10 @@ use ratatui::{
     widgets::{Clear, Paragraph},
 };
 
-use crate::tui::app::{App, Effect, Overlay};
+use crate::{
+    text::sanitize,
+    tui::app::{App, Effect, Overlay},
+};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PromptKind {
@@ -23,6 +26,19 @@ pub enum PromptKind {
     Amount {
         wallet: String,
         deposit: bool,
+        scale: u8,
+        code: String,
+    },
+    /// An amount (major units) of liquidity to deposit for (or withdraw from) this peer.
+    PeerAmount {
+        peer: String,
+        deposit: bool,
+        scale: u8,
+        code: String,
+    },
+    /// `paid AMOUNT` or `received AMOUNT` (major units): a settlement with this peer.
+    Settlement {
+        peer: String,
         scale: u8,
         code: String,
     },
@@ -124,6 +140,25 @@ pub fn draw(p: &Prompt, f: &mut Frame, area: Rect) {
                 if *deposit { "deposit into" } else { "withdraw from" }
             )
         }
+        PromptKind::PeerAmount {
+            peer, deposit, code, ..
+        } => {
+            format!(
+                "{} {} ({}, e.g. 10.50): ",
+                if *deposit {
+                    "deposit liquidity for"
+                } else {
+                    "withdraw liquidity of"
+                },
+                sanitize(peer),
+                sanitize(code)
+            )
+        }
+        PromptKind::Settlement { peer, code, .. } => format!(
+            "settlement with {} ({}) — paid 25.00 or received 25.00: ",
+            sanitize(peer),
+            sanitize(code)
+        ),
     };
     f.render_widget(Paragraph::new(format!("{label}{}▏", p.text)), r);
 }
