@@ -325,7 +325,7 @@ impl Default for Keymap {
                     Pane::Requests => "go to Requests",
                     Pane::Log => "go to Log",
                     Pane::Webhooks => "go to Webhooks",
-                    Pane::Peers => "go to Peers (ILP peers and their balances)",
+                    Pane::Peers => "go to Peers (liquidity, credit, settlements, traffic)",
                 },
                 dangerous: false,
                 hint: false,
