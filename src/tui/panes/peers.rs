@@ -302,7 +302,7 @@ pub fn detail<'a>(app: &'a App, theme: &Theme) -> Option<(String, Vec<Line<'a>>)
             "in flight",
             format!("{} (sent, outcome not recorded yet)", money(p, p.in_flight)),
         ),
-        kv(theme, "sending", sending_words(p)),
+        kv(theme, "send limit", sending_words(p)),
         kv(theme, "credit", credit_words(p)),
         kv(
             theme,
