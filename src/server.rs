@@ -25,16 +25,41 @@ pub use state::AppState;
 
 /// Every route, with the body limit, timeout and request-log layers.
 pub fn router(state: AppState) -> Router {
-    let routes = Router::new()
-        .route("/healthz", get(healthz))
-        .nest("/admin", admin::routes(state.clone()))
+    let public = Router::new()
         .merge(routes::gnap::routes())
         .merge(routes::incoming::routes())
         .merge(routes::quotes::routes())
         .merge(routes::outgoing::routes())
         .merge(ilp_http::routes())
-        .merge(routes::wallet::routes());
+        .merge(routes::wallet::routes())
+        .layer(cors());
+    let routes = Router::new()
+        .route("/healthz", get(healthz))
+        .nest("/admin", admin::routes(state.clone()))
+        .merge(public);
     layered(routes, state)
+}
+
+/// Browser clients (wallet web apps, Web Monetization in a page) may call the Open Payments and GNAP routes
+/// from any origin, as at the reference ASE: preflights are answered here, any origin is allowed without
+/// credentials (requests are authorised by signatures and tokens, not cookies), and the request headers asked
+/// for are allowed (`*` would not cover `Authorization`). The admin API sends no CORS headers.
+fn cors() -> tower_http::cors::CorsLayer {
+    use axum::http::Method;
+    use tower_http::cors::{AllowHeaders, Any, CorsLayer};
+    CorsLayer::new()
+        .allow_origin(Any)
+        .allow_methods([
+            Method::GET,
+            Method::HEAD,
+            Method::POST,
+            Method::PUT,
+            Method::PATCH,
+            Method::DELETE,
+            Method::OPTIONS,
+        ])
+        .allow_headers(AllowHeaders::mirror_request())
+        .max_age(Duration::from_secs(3600))
 }
 
 /// Only `/admin` and `/healthz`, with the same layers: what the plain-HTTP loopback listener serves next to

@@ -92,3 +92,71 @@ async fn seeding_can_be_switched_off() {
     assert_eq!(status, 404);
     assert!(!ase.dir.path().join("demo-client.pem").exists());
 }
+
+/// Browser clients: a preflight for a signed POST from any origin is answered with what it asked for; simple
+/// requests to wallet addresses, JWKS and the GNAP endpoint carry `Access-Control-Allow-Origin`; the admin
+/// API carries none.
+#[tokio::test]
+async fn browsers_may_call_open_payments_from_any_origin_but_not_the_admin_api() {
+    let ase = TestAse::spawn().await;
+    let origin = "https://wallet.example";
+    let preflight = ase
+        .http
+        .request(reqwest::Method::OPTIONS, ase.url("/incoming-payments"))
+        .header("origin", origin)
+        .header("access-control-request-method", "POST")
+        .header(
+            "access-control-request-headers",
+            "authorization,content-digest,content-type,signature,signature-input",
+        )
+        .send()
+        .await
+        .unwrap();
+    assert!(preflight.status().is_success(), "{}", preflight.status());
+    let h = preflight.headers();
+    assert_eq!(h["access-control-allow-origin"], "*");
+    assert!(h["access-control-allow-methods"].to_str().unwrap().contains("POST"), "{h:?}");
+    let allowed = h["access-control-allow-headers"].to_str().unwrap().to_ascii_lowercase();
+    for want in ["authorization", "signature", "signature-input", "content-digest"] {
+        assert!(allowed.contains(want), "{want} in {allowed}");
+    }
+    assert_eq!(h["access-control-max-age"], "3600");
+    for path in ["/alice", "/alice/jwks.json"] {
+        let r = ase.http.get(ase.url(path)).header("origin", origin).send().await.unwrap();
+        assert_eq!(r.status(), 200, "{path}");
+        assert_eq!(r.headers()["access-control-allow-origin"], "*", "{path}");
+    }
+    let refused = ase
+        .http
+        .post(ase.url("/auth"))
+        .header("origin", origin)
+        .json(&serde_json::json!({}))
+        .send()
+        .await
+        .unwrap();
+    assert!(refused.status().is_client_error());
+    assert_eq!(
+        refused.headers()["access-control-allow-origin"],
+        "*",
+        "errors reach the page too"
+    );
+    let admin = ase
+        .http
+        .get(ase.url("/admin/wallets"))
+        .bearer_auth(&ase.admin_token)
+        .header("origin", origin)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(admin.status(), 200);
+    assert!(admin.headers().get("access-control-allow-origin").is_none());
+    let admin_preflight = ase
+        .http
+        .request(reqwest::Method::OPTIONS, ase.url("/admin/wallets"))
+        .header("origin", origin)
+        .header("access-control-request-method", "GET")
+        .send()
+        .await
+        .unwrap();
+    assert!(admin_preflight.headers().get("access-control-allow-origin").is_none());
+}
