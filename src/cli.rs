@@ -548,10 +548,26 @@ pub fn remote_token(global: &Global) -> Result<String> {
         })
 }
 
-/// An offline command's error, worded as the admin API would answer it.
+/// An offline command's error, worded as the admin API would answer it: a refusal (4xx) is one line for the
+/// operator, anything else a report.
 fn api(e: control::Error) -> color_eyre::Report {
     let e = ApiError::from(e);
-    eyre!("{} ({}, HTTP {})", e.description, e.code, e.status.as_u16())
+    let line = format!("{} ({}, HTTP {})", e.description, e.code, e.status.as_u16());
+    if e.status.is_client_error() {
+        OneLine(line).into()
+    } else {
+        eyre!(line)
+    }
+}
+
+/// A command's error through the admin API: the server's refusals (4xx) and a server that does not answer
+/// are one line for the operator, anything else a report.
+fn remote(e: admin::ClientError) -> color_eyre::Report {
+    match &e {
+        admin::ClientError::Api { status, .. } if *status < 500 => OneLine(e.to_string()).into(),
+        admin::ClientError::Unreachable(_) => OneLine(e.to_string()).into(),
+        _ => eyre!(e),
+    }
 }
 
 /// Runs `$remote` on the admin API's client or `$local` on the in-process services, whichever `$backend`
@@ -559,7 +575,7 @@ fn api(e: control::Error) -> color_eyre::Report {
 macro_rules! dispatch {
     ($backend:expr, $remote:ident => $r:expr, $local:ident => $l:expr) => {
         match $backend {
-            $crate::cli::Backend::Remote($remote) => $r.await.map_err(|e| color_eyre::eyre::eyre!(e)),
+            $crate::cli::Backend::Remote($remote) => $r.await.map_err($crate::cli::remote),
             $crate::cli::Backend::Local($local) => $l.await.map_err($crate::cli::api),
         }
     };

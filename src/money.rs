@@ -18,6 +18,8 @@ pub enum MoneyError {
     Zero,
     #[error("asset code must be 1 to 16 letters or digits, got {0:?}")]
     BadAssetCode(String),
+    #[error("asset codes are upper case (ISO 4217 style): {0:?} would be another asset than {upper:?}", upper = .0.to_ascii_uppercase())]
+    LowerCaseAssetCode(String),
     #[error("asset {found} does not match the wallet's asset {expected}")]
     AssetMismatch { expected: Asset, found: Asset },
     #[error("arithmetic overflow")]
@@ -34,6 +36,17 @@ pub struct Asset {
 
 impl Asset {
     /// Validates the code (1..=16 ASCII alphanumerics, stored upper-case as given).
+    /// An asset an operator introduces (a new wallet, a peer's link): as [`Asset::new`], and the code must be
+    /// upper case, so `usd` is not silently a different asset from `USD`. Stored and wire codes are read with
+    /// [`Asset::new`].
+    pub fn defined(code: &str, scale: u8) -> Result<Self, MoneyError> {
+        let asset = Self::new(code, scale)?;
+        if code.bytes().any(|b| b.is_ascii_lowercase()) {
+            return Err(MoneyError::LowerCaseAssetCode(code.to_owned()));
+        }
+        Ok(asset)
+    }
+
     pub fn new(code: &str, scale: u8) -> Result<Self, MoneyError> {
         if code.is_empty() || code.len() > 16 || !code.bytes().all(|b| b.is_ascii_alphanumeric()) {
             return Err(MoneyError::BadAssetCode(code.to_owned()));
@@ -209,6 +222,22 @@ impl Amount {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn operators_define_assets_in_upper_case() {
+        assert_eq!(Asset::defined("USD", 2).unwrap(), Asset::new("USD", 2).unwrap());
+        assert!(Asset::defined("USDC1", 6).is_ok());
+        let e = Asset::defined("usd", 2).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "asset codes are upper case (ISO 4217 style): \"usd\" would be another asset than \"USD\""
+        );
+        assert!(matches!(Asset::defined("U-D", 2), Err(MoneyError::BadAssetCode(_))));
+        assert!(
+            Asset::new("usd", 2).is_ok(),
+            "stored and wire codes are still read as they are"
+        );
+    }
+
     use super::*;
 
     #[test]

@@ -4,7 +4,7 @@
 use color_eyre::eyre::{Result, WrapErr, eyre};
 
 use super::{
-    Backend, KeysCmd, MoveArgs, WalletsCmd, dispatch,
+    Backend, KeysCmd, MoveArgs, OneLine, WalletsCmd, dispatch,
     print::{emit, list, table},
 };
 use crate::{
@@ -160,7 +160,12 @@ pub(super) async fn balances(b: &Backend, json: bool) -> Result<()> {
 
 /// `deposit` and `withdraw`: money between a wallet and the settlement account.
 pub(super) async fn move_funds(b: &Backend, m: MoveArgs, movement: Movement, json: bool) -> Result<()> {
-    let value = Value::parse(&m.amount).wrap_err("the amount must be whole minor units, e.g. 1000 for 10.00")?;
+    let value = Value::parse(&m.amount).map_err(|_| {
+        OneLine(format!(
+            "the amount must be whole minor units of the wallet's asset, e.g. 1000 for 10.00 (got {:?})",
+            m.amount
+        ))
+    })?;
     let body = Move {
         value,
         asset_code: None,

@@ -15,7 +15,7 @@ pub async fn list_wallets(s: &Services) -> Result<Vec<Wallet>, Error> {
 }
 
 pub async fn create_wallet(s: &Services, body: CreateWallet) -> Result<Wallet, Error> {
-    let asset = Asset::new(&body.asset_code, body.asset_scale)?;
+    let asset = Asset::defined(&body.asset_code, body.asset_scale)?;
     let new = NewWallet {
         name: body.name,
         asset,

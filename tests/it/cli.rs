@@ -571,3 +571,59 @@ async fn hostile_text_never_reaches_the_terminal() {
     assert!(text.contains("grant waits for the resource owner"), "{text}");
     assert_clean("the server log", &text);
 }
+
+/// The operator's mistakes are one line each on stderr, `opdesk: …`, with no report, location or colour,
+/// even with `RUST_BACKTRACE=1` set and stderr a pipe; the same words offline and through a server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mistakes_are_one_line_without_a_report_offline_and_through_a_server() {
+    let cases: [(&[&str], &str); 4] = [
+        (
+            &["deposit", "nobody", "100"],
+            "opdesk: unknown wallet address \"nobody\" (not_found, HTTP 404)",
+        ),
+        (
+            &["deposit", "alice", "1.5"],
+            "opdesk: the amount must be whole minor units of the wallet's asset, e.g. 1000 for 10.00 (got \"1.5\")",
+        ),
+        (
+            &["wallets", "create", "dora", "--asset", "usd"],
+            "opdesk: asset codes are upper case (ISO 4217 style): \"usd\" would be another asset than \"USD\"",
+        ),
+        (
+            &["peers", "update", "nobank", "--credit-limit", "5"],
+            "opdesk: no peer named \"nobank\" (not_found, HTTP 404)",
+        ),
+    ];
+    let check = move |dir: &std::path::Path, listen: &str, way: &str| {
+        for (args, want) in &cases {
+            let cfg = dir.join("test-config.toml");
+            std::fs::write(&cfg, "").unwrap();
+            let out = Command::new(env!("CARGO_BIN_EXE_opdesk"))
+                .args(["--data-dir", dir.to_str().unwrap(), "--listen", listen])
+                .args(*args)
+                .env_remove("RUST_LOG")
+                .env("RUST_BACKTRACE", "1")
+                .env("OPDESK_CONFIG", &cfg)
+                .output()
+                .unwrap();
+            assert_eq!(out.status.code(), Some(1), "{args:?}");
+            let err = String::from_utf8(out.stderr).unwrap();
+            let lines: Vec<&str> = err.lines().filter(|l| !l.starts_with(way)).collect();
+            assert_eq!(lines.len(), 1, "{args:?} ({way}): {err}");
+            assert!(lines[0].starts_with(want), "{args:?} ({way}): {err}");
+            assert!(!err.contains("Location") && !err.contains('\u{1b}'), "{args:?}: {err}");
+        }
+    };
+    let dir = tempfile::tempdir().unwrap();
+    // a data dir opdesk makes itself (0700): no warning about an open one in the way
+    let fresh = dir.path().join("d");
+    std::fs::create_dir(&fresh).unwrap();
+    std::fs::set_permissions(&fresh, std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
+    check(&fresh, "127.0.0.1:1", "offline: ");
+    let ase = TestAse::spawn().await;
+    let listen = ase.addr.to_string();
+    let dir = ase.dir.path().to_owned();
+    tokio::task::spawn_blocking(move || check(&dir, &listen, "via the server"))
+        .await
+        .unwrap();
+}

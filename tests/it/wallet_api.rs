@@ -115,14 +115,23 @@ async fn browsers_may_call_open_payments_from_any_origin_but_not_the_admin_api()
     assert!(preflight.status().is_success(), "{}", preflight.status());
     let h = preflight.headers();
     assert_eq!(h["access-control-allow-origin"], "*");
-    assert!(h["access-control-allow-methods"].to_str().unwrap().contains("POST"), "{h:?}");
+    assert!(
+        h["access-control-allow-methods"].to_str().unwrap().contains("POST"),
+        "{h:?}"
+    );
     let allowed = h["access-control-allow-headers"].to_str().unwrap().to_ascii_lowercase();
     for want in ["authorization", "signature", "signature-input", "content-digest"] {
         assert!(allowed.contains(want), "{want} in {allowed}");
     }
     assert_eq!(h["access-control-max-age"], "3600");
     for path in ["/alice", "/alice/jwks.json"] {
-        let r = ase.http.get(ase.url(path)).header("origin", origin).send().await.unwrap();
+        let r = ase
+            .http
+            .get(ase.url(path))
+            .header("origin", origin)
+            .send()
+            .await
+            .unwrap();
         assert_eq!(r.status(), 200, "{path}");
         assert_eq!(r.headers()["access-control-allow-origin"], "*", "{path}");
     }
