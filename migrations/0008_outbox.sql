@@ -1,14 +1,14 @@
 -- The event outbox: every durable domain event, appended in the transaction of the change it describes.
--- `GET /admin/events`, consoles and webhooks read it by sequence number; old rows are pruned by age and count
--- from the oldest end, never the newest row, so a sequence number is never given out twice (no AUTOINCREMENT
--- bookkeeping on the write path).
+-- `GET /admin/events`, consoles and webhooks read it by sequence number; old rows are pruned by age and count.
 CREATE TABLE events (
-    seq INTEGER PRIMARY KEY,
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
     id TEXT NOT NULL,
     at TEXT NOT NULL,
     type TEXT NOT NULL,
     payload TEXT NOT NULL
 );
+
+CREATE INDEX events_at ON events (at);
 
 -- Webhook deliveries: one row per durable event while a webhook URL is configured, with the exact body sent
 -- (the event id lets the receiver de-duplicate), attempts, the next attempt and the last outcome.

@@ -17,6 +17,7 @@ const MIGRATIONS: &[M<'static>] = &[
     M::up(include_str!("../../migrations/0008_outbox.sql")),
     M::up(include_str!("../../migrations/0009_peer_links.sql")),
     M::up(include_str!("../../migrations/0010_peer_liquidity.sql")).foreign_key_check(),
+    M::up(include_str!("../../migrations/0011_outbox_sequence.sql")),
 ];
 
 fn migrations() -> Migrations<'static> {
@@ -99,5 +100,58 @@ mod tests {
             })
             .unwrap();
         assert!(sql.contains("REFERENCES accounts (id)"), "{sql}");
+    }
+
+    #[test]
+    fn the_outbox_rebuild_keeps_events_and_never_reuses_a_sequence_number() {
+        let v8 = |events: &[(i64, &str)], pruned_to: i64| {
+            let mut conn = Connection::open_in_memory().unwrap();
+            Migrations::from_slice(&MIGRATIONS[..8]).to_latest(&mut conn).unwrap();
+            for (seq, at) in events {
+                conn.execute(
+                    "INSERT INTO events (seq, id, at, type, payload) VALUES (?1, 'i', ?2, 'walletCreated', \
+                     '{\"type\":\"walletCreated\",\"id\":\"w\",\"name\":\"w\"}')",
+                    rusqlite::params![seq, at],
+                )
+                .unwrap();
+            }
+            // an older opdesk pruned by age, newest included
+            conn.execute("DELETE FROM events WHERE seq <= ?1", [pruned_to]).unwrap();
+            migrate(&mut conn).unwrap();
+            conn
+        };
+        let append = |conn: &Connection| {
+            let e = crate::events::DomainEvent::WalletCreated {
+                id: "x".into(),
+                name: "x".into(),
+            };
+            super::super::outbox::append(conn, "2026-11-25T00:00:00.000Z", e)
+                .unwrap()
+                .seq
+                .unwrap()
+        };
+        // everything pruned: the mark keeps 3, the next event is 4, readers never see the mark
+        let conn = v8(&[(1, "a"), (2, "b"), (3, "c")], 3);
+        assert_eq!(super::super::outbox::bounds(&conn).unwrap().1, 3);
+        assert!(super::super::outbox::after(&conn, 0, 10).unwrap().is_empty());
+        assert_eq!(append(&conn), 4);
+        assert_eq!(super::super::outbox::after(&conn, 0, 10).unwrap().len(), 1);
+        // rows kept: the same rows, no mark, numbering goes on
+        let conn = v8(&[(1, "a"), (2, "b"), (3, "c")], 1);
+        let kept: Vec<i64> = super::super::outbox::after(&conn, 0, 10)
+            .unwrap()
+            .iter()
+            .map(|r| r.seq.unwrap())
+            .collect();
+        assert_eq!(kept, vec![2, 3]);
+        assert_eq!(append(&conn), 4);
+        let marks: i64 = conn
+            .query_row("SELECT count(*) FROM events WHERE type = '_mark'", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(marks, 0);
+        let sql: String = conn
+            .query_row("SELECT sql FROM sqlite_schema WHERE name = 'events'", [], |r| r.get(0))
+            .unwrap();
+        assert!(!sql.contains("AUTOINCREMENT"), "{sql}");
     }
 }

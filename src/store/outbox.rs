@@ -6,6 +6,9 @@ use rusqlite::{Connection, OptionalExtension, params};
 use super::Error;
 use crate::events::{DomainEvent, EventRecord};
 
+/// The type of a row that carries no event, only a sequence number (see `migrations/0011`): readers skip it.
+const MARK: &str = "_mark";
+
 /// Appends `event` at `at` inside the caller's transaction. Publish the returned record only after commit.
 pub fn append(conn: &Connection, at: &str, event: DomainEvent) -> Result<EventRecord, Error> {
     let id = crate::ids::new_id();
@@ -20,11 +23,12 @@ pub fn append(conn: &Connection, at: &str, event: DomainEvent) -> Result<EventRe
     })
 }
 
-/// Up to `limit` events after `seq`, oldest first.
+/// Up to `limit` events after `seq`, oldest first (marks skipped).
 pub fn after(conn: &Connection, seq: i64, limit: usize) -> Result<Vec<EventRecord>, Error> {
-    let mut stmt =
-        conn.prepare_cached("SELECT seq, id, at, payload FROM events WHERE seq > ?1 ORDER BY seq LIMIT ?2")?;
-    let rows = stmt.query_map(params![seq, i64::try_from(limit).unwrap_or(i64::MAX)], |r| {
+    let mut stmt = conn.prepare_cached(
+        "SELECT seq, id, at, payload FROM events WHERE seq > ?1 AND type <> ?3 ORDER BY seq LIMIT ?2",
+    )?;
+    let rows = stmt.query_map(params![seq, i64::try_from(limit).unwrap_or(i64::MAX), MARK], |r| {
         Ok((
             r.get::<_, i64>(0)?,
             r.get::<_, String>(1)?,
