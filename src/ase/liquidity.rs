@@ -172,6 +172,28 @@ pub fn credit_refusal(conn: &Connection, peer: &str, asset: &Asset) -> Result<Op
     )))
 }
 
+/// The end of an operator's transfer for `peer` inside its transaction: the peer's figures after it, the event
+/// `event` makes of them (liquidity, position) when the transfer is new (a replay records nothing), and the
+/// commit.
+fn commit_transfer(
+    tx: rusqlite::Transaction<'_>,
+    peer: &str,
+    asset: &Asset,
+    in_flight: u64,
+    now: &str,
+    new: bool,
+    event: impl FnOnce(i64, i64) -> DomainEvent,
+) -> Result<(Option<crate::events::EventRecord>, LiquidityStatus), LiquidityError> {
+    let (limits, liquidity, position) = read(&tx, peer, asset)?;
+    let recorded = if new {
+        Some(store::outbox::append(&tx, now, event(liquidity, position))?)
+    } else {
+        None
+    };
+    tx.commit()?;
+    Ok((recorded, LiquidityStatus::of(&limits, liquidity, position, in_flight)))
+}
+
 /// The peer liquidity service: the in-flight counters and the operator's changes. Cheap to clone.
 #[derive(Clone)]
 pub struct PeerLiquidity {
@@ -338,26 +360,17 @@ impl PeerLiquidity {
                     peers_repo::set_send_limited(&tx, &name, &now)?;
                     pay_repo::wake_waiting(&tx, WAIT_REASON, &now)?;
                 }
-                let (limits, liquidity, position) = read(&tx, &name, &asset)?;
-                let recorded = if new {
-                    let event = DomainEvent::PeerLiquidityChanged {
+                let (recorded, status) = commit_transfer(tx, &name, &asset, in_flight, &now, new, |liquidity, _| {
+                    DomainEvent::PeerLiquidityChanged {
                         peer: name.clone(),
                         change: kind.into(),
                         amount: value.as_i64(),
                         liquidity,
                         asset_code: asset.code.clone(),
                         asset_scale: asset.scale,
-                    };
-                    Some(store::outbox::append(&tx, &now, event)?)
-                } else {
-                    None
-                };
-                tx.commit()?;
-                Ok::<_, LiquidityError>((
-                    row,
-                    recorded,
-                    LiquidityStatus::of(&limits, liquidity, position, in_flight),
-                ))
+                    }
+                })?;
+                Ok::<_, LiquidityError>((row, recorded, status))
             })
             .await?;
         self.bus.publish_recorded(recorded);
@@ -406,26 +419,17 @@ impl PeerLiquidity {
                 if direction == Direction::Paid {
                     pay_repo::wake_waiting(&tx, WAIT_REASON, &now)?;
                 }
-                let (limits, liquidity, position) = read(&tx, &name, &asset)?;
-                let recorded = if new {
-                    let event = DomainEvent::PeerSettled {
+                let (recorded, status) = commit_transfer(tx, &name, &asset, in_flight, &now, new, |_, position| {
+                    DomainEvent::PeerSettled {
                         peer: name.clone(),
                         direction: direction.as_str().into(),
                         amount: value.as_i64(),
                         position,
                         asset_code: asset.code.clone(),
                         asset_scale: asset.scale,
-                    };
-                    Some(store::outbox::append(&tx, &now, event)?)
-                } else {
-                    None
-                };
-                tx.commit()?;
-                Ok::<_, LiquidityError>((
-                    row,
-                    recorded,
-                    LiquidityStatus::of(&limits, liquidity, position, in_flight),
-                ))
+                    }
+                })?;
+                Ok::<_, LiquidityError>((row, recorded, status))
             })
             .await?;
         self.bus.publish_recorded(recorded);
