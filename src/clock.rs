@@ -62,6 +62,21 @@ pub fn format_ts(t: OffsetDateTime) -> String {
     )
 }
 
+/// Formats a timestamp with microseconds: `2026-11-21T10:00:00.123456Z` (request arrival times).
+pub fn format_ts_micros(t: OffsetDateTime) -> String {
+    let t = t.to_offset(UtcOffset::UTC);
+    format!(
+        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:06}Z",
+        t.year(),
+        u8::from(t.month()),
+        t.day(),
+        t.hour(),
+        t.minute(),
+        t.second(),
+        t.microsecond()
+    )
+}
+
 /// Parses an RFC 3339 timestamp (any offset) into UTC.
 pub fn parse_ts(s: &str) -> Result<OffsetDateTime, time::error::Parse> {
     OffsetDateTime::parse(s, &Rfc3339).map(|t| t.to_offset(UtcOffset::UTC))

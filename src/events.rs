@@ -130,6 +130,10 @@ pub enum DomainEvent {
     },
     #[serde(rename_all = "camelCase")]
     HttpRequest {
+        /// The request's id (time-ordered, unique across restarts): what a grant's timeline links to.
+        id: String,
+        /// When the request arrived (microseconds; strictly increasing in arrival order).
+        received_at: String,
         method: String,
         path: String,
         status: u16,

@@ -4,7 +4,10 @@
 //! alters what the handler sees or what the client receives.
 
 use std::{
-    sync::{Arc, Mutex, atomic::Ordering},
+    sync::{
+        Arc, Mutex,
+        atomic::{AtomicI64, Ordering},
+    },
     time::Instant,
 };
 
@@ -63,6 +66,40 @@ impl Notes {
             (v, _) => v,
         };
         (n.client, verdict)
+    }
+}
+
+/// Which request this is: its id (time-ordered, unique across restarts) and when it arrived. The middleware
+/// puts it in the request's extensions before any handler runs, so a service can record which HTTP exchange
+/// caused a step (a grant's timeline links to it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RequestId {
+    pub id: String,
+    /// Arrival time, microseconds, strictly increasing in arrival order.
+    pub received_at: String,
+}
+
+/// The last arrival time handed out, in microseconds since the epoch.
+static LAST_ARRIVAL_US: AtomicI64 = AtomicI64::new(0);
+
+/// Now, in microseconds, but later than every arrival before it: two requests that arrive within the same
+/// microsecond (or while the wall clock steps back) still get distinct, ordered times.
+fn arrival() -> time::OffsetDateTime {
+    let now = time::OffsetDateTime::now_utc();
+    let now_us = i64::try_from(now.unix_timestamp_nanos() / 1_000).unwrap_or(i64::MAX);
+    let prev = LAST_ARRIVAL_US
+        .fetch_update(Ordering::AcqRel, Ordering::Acquire, |last| Some(now_us.max(last + 1)))
+        .unwrap_or(now_us);
+    let us = now_us.max(prev + 1);
+    time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(us) * 1_000).unwrap_or(now)
+}
+
+impl RequestId {
+    fn arrived() -> Self {
+        Self {
+            id: crate::ids::new_id(),
+            received_at: crate::clock::format_ts_micros(arrival()),
+        }
     }
 }
 
@@ -128,6 +165,8 @@ fn body_text(bytes: &Bytes) -> String {
 
 pub async fn emit(State(state): State<AppState>, mut req: Request, next: Next) -> Response {
     let started = Instant::now();
+    let rid = RequestId::arrived();
+    req.extensions_mut().insert(rid.clone());
     let method = req.method().to_string();
     let path = req.uri().path().to_owned();
     let notes = Notes::default();
@@ -171,6 +210,8 @@ pub async fn emit(State(state): State<AppState>, mut req: Request, next: Next) -
     let (client, signature) = notes.take();
     tracing::debug!(%method, %path, status, latency_us, "request");
     state.bus.publish(DomainEvent::HttpRequest {
+        id: rid.id,
+        received_at: rid.received_at,
         method,
         path,
         status,
@@ -185,6 +226,20 @@ pub async fn emit(State(state): State<AppState>, mut req: Request, next: Next) -
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn arrival_times_are_strictly_increasing_and_close_to_the_clock() {
+        let before = time::OffsetDateTime::now_utc();
+        let times: Vec<_> = (0..1000).map(|_| arrival()).collect();
+        let after = time::OffsetDateTime::now_utc();
+        assert!(times.windows(2).all(|w| w[0] < w[1]));
+        assert!(times[0] >= before - time::Duration::milliseconds(1));
+        assert!(times[999] <= after + time::Duration::milliseconds(2));
+        let a = RequestId::arrived();
+        let b = RequestId::arrived();
+        assert!(a.received_at < b.received_at && a.id < b.id);
+        assert_eq!(a.received_at.len(), "2026-11-21T10:00:00.123456Z".len());
+    }
 
     #[test]
     fn secrets_are_masked() {

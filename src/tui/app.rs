@@ -86,6 +86,9 @@ pub type OverviewData = crate::control::dto::Overview;
 /// One HTTP exchange in the request log.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct HttpRow {
+    /// The request's id (what a grant's timeline links to).
+    pub id: String,
+    /// When it arrived (microseconds).
     pub at: String,
     pub method: String,
     pub path: String,
@@ -1135,6 +1138,8 @@ mod tests {
         let mut a = app();
         a.update(key('f'));
         a.update(Msg::Event(DomainEvent::HttpRequest {
+            id: "01900000-0000-7000-8000-000000000001".into(),
+            received_at: "2026-11-21T10:00:00.000001Z".into(),
             method: "GET".into(),
             path: "/alice".into(),
             status: 200,

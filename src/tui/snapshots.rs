@@ -209,6 +209,8 @@ fn loaded(readonly: bool) -> App {
         .enumerate()
     {
         a.update(Msg::Event(DomainEvent::HttpRequest {
+            id: format!("01900000-0000-7000-8000-00000000000{i}"),
+            received_at: format!("2026-11-21T10:00:00.{:06}Z", 120_000 + i * 3_517),
             method: if i % 2 == 0 { "GET".into() } else { "POST".into() },
             path: (*path).into(),
             status: [200, 200, 201, 400][i],
@@ -355,6 +357,8 @@ fn the_webhooks_pane_empty_off_dead_detail_and_confirm() {
 fn a_refused_request_shows_the_operator_why() {
     let mut a = loaded(false);
     a.update(Msg::Event(DomainEvent::HttpRequest {
+        id: "01900000-0000-7000-8000-000000000010".into(),
+        received_at: "2026-11-21T10:00:00.250125Z".into(),
         method: "POST".into(),
         path: "/quotes".into(),
         status: 400,

@@ -137,6 +137,8 @@ pub fn detail<'a>(app: &'a App, theme: &Theme) -> Option<(String, Vec<Line<'a>>)
 /// A request was served: it goes on top of the log, and the selection stays on the row it was on.
 pub fn on_request(app: &mut App, e: &DomainEvent) {
     let DomainEvent::HttpRequest {
+        id,
+        received_at,
         method,
         path,
         status,
@@ -151,7 +153,8 @@ pub fn on_request(app: &mut App, e: &DomainEvent) {
     app.requests.items.insert(
         0,
         HttpRow {
-            at: crate::clock::format_ts(app.now),
+            id: id.clone(),
+            at: received_at.clone(),
             method: method.clone(),
             path: path.clone(),
             status: *status,
