@@ -63,7 +63,7 @@ pub struct AdminClient {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum AdminEvent {
     /// A domain event (with its outbox sequence number when durable).
-    Record(EventRecord),
+    Record(Box<EventRecord>),
     /// The server could not give every event since the position asked for (or the subscriber fell
     /// behind): reload everything; the stream continues live.
     Resync(String),
@@ -453,7 +453,7 @@ fn admin_event(m: sse::Message) -> Option<Result<AdminEvent, ClientError>> {
         return Some(Ok(AdminEvent::Resync(reason)));
     }
     match serde_json::from_str::<EventRecord>(&m.data) {
-        Ok(r) => Some(Ok(AdminEvent::Record(r))),
+        Ok(r) => Some(Ok(AdminEvent::Record(Box::new(r)))),
         Err(e) => {
             tracing::debug!(event = %m.event, error = %e, "skipped an event this build does not know");
             None

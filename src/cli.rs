@@ -20,7 +20,7 @@ mod webhooks;
 use std::{io::Write as _, path::PathBuf, sync::Arc, time::Duration};
 
 use clap::{Args, Parser, Subcommand};
-use color_eyre::eyre::{Result, bail, eyre};
+use color_eyre::eyre::{Result, bail};
 
 use crate::{
     admin::{self, AdminClient, Holder},
@@ -159,6 +159,11 @@ pub enum Command {
     /// Webhook deliveries: list them (e.g. the dead ones) and re-drive them.
     #[command(subcommand)]
     Webhooks(WebhooksCmd),
+    /// Print a shell completion script, e.g. `opdesk completions bash > ~/.local/share/bash-completion/completions/opdesk`.
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
 }
 
 impl Command {
@@ -169,6 +174,7 @@ impl Command {
             | Command::Demo(_)
             | Command::Workshop(_)
             | Command::Backup(_)
+            | Command::Completions { .. }
             | Command::Balances
             | Command::Quotes(_) => false,
             Command::Deposit(_) | Command::Withdraw(_) => true,
@@ -485,10 +491,45 @@ pub struct MoveArgs {
 
 pub use backup::run_backup;
 
-/// A refusal or failure worded for the operator: `main` prints it as one line (`opdesk: …`), no report.
+/// A refusal or failure worded for the operator, with a hint where one helps. `main` prints every error as
+/// one `error: …` line; this one adds its `hint: …` line.
 #[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct OneLine(pub String);
+#[error("{message}")]
+pub struct OneLine {
+    pub message: String,
+    pub hint: Option<String>,
+    /// The HTTP status of a refusal by the admin API (or the status it would have answered offline).
+    pub status: Option<u16>,
+}
+
+impl OneLine {
+    pub fn new(message: impl Into<String>) -> Self {
+        Self {
+            message: message.into(),
+            hint: None,
+            status: None,
+        }
+    }
+
+    #[must_use]
+    pub fn hint(mut self, hint: impl Into<String>) -> Self {
+        self.hint = Some(hint.into());
+        self
+    }
+
+    fn refusal(status: u16, message: String) -> Self {
+        Self {
+            status: Some(status),
+            ..Self::new(message)
+        }
+    }
+}
+
+/// `opdesk completions SHELL`: the completion script on stdout.
+pub fn print_completions(shell: clap_complete::Shell) {
+    use clap::CommandFactory;
+    clap_complete::generate(shell, &mut Cli::command(), "opdesk", &mut std::io::stdout());
+}
 
 /// Prints the version and resolved paths.
 pub fn print_version(settings: &Settings) {
@@ -516,7 +557,7 @@ impl Backend {
     async fn connect(settings: &Settings, global: &Global) -> Result<(Self, String)> {
         if let Some(url) = &global.connect {
             let client = AdminClient::new(url, &remote_token(global)?)?;
-            client.answers(Duration::from_secs(10)).await.map_err(|e| eyre!(e))?;
+            client.answers(Duration::from_secs(10)).await.map_err(remote)?;
             return Ok((Self::Remote(client), format!("via the server at {url}")));
         }
         let dir = &settings.paths.data_dir;
@@ -537,37 +578,59 @@ impl Backend {
 /// The admin token for `--connect`: from `--token-file`, else `OPDESK_ADMIN_TOKEN`.
 pub fn remote_token(global: &Global) -> Result<String> {
     if let Some(path) = &global.token_file {
-        return app::read_admin_token(path).ok_or_else(|| eyre!("no admin token in {}", path.display()));
+        return app::read_admin_token(path)
+            .ok_or_else(|| OneLine::new(format!("no admin token in {}", path.display())).into());
     }
     std::env::var("OPDESK_ADMIN_TOKEN")
         .ok()
         .map(|t| t.trim().to_owned())
         .filter(|t| !t.is_empty())
         .ok_or_else(|| {
-            eyre!("--connect needs the server's admin token: give --token-file FILE or set OPDESK_ADMIN_TOKEN")
+            OneLine::new("--connect needs the server's admin token")
+                .hint("give --token-file FILE (the admin.token in the server's data dir) or set OPDESK_ADMIN_TOKEN")
+                .into()
         })
 }
 
-/// An offline command's error, worded as the admin API would answer it: a refusal (4xx) is one line for the
-/// operator, anything else a report.
+/// An offline command's error, worded as the admin API would answer it: a refusal (4xx) is the description
+/// alone, a failure names its code and status too.
 fn api(e: control::Error) -> color_eyre::Report {
     let e = ApiError::from(e);
-    let line = format!("{} ({}, HTTP {})", e.description, e.code, e.status.as_u16());
+    let status = e.status.as_u16();
     if e.status.is_client_error() {
-        OneLine(line).into()
+        OneLine::refusal(status, e.description).into()
     } else {
-        eyre!(line)
+        OneLine::refusal(status, format!("{} ({}, HTTP {status})", e.description, e.code)).into()
     }
 }
 
-/// A command's error through the admin API: the server's refusals (4xx) and a server that does not answer
-/// are one line for the operator, anything else a report.
+/// A command's error through the admin API, worded as [`api`] words it offline.
 fn remote(e: admin::ClientError) -> color_eyre::Report {
-    match &e {
-        admin::ClientError::Api { status, .. } if *status < 500 => OneLine(e.to_string()).into(),
-        admin::ClientError::Unreachable(_) => OneLine(e.to_string()).into(),
-        _ => eyre!(e),
+    match e {
+        admin::ClientError::Api {
+            status, description, ..
+        } if status < 500 => OneLine::refusal(status, description).into(),
+        admin::ClientError::Unreachable(_) => OneLine::new(e.to_string())
+            .hint("is the server still running? `opdesk serve` starts it; --connect names another")
+            .into(),
+        e => OneLine::new(e.to_string()).into(),
     }
+}
+
+/// The hint for a command's "not found": where to see what exists.
+fn not_found_hint(cmd: &Command) -> Option<&'static str> {
+    Some(match cmd {
+        Command::Wallets(_) | Command::Keys(_) | Command::Deposit(_) | Command::Withdraw(_) => {
+            "`opdesk wallets list` shows the wallet addresses"
+        }
+        Command::Grants(_) => "`opdesk grants list` shows the grants",
+        Command::Incoming(_) => "`opdesk incoming list` shows the incoming payments",
+        Command::Outgoing(_) => "`opdesk outgoing list` shows the outgoing payments",
+        Command::Quotes(_) => "`opdesk quotes list` shows the quotes",
+        Command::Peers(_) => "`opdesk peers list` shows the peers",
+        Command::Webhooks(_) => "`opdesk webhooks list` shows the deliveries",
+        _ => return None,
+    })
 }
 
 /// Runs `$remote` on the admin API's client or `$local` on the in-process services, whichever `$backend`
@@ -588,7 +651,13 @@ pub async fn run_operator(cmd: Command, settings: Settings, global: &Global) -> 
     if cmd.changes_something() {
         let _ = writeln!(std::io::stderr(), "{way}");
     }
-    let result = operate(&backend, cmd, global.json).await;
+    let not_found = not_found_hint(&cmd);
+    let hints = |e: color_eyre::Report| match (e.downcast::<OneLine>(), not_found) {
+        (Ok(line), Some(h)) if line.hint.is_none() && line.status == Some(404) => line.hint(h).into(),
+        (Ok(line), _) => line.into(),
+        (Err(e), _) => e,
+    };
+    let result = operate(&backend, cmd, global.json).await.map_err(hints);
     if let Backend::Local(core) = &backend {
         core.close();
     }
@@ -597,7 +666,7 @@ pub async fn run_operator(cmd: Command, settings: Settings, global: &Global) -> 
 
 async fn operate(b: &Backend, cmd: Command, json: bool) -> Result<()> {
     match cmd {
-        Command::Serve | Command::Demo(_) | Command::Workshop(_) | Command::Backup(_) => {
+        Command::Serve | Command::Demo(_) | Command::Workshop(_) | Command::Backup(_) | Command::Completions { .. } => {
             bail!("not an operator command")
         }
         Command::Wallets(c) => wallets::wallets(b, c, json).await,

@@ -28,10 +28,9 @@ pub async fn run(settings: Settings, global: &Global) -> Result<()> {
     use std::io::IsTerminal;
     // checked before taking the data dir: without a terminal there is nothing to draw on
     if !(std::io::stdin().is_terminal() && std::io::stdout().is_terminal()) {
-        return Err(cli::OneLine(
+        return Err(cli::OneLine::new(
             "the console needs a terminal; `opdesk serve` runs the server without one, and operator commands \
-             (`opdesk wallets list`, …) print to pipes"
-                .into(),
+             (`opdesk wallets list`, …) print to pipes",
         )
         .into());
     }

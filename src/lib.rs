@@ -46,6 +46,10 @@ use settings::Settings;
 
 /// Runs what the command line asks for.
 pub async fn run(cli: Cli) -> Result<()> {
+    if let Some(Command::Completions { shell }) = cli.command {
+        cli::print_completions(shell);
+        return Ok(());
+    }
     egress::install_default_crypto_provider();
     let settings = Settings::load(&cli.global.overrides())?;
     if cli.version {
@@ -61,10 +65,9 @@ pub async fn run(cli: Cli) -> Result<()> {
         Some(Command::Workshop(args)) => {
             let g = &cli.global;
             if g.listen.is_some() || g.public_url.is_some() || g.connect.is_some() {
-                return Err(cli::OneLine(
+                return Err(cli::OneLine::new(
                     "opdesk workshop runs both desks on 127.0.0.1 itself: choose their ports with \
-                     --cloud-nine-port and --happy-life-port (--listen, --public-url and --connect do not apply)"
-                        .into(),
+                     --cloud-nine-port and --happy-life-port (--listen, --public-url and --connect do not apply)",
                 )
                 .into());
             }

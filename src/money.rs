@@ -20,6 +20,8 @@ pub enum MoneyError {
     BadAssetCode(String),
     #[error("asset codes are upper case (ISO 4217 style): {0:?} would be another asset than {upper:?}", upper = .0.to_ascii_uppercase())]
     LowerCaseAssetCode(String),
+    #[error("an asset code is 3 to 12 letters A-Z (ISO 4217 style, e.g. USD), got {0:?}")]
+    AssetCodeShape(String),
     #[error("asset {found} does not match the wallet's asset {expected}")]
     AssetMismatch { expected: Asset, found: Asset },
     #[error("arithmetic overflow")]
@@ -35,11 +37,22 @@ pub struct Asset {
 }
 
 impl Asset {
-    /// Validates the code (1..=16 ASCII alphanumerics, stored upper-case as given).
-    /// An asset an operator introduces (a new wallet, a peer's link): as [`Asset::new`], and the code must be
-    /// upper case, so `usd` is not silently a different asset from `USD`. Stored and wire codes are read with
-    /// [`Asset::new`].
+    /// An asset an operator issues (a new wallet address): the code has the ISO 4217 shape, 3 to 12 upper-case
+    /// letters, so `usd` is not silently a different asset from `USD`. Stored and wire codes (which other ASEs
+    /// chose) are read with [`Asset::new`], a peer's with [`Asset::of_peer`].
     pub fn defined(code: &str, scale: u8) -> Result<Self, MoneyError> {
+        let asset = Self::new(code, scale)?;
+        if (3..=12).contains(&code.len()) && code.bytes().all(|b| b.is_ascii_alphabetic()) {
+            if code.bytes().any(|b| b.is_ascii_lowercase()) {
+                return Err(MoneyError::LowerCaseAssetCode(code.to_owned()));
+            }
+            return Ok(asset);
+        }
+        Err(MoneyError::AssetCodeShape(code.to_owned()))
+    }
+
+    /// A peer's asset as the operator configures it: the code the peer uses (as [`Asset::new`]), in upper case.
+    pub fn of_peer(code: &str, scale: u8) -> Result<Self, MoneyError> {
         let asset = Self::new(code, scale)?;
         if code.bytes().any(|b| b.is_ascii_lowercase()) {
             return Err(MoneyError::LowerCaseAssetCode(code.to_owned()));
@@ -47,6 +60,7 @@ impl Asset {
         Ok(asset)
     }
 
+    /// Validates a code as stored or sent: 1..=16 ASCII letters or digits, kept as given.
     pub fn new(code: &str, scale: u8) -> Result<Self, MoneyError> {
         if code.is_empty() || code.len() > 16 || !code.bytes().all(|b| b.is_ascii_alphanumeric()) {
             return Err(MoneyError::BadAssetCode(code.to_owned()));
@@ -225,7 +239,17 @@ mod tests {
     #[test]
     fn operators_define_assets_in_upper_case() {
         assert_eq!(Asset::defined("USD", 2).unwrap(), Asset::new("USD", 2).unwrap());
-        assert!(Asset::defined("USDC1", 6).is_ok());
+        assert!(Asset::defined("USDC", 6).is_ok() && Asset::defined("ABCDEFGHIJKL", 0).is_ok());
+        for shape in ["US", "USDC1", "ABCDEFGHIJKLM", "U$D"] {
+            assert!(
+                matches!(
+                    Asset::defined(shape, 2),
+                    Err(MoneyError::AssetCodeShape(_) | MoneyError::BadAssetCode(_))
+                ),
+                "{shape}"
+            );
+        }
+        assert!(Asset::new("USDC1", 6).is_ok(), "another ASE's code is read as it is");
         let e = Asset::defined("usd", 2).unwrap_err();
         assert_eq!(
             e.to_string(),

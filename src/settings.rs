@@ -315,7 +315,7 @@ impl PeerSettings {
                 format!("peer {name:?}: must be at least 1 (leave it out for no limit)"),
             ));
         }
-        if let Err(e) = crate::money::Asset::defined(&self.asset_code, self.asset_scale) {
+        if let Err(e) = crate::money::Asset::of_peer(&self.asset_code, self.asset_scale) {
             return Err(("ilp.peers.asset_code", format!("peer {name:?}: {e}")));
         }
         Ok(())

@@ -30,17 +30,17 @@ struct BackedUp {
 /// Copies the data dir's database to `args.file`.
 pub async fn run_backup(args: BackupArgs, settings: &Settings, global: &Global) -> Result<()> {
     if let Some(url) = &global.connect {
-        return Err(OneLine(format!(
+        return Err(OneLine::new(format!(
             "backup reads the database file, so it cannot run through --connect {url}: run `opdesk backup FILE` on the server's host"
         ))
         .into());
     }
     let db = settings.paths.database();
     if !db.is_file() {
-        return Err(OneLine(format!("no database at {} (is --data-dir right?)", db.display())).into());
+        return Err(OneLine::new(format!("no database at {} (is --data-dir right?)", db.display())).into());
     }
     if is_live_database(&args.file, &db) {
-        return Err(OneLine(format!(
+        return Err(OneLine::new(format!(
             "{} is the live database (or one of its files): back up to another file",
             args.file.display()
         ))
@@ -67,7 +67,7 @@ pub async fn run_backup(args: BackupArgs, settings: &Settings, global: &Global) 
     .await
     .map_err(|e| eyre!("the backup task failed: {e}"))?
     .map_err(|e| {
-        OneLine(match e {
+        OneLine::new(match e {
             store::Error::Exists(p) => format!("{} already exists; pass --force to replace it", p.display()),
             e => format!("backing up {} failed: {e}", db.display()),
         })

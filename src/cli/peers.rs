@@ -160,8 +160,7 @@ pub(super) async fn peers(b: &Backend, cmd: PeersCmd, json: bool) -> Result<()> 
                     transfer_id: id,
                 },
             };
-            let moved = dispatch!(b, c => c.move_peer_liquidity(&name, &body), l => control::move_peer_liquidity(&l.state, &name, body.clone()))
-                .map_err(|e| OneLine(e.to_string()))?;
+            let moved = dispatch!(b, c => c.move_peer_liquidity(&name, &body), l => control::move_peer_liquidity(&l.state, &name, body.clone()))?;
             let p = &moved.peer;
             emit(json, &moved, || {
                 let verb = match action {
@@ -193,8 +192,7 @@ pub(super) async fn peers(b: &Backend, cmd: PeersCmd, json: bool) -> Result<()> 
                 amount: minor(&amount)?,
                 id,
             };
-            let moved = dispatch!(b, c => c.settle_peer(&name, &body), l => control::settle_peer(&l.state, &name, body.clone()))
-                .map_err(|e| OneLine(e.to_string()))?;
+            let moved = dispatch!(b, c => c.settle_peer(&name, &body), l => control::settle_peer(&l.state, &name, body.clone()))?;
             let p = &moved.peer;
             emit(json, &moved, || {
                 let what = match direction {
@@ -223,7 +221,7 @@ pub(super) async fn peers(b: &Backend, cmd: PeersCmd, json: bool) -> Result<()> 
 /// An amount argument: whole minor units of the link's asset.
 fn minor(text: &str) -> Result<Value> {
     Value::parse(text).map_err(|_| {
-        OneLine(format!(
+        OneLine::new(format!(
             "the amount must be whole minor units of the peer's asset, e.g. 1000 for 10.00 (got {text:?})"
         ))
         .into()

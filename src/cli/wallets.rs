@@ -14,7 +14,7 @@ use crate::{
     },
     httpsig::jwk::Jwk,
     ledger::{Balance, Movement},
-    money::{Value, format_minor},
+    money::{Asset, Value, format_minor},
 };
 
 /// `wallets list|create|show`.
@@ -38,6 +38,14 @@ pub(super) async fn wallets(b: &Backend, cmd: WalletsCmd, json: bool) -> Result<
             scale,
             public_name,
         } => {
+            // checked here too, for the hint
+            Asset::defined(&asset, scale).map_err(|e| {
+                let upper = asset.to_ascii_uppercase();
+                match Asset::defined(&upper, scale) {
+                    Ok(_) => OneLine::new(e.to_string()).hint(format!("--asset {upper}")),
+                    Err(_) => OneLine::new(e.to_string()),
+                }
+            })?;
             let body = CreateWallet {
                 name,
                 asset_code: asset,
@@ -161,7 +169,7 @@ pub(super) async fn balances(b: &Backend, json: bool) -> Result<()> {
 /// `deposit` and `withdraw`: money between a wallet and the settlement account.
 pub(super) async fn move_funds(b: &Backend, m: MoveArgs, movement: Movement, json: bool) -> Result<()> {
     let value = Value::parse(&m.amount).map_err(|_| {
-        OneLine(format!(
+        OneLine::new(format!(
             "the amount must be whole minor units of the wallet's asset, e.g. 1000 for 10.00 (got {:?})",
             m.amount
         ))

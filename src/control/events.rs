@@ -17,7 +17,7 @@ const BUFFER: usize = 256;
 /// One item of the stream.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Item {
-    Event(EventRecord),
+    Event(Box<EventRecord>),
     /// Events were missed (the reader fell behind, or asked for events no longer kept): reload what you show.
     Resync(String),
 }
@@ -68,10 +68,10 @@ pub fn stream(s: Arc<Services>, after: Option<i64>, live: bool) -> mpsc::Receive
                     Some(seq) if seq <= last => continue,
                     Some(seq) => {
                         last = seq;
-                        Item::Event(r)
+                        Item::Event(Box::new(r))
                     }
                     // the request log of the admin API itself (consoles polling, this stream) is noise
-                    None if live && !admin_request(&r) => Item::Event(r),
+                    None if live && !admin_request(&r) => Item::Event(Box::new(r)),
                     None => continue,
                 },
                 Err(RecvError::Lagged(n)) => {
@@ -133,7 +133,7 @@ async fn replay(s: &Services, tx: &mpsc::Sender<Item>, after: i64, check_gap: bo
         let full = batch.len() == REPLAY_BATCH;
         for r in batch {
             last = r.seq.unwrap_or(last);
-            tx.send(Item::Event(r)).await.ok()?;
+            tx.send(Item::Event(Box::new(r))).await.ok()?;
         }
         if !full {
             return Some(last);

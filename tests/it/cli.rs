@@ -572,36 +572,47 @@ async fn hostile_text_never_reaches_the_terminal() {
     assert_clean("the server log", &text);
 }
 
-/// The operator's mistakes are one line each on stderr, `opdesk: …`, with no report, location or colour,
-/// even with `RUST_BACKTRACE=1` set and stderr a pipe; the same words offline and through a server.
+/// The operator's mistakes are one `error: …` line each on stderr, with a `hint: …` line where one helps, and
+/// no report, location or colour, even with `RUST_BACKTRACE=1` set and stderr a pipe; the same words offline
+/// and through a server; exit status 1.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mistakes_are_one_line_without_a_report_offline_and_through_a_server() {
-    let cases: [(&[&str], &str); 4] = [
+    let cases: [(&[&str], &str, Option<&str>); 5] = [
         (
             &["deposit", "nobody", "100"],
-            "opdesk: unknown wallet address \"nobody\" (not_found, HTTP 404)",
+            "error: unknown wallet address \"nobody\"",
+            Some("hint: `opdesk wallets list` shows the wallet addresses"),
         ),
         (
             &["deposit", "alice", "1.5"],
-            "opdesk: the amount must be whole minor units of the wallet's asset, e.g. 1000 for 10.00 (got \"1.5\")",
+            "error: the amount must be whole minor units of the wallet's asset, e.g. 1000 for 10.00 (got \"1.5\")",
+            None,
         ),
         (
             &["wallets", "create", "dora", "--asset", "usd"],
-            "opdesk: asset codes are upper case (ISO 4217 style): \"usd\" would be another asset than \"USD\"",
+            "error: asset codes are upper case (ISO 4217 style): \"usd\" would be another asset than \"USD\"",
+            Some("hint: --asset USD"),
+        ),
+        (
+            &["wallets", "create", "dora", "--asset", "USDC1"],
+            "error: an asset code is 3 to 12 letters A-Z (ISO 4217 style, e.g. USD), got \"USDC1\"",
+            None,
         ),
         (
             &["peers", "update", "nobank", "--credit-limit", "5"],
-            "opdesk: no peer named \"nobank\" (not_found, HTTP 404)",
+            "error: no peer named \"nobank\"",
+            Some("hint: `opdesk peers list` shows the peers"),
         ),
     ];
     let check = move |dir: &std::path::Path, listen: &str, way: &str| {
-        for (args, want) in &cases {
+        for (args, want, hint) in &cases {
             let cfg = dir.join("test-config.toml");
             std::fs::write(&cfg, "").unwrap();
             let out = Command::new(env!("CARGO_BIN_EXE_opdesk"))
                 .args(["--data-dir", dir.to_str().unwrap(), "--listen", listen])
                 .args(*args)
                 .env_remove("RUST_LOG")
+                .env_remove("NO_COLOR")
                 .env("RUST_BACKTRACE", "1")
                 .env("OPDESK_CONFIG", &cfg)
                 .output()
@@ -609,8 +620,9 @@ async fn mistakes_are_one_line_without_a_report_offline_and_through_a_server() {
             assert_eq!(out.status.code(), Some(1), "{args:?}");
             let err = String::from_utf8(out.stderr).unwrap();
             let lines: Vec<&str> = err.lines().filter(|l| !l.starts_with(way)).collect();
-            assert_eq!(lines.len(), 1, "{args:?} ({way}): {err}");
-            assert!(lines[0].starts_with(want), "{args:?} ({way}): {err}");
+            let mut expected = vec![*want];
+            expected.extend(*hint);
+            assert_eq!(lines, expected, "{args:?} ({way}): {err}");
             assert!(!err.contains("Location") && !err.contains('\u{1b}'), "{args:?}: {err}");
         }
     };
@@ -626,4 +638,41 @@ async fn mistakes_are_one_line_without_a_report_offline_and_through_a_server() {
     tokio::task::spawn_blocking(move || check(&dir, &listen, "via the server"))
         .await
         .unwrap();
+}
+
+/// Usage mistakes are clap's (exit status 2); `completions` prints a script for each shell; `--connect`
+/// without a token is one line with the hint where to find one.
+#[test]
+fn usage_errors_exit_2_completions_print_scripts_and_connect_needs_a_token() {
+    let bin = env!("CARGO_BIN_EXE_opdesk");
+    let out = Command::new(bin).args(["wallets", "frobnicate"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(!String::from_utf8(out.stderr).unwrap().contains('\u{1b}'));
+    for (shell, marker) in [
+        ("bash", "complete -F"),
+        ("zsh", "#compdef opdesk"),
+        ("fish", "complete -c opdesk"),
+    ] {
+        let out = Command::new(bin).args(["completions", shell]).output().unwrap();
+        assert!(out.status.success(), "{shell}");
+        let text = String::from_utf8(out.stdout).unwrap();
+        assert!(text.contains(marker) && text.contains("deposit"), "{shell}: {text}");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("config.toml");
+    std::fs::write(&cfg, "").unwrap();
+    let out = Command::new(bin)
+        .args(["--data-dir", dir.path().to_str().unwrap()])
+        .args(["--connect", "http://127.0.0.1:1", "wallets", "list"])
+        .env_remove("OPDESK_ADMIN_TOKEN")
+        .env("OPDESK_CONFIG", &cfg)
+        .env("RUST_BACKTRACE", "1")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8(out.stderr).unwrap(),
+        "error: --connect needs the server's admin token\n\
+         hint: give --token-file FILE (the admin.token in the server's data dir) or set OPDESK_ADMIN_TOKEN\n"
+    );
 }

@@ -460,8 +460,8 @@ async fn the_cli_deposits_settles_and_refuses_in_one_line() {
     assert_eq!(
         lines,
         [
-            "opdesk: cannot withdraw 9.00 USD from peer bank's liquidity: only 7.50 USD can be withdrawn \
-          (10.00 USD deposited, 2.50 USD owed to the peer) (insufficient_liquidity, HTTP 409)"
+            "error: cannot withdraw 9.00 USD from peer bank's liquidity: only 7.50 USD can be withdrawn \
+          (10.00 USD deposited, 2.50 USD owed to the peer)"
         ],
         "{err}"
     );
@@ -470,7 +470,7 @@ async fn the_cli_deposits_settles_and_refuses_in_one_line() {
     assert!(
         String::from_utf8(out.stderr)
             .unwrap()
-            .contains("opdesk: the amount must be whole minor units")
+            .contains("error: the amount must be whole minor units")
     );
 
     let p = peer(&ase, "bank").await;

@@ -384,7 +384,7 @@ async fn an_unusable_certificate_or_key_stops_the_start_in_one_line() {
         (
             &out.0,
             format!(
-                "opdesk: tls.key {} does not match the certificate in {}",
+                "error: tls.key {} does not match the certificate in {}",
                 key.display(),
                 cert.display()
             ),
@@ -392,7 +392,7 @@ async fn an_unusable_certificate_or_key_stops_the_start_in_one_line() {
         (
             &out.1,
             format!(
-                "opdesk: tls.cert {}: no such file",
+                "error: tls.cert {}: no such file",
                 dir.path().join("missing.pem").display()
             ),
         ),
