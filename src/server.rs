@@ -32,7 +32,7 @@ pub fn router(state: AppState) -> Router {
         .merge(routes::outgoing::routes())
         .merge(ilp_http::routes())
         .merge(routes::wallet::routes())
-        .layer(cors());
+        .layer(cors(&state.settings.server.cors_origins));
     let routes = Router::new()
         .route("/healthz", get(healthz))
         .nest("/admin", admin::routes(state.clone()))
@@ -41,14 +41,21 @@ pub fn router(state: AppState) -> Router {
 }
 
 /// Browser clients (wallet web apps, Web Monetization in a page) may call the Open Payments and GNAP routes
-/// from any origin, as at the reference ASE: preflights are answered here, any origin is allowed without
-/// credentials (requests are authorised by signatures and tokens, not cookies), and the request headers asked
-/// for are allowed (`*` would not cover `Authorization`). The admin API sends no CORS headers.
-fn cors() -> tower_http::cors::CorsLayer {
-    use axum::http::Method;
-    use tower_http::cors::{AllowHeaders, Any, CorsLayer};
+/// from the origins `[server] cors_origins` names — by default any, as at the reference ASE: preflights are
+/// answered here, without credentials (requests are authorised by signatures and tokens, not cookies), and
+/// the request headers asked for are allowed (`*` would not cover `Authorization`). The admin API sends no
+/// CORS headers.
+fn cors(origins: &[String]) -> tower_http::cors::CorsLayer {
+    use axum::http::{HeaderValue, Method};
+    use tower_http::cors::{AllowHeaders, AllowOrigin, Any, CorsLayer};
+    let allow = if origins.iter().any(|o| o == "*") {
+        AllowOrigin::from(Any)
+    } else {
+        // checked when the settings were read
+        AllowOrigin::list(origins.iter().filter_map(|o| HeaderValue::from_str(o).ok()))
+    };
     CorsLayer::new()
-        .allow_origin(Any)
+        .allow_origin(allow)
         .allow_methods([
             Method::GET,
             Method::HEAD,

@@ -504,6 +504,29 @@ pub struct ServerSettings {
     pub body_limit_bytes: usize,
     pub request_timeout_secs: u64,
     pub wallet_cache_max_age_secs: u64,
+    /// Origins allowed to call the public routes from a browser: `*` alone for any, else exact origins.
+    pub cors_origins: Vec<String>,
+}
+
+/// Checks `[server] cors_origins`: `"*"` alone, or origins (`https://host[:port]`, nothing after).
+fn check_cors_origins(origins: &[String]) -> Result<(), String> {
+    if origins.iter().any(|o| o == "*") {
+        return if origins.len() == 1 {
+            Ok(())
+        } else {
+            Err("\"*\" allows every origin: give it alone".into())
+        };
+    }
+    for o in origins {
+        let url = url::Url::parse(o).map_err(|_| format!("{o:?} is not an origin like https://wallet.example"))?;
+        let origin = url.origin().ascii_serialization();
+        if !matches!(url.scheme(), "http" | "https") || origin != *o {
+            return Err(format!(
+                "{o:?} is not an origin like https://wallet.example (scheme, host and port only)"
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// The resolved settings.
@@ -804,6 +827,7 @@ impl Settings {
         if raw.server.body_limit_bytes < 1024 {
             return Err(invalid("server.body_limit_bytes", "must be at least 1024".into()));
         }
+        check_cors_origins(&raw.server.cors_origins).map_err(|e| invalid("server.cors_origins", e))?;
         raw.ilp.validate().map_err(|(key, message)| invalid(key, message))?;
         let log_format = raw.log_format.parse().map_err(|e| invalid("log_format", e))?;
         let tls = tls_settings(&raw.tls, &data_dir).map_err(|(key, message)| invalid(key, message))?;
@@ -923,6 +947,22 @@ mod tests {
         let s = Settings::load_from(&o2, env(&[("OPDESK_LISTEN", "127.0.0.1:6000"), ("OPDESK_BIN", "/x")])).unwrap();
         assert_eq!(s.listen.port(), 7000);
         assert_eq!(s.paths.database(), dir.path().join("ase.sqlite3"));
+    }
+
+    #[test]
+    fn cors_origins_are_any_alone_or_exact_origins() {
+        assert!(check_cors_origins(&["*".into()]).is_ok());
+        assert!(check_cors_origins(&[]).is_ok());
+        assert!(check_cors_origins(&["https://wallet.example".into(), "http://127.0.0.1:3000".into()]).is_ok());
+        for bad in [
+            "https://wallet.example/",
+            "https://wallet.example/app",
+            "wallet.example",
+            "ftp://x.example",
+        ] {
+            assert!(check_cors_origins(&[bad.into()]).is_err(), "{bad}");
+        }
+        assert!(check_cors_origins(&["*".into(), "https://wallet.example".into()]).is_err());
     }
 
     #[test]

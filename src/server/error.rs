@@ -171,6 +171,9 @@ impl From<MoneyError> for ApiError {
     fn from(e: MoneyError) -> Self {
         match e {
             MoneyError::Overflow => Self::bad_request("invalid_amount", "amount arithmetic would overflow"),
+            e @ (MoneyError::BadAssetCode(_) | MoneyError::LowerCaseAssetCode(_) | MoneyError::AssetCodeShape(_)) => {
+                Self::bad_request("invalid_request", e.to_string())
+            }
             other => Self::bad_request("invalid_amount", other.to_string()),
         }
     }

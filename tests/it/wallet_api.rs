@@ -169,3 +169,32 @@ async fn browsers_may_call_open_payments_from_any_origin_but_not_the_admin_api()
         .unwrap();
     assert!(admin_preflight.headers().get("access-control-allow-origin").is_none());
 }
+
+/// `[server] cors_origins` narrows CORS to the origins named: they get their origin back, others nothing.
+#[tokio::test]
+async fn cors_can_be_limited_to_named_origins() {
+    let ase = TestAse::spawn_with("[server]\ncors_origins = [\"https://wallet.example\"]\n").await;
+    for (origin, allowed) in [("https://wallet.example", true), ("https://evil.example", false)] {
+        let preflight = ase
+            .http
+            .request(reqwest::Method::OPTIONS, ase.url("/incoming-payments"))
+            .header("origin", origin)
+            .header("access-control-request-method", "POST")
+            .header("access-control-request-headers", "authorization,signature")
+            .send()
+            .await
+            .unwrap();
+        let got = preflight.headers().get("access-control-allow-origin");
+        assert_eq!(got.map(|v| v.to_str().unwrap()), allowed.then_some(origin), "{origin}");
+        let r = ase
+            .http
+            .get(ase.url("/alice"))
+            .header("origin", origin)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200);
+        let got = r.headers().get("access-control-allow-origin");
+        assert_eq!(got.map(|v| v.to_str().unwrap()), allowed.then_some(origin), "{origin}");
+    }
+}
