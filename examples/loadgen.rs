@@ -1,17 +1,23 @@
 #![allow(clippy::print_stdout, clippy::print_stderr)]
-//! Load generator: signed `POST /incoming-payments` throughput and latency against a running opdesk.
+//! Load generator: signed Open Payments requests against a running opdesk — throughput, latency and the
+//! server's CPU time per request.
 //!
 //! ```sh
 //! cargo build --release --bin opdesk --example loadgen
 //! target/release/opdesk serve --data-dir "$DIR" --listen 127.0.0.1:4310 --log-level warn &
 //! target/release/examples/loadgen --url http://127.0.0.1:4310 --data-dir "$DIR" --connections 32
+//! target/release/examples/loadgen --url http://127.0.0.1:4310 --data-dir "$DIR" --workload list
 //! ```
 //!
 //! Signs as `demo-client` (key from `demo-client.pem` in the data dir), takes one non-interactive
 //! incoming-payment grant for `bob`, then runs `--connections` workers, each with its own connection, that
-//! create incoming payments back to back until the deadline. Only requests that complete after the warm-up
-//! and before the deadline are measured; latency is the HTTP round trip (signing excluded), in microseconds.
-//! Loopback only: the URL must point at 127.0.0.1, ::1 or localhost.
+//! send back to back until the deadline: `create` makes incoming payments (`POST /incoming-payments`), `list`
+//! reads the first page of bob's (`GET /incoming-payments?wallet-address=…&first=20`, after filling a page).
+//! Only requests that complete after the warm-up and before the deadline are measured; latency is the HTTP
+//! round trip (signing excluded), in microseconds. The server's CPU time (user + system, from
+//! `/proc/PID/stat`) over the measured window, divided by the requests completed in it, is the CPU per
+//! request; the pid comes from `--server-pid` or the data dir's `server.json`. Loopback only: the URL must
+//! point at 127.0.0.1, ::1 or localhost.
 
 use std::collections::BTreeMap;
 use std::error::Error;
@@ -49,12 +55,62 @@ struct Args {
     /// Warm-up before the measured window, in seconds.
     #[arg(long, default_value_t = 2)]
     warmup_secs: u64,
+    /// What each request does: `create` (signed POST /incoming-payments) or `list` (a signed list page).
+    #[arg(long, value_enum, default_value_t = Workload::Create)]
+    workload: Workload,
+    /// The server's pid, for its CPU time (default: the pid in the data dir's `server.json`).
+    #[arg(long)]
+    server_pid: Option<u32>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum Workload {
+    Create,
+    List,
+}
+
+impl Workload {
+    fn describe(self) -> &'static str {
+        match self {
+            Self::Create => "signed POST /incoming-payments",
+            Self::List => "signed GET /incoming-payments?first=20",
+        }
+    }
+
+    fn expected_status(self) -> u16 {
+        match self {
+            Self::Create => 201,
+            Self::List => 200,
+        }
+    }
+}
+
+/// A process's CPU time so far (user + system), from `/proc/PID/stat`.
+fn cpu_time(pid: u32, ticks_per_sec: f64) -> Option<Duration> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // fields after the command name, which is in parentheses and may hold spaces
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    // utime and stime are fields 14 and 15 of the whole line, 12 and 13 after the name and state
+    let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+    Some(Duration::from_secs_f64(ticks as f64 / ticks_per_sec))
+}
+
+/// Clock ticks per second (`getconf CLK_TCK`; 100 on Linux when that cannot be asked).
+fn ticks_per_sec() -> f64 {
+    std::process::Command::new("getconf")
+        .arg("CLK_TCK")
+        .output()
+        .ok()
+        .and_then(|o| String::from_utf8(o.stdout).ok())
+        .and_then(|t| t.trim().parse().ok())
+        .unwrap_or(100.0)
 }
 
 /// What one worker saw.
 #[derive(Default)]
 struct WorkerStats {
-    /// Latencies (µs) of the 201s completed inside the measured window.
+    /// Latencies (µs) of the successes completed inside the measured window.
     latencies_us: Vec<u32>,
     /// All requests sent, warm-up included.
     sent_total: u64,
@@ -94,34 +150,52 @@ fn ms(us: u32) -> String {
     format!("{:.2} ms", f64::from(us) / 1000.0)
 }
 
+/// One request of the workload: method, URL and body.
+fn request(workload: Workload, base: &str, id: usize, n: u64) -> Result<(Method, String, Vec<u8>), serde_json::Error> {
+    let wallet = format!("{base}/bob");
+    Ok(match workload {
+        Workload::Create => {
+            let body = json!({
+                "walletAddress": wallet,
+                "incomingAmount": {"value": "100", "assetCode": "USD", "assetScale": 2},
+                "metadata": {"w": id, "n": n},
+            });
+            (
+                Method::POST,
+                format!("{base}/incoming-payments"),
+                serde_json::to_vec(&body)?,
+            )
+        }
+        Workload::List => {
+            let url = format!("{base}/incoming-payments?wallet-address={wallet}&first=20");
+            (Method::GET, url, Vec::new())
+        }
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
 async fn worker(
     id: usize,
+    workload: Workload,
     client: SignedClient,
     base: String,
     token: String,
     measure_from: Instant,
     deadline: Instant,
 ) -> WorkerStats {
-    let url = format!("{base}/incoming-payments");
-    let wallet = format!("{base}/bob");
     let mut stats = WorkerStats::default();
     let mut n: u64 = 0;
     while n < MAX_REQUESTS_PER_WORKER && Instant::now() < deadline {
         n += 1;
-        let body = json!({
-            "walletAddress": wallet,
-            "incomingAmount": {"value": "100", "assetCode": "USD", "assetScale": 2},
-            "metadata": {"w": id, "n": n},
-        });
-        let bytes = match serde_json::to_vec(&body) {
-            Ok(b) => b,
+        let (method, url, bytes) = match request(workload, &base, id, n) {
+            Ok(r) => r,
             Err(e) => {
                 eprintln!("worker {id}: serialising the body failed: {e}");
                 break;
             }
         };
         let created = time::OffsetDateTime::now_utc().unix_timestamp();
-        let headers = match client.sign(&Method::POST, &url, Some(&token), &bytes, created) {
+        let headers = match client.sign(&method, &url, Some(&token), &bytes, created) {
             Ok(h) => h,
             Err(e) => {
                 eprintln!("worker {id}: signing failed: {e}");
@@ -130,11 +204,11 @@ async fn worker(
         };
         stats.sent_total += 1;
         let start = Instant::now();
-        let res = tokio::time::timeout(REQUEST_TIMEOUT, client.send_raw(Method::POST, &url, headers, bytes)).await;
+        let res = tokio::time::timeout(REQUEST_TIMEOUT, client.send_raw(method, &url, headers, bytes)).await;
         let done = Instant::now();
         let in_window = done >= measure_from && done <= deadline;
         let failure = match res {
-            Ok(Ok(r)) if r.status == 201 => {
+            Ok(Ok(r)) if r.status == workload.expected_status() => {
                 if in_window {
                     let us = done.duration_since(start).as_micros();
                     stats.latencies_us.push(u32::try_from(us).unwrap_or(u32::MAX));
@@ -194,7 +268,7 @@ async fn run(args: Args) -> Result<(), BoxError> {
     let grant = json!({
         "access_token": {"access": [{
             "type": "incoming-payment",
-            "actions": ["create", "read"],
+            "actions": ["create", "read", "list"],
             "identifier": format!("{base}/bob"),
         }]},
         "client": format!("{base}/demo-client"),
@@ -210,20 +284,51 @@ async fn run(args: Args) -> Result<(), BoxError> {
         .ok_or_else(|| format!("no access_token.value in the grant: {}", r.body))?
         .to_owned();
 
+    if args.workload == Workload::List {
+        // a full first page to read
+        for n in 0..20 {
+            let (method, url, bytes) = request(Workload::Create, &base, 0, n)?;
+            let created = time::OffsetDateTime::now_utc().unix_timestamp();
+            let headers = grant_client.sign(&method, &url, Some(&token), &bytes, created)?;
+            let r = grant_client.send_raw(method, &url, headers, bytes).await?;
+            if r.status != 201 {
+                return Err(format!("filling the page: {} {}", r.status, String::from_utf8_lossy(&r.raw)).into());
+            }
+        }
+    }
+    let server_pid = args
+        .server_pid
+        .or_else(|| opdesk::owner::read_record(&args.data_dir).map(|r| r.pid))
+        .filter(|pid| cpu_time(*pid, 100.0).is_some());
+    let ticks = ticks_per_sec();
+
     println!(
-        "loadgen: {} connections, {} s warm-up + {} s measured, POST {base}/incoming-payments as demo-client (kid {kid})",
-        args.connections, args.warmup_secs, args.duration_secs
+        "loadgen: {} connections, {} s warm-up + {} s measured, {} as demo-client (kid {kid}), server pid {}",
+        args.connections,
+        args.warmup_secs,
+        args.duration_secs,
+        args.workload.describe(),
+        server_pid.map_or_else(|| "unknown (no CPU figures)".to_owned(), |p| p.to_string())
     );
 
     let t0 = Instant::now();
     let measure_from = t0 + Duration::from_secs(args.warmup_secs);
     let deadline = measure_from + Duration::from_secs(args.duration_secs);
+    // the server's CPU time at the start and the end of the measured window
+    let cpu = tokio::spawn(async move {
+        let pid = server_pid?;
+        tokio::time::sleep_until(measure_from.into()).await;
+        let start = cpu_time(pid, ticks)?;
+        tokio::time::sleep_until(deadline.into()).await;
+        Some(cpu_time(pid, ticks)?.saturating_sub(start))
+    });
     let mut handles = Vec::with_capacity(args.connections);
     for w in 0..args.connections {
         // One SignedClient per worker: its own reqwest pool, so exactly one keep-alive connection each.
         let client = SignedClient::new(key.clone(), &kid);
         handles.push(tokio::spawn(worker(
             w,
+            args.workload,
             client,
             base.clone(),
             token.clone(),
@@ -248,6 +353,7 @@ async fn run(args: Args) -> Result<(), BoxError> {
         bodies.extend(s.error_bodies);
     }
     latencies.sort_unstable();
+    let server_cpu = cpu.await?;
 
     let ok = latencies.len() as u64;
     let window = args.duration_secs as f64;
@@ -280,10 +386,19 @@ async fn run(args: Args) -> Result<(), BoxError> {
 
     println!("requests sent (incl. warm-up): {sent_total}");
     println!(
-        "measured window: {} s, 201s completed: {ok}, errors: {errors_measured}",
+        "measured window: {} s, successes: {ok}, errors: {errors_measured}",
         args.duration_secs
     );
-    println!("throughput: {rps:.0} creates/s");
+    let cpu_per_request = match server_cpu {
+        Some(cpu) if ok > 0 => format!("{:.0} µs", cpu.as_secs_f64() * 1e6 / ok as f64),
+        _ => "n/a".to_owned(),
+    };
+    let cpu_share = server_cpu.map_or_else(
+        || "n/a".to_owned(),
+        |cpu| format!("{:.2} cores", cpu.as_secs_f64() / window),
+    );
+    println!("throughput: {rps:.0} requests/s");
+    println!("server CPU: {cpu_per_request} per request ({cpu_share} busy)");
     println!(
         "latency: mean {mean:.2} ms, p50 {}, p90 {}, p99 {}, max {}",
         ms(p50),
@@ -296,7 +411,8 @@ async fn run(args: Args) -> Result<(), BoxError> {
         println!("  error: {}", b.chars().take(300).collect::<String>());
     }
     println!(
-        "SUMMARY | signed POST /incoming-payments | {} conns | {} s (+{} s warm-up) | {rps:.0} req/s | p50 {} | p90 {} | p99 {} | max {} | {ok} ok | {errors_all} errors ({by_status}) |",
+        "SUMMARY | {} | {} conns | {} s (+{} s warm-up) | {rps:.0} req/s | CPU {cpu_per_request}/req | p50 {} | p90 {} | p99 {} | max {} | {ok} ok | {errors_all} errors ({by_status}) |",
+        args.workload.describe(),
         args.connections,
         args.duration_secs,
         args.warmup_secs,
