@@ -12,7 +12,10 @@
 //! Signs as `demo-client` (key from `demo-client.pem` in the data dir), takes one non-interactive
 //! incoming-payment grant for `bob`, then runs `--connections` workers, each with its own connection, that
 //! send back to back until the deadline: `create` makes incoming payments (`POST /incoming-payments`), `list`
-//! reads the first page of bob's (`GET /incoming-payments?wallet-address=…&first=20`, after filling a page).
+//! reads the first page of bob's (`GET /incoming-payments?wallet-address=…&first=20`, after filling a page),
+//! `ilp` sends one-unit STREAM money packets into `POST /ilp` — each worker a STREAM connection of its own to
+//! an incoming payment of its own, as a peer added for the run (through the admin API, token from the data
+//! dir; removed at the end), one packet in flight per connection.
 //! Only requests that complete after the warm-up and before the deadline are measured; latency is the HTTP
 //! round trip (signing excluded), in microseconds. The server's CPU time (user + system, from
 //! `/proc/PID/stat`) over the measured window, divided by the requests completed in it, is the CPU per
@@ -55,7 +58,8 @@ struct Args {
     /// Warm-up before the measured window, in seconds.
     #[arg(long, default_value_t = 2)]
     warmup_secs: u64,
-    /// What each request does: `create` (signed POST /incoming-payments) or `list` (a signed list page).
+    /// What each request does: `create` (signed POST /incoming-payments), `list` (a signed list page) or
+    /// `ilp` (a STREAM money packet into /ilp).
     #[arg(long, value_enum, default_value_t = Workload::Create)]
     workload: Workload,
     /// The server's pid, for its CPU time (default: the pid in the data dir's `server.json`).
@@ -67,6 +71,7 @@ struct Args {
 enum Workload {
     Create,
     List,
+    Ilp,
 }
 
 impl Workload {
@@ -74,13 +79,14 @@ impl Workload {
         match self {
             Self::Create => "signed POST /incoming-payments",
             Self::List => "signed GET /incoming-payments?first=20",
+            Self::Ilp => "STREAM money packets into POST /ilp",
         }
     }
 
     fn expected_status(self) -> u16 {
         match self {
             Self::Create => 201,
-            Self::List => 200,
+            Self::List | Self::Ilp => 200,
         }
     }
 }
@@ -166,7 +172,7 @@ fn request(workload: Workload, base: &str, id: usize, n: u64) -> Result<(Method,
                 serde_json::to_vec(&body)?,
             )
         }
-        Workload::List => {
+        Workload::List | Workload::Ilp => {
             let url = format!("{base}/incoming-payments?wallet-address={wallet}&first=20");
             (Method::GET, url, Vec::new())
         }
@@ -234,6 +240,141 @@ async fn worker(
         }
     }
     stats
+}
+
+/// A peer added for the run through the admin API: its name, the bearer token it presents at `/ilp`, and how
+/// to remove it.
+struct RunPeer {
+    name: String,
+    token: String,
+    admin: String,
+    admin_token: String,
+}
+
+impl RunPeer {
+    async fn add(http: &reqwest::Client, data_dir: &std::path::Path) -> Result<Self, BoxError> {
+        let record =
+            opdesk::owner::read_record(data_dir).ok_or("no server.json in the data dir: is the server running?")?;
+        let admin_token =
+            opdesk::app::read_admin_token(&data_dir.join("admin.token")).ok_or("no admin.token in the data dir")?;
+        let name = format!("loadgen-{}", std::process::id());
+        let token = opdesk::ids::random_secret(24)?;
+        let body = json!({"name": name, "assetCode": "USD", "assetScale": 2, "incomingTokens": [token]});
+        let admin = record.admin.trim_end_matches('/').to_owned();
+        let r = http
+            .post(format!("{admin}/admin/peers"))
+            .bearer_auth(&admin_token)
+            .json(&body)
+            .send()
+            .await?;
+        if !r.status().is_success() {
+            return Err(format!("adding the peer answered {}: {}", r.status(), r.text().await?).into());
+        }
+        Ok(Self {
+            name,
+            token,
+            admin,
+            admin_token,
+        })
+    }
+
+    async fn remove(&self, http: &reqwest::Client) {
+        let r = http
+            .delete(format!("{}/admin/peers/{}", self.admin, self.name))
+            .bearer_auth(&self.admin_token)
+            .send()
+            .await;
+        if !r.is_ok_and(|r| r.status().is_success()) {
+            eprintln!(
+                "could not remove the peer {} (remove it with `opdesk peers remove`)",
+                self.name
+            );
+        }
+    }
+}
+
+/// One STREAM connection sending one-unit money packets back to back until the deadline.
+async fn ilp_worker(
+    mut conn: opdesk::ilp::sender::Connection,
+    measure_from: Instant,
+    deadline: Instant,
+) -> WorkerStats {
+    use opdesk::ilp::sender::Verdict;
+    let mut stats = WorkerStats::default();
+    let mut n: u64 = 0;
+    while n < MAX_REQUESTS_PER_WORKER && Instant::now() < deadline {
+        n += 1;
+        stats.sent_total += 1;
+        let start = Instant::now();
+        let res = tokio::time::timeout(REQUEST_TIMEOUT, conn.send_money(1, 1)).await;
+        let done = Instant::now();
+        let in_window = done >= measure_from && done <= deadline;
+        let failure = match res {
+            Ok(Ok(Verdict::Fulfilled { .. })) => {
+                if in_window {
+                    let us = done.duration_since(start).as_micros();
+                    stats.latencies_us.push(u32::try_from(us).unwrap_or(u32::MAX));
+                }
+                None
+            }
+            Ok(Ok(v)) => Some(format!("{v:?}")),
+            Ok(Err(e)) => Some(format!("{e}")),
+            Err(_) => Some(format!("timeout after {REQUEST_TIMEOUT:?}")),
+        };
+        if let Some(text) = failure {
+            *stats.errors_total.entry(0).or_default() += 1;
+            if in_window {
+                stats.errors_measured += 1;
+            }
+            if stats.error_bodies.len() < KEEP_ERROR_BODIES {
+                stats.error_bodies.push(format!("packet {n}: {text}"));
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+    conn.close().await;
+    stats
+}
+
+/// A STREAM connection to a new incoming payment of bob's (room for every packet the run can send).
+async fn ilp_connection(
+    client: &SignedClient,
+    base: &str,
+    token: &str,
+    peer: &RunPeer,
+) -> Result<opdesk::ilp::sender::Connection, BoxError> {
+    use base64::Engine as _;
+    use opdesk::ilp::{
+        Address,
+        sender::{Connection, HttpTransport},
+    };
+    let body = json!({
+        "walletAddress": format!("{base}/bob"),
+        "incomingAmount": {"value": "1000000000000", "assetCode": "USD", "assetScale": 2},
+    });
+    let r = client
+        .send(
+            Method::POST,
+            &format!("{base}/incoming-payments"),
+            Some(token),
+            Some(&body),
+        )
+        .await?;
+    if r.status != 201 {
+        return Err(format!("creating an incoming payment answered {}: {}", r.status, r.body).into());
+    }
+    let method = &r.body["methods"][0];
+    let secret = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(
+        method["sharedSecret"]
+            .as_str()
+            .ok_or("no sharedSecret")?
+            .trim_end_matches('='),
+    )?;
+    let address = Address::new(method["ilpAddress"].as_str().ok_or("no ilpAddress")?)?;
+    let transport = std::sync::Arc::new(HttpTransport::new(&format!("{base}/ilp"), &peer.token, REQUEST_TIMEOUT));
+    let mut conn = Connection::new(transport, address, &secret, None, Duration::from_secs(30));
+    conn.connect().await?;
+    Ok(conn)
 }
 
 async fn run(args: Args) -> Result<(), BoxError> {
@@ -311,6 +452,18 @@ async fn run(args: Args) -> Result<(), BoxError> {
         server_pid.map_or_else(|| "unknown (no CPU figures)".to_owned(), |p| p.to_string())
     );
 
+    // STREAM connections are set up before the clock starts
+    let peer = match args.workload {
+        Workload::Ilp => Some(RunPeer::add(&plain, &args.data_dir).await?),
+        _ => None,
+    };
+    let mut connections = Vec::new();
+    if let Some(peer) = &peer {
+        for _ in 0..args.connections {
+            connections.push(ilp_connection(&grant_client, &base, &token, peer).await?);
+        }
+    }
+
     let t0 = Instant::now();
     let measure_from = t0 + Duration::from_secs(args.warmup_secs);
     let deadline = measure_from + Duration::from_secs(args.duration_secs);
@@ -323,7 +476,10 @@ async fn run(args: Args) -> Result<(), BoxError> {
         Some(cpu_time(pid, ticks)?.saturating_sub(start))
     });
     let mut handles = Vec::with_capacity(args.connections);
-    for w in 0..args.connections {
+    for conn in connections {
+        handles.push(tokio::spawn(ilp_worker(conn, measure_from, deadline)));
+    }
+    for w in (0..args.connections).filter(|_| peer.is_none()) {
         // One SignedClient per worker: its own reqwest pool, so exactly one keep-alive connection each.
         let client = SignedClient::new(key.clone(), &kid);
         handles.push(tokio::spawn(worker(
@@ -354,6 +510,9 @@ async fn run(args: Args) -> Result<(), BoxError> {
     }
     latencies.sort_unstable();
     let server_cpu = cpu.await?;
+    if let Some(peer) = &peer {
+        peer.remove(&plain).await;
+    }
 
     let ok = latencies.len() as u64;
     let window = args.duration_secs as f64;
