@@ -396,7 +396,8 @@ impl Gnap {
                     )?;
                 }
                 if auto {
-                    let policy = Cause::new(Actor::Policy, None);
+                    // decided by the setting, during the request
+                    let policy = Cause::new(Actor::Policy, cause.request_id.clone());
                     let decided =
                         serde_json::json!({"outcome": GrantState::Approved, "reason": stored.decision_reason});
                     step(

@@ -251,10 +251,45 @@ fn s<'a>(v: &'a Value, key: &str) -> &'a str {
     v.get(key).and_then(Value::as_str).unwrap_or("")
 }
 
-/// The first characters of an id, as the console shows request ids.
+/// The last 8 characters of an id, as the console shows ids (a UUIDv7 starts with its time, which requests
+/// close together share; it ends in random bits).
 pub fn short(id: &str) -> &str {
-    let end = id.char_indices().nth(8).map_or(id.len(), |(i, _)| i);
-    &id[..end]
+    let n = id.chars().count();
+    let start = id.char_indices().nth(n.saturating_sub(8)).map_or(0, |(i, _)| i);
+    &id[start..]
+}
+
+/// An amount of the wire (`{"value","assetCode","assetScale"}`) in words: `5.00 USD`.
+fn amount(a: &Value) -> String {
+    let value = s(a, "value");
+    let scale = a.get("assetScale").and_then(Value::as_u64).unwrap_or(0);
+    let scale = usize::try_from(scale).unwrap_or(0);
+    let shown = if scale == 0 || !value.bytes().all(|b| b.is_ascii_digit()) {
+        value.to_owned()
+    } else {
+        let padded = format!("{value:0>width$}", width = scale + 1);
+        let (int, frac) = padded.split_at(padded.len() - scale);
+        format!("{int}.{frac}")
+    };
+    format!("{shown} {}", s(a, "assetCode"))
+}
+
+/// Outgoing-payment limits in one phrase: `debit ≤ 5.00 USD, interval R12/…, receiver …`.
+fn limits(l: &Value) -> String {
+    let mut parts = Vec::new();
+    if let Some(d) = l.get("debitAmount") {
+        parts.push(format!("debit ≤ {}", amount(d)));
+    }
+    if let Some(r) = l.get("receiveAmount") {
+        parts.push(format!("receive ≤ {}", amount(r)));
+    }
+    if let Some(i) = l.get("interval").and_then(Value::as_str) {
+        parts.push(format!("interval {i}"));
+    }
+    if let Some(r) = l.get("receiver").and_then(Value::as_str) {
+        parts.push(format!("receiver {r}"));
+    }
+    parts.join(", ")
 }
 
 impl GrantStep {
@@ -280,7 +315,7 @@ impl GrantStep {
                                     .unwrap_or_default();
                                 let mut t = format!("{} ({})", s(a, "type"), actions.join(","));
                                 if let Some(l) = a.get("limits") {
-                                    t.push_str(&format!(" limits {l}"));
+                                    t.push_str(&format!(" limits: {}", limits(l)));
                                 }
                                 t
                             })
@@ -307,7 +342,7 @@ impl GrantStep {
             }
             StepKind::FinishRedirect => {
                 if let Some(result) = d.get("result").and_then(Value::as_str) {
-                    format!("result={result} → {}", s(d, "uri"))
+                    format!("result={result} sent to the finish URI")
                 } else {
                     let inputs = d.get("hashInputs").cloned().unwrap_or(Value::Null);
                     more.push(format!(
@@ -318,12 +353,7 @@ impl GrantStep {
                         s(&inputs, "grantEndpoint"),
                     ));
                     more.push("       client nonce \\n server nonce \\n interact_ref \\n grant endpoint".to_owned());
-                    format!(
-                        "interact_ref={} hash={} → {}",
-                        s(d, "interactRef"),
-                        s(d, "hash"),
-                        s(d, "uri")
-                    )
+                    format!("interact_ref={} hash={}", s(d, "interactRef"), s(d, "hash"))
                 }
             }
             StepKind::Polled => format!(
@@ -418,7 +448,17 @@ mod tests {
         };
         assert_eq!(
             step.text(),
-            vec!["10:00:01.250  poll              still pending, wait 1s  ×3 until 10:00:03.500  [request 0193a1b2]"]
+            vec!["10:00:01.250  poll              still pending, wait 1s  ×3 until 10:00:03.500  [request 2e3f4a5b]"]
         );
+    }
+
+    #[test]
+    fn limits_read_in_words() {
+        let l = serde_json::json!({"debitAmount": {"value": "5", "assetCode": "USD", "assetScale": 2}, "interval": "R/2026-01-01T00:00:00Z/P1M"});
+        assert_eq!(limits(&l), "debit ≤ 0.05 USD, interval R/2026-01-01T00:00:00Z/P1M");
+        let r = serde_json::json!({"receiveAmount": {"value": "1234", "assetCode": "EUR", "assetScale": 2}});
+        assert_eq!(limits(&r), "receive ≤ 12.34 EUR");
+        assert_eq!(short("0193a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b"), "2e3f4a5b");
+        assert_eq!(short("abc"), "abc");
     }
 }
