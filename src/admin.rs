@@ -57,6 +57,8 @@ pub struct AdminClient {
     root: String,
     base: String,
     token: String,
+    /// Sent as `opdesk-actor` so the server knows which tool gave a command (a grant's timeline says so).
+    actor: Option<crate::gnap::timeline::Actor>,
 }
 
 /// What the event stream delivers.
@@ -94,7 +96,14 @@ impl AdminClient {
             base: format!("{root}/admin"),
             root,
             token: token.to_owned(),
+            actor: None,
         })
+    }
+
+    /// This client speaks for `actor` (the CLI or a console): decisions made through it are recorded so.
+    pub fn acting_as(mut self, actor: crate::gnap::timeline::Actor) -> Self {
+        self.actor = Some(actor);
+        self
     }
 
     /// The server's base URL, as given.
@@ -179,6 +188,9 @@ impl AdminClient {
             .http
             .request(method, format!("{}{path}", self.base))
             .bearer_auth(&self.token);
+        if let Some(a) = self.actor {
+            req = req.header(crate::gnap::timeline::ACTOR_HEADER, a.as_str());
+        }
         if let Some(b) = body {
             req = req.json(b);
         }

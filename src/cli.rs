@@ -424,7 +424,13 @@ pub enum GrantsCmd {
         state: Option<String>,
     },
     /// Show a grant: who asks for what, in plain words, and its tokens.
-    Show { id: String },
+    Show {
+        id: String,
+        /// The grant's life step by step (request, interaction page, decision, finish redirect, continue,
+        /// tokens, revocation or expiry), each with its time and the id of the HTTP request behind it.
+        #[arg(long)]
+        timeline: bool,
+    },
     /// Approve a pending grant as the resource owner.
     Approve { id: String },
     /// Reject a pending grant, optionally saying why.
@@ -558,6 +564,7 @@ impl Backend {
         if let Some(url) = &global.connect {
             let client = AdminClient::new(url, &remote_token(global)?)?;
             client.answers(Duration::from_secs(10)).await.map_err(remote)?;
+            let client = client.acting_as(crate::gnap::timeline::Actor::Cli);
             return Ok((Self::Remote(client), format!("via the server at {url}")));
         }
         let dir = &settings.paths.data_dir;
@@ -568,7 +575,7 @@ impl Backend {
                 Ok((Self::Local(Box::new(core)), way))
             }
             Holder::Server(client, r) => Ok((
-                Self::Remote(client),
+                Self::Remote(client.acting_as(crate::gnap::timeline::Actor::Cli)),
                 format!("via the server at {} (pid {})", r.admin, r.pid),
             )),
         }

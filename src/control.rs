@@ -20,6 +20,8 @@ use std::sync::{Arc, atomic::AtomicUsize};
 
 use tokio_util::sync::CancellationToken;
 
+/// Who gives a command (console, CLI, admin API) and the admin request behind it, for the grant's timeline.
+pub use crate::gnap::timeline::{Actor, Cause};
 pub use funds::move_funds;
 pub use grants::{approve_grant, list_grants, reject_grant, revoke_grant, show_grant};
 pub use keys::{add_key, list_keys, remove_key};

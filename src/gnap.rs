@@ -4,13 +4,15 @@
 //! check the resource server calls in-process.
 //!
 //! `model` holds the wire types and their validation, `service` the only writer of grants and tokens,
-//! `describe` the plain-words rendering of a request shared by the page, the CLI and the console. The `/auth`
+//! `describe` the plain-words rendering of a request shared by the page, the CLI and the console, `timeline`
+//! the steps of a grant's life the service records. The `/auth`
 //! handlers and the interaction page are HTTP, in `crate::server::routes::{gnap, interaction}`.
 
 pub mod describe;
 pub mod error;
 pub mod model;
 pub mod service;
+pub mod timeline;
 
 pub use error::GnapError;
 pub use service::Gnap;

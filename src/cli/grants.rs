@@ -32,6 +32,19 @@ fn grant_text(g: &GrantView) -> String {
     out
 }
 
+/// A grant's timeline, for people: one line per step, `HH:MM:SS.mmm  step  details  [request <id>]` (UTC),
+/// with the raw request and the finish hash's inputs on the lines under their steps.
+fn timeline_text(g: &GrantView) -> String {
+    let mut out = format!("grant {}  [{}]  {}\n", g.id, g.state, g.client);
+    for step in &g.timeline {
+        for line in step.text() {
+            out.push_str(&line);
+            out.push('\n');
+        }
+    }
+    out
+}
+
 /// `grants list|show|approve|reject|revoke`.
 pub(super) async fn grants(b: &Backend, cmd: GrantsCmd, json: bool) -> Result<()> {
     let one = match cmd {
@@ -48,15 +61,23 @@ pub(super) async fn grants(b: &Backend, cmd: GrantsCmd, json: bool) -> Result<()
                 ]
             });
         }
-        GrantsCmd::Show { id } => dispatch!(b, c => c.show_grant(&id), l => control::show_grant(&l.state, &id))?,
+        GrantsCmd::Show { id, timeline } => {
+            let g = dispatch!(b, c => c.show_grant(&id), l => control::show_grant(&l.state, &id))?;
+            if timeline {
+                return emit(json, &g.timeline, || timeline_text(&g));
+            }
+            g
+        }
         GrantsCmd::Approve { id } => {
-            dispatch!(b, c => c.approve_grant(&id), l => control::approve_grant(&l.state, &id))?
+            dispatch!(b, c => c.approve_grant(&id), l => control::approve_grant(&l.state, &id, control::Cause::cli()))?
         }
         GrantsCmd::Reject { id, reason } => {
             let body = Reject { reason };
-            dispatch!(b, c => c.reject_grant(&id, &body), l => control::reject_grant(&l.state, &id, body.clone()))?
+            dispatch!(b, c => c.reject_grant(&id, &body), l => control::reject_grant(&l.state, &id, body.clone(), control::Cause::cli()))?
         }
-        GrantsCmd::Revoke { id } => dispatch!(b, c => c.revoke_grant(&id), l => control::revoke_grant(&l.state, &id))?,
+        GrantsCmd::Revoke { id } => {
+            dispatch!(b, c => c.revoke_grant(&id), l => control::revoke_grant(&l.state, &id, control::Cause::cli()))?
+        }
     };
     emit(json, &one, || grant_text(&one))
 }

@@ -23,7 +23,7 @@ use crate::{
         AddKey, CreateWallet, KeyAdded, LiquidityMove, Listed, Move, Moved, NewSettlement, PaymentFilter, PeerMoved,
         PeerView, Reject,
     },
-    gnap::service::GrantView,
+    gnap::{service::GrantView, timeline::Actor},
     ledger::Movement,
     owner::{self, Record},
     states::DeliveryState,
@@ -83,7 +83,7 @@ impl Inner {
         if !owner::process_alive(record.pid) {
             return;
         }
-        match AdminClient::new(&record.admin, &token) {
+        match AdminClient::new(&record.admin, &token).map(|c| c.acting_as(Actor::Console)) {
             Ok(c) => {
                 if let Ok(mut slot) = self.client.write() {
                     *slot = Arc::new(c);
@@ -98,7 +98,7 @@ impl Remote {
     pub fn new(client: AdminClient, source: Source) -> Self {
         Self {
             inner: Arc::new(Inner {
-                client: RwLock::new(Arc::new(client)),
+                client: RwLock::new(Arc::new(client.acting_as(Actor::Console))),
                 source,
                 kick: tokio::sync::Notify::new(),
             }),
@@ -249,6 +249,10 @@ impl Desk for Remote {
 
     async fn quotes(&self, f: PaymentFilter) -> Answer<Listed<QuoteDto>> {
         self.inner.client().list_quotes(&f).await.map_err(|e| self.failed(e))
+    }
+
+    async fn grant(&self, id: &str) -> Answer<GrantView> {
+        self.inner.client().show_grant(id).await.map_err(|e| self.failed(e))
     }
 
     async fn approve(&self, id: &str) -> Answer<GrantView> {

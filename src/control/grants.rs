@@ -1,8 +1,10 @@
-//! The resource owner's decisions on grants: list, show, approve, reject, revoke.
+//! The resource owner's decisions on grants: list, show (with the grant's timeline), approve, reject, revoke.
+//! Each decision says who made it ([`Cause`]: the console, the CLI or a direct admin API call, and the admin
+//! request's id), and the grant's timeline records that.
 
 use super::{Error, Services, dto::Reject};
 use crate::{
-    gnap::{GnapError, error::Fault, service::GrantView},
+    gnap::{GnapError, error::Fault, service::GrantView, timeline::Cause},
     states::GrantState,
 };
 
@@ -21,16 +23,16 @@ pub async fn show_grant(s: &Services, id: &str) -> Result<GrantView, Error> {
 }
 
 /// Approves a pending grant; one already decided is [`Error::AlreadyDecided`], saying how.
-pub async fn approve_grant(s: &Services, id: &str) -> Result<GrantView, Error> {
-    match s.gnap.approve(id).await {
+pub async fn approve_grant(s: &Services, id: &str, by: Cause) -> Result<GrantView, Error> {
+    match s.gnap.approve(id, by).await {
         Err(e) => Err(decided(s, id, e).await),
         Ok(g) => Ok(g),
     }
 }
 
 /// Rejects a pending grant; one already decided is [`Error::AlreadyDecided`], saying how.
-pub async fn reject_grant(s: &Services, id: &str, body: Reject) -> Result<GrantView, Error> {
-    match s.gnap.reject(id, body.reason).await {
+pub async fn reject_grant(s: &Services, id: &str, body: Reject, by: Cause) -> Result<GrantView, Error> {
+    match s.gnap.reject(id, body.reason, by).await {
         Err(e) => Err(decided(s, id, e).await),
         Ok(g) => Ok(g),
     }
@@ -50,7 +52,7 @@ async fn decided(s: &Services, id: &str, e: GnapError) -> Error {
     e.into()
 }
 
-pub async fn revoke_grant(s: &Services, id: &str) -> Result<GrantView, Error> {
-    s.gnap.revoke_grant(id).await?;
+pub async fn revoke_grant(s: &Services, id: &str, by: Cause) -> Result<GrantView, Error> {
+    s.gnap.revoke_grant(id, by).await?;
     Ok(s.gnap.show(id).await?)
 }

@@ -20,6 +20,7 @@ use super::{
         AccessItem, AccessTokenResponse, Client, ConsentPolicy, Continue, ContinueToken, GrantRequest, GrantResponse,
         InteractResponse, RotateResponse, Subject,
     },
+    timeline::{Actor, Cause, StepKind},
 };
 use crate::{
     clock::{SharedClock, format_ts, parse_ts},
@@ -101,6 +102,65 @@ fn access_of(g: &repo::GrantRow) -> Result<Vec<AccessItem>, GnapError> {
 
 fn ts(s: &str) -> Result<OffsetDateTime, GnapError> {
     parse_ts(s).map_err(|e| GnapError::internal(&e))
+}
+
+/// Appends a step to grant `grant_id`'s timeline, in the caller's transaction.
+fn step(
+    conn: &rusqlite::Connection,
+    grant_id: &str,
+    at: &str,
+    kind: StepKind,
+    cause: &Cause,
+    detail: &serde_json::Value,
+) -> Result<(), GnapError> {
+    let detail = detail.to_string();
+    repo::insert_step(conn, grant_id, new_step(at, kind, cause, &detail))?;
+    Ok(())
+}
+
+/// Like [`step`], but a repeat of the last step when that is of the same kind (polls, page reloads).
+fn repeat_step(
+    conn: &rusqlite::Connection,
+    grant_id: &str,
+    at: &str,
+    kind: StepKind,
+    cause: &Cause,
+    detail: &serde_json::Value,
+) -> Result<(), GnapError> {
+    let detail = detail.to_string();
+    repo::repeat_step(conn, grant_id, new_step(at, kind, cause, &detail))?;
+    Ok(())
+}
+
+fn new_step<'a>(at: &'a str, kind: StepKind, cause: &'a Cause, detail: &'a str) -> repo::NewStep<'a> {
+    repo::NewStep {
+        at,
+        kind: kind.as_str(),
+        actor: cause.actor.as_str(),
+        request_id: cause.request_id.as_deref(),
+        detail,
+    }
+}
+
+/// Rejects a pending grant whose interaction window passed, noticed by `cause` (a poll or a decision), and
+/// records the expiry on its timeline.
+fn expire(conn: &rusqlite::Connection, g: &repo::GrantRow, now: &str, cause: &Cause) -> Result<(), GnapError> {
+    repo::decide(
+        conn,
+        &g.id,
+        GrantState::Rejected,
+        None,
+        Some("interaction expired"),
+        now,
+    )?;
+    let noticed = serde_json::json!({"noticedBy": cause.actor, "state": GrantState::Rejected});
+    step(conn, &g.id, now, StepKind::Expired, cause, &noticed)?;
+    Ok(())
+}
+
+/// What a token step says about the token (never its value).
+fn token_detail(t: &repo::TokenRow) -> serde_json::Value {
+    serde_json::json!({"tokenId": t.id, "hint": format!("{}…", t.value_hint), "expiresIn": t.expires_in})
 }
 
 impl Gnap {
@@ -211,8 +271,15 @@ impl Gnap {
         Ok(())
     }
 
-    /// `POST /auth`: a signed grant request from `client`, already verified by the caller.
-    pub async fn request(&self, req: GrantRequest, client: Client) -> Result<GrantResponse, GnapError> {
+    /// `POST /auth`: a signed grant request from `client`, already verified by the caller. `cause` names the
+    /// HTTP request; `raw` is its body as sent (secrets masked) for the grant's timeline.
+    pub async fn request(
+        &self,
+        req: GrantRequest,
+        client: Client,
+        cause: Cause,
+        raw: Option<serde_json::Value>,
+    ) -> Result<GrantResponse, GnapError> {
         req.validate()?;
         let policy = self.consent_policy();
         req.check_consent_identifiers(policy)?;
@@ -290,6 +357,18 @@ impl Gnap {
                 client: label.clone(),
             }
         };
+        let requested = serde_json::json!({
+            "client": label,
+            "access": access,
+            "subject": req.subject,
+            "interact": match (&finish, interactive) {
+                (_, false) => "non-interactive".to_owned(),
+                (Some(f), true) => format!("interactive, finish {} {}", f.method, f.uri),
+                (None, true) => "interactive, no finish (the client polls)".to_owned(),
+            },
+            "finish": finish.as_ref().map(|f| serde_json::json!({"method": f.method, "uri": f.uri, "nonce": f.nonce})),
+            "raw": raw,
+        });
         let (stored, token) = (row.clone(), new_token.clone());
         let recorded = self
             .inner
@@ -297,8 +376,38 @@ impl Gnap {
             .call(move |conn| {
                 let tx = store::immediate(conn)?;
                 repo::insert_grant(&tx, &stored)?;
+                step(
+                    &tx,
+                    &stored.id,
+                    &stored.created_at,
+                    StepKind::Requested,
+                    &cause,
+                    &requested,
+                )?;
                 if let Some((t, _)) = &token {
                     repo::insert_token(&tx, t)?;
+                    step(
+                        &tx,
+                        &stored.id,
+                        &stored.created_at,
+                        StepKind::TokenIssued,
+                        &cause,
+                        &token_detail(t),
+                    )?;
+                }
+                if auto {
+                    // decided by the setting, during the request
+                    let policy = Cause::new(Actor::Policy, cause.request_id.clone());
+                    let decided =
+                        serde_json::json!({"outcome": GrantState::Approved, "reason": stored.decision_reason});
+                    step(
+                        &tx,
+                        &stored.id,
+                        &stored.created_at,
+                        StepKind::Decided,
+                        &policy,
+                        &decided,
+                    )?;
                 }
                 let recorded = outbox::append(&tx, &stored.created_at, event)?;
                 tx.commit()?;
@@ -366,6 +475,7 @@ impl Gnap {
         grant_id: &str,
         interact_ref: Option<String>,
         continue_token: String,
+        cause: Cause,
     ) -> Result<GrantResponse, GnapError> {
         let now = self.now();
         let now_s = format_ts(now);
@@ -411,17 +521,12 @@ impl Gnap {
                     repo::touch_continued(&tx, &g.id, &now_s)?;
                     if g.state.can_decide() {
                         if now >= ts(&g.created_at)? + Duration::seconds(interaction_ttl) {
-                            repo::decide(
-                                &tx,
-                                &g.id,
-                                GrantState::Rejected,
-                                None,
-                                Some("interaction expired"),
-                                &now_s,
-                            )?;
+                            expire(&tx, &g, &now_s, &cause)?;
                             tx.commit()?;
                             return Err(GnapError::request_denied("the interaction expired"));
                         }
+                        let polled = serde_json::json!({"state": g.state, "wait": g.wait_secs});
+                        repeat_step(&tx, &g.id, &now_s, StepKind::Polled, &cause, &polled)?;
                         tx.commit()?;
                         return Ok(Err(g.wait_secs));
                     }
@@ -431,11 +536,18 @@ impl Gnap {
                     return Err(GnapError::request_denied("the grant is not approved"));
                 }
                 let access = access_of(&g)?;
+                let continued = serde_json::json!({
+                    "interactRef": interact_ref.is_some(),
+                    "state": GrantState::Finalized,
+                    "tokenIssued": !access.is_empty(),
+                });
+                step(&tx, &g.id, &now_s, StepKind::Continued, &cause, &continued)?;
                 let issued = if access.is_empty() {
                     None
                 } else {
                     let (t, value) = this.new_token(&g.id, None, &now_s)?;
                     repo::insert_token(&tx, &t)?;
+                    step(&tx, &g.id, &now_s, StepKind::TokenIssued, &cause, &token_detail(&t))?;
                     let event = DomainEvent::TokenIssued { grant_id: g.id.clone() };
                     Some((t, value, outbox::append(&tx, &now_s, event)?))
                 };
@@ -489,8 +601,8 @@ impl Gnap {
             .await
     }
 
-    /// Revokes a grant and all its tokens (client `DELETE /auth/continue/{id}` or the operator).
-    pub async fn revoke_grant(&self, grant_id: &str) -> Result<(), GnapError> {
+    /// Revokes a grant and all its tokens (client `DELETE /auth/continue/{id}` or the operator, as `cause`).
+    pub async fn revoke_grant(&self, grant_id: &str, cause: Cause) -> Result<(), GnapError> {
         let id = grant_id.to_owned();
         let now = format_ts(self.now());
         let recorded = self
@@ -504,7 +616,15 @@ impl Gnap {
                         Some(_) => GnapError::invalid_continuation("the grant is already revoked"),
                     });
                 }
-                repo::revoke_tokens_of_grant(&tx, &id, &now)?;
+                let tokens = repo::revoke_tokens_of_grant(&tx, &id, &now)?;
+                step(
+                    &tx,
+                    &id,
+                    &now,
+                    StepKind::GrantRevoked,
+                    &cause,
+                    &serde_json::json!({"tokens": tokens}),
+                )?;
                 let recorded = outbox::append(&tx, &now, DomainEvent::GrantRevoked { id })?;
                 tx.commit()?;
                 Ok::<_, GnapError>(recorded)
@@ -516,12 +636,12 @@ impl Gnap {
     }
 
     /// The resource owner approves a pending grant (console, admin API, CLI — never the client).
-    pub async fn approve(&self, grant_id: &str) -> Result<GrantView, GnapError> {
-        self.decide(grant_id, true, None).await
+    pub async fn approve(&self, grant_id: &str, cause: Cause) -> Result<GrantView, GnapError> {
+        self.decide(grant_id, true, None, cause).await
     }
 
     /// The resource owner rejects a pending grant, optionally saying why.
-    pub async fn reject(&self, grant_id: &str, reason: Option<String>) -> Result<GrantView, GnapError> {
+    pub async fn reject(&self, grant_id: &str, reason: Option<String>, cause: Cause) -> Result<GrantView, GnapError> {
         if reason
             .as_ref()
             .is_some_and(|r| r.chars().count() > 500 || r.chars().any(char::is_control))
@@ -530,10 +650,16 @@ impl Gnap {
                 "the reason must be at most 500 printable characters",
             ));
         }
-        self.decide(grant_id, false, reason).await
+        self.decide(grant_id, false, reason, cause).await
     }
 
-    async fn decide(&self, grant_id: &str, approve: bool, reason: Option<String>) -> Result<GrantView, GnapError> {
+    async fn decide(
+        &self,
+        grant_id: &str,
+        approve: bool,
+        reason: Option<String>,
+        cause: Cause,
+    ) -> Result<GrantView, GnapError> {
         let id = grant_id.to_owned();
         let now = self.now();
         let now_s = format_ts(now);
@@ -549,14 +675,7 @@ impl Gnap {
                     return Err(GnapError::conflict(format!("the grant is {}, not pending", g.state)));
                 }
                 if now >= ts(&g.created_at)? + Duration::seconds(ttl) {
-                    repo::decide(
-                        &tx,
-                        &id,
-                        GrantState::Rejected,
-                        None,
-                        Some("interaction expired"),
-                        &now_s,
-                    )?;
+                    expire(&tx, &g, &now_s, &cause)?;
                     tx.commit()?;
                     return Err(GnapError::conflict("the interaction expired"));
                 }
@@ -568,6 +687,8 @@ impl Gnap {
                 if !repo::decide(&tx, &id, to, interact_ref.as_deref(), reason.as_deref(), &now_s)? {
                     return Err(GnapError::conflict("the grant is no longer pending"));
                 }
+                let decided = serde_json::json!({"outcome": to, "reason": reason});
+                step(&tx, &id, &now_s, StepKind::Decided, &cause, &decided)?;
                 let event = if approve {
                     DomainEvent::GrantApproved { id }
                 } else {

@@ -21,9 +21,17 @@ use crate::{
         self,
         dto::{AddKey, CreateWallet, GrantFilter, LiquidityMove, Move, NewPeer, NewSettlement, PaymentFilter, Reject},
     },
+    gnap::timeline::{ACTOR_HEADER, Actor, Cause},
     ledger::Movement,
-    server::{error::ApiError, extract::Json, state::AppState},
+    server::{error::ApiError, extract::Json, request_log::RequestId, state::AppState},
 };
+
+/// Who calls: the CLI or a console when their client says so (`opdesk-actor`), else a direct admin API call;
+/// with this request's id.
+fn caller(headers: &axum::http::HeaderMap, rid: Option<axum::Extension<RequestId>>) -> Cause {
+    let actor = Actor::of_admin_header(headers.get(ACTOR_HEADER).and_then(|v| v.to_str().ok()));
+    Cause::new(actor, rid.map(|axum::Extension(r)| r.id))
+}
 
 /// Admin routes (nested under `/admin`), guarded by loopback + bearer token.
 pub fn routes(state: AppState) -> Router<AppState> {
@@ -352,12 +360,21 @@ async fn show_grant(State(s): State<AppState>, Path(id): Path<String>) -> Result
     Ok(axum::Json(control::show_grant(&s, &id).await?))
 }
 
-async fn approve_grant(State(s): State<AppState>, Path(id): Path<String>) -> Result<impl IntoResponse, ApiError> {
-    Ok(axum::Json(control::approve_grant(&s, &id).await?))
+async fn approve_grant(
+    State(s): State<AppState>,
+    rid: Option<axum::Extension<RequestId>>,
+    headers: axum::http::HeaderMap,
+    Path(id): Path<String>,
+) -> Result<impl IntoResponse, ApiError> {
+    Ok(axum::Json(
+        control::approve_grant(&s, &id, caller(&headers, rid)).await?,
+    ))
 }
 
 async fn reject_grant(
     State(s): State<AppState>,
+    rid: Option<axum::Extension<RequestId>>,
+    headers: axum::http::HeaderMap,
     Path(id): Path<String>,
     body: axum::body::Bytes,
 ) -> Result<impl IntoResponse, ApiError> {
@@ -366,9 +383,16 @@ async fn reject_grant(
     } else {
         serde_json::from_slice(&body).map_err(|e| ApiError::bad_request("invalid_request", e.to_string()))?
     };
-    Ok(axum::Json(control::reject_grant(&s, &id, body).await?))
+    Ok(axum::Json(
+        control::reject_grant(&s, &id, body, caller(&headers, rid)).await?,
+    ))
 }
 
-async fn revoke_grant(State(s): State<AppState>, Path(id): Path<String>) -> Result<impl IntoResponse, ApiError> {
-    Ok(axum::Json(control::revoke_grant(&s, &id).await?))
+async fn revoke_grant(
+    State(s): State<AppState>,
+    rid: Option<axum::Extension<RequestId>>,
+    headers: axum::http::HeaderMap,
+    Path(id): Path<String>,
+) -> Result<impl IntoResponse, ApiError> {
+    Ok(axum::Json(control::revoke_grant(&s, &id, caller(&headers, rid)).await?))
 }

@@ -143,6 +143,13 @@ fn mask(v: &mut Value, parent: &str) {
     }
 }
 
+/// A JSON body with its secrets masked as the request log shows them; `None` when it is not JSON.
+pub fn masked_json(bytes: &[u8]) -> Option<Value> {
+    let mut v = serde_json::from_slice::<Value>(bytes).ok()?;
+    mask(&mut v, "");
+    Some(v)
+}
+
 fn body_text(bytes: &Bytes) -> String {
     if bytes.is_empty() {
         return String::new();

@@ -256,3 +256,81 @@ pub fn revoke_tokens_of_grant(conn: &Connection, grant_id: &str, now: &str) -> R
         .prepare_cached("UPDATE access_tokens SET revoked_at = ?2 WHERE grant_id = ?1 AND revoked_at IS NULL")?
         .execute(params![grant_id, now])?)
 }
+
+/// One step of a grant's life (see `migrations/0012`); `detail` is JSON.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StepRow {
+    pub grant_id: String,
+    pub seq: i64,
+    pub at: String,
+    pub last_at: String,
+    pub count: i64,
+    pub kind: String,
+    pub actor: String,
+    pub request_id: Option<String>,
+    pub last_request_id: Option<String>,
+    pub detail: String,
+}
+
+/// What a new step says; the store numbers it.
+#[derive(Debug, Clone, Copy)]
+pub struct NewStep<'a> {
+    pub at: &'a str,
+    pub kind: &'a str,
+    pub actor: &'a str,
+    pub request_id: Option<&'a str>,
+    pub detail: &'a str,
+}
+
+const STEP_COLS: &str = "grant_id, seq, at, last_at, count, kind, actor, request_id, last_request_id, detail";
+
+fn step_from_row(r: &Row<'_>) -> rusqlite::Result<StepRow> {
+    Ok(StepRow {
+        grant_id: r.get(0)?,
+        seq: r.get(1)?,
+        at: r.get(2)?,
+        last_at: r.get(3)?,
+        count: r.get(4)?,
+        kind: r.get(5)?,
+        actor: r.get(6)?,
+        request_id: r.get(7)?,
+        last_request_id: r.get(8)?,
+        detail: r.get(9)?,
+    })
+}
+
+/// Appends a step to the grant's timeline.
+pub fn insert_step(conn: &Connection, grant_id: &str, s: NewStep<'_>) -> Result<(), Error> {
+    conn.prepare_cached(
+        "INSERT INTO grant_steps (grant_id, seq, at, last_at, count, kind, actor, request_id, detail) \
+         VALUES (?1, (SELECT COALESCE(MAX(seq), 0) + 1 FROM grant_steps WHERE grant_id = ?1), ?2, ?2, 1, ?3, ?4, ?5, ?6)",
+    )?
+    .execute(params![grant_id, s.at, s.kind, s.actor, s.request_id, s.detail])?;
+    Ok(())
+}
+
+/// Adds a repeat to the grant's last step when it is of the same kind (a poll after a poll, a page reload),
+/// keeping its detail; else appends the step. A client polling for ten minutes writes one row.
+pub fn repeat_step(conn: &Connection, grant_id: &str, s: NewStep<'_>) -> Result<(), Error> {
+    let n = conn
+        .prepare_cached(
+            "UPDATE grant_steps SET count = count + 1, last_at = ?3, last_request_id = ?4 \
+             WHERE grant_id = ?1 AND kind = ?2 \
+               AND seq = (SELECT MAX(seq) FROM grant_steps WHERE grant_id = ?1)",
+        )?
+        .execute(params![grant_id, s.kind, s.at, s.request_id])?;
+    if n == 0 {
+        insert_step(conn, grant_id, s)?;
+    }
+    Ok(())
+}
+
+/// A grant's steps in order.
+pub fn steps_of_grant(conn: &Connection, grant_id: &str) -> Result<Vec<StepRow>, Error> {
+    let sql = format!("SELECT {STEP_COLS} FROM grant_steps WHERE grant_id = ?1 ORDER BY seq");
+    let mut stmt = conn.prepare_cached(&sql)?;
+    let rows = stmt
+        .query_map([grant_id], step_from_row)?
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(rows)
+}

@@ -18,6 +18,7 @@ const MIGRATIONS: &[M<'static>] = &[
     M::up(include_str!("../../migrations/0009_peer_links.sql")),
     M::up(include_str!("../../migrations/0010_peer_liquidity.sql")).foreign_key_check(),
     M::up(include_str!("../../migrations/0011_outbox_sequence.sql")),
+    M::up(include_str!("../../migrations/0012_grant_steps.sql")),
 ];
 
 fn migrations() -> Migrations<'static> {

@@ -27,7 +27,7 @@ use crate::{
     },
     control::dto::PeerView,
     events::DomainEvent,
-    gnap::service::GrantView,
+    gnap::{service::GrantView, timeline::GrantStep},
     webhooks::DeliveryRow,
 };
 
@@ -135,6 +135,8 @@ pub struct Load {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Effect {
     Load(Load),
+    /// Fetch one grant's timeline (the Grants detail shows it).
+    LoadTimeline(String),
     Approve(String),
     Reject(String, Option<String>),
     Revoke(String),
@@ -187,6 +189,8 @@ pub enum Reply {
     },
     /// Grants, and what each outgoing-payment grant has spent in its current interval.
     Grants(Vec<GrantView>, HashMap<String, GrantSpent>),
+    /// One grant's timeline, by grant id.
+    Timeline(String, Vec<GrantStep>),
     Outgoing {
         rows: Vec<OutgoingView>,
         next: Option<String>,
@@ -309,6 +313,8 @@ pub struct App {
     pub grants: Rows<GrantView>,
     /// Spent amounts of outgoing-payment grants in their current interval.
     pub grant_spent: HashMap<String, GrantSpent>,
+    /// The timeline of the grant whose detail is open (grant id, steps), fetched when it opens.
+    pub grant_timeline: Option<(String, Vec<GrantStep>)>,
     pub outgoing: Rows<OutgoingView>,
     pub quotes: Rows<QuoteDto>,
     pub requests: Rows<HttpRow>,
@@ -370,6 +376,7 @@ impl App {
             incoming: Rows::default(),
             grants: Rows::default(),
             grant_spent: HashMap::new(),
+            grant_timeline: None,
             outgoing: Rows::default(),
             quotes: Rows::default(),
             requests: Rows {
@@ -489,6 +496,25 @@ impl App {
             .then(|| self.selected_index().and_then(|i| self.incoming.items.get(i)))
             .flatten()
     }
+    /// The fetch of the selected grant's timeline when its detail is open: always with `fresh` (the detail
+    /// opened, the grants changed), else only when the selection moved to another grant.
+    pub(in crate::tui) fn timeline_effect(&self, fresh: bool) -> Option<Effect> {
+        if self.overlay != Some(Overlay::Detail) {
+            return None;
+        }
+        let g = self.selected_grant()?;
+        let shown = self.grant_timeline.as_ref().is_some_and(|(id, _)| *id == g.id);
+        (fresh || !shown).then(|| Effect::LoadTimeline(g.id.clone()))
+    }
+
+    /// The timeline of grant `id`, when it was fetched.
+    pub fn timeline_of(&self, id: &str) -> Option<&[GrantStep]> {
+        self.grant_timeline
+            .as_ref()
+            .filter(|(g, _)| g == id)
+            .map(|(_, steps)| steps.as_slice())
+    }
+
     pub fn selected_grant(&self) -> Option<&GrantView> {
         (self.pane == Pane::Grants)
             .then(|| self.selected_index().and_then(|i| self.grants.items.get(i)))
@@ -525,6 +551,9 @@ impl App {
         };
         *sel = if len == 0 { 0 } else { to(*sel, len).min(len - 1) };
         let at_end = len > 0 && *sel + 1 == len;
+        if let Some(e) = self.timeline_effect(false) {
+            return vec![e];
+        }
         // scrolled to the end of what is loaded: fetch the next page from the store
         if at_end {
             let more = match self.pane {
@@ -743,7 +772,7 @@ impl App {
                 if self.selected_index().is_some() && !matches!(self.pane, Pane::Overview | Pane::Log) {
                     self.overlay = Some(Overlay::Detail);
                 }
-                Vec::new()
+                self.timeline_effect(true).into_iter().collect()
             }
             Action::Back => {
                 if self.overlay.take().is_none() && self.filters.remove(&self.pane).is_none() {
@@ -900,6 +929,7 @@ pub mod fixtures {
             interaction_expires_at: None,
             description: vec!["Demo asks for:".into()],
             tokens: vec![],
+            timeline: vec![],
         }
     }
 

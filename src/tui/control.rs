@@ -131,6 +131,7 @@ pub async fn run_effect(s: &Arc<Services>, e: Effect) -> Option<Reply> {
 pub async fn run<D: Desk>(d: &D, e: Effect) -> Option<Reply> {
     let r = match e {
         Effect::Load(l) => load(d, l).await,
+        Effect::LoadTimeline(id) => d.grant(&id).await.map(|g| Reply::Timeline(id, g.timeline)),
         Effect::Approve(id) => d
             .approve(&id)
             .await

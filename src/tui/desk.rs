@@ -104,6 +104,8 @@ pub trait Desk: Clone + Send + Sync + 'static {
     fn incoming(&self, f: PaymentFilter) -> impl Future<Output = Answer<Listed<IncomingView>>> + Send;
     fn outgoing(&self, f: PaymentFilter) -> impl Future<Output = Answer<Listed<OutgoingView>>> + Send;
     fn quotes(&self, f: PaymentFilter) -> impl Future<Output = Answer<Listed<QuoteDto>>> + Send;
+    /// One grant with its timeline (the Grants detail).
+    fn grant(&self, id: &str) -> impl Future<Output = Answer<GrantView>> + Send;
     fn approve(&self, id: &str) -> impl Future<Output = Answer<GrantView>> + Send;
     fn reject(&self, id: &str, body: Reject) -> impl Future<Output = Answer<GrantView>> + Send;
     fn revoke(&self, id: &str) -> impl Future<Output = Answer<GrantView>> + Send;
@@ -216,16 +218,26 @@ impl Desk for Arc<Services> {
         control::list_quotes(self, f).await.map_err(refused)
     }
 
+    async fn grant(&self, id: &str) -> Answer<GrantView> {
+        control::show_grant(self, id).await.map_err(refused)
+    }
+
     async fn approve(&self, id: &str) -> Answer<GrantView> {
-        control::approve_grant(self, id).await.map_err(refused)
+        control::approve_grant(self, id, control::Cause::console())
+            .await
+            .map_err(refused)
     }
 
     async fn reject(&self, id: &str, body: Reject) -> Answer<GrantView> {
-        control::reject_grant(self, id, body).await.map_err(refused)
+        control::reject_grant(self, id, body, control::Cause::console())
+            .await
+            .map_err(refused)
     }
 
     async fn revoke(&self, id: &str) -> Answer<GrantView> {
-        control::revoke_grant(self, id).await.map_err(refused)
+        control::revoke_grant(self, id, control::Cause::console())
+            .await
+            .map_err(refused)
     }
 
     async fn complete(&self, id: &str) -> Answer<IncomingView> {

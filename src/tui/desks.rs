@@ -162,6 +162,10 @@ impl<D: Desk> Desk for Desks<D> {
         self.active().quotes(f).await
     }
 
+    async fn grant(&self, id: &str) -> Answer<GrantView> {
+        self.active().grant(id).await
+    }
+
     async fn approve(&self, id: &str) -> Answer<GrantView> {
         self.active().approve(id).await
     }

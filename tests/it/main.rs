@@ -16,6 +16,7 @@ mod files;
 mod fuzz_checks;
 mod fuzz_replay;
 mod gnap_flow;
+mod grant_timeline;
 mod ilp_receiver;
 mod ilp_sender;
 mod ledger_props;

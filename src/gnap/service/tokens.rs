@@ -80,7 +80,7 @@ impl Gnap {
     }
 
     /// `POST /auth/token/{id}`: a new value and management URL with the same access; the old ones die.
-    pub async fn rotate(&self, token_id: &str) -> Result<RotateResponse, GnapError> {
+    pub async fn rotate(&self, token_id: &str, cause: Cause) -> Result<RotateResponse, GnapError> {
         let id = token_id.to_owned();
         let now = format_ts(self.now());
         let this = self.clone();
@@ -100,6 +100,10 @@ impl Gnap {
                 }
                 let (new, value) = this.new_token(&g.id, Some(t.id.clone()), &now)?;
                 repo::insert_token(&tx, &new)?;
+                let mut rotated = token_detail(&new);
+                rotated["fromTokenId"] = t.id.clone().into();
+                rotated["fromHint"] = format!("{}…", t.value_hint).into();
+                step(&tx, &g.id, &now, StepKind::TokenRotated, &cause, &rotated)?;
                 let access = access_of(&g)?;
                 let event = DomainEvent::TokenRotated { grant_id: g.id.clone() };
                 let recorded = outbox::append(&tx, &now, event)?;
@@ -114,8 +118,8 @@ impl Gnap {
         })
     }
 
-    /// `DELETE /auth/token/{id}`: idempotent.
-    pub async fn revoke_token(&self, token_id: &str) -> Result<(), GnapError> {
+    /// `DELETE /auth/token/{id}`: idempotent (only the first revocation is a step of the grant's timeline).
+    pub async fn revoke_token(&self, token_id: &str, cause: Cause) -> Result<(), GnapError> {
         let id = token_id.to_owned();
         let now = format_ts(self.now());
         let (recorded, grant_id) = self
@@ -125,6 +129,14 @@ impl Gnap {
                 let tx = store::immediate(conn)?;
                 let (t, _) = repo::token_with_grant(&tx, &id)?.ok_or_else(|| GnapError::not_found("unknown token"))?;
                 let recorded = if repo::revoke_token(&tx, &t.id, &now)? {
+                    step(
+                        &tx,
+                        &t.grant_id,
+                        &now,
+                        StepKind::TokenRevoked,
+                        &cause,
+                        &token_detail(&t),
+                    )?;
                     let event = DomainEvent::TokenRevoked {
                         grant_id: t.grant_id.clone(),
                     };

@@ -2,6 +2,7 @@
 //! request.
 
 use super::*;
+use crate::gnap::timeline::GrantStep;
 
 /// A token as operators see it (never the value).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -35,6 +36,9 @@ pub struct GrantView {
     /// The request in plain words, one line per item.
     pub description: Vec<String>,
     pub tokens: Vec<TokenView>,
+    /// The grant's life step by step (only in the view of one grant, not in lists).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub timeline: Vec<GrantStep>,
 }
 
 /// What the interaction page should do.
@@ -113,22 +117,73 @@ impl Gnap {
                     }
                 })
                 .collect(),
+            timeline: Vec::new(),
         })
     }
 
-    /// One grant with its tokens.
+    /// The stored steps of a grant as operators see them, then what happened without a step: an interaction
+    /// window that passed unnoticed, a live token that outlived its lifetime.
+    fn timeline(&self, view: &GrantView, steps: Vec<repo::StepRow>) -> Vec<GrantStep> {
+        let mut out: Vec<GrantStep> = steps
+            .into_iter()
+            .filter_map(|r| {
+                let kind = r.kind.parse().ok()?;
+                let actor = r.actor.parse().ok()?;
+                let repeated = r.count > 1;
+                Some(GrantStep {
+                    seq: r.seq,
+                    at: r.at,
+                    count: r.count,
+                    last_at: repeated.then_some(r.last_at),
+                    kind,
+                    actor,
+                    request_id: r.request_id,
+                    last_request_id: if repeated { r.last_request_id } else { None },
+                    detail: serde_json::from_str(&r.detail).unwrap_or(serde_json::Value::Null),
+                })
+            })
+            .collect();
+        let derived = |at: &str, kind: StepKind, detail: serde_json::Value| GrantStep {
+            seq: 0,
+            at: at.to_owned(),
+            count: 1,
+            last_at: None,
+            kind,
+            actor: Actor::Server,
+            request_id: None,
+            last_request_id: None,
+            detail,
+        };
+        if view.state == GrantState::Expired && !out.iter().any(|s| s.kind == StepKind::Expired) {
+            let at = view.interaction_expires_at.clone().unwrap_or_default();
+            out.push(derived(&at, StepKind::Expired, serde_json::json!({"derived": true})));
+        }
+        let now = self.now();
+        for t in view.tokens.iter().filter(|t| t.revoked_at.is_none()) {
+            if ts(&t.expires_at).is_ok_and(|e| e <= now) {
+                let detail = serde_json::json!({"tokenId": t.id, "hint": t.hint, "derived": true});
+                out.push(derived(&t.expires_at, StepKind::TokenExpired, detail));
+            }
+        }
+        out
+    }
+
+    /// One grant with its tokens and its timeline.
     pub async fn show(&self, grant_id: &str) -> Result<GrantView, GnapError> {
         let id = grant_id.to_owned();
-        let (g, tokens) = self
+        let (g, tokens, steps) = self
             .inner
             .store
             .call(move |c| {
                 let g = repo::grant(c, &id)?.ok_or_else(|| GnapError::not_found("unknown grant"))?;
                 let tokens = repo::tokens_of_grant(c, &g.id)?;
-                Ok::<_, GnapError>((g, tokens))
+                let steps = repo::steps_of_grant(c, &g.id)?;
+                Ok::<_, GnapError>((g, tokens, steps))
             })
             .await?;
-        self.view(g, tokens).await
+        let mut view = self.view(g, tokens).await?;
+        view.timeline = self.timeline(&view, steps);
+        Ok(view)
     }
 
     /// Grants newest first; `state` filters (`expired` selects pending grants past their window).
@@ -158,7 +213,13 @@ impl Gnap {
     }
 
     /// What the interaction page at `/auth/interact/{id}/{nonce}` shows or where it sends the browser.
-    pub async fn interaction(&self, interact_id: &str, nonce: &str) -> Result<InteractionView, GnapError> {
+    /// Each time the page is served is a step of the grant's timeline (reloads repeat it), by `cause`.
+    pub async fn interaction(
+        &self,
+        interact_id: &str,
+        nonce: &str,
+        cause: Cause,
+    ) -> Result<InteractionView, GnapError> {
         let id = interact_id.to_owned();
         let g = self
             .inner
@@ -186,20 +247,34 @@ impl Gnap {
             }
             Ok(Some(u.to_string()))
         };
+        let mut finished = None;
         let outcome = match view.state {
             GrantState::Pending => InteractionOutcome::Pending {
                 expires_at: view.interaction_expires_at.clone().unwrap_or_default(),
             },
             GrantState::Approved | GrantState::Finalized => {
                 let r = g.interact_ref.clone().unwrap_or_default();
-                let hash = interaction_hash_std(
+                let (client_nonce, server_nonce) = (
                     g.client_nonce.as_deref().unwrap_or(""),
                     g.as_finish_nonce.as_deref().unwrap_or(""),
-                    &r,
-                    &g.grant_endpoint,
                 );
+                let hash = interaction_hash_std(client_nonce, server_nonce, &r, &g.grant_endpoint);
                 match redirect(&[("hash", &hash), ("interact_ref", &r)])? {
-                    Some(u) => InteractionOutcome::Redirect(u),
+                    Some(u) => {
+                        finished = Some(serde_json::json!({
+                            "interactRef": r,
+                            "hash": hash,
+                            "hashMethod": "sha-256",
+                            "hashInputs": {
+                                "clientNonce": client_nonce,
+                                "serverNonce": server_nonce,
+                                "interactRef": r,
+                                "grantEndpoint": g.grant_endpoint,
+                            },
+                            "uri": u,
+                        }));
+                        InteractionOutcome::Redirect(u)
+                    }
                     None => InteractionOutcome::Approved,
                 }
             }
@@ -218,6 +293,39 @@ impl Gnap {
                 None => InteractionOutcome::Cancelled,
             },
         };
+        let (kind, detail) = match (&outcome, finished) {
+            (_, Some(hashed)) => (StepKind::FinishRedirect, hashed),
+            (InteractionOutcome::Redirect(u), None) => {
+                let result = url::Url::parse(u).ok().and_then(|u| {
+                    u.query_pairs()
+                        .find(|(k, _)| k == "result")
+                        .map(|(_, v)| v.into_owned())
+                });
+                (
+                    StepKind::FinishRedirect,
+                    serde_json::json!({"result": result, "uri": u}),
+                )
+            }
+            (InteractionOutcome::Pending { .. }, None) => (
+                StepKind::InteractionOpened,
+                serde_json::json!({"showed": "waiting for the decision"}),
+            ),
+            (_, None) => (
+                StepKind::InteractionOpened,
+                serde_json::json!({"showed": view.state.as_str()}),
+            ),
+        };
+        let grant_id = g.id.clone();
+        let now = format_ts(self.now());
+        self.inner
+            .store
+            .call(move |conn| {
+                let tx = store::immediate(conn)?;
+                repeat_step(&tx, &grant_id, &now, kind, &cause, &detail)?;
+                tx.commit()?;
+                Ok::<_, GnapError>(())
+            })
+            .await?;
         Ok(InteractionView {
             grant_id: view.id,
             client: view.client,

@@ -2,7 +2,7 @@
 //! and call one service operation. Every failure is a GNAP error envelope.
 
 use axum::{
-    Json, Router,
+    Extension, Json, Router,
     extract::{FromRequest, Path, Request, State},
     http::StatusCode,
     response::IntoResponse,
@@ -16,12 +16,19 @@ use crate::{
         GnapError,
         model::{Client, GrantRequest},
         service::client_of,
+        timeline::Cause,
     },
     server::{
         AppState,
+        request_log::{RequestId, masked_json},
         signed::{Signed, SignedError},
     },
 };
+
+/// The GNAP client, by this request (its id links the grant's timeline to the request log).
+fn by_client(rid: Option<Extension<RequestId>>) -> Cause {
+    Cause::client(rid.map(|Extension(r)| r.id))
+}
 
 pub fn routes() -> Router<AppState> {
     Router::new()
@@ -61,13 +68,15 @@ async fn verify(state: &AppState, signed: &Signed, client: &Client) -> Result<()
 
 async fn grant_request(
     State(state): State<AppState>,
+    rid: Option<Extension<RequestId>>,
     GnapSigned(signed): GnapSigned,
 ) -> Result<impl IntoResponse, GnapError> {
     let req: GrantRequest = serde_json::from_slice(&signed.body)
         .map_err(|e| GnapError::invalid_request(format!("invalid grant request: {e}")))?;
     let client = req.client.clone().resolve()?;
     verify(&state, &signed, &client).await?;
-    Ok(Json(state.gnap.request(req, client).await?))
+    let raw = masked_json(&signed.body);
+    Ok(Json(state.gnap.request(req, client, by_client(rid), raw).await?))
 }
 
 /// Members the spec does not define are ignored (GNAP lets requests carry extensions).
@@ -86,6 +95,7 @@ fn continuation_token(signed: &Signed) -> Result<String, GnapError> {
 
 async fn continue_grant(
     State(state): State<AppState>,
+    rid: Option<Extension<RequestId>>,
     Path(id): Path<String>,
     GnapSigned(signed): GnapSigned,
 ) -> Result<impl IntoResponse, GnapError> {
@@ -99,19 +109,23 @@ async fn continue_grant(
             .map_err(|e| GnapError::invalid_request(format!("invalid continue request: {e}")))?
     };
     Ok(Json(
-        state.gnap.continue_grant(&grant.id, body.interact_ref, token).await?,
+        state
+            .gnap
+            .continue_grant(&grant.id, body.interact_ref, token, by_client(rid))
+            .await?,
     ))
 }
 
 async fn cancel(
     State(state): State<AppState>,
+    rid: Option<Extension<RequestId>>,
     Path(id): Path<String>,
     GnapSigned(signed): GnapSigned,
 ) -> Result<StatusCode, GnapError> {
     let token = continuation_token(&signed)?;
     let grant = state.gnap.grant_for_continue(&id, &token).await?;
     verify(&state, &signed, &client_of(&grant)?).await?;
-    state.gnap.revoke_grant(&grant.id).await?;
+    state.gnap.revoke_grant(&grant.id, by_client(rid)).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -124,23 +138,25 @@ fn access_token(signed: &Signed) -> Result<String, GnapError> {
 
 async fn rotate(
     State(state): State<AppState>,
+    rid: Option<Extension<RequestId>>,
     Path(id): Path<String>,
     GnapSigned(signed): GnapSigned,
 ) -> Result<impl IntoResponse, GnapError> {
     let token = access_token(&signed)?;
     let (t, grant) = state.gnap.token_for_manage(&id, &token).await?;
     verify(&state, &signed, &client_of(&grant)?).await?;
-    Ok(Json(state.gnap.rotate(&t.id).await?))
+    Ok(Json(state.gnap.rotate(&t.id, by_client(rid)).await?))
 }
 
 async fn revoke(
     State(state): State<AppState>,
+    rid: Option<Extension<RequestId>>,
     Path(id): Path<String>,
     GnapSigned(signed): GnapSigned,
 ) -> Result<StatusCode, GnapError> {
     let token = access_token(&signed)?;
     let (t, grant) = state.gnap.token_for_manage(&id, &token).await?;
     verify(&state, &signed, &client_of(&grant)?).await?;
-    state.gnap.revoke_token(&t.id).await?;
+    state.gnap.revoke_token(&t.id, by_client(rid)).await?;
     Ok(StatusCode::NO_CONTENT)
 }

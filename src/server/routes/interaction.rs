@@ -4,14 +4,19 @@
 //! (303, with `hash` and `interact_ref`, or `result=grant_rejected`). Nothing on the page approves anything.
 
 use axum::{
+    Extension,
     extract::{Path, State},
     http::{HeaderValue, StatusCode, header},
     response::{Html, IntoResponse, Redirect, Response},
 };
 
 use crate::{
-    gnap::{error::Fault, service::InteractionOutcome},
-    server::AppState,
+    gnap::{
+        error::Fault,
+        service::InteractionOutcome,
+        timeline::{Actor, Cause},
+    },
+    server::{AppState, request_log::RequestId},
 };
 
 /// Escapes text for HTML.
@@ -66,8 +71,9 @@ fn no_store(mut res: Response) -> Response {
     res
 }
 
-pub async fn page_handler(state: &AppState, id: &str, nonce: &str) -> Response {
-    let view = match state.gnap.interaction(id, nonce).await {
+pub async fn page_handler(state: &AppState, id: &str, nonce: &str, request_id: Option<String>) -> Response {
+    let cause = Cause::new(Actor::Browser, request_id);
+    let view = match state.gnap.interaction(id, nonce, cause).await {
         Ok(v) => v,
         Err(e) if e.fault == Fault::Unknown => {
             let body = render(
@@ -125,8 +131,12 @@ pub async fn page_handler(state: &AppState, id: &str, nonce: &str) -> Response {
     no_store(res)
 }
 
-pub async fn page(State(state): State<AppState>, Path((id, nonce)): Path<(String, String)>) -> Response {
-    page_handler(&state, &id, &nonce).await
+pub async fn page(
+    State(state): State<AppState>,
+    rid: Option<Extension<RequestId>>,
+    Path((id, nonce)): Path<(String, String)>,
+) -> Response {
+    page_handler(&state, &id, &nonce, rid.map(|Extension(r)| r.id)).await
 }
 
 #[cfg(test)]

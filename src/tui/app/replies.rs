@@ -107,7 +107,9 @@ impl App {
             Reply::Grants(g, spent) => {
                 set(&mut self.grants, g, None, false, |x| x.id.clone());
                 self.grant_spent = spent;
+                return self.timeline_effect(true).into_iter().collect();
             }
+            Reply::Timeline(id, steps) => self.grant_timeline = Some((id, steps)),
             Reply::Outgoing { rows, next, append } => {
                 set(&mut self.outgoing, rows, next, append, |x| x.payment.id.clone())
             }

@@ -1,5 +1,6 @@
 //! The Grants pane: the GNAP grants with pending ones in the danger style, a grant's access, tokens and
-//! spending, and approving, rejecting (with an optional reason) and revoking — each behind a confirm.
+//! spending, its timeline (fetched when the detail opens), and approving, rejecting (with an optional reason)
+//! and revoking — each behind a confirm.
 
 use ratatui::{
     Frame,
@@ -9,7 +10,10 @@ use ratatui::{
 };
 
 use crate::{
-    gnap::service::GrantView,
+    gnap::{
+        service::GrantView,
+        timeline::{GrantStep, short},
+    },
     states::{GrantState, TokenState},
     text::sanitize,
     tui::{
@@ -121,7 +125,42 @@ pub fn detail<'a>(app: &'a App, theme: &Theme) -> Option<(String, Vec<Line<'a>>)
         lines.push(Line::from(""));
         lines.push(Line::from(Span::styled("a approve · x reject", theme.danger)));
     }
+    lines.push(Line::from(""));
+    lines.push(Line::from(Span::styled("timeline", theme.header)));
+    match app.timeline_of(&g.id) {
+        None => lines.push(Line::from(Span::styled("loading…", theme.dim))),
+        Some([]) => lines.push(Line::from(Span::styled("no steps recorded", theme.dim))),
+        Some(steps) => {
+            for s in steps {
+                lines.extend(step_lines(theme, s));
+            }
+        }
+    }
     Some((title, lines))
+}
+
+/// A step of a grant's timeline: time, step, details (client text sanitized), `×N until` for repeats and the
+/// short id of the HTTP request behind it; the raw request and the hash inputs on dim lines under it.
+fn step_lines<'a>(theme: &Theme, s: &GrantStep) -> Vec<Line<'a>> {
+    let (head, more) = s.lines();
+    let mut spans = vec![
+        Span::styled(format!("{}  ", GrantStep::clock(&s.at)), theme.dim),
+        Span::raw(format!("{:<16}  ", s.kind.label())),
+        Span::raw(sanitize(&head)),
+    ];
+    if s.count > 1 {
+        let last = GrantStep::clock(s.last_at.as_deref().unwrap_or(&s.at)).to_owned();
+        spans.push(Span::styled(format!("  ×{} until {last}", s.count), theme.pending));
+    }
+    if let Some(r) = &s.request_id {
+        spans.push(Span::styled(format!("  [request {}]", short(r)), theme.dim));
+    }
+    let mut out = vec![Line::from(spans)];
+    out.extend(
+        more.iter()
+            .map(|m| Line::from(Span::styled(format!("{:14}{}", "", sanitize(m)), theme.dim))),
+    );
+    out
 }
 
 /// Approve, reject and revoke the selected grant.
