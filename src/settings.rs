@@ -504,6 +504,13 @@ pub struct ServerSettings {
     pub body_limit_bytes: usize,
     pub request_timeout_secs: u64,
     pub wallet_cache_max_age_secs: u64,
+    /// How many recent requests the server keeps for `GET /admin/requests` and `opdesk requests`.
+    #[serde(default = "default_request_log_size")]
+    pub request_log_size: usize,
+}
+
+fn default_request_log_size() -> usize {
+    1000
 }
 
 /// The resolved settings.
