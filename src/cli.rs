@@ -14,6 +14,7 @@ mod grants;
 mod payments;
 mod peers;
 mod print;
+mod requests;
 mod wallets;
 mod webhooks;
 
@@ -159,6 +160,50 @@ pub enum Command {
     /// Webhook deliveries: list them (e.g. the dead ones) and re-drive them.
     #[command(subcommand)]
     Webhooks(WebhooksCmd),
+    /// The running server's recent requests, with the signature debugger's report of a signed one.
+    #[command(subcommand)]
+    Requests(RequestsCmd),
+    /// HTTP message signatures: explain a saved request's signature (no server needed).
+    #[command(subcommand)]
+    Sig(SigCmd),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum RequestsCmd {
+    /// List the server's recent requests, newest first.
+    List {
+        /// Continue after this request id (from the previous page).
+        #[arg(long)]
+        cursor: Option<String>,
+        /// At most this many.
+        #[arg(long, default_value_t = 50)]
+        limit: usize,
+    },
+    /// Show one request: its summary and, when signed, the signature report (components, parameters, key,
+    /// digest, the signature base the server built, the verdict and every reason).
+    Show { id: String },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SigCmd {
+    /// Print the signature base and verdict of a raw HTTP/1.1 request saved from your client (request line,
+    /// headers, blank line, body). Exit 0 when it verifies (or with no --jwks), 1 when it does not.
+    Explain(SigExplainArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct SigExplainArgs {
+    /// The saved request.
+    pub file: PathBuf,
+    /// Check the signature with the key named by `keyid` in this JWKS (an http(s) URL or a file).
+    #[arg(long, value_name = "URL|FILE")]
+    pub jwks: Option<String>,
+    /// The time to check `created` against (unix seconds; default now).
+    #[arg(long, value_name = "UNIX")]
+    pub now: Option<i64>,
+    /// The scheme of `@target-uri` for an origin-form request target (`/path` plus Host).
+    #[arg(long, default_value = "https", value_parser = ["https", "http"])]
+    pub scheme: String,
 }
 
 impl Command {
@@ -170,7 +215,9 @@ impl Command {
             | Command::Workshop(_)
             | Command::Backup(_)
             | Command::Balances
-            | Command::Quotes(_) => false,
+            | Command::Quotes(_)
+            | Command::Requests(_)
+            | Command::Sig(_) => false,
             Command::Deposit(_) | Command::Withdraw(_) => true,
             Command::Wallets(c) => matches!(c, WalletsCmd::Create { .. }),
             Command::Keys(c) => !matches!(c, KeysCmd::List { .. }),
@@ -484,6 +531,7 @@ pub struct MoveArgs {
 }
 
 pub use backup::run_backup;
+pub use requests::explain as sig_explain;
 
 /// A refusal or failure worded for the operator: `main` prints it as one line (`opdesk: …`), no report.
 #[derive(Debug, thiserror::Error)]
@@ -597,7 +645,7 @@ pub async fn run_operator(cmd: Command, settings: Settings, global: &Global) -> 
 
 async fn operate(b: &Backend, cmd: Command, json: bool) -> Result<()> {
     match cmd {
-        Command::Serve | Command::Demo(_) | Command::Workshop(_) | Command::Backup(_) => {
+        Command::Serve | Command::Demo(_) | Command::Workshop(_) | Command::Backup(_) | Command::Sig(_) => {
             bail!("not an operator command")
         }
         Command::Wallets(c) => wallets::wallets(b, c, json).await,
@@ -611,6 +659,7 @@ async fn operate(b: &Backend, cmd: Command, json: bool) -> Result<()> {
         Command::Quotes(c) => payments::quotes(b, c, json).await,
         Command::Peers(c) => peers::peers(b, c, json).await,
         Command::Webhooks(c) => webhooks::webhooks(b, c, json).await,
+        Command::Requests(c) => requests::requests(b, c, json).await,
     }
 }
 

@@ -189,10 +189,10 @@ pub fn explain(req: &Request<'_>, now_unix: i64, policy: &Policy, key: &KeyOutco
             })
         }
         KeyOutcome::Unavailable { client, reason } => {
-            reasons.push(format!(
-                "the keys of {} could not be had: {reason}",
-                client.as_deref().unwrap_or("the client")
-            ));
+            reasons.push(match client {
+                Some(c) => format!("the keys of {c} could not be had: {reason}"),
+                None => reason.clone(),
+            });
             Some(KeyReport {
                 client: client.clone(),
                 kid: kid.clone(),
