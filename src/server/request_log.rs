@@ -394,6 +394,42 @@ mod tests {
     }
 
     #[test]
+    fn the_ring_keeps_the_newest_and_pages_through_them() {
+        let log = RequestLog::new(3);
+        for i in 0..5 {
+            log.push(Entry {
+                summary: RequestSummary {
+                    id: format!("id-{i}"),
+                    received_at: String::new(),
+                    method: "GET".into(),
+                    path: format!("/{i}"),
+                    status: 200,
+                    latency_us: 1,
+                    client: None,
+                    signature: None,
+                },
+                signed: None,
+                exchange: None,
+            });
+        }
+        let ids = |v: &[RequestSummary]| v.iter().map(|s| s.id.clone()).collect::<Vec<_>>();
+        let (items, next) = log.list(None, 2);
+        assert_eq!(ids(&items), ["id-4", "id-3"]);
+        assert_eq!(next.as_deref(), Some("id-3"));
+        let (items, next) = log.list(next.as_deref(), 2);
+        assert_eq!(ids(&items), ["id-2"]);
+        assert_eq!(next, None);
+        // A cursor that fell off the ring continues with what is older.
+        assert_eq!(ids(&log.list(Some("id-0"), 5).0), Vec::<String>::new());
+        assert!(log.detail("id-1").is_none());
+        let d = log.detail("id-4").expect("kept");
+        assert_eq!((d.summary.path.as_str(), d.report.is_none()), ("/4", true));
+        let none = RequestLog::new(0);
+        none.push(log.entries.lock().expect("lock")[0].clone());
+        assert!(none.list(None, 10).0.is_empty());
+    }
+
+    #[test]
     fn secrets_are_masked() {
         let mut v: Value = serde_json::json!({
             "access_token": {"value": "ABCDEFGHIJKLMNOP", "manage": "http://x/token/1"},
