@@ -62,6 +62,7 @@ pub struct AdminClient {
 }
 
 /// What the event stream delivers.
+// Events are the common case and are moved once each; boxing them would allocate per event for nothing.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum AdminEvent {
     /// A domain event (with its outbox sequence number when durable).
@@ -400,6 +401,39 @@ impl AdminClient {
 
     pub async fn show_quote(&self, id: &str) -> Result<QuoteDto, ClientError> {
         self.get(&format!("/quotes/{id}")).await
+    }
+
+    /// The server's recent requests, newest first, after request `cursor` (paging).
+    pub async fn list_requests(
+        &self,
+        cursor: Option<&str>,
+        limit: Option<usize>,
+    ) -> Result<Listed<crate::events::requests::RequestSummary>, ClientError> {
+        let mut q = Vec::new();
+        if let Some(c) = cursor {
+            q.push(format!(
+                "cursor={}",
+                url::form_urlencoded::byte_serialize(c.as_bytes()).collect::<String>()
+            ));
+        }
+        if let Some(l) = limit {
+            q.push(format!("limit={l}"));
+        }
+        let query = if q.is_empty() {
+            String::new()
+        } else {
+            format!("?{}", q.join("&"))
+        };
+        self.get(&format!("/requests{query}")).await
+    }
+
+    /// One recent request with its signature report.
+    pub async fn show_request(&self, id: &str) -> Result<crate::events::requests::RequestDetail, ClientError> {
+        self.get(&format!(
+            "/requests/{}",
+            url::form_urlencoded::byte_serialize(id.as_bytes()).collect::<String>()
+        ))
+        .await
     }
 
     /// Deliveries newest first, optionally in one state, before sequence number `before` (paging).

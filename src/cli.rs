@@ -14,6 +14,7 @@ mod grants;
 mod payments;
 mod peers;
 mod print;
+mod requests;
 mod wallets;
 mod webhooks;
 
@@ -164,6 +165,50 @@ pub enum Command {
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
+    /// The running server's recent requests, with the signature debugger's report of a signed one.
+    #[command(subcommand)]
+    Requests(RequestsCmd),
+    /// HTTP message signatures: explain a saved request's signature (no server needed).
+    #[command(subcommand)]
+    Sig(SigCmd),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum RequestsCmd {
+    /// List the server's recent requests, newest first.
+    List {
+        /// Continue after this request id (from the previous page).
+        #[arg(long)]
+        cursor: Option<String>,
+        /// At most this many.
+        #[arg(long, default_value_t = 50)]
+        limit: usize,
+    },
+    /// Show one request: its summary and, when signed, the signature report (components, parameters, key,
+    /// digest, the signature base the server built, the verdict and every reason).
+    Show { id: String },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SigCmd {
+    /// Print the signature base and verdict of a raw HTTP/1.1 request saved from your client (request line,
+    /// headers, blank line, body). Exit 0 when it verifies (or with no --jwks), 1 when it does not.
+    Explain(SigExplainArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct SigExplainArgs {
+    /// The saved request.
+    pub file: PathBuf,
+    /// Check the signature with the key named by `keyid` in this JWKS (an http(s) URL or a file).
+    #[arg(long, value_name = "URL|FILE")]
+    pub jwks: Option<String>,
+    /// The time to check `created` against (unix seconds; default now).
+    #[arg(long, value_name = "UNIX")]
+    pub now: Option<i64>,
+    /// The scheme of `@target-uri` for an origin-form request target (`/path` plus Host).
+    #[arg(long, default_value = "https", value_parser = ["https", "http"])]
+    pub scheme: String,
 }
 
 impl Command {
@@ -176,7 +221,9 @@ impl Command {
             | Command::Backup(_)
             | Command::Completions { .. }
             | Command::Balances
-            | Command::Quotes(_) => false,
+            | Command::Quotes(_)
+            | Command::Requests(_)
+            | Command::Sig(_) => false,
             Command::Deposit(_) | Command::Withdraw(_) => true,
             Command::Wallets(c) => matches!(c, WalletsCmd::Create { .. }),
             Command::Keys(c) => !matches!(c, KeysCmd::List { .. }),
@@ -496,6 +543,7 @@ pub struct MoveArgs {
 }
 
 pub use backup::run_backup;
+pub use requests::explain as sig_explain;
 
 /// A refusal or failure worded for the operator, with a hint where one helps. `main` prints every error as
 /// one `error: …` line; this one adds its `hint: …` line.
@@ -636,6 +684,7 @@ fn not_found_hint(cmd: &Command) -> Option<&'static str> {
         Command::Quotes(_) => "`opdesk quotes list` shows the quotes",
         Command::Peers(_) => "`opdesk peers list` shows the peers",
         Command::Webhooks(_) => "`opdesk webhooks list` shows the deliveries",
+        Command::Requests(_) => "`opdesk requests list` shows the recent requests",
         _ => return None,
     })
 }
@@ -673,7 +722,8 @@ pub async fn run_operator(cmd: Command, settings: Settings, global: &Global) -> 
 
 async fn operate(b: &Backend, cmd: Command, json: bool) -> Result<()> {
     match cmd {
-        Command::Serve | Command::Demo(_) | Command::Workshop(_) | Command::Backup(_) | Command::Completions { .. } => {
+        Command::Serve | Command::Demo(_) | Command::Workshop(_) | Command::Backup(_) | Command::Completions { .. }
+        | Command::Sig(_) => {
             bail!("not an operator command")
         }
         Command::Wallets(c) => wallets::wallets(b, c, json).await,
@@ -687,6 +737,7 @@ async fn operate(b: &Backend, cmd: Command, json: bool) -> Result<()> {
         Command::Quotes(c) => payments::quotes(b, c, json).await,
         Command::Peers(c) => peers::peers(b, c, json).await,
         Command::Webhooks(c) => webhooks::webhooks(b, c, json).await,
+        Command::Requests(c) => requests::requests(b, c, json).await,
     }
 }
 

@@ -6,6 +6,8 @@
 //! committed; subscribers must treat a lagged receiver as "resync" (from the outbox or a snapshot).
 //! Publishing never blocks and never fails the caller.
 
+pub mod requests;
+
 use serde::{Deserialize, Serialize};
 use tokio::sync::broadcast;
 
@@ -162,6 +164,9 @@ pub struct Exchange {
     /// Why the request failed, for the operator only (e.g. what a fetch of a client-named URL ran into).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
+    /// The signature debugger's report of a signed request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signature_report: Option<requests::SignatureReport>,
 }
 
 /// An event as `GET /admin/events` streams it: the outbox sequence number and time of a durable event (none

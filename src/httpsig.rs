@@ -8,6 +8,7 @@
 //! supplied by the caller.
 
 pub mod digest;
+pub mod explain;
 pub mod interaction_hash;
 pub mod jwk;
 pub mod keys;
@@ -15,6 +16,7 @@ pub mod sign;
 pub mod verify;
 
 pub use digest::{content_digest_sha256, content_digest_sha512, verify_content_digest};
+pub use explain::{KeyOutcome, SignatureReport, explain};
 pub use interaction_hash::{interaction_hash_std, interaction_hash_url, verify_interaction_hash};
 pub use jwk::{Jwk, Jwks};
 pub use sign::sign_request;

@@ -86,6 +86,10 @@ pub async fn run(cli: Cli) -> Result<()> {
             logging::to_stderr(cli.global.log_level.as_deref().unwrap_or("warn"), settings.log_format);
             cli::run_backup(args, &settings, &cli.global).await
         }
+        Some(Command::Sig(cli::SigCmd::Explain(args))) => {
+            logging::to_stderr(cli.global.log_level.as_deref().unwrap_or("warn"), settings.log_format);
+            cli::sig_explain(args, cli.global.json).await
+        }
         Some(cmd) => {
             logging::to_stderr(cli.global.log_level.as_deref().unwrap_or("warn"), settings.log_format);
             cli::run_operator(cmd, settings, &cli.global).await

@@ -506,6 +506,13 @@ pub struct ServerSettings {
     pub wallet_cache_max_age_secs: u64,
     /// Origins allowed to call the public routes from a browser: `*` alone for any, else exact origins.
     pub cors_origins: Vec<String>,
+    /// How many recent requests the server keeps for `GET /admin/requests` and `opdesk requests`.
+    #[serde(default = "default_request_log_size")]
+    pub request_log_size: usize,
+}
+
+fn default_request_log_size() -> usize {
+    1000
 }
 
 /// Checks `[server] cors_origins`: `"*"` alone, or origins (`https://host[:port]`, nothing after).

@@ -15,6 +15,7 @@ const REPLAY_BATCH: usize = 500;
 const BUFFER: usize = 256;
 
 /// One item of the stream.
+// Events are the common case and are moved once each; boxing them would allocate per event for nothing.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Item {
     Event(Box<EventRecord>),

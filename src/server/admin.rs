@@ -66,6 +66,8 @@ pub fn routes(state: AppState) -> Router<AppState> {
         .route("/grants/{id}/reject", post(reject_grant))
         .route("/grants/{id}/revoke", post(revoke_grant))
         .route("/events", get(events))
+        .route("/requests", get(list_requests))
+        .route("/requests/{id}", get(show_request))
         .route("/webhooks", get(list_webhooks))
         .route("/webhooks/retry-dead", post(retry_dead_webhooks))
         .route("/webhooks/{seq}/retry", post(retry_webhook))
@@ -350,6 +352,30 @@ async fn list_quotes(State(s): State<AppState>, Query(f): Query<PaymentFilter>) 
 
 async fn show_quote(State(s): State<AppState>, Path(id): Path<String>) -> Result<impl IntoResponse, ApiError> {
     Ok(axum::Json(control::show_quote(&s, &id).await?))
+}
+
+/// `GET /admin/requests?cursor=ID&limit=N`: the server's recent requests, newest first.
+#[derive(Debug, serde::Deserialize)]
+struct RequestPage {
+    cursor: Option<String>,
+    limit: Option<usize>,
+}
+
+async fn list_requests(State(s): State<AppState>, Query(q): Query<RequestPage>) -> impl IntoResponse {
+    let (items, next_cursor) = s
+        .request_log
+        .list(q.cursor.as_deref(), q.limit.unwrap_or(100).min(1000));
+    axum::Json(control::dto::Listed { items, next_cursor })
+}
+
+/// `GET /admin/requests/{id}`: a request with its exchange (when captured) and its signature report.
+async fn show_request(State(s): State<AppState>, Path(id): Path<String>) -> Result<impl IntoResponse, ApiError> {
+    s.request_log.detail(&id).map(axum::Json).ok_or_else(|| {
+        ApiError::not_found(format!(
+            "no request {id} in the server's recent requests (it keeps the last {})",
+            s.settings.server.request_log_size
+        ))
+    })
 }
 
 async fn list_grants(State(s): State<AppState>, Query(q): Query<GrantFilter>) -> Result<impl IntoResponse, ApiError> {

@@ -2,8 +2,13 @@
 //! path, status, latency, the signing client and the signature verdict (noted by the signature checks through
 //! [`Notes`]), and — only while a console asks for it — the headers and bodies with secrets masked. It never
 //! alters what the handler sees or what the client receives.
+//!
+//! It also keeps the last requests in a bounded ring ([`RequestLog`], `server.request_log_size`) for
+//! `GET /admin/requests`: cheap raw pieces only (a signed request's method, target, headers and body are
+//! reference-counted or cloned once); the signature debugger's report is built from them when asked for.
 
 use std::{
+    collections::VecDeque,
     sync::{
         Arc, Mutex,
         atomic::{AtomicI64, Ordering},
@@ -14,7 +19,7 @@ use std::{
 use axum::{
     body::{Body, Bytes},
     extract::{Request, State},
-    http::HeaderMap,
+    http::{HeaderMap, Method},
     middleware::Next,
     response::{IntoResponse, Response},
 };
@@ -24,7 +29,13 @@ use super::{
     AppState,
     error::{ApiError, OperatorDetail},
 };
-use crate::events::{DomainEvent, Exchange};
+use crate::{
+    events::{
+        DomainEvent, Exchange,
+        requests::{RequestDetail, RequestSummary, SignatureReport},
+    },
+    httpsig::{self, KeyOutcome, Policy},
+};
 
 /// What the signature checks learned about a request: the client, the verdict and, for the operator only,
 /// why the client's keys could not be had.
@@ -36,6 +47,33 @@ struct NotesInner {
     client: Option<String>,
     verdict: Option<String>,
     detail: Option<String>,
+    signed: Option<Arc<SignedPieces>>,
+    key: Option<KeyOutcome>,
+}
+
+/// A signed request as the signature checks saw it: enough to explain its signature later.
+#[derive(Debug, Clone)]
+pub struct SignedPieces {
+    pub method: Method,
+    pub target_uri: String,
+    pub headers: HeaderMap,
+    pub body: Bytes,
+    /// The server clock the policy was checked against (unix seconds).
+    pub now_unix: i64,
+    pub policy: Policy,
+}
+
+impl SignedPieces {
+    /// The signature debugger's report, checked with `key` (what the verifier found), its credential masked.
+    pub fn report(&self, key: &KeyOutcome) -> SignatureReport {
+        let req = httpsig::Request {
+            method: &self.method,
+            target_uri: &self.target_uri,
+            headers: &self.headers,
+            body: &self.body,
+        };
+        httpsig::explain(&req, self.now_unix, &self.policy, key).masked()
+    }
 }
 
 impl Notes {
@@ -58,14 +96,103 @@ impl Notes {
         }
     }
 
-    /// The client and the verdict (with the detail, if any).
-    fn take(&self) -> (Option<String>, Option<String>) {
+    /// The signed request as the signature checks saw it.
+    pub fn signed(&self, pieces: SignedPieces) {
+        if let Ok(mut n) = self.0.lock() {
+            n.signed = Some(Arc::new(pieces));
+        }
+    }
+
+    /// The key the signature was checked with, or why there was none.
+    pub fn key(&self, key: KeyOutcome) {
+        if let Ok(mut n) = self.0.lock() {
+            n.key = Some(key);
+        }
+    }
+
+    /// The client, the verdict (with the detail, if any), and the signed request with its key.
+    fn take(&self) -> Taken {
         let n = self.0.lock().map(|mut n| std::mem::take(&mut *n)).unwrap_or_default();
         let verdict = match (n.verdict, n.detail) {
             (Some(v), Some(d)) => Some(format!("{v} ({d})")),
             (v, _) => v,
         };
-        (n.client, verdict)
+        Taken {
+            client: n.client,
+            verdict,
+            signed: n.signed.map(|pieces| (pieces, n.key.unwrap_or(KeyOutcome::NotChecked))),
+        }
+    }
+}
+
+struct Taken {
+    client: Option<String>,
+    verdict: Option<String>,
+    signed: Option<(Arc<SignedPieces>, KeyOutcome)>,
+}
+
+/// One request in the ring.
+#[derive(Debug, Clone)]
+struct Entry {
+    summary: RequestSummary,
+    signed: Option<(Arc<SignedPieces>, KeyOutcome)>,
+    exchange: Option<Box<Exchange>>,
+}
+
+/// The last requests served (not the admin API's own), newest first, at most `capacity` of them.
+#[derive(Debug)]
+pub struct RequestLog {
+    capacity: usize,
+    entries: Mutex<VecDeque<Entry>>,
+}
+
+impl RequestLog {
+    pub fn new(capacity: usize) -> Self {
+        Self {
+            capacity,
+            entries: Mutex::new(VecDeque::with_capacity(capacity.min(1024))),
+        }
+    }
+
+    fn push(&self, entry: Entry) {
+        if self.capacity == 0 {
+            return;
+        }
+        if let Ok(mut e) = self.entries.lock() {
+            if e.len() >= self.capacity {
+                e.pop_back();
+            }
+            e.push_front(entry);
+        }
+    }
+
+    /// Up to `limit` requests, newest first, after the one with id `cursor` (from the newest without one),
+    /// and the cursor of the next page.
+    pub fn list(&self, cursor: Option<&str>, limit: usize) -> (Vec<RequestSummary>, Option<String>) {
+        let Ok(e) = self.entries.lock() else {
+            return (Vec::new(), None);
+        };
+        let start = match cursor {
+            // Ids are time-ordered: a cursor that fell off the ring continues with what is older.
+            Some(c) => e.iter().position(|x| x.summary.id.as_str() < c).unwrap_or(e.len()),
+            None => 0,
+        };
+        let limit = limit.max(1);
+        let items: Vec<RequestSummary> = e.iter().skip(start).take(limit).map(|x| x.summary.clone()).collect();
+        let next = (start + items.len() < e.len())
+            .then(|| items.last().map(|x| x.id.clone()))
+            .flatten();
+        (items, next)
+    }
+
+    /// A request's detail, its signature report built now.
+    pub fn detail(&self, id: &str) -> Option<RequestDetail> {
+        let entry = self.entries.lock().ok()?.iter().find(|x| x.summary.id == id).cloned()?;
+        Some(RequestDetail {
+            report: entry.signed.as_ref().map(|(pieces, key)| pieces.report(key)),
+            summary: entry.summary,
+            exchange: entry.exchange.map(|x| *x),
+        })
     }
 }
 
@@ -214,8 +341,33 @@ pub async fn emit(State(state): State<AppState>, mut req: Request, next: Next) -
     };
     let latency_us = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
     let status = res.status().as_u16();
-    let (client, signature) = notes.take();
+    let Taken {
+        client,
+        verdict: signature,
+        signed,
+    } = notes.take();
+    let mut exchange = exchange;
+    if let (Some(x), Some((pieces, key))) = (exchange.as_mut(), &signed) {
+        // A console is watching: it gets the report with the event.
+        x.signature_report = Some(pieces.report(key));
+    }
     tracing::debug!(%method, %path, status, latency_us, "request");
+    if !path.starts_with("/admin") {
+        state.request_log.push(Entry {
+            summary: RequestSummary {
+                id: rid.id.clone(),
+                received_at: rid.received_at.clone(),
+                method: method.clone(),
+                path: path.clone(),
+                status,
+                latency_us,
+                client: client.clone(),
+                signature: signature.clone(),
+            },
+            signed,
+            exchange: exchange.clone(),
+        });
+    }
     state.bus.publish(DomainEvent::HttpRequest {
         id: rid.id,
         received_at: rid.received_at,
@@ -246,6 +398,42 @@ mod tests {
         let b = RequestId::arrived();
         assert!(a.received_at < b.received_at && a.id < b.id);
         assert_eq!(a.received_at.len(), "2026-11-21T10:00:00.123456Z".len());
+    }
+
+    #[test]
+    fn the_ring_keeps_the_newest_and_pages_through_them() {
+        let log = RequestLog::new(3);
+        for i in 0..5 {
+            log.push(Entry {
+                summary: RequestSummary {
+                    id: format!("id-{i}"),
+                    received_at: String::new(),
+                    method: "GET".into(),
+                    path: format!("/{i}"),
+                    status: 200,
+                    latency_us: 1,
+                    client: None,
+                    signature: None,
+                },
+                signed: None,
+                exchange: None,
+            });
+        }
+        let ids = |v: &[RequestSummary]| v.iter().map(|s| s.id.clone()).collect::<Vec<_>>();
+        let (items, next) = log.list(None, 2);
+        assert_eq!(ids(&items), ["id-4", "id-3"]);
+        assert_eq!(next.as_deref(), Some("id-3"));
+        let (items, next) = log.list(next.as_deref(), 2);
+        assert_eq!(ids(&items), ["id-2"]);
+        assert_eq!(next, None);
+        // A cursor that fell off the ring continues with what is older.
+        assert_eq!(ids(&log.list(Some("id-0"), 5).0), Vec::<String>::new());
+        assert!(log.detail("id-1").is_none());
+        let d = log.detail("id-4").expect("kept");
+        assert_eq!((d.summary.path.as_str(), d.report.is_none()), ("/4", true));
+        let none = RequestLog::new(0);
+        none.push(log.entries.lock().expect("lock")[0].clone());
+        assert!(none.list(None, 10).0.is_empty());
     }
 
     #[test]

@@ -15,10 +15,16 @@ use axum::{
 };
 use ed25519_dalek::VerifyingKey;
 
-use super::{AppState, request_log::Notes};
+use super::{
+    AppState,
+    request_log::{Notes, SignedPieces},
+};
 use crate::{
     gnap::model::Client,
-    httpsig::{self, Policy, SignatureParams, keys::KeyResolver},
+    httpsig::{
+        self, KeyOutcome, Policy, SignatureParams,
+        keys::{KeyError, KeyResolver},
+    },
 };
 
 /// A request whose signature parameters passed the key-independent checks.
@@ -61,6 +67,16 @@ impl Signed {
             })?;
         let path = parts.uri.path_and_query().map(|p| p.as_str()).unwrap_or("/");
         let target_uri = format!("{}{path}", state.settings.public_url);
+        let now = state.clock.now().unix_timestamp();
+        // Kept for the signature debugger (reference-counted body, one header map copy).
+        notes.signed(SignedPieces {
+            method: parts.method.clone(),
+            target_uri: target_uri.clone(),
+            headers: parts.headers.clone(),
+            body: body.clone(),
+            now_unix: now,
+            policy: state.verifier.policy,
+        });
         let refused = |e: httpsig::Error| {
             notes.verdict(format!("refused: {e}"));
             SignedError::Signature(e)
@@ -74,7 +90,6 @@ impl Signed {
             sig,
             notes: notes.clone(),
         };
-        let now = state.clock.now().unix_timestamp();
         httpsig::check_policy(&signed.request(), &signed.sig, now, &state.verifier.policy).map_err(refused)?;
         Ok(signed)
     }
@@ -120,26 +135,64 @@ impl Verifier {
 
     /// The client's key `keyid`. Why a wallet's keys could not be had is logged and noted for the operator;
     /// the client only learns that its keys could not be fetched (or that the key id is unknown).
+    /// What was found is noted for the signature debugger.
     async fn key_for(&self, signed: &Signed, client: &Client, keyid: &str) -> Result<VerifyingKey, httpsig::Error> {
+        let name = Some(client_name(client));
         match client {
-            Client::Jwk(j) if j.kid == keyid => j.verifying_key(),
-            Client::Jwk(_) => Err(httpsig::Error::UnknownKey(keyid.to_owned())),
-            Client::Wallet(url) => self.keys.key(url, keyid).await.map_err(|e| {
-                tracing::info!(client = ?url, keyid = ?keyid, error = %e, "client key not usable");
-                signed.notes.detail(format!("client keys: {e}"));
-                // One answer whether the wallet's keys could not be fetched or lack this kid: the difference
-                // would tell anyone whether a URL of their choosing serves a key set.
-                httpsig::Error::KeysUnavailable(keyid.to_owned())
-            }),
+            Client::Jwk(j) if j.kid == keyid => {
+                let key = j.verifying_key();
+                signed.notes.key(match &key {
+                    Ok(k) => KeyOutcome::Found {
+                        client: name,
+                        source: Some("the grant's client JWK".into()),
+                        key: *k,
+                    },
+                    Err(e) => KeyOutcome::Unavailable {
+                        client: name,
+                        reason: e.to_string(),
+                    },
+                });
+                key
+            }
+            Client::Jwk(j) => {
+                signed.notes.key(KeyOutcome::Missing {
+                    client: name,
+                    source: format!("the grant's client JWK (kid `{}`)", j.kid),
+                });
+                Err(httpsig::Error::UnknownKey(keyid.to_owned()))
+            }
+            Client::Wallet(url) => {
+                let jwks = format!("{}/jwks.json", url.trim_end_matches('/'));
+                let found = self.keys.key(url, keyid).await;
+                signed.notes.key(match &found {
+                    Ok(k) => KeyOutcome::Found {
+                        client: name,
+                        source: Some(jwks),
+                        key: *k,
+                    },
+                    Err(KeyError::UnknownKey(_)) => KeyOutcome::Missing {
+                        client: name,
+                        source: jwks,
+                    },
+                    Err(e) => KeyOutcome::Unavailable {
+                        client: name,
+                        reason: e.to_string(),
+                    },
+                });
+                found.map_err(|e| {
+                    tracing::info!(client = ?url, keyid = ?keyid, error = %e, "client key not usable");
+                    signed.notes.detail(format!("client keys: {e}"));
+                    // One answer whether the wallet's keys could not be fetched or lack this kid: the
+                    // difference would tell anyone whether a URL of their choosing serves a key set.
+                    httpsig::Error::KeysUnavailable(keyid.to_owned())
+                })
+            }
         }
     }
 
     /// Verifies the signature with `client`'s key, then records it against replay.
     pub async fn verify(&self, signed: &Signed, client: &Client) -> Result<(), httpsig::Error> {
-        signed.notes.client(&match client {
-            Client::Wallet(u) => u.clone(),
-            Client::Jwk(j) => format!("jwk {}", j.kid),
-        });
+        signed.notes.client(&client_name(client));
         let result = self.check(signed, client).await;
         signed.notes.verdict(match &result {
             Ok(()) => "ok".to_owned(),
@@ -156,6 +209,14 @@ impl Verifier {
             .ok_or(httpsig::Error::MissingParam("keyid"))?;
         let key = self.key_for(signed, client, keyid).await?;
         httpsig::verify(&signed.request(), &signed.sig, &key)
+    }
+}
+
+/// The client as the request log names it.
+fn client_name(client: &Client) -> String {
+    match client {
+        Client::Wallet(u) => u.clone(),
+        Client::Jwk(j) => format!("jwk {}", j.kid),
     }
 }
 

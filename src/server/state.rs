@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use super::signed::Verifier;
+use super::{request_log::RequestLog, signed::Verifier};
 use crate::control::Services;
 
 /// Shared by every request: cloning is one reference-count increment.
@@ -17,11 +17,15 @@ pub struct Edge {
     pub verifier: Arc<Verifier>,
     /// The admin API bearer token.
     pub admin_token: Arc<str>,
+    /// The last requests served, for `GET /admin/requests`.
+    pub request_log: Arc<RequestLog>,
 }
 
 impl AppState {
     pub fn new(services: Arc<Services>, verifier: Arc<Verifier>, admin_token: Arc<str>) -> Self {
+        let request_log = Arc::new(RequestLog::new(services.settings.server.request_log_size));
         Self(Arc::new(Edge {
+            request_log,
             services,
             verifier,
             admin_token,

@@ -229,6 +229,7 @@ fn loaded(readonly: bool) -> App {
                     response_headers: vec![("content-type".into(), "application/json".into())],
                     response_body: "{\n  \"access_token\": {\n    \"value\": \"ABCDEF…\"\n  }\n}".into(),
                     detail: None,
+                    signature_report: None,
                 })
             }),
         }));
@@ -372,6 +373,7 @@ fn a_refused_request_shows_the_operator_why() {
             response_headers: vec![("content-type".into(), "application/json".into())],
             response_body: "{\n  \"error\": {\n    \"code\": \"invalid_receiver\",\n    \"description\": \"the receiver could not be resolved\"\n  }\n}".into(),
             detail: Some("public GET http://10.0.0.7/incoming-payments/1: refused by the address policy: address 10.0.0.7\u{1b}[2J".into()),
+            signature_report: None,
         })),
     }));
     goto(&mut a, Pane::Requests);
@@ -615,4 +617,86 @@ fn grants_detail_shows_the_timeline() {
     assert_ne!(other, id);
     assert_eq!(effects, vec![Effect::LoadTimeline(other)]);
     assert!(draw(&a, 120, 40).contains("loading…"));
+/// The signature debugger in the Requests pane: a good signature and each failure kind, built by the
+/// verifier's own explain over really signed requests.
+#[test]
+fn the_signature_debugger_shows_the_verdict_and_what_was_checked() {
+    use crate::httpsig::{self, KeyOutcome, Policy, sign_request};
+    use ed25519_dalek::SigningKey;
+    use http::{HeaderMap, HeaderValue, Method};
+
+    const NOW: i64 = 1_795_000_000;
+    const URI: &str = "http://127.0.0.1:4000/alice/incoming-payments";
+    const CLIENT: &str = "http://127.0.0.1:4000/demo-client";
+    let body: &[u8] = br#"{"walletAddress":"http://127.0.0.1:4000/alice","incomingAmount":{"value":"500"}}"#;
+    let key = SigningKey::from_bytes(&[7; 32]);
+    let other = SigningKey::from_bytes(&[8; 32]);
+    let sign = |created: i64, kid: &str, authorization: bool| {
+        let mut h = HeaderMap::new();
+        if authorization {
+            h.insert("authorization", HeaderValue::from_static("GNAP 4F1A2B3C"));
+        }
+        sign_request(&Method::POST, URI, &mut h, body, &key, kid, created).expect("sign");
+        h
+    };
+    let found = |k: &SigningKey| KeyOutcome::Found {
+        client: Some(CLIENT.into()),
+        source: Some(format!("{CLIENT}/jwks.json")),
+        key: k.verifying_key(),
+    };
+    let mut uncovered = sign(NOW - 2, "demo-key", false);
+    uncovered.insert("authorization", HeaderValue::from_static("GNAP 4F1A2B3C"));
+    let tampered: &[u8] = br#"{"walletAddress":"http://127.0.0.1:4000/alice","incomingAmount":{"value":"900"}}"#;
+    let cases: Vec<(&str, HeaderMap, &[u8], KeyOutcome)> = vec![
+        ("ok", sign(NOW - 2, "demo-key", true), body, found(&key)),
+        ("tampered_body", sign(NOW - 2, "demo-key", true), tampered, found(&key)),
+        ("stale_created", sign(NOW - 412, "demo-key", true), body, found(&key)),
+        ("uncovered_component", uncovered, body, found(&key)),
+        (
+            "unknown_kid",
+            sign(NOW - 2, "old-key", true),
+            body,
+            KeyOutcome::Missing {
+                client: Some(CLIENT.into()),
+                source: format!("{CLIENT}/jwks.json"),
+            },
+        ),
+        ("wrong_key", sign(NOW - 2, "demo-key", true), body, found(&other)),
+    ];
+    for (name, headers, sent_body, outcome) in cases {
+        let req = httpsig::Request {
+            method: &Method::POST,
+            target_uri: URI,
+            headers: &headers,
+            body: sent_body,
+        };
+        let report = httpsig::explain(&req, NOW, &Policy::default(), &outcome).masked();
+        assert_eq!(report.is_ok(), name == "ok", "{name}: {:?}", report.verdict);
+        let mut a = loaded(false);
+        a.update(Msg::Event(DomainEvent::HttpRequest {
+            id: "01900000-0000-7000-8000-000000000020".into(),
+            received_at: "2026-11-21T10:00:00.250125Z".into(),
+            method: "POST".into(),
+            path: "/alice/incoming-payments".into(),
+            status: if name == "ok" { 201 } else { 401 },
+            latency_us: 1900,
+            client: Some(CLIENT.into()),
+            signature: Some(if name == "ok" { "ok".into() } else { "refused".into() }),
+            exchange: Some(Box::new(crate::events::Exchange {
+                target: "/alice/incoming-payments".into(),
+                request_headers: vec![("content-type".into(), "application/json".into())],
+                request_body: String::from_utf8_lossy(sent_body).into_owned(),
+                response_headers: vec![],
+                response_body: String::new(),
+                detail: None,
+                signature_report: Some(report),
+            })),
+        }));
+        goto(&mut a, Pane::Requests);
+        a.act(super::action::Action::Open);
+        let screen = draw(&a, 120, 40);
+        assert!(screen.contains("signature base"), "{name}: {screen}");
+        assert!(!screen.contains("4F1A2B3C"), "{name}: {screen}");
+        insta::assert_snapshot!(format!("requests_signature_{name}_120x40"), screen);
+    }
 }

@@ -265,6 +265,9 @@ async fn a_console_attaches_to_the_running_server_and_quitting_leaves_it_serving
     // with the exchange the server captured for the console
     keys(session, "Enter");
     wait_for(session, "request  POST").await;
+    // and the signature debugger's report, carried on the event stream to an attached console
+    let detail = wait_for(session, "signature base").await;
+    assert!(detail.contains("verdict       ok"), "{detail}");
     keys(session, "Escape");
     tokio::time::sleep(Duration::from_millis(200)).await;
     // the Webhooks pane: this server has no webhook URL, and says so (GET /admin/server)

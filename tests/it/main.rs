@@ -25,6 +25,7 @@ mod peer_liquidity;
 mod rs_api;
 mod security;
 mod service;
+mod sigdebug;
 mod sources;
 mod states;
 mod storage_full;

@@ -1,5 +1,7 @@
 //! The Requests pane: the live HTTP log (method, path, status, latency, client, signature verdict) and a
-//! request's captured headers and bodies, with the operator-only reason of a refusal.
+//! request's captured headers and bodies, with the operator-only reason of a refusal and, for a signed
+//! request, the signature debugger's report (verdict and reasons, components, parameters, key, digest, the
+//! signature base).
 
 use ratatui::{
     Frame,
@@ -9,7 +11,7 @@ use ratatui::{
 };
 
 use crate::{
-    events::DomainEvent,
+    events::{DomainEvent, requests::SignatureReport},
     text::sanitize,
     tui::{
         app::{App, HttpRow, RING},
@@ -100,6 +102,9 @@ pub fn detail<'a>(app: &'a App, theme: &Theme) -> Option<(String, Vec<Line<'a>>)
             theme.dim,
         ))),
         Some(x) => {
+            if let Some(report) = &x.signature_report {
+                lines.extend(report_lines(theme, report));
+            }
             lines.push(Line::from(""));
             lines.push(Line::from(Span::styled(
                 format!("request  {} {}", r.method, sanitize(&x.target)),
@@ -132,6 +137,97 @@ pub fn detail<'a>(app: &'a App, theme: &Theme) -> Option<(String, Vec<Line<'a>>)
         }
     }
     Some((title, lines))
+}
+
+/// The signature debugger's report: the verdict and every reason first, then what was checked.
+pub fn report_lines<'a>(theme: &Theme, r: &SignatureReport) -> Vec<Line<'a>> {
+    let mut lines = vec![Line::from("")];
+    let outcome = r.verdict.outcome;
+    let style = match outcome {
+        crate::events::requests::Outcome::Ok => theme.ok,
+        crate::events::requests::Outcome::Refused => theme.failed,
+        crate::events::requests::Outcome::NotChecked => theme.dim,
+    };
+    lines.push(Line::from(vec![
+        Span::styled(format!("{:<14}", "verdict"), theme.header),
+        Span::styled(outcome.as_str().to_owned(), style),
+    ]));
+    for reason in &r.verdict.reasons {
+        lines.push(Line::from(vec![
+            Span::styled("  ✗ ", theme.failed),
+            Span::raw(sanitize(reason)),
+        ]));
+    }
+    let opt = |v: &Option<String>| v.as_deref().map(sanitize).unwrap_or_else(|| "(none)".to_owned());
+    if let Some(label) = &r.label {
+        lines.push(kv(theme, "label", sanitize(label)));
+    }
+    if !r.components.is_empty() {
+        lines.push(kv(theme, "components", sanitize(&r.components.join(" "))));
+    }
+    if let Some(p) = &r.params {
+        lines.push(kv(theme, "keyid", opt(&p.keyid)));
+        if let Some(alg) = &p.alg {
+            lines.push(kv(theme, "alg", sanitize(alg)));
+        }
+        lines.push(kv(
+            theme,
+            "created",
+            match (p.created, p.created_age_secs) {
+                (Some(c), Some(age)) => format!("{c} ({age} s before arrival)"),
+                (Some(c), None) => c.to_string(),
+                _ => "(none)".to_owned(),
+            },
+        ));
+        if let Some(e) = p.expires {
+            lines.push(kv(theme, "expires", e.to_string()));
+        }
+        if let Some(n) = &p.nonce {
+            lines.push(kv(theme, "nonce", sanitize(n)));
+        }
+        if let Some(t) = &p.tag {
+            lines.push(kv(theme, "tag", sanitize(t)));
+        }
+    }
+    if let Some(k) = &r.key {
+        let verified = match k.verified {
+            Some(true) => " — verifies",
+            Some(false) => " — does not verify",
+            None => "",
+        };
+        lines.push(kv(
+            theme,
+            "key",
+            format!("{} of {}{verified}", opt(&k.kid), opt(&k.client)),
+        ));
+        if let Some(src) = &k.source {
+            lines.push(kv(theme, "  from", sanitize(src)));
+        }
+    }
+    if let Some(d) = &r.digest {
+        lines.push(kv(
+            theme,
+            "digest sent",
+            d.sent.as_deref().map(sanitize).unwrap_or_else(|| "(none)".to_owned()),
+        ));
+        lines.push(kv(
+            theme,
+            "body hashes",
+            format!(
+                "{} ({} bytes){}",
+                d.computed,
+                d.body_len,
+                if d.matches { " — matches" } else { "" }
+            ),
+        ));
+    }
+    if let Some(base) = &r.base {
+        lines.push(Line::from(Span::styled("signature base", theme.header)));
+        for l in base.lines() {
+            lines.push(Line::from(format!("  {}", sanitize(l))));
+        }
+    }
+    lines
 }
 
 /// A request was served: it goes on top of the log, and the selection stays on the row it was on.

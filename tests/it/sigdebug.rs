@@ -1,0 +1,335 @@
+//! The signature debugger over real HTTP: signed requests that fail in each way reach a real server, and
+//! `GET /admin/requests/{id}` explains each one; `opdesk requests show` prints the same through the server,
+//! and `opdesk sig explain` reproduces the RFC 9421 B.2.6 signature base from a saved request.
+
+use std::process::{Command, Output};
+
+use opdesk::{client::SignedClient, httpsig::jwk};
+use reqwest::Method;
+use serde_json::{Value, json};
+
+use crate::common::{TestAse, grant_token};
+
+const VECTORS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/vectors/httpsig/");
+
+fn opdesk(ase_dir: &std::path::Path, listen: &str, args: &[&str]) -> Output {
+    std::fs::create_dir_all(ase_dir).unwrap();
+    std::fs::set_permissions(ase_dir, std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
+    let cfg = ase_dir.join("test-config.toml");
+    std::fs::write(&cfg, "").unwrap();
+    Command::new(env!("CARGO_BIN_EXE_opdesk"))
+        .args(["--data-dir", ase_dir.to_str().unwrap(), "--listen", listen])
+        .args(args)
+        .env_remove("RUST_LOG")
+        .env("NO_COLOR", "1")
+        .env("OPDESK_CONFIG", &cfg)
+        .output()
+        .expect("run opdesk")
+}
+
+/// The newest request in the server's log, explained.
+async fn newest(ase: &TestAse) -> Value {
+    let (s, list) = ase.admin(Method::GET, "/requests?limit=1", None).await;
+    assert_eq!(s, 200, "{list}");
+    let id = list["items"][0]["id"].as_str().unwrap().to_owned();
+    let (s, d) = ase.admin(Method::GET, &format!("/requests/{id}"), None).await;
+    assert_eq!(s, 200, "{d}");
+    d
+}
+
+fn reasons(d: &Value) -> Vec<String> {
+    d["report"]["verdict"]["reasons"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no reasons: {d}"))
+        .iter()
+        .map(|r| r.as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_failure_kind_is_explained_by_the_server() {
+    let ase = TestAse::spawn().await;
+    let c = ase.demo_client().await;
+    let client_url = ase.url("/demo-client");
+    let tok = grant_token(
+        &c,
+        &ase.base,
+        json!([{"type": "incoming-payment", "actions": ["create", "read"], "identifier": ase.url("/bob")}]),
+    )
+    .await;
+    let url = ase.url("/incoming-payments");
+    let body = serde_json::to_vec(&json!({"walletAddress": ase.url("/bob"), "metadata": {"n": 1}})).unwrap();
+    let now = time::OffsetDateTime::now_utc().unix_timestamp();
+    let send = |c: &SignedClient, headers, body: Vec<u8>| {
+        let c = c.clone();
+        let url = url.clone();
+        async move { c.send_raw(Method::POST, &url, headers, body).await.unwrap() }
+    };
+
+    // A good signature: ok, with its key and base.
+    let h = c.sign(&Method::POST, &url, Some(&tok), &body, now).unwrap();
+    let r = send(&c, h, body.clone()).await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    let d = newest(&ase).await;
+    assert_eq!(d["signature"], "ok", "{d}");
+    assert_eq!(d["report"]["verdict"]["outcome"], "ok", "{d}");
+    assert_eq!(d["report"]["key"]["verified"], true);
+    assert_eq!(d["report"]["key"]["source"], format!("{client_url}/jwks.json"));
+    let base = d["report"]["base"].as_str().unwrap();
+    assert!(
+        base.starts_with(&format!("\"@method\": POST\n\"@target-uri\": {url}\n")),
+        "{base}"
+    );
+    assert!(!base.contains(&tok), "the token is masked in the base");
+    let ok_id = d["id"].as_str().unwrap().to_owned();
+
+    // Tampered body (same length): the digests differ.
+    let h = c.sign(&Method::POST, &url, Some(&tok), &body, now).unwrap();
+    let mut tampered = body.clone();
+    let at = tampered.iter().position(|b| *b == b'1').unwrap();
+    tampered[at] = b'2';
+    let r = send(&c, h, tampered).await;
+    assert_eq!(r.status, 401, "{}", r.body);
+    let d = newest(&ase).await;
+    let rs = reasons(&d);
+    assert_eq!(rs.len(), 1, "{rs:?}");
+    assert!(rs[0].starts_with("content-digest differs: sent sha-512=:"), "{rs:?}");
+    assert!(rs[0].contains(", body hashes to sha-512=:"), "{rs:?}");
+    assert_eq!(d["report"]["digest"]["matches"], false);
+
+    // Stale created.
+    let h = c.sign(&Method::POST, &url, Some(&tok), &body, now - 412).unwrap();
+    let r = send(&c, h, body.clone()).await;
+    assert_eq!(r.status, 401, "{}", r.body);
+    let rs = reasons(&newest(&ase).await);
+    assert_eq!(rs.len(), 1, "{rs:?}");
+    // The server's clock may have moved a second since `now`.
+    assert!(
+        rs[0] == "`created` is 412 s old, window is 300 s" || rs[0] == "`created` is 413 s old, window is 300 s",
+        "{rs:?}"
+    );
+
+    // Authorization sent but not covered.
+    let mut h = c.sign(&Method::POST, &url, None, &body, now).unwrap();
+    h.insert("authorization", format!("GNAP {tok}").parse().unwrap());
+    let r = send(&c, h, body.clone()).await;
+    assert_eq!(r.status, 401, "{}", r.body);
+    assert_eq!(reasons(&newest(&ase).await), vec!["`authorization` is not covered"]);
+
+    // Unknown kid: the key set it was looked up in is named.
+    let pem = std::fs::read_to_string(ase.dir.path().join("demo-client.pem")).unwrap();
+    let stranger = SignedClient::new(jwk::from_pkcs8_pem(&pem).unwrap(), "no-such-kid");
+    let h = stranger.sign(&Method::POST, &url, Some(&tok), &body, now).unwrap();
+    let r = send(&stranger, h, body.clone()).await;
+    assert_eq!(r.status, 401, "{}", r.body);
+    let d = newest(&ase).await;
+    assert_eq!(
+        reasons(&d),
+        vec![format!("no key with kid `no-such-kid` at {client_url}/jwks.json")]
+    );
+
+    // Wrong key under the right kid.
+    let impostor = SignedClient::new(jwk::generate().unwrap(), c.keyid());
+    let h = impostor.sign(&Method::POST, &url, Some(&tok), &body, now).unwrap();
+    let r = send(&impostor, h, body.clone()).await;
+    assert_eq!(r.status, 401, "{}", r.body);
+    let d = newest(&ase).await;
+    assert_eq!(
+        reasons(&d),
+        vec![format!(
+            "signature does not verify with kid `{}` of {client_url}",
+            c.keyid()
+        )]
+    );
+    assert_eq!(d["report"]["key"]["verified"], false);
+    let wrong_id = d["id"].as_str().unwrap().to_owned();
+
+    // The list is newest first, admin requests not in it; an unknown id is a 404.
+    let (_, list) = ase.admin(Method::GET, "/requests", None).await;
+    let items = list["items"].as_array().unwrap();
+    assert_eq!(items[0]["id"], wrong_id.as_str());
+    assert!(items.iter().all(|i| !i["path"].as_str().unwrap().starts_with("/admin")));
+    let ids: Vec<&str> = items.iter().map(|i| i["id"].as_str().unwrap()).collect();
+    assert!(ids.windows(2).all(|w| w[0] > w[1]), "{ids:?}");
+    let (_, page) = ase.admin(Method::GET, "/requests?limit=2", None).await;
+    let cursor = page["nextCursor"].as_str().unwrap().to_owned();
+    let (_, next) = ase
+        .admin(Method::GET, &format!("/requests?limit=2&cursor={cursor}"), None)
+        .await;
+    assert_eq!(next["items"][0]["id"], items[2]["id"]);
+    let (s, _) = ase.admin(Method::GET, "/requests/nope", None).await;
+    assert_eq!(s, 404);
+
+    // The CLI, through the running server, in a pipe.
+    let dir = ase.dir.path().to_owned();
+    let listen = ase.addr.to_string();
+    let (d2, l2, w2) = (dir.clone(), listen.clone(), wrong_id.clone());
+    let out = tokio::task::spawn_blocking(move || opdesk(&d2, &l2, &["requests", "show", &w2]))
+        .await
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8(out.stdout).unwrap();
+    for section in [
+        "Components",
+        "Parameters",
+        "Key",
+        "Digest",
+        "Signature base",
+        "Verdict: refused",
+    ] {
+        assert!(text.contains(section), "{section}: {text}");
+    }
+    assert!(text.contains("signature does not verify with kid"), "{text}");
+    assert!(!text.contains('\u{1b}'), "no escapes in a pipe: {text}");
+    let (d2, l2) = (dir.clone(), listen.clone());
+    let out = tokio::task::spawn_blocking(move || opdesk(&d2, &l2, &["requests", "show", &ok_id, "--json"]))
+        .await
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["report"]["verdict"]["outcome"], "ok");
+    let out = tokio::task::spawn_blocking(move || opdesk(&dir, &listen, &["requests", "list"]))
+        .await
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.starts_with("ID "), "{text}");
+    assert!(text.contains(&wrong_id), "{text}");
+}
+
+#[test]
+fn requests_need_a_running_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = opdesk(dir.path(), "127.0.0.1:0", &["requests", "list"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8(out.stderr).unwrap();
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 2, "{err}");
+    assert!(lines[0].starts_with("error: ") && lines[0].contains("running server's memory"), "{err}");
+    assert!(lines[1].starts_with("hint: start `opdesk serve`"), "{err}");
+}
+
+/// The RFC 9421 B.2.6 request saved as raw HTTP (the test request with its Signature headers).
+fn b26_file(dir: &std::path::Path, crlf: bool) -> std::path::PathBuf {
+    let v: Value =
+        serde_json::from_str(&std::fs::read_to_string(format!("{VECTORS}rfc9421-B.2.6-ed25519-request.json")).unwrap())
+            .unwrap();
+    let raw = std::fs::read_to_string(format!("{VECTORS}rfc9421-test-request.http")).unwrap();
+    let (head, body) = raw.split_once("\n\n").unwrap();
+    let head = format!(
+        "{head}\nSignature-Input: {}\nSignature: {}",
+        v["signature_input_header"].as_str().unwrap(),
+        v["signature_header"].as_str().unwrap()
+    );
+    let text = if crlf {
+        format!("{}\r\n\r\n{body}", head.replace('\n', "\r\n"))
+    } else {
+        format!("{head}\n\n{body}")
+    };
+    let path = dir.join(if crlf { "b26-crlf.http" } else { "b26.http" });
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+#[test]
+fn sig_explain_reproduces_the_rfc_9421_signature_base() {
+    let dir = tempfile::tempdir().unwrap();
+    let want = std::fs::read_to_string(format!("{VECTORS}rfc9421-B.2.6-signature-base.txt")).unwrap();
+    let key: Value = serde_json::from_str(
+        &std::fs::read_to_string(format!("{VECTORS}rfc9421-B.1.4-test-key-ed25519.json")).unwrap(),
+    )
+    .unwrap();
+    // A JWKS as Open Payments publishes it: public members only, alg EdDSA.
+    let mut public = key["jwk"].clone();
+    public.as_object_mut().unwrap().remove("d");
+    public["alg"] = json!("EdDSA");
+    let jwks = dir.path().join("jwks.json");
+    std::fs::write(&jwks, json!({"keys": [public]}).to_string()).unwrap();
+    let ddir = dir.path().join("data");
+    for crlf in [false, true] {
+        let file = b26_file(dir.path(), crlf);
+        let f = file.to_str().unwrap();
+        // Base only: exit 0, the base printed verbatim.
+        let out = opdesk(&ddir, "127.0.0.1:0", &["sig", "explain", f, "--now", "1618884473"]);
+        let text = String::from_utf8(out.stdout).unwrap();
+        assert!(text.contains(&format!("Signature base\n{want}\n")), "{text}");
+        assert!(text.contains("not checked"), "{text}");
+        // JSON: the base is the vector's, byte for byte; the RFC signature verifies with the RFC key, and the
+        // Open Payments policy refuses what the RFC example does not cover.
+        let out = opdesk(
+            &ddir,
+            "127.0.0.1:0",
+            &[
+                "sig",
+                "explain",
+                f,
+                "--jwks",
+                jwks.to_str().unwrap(),
+                "--now",
+                "1618884473",
+                "--json",
+            ],
+        );
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(v["base"].as_str().unwrap(), want);
+        assert_eq!(v["key"]["verified"], true, "{v}");
+        assert_eq!(v["verdict"]["outcome"], "refused");
+        assert_eq!(
+            v["verdict"]["reasons"],
+            json!([
+                "`@target-uri` is not covered",
+                "`content-digest` is not covered (the request has a body)"
+            ])
+        );
+        assert_eq!(out.status.code(), Some(1));
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+        assert!(err.contains("`@target-uri` is not covered"), "{err}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sig_explain_accepts_a_request_a_client_signed_and_says_why_another_fails() {
+    // A request the project's own client signs, saved raw; checked against the server's JWKS URL.
+    let ase = TestAse::spawn().await;
+    let c = ase.demo_client().await;
+    let url = ase.url("/incoming-payments");
+    let body = br#"{"walletAddress":"x"}"#;
+    let now = time::OffsetDateTime::now_utc().unix_timestamp();
+    let h = c.sign(&Method::POST, &url, Some("TOKEN1"), body, now).unwrap();
+    let mut raw = format!("POST /incoming-payments HTTP/1.1\r\nHost: {}\r\n", ase.addr);
+    for (k, v) in &h {
+        raw.push_str(&format!("{k}: {}\r\n", v.to_str().unwrap()));
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let good = dir.path().join("good.http");
+    std::fs::write(&good, [raw.as_bytes(), b"\r\n", body].concat()).unwrap();
+    let bad = dir.path().join("bad.http");
+    std::fs::write(&bad, [raw.as_bytes(), b"\r\n", br#"{"walletAddress":"y"}"#].concat()).unwrap();
+    let jwks = ase.url("/demo-client/jwks.json");
+    let ddir = dir.path().join("data");
+    let run = move |file: std::path::PathBuf| {
+        let (d, j) = (ddir.clone(), jwks.clone());
+        tokio::task::spawn_blocking(move || {
+            opdesk(
+                &d,
+                "127.0.0.1:0",
+                &[
+                    "sig",
+                    "explain",
+                    file.to_str().unwrap(),
+                    "--jwks",
+                    &j,
+                    "--scheme",
+                    "http",
+                ],
+            )
+        })
+    };
+    let out = run(good).await.unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(out.status.success(), "{text}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(text.contains("Verdict: ok"), "{text}");
+    let out = run(bad).await.unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("✗ content-digest differs: sent sha-512=:"), "{text}");
+}
