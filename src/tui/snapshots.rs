@@ -540,83 +540,6 @@ fn the_header_shows_the_desk_in_view_and_the_other() {
     insta::assert_snapshot!("workshop_switched_120x40", draw(&a, 120, 40));
 }
 
-/// The Grants detail with the grant's timeline: opening the detail asks for it (and moving to another grant,
-/// or the grants changing, asks again); client text in it is sanitized; polls show their count and the steps
-/// their request's short id.
-#[test]
-fn grants_detail_shows_the_timeline() {
-    use super::app::Effect;
-    use crate::gnap::timeline::{Actor, GrantStep, StepKind};
-    let mut a = loaded(false);
-    goto(&mut a, Pane::Grants);
-    let id = a.selected_grant().map(|g| g.id.clone()).unwrap();
-    let effects = a.act(super::action::Action::Open);
-    assert_eq!(effects, vec![Effect::LoadTimeline(id.clone())]);
-    let step =
-        |seq: i64, at: &str, kind: StepKind, actor: Actor, rid: Option<&str>, detail: serde_json::Value| GrantStep {
-            seq,
-            at: format!("2026-11-21T11:{at}Z"),
-            count: 1,
-            last_at: None,
-            kind,
-            actor,
-            request_id: rid.map(str::to_owned),
-            last_request_id: None,
-            detail,
-        };
-    let mut polled = step(
-        3,
-        "59:02.100",
-        StepKind::Polled,
-        Actor::Client,
-        Some("01a2b3c4-0000-7000-8000-00000000ca11"),
-        serde_json::json!({"state": crate::states::GrantState::Pending, "wait": 5}),
-    );
-    polled.count = 12;
-    polled.last_at = Some("2026-11-21T11:59:57.300Z".into());
-    let steps = vec![
-        step(
-            1,
-            "59:00.000",
-            StepKind::Requested,
-            Actor::Client,
-            Some("01a2b3c4-0000-7000-8000-0000000a11ce"),
-            serde_json::json!({
-                "client": "http://127.0.0.1:4000/demo-client\u{1b}[2J",
-                "access": [{"type": "outgoing-payment", "actions": ["create", "read"],
-                    "limits": {"debitAmount": {"value": "500", "assetCode": "USD", "assetScale": 2}}}],
-                "interact": "interactive, no finish (the client polls)",
-                "raw": {"client": "http://127.0.0.1:4000/demo-client"},
-            }),
-        ),
-        step(
-            2,
-            "59:01.500",
-            StepKind::InteractionOpened,
-            Actor::Browser,
-            Some("01a2b3c4-0000-7000-8000-0000000b0b00"),
-            serde_json::json!({"showed": "waiting for the decision"}),
-        ),
-        polled,
-    ];
-    a.update(Msg::Reply(Reply::Timeline(id.clone(), steps)));
-    let screen = draw(&a, 120, 40);
-    assert!(!screen.contains('\u{1b}'), "client text is sanitized");
-    assert!(
-        screen.contains("×12 until 11:59:57.300") && screen.contains("[request 0000ca11]"),
-        "{screen}"
-    );
-    insta::assert_snapshot!("grants_detail_timeline_120x40", screen);
-    // the grants changing while the detail is open fetches the timeline again
-    let grants = a.grants.items.clone();
-    let effects = a.update(Msg::Reply(Reply::Grants(grants, Default::default())));
-    assert_eq!(effects, vec![Effect::LoadTimeline(id.clone())]);
-    // another grant selected: its timeline, not this one's
-    let effects = a.act(super::action::Action::Down);
-    let other = a.selected_grant().map(|g| g.id.clone()).unwrap();
-    assert_ne!(other, id);
-    assert_eq!(effects, vec![Effect::LoadTimeline(other)]);
-    assert!(draw(&a, 120, 40).contains("loading…"));
 /// The signature debugger in the Requests pane: a good signature and each failure kind, built by the
 /// verifier's own explain over really signed requests.
 #[test]
@@ -699,4 +622,83 @@ fn the_signature_debugger_shows_the_verdict_and_what_was_checked() {
         assert!(!screen.contains("4F1A2B3C"), "{name}: {screen}");
         insta::assert_snapshot!(format!("requests_signature_{name}_120x40"), screen);
     }
+}
+
+/// The Grants detail with the grant's timeline: opening the detail asks for it (and moving to another grant,
+/// or the grants changing, asks again); client text in it is sanitized; polls show their count and the steps
+/// their request's short id.
+#[test]
+fn grants_detail_shows_the_timeline() {
+    use super::app::Effect;
+    use crate::gnap::timeline::{Actor, GrantStep, StepKind};
+    let mut a = loaded(false);
+    goto(&mut a, Pane::Grants);
+    let id = a.selected_grant().map(|g| g.id.clone()).unwrap();
+    let effects = a.act(super::action::Action::Open);
+    assert_eq!(effects, vec![Effect::LoadTimeline(id.clone())]);
+    let step =
+        |seq: i64, at: &str, kind: StepKind, actor: Actor, rid: Option<&str>, detail: serde_json::Value| GrantStep {
+            seq,
+            at: format!("2026-11-21T11:{at}Z"),
+            count: 1,
+            last_at: None,
+            kind,
+            actor,
+            request_id: rid.map(str::to_owned),
+            last_request_id: None,
+            detail,
+        };
+    let mut polled = step(
+        3,
+        "59:02.100",
+        StepKind::Polled,
+        Actor::Client,
+        Some("01a2b3c4-0000-7000-8000-00000000ca11"),
+        serde_json::json!({"state": crate::states::GrantState::Pending, "wait": 5}),
+    );
+    polled.count = 12;
+    polled.last_at = Some("2026-11-21T11:59:57.300Z".into());
+    let steps = vec![
+        step(
+            1,
+            "59:00.000",
+            StepKind::Requested,
+            Actor::Client,
+            Some("01a2b3c4-0000-7000-8000-0000000a11ce"),
+            serde_json::json!({
+                "client": "http://127.0.0.1:4000/demo-client\u{1b}[2J",
+                "access": [{"type": "outgoing-payment", "actions": ["create", "read"],
+                    "limits": {"debitAmount": {"value": "500", "assetCode": "USD", "assetScale": 2}}}],
+                "interact": "interactive, no finish (the client polls)",
+                "raw": {"client": "http://127.0.0.1:4000/demo-client"},
+            }),
+        ),
+        step(
+            2,
+            "59:01.500",
+            StepKind::InteractionOpened,
+            Actor::Browser,
+            Some("01a2b3c4-0000-7000-8000-0000000b0b00"),
+            serde_json::json!({"showed": "waiting for the decision"}),
+        ),
+        polled,
+    ];
+    a.update(Msg::Reply(Reply::Timeline(id.clone(), steps)));
+    let screen = draw(&a, 120, 40);
+    assert!(!screen.contains('\u{1b}'), "client text is sanitized");
+    assert!(
+        screen.contains("×12 until 11:59:57.300") && screen.contains("[request 0000ca11]"),
+        "{screen}"
+    );
+    insta::assert_snapshot!("grants_detail_timeline_120x40", screen);
+    // the grants changing while the detail is open fetches the timeline again
+    let grants = a.grants.items.clone();
+    let effects = a.update(Msg::Reply(Reply::Grants(grants, Default::default())));
+    assert_eq!(effects, vec![Effect::LoadTimeline(id.clone())]);
+    // another grant selected: its timeline, not this one's
+    let effects = a.act(super::action::Action::Down);
+    let other = a.selected_grant().map(|g| g.id.clone()).unwrap();
+    assert_ne!(other, id);
+    assert_eq!(effects, vec![Effect::LoadTimeline(other)]);
+    assert!(draw(&a, 120, 40).contains("loading…"));
 }
