@@ -43,6 +43,9 @@ pub use views::{GrantView, InteractionOutcome, InteractionView, TokenView};
 
 const TOKEN_CACHE_TTL: StdDuration = StdDuration::from_secs(5);
 
+/// Refused continues are recorded while a grant has fewer steps than this (identical ones repeat one step).
+const MAX_REFUSAL_STEPS: i64 = 200;
+
 struct Inner {
     store: Store,
     bus: EventBus,
@@ -615,7 +618,8 @@ impl Gnap {
             .store
             .call(move |conn| {
                 let tx = store::immediate(conn)?;
-                if repo::grant(&tx, &id)?.is_some() {
+                // a client alternating refusals cannot grow the timeline without end
+                if repo::grant(&tx, &id)?.is_some() && repo::step_count(&tx, &id)? < MAX_REFUSAL_STEPS {
                     repeat_step(&tx, &id, &now, StepKind::ContinueRefused, &cause, &detail)?;
                 }
                 tx.commit()?;

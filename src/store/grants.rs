@@ -326,6 +326,13 @@ pub fn repeat_step(conn: &Connection, grant_id: &str, s: NewStep<'_>) -> Result<
     Ok(())
 }
 
+/// How many steps a grant has.
+pub fn step_count(conn: &Connection, grant_id: &str) -> Result<i64, Error> {
+    Ok(conn
+        .prepare_cached("SELECT COUNT(*) FROM grant_steps WHERE grant_id = ?1")?
+        .query_row([grant_id], |r| r.get(0))?)
+}
+
 /// A grant's steps in order.
 pub fn steps_of_grant(conn: &Connection, grant_id: &str) -> Result<Vec<StepRow>, Error> {
     let sql = format!("SELECT {STEP_COLS} FROM grant_steps WHERE grant_id = ?1 ORDER BY seq");
