@@ -16,6 +16,7 @@ use time::{Duration, OffsetDateTime};
 
 use super::{
     GnapError, describe,
+    error::Fault,
     model::{
         AccessItem, AccessTokenResponse, Client, ConsentPolicy, Continue, ContinueToken, GrantRequest, GrantResponse,
         InteractResponse, RotateResponse, Subject,
@@ -41,6 +42,9 @@ pub use tokens::TokenInfo;
 pub use views::{GrantView, InteractionOutcome, InteractionView, TokenView};
 
 const TOKEN_CACHE_TTL: StdDuration = StdDuration::from_secs(5);
+
+/// Refused continues are recorded while a grant has fewer steps than this (identical ones repeat one step).
+const MAX_REFUSAL_STEPS: i64 = 200;
 
 struct Inner {
     store: Store,
@@ -482,6 +486,7 @@ impl Gnap {
         let id = grant_id.to_owned();
         let interaction_ttl = i64::from(self.inner.settings.interaction_expires_in_secs);
         let this = self.clone();
+        let refused_by = cause.clone();
         let outcome = self
             .inner
             .store
@@ -554,7 +559,14 @@ impl Gnap {
                 tx.commit()?;
                 Ok(Ok((g, access, issued)))
             })
-            .await?;
+            .await;
+        let outcome = match outcome {
+            Ok(o) => o,
+            Err(e) => {
+                self.refused(grant_id, &e, refused_by).await;
+                return Err(e);
+            }
+        };
         let continue_of = |g_continue_id: &str, wait: Option<i64>| Continue {
             access_token: ContinueToken {
                 value: continue_token.clone(),
@@ -590,6 +602,32 @@ impl Gnap {
                     continue_: continue_of(&g.continue_id, None),
                 })
             }
+        }
+    }
+
+    /// Records a refused continue on the grant's timeline (the same refusal again repeats the step), so the
+    /// operator sees where a client stopped. The client's answer does not depend on it: a failure is logged.
+    async fn refused(&self, grant_id: &str, e: &GnapError, cause: Cause) {
+        if matches!(e.fault, Fault::Internal | Fault::Unavailable) {
+            return;
+        }
+        let (id, now) = (grant_id.to_owned(), format_ts(self.now()));
+        let detail = serde_json::json!({"error": e.code, "description": e.description});
+        let written = self
+            .inner
+            .store
+            .call(move |conn| {
+                let tx = store::immediate(conn)?;
+                // a client alternating refusals cannot grow the timeline without end
+                if repo::grant(&tx, &id)?.is_some() && repo::step_count(&tx, &id)? < MAX_REFUSAL_STEPS {
+                    repeat_step(&tx, &id, &now, StepKind::ContinueRefused, &cause, &detail)?;
+                }
+                tx.commit()?;
+                Ok::<_, GnapError>(())
+            })
+            .await;
+        if let Err(err) = written {
+            tracing::warn!(grant = grant_id, error = %err, "cannot record a refused continue");
         }
     }
 

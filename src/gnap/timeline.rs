@@ -142,6 +142,8 @@ pub enum StepKind {
     Polled,
     /// A continue request that finalized the grant.
     Continued,
+    /// A continue request the server refused (too fast, wrong `interact_ref`, a dead grant, …): its error.
+    ContinueRefused,
     TokenIssued,
     TokenRotated,
     TokenRevoked,
@@ -160,6 +162,7 @@ impl StepKind {
         Self::FinishRedirect,
         Self::Polled,
         Self::Continued,
+        Self::ContinueRefused,
         Self::TokenIssued,
         Self::TokenRotated,
         Self::TokenRevoked,
@@ -177,6 +180,7 @@ impl StepKind {
             Self::FinishRedirect => "finish_redirect",
             Self::Polled => "polled",
             Self::Continued => "continued",
+            Self::ContinueRefused => "continue_refused",
             Self::TokenIssued => "token_issued",
             Self::TokenRotated => "token_rotated",
             Self::TokenRevoked => "token_revoked",
@@ -195,6 +199,7 @@ impl StepKind {
             Self::FinishRedirect => "finish redirect",
             Self::Polled => "poll",
             Self::Continued => "continue",
+            Self::ContinueRefused => "continue refused",
             Self::TokenIssued => "token issued",
             Self::TokenRotated => "token rotated",
             Self::TokenRevoked => "token revoked",
@@ -369,6 +374,7 @@ impl GrantStep {
                 };
                 format!("{how}; grant {}", s(d, "state"))
             }
+            StepKind::ContinueRefused => format!("{}: {}", s(d, "error"), s(d, "description")),
             StepKind::TokenIssued => format!(
                 "token {} expires in {}s",
                 s(d, "hint"),

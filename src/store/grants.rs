@@ -309,20 +309,28 @@ pub fn insert_step(conn: &Connection, grant_id: &str, s: NewStep<'_>) -> Result<
     Ok(())
 }
 
-/// Adds a repeat to the grant's last step when it is of the same kind (a poll after a poll, a page reload),
-/// keeping its detail; else appends the step. A client polling for ten minutes writes one row.
+/// Adds a repeat to the grant's last step when it is the same step (same kind and detail: a poll after a poll,
+/// a page reload, the same refusal again); else appends the step. A client polling for ten minutes writes one
+/// row.
 pub fn repeat_step(conn: &Connection, grant_id: &str, s: NewStep<'_>) -> Result<(), Error> {
     let n = conn
         .prepare_cached(
             "UPDATE grant_steps SET count = count + 1, last_at = ?3, last_request_id = ?4 \
-             WHERE grant_id = ?1 AND kind = ?2 \
+             WHERE grant_id = ?1 AND kind = ?2 AND detail = ?5 \
                AND seq = (SELECT MAX(seq) FROM grant_steps WHERE grant_id = ?1)",
         )?
-        .execute(params![grant_id, s.kind, s.at, s.request_id])?;
+        .execute(params![grant_id, s.kind, s.at, s.request_id, s.detail])?;
     if n == 0 {
         insert_step(conn, grant_id, s)?;
     }
     Ok(())
+}
+
+/// How many steps a grant has.
+pub fn step_count(conn: &Connection, grant_id: &str) -> Result<i64, Error> {
+    Ok(conn
+        .prepare_cached("SELECT COUNT(*) FROM grant_steps WHERE grant_id = ?1")?
+        .query_row([grant_id], |r| r.get(0))?)
 }
 
 /// A grant's steps in order.

@@ -427,6 +427,96 @@ async fn a_rejected_grant_shows_the_decision_by_an_attached_console_and_the_reje
         decided["requestId"],
         request_id(&seen, "POST", &format!("/admin/grants/{id}/reject"), 200, 0).as_str()
     );
+
+    // the client continues anyway: refused, and the timeline says how (the same refusal twice is one step)
+    let cont_uri = res.body["continue"]["uri"].as_str().unwrap().to_owned();
+    let cont_token = res.body["continue"]["access_token"]["value"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    for body in [
+        json!({"interact_ref": "guess"}),
+        json!({"interact_ref": "guess"}),
+        json!({}),
+    ] {
+        let r = client
+            .send(Method::POST, &cont_uri, Some(&cont_token), Some(&body))
+            .await
+            .unwrap();
+        assert!(r.status >= 400, "{}", r.body);
+    }
+    let steps = timeline(&ase, &id).await;
+    assert_eq!(
+        kinds(&steps),
+        [
+            "requested",
+            "decided",
+            "finish_redirect",
+            "continue_refused",
+            "continue_refused"
+        ],
+        "{steps:#?}"
+    );
+    assert_eq!(steps[3]["count"], 2, "{:#?}", steps[3]);
+    assert_eq!(steps[3]["detail"]["error"], "invalid_continuation");
+    assert_eq!(steps[4]["count"], 1);
+    assert_eq!(steps[4]["detail"]["error"], "request_denied");
+    assert_eq!(
+        steps[4]["detail"]["description"],
+        "the resource owner rejected the grant"
+    );
+    requests(&mut events, &mut seen);
+    let cont_path = url::Url::parse(&cont_uri).unwrap().path().to_owned();
+    assert_eq!(
+        steps[3]["requestId"],
+        request_id(&seen, "POST", &cont_path, 404, 0).as_str()
+    );
+    assert_eq!(
+        steps[3]["lastRequestId"],
+        request_id(&seen, "POST", &cont_path, 404, 1).as_str()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_expired_grant_shows_its_expiry_derived_then_noticed() {
+    let ase = TestAse::spawn_with("[gnap]\nwait_secs = 0\ninteraction_expires_in_secs = 1\n").await;
+    let client = ase.demo_client().await;
+    let res = client
+        .send(Method::POST, &ase.url("/auth"), None, Some(&outgoing_grant(&ase, None)))
+        .await
+        .unwrap();
+    assert_eq!(res.status, 200, "{}", res.body);
+    let (_, list) = ase.admin(Method::GET, "/grants?state=pending", None).await;
+    let id = list[0]["id"].as_str().unwrap().to_owned();
+    tokio::time::sleep(std::time::Duration::from_millis(1200)).await;
+    // nobody noticed yet: the view derives the step (not stored: seq 0, by the server)
+    let steps = timeline(&ase, &id).await;
+    assert_eq!(kinds(&steps), ["requested", "expired"], "{steps:#?}");
+    assert_eq!(steps[1]["seq"], 0);
+    assert_eq!(steps[1]["actor"], "server");
+    assert!(steps[1]["requestId"].is_null());
+    // the client's poll notices it: a stored step with that request, and the refusal
+    let cont_uri = res.body["continue"]["uri"].as_str().unwrap().to_owned();
+    let cont_token = res.body["continue"]["access_token"]["value"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let r = client
+        .send(Method::POST, &cont_uri, Some(&cont_token), None)
+        .await
+        .unwrap();
+    assert_eq!(r.status, 401, "{}", r.body);
+    let steps = timeline(&ase, &id).await;
+    assert_eq!(
+        kinds(&steps),
+        ["requested", "expired", "continue_refused"],
+        "{steps:#?}"
+    );
+    assert_eq!(steps[1]["seq"], 2);
+    assert_eq!(steps[1]["actor"], "client");
+    assert!(is_uuid(&steps[1]["requestId"]));
+    assert_eq!(steps[2]["requestId"], steps[1]["requestId"]);
+    assert_eq!(steps[2]["detail"]["description"], "the interaction expired");
 }
 
 fn kinds_of(g: &opdesk::gnap::service::GrantView) -> Vec<&'static str> {
