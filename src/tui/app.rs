@@ -16,6 +16,7 @@ use super::{
     panes::{grants, incoming, log, outgoing, peers, quotes, requests, wallets, webhooks},
     widgets::{
         confirm::Confirm,
+        help, json,
         prompt::{Prompt, PromptKind},
     },
 };
@@ -172,6 +173,9 @@ pub enum Effect {
     Demo,
     /// A console over several desks: show the one with this name.
     SwitchDesk(String),
+    /// Give the terminal back to the shell and stop until resumed (the run loop's business, not the control
+    /// task's).
+    Suspend,
     Quit,
 }
 
@@ -224,6 +228,8 @@ pub enum Msg {
     /// A left click at (column, row).
     Click(u16, u16),
     Scroll(bool),
+    /// Text pasted into the terminal (bracketed paste).
+    Paste(String),
     Resize(u16, u16),
     Event(DomainEvent),
     /// The bus dropped events: resync everything.
@@ -296,6 +302,8 @@ pub struct App {
     pub started_at: OffsetDateTime,
     pub pane: Pane,
     pub overlay: Option<Overlay>,
+    /// The first line the help or raw JSON overlay shows (set back to 0 when one opens).
+    pub overlay_scroll: usize,
     pub frozen: bool,
     /// Events that arrived while frozen.
     pub missed: u64,
@@ -359,6 +367,7 @@ impl App {
             started_at: now,
             pane: Pane::Overview,
             overlay: None,
+            overlay_scroll: 0,
             frozen: false,
             missed: 0,
             flash: None,
@@ -599,8 +608,10 @@ impl App {
             Msg::Key(k) => self.on_key(k),
             Msg::Click(col, row) => self.on_click(col, row),
             Msg::Scroll(up) => self.act(if up { Action::Up } else { Action::Down }),
+            Msg::Paste(text) => self.on_paste(&text),
             Msg::Resize(w, h) => {
                 self.size = (w, h);
+                self.clamp_overlay_scroll();
                 Vec::new()
             }
             Msg::Event(e) => self.on_event(e),
@@ -666,6 +677,8 @@ impl App {
             Some(Overlay::Help) => {
                 if matches!(k.code, KeyCode::Esc | KeyCode::Char('?') | KeyCode::Char('q')) {
                     self.overlay = None;
+                } else if let Some(a) = self.keymap.lookup(key, self.pane, self.readonly) {
+                    self.scroll_overlay(a);
                 }
                 return Vec::new();
             }
@@ -683,8 +696,59 @@ impl App {
         }
     }
 
+    /// The help or raw JSON overlay's extent at the current size: (lines of content, lines its box shows).
+    pub fn overlay_extent(&self) -> Option<(usize, usize)> {
+        let area = ratatui::layout::Rect::new(0, 0, self.size.0, self.size.1);
+        match &self.overlay {
+            Some(Overlay::Help) => Some((help::len(self), help::visible(area))),
+            Some(Overlay::Json(j)) => Some((json::lines(j, area).len(), json::visible(area))),
+            _ => None,
+        }
+    }
+
+    /// Keeps the overlay's scroll within its content (after a resize).
+    fn clamp_overlay_scroll(&mut self) {
+        let max = self
+            .overlay_extent()
+            .map_or(0, |(total, shown)| total.saturating_sub(shown));
+        self.overlay_scroll = self.overlay_scroll.min(max);
+    }
+
+    /// A movement while the help or raw JSON overlay is open scrolls it; false for other actions and
+    /// overlays.
+    fn scroll_overlay(&mut self, a: Action) -> bool {
+        let Some((total, shown)) = self.overlay_extent() else {
+            return false;
+        };
+        let max = total.saturating_sub(shown);
+        let page = shown.max(1);
+        let s = self.overlay_scroll;
+        self.overlay_scroll = match a {
+            Action::Up => s.saturating_sub(1),
+            Action::Down => s + 1,
+            Action::Top => 0,
+            Action::Bottom => max,
+            Action::PageUp => s.saturating_sub(page),
+            Action::PageDown => s + page,
+            Action::HalfPageUp => s.saturating_sub(page / 2),
+            Action::HalfPageDown => s + page / 2,
+            _ => return false,
+        }
+        .min(max);
+        true
+    }
+
+    /// Opens `o`, scrolled to its top.
+    pub(in crate::tui) fn open_overlay(&mut self, o: Overlay) {
+        self.overlay = Some(o);
+        self.overlay_scroll = 0;
+    }
+
     /// Carries out an action.
     pub fn act(&mut self, a: Action) -> Vec<Effect> {
+        if self.scroll_overlay(a) {
+            return Vec::new();
+        }
         if self.readonly && self.keymap.is_dangerous(a) {
             self.flash(Level::Warn, "read-only mode");
             return Vec::new();
@@ -699,11 +763,11 @@ impl App {
                 vec![Effect::Quit]
             }
             Action::Help => {
-                self.overlay = if self.overlay == Some(Overlay::Help) {
-                    None
+                if self.overlay == Some(Overlay::Help) {
+                    self.overlay = None;
                 } else {
-                    Some(Overlay::Help)
-                };
+                    self.open_overlay(Overlay::Help);
+                }
                 Vec::new()
             }
             Action::Command => self.open_prompt(PromptKind::Command),
@@ -712,10 +776,10 @@ impl App {
                     .filters
                     .get(&self.pane)
                     .map(|f| format!("{}{}", if f.invert { "!" } else { "" }, f.text));
-                self.overlay = Some(Overlay::Prompt(Prompt {
-                    kind: PromptKind::Filter,
-                    text: text.unwrap_or_default(),
-                }));
+                self.overlay = Some(Overlay::Prompt(Prompt::new(
+                    PromptKind::Filter,
+                    &text.unwrap_or_default(),
+                )));
                 Vec::new()
             }
             Action::NextPane => self.act(Action::Goto(self.pane.next())),
@@ -775,7 +839,7 @@ impl App {
             }
             Action::RawJson => {
                 if let Some(json) = self.selection_json() {
-                    self.overlay = Some(Overlay::Json(json));
+                    self.open_overlay(Overlay::Json(json));
                 }
                 Vec::new()
             }
@@ -792,6 +856,14 @@ impl App {
                     Vec::new()
                 }
             },
+            Action::Suspend => {
+                if cfg!(unix) {
+                    vec![Effect::Suspend]
+                } else {
+                    self.flash(Level::Info, "suspending is for Unix terminals");
+                    Vec::new()
+                }
+            }
             Action::Demo => {
                 self.flash(
                     Level::Info,

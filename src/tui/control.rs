@@ -249,7 +249,7 @@ pub async fn run<D: Desk>(d: &D, e: Effect) -> Option<Reply> {
             Err(e) => Err(e),
         },
         Effect::SwitchDesk(name) => d.switch(&name).await.map(|(info, desks)| Reply::Switched(info, desks)),
-        Effect::Quit => return None,
+        Effect::Quit | Effect::Suspend => return None,
     };
     Some(r.unwrap_or_else(|e| Reply::Failed(e.to_string())))
 }

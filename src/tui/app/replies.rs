@@ -126,7 +126,7 @@ impl App {
             }
             Reply::Failed(text) => self.flash(Level::Error, text),
             Reply::KeyGenerated { wallet, kid, pem } => {
-                self.overlay = Some(Overlay::Json(format!(
+                self.open_overlay(Overlay::Json(format!(
                     "Key {kid} is now published in {wallet}'s JWKS.\nIts private key is shown this once — copy it now:\n\n{pem}"
                 )));
                 return self.resync_all();
