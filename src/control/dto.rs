@@ -83,7 +83,7 @@ pub struct Reject {
     pub reason: Option<String>,
 }
 
-/// `GET /admin/{incoming-payments,outgoing-payments,quotes}?wallet=&state=&cursor=&first=`
+/// `GET /admin/{incoming-payments,outgoing-payments,quotes}?wallet=&state=&cursor=&first=&q=`
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PaymentFilter {
@@ -95,6 +95,10 @@ pub struct PaymentFilter {
     pub cursor: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub first: Option<u32>,
+    /// Only rows whose id or wallet name (incoming: client, metadata; outgoing: state, receiver, failure
+    /// reason, grant; quotes: receiver) contain this text, case-insensitively (the console's `/` filter).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub q: Option<String>,
 }
 
 /// A page of an admin list, newest first; `next_cursor` fetches the following page.

@@ -130,6 +130,8 @@ pub struct Load {
     pub failed_only: bool,
     /// Continue after this id (appends to the loaded rows).
     pub cursor: Option<String>,
+    /// The pane's `/` filter, matched by the store (panes paged from the store; none for inverted filters).
+    pub q: Option<String>,
 }
 
 /// A command for the control task. `update` only emits them.
@@ -548,6 +550,7 @@ impl App {
                     pane: self.pane,
                     failed_only: self.only_failed(self.pane),
                     cursor: Some(cursor),
+                    q: self.store_query(self.pane),
                 })];
             }
         }
@@ -576,7 +579,21 @@ impl App {
             pane,
             failed_only: self.only_failed(pane),
             cursor: None,
+            q: self.store_query(pane),
         })
+    }
+
+    /// Whether `pane` pages its rows from the store (so its `/` filter is matched there, beyond the page).
+    pub fn searches_store(pane: Pane) -> bool {
+        matches!(pane, Pane::Incoming | Pane::Outgoing | Pane::Quotes)
+    }
+
+    /// The `/` filter of `pane` as the store matches it: panes paged from the store, filters not inverted.
+    pub fn store_query(&self, pane: Pane) -> Option<String> {
+        self.filters
+            .get(&pane)
+            .filter(|f| Self::searches_store(pane) && !f.invert)
+            .map(|f| f.text.clone())
     }
 
     /// Reloads every pane from the store; the Webhooks pane only when in view (it is marked stale otherwise,
@@ -810,7 +827,16 @@ impl App {
                 Vec::new()
             }
             Action::Back => {
-                if self.overlay.take().is_none() && self.filters.remove(&self.pane).is_none() {
+                if self.overlay.take().is_some() {
+                    return Vec::new();
+                }
+                if self.filters.contains_key(&self.pane) {
+                    let searched = self.store_query(self.pane).is_some();
+                    self.filters.remove(&self.pane);
+                    if searched {
+                        return vec![self.load(self.pane)];
+                    }
+                } else {
                     if self.pane == Pane::Outgoing && self.failed_only {
                         self.failed_only = false;
                         return vec![self.load(Pane::Outgoing)];
@@ -1266,7 +1292,8 @@ mod tests {
             vec![Effect::Load(Load {
                 pane: Pane::Outgoing,
                 failed_only: true,
-                cursor: None
+                cursor: None,
+                q: None
             })]
         );
         a.update(key(':'));
@@ -1274,6 +1301,62 @@ mod tests {
             a.update(key(c));
         }
         assert_eq!(a.update(code(KeyCode::Enter)), vec![Effect::Quit]);
+    }
+
+    #[test]
+    fn a_filter_on_a_pane_paged_from_the_store_asks_the_store() {
+        let mut a = app();
+        let rows: Vec<_> = (0..3).map(|i| outgoing(&format!("o-{i}"), "completed")).collect();
+        a.update(Msg::Reply(Reply::Outgoing {
+            rows,
+            next: Some("cursor-1".into()),
+            append: false,
+        }));
+        a.update(key('5'));
+        let filter = |a: &mut App, text: &str| {
+            a.update(key('/'));
+            a.update(Msg::Key(KeyEvent::new(KeyCode::Char('u'), KeyModifiers::CONTROL)));
+            for c in text.chars() {
+                a.update(key(c));
+            }
+            a.update(code(KeyCode::Enter))
+        };
+        let loads = |e: Vec<Effect>| -> Vec<Option<String>> {
+            e.into_iter()
+                .filter_map(|e| match e {
+                    Effect::Load(l) if l.pane == Pane::Outgoing => Some(l.q),
+                    _ => None,
+                })
+                .collect()
+        };
+        assert_eq!(loads(filter(&mut a, "Needle")), vec![Some("needle".to_owned())]);
+        assert!(loads(filter(&mut a, "needle")).is_empty(), "the same search: no reload");
+        // the next page carries the search
+        a.update(Msg::Reply(Reply::Outgoing {
+            rows: vec![outgoing("needle-9", "failed"), outgoing("needle-8", "failed")],
+            next: Some("o-8".into()),
+            append: false,
+        }));
+        assert_eq!(a.outgoing.next_cursor.as_deref(), Some("o-8"));
+        let e = a.update(key('j'));
+        assert_eq!(
+            e,
+            vec![Effect::Load(Load {
+                pane: Pane::Outgoing,
+                failed_only: false,
+                cursor: Some("o-8".into()),
+                q: Some("needle".into())
+            })]
+        );
+        // an inverted filter stays on the loaded rows; Esc after a search reloads everything
+        assert_eq!(loads(filter(&mut a, "!needle")), vec![None]);
+        assert!(loads(a.update(code(KeyCode::Esc))).is_empty());
+        filter(&mut a, "needle");
+        assert_eq!(loads(a.update(code(KeyCode::Esc))), vec![None]);
+        assert!(!a.filters.contains_key(&Pane::Outgoing));
+        // live-only panes filter in memory
+        a.update(key('7'));
+        assert!(filter(&mut a, "alice").iter().all(|e| !matches!(e, Effect::Load(_))));
     }
 
     #[test]
@@ -1293,7 +1376,8 @@ mod tests {
             vec![Effect::Load(Load {
                 pane: Pane::Outgoing,
                 failed_only: false,
-                cursor: Some("cursor-1".into())
+                cursor: Some("cursor-1".into()),
+                q: None
             })]
         );
         a.update(Msg::Reply(Reply::Outgoing {

@@ -19,6 +19,7 @@ impl App {
         let text = text.as_str();
         match p.kind {
             PromptKind::Filter => {
+                let searched = self.store_query(self.pane);
                 match Filter::parse(text.trim()) {
                     Some(f) => {
                         self.filters.insert(self.pane, f);
@@ -29,6 +30,10 @@ impl App {
                 }
                 if let Some(s) = self.selected_mut() {
                     *s = 0;
+                }
+                // a pane paged from the store asks the store (a match may be beyond the loaded page)
+                if App::searches_store(self.pane) && self.store_query(self.pane) != searched {
+                    return vec![self.load(self.pane)];
                 }
                 Vec::new()
             }
