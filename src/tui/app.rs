@@ -36,6 +36,10 @@ mod command;
 mod events;
 mod replies;
 
+/// Seconds per bar of the requests/s sparkline, and bars.
+pub const REQUEST_BUCKET_SECS: i64 = 10;
+pub const REQUEST_BUCKETS: usize = 30;
+
 /// Rows kept per table (a page from the store; more are fetched with the keyset cursor when scrolled to).
 pub const PAGE: u32 = 200;
 /// Requests and log lines kept in memory.
@@ -343,6 +347,9 @@ pub struct App {
     pub history: HashMap<String, Vec<(String, String)>>,
     /// Request timestamps (unix seconds) for the rate.
     pub request_times: VecDeque<i64>,
+    /// Requests per ten seconds over the last five minutes (bucket start in unix seconds, count), by
+    /// arrival time, oldest first: the Overview's requests/s sparkline.
+    pub request_buckets: VecDeque<(i64, u32)>,
     pub stale: HashSet<Pane>,
     pub command_history: Vec<String>,
     /// Terminal size.
@@ -402,6 +409,7 @@ impl App {
             recent: VecDeque::new(),
             history: HashMap::new(),
             request_times: VecDeque::new(),
+            request_buckets: VecDeque::new(),
             stale: Pane::ALL.iter().copied().collect(),
             command_history: Vec::new(),
             size: (80, 24),

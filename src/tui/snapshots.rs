@@ -114,6 +114,35 @@ fn quote(id: &str) -> QuoteDto {
     }
 }
 
+/// Money moving in two assets over the last minutes, work waiting and one failed payment.
+fn activity() -> crate::control::dto::Activity {
+    use crate::control::dto::{Activity, AssetMoved, FailedPayment};
+    Activity {
+        until: "2026-11-21T12:00".into(),
+        moved: vec![
+            AssetMoved {
+                asset_code: "EUR".into(),
+                asset_scale: 2,
+                per_minute: vec![0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1800, 0, 0, 0, 0],
+            },
+            AssetMoved {
+                asset_code: "USD".into(),
+                asset_scale: 2,
+                per_minute: vec![0, 0, 100, 250, 0, 0, 1250, 500, 0, 0, 0, 700, 2500, 300, 50],
+            },
+        ],
+        sending: 1,
+        webhooks_pending: 2,
+        webhooks_dead: 1,
+        recent_failures: vec![FailedPayment {
+            id: "0000-op-0001".into(),
+            wallet: "alice".into(),
+            reason: Some("insufficient_balance".into()),
+            at: "2026-11-21T11:58:30.000Z".into(),
+        }],
+    }
+}
+
 fn loaded(readonly: bool) -> App {
     let mut a = App::new(info(), Keymap::default(), readonly, now());
     a.started_at = now() - time::Duration::seconds(3723);
@@ -133,6 +162,7 @@ fn loaded(readonly: bool) -> App {
                 balance("bob", "USD", 50_000),
                 balance("carol", "EUR", 50_000),
             ],
+            activity: activity(),
         }),
         Reply::Wallets(vec![
             wallet_row("alice", "USD", 100_000),
@@ -239,6 +269,11 @@ fn loaded(readonly: bool) -> App {
     }));
     a.flash = None;
     a.update(Msg::Log("INFO opdesk: opdesk console serving on 127.0.0.1:4000".into()));
+    // requests over the last five minutes (ten-second buckets), for the Overview's sparkline
+    let end = now().unix_timestamp();
+    for (ago, n) in [(0, 3), (10, 5), (20, 1), (60, 8), (120, 2), (200, 6), (290, 1)] {
+        a.request_buckets.push_front((end - ago, n));
+    }
     a
 }
 
@@ -546,6 +581,33 @@ fn draw_with_cursor(a: &App, w: u16, h: u16) -> String {
     t.draw(|f| render::draw(&a, &Theme::ansi(), f)).unwrap();
     let c = t.get_cursor_position().unwrap();
     format!("{}cursor at column {}, row {}\n", t.backend(), c.x, c.y)
+}
+
+#[test]
+fn the_overview_shows_activity_waiting_work_and_failures() {
+    let a = loaded(false);
+    for (w, h) in [(80, 24), (120, 40)] {
+        let screen = draw(&a, w, h);
+        for text in [
+            "requests/s",
+            "USD moved",
+            "EUR moved",
+            "56.50 in 15 min",
+            "sending 1",
+            "dead 1",
+            "Recent failures",
+        ] {
+            assert!(screen.contains(text), "{w}x{h} lacks {text}: {screen}");
+        }
+        assert!(screen.contains("payment -op-0001"), "{screen}");
+        assert!(
+            screen.contains("400 POST /auth/continue/abc") || screen.contains("400 GET"),
+            "{screen}"
+        );
+    }
+    let spark = super::panes::overview::sparkline(&[0.0, 1.0, 4.0, 8.0], 1);
+    assert_eq!(spark, "·▂▅█");
+    assert_eq!(super::panes::overview::sparkline(&[0.0, 0.0], 2), "····");
 }
 
 #[test]

@@ -449,3 +449,41 @@ async fn a_search_finds_rows_beyond_the_loaded_page() {
         .await;
     assert_eq!(status, 400, "{body}");
 }
+
+/// The overview's activity comes from the store: a deposit shows as money moved in the current minute, per
+/// asset, through the command layer and the admin API alike.
+#[tokio::test]
+async fn the_overview_shows_money_moved_per_minute_from_the_store() {
+    use opdesk::control;
+    let ase = TestAse::spawn().await;
+    let s = ase.state.services.clone();
+    let before = control::overview(&s).await.unwrap().activity;
+    let usd_now = |a: &opdesk::control::dto::Activity| {
+        a.moved
+            .iter()
+            .find(|m| m.asset_code == "USD")
+            .map_or(0, |m| *m.per_minute.last().unwrap())
+    };
+    let (status, body) = ase
+        .admin(Method::POST, "/wallets/alice/deposit", Some(r#"{"value":"1234"}"#))
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let after = control::overview(&s).await.unwrap().activity;
+    assert!(
+        after
+            .moved
+            .iter()
+            .all(|m| m.per_minute.len() == control::dto::ACTIVITY_MINUTES)
+    );
+    // (a minute may turn between the two reads: then the deposit is all of the new minute)
+    let grew = usd_now(&after) - usd_now(&before);
+    assert!(
+        grew == 1234 || (after.until != before.until && usd_now(&after) >= 1234),
+        "{before:?} {after:?}"
+    );
+    let (status, body) = ase.admin(Method::GET, "/overview", None).await;
+    assert_eq!(status, 200, "{body}");
+    let remote: opdesk::control::dto::Overview = serde_json::from_value(body).unwrap();
+    assert_eq!(usd_now(&remote.activity), usd_now(&after));
+    assert_eq!((remote.activity.sending, remote.activity.webhooks_dead), (0, 0));
+}
