@@ -86,6 +86,7 @@ fn main() {
             pane: Pane::Incoming,
             failed_only: false,
             cursor: None,
+            q: None,
         });
         let mut reload = Vec::new();
         let mut redraw = Vec::new();

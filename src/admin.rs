@@ -346,7 +346,12 @@ impl AdminClient {
 
     fn query(f: &PaymentFilter) -> String {
         let mut parts = Vec::new();
-        for (k, v) in [("wallet", &f.wallet), ("state", &f.state), ("cursor", &f.cursor)] {
+        for (k, v) in [
+            ("wallet", &f.wallet),
+            ("state", &f.state),
+            ("cursor", &f.cursor),
+            ("q", &f.q),
+        ] {
             if let Some(v) = v {
                 parts.push(format!(
                     "{k}={}",

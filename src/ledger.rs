@@ -542,6 +542,17 @@ impl Ledger {
         self.store.call(|conn| audit(conn)).await
     }
 
+    /// Money moved since `since`: per asset and minute (see [`store::ledger::moved_per_minute`]).
+    pub async fn moved_per_minute(
+        &self,
+        since: time::OffsetDateTime,
+    ) -> Result<Vec<(String, u8, String, i64)>, LedgerError> {
+        let since = crate::clock::format_ts(since);
+        self.store
+            .call(move |conn| Ok(store::ledger::moved_per_minute(conn, &since)?))
+            .await
+    }
+
     /// All account balances.
     pub async fn balances(&self) -> Result<Vec<Balance>, LedgerError> {
         self.store

@@ -26,8 +26,8 @@ use color_eyre::eyre::{Result, WrapErr};
 use futures_util::StreamExt;
 use ratatui::crossterm::{
     event::{
-        DisableMouseCapture, EnableMouseCapture, Event as TermEvent, EventStream, KeyEventKind, MouseButton,
-        MouseEventKind,
+        DisableBracketedPaste, DisableMouseCapture, EnableBracketedPaste, EnableMouseCapture, Event as TermEvent,
+        EventStream, KeyEventKind, MouseButton, MouseEventKind,
     },
     execute,
 };
@@ -87,7 +87,7 @@ pub async fn run<D: Desk>(
     app.desks = desk.desks();
     let mut feed = desk.feed();
     let mut terminal = ratatui::init();
-    let _ = execute!(stdout(), EnableMouseCapture);
+    let _ = execute!(stdout(), EnableMouseCapture, EnableBracketedPaste);
     let result = async {
         let size = terminal.size().wrap_err("terminal size")?;
         app.size = (size.width, size.height);
@@ -120,6 +120,7 @@ pub async fn run<D: Desk>(
                         _ => None,
                     },
                     TermEvent::Resize(w, h) => Some(Msg::Resize(w, h)),
+                    TermEvent::Paste(text) => Some(Msg::Paste(text)),
                     _ => None,
                 },
                 f = feed.recv() => match f {
@@ -147,6 +148,10 @@ pub async fn run<D: Desk>(
                 if e == Effect::Quit {
                     return Ok(());
                 }
+                if e == Effect::Suspend {
+                    suspend(&mut terminal)?;
+                    continue;
+                }
                 let _ = effects_tx.send(e);
             }
             if app.quit {
@@ -156,7 +161,37 @@ pub async fn run<D: Desk>(
         Ok(())
     }
     .await;
-    let _ = execute!(stdout(), DisableMouseCapture);
+    let _ = execute!(stdout(), DisableMouseCapture, DisableBracketedPaste);
     ratatui::restore();
     result
 }
+
+/// Ctrl-Z: gives the terminal back to the shell (main screen, cooked mode, no mouse or paste capture), stops
+/// this process as the shell's Ctrl-Z would (SIGTSTP), and once `fg` resumes it takes the terminal again and
+/// redraws everything.
+fn suspend(terminal: &mut ratatui::DefaultTerminal) -> Result<()> {
+    let _ = execute!(stdout(), DisableMouseCapture, DisableBracketedPaste);
+    ratatui::restore();
+    stop_self();
+    ratatui::crossterm::terminal::enable_raw_mode().wrap_err("raw mode after resuming")?;
+    execute!(
+        stdout(),
+        ratatui::crossterm::terminal::EnterAlternateScreen,
+        EnableMouseCapture,
+        EnableBracketedPaste
+    )
+    .wrap_err("alternate screen after resuming")?;
+    terminal.clear().wrap_err("clearing after resuming")?;
+    Ok(())
+}
+
+/// Stops this process until it is continued (returns then).
+#[cfg(unix)]
+fn stop_self() {
+    if let Err(e) = signal_hook::low_level::raise(signal_hook::consts::SIGTSTP) {
+        tracing::warn!("cannot suspend: {e}");
+    }
+}
+
+#[cfg(not(unix))]
+fn stop_self() {}

@@ -110,6 +110,11 @@ impl Webhooks {
             .await?)
     }
 
+    /// How many deliveries are in `state`.
+    pub async fn count(&self, state: DeliveryState) -> Result<usize, WebhookError> {
+        Ok(self.store.call(move |c| repo::count(c, state)).await?)
+    }
+
     /// Re-drives one delivery (dead or pending): due now with a fresh attempt budget.
     pub async fn retry(&self, seq: i64) -> Result<DeliveryRow, WebhookError> {
         let now = format_ts(self.clock.now());

@@ -21,6 +21,7 @@ fn filter(list: ListArgs, state: Option<String>) -> PaymentFilter {
         state,
         cursor: list.cursor,
         first: list.first,
+        q: None,
     }
 }
 

@@ -83,7 +83,7 @@ pub struct Reject {
     pub reason: Option<String>,
 }
 
-/// `GET /admin/{incoming-payments,outgoing-payments,quotes}?wallet=&state=&cursor=&first=`
+/// `GET /admin/{incoming-payments,outgoing-payments,quotes}?wallet=&state=&cursor=&first=&q=`
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PaymentFilter {
@@ -95,6 +95,10 @@ pub struct PaymentFilter {
     pub cursor: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub first: Option<u32>,
+    /// Only rows whose id or wallet name (incoming: client, metadata; outgoing: state, receiver, failure
+    /// reason, grant; quotes: receiver) contain this text, case-insensitively (the console's `/` filter).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub q: Option<String>,
 }
 
 /// A page of an admin list, newest first; `next_cursor` fetches the following page.
@@ -323,6 +327,49 @@ pub struct Overview {
     pub open_incoming: usize,
     pub failed_outgoing: usize,
     pub balances: Vec<Balance>,
+    /// What is moving and waiting (absent from older servers: empty).
+    #[serde(default)]
+    pub activity: Activity,
+}
+
+/// Minutes of money movement the overview shows.
+pub const ACTIVITY_MINUTES: usize = 15;
+
+/// The overview's activity: money moved per asset over the last minutes, work waiting, recent failures.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct Activity {
+    /// The last (current) minute of `moved`, `YYYY-MM-DDTHH:MM` (UTC).
+    pub until: String,
+    /// Per asset, minor units of posted transfers in each of the last [`ACTIVITY_MINUTES`] minutes (oldest
+    /// first).
+    pub moved: Vec<AssetMoved>,
+    /// Outgoing payments being sent.
+    pub sending: usize,
+    /// Webhook deliveries waiting (pending) and given up on (dead).
+    pub webhooks_pending: usize,
+    pub webhooks_dead: usize,
+    /// The latest failed outgoing payments, newest first.
+    pub recent_failures: Vec<FailedPayment>,
+}
+
+/// Money moved in one asset, per minute.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AssetMoved {
+    pub asset_code: String,
+    pub asset_scale: u8,
+    pub per_minute: Vec<i64>,
+}
+
+/// A failed outgoing payment, briefly.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FailedPayment {
+    pub id: String,
+    pub wallet: String,
+    pub reason: Option<String>,
+    pub at: String,
 }
 
 /// `GET /admin/wallet-summaries`: a wallet address with its balance and how many keys it publishes.

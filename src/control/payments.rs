@@ -20,10 +20,14 @@ fn page_of(f: &PaymentFilter) -> Result<PageQuery, Error> {
     if !(1..=500).contains(&limit) {
         return Err(Error::invalid("invalid_request", "first must be from 1 to 500"));
     }
+    if f.q.as_ref().is_some_and(|q| q.chars().count() > 200) {
+        return Err(Error::invalid("invalid_request", "q is longer than 200 characters"));
+    }
     Ok(PageQuery {
         cursor: f.cursor.clone(),
         backward: false,
         limit,
+        search: f.q.clone().filter(|q| !q.is_empty()),
     })
 }
 

@@ -7,12 +7,13 @@ use std::collections::BTreeMap;
 
 use super::{
     Error, Services,
-    dto::{Overview, ServerView, WalletSummary},
+    dto::{ACTIVITY_MINUTES, Activity, AssetMoved, FailedPayment, Overview, ServerView, WalletSummary},
 };
 use crate::{
     ase::outgoing::GrantSpent,
     gnap::model::AccessItem,
-    states::{GrantState, OutgoingState},
+    states::{DeliveryState, GrantState, OutgoingState},
+    store::payments::PageQuery,
 };
 
 /// Pending grants, open incoming payments, failed outgoing payments and every account's balance.
@@ -23,6 +24,76 @@ pub async fn overview(s: &Services) -> Result<Overview, Error> {
         open_incoming: s.incoming.count_open().await?,
         failed_outgoing: s.outgoing.count_in_state(OutgoingState::Failed).await?,
         balances: s.ledger.balances().await?,
+        activity: activity(s).await?,
+    })
+}
+
+/// Money moved per asset in each of the last minutes, work waiting, and the latest failed payments.
+pub async fn activity(s: &Services) -> Result<Activity, Error> {
+    let now = s.clock.now();
+    let minute = now
+        .replace_second(0)
+        .unwrap_or(now)
+        .replace_nanosecond(0)
+        .unwrap_or(now);
+    let minutes = i64::try_from(ACTIVITY_MINUTES).unwrap_or(15);
+    let since = minute - time::Duration::minutes(minutes - 1);
+    let label = |t: time::OffsetDateTime| crate::clock::format_ts(t).chars().take(16).collect::<String>();
+    let labels: Vec<String> = (0..minutes)
+        .map(|i| label(since + time::Duration::minutes(i)))
+        .collect();
+    let mut moved: Vec<AssetMoved> = Vec::new();
+    for (code, scale, at, sum) in s.ledger.moved_per_minute(since).await? {
+        let Some(i) = labels.iter().position(|l| *l == at) else {
+            continue;
+        };
+        let idx = match moved
+            .iter()
+            .position(|m| m.asset_code == code && m.asset_scale == scale)
+        {
+            Some(idx) => idx,
+            None => {
+                moved.push(AssetMoved {
+                    asset_code: code,
+                    asset_scale: scale,
+                    per_minute: vec![0; ACTIVITY_MINUTES],
+                });
+                moved.len() - 1
+            }
+        };
+        moved[idx].per_minute[i] = moved[idx].per_minute[i].saturating_add(sum);
+    }
+    moved.sort_by(|a, b| a.asset_code.cmp(&b.asset_code));
+    let failed = s
+        .outgoing
+        .list(
+            None,
+            None,
+            Some(OutgoingState::Failed.to_string()),
+            PageQuery {
+                cursor: None,
+                backward: false,
+                limit: 5,
+                search: None,
+            },
+        )
+        .await?;
+    Ok(Activity {
+        until: label(minute),
+        moved,
+        sending: s.outgoing.count_in_state(OutgoingState::Sending).await?,
+        webhooks_pending: s.webhooks.count(DeliveryState::Pending).await?,
+        webhooks_dead: s.webhooks.count(DeliveryState::Dead).await?,
+        recent_failures: failed
+            .items
+            .iter()
+            .map(|p| FailedPayment {
+                id: p.id.clone(),
+                wallet: p.wallet_name.clone(),
+                reason: p.failure_reason.clone(),
+                at: p.updated_at.clone(),
+            })
+            .collect(),
     })
 }
 

@@ -49,11 +49,13 @@ impl ListQuery {
                 cursor,
                 backward: true,
                 limit: n,
+                search: None,
             },
             (f, None) => PageQuery {
                 cursor,
                 backward: false,
                 limit: f.unwrap_or(20),
+                search: None,
             },
         };
         Ok(Self {

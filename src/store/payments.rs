@@ -6,12 +6,29 @@ use rusqlite::{Connection, OptionalExtension, Row, ToSql, params};
 use super::Error;
 use crate::states::{IncomingState, OutgoingState};
 
-/// Which page: `first` rows after `cursor` (older), or with `backward` the `last` rows before it (newer).
+/// Which page: `first` rows after `cursor` (older), or with `backward` the `last` rows before it (newer);
+/// with `search`, only rows whose id or wallet name (and, per table, client and metadata, or state, receiver,
+/// failure reason and grant) contain that text, case-insensitively (the operator's `/` filter).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PageQuery {
     pub cursor: Option<String>,
     pub backward: bool,
     pub limit: u32,
+    pub search: Option<String>,
+}
+
+/// `text` as a LIKE pattern matching it anywhere, its own `%`, `_` and `\` taken literally (`ESCAPE '\'`).
+pub fn contains_pattern(text: &str) -> String {
+    let mut p = String::with_capacity(text.len() + 2);
+    p.push('%');
+    for c in text.chars() {
+        if matches!(c, '%' | '_' | '\\') {
+            p.push('\\');
+        }
+        p.push(c);
+    }
+    p.push('%');
+    p
 }
 
 /// A page, newest first.
@@ -26,10 +43,12 @@ pub struct Page<T> {
 pub type Condition = (&'static str, String);
 
 /// A joined table the lookups and lists read: `from` (the table aliased `t`, with its joins), the columns
-/// selected, the row mapper and the row's id (the keyset cursor).
+/// selected, what a search matches (SQL over `?6`, a LIKE pattern), the row mapper and the row's id (the
+/// keyset cursor).
 struct Source<T> {
     from: &'static str,
     cols: &'static str,
+    search: &'static str,
     map: fn(&Row<'_>) -> rusqlite::Result<T>,
     id: fn(&T) -> &str,
 }
@@ -52,25 +71,31 @@ fn page<T>(
     extra: Option<Condition>,
     q: &PageQuery,
 ) -> Result<Page<T>, Error> {
-    let Source { from, cols, map, id } = *src;
+    let Source {
+        from,
+        cols,
+        search,
+        map,
+        id,
+    } = *src;
     let wallet_filter = if wallet_id.is_some() {
         "t.wallet_id = ?1"
     } else {
         "?1 IS NULL"
     };
     let extra_filter = extra.as_ref().map(|(sql, _)| format!(" AND {sql}")).unwrap_or_default();
-    let filter = format!("{wallet_filter} AND (?2 IS NULL OR t.client = ?2){extra_filter}");
+    let filter =
+        format!("{wallet_filter} AND (?2 IS NULL OR t.client = ?2){extra_filter} AND (?6 IS NULL OR {search})");
+    let pattern = q.search.as_deref().filter(|s| !s.is_empty()).map(contains_pattern);
     let args = |cursor: Option<&str>, n: i64| -> Vec<Box<dyn ToSql + '_>> {
-        let mut v: Vec<Box<dyn ToSql + '_>> = vec![
+        vec![
             Box::new(wallet_id),
             Box::new(client),
             Box::new(cursor.map(str::to_owned)),
             Box::new(n),
-        ];
-        if let Some((_, value)) = &extra {
-            v.push(Box::new(value.as_str()));
-        }
-        v
+            Box::new(extra.as_ref().map(|(_, value)| value.as_str())),
+            Box::new(pattern.as_deref()),
+        ]
     };
     let query = |sql: &str, cursor: Option<&str>, n: i64| -> Result<Vec<T>, Error> {
         let a = args(cursor, n);
@@ -152,6 +177,8 @@ const INCOMING: Source<IncomingRow> = Source {
     from: "incoming_payments t JOIN wallet_addresses w ON w.id = t.wallet_id JOIN accounts a ON a.id = w.account_id",
     cols: "t.id, t.wallet_id, w.name, w.account_id, a.asset_code, a.asset_scale, t.client, \
      t.incoming_amount, t.received_amount, t.completed, t.expires_at, t.metadata, t.created_at, t.updated_at",
+    search: "(t.id LIKE ?6 ESCAPE '\\' OR w.name LIKE ?6 ESCAPE '\\' OR t.client LIKE ?6 ESCAPE '\\' \
+     OR t.metadata LIKE ?6 ESCAPE '\\')",
     map: incoming_from_row,
     id: |r| &r.id,
 };
@@ -243,6 +270,7 @@ const QUOTE: Source<QuoteRow> = Source {
     cols: "t.id, t.wallet_id, w.name, a.asset_code, a.asset_scale, t.client, t.receiver, \
      t.incoming_payment_id, t.debit_amount, t.receive_amount, t.receive_asset_code, t.receive_asset_scale, t.fee, \
      t.expires_at, t.created_at",
+    search: "(t.id LIKE ?6 ESCAPE '\\' OR w.name LIKE ?6 ESCAPE '\\' OR t.receiver LIKE ?6 ESCAPE '\\')",
     map: quote_from_row,
     id: |r| &r.id,
 };
@@ -338,6 +366,9 @@ const OUTGOING: Source<OutgoingRow> = Source {
      t.receive_asset_code, t.receive_asset_scale, t.sent_amount, t.delivered_amount, t.state, t.reservation_id, \
      t.account_id, t.failure_reason, t.failure_message, t.attempts, t.next_attempt_at, t.metadata, t.created_at, \
      t.updated_at",
+    search: "(t.id LIKE ?6 ESCAPE '\\' OR w.name LIKE ?6 ESCAPE '\\' \
+     OR t.state LIKE ?6 ESCAPE '\\' OR t.receiver LIKE ?6 ESCAPE '\\' OR t.failure_reason LIKE ?6 ESCAPE '\\' \
+     OR t.grant_id LIKE ?6 ESCAPE '\\')",
     map: outgoing_from_row,
     id: |r| &r.id,
 };

@@ -54,6 +54,8 @@ pub enum Action {
     PeerDeposit,
     /// Peers: withdraw liquidity of the selected peer.
     PeerWithdraw,
+    /// Leave the terminal to the shell (Ctrl-Z); `fg` brings the console back.
+    Suspend,
     /// Peers: record a settlement with the selected peer (paid or received).
     Settle,
 }

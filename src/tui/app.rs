@@ -16,6 +16,7 @@ use super::{
     panes::{grants, incoming, log, outgoing, peers, quotes, requests, wallets, webhooks},
     widgets::{
         confirm::Confirm,
+        help, json,
         prompt::{Prompt, PromptKind},
     },
 };
@@ -34,6 +35,10 @@ use crate::{
 mod command;
 mod events;
 mod replies;
+
+/// Seconds per bar of the requests/s sparkline, and bars.
+pub const REQUEST_BUCKET_SECS: i64 = 10;
+pub const REQUEST_BUCKETS: usize = 30;
 
 /// Rows kept per table (a page from the store; more are fetched with the keyset cursor when scrolled to).
 pub const PAGE: u32 = 200;
@@ -129,6 +134,8 @@ pub struct Load {
     pub failed_only: bool,
     /// Continue after this id (appends to the loaded rows).
     pub cursor: Option<String>,
+    /// The pane's `/` filter, matched by the store (panes paged from the store; none for inverted filters).
+    pub q: Option<String>,
 }
 
 /// A command for the control task. `update` only emits them.
@@ -174,6 +181,9 @@ pub enum Effect {
     Demo,
     /// A console over several desks: show the one with this name.
     SwitchDesk(String),
+    /// Give the terminal back to the shell and stop until resumed (the run loop's business, not the control
+    /// task's).
+    Suspend,
     Quit,
 }
 
@@ -228,6 +238,8 @@ pub enum Msg {
     /// A left click at (column, row).
     Click(u16, u16),
     Scroll(bool),
+    /// Text pasted into the terminal (bracketed paste).
+    Paste(String),
     Resize(u16, u16),
     Event(DomainEvent),
     /// The bus dropped events: resync everything.
@@ -300,6 +312,8 @@ pub struct App {
     pub started_at: OffsetDateTime,
     pub pane: Pane,
     pub overlay: Option<Overlay>,
+    /// The first line the help or raw JSON overlay shows (set back to 0 when one opens).
+    pub overlay_scroll: usize,
     pub frozen: bool,
     /// Events that arrived while frozen.
     pub missed: u64,
@@ -339,6 +353,9 @@ pub struct App {
     pub history: HashMap<String, Vec<(String, String)>>,
     /// Request timestamps (unix seconds) for the rate.
     pub request_times: VecDeque<i64>,
+    /// Requests per ten seconds over the last five minutes (bucket start in unix seconds, count), by
+    /// arrival time, oldest first: the Overview's requests/s sparkline.
+    pub request_buckets: VecDeque<(i64, u32)>,
     pub stale: HashSet<Pane>,
     pub command_history: Vec<String>,
     /// Terminal size.
@@ -365,6 +382,7 @@ impl App {
             started_at: now,
             pane: Pane::Overview,
             overlay: None,
+            overlay_scroll: 0,
             frozen: false,
             missed: 0,
             flash: None,
@@ -398,6 +416,7 @@ impl App {
             recent: VecDeque::new(),
             history: HashMap::new(),
             request_times: VecDeque::new(),
+            request_buckets: VecDeque::new(),
             stale: Pane::ALL.iter().copied().collect(),
             command_history: Vec::new(),
             size: (80, 24),
@@ -568,6 +587,7 @@ impl App {
                     pane: self.pane,
                     failed_only: self.only_failed(self.pane),
                     cursor: Some(cursor),
+                    q: self.store_query(self.pane),
                 })];
             }
         }
@@ -596,7 +616,21 @@ impl App {
             pane,
             failed_only: self.only_failed(pane),
             cursor: None,
+            q: self.store_query(pane),
         })
+    }
+
+    /// Whether `pane` pages its rows from the store (so its `/` filter is matched there, beyond the page).
+    pub fn searches_store(pane: Pane) -> bool {
+        matches!(pane, Pane::Incoming | Pane::Outgoing | Pane::Quotes)
+    }
+
+    /// The `/` filter of `pane` as the store matches it: panes paged from the store, filters not inverted.
+    pub fn store_query(&self, pane: Pane) -> Option<String> {
+        self.filters
+            .get(&pane)
+            .filter(|f| Self::searches_store(pane) && !f.invert)
+            .map(|f| f.text.clone())
     }
 
     /// Reloads every pane from the store; the Webhooks pane only when in view (it is marked stale otherwise,
@@ -628,8 +662,10 @@ impl App {
             Msg::Key(k) => self.on_key(k),
             Msg::Click(col, row) => self.on_click(col, row),
             Msg::Scroll(up) => self.act(if up { Action::Up } else { Action::Down }),
+            Msg::Paste(text) => self.on_paste(&text),
             Msg::Resize(w, h) => {
                 self.size = (w, h);
+                self.clamp_overlay_scroll();
                 Vec::new()
             }
             Msg::Event(e) => self.on_event(e),
@@ -695,6 +731,8 @@ impl App {
             Some(Overlay::Help) => {
                 if matches!(k.code, KeyCode::Esc | KeyCode::Char('?') | KeyCode::Char('q')) {
                     self.overlay = None;
+                } else if let Some(a) = self.keymap.lookup(key, self.pane, self.readonly) {
+                    self.scroll_overlay(a);
                 }
                 return Vec::new();
             }
@@ -712,8 +750,59 @@ impl App {
         }
     }
 
+    /// The help or raw JSON overlay's extent at the current size: (lines of content, lines its box shows).
+    pub fn overlay_extent(&self) -> Option<(usize, usize)> {
+        let area = ratatui::layout::Rect::new(0, 0, self.size.0, self.size.1);
+        match &self.overlay {
+            Some(Overlay::Help) => Some((help::len(self), help::visible(area))),
+            Some(Overlay::Json(j)) => Some((json::lines(j, area).len(), json::visible(area))),
+            _ => None,
+        }
+    }
+
+    /// Keeps the overlay's scroll within its content (after a resize).
+    fn clamp_overlay_scroll(&mut self) {
+        let max = self
+            .overlay_extent()
+            .map_or(0, |(total, shown)| total.saturating_sub(shown));
+        self.overlay_scroll = self.overlay_scroll.min(max);
+    }
+
+    /// A movement while the help or raw JSON overlay is open scrolls it; false for other actions and
+    /// overlays.
+    fn scroll_overlay(&mut self, a: Action) -> bool {
+        let Some((total, shown)) = self.overlay_extent() else {
+            return false;
+        };
+        let max = total.saturating_sub(shown);
+        let page = shown.max(1);
+        let s = self.overlay_scroll;
+        self.overlay_scroll = match a {
+            Action::Up => s.saturating_sub(1),
+            Action::Down => s + 1,
+            Action::Top => 0,
+            Action::Bottom => max,
+            Action::PageUp => s.saturating_sub(page),
+            Action::PageDown => s + page,
+            Action::HalfPageUp => s.saturating_sub(page / 2),
+            Action::HalfPageDown => s + page / 2,
+            _ => return false,
+        }
+        .min(max);
+        true
+    }
+
+    /// Opens `o`, scrolled to its top.
+    pub(in crate::tui) fn open_overlay(&mut self, o: Overlay) {
+        self.overlay = Some(o);
+        self.overlay_scroll = 0;
+    }
+
     /// Carries out an action.
     pub fn act(&mut self, a: Action) -> Vec<Effect> {
+        if self.scroll_overlay(a) {
+            return Vec::new();
+        }
         if self.readonly && self.keymap.is_dangerous(a) {
             self.flash(Level::Warn, "read-only mode");
             return Vec::new();
@@ -728,11 +817,11 @@ impl App {
                 vec![Effect::Quit]
             }
             Action::Help => {
-                self.overlay = if self.overlay == Some(Overlay::Help) {
-                    None
+                if self.overlay == Some(Overlay::Help) {
+                    self.overlay = None;
                 } else {
-                    Some(Overlay::Help)
-                };
+                    self.open_overlay(Overlay::Help);
+                }
                 Vec::new()
             }
             Action::Command => self.open_prompt(PromptKind::Command),
@@ -741,10 +830,10 @@ impl App {
                     .filters
                     .get(&self.pane)
                     .map(|f| format!("{}{}", if f.invert { "!" } else { "" }, f.text));
-                self.overlay = Some(Overlay::Prompt(Prompt {
-                    kind: PromptKind::Filter,
-                    text: text.unwrap_or_default(),
-                }));
+                self.overlay = Some(Overlay::Prompt(Prompt::new(
+                    PromptKind::Filter,
+                    &text.unwrap_or_default(),
+                )));
                 Vec::new()
             }
             Action::NextPane => self.act(Action::Goto(self.pane.next())),
@@ -775,7 +864,16 @@ impl App {
                 self.timeline_effect(true).into_iter().collect()
             }
             Action::Back => {
-                if self.overlay.take().is_none() && self.filters.remove(&self.pane).is_none() {
+                if self.overlay.take().is_some() {
+                    return Vec::new();
+                }
+                if self.filters.contains_key(&self.pane) {
+                    let searched = self.store_query(self.pane).is_some();
+                    self.filters.remove(&self.pane);
+                    if searched {
+                        return vec![self.load(self.pane)];
+                    }
+                } else {
                     if self.pane == Pane::Outgoing && self.failed_only {
                         self.failed_only = false;
                         return vec![self.load(Pane::Outgoing)];
@@ -804,7 +902,7 @@ impl App {
             }
             Action::RawJson => {
                 if let Some(json) = self.selection_json() {
-                    self.overlay = Some(Overlay::Json(json));
+                    self.open_overlay(Overlay::Json(json));
                 }
                 Vec::new()
             }
@@ -821,6 +919,14 @@ impl App {
                     Vec::new()
                 }
             },
+            Action::Suspend => {
+                if cfg!(unix) {
+                    vec![Effect::Suspend]
+                } else {
+                    self.flash(Level::Info, "suspending is for Unix terminals");
+                    Vec::new()
+                }
+            }
             Action::Demo => {
                 self.flash(
                     Level::Info,
@@ -1224,7 +1330,8 @@ mod tests {
             vec![Effect::Load(Load {
                 pane: Pane::Outgoing,
                 failed_only: true,
-                cursor: None
+                cursor: None,
+                q: None
             })]
         );
         a.update(key(':'));
@@ -1232,6 +1339,62 @@ mod tests {
             a.update(key(c));
         }
         assert_eq!(a.update(code(KeyCode::Enter)), vec![Effect::Quit]);
+    }
+
+    #[test]
+    fn a_filter_on_a_pane_paged_from_the_store_asks_the_store() {
+        let mut a = app();
+        let rows: Vec<_> = (0..3).map(|i| outgoing(&format!("o-{i}"), "completed")).collect();
+        a.update(Msg::Reply(Reply::Outgoing {
+            rows,
+            next: Some("cursor-1".into()),
+            append: false,
+        }));
+        a.update(key('5'));
+        let filter = |a: &mut App, text: &str| {
+            a.update(key('/'));
+            a.update(Msg::Key(KeyEvent::new(KeyCode::Char('u'), KeyModifiers::CONTROL)));
+            for c in text.chars() {
+                a.update(key(c));
+            }
+            a.update(code(KeyCode::Enter))
+        };
+        let loads = |e: Vec<Effect>| -> Vec<Option<String>> {
+            e.into_iter()
+                .filter_map(|e| match e {
+                    Effect::Load(l) if l.pane == Pane::Outgoing => Some(l.q),
+                    _ => None,
+                })
+                .collect()
+        };
+        assert_eq!(loads(filter(&mut a, "Needle")), vec![Some("needle".to_owned())]);
+        assert!(loads(filter(&mut a, "needle")).is_empty(), "the same search: no reload");
+        // the next page carries the search
+        a.update(Msg::Reply(Reply::Outgoing {
+            rows: vec![outgoing("needle-9", "failed"), outgoing("needle-8", "failed")],
+            next: Some("o-8".into()),
+            append: false,
+        }));
+        assert_eq!(a.outgoing.next_cursor.as_deref(), Some("o-8"));
+        let e = a.update(key('j'));
+        assert_eq!(
+            e,
+            vec![Effect::Load(Load {
+                pane: Pane::Outgoing,
+                failed_only: false,
+                cursor: Some("o-8".into()),
+                q: Some("needle".into())
+            })]
+        );
+        // an inverted filter stays on the loaded rows; Esc after a search reloads everything
+        assert_eq!(loads(filter(&mut a, "!needle")), vec![None]);
+        assert!(loads(a.update(code(KeyCode::Esc))).is_empty());
+        filter(&mut a, "needle");
+        assert_eq!(loads(a.update(code(KeyCode::Esc))), vec![None]);
+        assert!(!a.filters.contains_key(&Pane::Outgoing));
+        // live-only panes filter in memory
+        a.update(key('7'));
+        assert!(filter(&mut a, "alice").iter().all(|e| !matches!(e, Effect::Load(_))));
     }
 
     #[test]
@@ -1251,7 +1414,8 @@ mod tests {
             vec![Effect::Load(Load {
                 pane: Pane::Outgoing,
                 failed_only: false,
-                cursor: Some("cursor-1".into())
+                cursor: Some("cursor-1".into()),
+                q: None
             })]
         );
         a.update(Msg::Reply(Reply::Outgoing {

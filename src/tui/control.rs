@@ -19,7 +19,7 @@ use crate::{
     },
     ledger::Movement,
     money::format_minor,
-    states::{DeliveryState, OutgoingState},
+    states::{DeliveryState, IncomingState, OutgoingState},
     text::sanitize,
 };
 
@@ -29,13 +29,22 @@ async fn load<D: Desk>(d: &D, l: Load) -> Answer<Reply> {
         state,
         cursor: l.cursor.clone(),
         first: Some(PAGE),
+        q: l.q.clone(),
     };
     let append = l.cursor.is_some();
     Ok(match l.pane {
         Pane::Overview => Reply::Overview(d.overview().await?),
         Pane::Wallets => Reply::Wallets(d.wallets().await?),
         Pane::Incoming => {
-            let l = d.incoming(filter(None)).await?;
+            // an incoming payment's state is worked out, not stored: a filter naming one asks for that state
+            let mut f = filter(None);
+            if let Some(q) = f.q.take() {
+                match q.parse::<IncomingState>() {
+                    Ok(st) => f.state = Some(st.to_string()),
+                    Err(_) => f.q = Some(q),
+                }
+            }
+            let l = d.incoming(f).await?;
             Reply::Incoming {
                 rows: l.items,
                 next: l.next_cursor,
@@ -250,7 +259,7 @@ pub async fn run<D: Desk>(d: &D, e: Effect) -> Option<Reply> {
             Err(e) => Err(e),
         },
         Effect::SwitchDesk(name) => d.switch(&name).await.map(|(info, desks)| Reply::Switched(info, desks)),
-        Effect::Quit => return None,
+        Effect::Quit | Effect::Suspend => return None,
     };
     Some(r.unwrap_or_else(|e| Reply::Failed(e.to_string())))
 }

@@ -206,6 +206,14 @@ impl Default for Keymap {
             b(&[Key::ch('y')], G, RawJson, "raw JSON of the selection", false, false),
             b(&[Key::ch('q'), Key::ctrl('c')], G, Quit, "quit", false, true),
             b(
+                &[Key::ctrl('z')],
+                G,
+                Suspend,
+                "suspend to the shell (fg comes back)",
+                false,
+                false,
+            ),
+            b(
                 &[Key::ch('D')],
                 G,
                 Demo,

@@ -44,7 +44,7 @@ pub fn draw(app: &App, theme: &Theme, f: &mut Frame) {
     match &app.overlay {
         Some(Overlay::Help) => widgets::help::draw(app, theme, f, area),
         Some(Overlay::Detail) => panes::draw_detail(app, theme, f, centered(area, 90, 85)),
-        Some(Overlay::Json(j)) => widgets::json::draw(j, f, area),
+        Some(Overlay::Json(j)) => widgets::json::draw(j, app.overlay_scroll, f, area),
         Some(Overlay::Confirm(c)) => widgets::confirm::draw(c, theme, f, area),
         Some(Overlay::Prompt(p)) => widgets::prompt::draw(p, f, area),
         None => {}

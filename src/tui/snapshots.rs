@@ -114,6 +114,35 @@ fn quote(id: &str) -> QuoteDto {
     }
 }
 
+/// Money moving in two assets over the last minutes, work waiting and one failed payment.
+fn activity() -> crate::control::dto::Activity {
+    use crate::control::dto::{Activity, AssetMoved, FailedPayment};
+    Activity {
+        until: "2026-11-21T12:00".into(),
+        moved: vec![
+            AssetMoved {
+                asset_code: "EUR".into(),
+                asset_scale: 2,
+                per_minute: vec![0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1800, 0, 0, 0, 0],
+            },
+            AssetMoved {
+                asset_code: "USD".into(),
+                asset_scale: 2,
+                per_minute: vec![0, 0, 100, 250, 0, 0, 1250, 500, 0, 0, 0, 700, 2500, 300, 50],
+            },
+        ],
+        sending: 1,
+        webhooks_pending: 2,
+        webhooks_dead: 1,
+        recent_failures: vec![FailedPayment {
+            id: "0000-op-0001".into(),
+            wallet: "alice".into(),
+            reason: Some("insufficient_balance".into()),
+            at: "2026-11-21T11:58:30.000Z".into(),
+        }],
+    }
+}
+
 fn loaded(readonly: bool) -> App {
     let mut a = App::new(info(), Keymap::default(), readonly, now());
     a.started_at = now() - time::Duration::seconds(3723);
@@ -133,6 +162,7 @@ fn loaded(readonly: bool) -> App {
                 balance("bob", "USD", 50_000),
                 balance("carol", "EUR", 50_000),
             ],
+            activity: activity(),
         }),
         Reply::Wallets(vec![
             wallet_row("alice", "USD", 100_000),
@@ -240,6 +270,11 @@ fn loaded(readonly: bool) -> App {
     }));
     a.flash = None;
     a.update(Msg::Log("INFO opdesk: opdesk console serving on 127.0.0.1:4000".into()));
+    // requests over the last five minutes (ten-second buckets), for the Overview's sparkline
+    let end = now().unix_timestamp();
+    for (ago, n) in [(0, 3), (10, 5), (20, 1), (60, 8), (120, 2), (200, 6), (290, 1)] {
+        a.request_buckets.push_front((end - ago, n));
+    }
     a
 }
 
@@ -701,4 +736,116 @@ fn grants_detail_shows_the_timeline() {
     assert_ne!(other, id);
     assert_eq!(effects, vec![Effect::LoadTimeline(other)]);
     assert!(draw(&a, 120, 40).contains("loading…"));
+
+/// The screen and where the terminal cursor is (prompts put it where the next character goes).
+fn draw_with_cursor(a: &App, w: u16, h: u16) -> String {
+    let mut t = Terminal::new(TestBackend::new(w, h)).unwrap();
+    let mut a = a.clone();
+    a.size = (w, h);
+    t.draw(|f| render::draw(&a, &Theme::ansi(), f)).unwrap();
+    let c = t.get_cursor_position().unwrap();
+    format!("{}cursor at column {}, row {}\n", t.backend(), c.x, c.y)
+}
+
+#[test]
+fn the_overview_shows_activity_waiting_work_and_failures() {
+    let a = loaded(false);
+    for (w, h) in [(80, 24), (120, 40)] {
+        let screen = draw(&a, w, h);
+        for text in [
+            "requests/s",
+            "USD moved",
+            "EUR moved",
+            "56.50 in 15 min",
+            "sending 1",
+            "dead 1",
+            "Recent failures",
+        ] {
+            assert!(screen.contains(text), "{w}x{h} lacks {text}: {screen}");
+        }
+        assert!(screen.contains("payment -op-0001"), "{screen}");
+        assert!(
+            screen.contains("400 POST /auth/continue/abc") || screen.contains("400 GET"),
+            "{screen}"
+        );
+    }
+    let spark = super::panes::overview::sparkline(&[0.0, 1.0, 4.0, 8.0], 1);
+    assert_eq!(spark, "·▂▅█");
+    assert_eq!(super::panes::overview::sparkline(&[0.0, 0.0], 2), "····");
+}
+
+#[test]
+fn the_help_and_raw_json_overlays_scroll_at_80x24() {
+    use super::action::Action;
+    use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+    let key = |c: KeyCode| Msg::Key(KeyEvent::new(c, KeyModifiers::NONE));
+    let mut a = loaded(false);
+    a.update(Msg::Resize(80, 24));
+    a.act(Action::Help);
+    let top = draw(&a, 80, 24);
+    assert!(top.contains("help 1–18 of"), "{top}");
+    a.update(key(KeyCode::Char('G')));
+    let end = draw(&a, 80, 24);
+    let last: String = a.keymap.bindings.last().unwrap().description.chars().take(24).collect();
+    assert!(!top.contains(&last) && end.contains(&last), "{end}");
+    insta::assert_snapshot!("help_scrolled_to_the_end_80x24", end);
+    a.update(key(KeyCode::Char('k')));
+    a.update(key(KeyCode::PageUp));
+    a.update(key(KeyCode::Home));
+    assert_eq!(a.overlay_scroll, 0);
+    a.update(key(KeyCode::Down));
+    a.update(key(KeyCode::Char('j')));
+    assert_eq!(a.overlay_scroll, 2);
+
+    // raw JSON of an outgoing payment, scrolled two pages down (and clamped at its end)
+    let mut a = loaded(false);
+    a.update(Msg::Resize(80, 24));
+    goto(&mut a, Pane::Outgoing);
+    a.act(Action::RawJson);
+    let (total, shown) = a.overlay_extent().unwrap();
+    assert!(total > shown, "{total} lines fit in {shown}");
+    a.update(key(KeyCode::PageDown));
+    a.update(key(KeyCode::PageDown));
+    assert_eq!(a.overlay_scroll, (2 * shown).min(total - shown));
+    a.update(Msg::Scroll(true));
+    insta::assert_snapshot!("raw_json_scrolled_80x24", draw(&a, 80, 24));
+    a.update(key(KeyCode::End));
+    assert_eq!(a.overlay_scroll, total - shown);
+    a.update(Msg::Resize(120, 40));
+    let (total, shown) = a.overlay_extent().unwrap();
+    assert_eq!(a.overlay_scroll, total.saturating_sub(shown), "clamped on resize");
+    assert_eq!(a.outgoing.selected, 0, "the rows underneath stay put");
+}
+
+#[test]
+fn the_prompt_edits_like_a_line_editor_at_80x24() {
+    use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+    let k = |c: KeyCode, m: KeyModifiers| Msg::Key(KeyEvent::new(c, m));
+    let none = KeyModifiers::NONE;
+    let ctrl = KeyModifiers::CONTROL;
+    let mut a = loaded(false);
+    a.update(k(KeyCode::Char(':'), none));
+    for c in "outgoing failed".chars() {
+        a.update(k(KeyCode::Char(c), none));
+    }
+    a.update(k(KeyCode::Char('w'), ctrl));
+    a.update(Msg::Paste("grants\n\u{1b}[2J".into()));
+    a.update(k(KeyCode::Home, none));
+    a.update(k(KeyCode::Right, none));
+    a.update(k(KeyCode::Right, none));
+    let screen = draw_with_cursor(&a, 80, 24);
+    assert!(screen.contains(":outgoing grants [2J"), "{screen}");
+    assert!(screen.ends_with("cursor at column 3, row 23\n"), "{screen}");
+    insta::assert_snapshot!("prompt_mid_edit_80x24", screen);
+    a.update(k(KeyCode::End, none));
+    a.update(k(KeyCode::Char('u'), ctrl));
+    for c in "quotes".chars() {
+        a.update(k(KeyCode::Char(c), none));
+    }
+    a.update(k(KeyCode::Enter, none));
+    assert_eq!(a.pane, Pane::Quotes);
+    assert!(
+        a.update(Msg::Paste("ignored".into())).is_empty(),
+        "no prompt: paste does nothing"
+    );
 }

@@ -7,6 +7,7 @@ pub mod gauge;
 pub mod help;
 pub mod json;
 pub mod kv;
+pub mod line_edit;
 pub mod prompt;
 pub mod table;
 pub mod time;

@@ -349,3 +349,141 @@ async fn ipv4_mapped_loopback_is_loopback_on_a_dual_stack_listener() {
         assert_eq!(res.status(), 200, "{base}");
     }
 }
+
+/// The console's `/` filter on a pane paged from the store asks the store: a payment beyond the first page is
+/// found by a word of its wallet name or metadata, in-process (the command layer) and through the admin API
+/// (`q`), and LIKE wildcards in the text are taken literally.
+#[tokio::test]
+async fn a_search_finds_rows_beyond_the_loaded_page() {
+    use opdesk::{ase::incoming::CreateIncoming, control, control::dto::PaymentFilter};
+    let ase = TestAse::spawn().await;
+    let s = ase.state.services.clone();
+    let create = |wallet: &'static str, note: Option<&'static str>| {
+        let s = s.clone();
+        async move {
+            let w = s.wallets.get(wallet).await.unwrap();
+            let metadata = note.map(|n| serde_json::json!({ "note": n }).as_object().unwrap().clone());
+            let req = CreateIncoming {
+                wallet_address: w.url.clone(),
+                incoming_amount: None,
+                expires_at: None,
+                metadata,
+            };
+            s.incoming.create(&w, None, req).await.unwrap().id
+        }
+    };
+    // the oldest: carol's, with a note; then a page and more of bob's
+    let needle = create("carol", Some("50%_off")).await;
+    for _ in 0..30 {
+        create("bob", None).await;
+    }
+    let filter = |q: &str| PaymentFilter {
+        first: Some(10),
+        q: Some(q.to_owned()),
+        ..PaymentFilter::default()
+    };
+    let page = control::list_incoming(
+        &s,
+        PaymentFilter {
+            first: Some(10),
+            ..PaymentFilter::default()
+        },
+    )
+    .await
+    .unwrap();
+    assert_eq!(page.items.len(), 10);
+    assert!(
+        page.items.iter().all(|p| !p.payment.id.ends_with(&needle)),
+        "not on the first page"
+    );
+
+    let ids = |items: &[opdesk::ase::incoming::IncomingView]| {
+        items
+            .iter()
+            .map(|p| p.payment.id.rsplit('/').next().unwrap().to_owned())
+            .collect::<Vec<_>>()
+    };
+    for q in ["CAROL", "50%_", &needle[needle.len() - 6..]] {
+        let found = control::list_incoming(&s, filter(q)).await.unwrap();
+        assert_eq!(ids(&found.items), vec![needle.clone()], "in-process q={q}");
+        let path = format!(
+            "/incoming-payments?first=10&q={}",
+            url::form_urlencoded::byte_serialize(q.as_bytes()).collect::<String>()
+        );
+        let (status, body) = ase.admin(Method::GET, &path, None).await;
+        assert_eq!(status, 200, "{body}");
+        let items = body["items"].as_array().unwrap();
+        assert_eq!(items.len(), 1, "admin q={q}: {body}");
+        assert!(items[0]["id"].as_str().unwrap().ends_with(&needle));
+    }
+    // wildcards are literal: `%` and `_` find only the note holding them, `5_%` (a pattern matching
+    // `50%_off`) nothing
+    for q in ["%", "_"] {
+        let found = control::list_incoming(&s, filter(q)).await.unwrap();
+        assert_eq!(ids(&found.items), vec![needle.clone()], "q={q}");
+    }
+    let found = control::list_incoming(&s, filter("5_%")).await.unwrap();
+    assert!(found.items.is_empty(), "matched {:?}", ids(&found.items));
+    // a search pages like any list: 30 of bob's, ten at a time
+    let mut seen = 0;
+    let mut cursor = None;
+    for _ in 0..5 {
+        let page = control::list_incoming(
+            &s,
+            PaymentFilter {
+                cursor: cursor.clone(),
+                ..filter("bob")
+            },
+        )
+        .await
+        .unwrap();
+        seen += page.items.len();
+        cursor = page.next_cursor;
+        if cursor.is_none() {
+            break;
+        }
+    }
+    assert_eq!(seen, 30);
+    let (status, body) = ase
+        .admin(Method::GET, &format!("/incoming-payments?q={}", "x".repeat(201)), None)
+        .await;
+    assert_eq!(status, 400, "{body}");
+}
+
+/// The overview's activity comes from the store: a deposit shows as money moved in the current minute, per
+/// asset, through the command layer and the admin API alike.
+#[tokio::test]
+async fn the_overview_shows_money_moved_per_minute_from_the_store() {
+    use opdesk::control;
+    let ase = TestAse::spawn().await;
+    let s = ase.state.services.clone();
+    let before = control::overview(&s).await.unwrap().activity;
+    let usd_now = |a: &opdesk::control::dto::Activity| {
+        a.moved
+            .iter()
+            .find(|m| m.asset_code == "USD")
+            .map_or(0, |m| *m.per_minute.last().unwrap())
+    };
+    let (status, body) = ase
+        .admin(Method::POST, "/wallets/alice/deposit", Some(r#"{"value":"1234"}"#))
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let after = control::overview(&s).await.unwrap().activity;
+    assert!(
+        after
+            .moved
+            .iter()
+            .all(|m| m.per_minute.len() == control::dto::ACTIVITY_MINUTES)
+    );
+    // (a minute may turn between the two reads: then the deposit is all of the new minute)
+    let grew = usd_now(&after) - usd_now(&before);
+    assert!(
+        grew == 1234 || (after.until != before.until && usd_now(&after) >= 1234),
+        "{before:?} {after:?}"
+    );
+    let (status, body) = ase.admin(Method::GET, "/overview", None).await;
+    assert_eq!(status, 200, "{body}");
+    let remote: opdesk::control::dto::Overview = serde_json::from_value(body).unwrap();
+    assert_eq!(usd_now(&remote.activity), usd_now(&after));
+    assert_eq!((remote.activity.sending, remote.activity.webhooks_dead), (0, 0));
+}

@@ -445,10 +445,28 @@ async fn the_embedded_and_the_attached_desk_answer_alike() {
             pane,
             failed_only: matches!(pane, Pane::Outgoing | Pane::Webhooks),
             cursor: None,
+            q: None,
         });
         let (l, r) = (run(&local, load.clone()).await, run(&remote, load).await);
         assert!(!matches!(l, Some(Reply::Failed(_))), "{l:?}");
         assert_eq!(l, r, "{pane:?} loads alike in both modes");
+    }
+    // the `/` filter of a pane paged from the store is asked of the store, alike in both modes
+    for (pane, q) in [
+        (Pane::Incoming, "bob"),
+        (Pane::Incoming, "pending"),
+        (Pane::Outgoing, "alice"),
+        (Pane::Quotes, "nothing-matches-this"),
+    ] {
+        let load = Effect::Load(Load {
+            pane,
+            failed_only: false,
+            cursor: None,
+            q: Some(q.into()),
+        });
+        let (l, r) = (run(&local, load.clone()).await, run(&remote, load).await);
+        assert!(!matches!(l, Some(Reply::Failed(_))), "{l:?}");
+        assert_eq!(l, r, "{pane:?} /{q} loads alike in both modes");
     }
     let Some(Reply::Overview(o)) = run(
         &remote,
@@ -456,6 +474,7 @@ async fn the_embedded_and_the_attached_desk_answer_alike() {
             pane: Pane::Overview,
             failed_only: false,
             cursor: None,
+            q: None,
         }),
     )
     .await
@@ -598,6 +617,7 @@ async fn the_embedded_and_the_attached_desk_answer_alike() {
         pane: Pane::Peers,
         failed_only: false,
         cursor: None,
+        q: None,
     });
     let (l, r) = (run(&local, load.clone()).await, run(&remote, load).await);
     assert_eq!(l, r, "the Peers pane loads alike in both modes");
@@ -654,6 +674,7 @@ async fn a_dead_webhook_shows_in_the_console_and_re_driving_makes_it_pending() {
         pane: Pane::Webhooks,
         failed_only: true,
         cursor: None,
+        q: None,
     });
     let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
     let rows = loop {

@@ -15,9 +15,12 @@ use crate::{
 impl App {
     /// Enter in the prompt: a filter, a `:` command, or the answer to a pane's prompt.
     pub(in crate::tui) fn submit_prompt(&mut self, p: Prompt) -> Vec<Effect> {
+        let text = p.text().to_owned();
+        let text = text.as_str();
         match p.kind {
             PromptKind::Filter => {
-                match Filter::parse(p.text.trim()) {
+                let searched = self.store_query(self.pane);
+                match Filter::parse(text.trim()) {
                     Some(f) => {
                         self.filters.insert(self.pane, f);
                     }
@@ -28,24 +31,28 @@ impl App {
                 if let Some(s) = self.selected_mut() {
                     *s = 0;
                 }
+                // a pane paged from the store asks the store (a match may be beyond the loaded page)
+                if App::searches_store(self.pane) && self.store_query(self.pane) != searched {
+                    return vec![self.load(self.pane)];
+                }
                 Vec::new()
             }
-            PromptKind::Reason(grant) => grants::submit_reason(self, grant, &p.text),
-            PromptKind::Command => self.command(p.text.trim()),
-            PromptKind::NewWallet => wallets::submit_new(self, &p.text),
+            PromptKind::Reason(grant) => grants::submit_reason(self, grant, text),
+            PromptKind::Command => self.command(text.trim()),
+            PromptKind::NewWallet => wallets::submit_new(self, text),
             PromptKind::Amount {
                 wallet,
                 deposit,
                 scale,
                 code,
-            } => wallets::submit_amount(self, wallet, deposit, scale, code, &p.text),
+            } => wallets::submit_amount(self, wallet, deposit, scale, code, text),
             PromptKind::PeerAmount {
                 peer,
                 deposit,
                 scale,
                 code,
-            } => peers::submit_amount(self, peer, deposit, scale, code, &p.text),
-            PromptKind::Settlement { peer, scale, code } => peers::submit_settlement(self, peer, scale, code, &p.text),
+            } => peers::submit_amount(self, peer, deposit, scale, code, text),
+            PromptKind::Settlement { peer, scale, code } => peers::submit_settlement(self, peer, scale, code, text),
         }
     }
 

@@ -24,9 +24,27 @@ impl App {
         self.recent.truncate(100);
     }
 
+    /// Counts a request that arrived at `at` (unix seconds) into its ten-second bucket.
+    fn count_request(&mut self, at: i64) {
+        let bucket = at - at.rem_euclid(super::REQUEST_BUCKET_SECS);
+        match self.request_buckets.iter_mut().rev().find(|(b, _)| *b <= bucket) {
+            Some((b, n)) if *b == bucket => *n = n.saturating_add(1),
+            _ => {
+                let i = self.request_buckets.partition_point(|(b, _)| *b < bucket);
+                self.request_buckets.insert(i, (bucket, 1));
+            }
+        }
+        let keep = super::REQUEST_BUCKETS + 1;
+        while self.request_buckets.len() > keep {
+            self.request_buckets.pop_front();
+        }
+    }
+
     pub(super) fn on_event(&mut self, e: DomainEvent) -> Vec<Effect> {
-        if let DomainEvent::HttpRequest { .. } = &e {
+        if let DomainEvent::HttpRequest { received_at, .. } = &e {
             self.request_times.push_back(self.now.unix_timestamp());
+            let at = crate::clock::parse_ts(received_at).unwrap_or(self.now).unix_timestamp();
+            self.count_request(at);
             if self.frozen {
                 self.missed += 1;
                 return Vec::new();

@@ -62,6 +62,7 @@ impl App {
         self.recent.clear();
         self.history.clear();
         self.request_times.clear();
+        self.request_buckets.clear();
         if matches!(
             self.overlay,
             Some(Overlay::Detail | Overlay::Json(_) | Overlay::Confirm(_))
@@ -69,6 +70,25 @@ impl App {
             self.overlay = None;
         }
         self.resync_all()
+    }
+
+    /// Requests per second in each ten-second bucket of the last five minutes (oldest first, ending with the
+    /// bucket of now).
+    pub fn request_history(&self) -> Vec<f64> {
+        let now = self.now.unix_timestamp();
+        let last = now - now.rem_euclid(super::REQUEST_BUCKET_SECS);
+        let n = i64::try_from(super::REQUEST_BUCKETS).unwrap_or(30);
+        (0..n)
+            .map(|i| {
+                let b = last - (n - 1 - i) * super::REQUEST_BUCKET_SECS;
+                let count = self
+                    .request_buckets
+                    .iter()
+                    .find(|(s, _)| *s == b)
+                    .map_or(0, |(_, c)| *c);
+                f64::from(count) / super::REQUEST_BUCKET_SECS as f64
+            })
+            .collect()
     }
 
     /// Requests per second over the last ten seconds.
@@ -128,7 +148,7 @@ impl App {
             }
             Reply::Failed(text) => self.flash(Level::Error, text),
             Reply::KeyGenerated { wallet, kid, pem } => {
-                self.overlay = Some(Overlay::Json(format!(
+                self.open_overlay(Overlay::Json(format!(
                     "Key {kid} is now published in {wallet}'s JWKS.\nIts private key is shown this once — copy it now:\n\n{pem}"
                 )));
                 return self.resync_all();

@@ -70,7 +70,14 @@ pub fn draw(app: &App, theme: &Theme, f: &mut Frame, area: Rect) {
 
 /// The text a `/` filter matches a row against.
 pub fn haystack(p: &IncomingView) -> String {
-    format!("{} {} {}", p.payment.id, p.wallet, p.state)
+    let metadata = p.payment.metadata.as_ref().map(|m| m.to_string()).unwrap_or_default();
+    format!(
+        "{} {} {} {} {metadata}",
+        p.payment.id,
+        p.wallet,
+        p.state,
+        p.client.as_deref().unwrap_or_default()
+    )
 }
 
 /// The detail view's title and lines, if a payment is selected.

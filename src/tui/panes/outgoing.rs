@@ -66,11 +66,13 @@ pub fn draw(app: &App, theme: &Theme, f: &mut Frame, area: Rect) {
 /// The text a `/` filter matches a row against.
 pub fn haystack(p: &OutgoingView) -> String {
     format!(
-        "{} {} {} {}",
+        "{} {} {} {} {} {}",
         p.payment.id,
         p.wallet,
         p.state,
-        p.failure_reason.clone().unwrap_or_default()
+        p.failure_reason.clone().unwrap_or_default(),
+        p.payment.receiver,
+        p.grant_id.as_deref().unwrap_or_default()
     )
 }
 

@@ -1,4 +1,5 @@
-//! The Overview pane: server facts and counters, wallet balances, and the most recent domain events.
+//! The Overview pane: server facts, wallet balances, activity (requests/s and money moved per asset as
+//! sparklines, work waiting), and the most recent domain events beside the most recent failures.
 
 use ratatui::{
     Frame,
@@ -10,17 +11,42 @@ use ratatui::{
 
 use crate::{
     money::format_minor,
+    states::{DeliveryState, OutgoingState},
     text::sanitize,
-    tui::{app::App, theme::Theme, widgets::table::pane_block},
+    tui::{
+        app::{App, short_id},
+        theme::Theme,
+        widgets::table::pane_block,
+    },
 };
 
-/// Draws the overview into `area`.
+/// Draws the overview into `area`: the server and balances, then activity (requests/s and money moved per
+/// asset as sparklines, work waiting), then recent events beside recent failures. Taller terminals give the
+/// balances and the lists more rows.
 pub fn draw(app: &App, theme: &Theme, f: &mut Frame, area: Rect) {
-    let [top, bottom] = Layout::vertical([Constraint::Length(9), Constraint::Min(3)]).areas(area);
-    let [left, right] = Layout::horizontal([Constraint::Percentage(50), Constraint::Percentage(50)]).areas(top);
-    let uptime = (app.now - app.started_at).whole_seconds().max(0);
     let o = &app.overview;
-    let counters = vec![
+    let wallets = o.balances.iter().filter(|b| b.kind == "wallet").count();
+    let top_h = u16::try_from(wallets + 3)
+        .unwrap_or(u16::MAX)
+        .clamp(6, if area.height >= 30 { 12 } else { 6 });
+    let assets = o.activity.moved.len().max(1);
+    let act_h = u16::try_from(assets + 4)
+        .unwrap_or(u16::MAX)
+        .min(if area.height >= 30 { 12 } else { 7 });
+    let [top, activity, bottom] =
+        Layout::vertical([Constraint::Length(top_h), Constraint::Length(act_h), Constraint::Min(3)]).areas(area);
+    let [left, right] = Layout::horizontal([Constraint::Percentage(50), Constraint::Percentage(50)]).areas(top);
+    draw_server(app, theme, f, left);
+    draw_balances(app, theme, f, right);
+    draw_activity(app, theme, f, activity);
+    let [events, failures] = Layout::horizontal([Constraint::Percentage(50), Constraint::Percentage(50)]).areas(bottom);
+    draw_recent(app, theme, f, events);
+    draw_failures(app, theme, f, failures);
+}
+
+fn draw_server(app: &App, theme: &Theme, f: &mut Frame, area: Rect) {
+    let uptime = (app.now - app.started_at).whole_seconds().max(0);
+    let lines = vec![
         Line::from(vec![
             Span::styled("server   ", theme.dim),
             Span::styled(app.info.public_url.clone(), theme.accent),
@@ -46,37 +72,17 @@ pub fn draw(app: &App, theme: &Theme, f: &mut Frame, area: Rect) {
                 (uptime % 3600) / 60,
                 uptime % 60
             )),
-            Span::styled("   requests ", theme.dim),
-            Span::raw(format!("{:.1}/s", app.request_rate())),
-        ]),
-        Line::from(vec![
-            Span::styled("pending grants ", theme.dim),
-            Span::styled(
-                o.pending_grants.to_string(),
-                if o.pending_grants > 0 {
-                    theme.danger
-                } else {
-                    Style::new()
-                },
-            ),
-            Span::styled("   open incoming ", theme.dim),
-            Span::raw(o.open_incoming.to_string()),
-            Span::styled("   failed outgoing ", theme.dim),
-            Span::styled(
-                o.failed_outgoing.to_string(),
-                if o.failed_outgoing > 0 {
-                    theme.failed
-                } else {
-                    Style::new()
-                },
-            ),
         ]),
     ];
     f.render_widget(
-        Paragraph::new(counters).block(pane_block(" Overview ".into(), String::new(), theme)),
-        left,
+        Paragraph::new(lines).block(pane_block(" Overview ".into(), String::new(), theme)),
+        area,
     );
-    let balances: Vec<Row> = o
+}
+
+fn draw_balances(app: &App, theme: &Theme, f: &mut Frame, area: Rect) {
+    let balances: Vec<Row> = app
+        .overview
         .balances
         .iter()
         .filter(|b| b.kind == "wallet")
@@ -86,7 +92,7 @@ pub fn draw(app: &App, theme: &Theme, f: &mut Frame, area: Rect) {
                 Cell::from(format!(
                     "{} {}",
                     format_minor(b.balance.into(), b.asset_scale),
-                    b.asset_code
+                    sanitize(&b.asset_code)
                 )),
                 Cell::from(format_minor(b.pending_debits.into(), b.asset_scale)).style(theme.dim),
             ])
@@ -99,9 +105,86 @@ pub fn draw(app: &App, theme: &Theme, f: &mut Frame, area: Rect) {
         )
         .header(Row::new(vec!["WALLET", "BALANCE", "RESERVED"]).style(theme.header))
         .block(pane_block(" Balances ".into(), String::new(), theme)),
-        right,
+        area,
     );
-    let height = usize::from(bottom.height.saturating_sub(2));
+}
+
+/// Bars for `values`, each scaled to the largest (`·` for nothing), each `width` cells wide.
+pub fn sparkline(values: &[f64], width: usize) -> String {
+    const BARS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
+    let max = values.iter().copied().fold(0.0_f64, f64::max);
+    let mut out = String::new();
+    for v in values {
+        let c = if *v <= 0.0 || max <= 0.0 {
+            '·'
+        } else {
+            let level = ((v / max) * 7.0).round() as usize;
+            BARS[level.min(7)]
+        };
+        for _ in 0..width.max(1) {
+            out.push(c);
+        }
+    }
+    out
+}
+
+fn draw_activity(app: &App, theme: &Theme, f: &mut Frame, area: Rect) {
+    let a = &app.overview.activity;
+    let o = &app.overview;
+    let inner = usize::from(area.width.saturating_sub(2));
+    // 30 ten-second bars for requests and 15 one-minute bars for money: 30 cells each, 60 when wide
+    let req = app.request_history();
+    let wide = inner >= 110;
+    let money_w = if wide { 4 } else { 2 };
+    let mut lines = vec![Line::from(vec![
+        Span::styled(format!("{:<11}", "requests/s"), theme.dim),
+        Span::styled(sparkline(&req, if wide { 2 } else { 1 }), theme.accent),
+        Span::raw(format!("  {:.1}/s now", app.request_rate())),
+        Span::styled(", last 5 min", theme.dim),
+    ])];
+    if a.moved.is_empty() {
+        lines.push(Line::from(vec![
+            Span::styled(format!("{:<11}", "moved"), theme.dim),
+            Span::styled("nothing in the last 15 min", theme.dim),
+        ]));
+    }
+    let room = usize::from(area.height.saturating_sub(4));
+    for m in a.moved.iter().take(room.max(1)) {
+        let values: Vec<f64> = m.per_minute.iter().map(|v| *v as f64).collect();
+        let total: i64 = m.per_minute.iter().sum();
+        lines.push(Line::from(vec![
+            Span::styled(
+                format!("{:<11}", format!("{} moved", sanitize(&m.asset_code))),
+                theme.dim,
+            ),
+            Span::styled(sparkline(&values, money_w), theme.ok),
+            Span::raw(format!("  {}", format_minor(total.into(), m.asset_scale))),
+            Span::styled(" in 15 min", theme.dim),
+        ]));
+    }
+    let count = |label: &str, n: usize, hot: Style| -> Vec<Span<'static>> {
+        vec![
+            Span::styled(format!("{label} "), theme.dim),
+            Span::styled(n.to_string(), if n > 0 { hot } else { Style::new() }),
+            Span::raw("  "),
+        ]
+    };
+    let mut waiting = vec![Span::styled(format!("{:<11}", "waiting"), theme.dim)];
+    waiting.extend(count("grants", o.pending_grants, theme.danger));
+    waiting.extend(count(OutgoingState::Sending.as_str(), a.sending, theme.pending));
+    waiting.extend(count("webhooks", a.webhooks_pending, theme.pending));
+    waiting.extend(count(DeliveryState::Dead.as_str(), a.webhooks_dead, theme.failed));
+    waiting.extend(count("open incoming", o.open_incoming, Style::new()));
+    waiting.extend(count(OutgoingState::Failed.as_str(), o.failed_outgoing, theme.failed));
+    lines.push(Line::from(waiting));
+    f.render_widget(
+        Paragraph::new(lines).block(pane_block(" Activity ".into(), String::new(), theme)),
+        area,
+    );
+}
+
+fn draw_recent(app: &App, theme: &Theme, f: &mut Frame, area: Rect) {
+    let height = usize::from(area.height.saturating_sub(2));
     let events: Vec<Line> = app
         .recent
         .iter()
@@ -115,7 +198,49 @@ pub fn draw(app: &App, theme: &Theme, f: &mut Frame, area: Rect) {
         .collect();
     f.render_widget(
         Paragraph::new(events).block(pane_block(" Recent events ".into(), String::new(), theme)),
-        bottom,
+        area,
+    );
+}
+
+/// The latest failed outgoing payments (from the store) and refused requests (seen live), newest first.
+fn draw_failures(app: &App, theme: &Theme, f: &mut Frame, area: Rect) {
+    let height = usize::from(area.height.saturating_sub(2));
+    let mut rows: Vec<(String, Line)> = Vec::new();
+    for p in &app.overview.activity.recent_failures {
+        rows.push((
+            p.at.clone(),
+            Line::from(vec![
+                Span::styled(format!("{} ", p.at.get(11..19).unwrap_or("")), theme.dim),
+                Span::styled("payment ", theme.failed),
+                Span::raw(format!(
+                    "{} {} {}",
+                    short_id(&p.id),
+                    sanitize(&p.wallet),
+                    sanitize(p.reason.as_deref().unwrap_or(""))
+                )),
+            ]),
+        ));
+    }
+    for r in app.requests.items.iter().filter(|r| r.status >= 400).take(height) {
+        rows.push((
+            r.at.clone(),
+            Line::from(vec![
+                Span::styled(format!("{} ", r.at.get(11..19).unwrap_or("")), theme.dim),
+                Span::styled(format!("{} ", r.status), theme.failed),
+                Span::raw(format!("{} {}", sanitize(&r.method), sanitize(&r.path))),
+            ]),
+        ));
+    }
+    rows.sort_by(|a, b| b.0.cmp(&a.0));
+    let lines: Vec<Line> = rows.into_iter().take(height).map(|(_, l)| l).collect();
+    let lines = if lines.is_empty() {
+        vec![Line::styled("no failed payments or refused requests", theme.dim)]
+    } else {
+        lines
+    };
+    f.render_widget(
+        Paragraph::new(lines).block(pane_block(" Recent failures ".into(), String::new(), theme)),
+        area,
     );
 }
 

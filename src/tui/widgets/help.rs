@@ -1,24 +1,49 @@
-//! The `?` help overlay: every keymap row (dangerous ones hidden in read-only mode) with where it applies.
+//! The `?` help overlay: every keymap row (dangerous ones hidden in read-only mode) with where it applies,
+//! scrolled by the movement keys while open, with a scrollbar when the rows outrun the box.
 
 use ratatui::{
     Frame,
-    layout::{Constraint, Rect},
+    layout::{Constraint, Margin, Rect},
     style::Style,
-    widgets::{Block, Cell, Clear, Row, Table},
+    widgets::{Block, Cell, Clear, Row, Scrollbar, ScrollbarOrientation, ScrollbarState, Table},
 };
 
 use super::centered;
 use crate::tui::{app::App, keymap::Scope, theme::Theme};
 
-/// Draws the help table over the middle of `area`.
+/// The box the help takes in `area`.
+pub fn boxed(area: Rect) -> Rect {
+    centered(area, 90, 90)
+}
+
+/// Rows the box shows at once (inside the border, under the header).
+pub fn visible(area: Rect) -> usize {
+    usize::from(boxed(area).height.saturating_sub(3))
+}
+
+/// The number of rows the help lists.
+pub fn len(app: &App) -> usize {
+    app.keymap
+        .bindings
+        .iter()
+        .filter(|b| !(app.readonly && b.dangerous))
+        .count()
+}
+
+/// Draws the help table over the middle of `area`, from row `app.overlay_scroll` (clamped).
 pub fn draw(app: &App, theme: &Theme, f: &mut Frame, area: Rect) {
-    let r = centered(area, 90, 90);
+    let r = boxed(area);
     f.render_widget(Clear, r);
+    let (total, shown) = (len(app), visible(area));
+    let scroll = app.overlay_scroll.min(total.saturating_sub(shown));
     let mut rows = Vec::new();
-    for b in &app.keymap.bindings {
-        if app.readonly && b.dangerous {
-            continue;
-        }
+    for b in app
+        .keymap
+        .bindings
+        .iter()
+        .filter(|b| !(app.readonly && b.dangerous))
+        .skip(scroll)
+    {
         let scope = match b.scope {
             Scope::Global => "global".to_owned(),
             Scope::Pane(p) => p.name().to_owned(),
@@ -31,11 +56,39 @@ pub fn draw(app: &App, theme: &Theme, f: &mut Frame, area: Rect) {
             Cell::from(b.description).style(style),
         ]));
     }
+    let title = if total > shown {
+        format!(
+            " help {}–{} of {total} — j/k PgUp/PgDn g/G scroll, Esc closes ",
+            scroll + 1,
+            (scroll + shown).min(total)
+        )
+    } else {
+        " help — Esc, ? or q closes ".to_owned()
+    };
     let table = Table::new(
         rows,
         [Constraint::Length(12), Constraint::Length(10), Constraint::Min(10)],
     )
     .header(Row::new(vec!["KEYS", "WHERE", "WHAT"]).style(theme.header))
-    .block(Block::bordered().title(" help — Esc, ? or q closes "));
+    .block(Block::bordered().title(title));
     f.render_widget(table, r);
+    scrollbar(f, r, total, shown, scroll);
+}
+
+/// A vertical scrollbar on the right border of `r` when `total` lines outrun the `shown` ones.
+pub fn scrollbar(f: &mut Frame, r: Rect, total: usize, shown: usize, scroll: usize) {
+    if total <= shown {
+        return;
+    }
+    let mut state = ScrollbarState::new(total.saturating_sub(shown))
+        .position(scroll)
+        .viewport_content_length(shown);
+    f.render_stateful_widget(
+        Scrollbar::new(ScrollbarOrientation::VerticalRight),
+        r.inner(Margin {
+            vertical: 1,
+            horizontal: 0,
+        }),
+        &mut state,
+    );
 }

@@ -1,14 +1,18 @@
 //! The one-line prompt at the bottom: the `:` command line (Tab completion, history), the `/` filter and the
 //! prompts pane actions open (a rejection reason, a new wallet, an amount). It owns the prompt's state, its
-//! keys and its drawing; what Enter does with the text is `App::submit_prompt`'s business.
+//! keys (line editing is [`LineEdit`]'s) and its drawing, with the terminal cursor where the next character
+//! goes; what Enter does with the text is `App::submit_prompt`'s business.
 
 use ratatui::{
     Frame,
     crossterm::event::{KeyCode, KeyEvent},
+    layout::Position,
     layout::Rect,
+    text::{Line, Span},
     widgets::{Clear, Paragraph},
 };
 
+use super::line_edit::LineEdit;
 use crate::{
     text::sanitize,
     tui::app::{App, Effect, Overlay},
@@ -47,7 +51,21 @@ pub enum PromptKind {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Prompt {
     pub kind: PromptKind,
-    pub text: String,
+    pub line: LineEdit,
+}
+
+impl Prompt {
+    /// A prompt of `kind` holding `text` (cursor at its end).
+    pub fn new(kind: PromptKind, text: &str) -> Self {
+        Self {
+            kind,
+            line: LineEdit::new(text),
+        }
+    }
+
+    pub fn text(&self) -> &str {
+        self.line.text()
+    }
 }
 
 /// Commands the `:` prompt completes.
@@ -74,10 +92,15 @@ pub const COMMANDS: &[&str] = &[
 impl App {
     /// Opens an empty prompt of `kind`.
     pub(in crate::tui) fn open_prompt(&mut self, kind: PromptKind) -> Vec<Effect> {
-        self.overlay = Some(Overlay::Prompt(Prompt {
-            kind,
-            text: String::new(),
-        }));
+        self.overlay = Some(Overlay::Prompt(Prompt::new(kind, "")));
+        Vec::new()
+    }
+
+    /// Text pasted into the terminal: into the open prompt at its cursor (as one clean line), else ignored.
+    pub(in crate::tui) fn on_paste(&mut self, text: &str) -> Vec<Effect> {
+        if let Some(Overlay::Prompt(p)) = &mut self.overlay {
+            p.line.insert_str(text);
+        }
         Vec::new()
     }
 
@@ -92,26 +115,20 @@ impl App {
                 self.overlay = None;
                 return self.submit_prompt(p);
             }
-            KeyCode::Backspace => {
-                p.text.pop();
-            }
             KeyCode::Tab if p.kind == PromptKind::Command => {
-                let matches: Vec<&str> = COMMANDS
-                    .iter()
-                    .copied()
-                    .filter(|c| c.starts_with(p.text.as_str()))
-                    .collect();
+                let matches: Vec<&str> = COMMANDS.iter().copied().filter(|c| c.starts_with(p.text())).collect();
                 if let [only] = matches.as_slice() {
-                    p.text = (*only).to_owned();
+                    p.line.set(only);
                 }
             }
             KeyCode::Up if p.kind == PromptKind::Command => {
                 if let Some(last) = self.command_history.last() {
-                    p.text = last.clone();
+                    p.line.set(last);
                 }
             }
-            KeyCode::Char(c) if !c.is_control() && p.text.chars().count() < 200 => p.text.push(c),
-            _ => {}
+            _ => {
+                p.line.on_key(&k);
+            }
         }
         self.overlay = Some(Overlay::Prompt(p));
         Vec::new()
@@ -160,5 +177,23 @@ pub fn draw(p: &Prompt, f: &mut Frame, area: Rect) {
             sanitize(code)
         ),
     };
-    f.render_widget(Paragraph::new(format!("{label}{}▏", p.text)), r);
+    // the text scrolls left when it would push the cursor past the right edge
+    let label_w = Span::raw(label.as_str()).width();
+    let room = usize::from(r.width).saturating_sub(label_w + 1).max(1);
+    let chars: Vec<char> = p.text().chars().collect();
+    let cursor = p.line.cursor();
+    let mut skip = 0;
+    while skip < cursor && Span::raw(chars[skip..cursor].iter().collect::<String>()).width() > room {
+        skip += 1;
+    }
+    let shown: String = chars[skip..].iter().collect();
+    let before: String = chars[skip..cursor].iter().collect();
+    f.render_widget(Paragraph::new(Line::from(vec![Span::raw(label), Span::raw(shown)])), r);
+    let x = u16::try_from(label_w + Span::raw(before).width()).unwrap_or(u16::MAX);
+    if r.width > 0 {
+        f.set_cursor_position(Position {
+            x: r.x + x.min(r.width - 1),
+            y: r.y,
+        });
+    }
 }
