@@ -58,6 +58,12 @@ impl Notes {
         }
     }
 
+    /// The verdict's class for the metrics: `ok`, `refused`, or `None` when no signature was checked.
+    pub fn verdict_class(&self) -> Option<&'static str> {
+        let n = self.0.lock().ok()?;
+        n.verdict.as_deref().map(|v| if v == "ok" { "ok" } else { "refused" })
+    }
+
     /// The client and the verdict (with the detail, if any).
     fn take(&self) -> (Option<String>, Option<String>) {
         let n = self.0.lock().map(|mut n| std::mem::take(&mut *n)).unwrap_or_default();

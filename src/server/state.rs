@@ -17,11 +17,23 @@ pub struct Edge {
     pub verifier: Arc<Verifier>,
     /// The admin API bearer token.
     pub admin_token: Arc<str>,
+    /// What `/metrics` shows.
+    pub metrics: Arc<crate::metrics::Metrics>,
 }
 
 impl AppState {
     pub fn new(services: Arc<Services>, verifier: Arc<Verifier>, admin_token: Arc<str>) -> Self {
+        let started = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
+        let metrics = Arc::new(crate::metrics::Metrics::new(
+            services.store.meters(),
+            services.peers.traffic().meters(),
+            services.webhooks.meters(),
+            started,
+        ));
         Self(Arc::new(Edge {
+            metrics,
             services,
             verifier,
             admin_token,

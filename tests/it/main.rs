@@ -19,6 +19,7 @@ mod gnap_flow;
 mod ilp_receiver;
 mod ilp_sender;
 mod ledger_props;
+mod metrics;
 mod ownership;
 mod peer_liquidity;
 mod rs_api;
