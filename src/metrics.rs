@@ -264,7 +264,7 @@ fn stored_registry(s: &Snapshot) -> Registry {
     let mut r = Registry::default();
     r.register(
         "opdesk_grants",
-        "GNAP grants by stored state (pending includes grants whose interaction window has passed)",
+        "GNAP grants by state (expired: still pending when its interaction window passed)",
         states(&s.grants, |s| s.as_str()),
     );
     r.register(

@@ -98,8 +98,14 @@ async fn scrape(State(state): State<AppState>, req: Request) -> Response {
         return super::error::not_found(req.uri().clone()).await.into_response();
     }
     let openmetrics = wants_openmetrics(req.headers());
-    let now = crate::clock::format_ts(state.clock.now());
-    let stored = match state.store.call(move |c| crate::store::stats::snapshot(c, &now)).await {
+    let now = state.clock.now();
+    let window = time::Duration::seconds(i64::from(state.settings.gnap.interaction_expires_in_secs));
+    let (now, window_start) = (crate::clock::format_ts(now), crate::clock::format_ts(now - window));
+    let stored = match state
+        .store
+        .call(move |c| crate::store::stats::snapshot(c, &now, &window_start))
+        .await
+    {
         Ok(s) => s,
         Err(e) => return ApiError::internal(&e).into_response(),
     };

@@ -10,7 +10,7 @@ use crate::states::{DeliveryState, GrantState, IncomingState, OutgoingState};
 /// Counts by state (every state, zero when none) and sums by asset (`CODE/scale`, minor units).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Snapshot {
-    /// Stored grant states: a pending grant past its interaction window counts as pending.
+    /// Grant states as the views show them: a pending grant past its interaction window is `expired`.
     pub grants: Vec<(GrantState, u64)>,
     pub incoming: Vec<(IncomingState, u64)>,
     pub outgoing: Vec<(OutgoingState, u64)>,
@@ -54,10 +54,18 @@ fn sums(conn: &Connection, table: &str, column: &str) -> Result<Vec<(String, u64
     Ok(rows.collect::<Result<_, _>>()?)
 }
 
-/// Reads the snapshot at `now` (incoming payments past their `expires_at` then count as expired).
-pub fn snapshot(conn: &mut Connection, now: &str) -> Result<Snapshot, Error> {
+/// Reads the snapshot at `now` (incoming payments past their `expires_at` then count as expired), with
+/// pending grants created at or before `window_start` shown as expired (their interaction window has passed).
+pub fn snapshot(conn: &mut Connection, now: &str, window_start: &str) -> Result<Snapshot, Error> {
     let tx = conn.transaction()?;
-    let grants = grouped::<GrantState>(&tx, "SELECT state, count(*) FROM grants GROUP BY state")?;
+    let grants: Vec<(GrantState, i64)> = {
+        let mut stmt =
+            tx.prepare_cached("SELECT state, created_at <= ?1 AS lapsed, count(*) FROM grants GROUP BY state, lapsed")?;
+        let rows = stmt.query_map([window_start], |r| {
+            Ok((r.get::<_, GrantState>(0)?.shown(r.get(1)?), r.get::<_, i64>(2)?))
+        })?;
+        rows.collect::<Result<_, _>>()?
+    };
     let outgoing = grouped::<OutgoingState>(&tx, "SELECT state, count(*) FROM outgoing_payments GROUP BY state")?;
     let deliveries = grouped::<DeliveryState>(&tx, "SELECT state, count(*) FROM webhook_deliveries GROUP BY state")?;
     let incoming: Vec<(IncomingState, i64)> = {
@@ -74,7 +82,7 @@ pub fn snapshot(conn: &mut Connection, now: &str) -> Result<Snapshot, Error> {
     let sent = sums(&tx, "outgoing_payments", "sent_amount")?;
     tx.finish()?;
     Ok(Snapshot {
-        grants: by_state(GrantState::STORED, &grants),
+        grants: by_state(GrantState::ALL, &grants),
         incoming: by_state(IncomingState::ALL, &incoming),
         outgoing: by_state(OutgoingState::ALL, &outgoing),
         deliveries: by_state(DeliveryState::ALL, &deliveries),

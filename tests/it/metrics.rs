@@ -384,3 +384,34 @@ async fn only_allowed_peers_find_it() {
     let res = ase.http.get(ase.url("/metrics")).send().await.unwrap();
     assert_eq!(res.status(), 404);
 }
+
+#[tokio::test]
+async fn a_grant_left_pending_past_its_window_shows_as_expired() {
+    let ase = TestAse::spawn_with("[gnap]\ninteraction_expires_in_secs = 1\n").await;
+    let client = ase.demo_client().await;
+    let body = json!({
+        "access_token": {"access": [{"type": "outgoing-payment", "actions": ["create"], "identifier": ase.url("/alice")}]},
+        "client": ase.url("/demo-client"),
+        "interact": {"start": ["redirect"]},
+    });
+    let r = client
+        .send(Method::POST, &ase.url("/auth"), None, Some(&body))
+        .await
+        .unwrap();
+    assert_eq!(r.status, 200, "{}", r.body);
+    let m = scrape(&ase).await;
+    let grants = |m: &OpenMetrics, state: &str| value(m, "opdesk_grants", &[("state", state)]);
+    assert_eq!((grants(&m, "pending"), grants(&m, "expired")), (1.0, 0.0));
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    let m = scrape(&ase).await;
+    assert_eq!((grants(&m, "pending"), grants(&m, "expired")), (0.0, 1.0));
+    let states: BTreeSet<String> = samples(&m, "opdesk_grants")
+        .into_iter()
+        .map(|(l, _)| l["state"].clone())
+        .collect();
+    let all: BTreeSet<String> = opdesk::states::GrantState::NAMES
+        .iter()
+        .map(|s| (*s).to_owned())
+        .collect();
+    assert_eq!(states, all);
+}
