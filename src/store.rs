@@ -335,6 +335,44 @@ mod tests {
         assert!(matches!(r, Err(Error::Closed)));
     }
 
+    #[tokio::test]
+    async fn the_queue_depth_counts_jobs_waiting_for_the_thread() {
+        let (store, _) = Store::open_in_memory().unwrap();
+        let (release, held) = mpsc::channel::<()>();
+        let s = store.clone();
+        let blocker = tokio::spawn(async move {
+            s.call(move |_| {
+                let _ = held.recv();
+                Ok::<_, Error>(())
+            })
+            .await
+        });
+        let waiting: Vec<_> = (0..3)
+            .map(|_| {
+                let s = store.clone();
+                tokio::spawn(async move { s.call(|_| Ok::<_, Error>(())).await })
+            })
+            .collect();
+        let depth = || store.meters().queue_depth.get();
+        for _ in 0..400 {
+            if depth() == 3 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        assert_eq!(depth(), 3, "three jobs wait behind the one running");
+        release.send(()).unwrap();
+        blocker.await.unwrap().unwrap();
+        for w in waiting {
+            w.await.unwrap().unwrap();
+        }
+        assert_eq!(depth(), 0);
+        store.close();
+        let r: Result<(), Error> = store.call(|_| Ok(())).await;
+        assert!(matches!(r, Err(Error::Closed)));
+        assert_eq!(depth(), 0, "a job refused by a closed store is not counted");
+    }
+
     #[test]
     fn file_db_uses_wal_and_foreign_keys_and_reopens_not_fresh() {
         let dir = tempfile::tempdir().unwrap();
