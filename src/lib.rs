@@ -23,6 +23,7 @@ pub mod ilp;
 pub mod interval;
 pub mod ledger;
 pub mod logging;
+pub mod metrics;
 pub mod money;
 pub mod names;
 pub mod owner;

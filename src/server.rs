@@ -6,6 +6,7 @@ pub mod admin;
 pub mod error;
 pub mod extract;
 pub mod ilp_http;
+pub mod metrics;
 pub mod pagination;
 pub mod request_log;
 pub mod routes;
@@ -23,7 +24,7 @@ use tower_http::timeout::TimeoutLayer;
 
 pub use state::AppState;
 
-/// Every route, with the body limit, timeout and request-log layers.
+/// Every route, with the body limit, timeout, request-log and metrics layers.
 pub fn router(state: AppState) -> Router {
     let public = Router::new()
         .merge(routes::gnap::routes())
@@ -35,6 +36,7 @@ pub fn router(state: AppState) -> Router {
         .layer(cors(&state.settings.server.cors_origins));
     let routes = Router::new()
         .route("/healthz", get(healthz))
+        .merge(metrics::routes(&state))
         .nest("/admin", admin::routes(state.clone()))
         .merge(public);
     layered(routes, state)
@@ -69,11 +71,12 @@ fn cors(origins: &[String]) -> tower_http::cors::CorsLayer {
         .max_age(Duration::from_secs(3600))
 }
 
-/// Only `/admin` and `/healthz`, with the same layers: what the plain-HTTP loopback listener serves next to
-/// an HTTPS public listener.
+/// Only `/admin`, `/healthz` and `/metrics`, with the same layers: what the plain-HTTP loopback listener
+/// serves next to an HTTPS public listener.
 pub fn admin_router(state: AppState) -> Router {
     let routes = Router::new()
         .route("/healthz", get(healthz))
+        .merge(metrics::routes(&state))
         .nest("/admin", admin::routes(state.clone()));
     layered(routes, state)
 }
@@ -82,10 +85,12 @@ fn layered(routes: Router<AppState>, state: AppState) -> Router {
     let limit = state.settings.server.body_limit_bytes;
     let timeout = Duration::from_secs(state.settings.server.request_timeout_secs.max(1));
     routes
+        .route_layer(middleware::from_fn(metrics::note_route))
         .fallback(error::not_found)
         .layer(DefaultBodyLimit::max(limit))
         .layer(middleware::from_fn_with_state(state.clone(), request_log::emit))
         .layer(TimeoutLayer::with_status_code(StatusCode::REQUEST_TIMEOUT, timeout))
+        .layer(middleware::from_fn_with_state(state.clone(), metrics::track))
         .with_state(state)
 }
 

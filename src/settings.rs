@@ -87,6 +87,7 @@ struct Raw {
     demo: DemoSettings,
     store: StoreSettings,
     server: ServerSettings,
+    metrics: RawMetrics,
     gnap: GnapSettings,
     client_keys: ClientKeySettings,
     egress: EgressSettings,
@@ -498,6 +499,84 @@ pub struct StoreSettings {
     pub events_retain_count: u64,
 }
 
+/// `[metrics]` as written.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawMetrics {
+    enabled: bool,
+    allow: Vec<String>,
+}
+
+/// `[metrics]`: whether `GET /metrics` is served, and to which peers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MetricsSettings {
+    pub enabled: bool,
+    /// The networks whose addresses may scrape; an empty list lets nobody in.
+    pub allow: Vec<Cidr>,
+}
+
+impl MetricsSettings {
+    /// Whether a peer at `ip` may scrape (an IPv4-mapped IPv6 address counts as its IPv4 address).
+    pub fn allows(&self, ip: std::net::IpAddr) -> bool {
+        let ip = ip.to_canonical();
+        self.enabled && self.allow.iter().any(|c| c.contains(ip))
+    }
+}
+
+/// A network: an address and a prefix length (`10.0.0.0/8`, `::1/128`; a bare address is the host alone).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Cidr {
+    pub addr: std::net::IpAddr,
+    pub prefix: u8,
+}
+
+impl Cidr {
+    pub fn contains(&self, ip: std::net::IpAddr) -> bool {
+        use std::net::IpAddr;
+        let masked = |bits: u128, width: u8| {
+            let shift = u32::from(width - self.prefix.min(width));
+            bits.checked_shr(shift).unwrap_or(0)
+        };
+        match (self.addr, ip) {
+            (IpAddr::V4(net), IpAddr::V4(ip)) => {
+                masked(u128::from(u32::from(net)), 32) == masked(u128::from(u32::from(ip)), 32)
+            }
+            (IpAddr::V6(net), IpAddr::V6(ip)) => masked(u128::from(net), 128) == masked(u128::from(ip), 128),
+            _ => false,
+        }
+    }
+}
+
+impl std::str::FromStr for Cidr {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        let (addr, prefix) = s.split_once('/').map_or((s, None), |(a, p)| (a, Some(p)));
+        let addr: std::net::IpAddr = addr
+            .trim()
+            .parse()
+            .map_err(|_| format!("{s:?} is not a network like 10.0.0.0/8 or ::1/128"))?;
+        let width = if addr.is_ipv4() { 32 } else { 128 };
+        let prefix = match prefix {
+            None => width,
+            Some(p) => match p.trim().parse::<u8>() {
+                Ok(n) if n <= width => n,
+                _ => return Err(format!("{s:?}: the prefix length must be 0 to {width}")),
+            },
+        };
+        Ok(Self {
+            addr: addr.to_canonical(),
+            prefix,
+        })
+    }
+}
+
+impl std::fmt::Display for Cidr {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.addr, self.prefix)
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ServerSettings {
@@ -548,6 +627,7 @@ pub struct Settings {
     pub demo: DemoSettings,
     pub store: StoreSettings,
     pub server: ServerSettings,
+    pub metrics: MetricsSettings,
     pub gnap: GnapSettings,
     pub client_keys: ClientKeySettings,
     pub egress: EgressSettings,
@@ -836,6 +916,16 @@ impl Settings {
         }
         check_cors_origins(&raw.server.cors_origins).map_err(|e| invalid("server.cors_origins", e))?;
         raw.ilp.validate().map_err(|(key, message)| invalid(key, message))?;
+        let metrics = MetricsSettings {
+            enabled: raw.metrics.enabled,
+            allow: raw
+                .metrics
+                .allow
+                .iter()
+                .map(|c| c.parse())
+                .collect::<Result<_, _>>()
+                .map_err(|e| invalid("metrics.allow", e))?,
+        };
         let log_format = raw.log_format.parse().map_err(|e| invalid("log_format", e))?;
         let tls = tls_settings(&raw.tls, &data_dir).map_err(|(key, message)| invalid(key, message))?;
         Ok(Self {
@@ -847,6 +937,7 @@ impl Settings {
             wallet_cache_max_age_secs: raw.server.wallet_cache_max_age_secs,
             store: raw.store,
             server: raw.server,
+            metrics,
             gnap: raw.gnap,
             client_keys: raw.client_keys,
             egress: raw.egress,
@@ -970,6 +1061,51 @@ mod tests {
             assert!(check_cors_origins(&[bad.into()]).is_err(), "{bad}");
         }
         assert!(check_cors_origins(&["*".into(), "https://wallet.example".into()]).is_err());
+    }
+
+    #[test]
+        fn metrics_are_on_for_loopback_peers_by_default_and_the_allow_list_is_checked() {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = dir.path().join("config.toml");
+        let o = Overrides {
+            config: Some(cfg.clone()),
+            config_required: false,
+            data_dir: Some(dir.path().into()),
+            ..Default::default()
+        };
+        let ip = |s: &str| s.parse::<std::net::IpAddr>().unwrap();
+        let s = Settings::load_from(&o, env(&[])).unwrap();
+        assert!(s.metrics.enabled);
+        assert!(s.metrics.allows(ip("127.0.0.1")));
+        assert!(s.metrics.allows(ip("::1")));
+        assert!(s.metrics.allows(ip("::ffff:127.0.0.1")), "IPv4-mapped loopback");
+        assert!(!s.metrics.allows(ip("127.0.0.2")));
+        assert!(!s.metrics.allows(ip("10.0.0.1")));
+        assert!(!s.metrics.allows(ip("::2")));
+
+        std::fs::write(
+            &cfg,
+            "[metrics]\nallow = [\"10.1.0.0/16\", \"192.0.2.7\", \"fd00::/8\"]\n",
+        )
+        .unwrap();
+        let s = Settings::load_from(&o, env(&[])).unwrap();
+        assert!(s.metrics.allows(ip("10.1.200.3")));
+        assert!(!s.metrics.allows(ip("10.2.0.1")));
+        assert!(s.metrics.allows(ip("192.0.2.7")));
+        assert!(!s.metrics.allows(ip("192.0.2.8")));
+        assert!(s.metrics.allows(ip("fd12::1")));
+        assert!(!s.metrics.allows(ip("127.0.0.1")), "only the listed networks");
+        assert_eq!(s.metrics.allow[0].to_string(), "10.1.0.0/16");
+
+        std::fs::write(&cfg, "[metrics]\nallow = [\"0.0.0.0/0\"]\nenabled = false\n").unwrap();
+        let s = Settings::load_from(&o, env(&[])).unwrap();
+        assert!(!s.metrics.allows(ip("127.0.0.1")), "disabled");
+
+        for bad in ["10.0.0.0/33", "::1/129", "localhost", "10.0.0.0/x"] {
+            std::fs::write(&cfg, format!("[metrics]\nallow = [{bad:?}]\n")).unwrap();
+            let e = Settings::load_from(&o, env(&[])).unwrap_err().to_string();
+            assert!(e.contains("metrics.allow") && e.contains(bad), "{bad}: {e}");
+        }
     }
 
     #[test]

@@ -19,6 +19,7 @@ mod migrations;
 pub mod outbox;
 pub mod payments;
 pub mod peers;
+pub mod stats;
 pub mod stream;
 pub mod wallets;
 pub mod webhooks;
@@ -153,6 +154,31 @@ impl Default for Options {
 pub struct Store {
     tx: mpsc::Sender<Msg>,
     joiner: std::sync::Arc<std::sync::Mutex<Option<thread::JoinHandle<()>>>>,
+    meters: Meters,
+}
+
+/// How busy the store thread is, for the metrics: the jobs waiting for it and how long each one took.
+#[derive(Debug, Clone)]
+pub struct Meters {
+    /// Jobs sent and not yet started.
+    pub queue_depth: prometheus_client::metrics::gauge::Gauge,
+    /// Seconds each job (one transaction, or one read) held the connection.
+    pub job_seconds: prometheus_client::metrics::histogram::Histogram,
+}
+
+/// Store job durations: 10 µs to 2.5 s.
+const JOB_BUCKETS: [f64; 17] = [
+    0.000_01, 0.000_025, 0.000_05, 0.000_1, 0.000_25, 0.000_5, 0.001, 0.002_5, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
+    0.5, 1.0, 2.5,
+];
+
+impl Default for Meters {
+    fn default() -> Self {
+        Self {
+            queue_depth: prometheus_client::metrics::gauge::Gauge::default(),
+            job_seconds: prometheus_client::metrics::histogram::Histogram::new(JOB_BUCKETS),
+        }
+    }
 }
 
 /// What [`Store::open`] found.
@@ -188,12 +214,19 @@ impl Store {
             );
         }
         let (tx, rx) = mpsc::channel::<Msg>();
+        let meters = Meters::default();
+        let m = meters.clone();
         let handle = thread::Builder::new()
             .name("opdesk-store".into())
             .spawn(move || {
                 while let Ok(msg) = rx.recv() {
                     match msg {
-                        Msg::Job(job) => job(&mut conn),
+                        Msg::Job(job) => {
+                            m.queue_depth.dec();
+                            let started = std::time::Instant::now();
+                            job(&mut conn);
+                            m.job_seconds.observe(started.elapsed().as_secs_f64());
+                        }
                         Msg::Close => break,
                     }
                 }
@@ -205,8 +238,23 @@ impl Store {
         let store = Self {
             tx,
             joiner: std::sync::Arc::new(std::sync::Mutex::new(Some(handle))),
+            meters,
         };
         Ok((store, Opened { fresh }))
+    }
+
+    /// The store thread's queue depth and job durations.
+    pub fn meters(&self) -> &Meters {
+        &self.meters
+    }
+
+    /// Queues a job, counting it until the thread starts it.
+    fn send(&self, job: Job) -> Result<(), Error> {
+        self.meters.queue_depth.inc();
+        self.tx.send(Msg::Job(job)).map_err(|_| {
+            self.meters.queue_depth.dec();
+            Error::Closed
+        })
     }
 
     /// Runs `f` on the store thread and returns its result.
@@ -220,7 +268,7 @@ impl Store {
         let job: Job = Box::new(move |conn| {
             let _ = reply.send(f(conn));
         });
-        self.tx.send(Msg::Job(job)).map_err(|_| E::from(Error::Closed))?;
+        self.send(job).map_err(E::from)?;
         rx.await.map_err(|_| E::from(Error::Closed))?
     }
 
@@ -235,7 +283,7 @@ impl Store {
         let job: Job = Box::new(move |conn| {
             let _ = reply.send(f(conn));
         });
-        self.tx.send(Msg::Job(job)).map_err(|_| E::from(Error::Closed))?;
+        self.send(job).map_err(E::from)?;
         rx.recv().map_err(|_| E::from(Error::Closed))?
     }
 
@@ -285,6 +333,44 @@ mod tests {
         store.close();
         let r: Result<(), Error> = store.call(|_| Ok(())).await;
         assert!(matches!(r, Err(Error::Closed)));
+    }
+
+    #[tokio::test]
+    async fn the_queue_depth_counts_jobs_waiting_for_the_thread() {
+        let (store, _) = Store::open_in_memory().unwrap();
+        let (release, held) = mpsc::channel::<()>();
+        let s = store.clone();
+        let blocker = tokio::spawn(async move {
+            s.call(move |_| {
+                let _ = held.recv();
+                Ok::<_, Error>(())
+            })
+            .await
+        });
+        let waiting: Vec<_> = (0..3)
+            .map(|_| {
+                let s = store.clone();
+                tokio::spawn(async move { s.call(|_| Ok::<_, Error>(())).await })
+            })
+            .collect();
+        let depth = || store.meters().queue_depth.get();
+        for _ in 0..400 {
+            if depth() == 3 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        assert_eq!(depth(), 3, "three jobs wait behind the one running");
+        release.send(()).unwrap();
+        blocker.await.unwrap().unwrap();
+        for w in waiting {
+            w.await.unwrap().unwrap();
+        }
+        assert_eq!(depth(), 0);
+        store.close();
+        let r: Result<(), Error> = store.call(|_| Ok(())).await;
+        assert!(matches!(r, Err(Error::Closed)));
+        assert_eq!(depth(), 0, "a job refused by a closed store is not counted");
     }
 
     #[test]

@@ -77,6 +77,8 @@ pub struct Webhooks {
     settings: WebhookSettings,
     /// Wakes the deliverer when the operator re-drives deliveries.
     wake: Arc<Notify>,
+    /// Attempts by result, for the metrics.
+    attempts: crate::metrics::WebhookAttempts,
 }
 
 impl Webhooks {
@@ -86,7 +88,13 @@ impl Webhooks {
             clock,
             settings,
             wake: Arc::default(),
+            attempts: crate::metrics::WebhookAttempts::default(),
         }
+    }
+
+    /// The delivery attempts of this process, by result (`delivered`, `retrying`, `dead`).
+    pub fn meters(&self) -> &crate::metrics::WebhookAttempts {
+        &self.attempts
     }
 
     /// Whether a webhook URL is configured.
@@ -294,6 +302,14 @@ impl Webhooks {
                     next: self.next_attempt(attempts),
                 },
             };
+            let result = match &attempt {
+                Attempt::Delivered(_) => "delivered",
+                Attempt::Failed { next: None, .. } => "dead",
+                Attempt::Failed { .. } => "retrying",
+            };
+            self.attempts
+                .get_or_create(&crate::metrics::WebhookLabels { result })
+                .inc();
             match &attempt {
                 Attempt::Delivered(_) => tracing::debug!(event = seq, "webhook delivered"),
                 Attempt::Failed { next: None, error, .. } => {

@@ -65,13 +65,31 @@ impl Outcome {
     }
 }
 
-/// The traffic of every peer of one server. Cheap to clone.
+/// The traffic of every peer of one server, and the packet counters the metrics show. Cheap to clone.
 #[derive(Debug, Clone, Default)]
-pub struct Traffic(Arc<Mutex<HashMap<String, PeerTraffic>>>);
+pub struct Traffic(Arc<Mutex<HashMap<String, PeerTraffic>>>, crate::metrics::Packets);
 
 impl Traffic {
+    /// The packet counters, by direction and result, of all peers together.
+    pub fn meters(&self) -> &crate::metrics::Packets {
+        &self.1
+    }
+
     /// Counts one packet through `peer` (`out`: we sent it) that came to `outcome` at `at`.
     pub fn count(&self, peer: &str, out: bool, outcome: Outcome, at: String) {
+        let result = match &outcome {
+            Outcome::Fulfilled => "fulfilled",
+            Outcome::Rejected(code, _) => match code.as_bytes().first() {
+                Some(b'F') => "reject_F",
+                Some(b'T') => "reject_T",
+                _ => "reject_R",
+            },
+            Outcome::None => "no_reply",
+        };
+        let direction = if out { "out" } else { "in" };
+        self.1
+            .get_or_create(&crate::metrics::PacketLabels { direction, result })
+            .inc();
         let mut m = match self.0.lock() {
             Ok(m) => m,
             Err(poisoned) => poisoned.into_inner(),
@@ -87,7 +105,7 @@ impl Traffic {
                     code,
                     message,
                     at,
-                    direction: if out { "out" } else { "in" }.to_owned(),
+                    direction: direction.to_owned(),
                 });
             }
             Outcome::None => {}
@@ -168,5 +186,19 @@ mod tests {
             })
         );
         assert_eq!(t.of("other"), PeerTraffic::default());
+        let n = |direction, result| {
+            t.meters()
+                .get(&crate::metrics::PacketLabels { direction, result })
+                .map(|c| c.get())
+        };
+        assert_eq!(
+            (
+                n("out", "fulfilled"),
+                n("out", "reject_T"),
+                n("in", "no_reply"),
+                n("in", "reject_F")
+            ),
+            (Some(1), Some(1), Some(1), None)
+        );
     }
 }

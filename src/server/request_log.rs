@@ -110,6 +110,12 @@ impl Notes {
         }
     }
 
+    /// The verdict's class for the metrics: `ok`, `refused`, or `None` when no signature was checked.
+    pub fn verdict_class(&self) -> Option<&'static str> {
+        let n = self.0.lock().ok()?;
+        n.verdict.as_deref().map(|v| if v == "ok" { "ok" } else { "refused" })
+    }
+
     /// The client, the verdict (with the detail, if any), and the signed request with its key.
     fn take(&self) -> Taken {
         let n = self.0.lock().map(|mut n| std::mem::take(&mut *n)).unwrap_or_default();

@@ -19,13 +19,25 @@ pub struct Edge {
     pub admin_token: Arc<str>,
     /// The last requests served, for `GET /admin/requests`.
     pub request_log: Arc<RequestLog>,
+    /// What `/metrics` shows.
+    pub metrics: Arc<crate::metrics::Metrics>,
 }
 
 impl AppState {
     pub fn new(services: Arc<Services>, verifier: Arc<Verifier>, admin_token: Arc<str>) -> Self {
         let request_log = Arc::new(RequestLog::new(services.settings.server.request_log_size));
+        let started = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
+        let metrics = Arc::new(crate::metrics::Metrics::new(
+            services.store.meters(),
+            services.peers.traffic().meters(),
+            services.webhooks.meters(),
+            started,
+        ));
         Self(Arc::new(Edge {
             request_log,
+            metrics,
             services,
             verifier,
             admin_token,

@@ -222,6 +222,29 @@ async fn alice_pays_carol_across_currencies_with_rate_and_fee() {
     let inc = p.get(ip["id"].as_str().unwrap(), &p.incoming).await;
     assert_eq!(inc["receivedAmount"]["value"], "882");
     assert_conserved(&ase).await;
+
+    // the metrics show the money moved by asset and the payment's state, read from the store: the same
+    // after a restart
+    let lines = [
+        r#"opdesk_payments_amount_total{direction="out",asset="USD/2"} 1000"#,
+        r#"opdesk_payments_amount_total{direction="in",asset="EUR/2"} 882"#,
+        r#"opdesk_outgoing_payments{state="completed"} 1"#,
+        r#"opdesk_outgoing_payments{state="failed"} 0"#,
+    ];
+    let (dir, addr) = ase.stop().await;
+    let ase = TestAse::spawn_in(dir, Some(addr)).await;
+    let metrics = ase
+        .http
+        .get(ase.url("/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    for line in lines {
+        assert!(metrics.lines().any(|l| l == line), "{line} in\n{metrics}");
+    }
 }
 
 #[tokio::test]

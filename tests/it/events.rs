@@ -314,6 +314,23 @@ async fn webhooks_survive_kill_9_and_die_after_their_budget() {
         (Some(4), Some(503)),
         "{dead}"
     );
+    // the metrics of this process: six delivered at the first try, the dead one's three retries and its end,
+    // and the stored states
+    let metrics = reqwest::get(format!("{}/metrics", server.base))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    for line in [
+        r#"opdesk_webhook_deliveries_total{result="delivered"} 6"#,
+        r#"opdesk_webhook_deliveries_total{result="retrying"} 3"#,
+        r#"opdesk_webhook_deliveries_total{result="dead"} 1"#,
+        r#"opdesk_webhook_delivery_states{state="delivered"} 6"#,
+        r#"opdesk_webhook_delivery_states{state="dead"} 1"#,
+    ] {
+        assert!(metrics.lines().any(|l| l == line), "{line} in\n{metrics}");
+    }
     let seq = dead["eventSeq"].as_i64().unwrap();
     receiver.status.store(204, Ordering::SeqCst);
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_opdesk"))

@@ -20,6 +20,7 @@ mod grant_timeline;
 mod ilp_receiver;
 mod ilp_sender;
 mod ledger_props;
+mod metrics;
 mod ownership;
 mod peer_liquidity;
 mod rs_api;

@@ -272,6 +272,18 @@ async fn https_serves_open_payments_and_commands_still_reach_the_admin_api() {
         .await
         .unwrap();
     assert_eq!(res.status(), 200);
+    // /metrics reaches a loopback scraper on both listeners (the peer address comes through TLS too), and
+    // counted the HTTPS traffic above by route template
+    for base in [server.base.clone(), admin.clone()] {
+        let client = if base.starts_with("https") { &http } else { &plain };
+        let res = client.get(format!("{base}/metrics")).send().await.unwrap();
+        assert_eq!(res.status(), 200, "{base}");
+        let text = res.text().await.unwrap();
+        assert!(
+            text.contains(r#"opdesk_http_requests_total{route="/incoming-payments",method="POST",status="201"} 1"#),
+            "{base}: {text}"
+        );
+    }
 
     // a clean stop
     server.signal("-TERM");

@@ -1,0 +1,330 @@
+//! Prometheus metrics: the `opdesk_*` families, what records into them, and the exposition (OpenMetrics or
+//! Prometheus text 0.0.4, with `prometheus-client`). The HTTP edge records requests and signature verdicts
+//! here; the STREAM traffic counters ([`crate::ase::traffic`]), the webhook deliverer and the store own their
+//! own meters, registered here by clone; what is stored (grants and payments by state, amounts by asset) is
+//! read from the store at each scrape ([`crate::store::stats`]). Knows no routes: `server::metrics` serves it.
+
+use std::{
+    collections::HashSet,
+    sync::{Arc, PoisonError, RwLock},
+    time::Duration,
+};
+
+use prometheus_client::{
+    encoding::{EncodeLabelSet, text},
+    metrics::{counter::Counter, family::Family, gauge::Gauge, histogram::Histogram},
+    registry::Registry,
+};
+
+use crate::store::{Meters, stats::Snapshot};
+
+/// The `Content-Type` of an OpenMetrics exposition.
+pub const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+/// The `Content-Type` of a Prometheus text (0.0.4) exposition.
+pub const PROMETHEUS_TEXT: &str = prometheus_client::encoding::prometheus_text::CONTENT_TYPE;
+
+/// HTTP latencies: 100 µs to 10 s.
+const HTTP_BUCKETS: [f64; 16] = [
+    0.000_1, 0.000_25, 0.000_5, 0.001, 0.002_5, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
+];
+
+/// One request: its route template (`unmatched` when none), method and status.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub struct RequestLabels {
+    pub route: Arc<str>,
+    pub method: &'static str,
+    pub status: u16,
+}
+
+/// A route template and method (the latency histogram has no status label).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub struct RouteLabels {
+    pub route: Arc<str>,
+    pub method: &'static str,
+}
+
+/// A signature verdict class: `ok` or `refused`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub struct VerdictLabels {
+    pub verdict: &'static str,
+}
+
+/// A STREAM packet: `in` (a peer brought it to `POST /ilp`) or `out` (we sent it through a peer), and how it
+/// ended: `fulfilled`, `reject_F`/`reject_T`/`reject_R` (the code's class) or `no_reply`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub struct PacketLabels {
+    pub direction: &'static str,
+    pub result: &'static str,
+}
+
+/// A webhook delivery attempt's result: `delivered`, `retrying` (failed, another attempt is due) or `dead`
+/// (failed, the retry budget is spent).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub struct WebhookLabels {
+    pub result: &'static str,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct StateLabels {
+    state: &'static str,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct AmountLabels {
+    direction: &'static str,
+    asset: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct VersionLabels {
+    version: &'static str,
+}
+
+type Histograms<S> = Family<S, Histogram, fn() -> Histogram>;
+
+fn http_histogram() -> Histogram {
+    Histogram::new(HTTP_BUCKETS)
+}
+
+/// The packet counters the STREAM traffic keeps.
+pub type Packets = Family<PacketLabels, Counter>;
+/// The attempt counters the webhook deliverer keeps.
+pub type WebhookAttempts = Family<WebhookLabels, Counter>;
+
+/// The method as a label: the standard ones by name, any other as `other` (no unbounded label values).
+pub fn method_label(m: &http::Method) -> &'static str {
+    use http::Method;
+    match *m {
+        Method::GET => "GET",
+        Method::HEAD => "HEAD",
+        Method::POST => "POST",
+        Method::PUT => "PUT",
+        Method::PATCH => "PATCH",
+        Method::DELETE => "DELETE",
+        Method::OPTIONS => "OPTIONS",
+        _ => "other",
+    }
+}
+
+/// The registry of one server, with the families the HTTP edge records into.
+pub struct Metrics {
+    registry: Registry,
+    requests: Family<RequestLabels, Counter>,
+    durations: Histograms<RouteLabels>,
+    verdicts: Family<VerdictLabels, Counter>,
+    /// Route templates seen, shared so a request's labels cost no allocation once its route is known.
+    routes: RwLock<HashSet<Arc<str>>>,
+}
+
+impl std::fmt::Debug for Metrics {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Metrics").finish_non_exhaustive()
+    }
+}
+
+impl Metrics {
+    /// Registers every family: the edge's own and, by clone, the meters other parts keep.
+    pub fn new(store: &Meters, packets: &Packets, webhooks: &WebhookAttempts, started_unix: i64) -> Self {
+        let mut registry = Registry::default();
+        let requests = Family::<RequestLabels, Counter>::default();
+        let durations: Histograms<RouteLabels> = Family::new_with_constructor(http_histogram);
+        let verdicts = Family::<VerdictLabels, Counter>::default();
+        registry.register(
+            "opdesk_http_requests",
+            "HTTP requests answered, by route template (unmatched: no route), method and status",
+            requests.clone(),
+        );
+        registry.register(
+            "opdesk_http_request_duration_seconds",
+            "Time from a request's arrival to its response head, by route template and method",
+            durations.clone(),
+        );
+        registry.register(
+            "opdesk_signature_verdicts",
+            "HTTP message signatures checked, by verdict (ok or refused)",
+            verdicts.clone(),
+        );
+        for v in ["ok", "refused"] {
+            let _ = verdicts.get_or_create(&VerdictLabels { verdict: v });
+        }
+        registry.register(
+            "opdesk_stream_packets",
+            "ILP/STREAM packets since start, by direction (in: brought by a peer to POST /ilp, out: sent through \
+             a peer) and result (fulfilled, reject_F, reject_T, reject_R, no_reply)",
+            packets.clone(),
+        );
+        for direction in ["in", "out"] {
+            for result in ["fulfilled", "reject_F", "reject_T", "reject_R", "no_reply"] {
+                let _ = packets.get_or_create(&PacketLabels { direction, result });
+            }
+        }
+        registry.register(
+            "opdesk_webhook_deliveries",
+            "Webhook delivery attempts since start, by result (delivered, retrying, dead)",
+            webhooks.clone(),
+        );
+        for result in ["delivered", "retrying", "dead"] {
+            let _ = webhooks.get_or_create(&WebhookLabels { result });
+        }
+        registry.register(
+            "opdesk_store_queue_depth",
+            "Store jobs (transactions and reads) waiting for the store thread",
+            store.queue_depth.clone(),
+        );
+        registry.register(
+            "opdesk_store_transaction_duration_seconds",
+            "Time each store job (one transaction or read) held the database connection",
+            store.job_seconds.clone(),
+        );
+        let build = Family::<VersionLabels, Gauge>::default();
+        build
+            .get_or_create(&VersionLabels {
+                version: env!("CARGO_PKG_VERSION"),
+            })
+            .set(1);
+        registry.register("opdesk_build_info", "The running opdesk's version (always 1)", build);
+        let start = Gauge::<i64>::default();
+        start.set(started_unix);
+        registry.register(
+            "opdesk_start_time_seconds",
+            "When this server process started, in seconds since the Unix epoch",
+            start,
+        );
+        Self {
+            registry,
+            requests,
+            durations,
+            verdicts,
+            routes: RwLock::default(),
+        }
+    }
+
+    /// The shared copy of `route`.
+    fn route(&self, route: &str) -> Arc<str> {
+        if let Some(r) = self.routes.read().unwrap_or_else(PoisonError::into_inner).get(route) {
+            return r.clone();
+        }
+        let mut routes = self.routes.write().unwrap_or_else(PoisonError::into_inner);
+        if let Some(r) = routes.get(route) {
+            return r.clone();
+        }
+        let r: Arc<str> = Arc::from(route);
+        routes.insert(r.clone());
+        r
+    }
+
+    /// Records one answered request; `route` is its template (`None`: no route matched).
+    pub fn request(&self, route: Option<&str>, method: &'static str, status: u16, elapsed: Duration) {
+        let route = self.route(route.unwrap_or("unmatched"));
+        self.durations
+            .get_or_create(&RouteLabels {
+                route: route.clone(),
+                method,
+            })
+            .observe(elapsed.as_secs_f64());
+        self.requests
+            .get_or_create(&RequestLabels { route, method, status })
+            .inc();
+    }
+
+    /// Records a signature verdict class.
+    pub fn verdict(&self, verdict: &'static str) {
+        self.verdicts.get_or_create(&VerdictLabels { verdict }).inc();
+    }
+
+    /// The exposition: every family, then what `stored` holds; OpenMetrics (with its `# EOF`) or Prometheus
+    /// text.
+    pub fn encode(&self, stored: &Snapshot, openmetrics: bool) -> Result<String, std::fmt::Error> {
+        let scraped = stored_registry(stored);
+        let mut out = String::with_capacity(16 * 1024);
+        if openmetrics {
+            text::encode_registry(&mut out, &self.registry)?;
+            text::encode_registry(&mut out, &scraped)?;
+            text::encode_eof(&mut out)?;
+        } else {
+            prometheus_client::encoding::prometheus_text::encode(&mut out, &self.registry)?;
+            prometheus_client::encoding::prometheus_text::encode(&mut out, &scraped)?;
+        }
+        Ok(out)
+    }
+}
+
+fn states<S: Copy>(rows: &[(S, u64)], name: impl Fn(S) -> &'static str) -> Family<StateLabels, Gauge> {
+    let family = Family::<StateLabels, Gauge>::default();
+    for (s, n) in rows {
+        family
+            .get_or_create(&StateLabels { state: name(*s) })
+            .set(i64::try_from(*n).unwrap_or(i64::MAX));
+    }
+    family
+}
+
+/// The families read from the store at this scrape.
+fn stored_registry(s: &Snapshot) -> Registry {
+    let mut r = Registry::default();
+    r.register(
+        "opdesk_grants",
+        "GNAP grants by state (expired: still pending when its interaction window passed)",
+        states(&s.grants, |s| s.as_str()),
+    );
+    r.register(
+        "opdesk_incoming_payments",
+        "Incoming payments by state",
+        states(&s.incoming, |s| s.as_str()),
+    );
+    r.register(
+        "opdesk_outgoing_payments",
+        "Outgoing payments by state",
+        states(&s.outgoing, |s| s.as_str()),
+    );
+    r.register(
+        "opdesk_webhook_delivery_states",
+        "Webhook deliveries by state (dead: the retry budget is spent)",
+        states(&s.deliveries, |s| s.as_str()),
+    );
+    let amounts = Family::<AmountLabels, Counter>::default();
+    for (direction, rows) in [("in", &s.received), ("out", &s.sent)] {
+        for (asset, n) in rows {
+            amounts
+                .get_or_create(&AmountLabels {
+                    direction,
+                    asset: asset.clone(),
+                })
+                .inc_by(*n);
+        }
+    }
+    r.register(
+        "opdesk_payments_amount",
+        "Money moved, in minor units of the asset (CODE/scale): in = received into incoming payments, out = \
+         sent by outgoing payments (in the paying wallet's asset)",
+        amounts,
+    );
+    r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn requests_are_counted_by_template_with_shared_route_labels() {
+        let m = Metrics::new(&Meters::default(), &Packets::default(), &WebhookAttempts::default(), 7);
+        m.request(Some("/{wallet}"), "GET", 200, Duration::from_micros(300));
+        m.request(Some("/{wallet}"), "GET", 200, Duration::from_micros(300));
+        m.request(None, "GET", 404, Duration::from_micros(30));
+        m.verdict("refused");
+        let text = m.encode(&Snapshot::default(), false).unwrap();
+        assert!(
+            text.contains(r#"opdesk_http_requests_total{route="/{wallet}",method="GET",status="200"} 2"#),
+            "{text}"
+        );
+        assert!(text.contains(r#"opdesk_http_requests_total{route="unmatched",method="GET",status="404"} 1"#));
+        assert!(text.contains(r#"opdesk_signature_verdicts_total{verdict="refused"} 1"#));
+        assert!(text.contains(r#"opdesk_signature_verdicts_total{verdict="ok"} 0"#));
+        assert!(text.contains("opdesk_start_time_seconds 7"));
+        assert_eq!(m.routes.read().unwrap().len(), 2);
+        let om = m.encode(&Snapshot::default(), true).unwrap();
+        assert!(om.ends_with("# EOF\n"), "{om}");
+        assert_eq!(om.matches("# EOF").count(), 1);
+    }
+}
