@@ -736,6 +736,7 @@ fn grants_detail_shows_the_timeline() {
     assert_ne!(other, id);
     assert_eq!(effects, vec![Effect::LoadTimeline(other)]);
     assert!(draw(&a, 120, 40).contains("loading…"));
+}
 
 /// The screen and where the terminal cursor is (prompts put it where the next character goes).
 fn draw_with_cursor(a: &App, w: u16, h: u16) -> String {
