@@ -722,7 +722,11 @@ pub async fn run_operator(cmd: Command, settings: Settings, global: &Global) -> 
 
 async fn operate(b: &Backend, cmd: Command, json: bool) -> Result<()> {
     match cmd {
-        Command::Serve | Command::Demo(_) | Command::Workshop(_) | Command::Backup(_) | Command::Completions { .. }
+        Command::Serve
+        | Command::Demo(_)
+        | Command::Workshop(_)
+        | Command::Backup(_)
+        | Command::Completions { .. }
         | Command::Sig(_) => {
             bail!("not an operator command")
         }

@@ -227,6 +227,12 @@ impl DomainEvent {
     }
 }
 
+/// Whether a request path is the operator's own traffic — the admin API (consoles polling, the event stream)
+/// and metrics scrapes — which the request log does not keep and consoles do not show.
+pub fn is_operator_path(path: &str) -> bool {
+    path == "/admin" || path.starts_with("/admin/") || path == "/metrics"
+}
+
 /// Cheap-to-clone handle to the broadcast bus.
 #[derive(Debug, Clone)]
 pub struct EventBus {
@@ -276,5 +282,18 @@ impl EventBus {
 impl Default for EventBus {
     fn default() -> Self {
         Self::new(4096)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_operators_own_traffic_is_the_admin_api_and_metrics() {
+        for p in ["/admin", "/admin/events", "/metrics"] {
+            assert!(super::is_operator_path(p), "{p}");
+        }
+        for p in ["/administrator", "/alice", "/metrics/x", "/incoming-payments"] {
+            assert!(!super::is_operator_path(p), "{p}");
+        }
     }
 }

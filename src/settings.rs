@@ -1064,7 +1064,7 @@ mod tests {
     }
 
     #[test]
-        fn metrics_are_on_for_loopback_peers_by_default_and_the_allow_list_is_checked() {
+    fn metrics_are_on_for_loopback_peers_by_default_and_the_allow_list_is_checked() {
         let dir = tempfile::tempdir().unwrap();
         let cfg = dir.path().join("config.toml");
         let o = Overrides {

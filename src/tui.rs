@@ -66,7 +66,7 @@ pub fn build(info: ServerInfo, now: OffsetDateTime, opts: &Options) -> (App, The
 /// The console's message for what the feed says, if any (the console's own admin requests are not shown).
 fn from_feed(f: Feed) -> Option<Msg> {
     Some(match f {
-        Feed::Event(DomainEvent::HttpRequest { path, .. }) if path.starts_with("/admin") => return None,
+        Feed::Event(DomainEvent::HttpRequest { path, .. }) if crate::events::is_operator_path(&path) => return None,
         Feed::Event(e) => Msg::Event(e),
         Feed::Resync => Msg::Lagged,
         Feed::Down(why) => Msg::Disconnected(why),

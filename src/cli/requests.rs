@@ -216,7 +216,8 @@ fn split_head(raw: &[u8]) -> Option<(&[u8], &[u8])> {
 /// `sig explain FILE [--jwks URL|FILE] [--now UNIX]`: exit 0 when the signature verifies (or only the
 /// base was asked for), 1 with one `error:` line when it does not.
 pub async fn explain(args: SigExplainArgs, json: bool) -> Result<()> {
-    let raw = std::fs::read(&args.file).map_err(|e| OneLine::new(format!("cannot read {}: {e}", args.file.display())))?;
+    let raw =
+        std::fs::read(&args.file).map_err(|e| OneLine::new(format!("cannot read {}: {e}", args.file.display())))?;
     let req = parse_raw(&raw, &args.scheme)
         .map_err(|e| OneLine::new(format!("{} is not a raw HTTP request: {e}", args.file.display())))?;
     let now = args

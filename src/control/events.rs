@@ -99,7 +99,7 @@ pub fn stream(s: Arc<Services>, after: Option<i64>, live: bool) -> mpsc::Receive
 }
 
 fn admin_request(r: &EventRecord) -> bool {
-    matches!(&r.event, crate::events::DomainEvent::HttpRequest { path, .. } if path.starts_with("/admin"))
+    matches!(&r.event, crate::events::DomainEvent::HttpRequest { path, .. } if crate::events::is_operator_path(path))
 }
 
 /// Sends the outbox's events after `after`; `check_gap` first says resync when some were pruned already.

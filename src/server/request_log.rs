@@ -311,7 +311,8 @@ pub async fn emit(State(state): State<AppState>, mut req: Request, next: Next) -
     let path = req.uri().path().to_owned();
     let notes = Notes::default();
     req.extensions_mut().insert(notes.clone());
-    let capture = state.capture.load(Ordering::Relaxed) > 0 && !path.starts_with("/admin");
+    let operator = crate::events::is_operator_path(&path);
+    let capture = state.capture.load(Ordering::Relaxed) > 0 && !operator;
     let (res, exchange) = if capture {
         let (parts, body) = req.into_parts();
         let limit = state.settings.server.body_limit_bytes;
@@ -358,7 +359,7 @@ pub async fn emit(State(state): State<AppState>, mut req: Request, next: Next) -
         x.signature_report = Some(pieces.report(key));
     }
     tracing::debug!(%method, %path, status, latency_us, "request");
-    if !path.starts_with("/admin") {
+    if !operator {
         state.request_log.push(Entry {
             summary: RequestSummary {
                 id: rid.id.clone(),

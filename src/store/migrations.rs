@@ -19,6 +19,7 @@ const MIGRATIONS: &[M<'static>] = &[
     M::up(include_str!("../../migrations/0010_peer_liquidity.sql")).foreign_key_check(),
     M::up(include_str!("../../migrations/0011_outbox_sequence.sql")),
     M::up(include_str!("../../migrations/0012_grant_steps.sql")),
+    M::up(include_str!("../../migrations/0013_transfers_moved.sql")),
 ];
 
 fn migrations() -> Migrations<'static> {
@@ -51,6 +52,42 @@ mod tests {
         migrate(&mut conn).unwrap();
         migrate(&mut conn).unwrap();
         assert_eq!(current_version(&conn).unwrap(), MIGRATIONS.len());
+    }
+
+    #[test]
+    fn money_moved_per_minute_reads_through_its_index() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        migrate(&mut conn).unwrap();
+        conn.execute_batch(
+            "INSERT INTO accounts (id, kind, asset_code, asset_scale, balance, no_overdraft, created_at) VALUES \
+               ('w', 'wallet', 'USD', 2, 0, 1, 't'), ('s', 'settlement', 'USD', 2, 0, 0, 't'); \
+             INSERT INTO transfers (id, debit_account, credit_account, amount, state, posted_amount, kind, \
+               created_at, resolved_at) VALUES \
+               ('t1', 's', 'w', 5, 'posted', 5, 'deposit', '2026-11-25T10:00:01.000Z', NULL), \
+               ('t2', 's', 'w', 7, 'posted', 7, 'deposit', '2026-11-25T10:01:00.000Z', '2026-11-25T10:02:30.000Z'), \
+               ('t3', 's', 'w', 9, 'pending', NULL, 'deposit', '2026-11-25T10:02:00.000Z', NULL), \
+               ('t4', 's', 'w', 4, 'posted', 4, 'deposit', '2026-11-25T09:00:00.000Z', NULL);",
+        )
+        .unwrap();
+        let moved = crate::store::ledger::moved_per_minute(&conn, "2026-11-25T10:00").unwrap();
+        assert_eq!(
+            moved,
+            vec![
+                ("USD".into(), 2, "2026-11-25T10:00".into(), 5),
+                ("USD".into(), 2, "2026-11-25T10:02".into(), 7)
+            ]
+        );
+        let plan: Vec<String> = conn
+            .prepare(
+                "EXPLAIN QUERY PLAN SELECT t.posted_amount FROM transfers t \
+                 WHERE t.state = 'posted' AND COALESCE(t.resolved_at, t.created_at) >= ?1",
+            )
+            .unwrap()
+            .query_map(["x"], |r| r.get::<_, String>(3))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert!(plan.iter().any(|p| p.contains("transfers_moved")), "{plan:?}");
     }
 
     #[test]

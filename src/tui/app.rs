@@ -920,11 +920,18 @@ impl App {
                 }
             },
             Action::Suspend => {
-                if cfg!(unix) {
-                    vec![Effect::Suspend]
-                } else {
+                if !cfg!(unix) {
                     self.flash(Level::Info, "suspending is for Unix terminals");
                     Vec::new()
+                } else if self.info.attached.is_none() {
+                    // a stopped process serves nothing: payments in flight and clients would wait on it
+                    self.flash(
+                        Level::Info,
+                        "the ASE runs in this console: suspending would stop it too (`opdesk serve` + an attached console can)",
+                    );
+                    Vec::new()
+                } else {
+                    vec![Effect::Suspend]
                 }
             }
             Action::Demo => {
@@ -1267,6 +1274,19 @@ mod tests {
         let mut a = app();
         let effects = a.update(Msg::Lagged);
         assert!(effects.len() >= 5);
+    }
+
+    #[test]
+    fn ctrl_z_suspends_an_attached_console_but_not_one_that_runs_the_ase() {
+        let ctrl_z = || Msg::Key(KeyEvent::new(KeyCode::Char('z'), KeyModifiers::CONTROL));
+        let mut a = app();
+        assert!(a.update(ctrl_z()).is_empty(), "embedded: nothing stops");
+        assert!(a.flash.as_ref().is_some_and(|f| f.text.contains("would stop it too")));
+        a.info.attached = Some(Attached {
+            url: "http://127.0.0.1:4001".into(),
+            pid: Some(7),
+        });
+        assert_eq!(a.update(ctrl_z()), vec![Effect::Suspend]);
     }
 
     #[test]

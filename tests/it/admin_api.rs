@@ -183,7 +183,12 @@ async fn bad_input_is_400_and_writes_nothing() {
         (
             "/wallets",
             r#"{"name":"zed","assetCode":"US D","assetScale":2}"#,
-            "invalid_amount",
+            "invalid_request",
+        ),
+        (
+            "/wallets",
+            r#"{"name":"zed","assetCode":"usd","assetScale":2}"#,
+            "invalid_request",
         ),
         (
             "/wallets",

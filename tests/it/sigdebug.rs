@@ -203,7 +203,10 @@ fn requests_need_a_running_server() {
     let err = String::from_utf8(out.stderr).unwrap();
     let lines: Vec<&str> = err.lines().collect();
     assert_eq!(lines.len(), 2, "{err}");
-    assert!(lines[0].starts_with("error: ") && lines[0].contains("running server's memory"), "{err}");
+    assert!(
+        lines[0].starts_with("error: ") && lines[0].contains("running server's memory"),
+        "{err}"
+    );
     assert!(lines[1].starts_with("hint: start `opdesk serve`"), "{err}");
 }
 
