@@ -756,6 +756,14 @@ impl App {
         match &self.overlay {
             Some(Overlay::Help) => Some((help::len(self), help::visible(area))),
             Some(Overlay::Json(j)) => Some((json::lines(j, area).len(), json::visible(area))),
+            Some(Overlay::Detail) => {
+                // styles do not change how lines wrap
+                let theme = super::theme::Theme::monochrome();
+                let (_, p) = super::panes::detail_paragraph(self, &theme);
+                // the box as render draws it, inside its border
+                let r = super::widgets::centered(area, 90, 85);
+                Some(super::panes::detail_extent(&p, r))
+            }
             _ => None,
         }
     }
@@ -771,6 +779,13 @@ impl App {
     /// A movement while the help or raw JSON overlay is open scrolls it; false for other actions and
     /// overlays.
     fn scroll_overlay(&mut self, a: Action) -> bool {
+        if matches!(self.overlay, Some(Overlay::Detail))
+            && matches!(a, Action::Up | Action::Down | Action::Top | Action::Bottom)
+        {
+            // a detail follows the selection: these move it, and the next one opens at its top
+            self.overlay_scroll = 0;
+            return false;
+        }
         let Some((total, shown)) = self.overlay_extent() else {
             return false;
         };
@@ -859,7 +874,7 @@ impl App {
             Action::HalfPageDown => self.move_selection(|s, _| s + page / 2),
             Action::Open => {
                 if self.selected_index().is_some() && !matches!(self.pane, Pane::Overview | Pane::Log) {
-                    self.overlay = Some(Overlay::Detail);
+                    self.open_overlay(Overlay::Detail);
                 }
                 self.timeline_effect(true).into_iter().collect()
             }

@@ -209,7 +209,7 @@ impl Default for Keymap {
                 &[Key::ctrl('z')],
                 G,
                 Suspend,
-                "suspend to the shell (fg comes back)",
+                "suspend an attached console to the shell (fg comes back)",
                 false,
                 false,
             ),

@@ -41,6 +41,35 @@ pub fn draw(app: &App, theme: &Theme, f: &mut Frame, area: Rect) {
 /// The detail view of the selection in the current pane.
 pub fn draw_detail(app: &App, theme: &Theme, f: &mut Frame, area: Rect) {
     f.render_widget(Clear, area);
+    let (title, p) = detail_paragraph(app, theme);
+    let (total, shown) = detail_extent(&p, area);
+    let scroll = app.overlay_scroll.min(total.saturating_sub(shown));
+    let title = if total > shown {
+        format!(
+            "{} {}–{} of {total} (PgUp/PgDn) ",
+            title.trim_end(),
+            scroll + 1,
+            (scroll + shown).min(total)
+        )
+    } else {
+        title
+    };
+    f.render_widget(
+        p.block(Block::bordered().title(title))
+            .scroll((u16::try_from(scroll).unwrap_or(u16::MAX), 0)),
+        area,
+    );
+    super::widgets::help::scrollbar(f, area, total, shown, scroll);
+}
+
+/// The detail view's wrapped lines and the rows its box shows, in `area` (the box).
+pub fn detail_extent(p: &Paragraph<'_>, area: Rect) -> (usize, usize) {
+    let inner = area.width.saturating_sub(2).max(1);
+    (p.line_count(inner), usize::from(area.height.saturating_sub(2)))
+}
+
+/// The detail view of the selection in the pane in view: its title, and its lines wrapped as drawn.
+pub fn detail_paragraph<'a>(app: &'a App, theme: &Theme) -> (String, Paragraph<'a>) {
     let detail = match app.pane {
         Pane::Incoming => incoming::detail(app, theme),
         Pane::Grants => grants::detail(app, theme),
@@ -54,10 +83,5 @@ pub fn draw_detail(app: &App, theme: &Theme, f: &mut Frame, area: Rect) {
         )),
     };
     let (title, lines) = detail.unwrap_or_else(|| (" detail ".to_owned(), Vec::new()));
-    f.render_widget(
-        Paragraph::new(lines)
-            .block(Block::bordered().title(title))
-            .wrap(Wrap { trim: false }),
-        area,
-    );
+    (title, Paragraph::new(lines).wrap(Wrap { trim: false }))
 }

@@ -726,6 +726,17 @@ fn grants_detail_shows_the_timeline() {
         "{screen}"
     );
     insta::assert_snapshot!("grants_detail_timeline_120x40", screen);
+    // at 80x24 the detail outruns its box: PgDn scrolls it (the title says where, a scrollbar shows it)
+    a.size = (80, 24);
+    let top = draw(&a, 80, 24);
+    assert!(top.contains("(PgUp/PgDn)"), "{top}");
+    a.act(super::action::Action::PageDown);
+    let scrolled = draw(&a, 80, 24);
+    assert_ne!(top, scrolled);
+    insta::assert_snapshot!("grants_detail_timeline_scrolled_80x24", scrolled);
+    a.act(super::action::Action::PageUp);
+    assert_eq!(draw(&a, 80, 24), top);
+    a.size = (120, 40);
     // the grants changing while the detail is open fetches the timeline again
     let grants = a.grants.items.clone();
     let effects = a.update(Msg::Reply(Reply::Grants(grants, Default::default())));
