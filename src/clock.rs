@@ -49,31 +49,25 @@ pub type SharedClock = Arc<dyn Clock>;
 
 /// Formats a timestamp as stored and sent: `2026-11-21T10:00:00.123Z`.
 pub fn format_ts(t: OffsetDateTime) -> String {
-    let t = t.to_offset(UtcOffset::UTC);
-    format!(
-        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z",
-        t.year(),
-        u8::from(t.month()),
-        t.day(),
-        t.hour(),
-        t.minute(),
-        t.second(),
-        t.millisecond()
-    )
+    stamp(t, format!("{:03}", t.millisecond()))
 }
 
 /// Formats a timestamp with microseconds: `2026-11-21T10:00:00.123456Z` (request arrival times).
 pub fn format_ts_micros(t: OffsetDateTime) -> String {
+    stamp(t, format!("{:06}", t.microsecond()))
+}
+
+/// `t` in UTC to the second, then `.fraction` and `Z`.
+fn stamp(t: OffsetDateTime, fraction: String) -> String {
     let t = t.to_offset(UtcOffset::UTC);
     format!(
-        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:06}Z",
+        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{fraction}Z",
         t.year(),
         u8::from(t.month()),
         t.day(),
         t.hour(),
         t.minute(),
         t.second(),
-        t.microsecond()
     )
 }
 
