@@ -168,7 +168,12 @@ impl RequestLog {
             if e.len() >= self.capacity {
                 e.pop_back();
             }
-            e.push_front(entry);
+            // newest first by arrival: a request that finished before one that arrived earlier goes after it
+            let at = e
+                .iter()
+                .position(|x| x.summary.received_at < entry.summary.received_at)
+                .unwrap_or(e.len());
+            e.insert(at, entry);
         }
     }
 
@@ -410,21 +415,29 @@ mod tests {
     #[test]
     fn the_ring_keeps_the_newest_and_pages_through_them() {
         let log = RequestLog::new(3);
+        let entry = |i: u32| Entry {
+            summary: RequestSummary {
+                id: format!("id-{i}"),
+                received_at: format!("2026-11-25T10:00:0{i}.000000Z"),
+                method: "GET".into(),
+                path: format!("/{i}"),
+                status: 200,
+                latency_us: 1,
+                client: None,
+                signature: None,
+            },
+            signed: None,
+            exchange: None,
+        };
+        // a request that finishes after one that arrived later is listed by its arrival
+        let late = RequestLog::new(3);
+        for i in [1, 3, 2] {
+            late.push(entry(i));
+        }
+        let order: Vec<String> = late.list(None, 3).0.into_iter().map(|s| s.id).collect();
+        assert_eq!(order, ["id-3", "id-2", "id-1"]);
         for i in 0..5 {
-            log.push(Entry {
-                summary: RequestSummary {
-                    id: format!("id-{i}"),
-                    received_at: String::new(),
-                    method: "GET".into(),
-                    path: format!("/{i}"),
-                    status: 200,
-                    latency_us: 1,
-                    client: None,
-                    signature: None,
-                },
-                signed: None,
-                exchange: None,
-            });
+            log.push(entry(i));
         }
         let ids = |v: &[RequestSummary]| v.iter().map(|s| s.id.clone()).collect::<Vec<_>>();
         let (items, next) = log.list(None, 2);

@@ -1305,6 +1305,26 @@ mod tests {
     }
 
     #[test]
+    fn requests_are_listed_by_arrival_whatever_order_they_finish_in() {
+        let mut a = app();
+        for (n, at) in [(1, "10:00:00.000001"), (3, "10:00:00.000300"), (2, "10:00:00.000200")] {
+            a.update(Msg::Event(DomainEvent::HttpRequest {
+                id: format!("01900000-0000-7000-8000-00000000000{n}"),
+                received_at: format!("2026-11-21T{at}Z"),
+                method: "GET".into(),
+                path: format!("/{n}"),
+                status: 200,
+                latency_us: 5,
+                client: None,
+                signature: None,
+                exchange: None,
+            }));
+        }
+        let paths: Vec<&str> = a.requests.items.iter().map(|r| r.path.as_str()).collect();
+        assert_eq!(paths, ["/3", "/2", "/1"]);
+    }
+
+    #[test]
     fn freeze_counts_but_does_not_apply() {
         let mut a = app();
         a.update(key('f'));

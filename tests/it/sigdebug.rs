@@ -336,3 +336,69 @@ async fn sig_explain_accepts_a_request_a_client_signed_and_says_why_another_fail
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(text.contains("✗ content-digest differs: sent sha-512=:"), "{text}");
 }
+
+/// Request times are arrival times: distinct and strictly increasing in arrival order, even for requests sent
+/// at once, and each create's arrival comes just before the `createdAt` of the payment it created (the
+/// console used to stamp requests when it saw them: a dozen shared one millisecond, and a request seemed to
+/// arrive after its payment was made).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn request_times_are_arrival_times_in_order_just_before_what_they_created() {
+    let ase = TestAse::spawn().await;
+    let c = ase.demo_client().await;
+    let tok = grant_token(
+        &c,
+        &ase.base,
+        json!([{"type": "incoming-payment", "actions": ["create", "read"], "identifier": ase.url("/bob")}]),
+    )
+    .await;
+    let body = json!({"walletAddress": ase.url("/bob")});
+    let url = ase.url("/incoming-payments");
+    let mut created = Vec::new();
+    for _ in 0..10 {
+        let r = c.send(Method::POST, &url, Some(&tok), Some(&body)).await.unwrap();
+        assert_eq!(r.status, 201, "{}", r.body);
+        created.push(r.body["createdAt"].as_str().unwrap().to_owned());
+    }
+    let at_once = (0..10).map(|_| {
+        let (c, url, tok, body) = (c.clone(), url.clone(), tok.clone(), body.clone());
+        tokio::spawn(async move {
+            c.send(Method::POST, &url, Some(&tok), Some(&body))
+                .await
+                .unwrap()
+                .status
+        })
+    });
+    for h in at_once.collect::<Vec<_>>() {
+        assert_eq!(h.await.unwrap(), 201);
+    }
+    let (s, list) = ase.admin(Method::GET, "/requests?limit=1000", None).await;
+    assert_eq!(s, 200, "{list}");
+    let items = list["items"].as_array().unwrap();
+    let times: Vec<&str> = items.iter().map(|i| i["receivedAt"].as_str().unwrap()).collect();
+    assert!(
+        times.windows(2).all(|w| w[0] > w[1]),
+        "newest first, all distinct: {times:#?}"
+    );
+    // the ten sequential creates, oldest first: each arrived before its payment was created, and not long before
+    let creates: Vec<&str> = items
+        .iter()
+        .rev()
+        .filter(|i| i["method"] == "POST" && i["path"] == "/incoming-payments")
+        .map(|i| i["receivedAt"].as_str().unwrap())
+        .take(10)
+        .collect();
+    assert_eq!(creates.len(), 10);
+    for (arrived, made) in creates.iter().zip(&created) {
+        let arrived = time::OffsetDateTime::parse(arrived, &time::format_description::well_known::Rfc3339).unwrap();
+        let made = time::OffsetDateTime::parse(made, &time::format_description::well_known::Rfc3339).unwrap();
+        // createdAt has milliseconds: compare at that precision
+        let arrived_ms = arrived
+            .replace_nanosecond(arrived.millisecond() as u32 * 1_000_000)
+            .unwrap();
+        assert!(
+            arrived_ms <= made,
+            "arrived {arrived} after its payment was created at {made}"
+        );
+        assert!(made - arrived < time::Duration::milliseconds(500), "{arrived} → {made}");
+    }
+}

@@ -246,8 +246,15 @@ pub fn on_request(app: &mut App, e: &DomainEvent) {
     else {
         return;
     };
+    // newest first by arrival (requests finish, and are told of, in another order than they arrive)
+    let pos = app
+        .requests
+        .items
+        .iter()
+        .position(|r| r.at < *received_at)
+        .unwrap_or(app.requests.items.len());
     app.requests.items.insert(
-        0,
+        pos,
         HttpRow {
             id: id.clone(),
             at: received_at.clone(),
@@ -261,7 +268,7 @@ pub fn on_request(app: &mut App, e: &DomainEvent) {
         },
     );
     app.requests.items.truncate(RING);
-    if app.pane == Pane::Requests && app.requests.selected > 0 {
+    if app.pane == Pane::Requests && app.requests.selected > 0 && pos <= app.requests.selected {
         app.requests.selected = (app.requests.selected + 1).min(app.requests.items.len() - 1);
     }
 }
