@@ -472,11 +472,14 @@ pub enum QuotesCmd {
 
 #[derive(Debug, Subcommand)]
 pub enum GrantsCmd {
-    /// List grants, newest first.
+    /// List grants, newest first. Closed grants (revoked, rejected, expired) are hidden; --all shows them.
     List {
         /// pending, approved, finalized, rejected, revoked or expired.
         #[arg(long)]
         state: Option<String>,
+        /// Include closed grants (revoked, e.g. cancelled by their client; rejected; expired).
+        #[arg(long, conflicts_with = "state")]
+        all: bool,
     },
     /// Show a grant: who asks for what, in plain words, and its tokens.
     Show {

@@ -76,6 +76,9 @@ pub struct WalletDetail {
 pub struct GrantFilter {
     #[serde(default)]
     pub state: Option<String>,
+    /// Closed grants (revoked, rejected, expired) too; without it and without `state` they are hidden.
+    #[serde(default)]
+    pub all: bool,
 }
 
 /// `POST /admin/grants/{id}/reject` (body optional).

@@ -44,6 +44,8 @@ pub enum Action {
     Demo,
     /// Webhooks: only dead deliveries.
     DeadOnly,
+    /// Grants: show closed grants (revoked, rejected, expired) too, or hide them again.
+    AllGrants,
     /// Webhooks: re-drive the selected delivery.
     Redrive,
     /// Webhooks: re-drive every dead delivery.

@@ -52,7 +52,8 @@ async fn load<D: Desk>(d: &D, l: Load) -> Answer<Reply> {
             }
         }
         Pane::Grants => {
-            let (grants, spent) = d.grants().await?;
+            // for Grants, `failed_only` is "open grants only" (the default; `F` shows closed ones too)
+            let (grants, spent) = d.grants(!l.failed_only).await?;
             Reply::Grants(grants, spent.into_iter().collect())
         }
         Pane::Outgoing => {

@@ -295,6 +295,14 @@ impl Default for Keymap {
             ),
             b(
                 &[Key::ch('F')],
+                Scope::Pane(Pane::Grants),
+                AllGrants,
+                "show or hide closed grants (revoked, rejected, expired)",
+                false,
+                true,
+            ),
+            b(
+                &[Key::ch('F')],
                 Scope::Pane(Pane::Outgoing),
                 FailedOnly,
                 "show only failed payments",

@@ -520,7 +520,7 @@ async fn hostile_text_never_reaches_the_terminal() {
     let outgoing = r.body["id"].as_str().unwrap().to_owned();
 
     // Every operator view, as tables/details and as JSON, through the real binary in a pipe.
-    let all: serde_json::Value = server.admin("/grants").await;
+    let all: serde_json::Value = server.admin("/grants?all=true").await;
     let mut commands: Vec<Vec<String>> = vec![
         vec!["grants".into(), "list".into()],
         vec!["incoming".into(), "list".into()],
@@ -563,6 +563,51 @@ async fn hostile_text_never_reaches_the_terminal() {
         }
     }
     assert!(saw_finish, "the finish URI is shown, stripped: {outputs:#?}");
+
+    // Shared secrets are masked (the JSON keeps its shape) unless --reveal; closed grants (the rejected one)
+    // are hidden unless --all.
+    let masked = opdesk::server::request_log::MASKED;
+    for (what, human, json) in &outputs {
+        let v: serde_json::Value = serde_json::from_str(json).unwrap();
+        let payments = match what.as_str() {
+            "incoming list" => v["items"].as_array().unwrap().clone(),
+            w if w.starts_with("incoming show") => vec![v.clone()],
+            _ => vec![],
+        };
+        for p in &payments {
+            assert_eq!(p["methods"][0]["type"], "ilp", "{what}: {json}");
+            assert_eq!(p["methods"][0]["sharedSecret"], masked, "{what}: {json}");
+            assert!(p["methods"][0]["ilpAddress"].is_string(), "{what}: {json}");
+        }
+        assert!(
+            !human.contains("sharedSecret") || human.contains(masked),
+            "{what}: {human}"
+        );
+        if what == "grants list" {
+            assert!(!json.contains(&rejected) && !human.contains(&rejected), "{json}");
+            assert!(
+                v.as_array().unwrap().len() + 1 == all.as_array().unwrap().len(),
+                "{json}"
+            );
+        }
+    }
+    let (d, l, inc) = (dir.clone(), format!("127.0.0.1:{port}"), incoming.clone());
+    let (revealed, listed_all, help) = tokio::task::spawn_blocking(move || {
+        (
+            ok(&opdesk(&d, &l, &["incoming", "show", &inc, "--json", "--reveal"])),
+            ok(&opdesk(&d, &l, &["grants", "list", "--all", "--json"])),
+            ok(&opdesk(&d, &l, &["incoming", "list", "--help"])),
+        )
+    })
+    .await
+    .unwrap();
+    let revealed: serde_json::Value = serde_json::from_str(&revealed).unwrap();
+    let secret = revealed["methods"][0]["sharedSecret"].as_str().unwrap();
+    assert_eq!(secret.len(), 43, "32 bytes of base64url: {secret}");
+    assert!(help.contains("--reveal"), "{help}");
+    let listed_all: serde_json::Value = serde_json::from_str(&listed_all).unwrap();
+    assert_eq!(listed_all.as_array().unwrap().len(), all.as_array().unwrap().len());
+    assert!(listed_all.to_string().contains(&rejected));
 
     // The server's log (a file, as when stderr is redirected): no control characters either (fields are
     // escaped by the log formatter; see logging.rs for hostile fields).

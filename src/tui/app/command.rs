@@ -99,6 +99,7 @@ impl App {
             "demo" => self.act(Action::Demo),
             "outgoing" if arg == Some(OutgoingState::Failed.as_str()) => outgoing::show_failed(self),
             "webhooks" if arg == Some(DeliveryState::Dead.as_str()) => webhooks::show_dead(self),
+            "grants" if arg == Some("all") => grants::show_all(self),
             "wallet" => wallets::command(self, arg),
             "desk" => self.desk_command(arg),
             other => match Pane::from_name(other) {

@@ -75,6 +75,7 @@ pub const COMMANDS: &[&str] = &[
     "wallet",
     "incoming",
     "grants",
+    "grants all",
     "outgoing",
     "outgoing failed",
     "quotes",
