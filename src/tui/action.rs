@@ -41,6 +41,8 @@ pub enum Action {
     Deposit,
     Withdraw,
     GenerateKey,
+    /// Wallets: register a client's public key (JWK JSON, or the Web Monetization extension's base64).
+    AddKey,
     Demo,
     /// Webhooks: only dead deliveries.
     DeadOnly,

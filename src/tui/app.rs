@@ -162,6 +162,11 @@ pub enum Effect {
         amount: u64,
     },
     GenerateKey(String),
+    /// Register a public key given as text (any form `httpsig::jwk::parse_input` reads) for this wallet.
+    AddKey {
+        wallet: String,
+        text: String,
+    },
     /// Deposit (or withdraw) minor units of a peer's liquidity.
     PeerLiquidity {
         peer: String,
@@ -929,7 +934,9 @@ impl App {
                 }
                 Vec::new()
             }
-            Action::NewWallet | Action::Deposit | Action::Withdraw | Action::GenerateKey => wallets::act(self, a),
+            Action::NewWallet | Action::Deposit | Action::Withdraw | Action::GenerateKey | Action::AddKey => {
+                wallets::act(self, a)
+            }
             Action::Reveal | Action::Complete => incoming::act(self, a),
             Action::Approve | Action::Reject | Action::Revoke | Action::AllGrants => grants::act(self, a),
             Action::FailedOnly | Action::Retry | Action::Cancel => outgoing::act(self, a),

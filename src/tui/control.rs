@@ -209,6 +209,16 @@ pub async fn run<D: Desk>(d: &D, e: Effect) -> Option<Reply> {
                 }
             }
         }
+        Effect::AddKey { wallet, text } => d
+            .add_key(
+                &wallet,
+                AddKey {
+                    jwk: Some(serde_json::Value::String(text)),
+                    generate: false,
+                },
+            )
+            .await
+            .map(|k| Reply::Done(format!("added key {} to {wallet}", crate::text::sanitize(&k.jwk.kid)))),
         Effect::GenerateKey(wallet) => d
             .add_key(
                 &wallet,

@@ -254,6 +254,14 @@ impl Default for Keymap {
                 true,
             ),
             b(
+                &[Key::ch('P')],
+                Scope::Pane(Pane::Wallets),
+                AddKey,
+                "add a client's public key (JWK JSON or the extension's base64)",
+                true,
+                false,
+            ),
+            b(
                 &[Key::ch('s')],
                 Scope::Pane(Pane::Incoming),
                 Reveal,

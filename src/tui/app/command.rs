@@ -40,6 +40,7 @@ impl App {
             PromptKind::Reason(grant) => grants::submit_reason(self, grant, text),
             PromptKind::Command => self.command(text.trim()),
             PromptKind::NewWallet => wallets::submit_new(self, text),
+            PromptKind::PublicKey(wallet) => wallets::submit_key(self, wallet, text),
             PromptKind::Amount {
                 wallet,
                 deposit,
