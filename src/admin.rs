@@ -320,9 +320,11 @@ impl AdminClient {
         Ok(())
     }
 
-    pub async fn list_grants(&self, state: Option<&str>) -> Result<Vec<GrantView>, ClientError> {
+    /// Grants in `state`, or every grant (`all`), or the open ones.
+    pub async fn list_grants(&self, state: Option<&str>, all: bool) -> Result<Vec<GrantView>, ClientError> {
         match state {
             Some(st) => self.get(&format!("/grants?state={st}")).await,
+            None if all => self.get("/grants?all=true").await,
             None => self.get("/grants").await,
         }
     }

@@ -419,16 +419,24 @@ pub struct ListArgs {
 
 #[derive(Debug, Subcommand)]
 pub enum IncomingCmd {
-    /// List incoming payments, newest first.
+    /// List incoming payments, newest first. Shared secrets are masked; --reveal prints them.
     List {
         #[command(flatten)]
         list: ListArgs,
         /// pending, completed or expired.
         #[arg(long)]
         state: Option<String>,
+        /// Print the ILP shared secrets (`sharedSecret`) instead of masking them.
+        #[arg(long)]
+        reveal: bool,
     },
-    /// Show one (id or URL).
-    Show { id: String },
+    /// Show one (id or URL). Its shared secret is masked; --reveal prints it.
+    Show {
+        id: String,
+        /// Print the ILP shared secret (`sharedSecret`) instead of masking it.
+        #[arg(long)]
+        reveal: bool,
+    },
     /// Complete a pending incoming payment: it accepts no more money.
     Complete { id: String },
 }
@@ -464,11 +472,14 @@ pub enum QuotesCmd {
 
 #[derive(Debug, Subcommand)]
 pub enum GrantsCmd {
-    /// List grants, newest first.
+    /// List grants, newest first. Closed grants (revoked, rejected, expired) are hidden; --all shows them.
     List {
         /// pending, approved, finalized, rejected, revoked or expired.
         #[arg(long)]
         state: Option<String>,
+        /// Include closed grants (revoked, e.g. cancelled by their client; rejected; expired).
+        #[arg(long, conflicts_with = "state")]
+        all: bool,
     },
     /// Show a grant: who asks for what, in plain words, and its tokens.
     Show {
@@ -515,10 +526,12 @@ pub enum WalletsCmd {
 pub enum KeysCmd {
     /// List a wallet's published keys.
     List { wallet: String },
-    /// Register a public Ed25519 JWK (JSON text, or @FILE).
+    /// Register a public Ed25519 JWK: its JSON, or that JSON in base64 as the Web Monetization
+    /// extension shows its key (a key without `alg` is stored as EdDSA).
     Add {
         wallet: String,
-        #[arg(long, value_name = "JSON|@FILE")]
+        /// The key as JSON or base64 text, @FILE to read it from a file, or - to read it from stdin.
+        #[arg(long, value_name = "JSON|BASE64|@FILE|-")]
         jwk: String,
     },
     /// Generate a key pair, publish the public key and write the private key (PKCS#8 PEM).

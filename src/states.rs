@@ -208,6 +208,13 @@ impl GrantState {
         }
     }
 
+    /// The grant is over and gives nothing any more: revoked (by its client, e.g. a browser extension's
+    /// cancelled grant, or the operator), rejected, or expired before a decision. Listings hide these
+    /// unless asked for all grants (`grants list --all`, `?all=true`, the console's `F` on Grants).
+    pub fn is_closed(self) -> bool {
+        matches!(self, Self::Revoked | Self::Rejected | Self::Expired)
+    }
+
     /// The operator may approve or reject the grant.
     pub fn can_decide(self) -> bool {
         self == Self::Pending

@@ -48,9 +48,8 @@ fn timeline_text(g: &GrantView) -> String {
 /// `grants list|show|approve|reject|revoke`.
 pub(super) async fn grants(b: &Backend, cmd: GrantsCmd, json: bool) -> Result<()> {
     let one = match cmd {
-        GrantsCmd::List { state } => {
-            let gs =
-                dispatch!(b, c => c.list_grants(state.as_deref()), l => control::list_grants(&l.state, state.clone()))?;
+        GrantsCmd::List { state, all } => {
+            let gs = dispatch!(b, c => c.list_grants(state.as_deref(), all), l => control::list_grants(&l.state, state.clone(), all))?;
             return list(json, &gs, &["ID", "STATE", "CLIENT", "ACCESS", "CREATED"], |g| {
                 vec![
                     g.id.clone(),

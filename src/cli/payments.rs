@@ -28,9 +28,12 @@ fn filter(list: ListArgs, state: Option<String>) -> PaymentFilter {
 /// `incoming list|show|complete`.
 pub(super) async fn incoming(b: &Backend, cmd: IncomingCmd, json: bool) -> Result<()> {
     let one = match cmd {
-        IncomingCmd::List { list, state } => {
+        IncomingCmd::List { list, state, reveal } => {
             let f = filter(list, state);
-            let l = dispatch!(b, c => c.list_incoming(&f), l => control::list_incoming(&l.state, f.clone()))?;
+            let mut l = dispatch!(b, c => c.list_incoming(&f), l => control::list_incoming(&l.state, f.clone()))?;
+            if !reveal {
+                l.items.iter_mut().for_each(mask_secrets);
+            }
             return page(
                 json,
                 &l,
@@ -51,9 +54,13 @@ pub(super) async fn incoming(b: &Backend, cmd: IncomingCmd, json: bool) -> Resul
                 },
             );
         }
-        IncomingCmd::Show { id } => {
+        IncomingCmd::Show { id, reveal } => {
             let id = id_of(&id);
-            dispatch!(b, c => c.show_incoming(&id), l => control::show_incoming(&l.state, &id))?
+            let mut one = dispatch!(b, c => c.show_incoming(&id), l => control::show_incoming(&l.state, &id))?;
+            if !reveal {
+                mask_secrets(&mut one);
+            }
+            one
         }
         IncomingCmd::Complete { id } => {
             let id = id_of(&id);
@@ -78,6 +85,16 @@ pub(super) async fn incoming(b: &Backend, cmd: IncomingCmd, json: bool) -> Resul
         out.push_str(&metadata_line("metadata: ", one.payment.metadata.as_ref()));
         out
     })
+}
+
+/// Replaces every `sharedSecret` in the payment's `methods` with the request log's masked form (the JSON
+/// keeps its shape; `--reveal` skips this).
+fn mask_secrets(p: &mut crate::ase::incoming::IncomingView) {
+    for m in p.payment.methods.iter_mut().flatten() {
+        if let Some(secret) = m.get_mut("sharedSecret").filter(|s| s.is_string()) {
+            *secret = serde_json::Value::String(crate::server::request_log::MASKED.to_owned());
+        }
+    }
 }
 
 /// The client's metadata as one line of JSON (control characters escaped), if there is any.

@@ -12,7 +12,6 @@ use crate::{
         self,
         dto::{AddKey, CreateWallet, Move},
     },
-    httpsig::jwk::Jwk,
     ledger::{Balance, Movement},
     money::{Asset, Value, format_minor},
 };
@@ -93,13 +92,19 @@ pub(super) async fn keys(b: &Backend, cmd: KeysCmd, json: bool) -> Result<()> {
             })
         }
         KeysCmd::Add { wallet, jwk } => {
-            let text = match jwk.strip_prefix('@') {
-                Some(path) => std::fs::read_to_string(path).wrap_err_with(|| format!("cannot read {path}"))?,
-                None => jwk,
+            let text = if jwk == "-" {
+                let mut text = String::new();
+                std::io::Read::read_to_string(&mut std::io::stdin(), &mut text).wrap_err("cannot read stdin")?;
+                text
+            } else {
+                match jwk.strip_prefix('@') {
+                    Some(path) => std::fs::read_to_string(path).wrap_err_with(|| format!("cannot read {path}"))?,
+                    None => jwk,
+                }
             };
-            let jwk: Jwk = serde_json::from_str(&text).wrap_err("--jwk is not a JWK")?;
+            let jwk = crate::httpsig::jwk::parse_input(&text).wrap_err("--jwk is not a usable Ed25519 key")?;
             let body = AddKey {
-                jwk: Some(jwk),
+                jwk: Some(serde_json::to_value(&jwk).wrap_err("cannot encode the key")?),
                 generate: false,
             };
             let k =

@@ -233,9 +233,9 @@ impl Desk for Remote {
         self.inner.client().wallet_summaries().await.map_err(|e| self.failed(e))
     }
 
-    async fn grants(&self) -> Answer<(Vec<GrantView>, BTreeMap<String, GrantSpent>)> {
+    async fn grants(&self, all: bool) -> Answer<(Vec<GrantView>, BTreeMap<String, GrantSpent>)> {
         let c = self.inner.client();
-        let grants = c.list_grants(None).await.map_err(|e| self.failed(e))?;
+        let grants = c.list_grants(None, all).await.map_err(|e| self.failed(e))?;
         Ok((grants, c.grant_spending().await.map_err(|e| self.failed(e))?))
     }
 

@@ -23,8 +23,11 @@ pub struct CreateWallet {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct AddKey {
+    /// The public key: a JWK object, or a string holding its JSON or that JSON in base64 (the Web
+    /// Monetization extension's form); an Ed25519 key without `alg` is stored with `alg: EdDSA`
+    /// (see [`crate::httpsig::jwk::parse_input`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub jwk: Option<Jwk>,
+    pub jwk: Option<serde_json::Value>,
     #[serde(default)]
     pub generate: bool,
 }
@@ -73,6 +76,9 @@ pub struct WalletDetail {
 pub struct GrantFilter {
     #[serde(default)]
     pub state: Option<String>,
+    /// Closed grants (revoked, rejected, expired) too; without it and without `state` they are hidden.
+    #[serde(default)]
+    pub all: bool,
 }
 
 /// `POST /admin/grants/{id}/reject` (body optional).

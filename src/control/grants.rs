@@ -8,14 +8,17 @@ use crate::{
     states::GrantState,
 };
 
-pub async fn list_grants(s: &Services, state: Option<String>) -> Result<Vec<GrantView>, Error> {
+/// Grants newest first: those in `state` if given, else every grant with `all`, else the open ones (closed
+/// grants, [`GrantState::is_closed`], pile up as clients cancel theirs and are hidden by default).
+pub async fn list_grants(s: &Services, state: Option<String>, all: bool) -> Result<Vec<GrantView>, Error> {
     let state = state.map(|st| st.parse::<GrantState>()).transpose().map_err(|_| {
         Error::invalid(
             "invalid_request",
             format!("state must be one of {:?}", GrantState::NAMES),
         )
     })?;
-    Ok(s.gnap.list(state, 200).await?)
+    let open_only = state.is_none() && !all;
+    Ok(s.gnap.list(state, open_only, 200).await?)
 }
 
 pub async fn show_grant(s: &Services, id: &str) -> Result<GrantView, Error> {

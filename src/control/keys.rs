@@ -15,10 +15,13 @@ pub async fn add_key(s: &Services, name: &str, body: AddKey) -> Result<KeyAdded,
         AddKey {
             jwk: Some(j),
             generate: false,
-        } => Ok(KeyAdded {
-            jwk: s.wallets.add_key(name, j).await?,
-            private_key_pem: None,
-        }),
+        } => {
+            let j = jwk::from_input_value(&j).map_err(crate::wallet::WalletError::from)?;
+            Ok(KeyAdded {
+                jwk: s.wallets.add_key(name, j).await?,
+                private_key_pem: None,
+            })
+        }
         AddKey {
             jwk: None,
             generate: true,

@@ -18,7 +18,7 @@ use crate::{
 
 /// Pending grants, open incoming payments, failed outgoing payments and every account's balance.
 pub async fn overview(s: &Services) -> Result<Overview, Error> {
-    let pending = s.gnap.list(Some(GrantState::Pending), 200).await?.len();
+    let pending = s.gnap.list(Some(GrantState::Pending), false, 200).await?.len();
     Ok(Overview {
         pending_grants: pending,
         open_incoming: s.incoming.count_open().await?,
@@ -117,7 +117,13 @@ pub async fn wallet_summaries(s: &Services) -> Result<Vec<WalletSummary>, Error>
 /// What each active outgoing-payment grant has spent in its current interval, by grant id.
 pub async fn grant_spending(s: &Services) -> Result<BTreeMap<String, GrantSpent>, Error> {
     let mut spent = BTreeMap::new();
-    for g in s.gnap.list(None, 200).await?.iter().filter(|g| g.state.is_active()) {
+    for g in s
+        .gnap
+        .list(None, false, 200)
+        .await?
+        .iter()
+        .filter(|g| g.state.is_active())
+    {
         for item in &g.access {
             if let AccessItem::OutgoingPayment { limits, identifier, .. } = item {
                 let asset = s.wallets.by_url(identifier).await?.map(|w| w.asset());

@@ -82,6 +82,64 @@ impl Jwk {
     }
 }
 
+/// A public key as an operator gives it (CLI `keys add --jwk`, admin API `AddKey.jwk`): the JWK's JSON, or
+/// that JSON in base64 (standard or URL-safe alphabet, padded or not, whitespace ignored) as the Web
+/// Monetization extension shows its key. An Ed25519 `OKP` key without `alg` is taken as `EdDSA`; the
+/// result is checked as [`Jwk::verifying_key`] does, so other key types are refused with the reason.
+pub fn parse_input(text: &str) -> Result<Jwk, Error> {
+    let text = text.trim();
+    if text.is_empty() {
+        return Err(Error::BadKey("no key given".into()));
+    }
+    if text.starts_with('{') {
+        let jwk: Jwk = serde_json::from_str(text).map_err(|e| Error::BadKey(format!("not a JWK: {e}")))?;
+        return normalize_input(jwk);
+    }
+    let compact: String = text
+        .chars()
+        .filter(|c| !c.is_whitespace())
+        .map(|c| match c {
+            '-' => '+',
+            '_' => '/',
+            c => c,
+        })
+        .collect();
+    let decoded = base64::engine::general_purpose::STANDARD_NO_PAD
+        .decode(compact.trim_end_matches('='))
+        .map_err(|_| Error::BadKey("neither a JWK's JSON nor base64 of it".into()))?;
+    let jwk: Jwk = serde_json::from_slice(&decoded)
+        .map_err(|e| Error::BadKey(format!("the base64 text does not decode to a JWK: {e}")))?;
+    normalize_input(jwk)
+}
+
+/// A JWK given as a JSON value: an object, or a string holding any form [`parse_input`] reads.
+pub fn from_input_value(value: &serde_json::Value) -> Result<Jwk, Error> {
+    match value {
+        serde_json::Value::String(text) => parse_input(text),
+        v @ serde_json::Value::Object(_) => {
+            let jwk: Jwk = serde_json::from_value(v.clone()).map_err(|e| Error::BadKey(format!("not a JWK: {e}")))?;
+            normalize_input(jwk)
+        }
+        _ => Err(Error::BadKey("a JWK is a JSON object or a string".into())),
+    }
+}
+
+/// Fills in `alg: EdDSA` for an Ed25519 `OKP` key given without `alg` (the Web Monetization extension's
+/// form), then checks the key; any other `alg`, `kty` or `crv` is refused.
+pub fn normalize_input(mut jwk: Jwk) -> Result<Jwk, Error> {
+    if jwk.alg.is_empty() && jwk.kty == "OKP" && jwk.crv == "Ed25519" {
+        jwk.alg = "EdDSA".to_owned();
+    }
+    if jwk.kty != "OKP" || jwk.crv != "Ed25519" {
+        return Err(Error::BadKey(format!(
+            "only Ed25519 keys (kty \"OKP\", crv \"Ed25519\") are accepted, got kty {:?} crv {:?}",
+            jwk.kty, jwk.crv
+        )));
+    }
+    jwk.verifying_key()?;
+    Ok(jwk)
+}
+
 /// A key set: `{"keys": [...]}` and nothing else.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Jwks {
@@ -246,6 +304,85 @@ mod tests {
         assert!(dup.find("ed").is_none());
         // A key without kid is not a JWK we can use.
         assert!(serde_json::from_value::<Jwk>(json!({"kty":"OKP"})).is_err());
+    }
+}
+
+#[cfg(test)]
+mod input_tests {
+    use base64::engine::general_purpose::{STANDARD, URL_SAFE};
+
+    use super::*;
+
+    /// The extension's key: `btoa(JSON.stringify({kty, crv, x, kid}))`.
+    fn extension_form(key: &VerifyingKey, kid: &str) -> (String, String) {
+        let x = URL_SAFE_NO_PAD.encode(key.as_bytes());
+        let json = format!(r#"{{"kty":"OKP","crv":"Ed25519","x":"{x}","kid":"{kid}"}}"#);
+        let b64 = STANDARD.encode(json.as_bytes());
+        (json, b64)
+    }
+
+    #[test]
+    fn every_form_gives_the_same_eddsa_key() {
+        let kid = "0b7c2d6e-3f4a-4c1b-9d8e-5a6f7b8c9d0e";
+        // kids of other lengths make padding and the url-safe alphabet show up in the base64
+        for kid in [kid, "k", "kk", "kid?>>"] {
+            let sk = generate().unwrap();
+            let want = Jwk::from_verifying_key(kid, &sk.verifying_key());
+            let (json, b64) = extension_form(&sk.verifying_key(), kid);
+            let full = serde_json::to_string(&want).unwrap();
+            let url = URL_SAFE.encode(json.as_bytes());
+            let forms = [
+                json.clone(),
+                full.clone(),
+                format!("  {json}\n"),
+                b64.clone(),
+                b64.trim_end_matches('=').to_owned(),
+                url.clone(),
+                url.trim_end_matches('=').to_owned(),
+                format!("\n{}\n{}\n", &b64[..40], &b64[40..]),
+                STANDARD.encode(full.as_bytes()),
+            ];
+            for form in forms {
+                let got = parse_input(&form).unwrap_or_else(|e| panic!("{form:?}: {e}"));
+                assert_eq!(got, want, "{form:?}");
+                assert_eq!(got.alg, "EdDSA");
+            }
+            let value: serde_json::Value = serde_json::from_str(&json).unwrap();
+            assert_eq!(from_input_value(&value).unwrap(), want);
+            assert_eq!(from_input_value(&serde_json::Value::String(b64)).unwrap(), want);
+        }
+    }
+
+    #[test]
+    fn other_keys_are_refused_with_the_reason() {
+        let sk = generate().unwrap();
+        let x = URL_SAFE_NO_PAD.encode(sk.verifying_key().as_bytes());
+        let cases = [
+            (
+                format!(r#"{{"kty":"OKP","crv":"Ed25519","x":"{x}","kid":"k","alg":"ES256"}}"#),
+                "alg must be",
+            ),
+            (
+                format!(r#"{{"kty":"OKP","crv":"X25519","x":"{x}","kid":"k"}}"#),
+                "only Ed25519",
+            ),
+            (
+                format!(r#"{{"kty":"EC","crv":"P-256","x":"{x}","kid":"k"}}"#),
+                "only Ed25519",
+            ),
+            (format!(r#"{{"kty":"OKP","crv":"Ed25519","x":"{x}"}}"#), "not a JWK"),
+            (r#"{"kty":"OKP","crv":"Ed25519","x":"AA","kid":"k"}"#.to_owned(), "32"),
+            ("not a key at all!".to_owned(), "neither"),
+            (STANDARD.encode("hello"), "does not decode to a JWK"),
+            ("   ".to_owned(), "no key"),
+        ];
+        for (text, why) in cases {
+            let e = parse_input(&text).unwrap_err().to_string();
+            assert!(e.contains(why), "{text}: {e}");
+            let e = parse_input(&STANDARD.encode(text.as_bytes())).unwrap_err();
+            assert!(matches!(e, Error::BadKey(_)), "{text}");
+        }
+        assert!(from_input_value(&serde_json::json!(42)).is_err());
     }
 }
 

@@ -379,7 +379,7 @@ async fn show_request(State(s): State<AppState>, Path(id): Path<String>) -> Resu
 }
 
 async fn list_grants(State(s): State<AppState>, Query(q): Query<GrantFilter>) -> Result<impl IntoResponse, ApiError> {
-    Ok(axum::Json(control::list_grants(&s, q.state).await?))
+    Ok(axum::Json(control::list_grants(&s, q.state, q.all).await?))
 }
 
 async fn show_grant(State(s): State<AppState>, Path(id): Path<String>) -> Result<impl IntoResponse, ApiError> {

@@ -260,6 +260,9 @@ fn headers(h: &HeaderMap) -> Vec<(String, String)> {
         .collect()
 }
 
+/// What a masked secret reads as (here and in the CLI's incoming-payment output).
+pub const MASKED: &str = "…(masked)";
+
 /// Masks secrets inside JSON: access and continuation token values, shared secrets, private keys.
 fn mask(v: &mut Value, parent: &str) {
     match v {
@@ -270,7 +273,7 @@ fn mask(v: &mut Value, parent: &str) {
                         *child = Value::String(format!("{}…", s.chars().take(6).collect::<String>()));
                     }
                     ("sharedSecret" | "privateKeyPem" | "interact_ref", Value::String(_)) => {
-                        *child = Value::String("…(masked)".into());
+                        *child = Value::String(MASKED.into());
                     }
                     _ => mask(child, k),
                 }

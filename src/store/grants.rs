@@ -112,12 +112,24 @@ pub fn grant_by_interact_id(conn: &Connection, interact_id: &str) -> Result<Opti
     grant_where(conn, "interact_id", interact_id)
 }
 
-/// Grants newest first, optionally only those in `state`, at most `limit`.
-pub fn grants(conn: &Connection, state: Option<GrantState>, limit: u32) -> Result<Vec<GrantRow>, Error> {
-    let sql = format!("SELECT {GRANT_COLS} FROM grants WHERE (?1 IS NULL OR state = ?1) ORDER BY id DESC LIMIT ?2");
+/// Grants newest first, optionally only those in `state`, at most `limit`; with `open_only`, none stored as
+/// closed (revoked, rejected; see [`GrantState::is_closed`]).
+pub fn grants(
+    conn: &Connection,
+    state: Option<GrantState>,
+    open_only: bool,
+    limit: u32,
+) -> Result<Vec<GrantRow>, Error> {
+    let sql = format!(
+        "SELECT {GRANT_COLS} FROM grants WHERE (?1 IS NULL OR state = ?1) AND (?3 = 0 OR state NOT IN (?4, ?5)) \
+         ORDER BY id DESC LIMIT ?2"
+    );
     let mut stmt = conn.prepare_cached(&sql)?;
     let rows = stmt
-        .query_map(params![state, limit], grant_from_row)?
+        .query_map(
+            params![state, limit, open_only, GrantState::Revoked, GrantState::Rejected],
+            grant_from_row,
+        )?
         .collect::<Result<Vec<_>, _>>()?;
     Ok(rows)
 }

@@ -41,9 +41,13 @@ pub enum Action {
     Deposit,
     Withdraw,
     GenerateKey,
+    /// Wallets: register a client's public key (JWK JSON, or the Web Monetization extension's base64).
+    AddKey,
     Demo,
     /// Webhooks: only dead deliveries.
     DeadOnly,
+    /// Grants: show closed grants (revoked, rejected, expired) too, or hide them again.
+    AllGrants,
     /// Webhooks: re-drive the selected delivery.
     Redrive,
     /// Webhooks: re-drive every dead delivery.

@@ -130,7 +130,7 @@ impl<T> Default for Rows<T> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Load {
     pub pane: Pane,
-    /// Only failed payments (Outgoing) or dead deliveries (Webhooks).
+    /// Only failed payments (Outgoing), dead deliveries (Webhooks), open grants (Grants: closed ones hidden).
     pub failed_only: bool,
     /// Continue after this id (appends to the loaded rows).
     pub cursor: Option<String>,
@@ -162,6 +162,11 @@ pub enum Effect {
         amount: u64,
     },
     GenerateKey(String),
+    /// Register a public key given as text (any form `httpsig::jwk::parse_input` reads) for this wallet.
+    AddKey {
+        wallet: String,
+        text: String,
+    },
     /// Deposit (or withdraw) minor units of a peer's liquidity.
     PeerLiquidity {
         peer: String,
@@ -345,6 +350,8 @@ pub struct App {
     pub desks: Option<DeskList>,
     /// The Webhooks pane shows only dead deliveries.
     pub dead_only: bool,
+    /// The Grants pane shows closed grants (revoked, rejected, expired) too (`F`, `:grants all`).
+    pub all_grants: bool,
     /// When the Webhooks pane last asked for its rows (reloads are spaced out).
     pub webhooks_load_at: Option<OffsetDateTime>,
     /// Recent domain events for the overview, newest first.
@@ -412,6 +419,7 @@ impl App {
             peer_rates: HashMap::new(),
             desks: None,
             dead_only: false,
+            all_grants: false,
             webhooks_load_at: None,
             recent: VecDeque::new(),
             history: HashMap::new(),
@@ -559,6 +567,7 @@ impl App {
     pub fn only_failed(&self, pane: Pane) -> bool {
         match pane {
             Pane::Webhooks => self.dead_only,
+            Pane::Grants => !self.all_grants,
             _ => self.failed_only,
         }
     }
@@ -893,6 +902,10 @@ impl App {
                         self.failed_only = false;
                         return vec![self.load(Pane::Outgoing)];
                     }
+                    if self.pane == Pane::Grants && self.all_grants {
+                        self.all_grants = false;
+                        return vec![self.load(Pane::Grants)];
+                    }
                     if self.pane == Pane::Webhooks && self.dead_only {
                         self.dead_only = false;
                         return vec![self.load(Pane::Webhooks)];
@@ -921,9 +934,11 @@ impl App {
                 }
                 Vec::new()
             }
-            Action::NewWallet | Action::Deposit | Action::Withdraw | Action::GenerateKey => wallets::act(self, a),
+            Action::NewWallet | Action::Deposit | Action::Withdraw | Action::GenerateKey | Action::AddKey => {
+                wallets::act(self, a)
+            }
             Action::Reveal | Action::Complete => incoming::act(self, a),
-            Action::Approve | Action::Reject | Action::Revoke => grants::act(self, a),
+            Action::Approve | Action::Reject | Action::Revoke | Action::AllGrants => grants::act(self, a),
             Action::FailedOnly | Action::Retry | Action::Cancel => outgoing::act(self, a),
             Action::DeadOnly | Action::Redrive | Action::RedriveDead => webhooks::act(self, a),
             Action::PeerDeposit | Action::PeerWithdraw | Action::Settle => peers::act(self, a),
@@ -1566,6 +1581,54 @@ mod tests {
         assert!(a.act(Action::RedriveDead).is_empty());
         assert!(a.overlay.is_none());
         assert!(a.keymap.hints(Pane::Webhooks, true).iter().all(|h| !h.2));
+    }
+
+    #[test]
+    fn closed_grants_are_hidden_until_f_or_the_command() {
+        let grant_loads = |effects: &[Effect]| -> Vec<bool> {
+            effects
+                .iter()
+                .filter_map(|e| match e {
+                    Effect::Load(Load {
+                        pane: Pane::Grants,
+                        failed_only,
+                        ..
+                    }) => Some(*failed_only),
+                    _ => None,
+                })
+                .collect()
+        };
+        let mut a = app();
+        assert_eq!(
+            grant_loads(&[a.load(Pane::Grants)]),
+            vec![true],
+            "open grants only by default"
+        );
+        a.pane = Pane::Grants;
+        assert_eq!(
+            grant_loads(&a.update(key('F'))),
+            vec![false],
+            "F shows closed grants too"
+        );
+        assert!(
+            a.all_grants && !a.failed_only && !a.dead_only,
+            "the Grants filter is its own"
+        );
+        assert_eq!(grant_loads(&a.update(key('F'))), vec![true], "F hides them again");
+        a.update(key('F'));
+        assert_eq!(
+            grant_loads(&a.update(code(KeyCode::Esc))),
+            vec![true],
+            "Esc hides them again"
+        );
+        assert!(!a.all_grants);
+        a.update(key('1'));
+        a.update(key(':'));
+        for c in "grants all".chars() {
+            a.update(key(c));
+        }
+        assert_eq!(grant_loads(&a.update(code(KeyCode::Enter))), vec![false]);
+        assert_eq!((a.pane, a.all_grants), (Pane::Grants, true));
     }
 
     #[test]

@@ -52,7 +52,8 @@ async fn load<D: Desk>(d: &D, l: Load) -> Answer<Reply> {
             }
         }
         Pane::Grants => {
-            let (grants, spent) = d.grants().await?;
+            // for Grants, `failed_only` is "open grants only" (the default; `F` shows closed ones too)
+            let (grants, spent) = d.grants(!l.failed_only).await?;
             Reply::Grants(grants, spent.into_iter().collect())
         }
         Pane::Outgoing => {
@@ -208,6 +209,16 @@ pub async fn run<D: Desk>(d: &D, e: Effect) -> Option<Reply> {
                 }
             }
         }
+        Effect::AddKey { wallet, text } => d
+            .add_key(
+                &wallet,
+                AddKey {
+                    jwk: Some(serde_json::Value::String(text)),
+                    generate: false,
+                },
+            )
+            .await
+            .map(|k| Reply::Done(format!("added key {} to {wallet}", crate::text::sanitize(&k.jwk.kid)))),
         Effect::GenerateKey(wallet) => d
             .add_key(
                 &wallet,

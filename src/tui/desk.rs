@@ -100,7 +100,8 @@ pub trait Desk: Clone + Send + Sync + 'static {
     fn overview(&self) -> impl Future<Output = Answer<OverviewData>> + Send;
     fn wallets(&self) -> impl Future<Output = Answer<Vec<WalletRow>>> + Send;
     /// Grants, and what each active outgoing-payment grant has spent in its current interval.
-    fn grants(&self) -> impl Future<Output = Answer<(Vec<GrantView>, BTreeMap<String, GrantSpent>)>> + Send;
+    /// The grants (every one with `all`, else the open ones) and what each has spent.
+    fn grants(&self, all: bool) -> impl Future<Output = Answer<(Vec<GrantView>, BTreeMap<String, GrantSpent>)>> + Send;
     fn incoming(&self, f: PaymentFilter) -> impl Future<Output = Answer<Listed<IncomingView>>> + Send;
     fn outgoing(&self, f: PaymentFilter) -> impl Future<Output = Answer<Listed<OutgoingView>>> + Send;
     fn quotes(&self, f: PaymentFilter) -> impl Future<Output = Answer<Listed<QuoteDto>>> + Send;
@@ -201,8 +202,8 @@ impl Desk for Arc<Services> {
         control::wallet_summaries(self).await.map_err(refused)
     }
 
-    async fn grants(&self) -> Answer<(Vec<GrantView>, BTreeMap<String, GrantSpent>)> {
-        let grants = control::list_grants(self, None).await.map_err(refused)?;
+    async fn grants(&self, all: bool) -> Answer<(Vec<GrantView>, BTreeMap<String, GrantSpent>)> {
+        let grants = control::list_grants(self, None, all).await.map_err(refused)?;
         Ok((grants, control::grant_spending(self).await.map_err(refused)?))
     }
 

@@ -146,8 +146,8 @@ impl<D: Desk> Desk for Desks<D> {
         self.active().wallets().await
     }
 
-    async fn grants(&self) -> Answer<(Vec<GrantView>, BTreeMap<String, GrantSpent>)> {
-        self.active().grants().await
+    async fn grants(&self, all: bool) -> Answer<(Vec<GrantView>, BTreeMap<String, GrantSpent>)> {
+        self.active().grants(all).await
     }
 
     async fn incoming(&self, f: PaymentFilter) -> Answer<Listed<IncomingView>> {

@@ -254,6 +254,14 @@ impl Default for Keymap {
                 true,
             ),
             b(
+                &[Key::ch('P')],
+                Scope::Pane(Pane::Wallets),
+                AddKey,
+                "add a client's public key (JWK JSON or the extension's base64)",
+                true,
+                false,
+            ),
+            b(
                 &[Key::ch('s')],
                 Scope::Pane(Pane::Incoming),
                 Reveal,
@@ -291,6 +299,14 @@ impl Default for Keymap {
                 Revoke,
                 "revoke the grant and its tokens",
                 true,
+                true,
+            ),
+            b(
+                &[Key::ch('F')],
+                Scope::Pane(Pane::Grants),
+                AllGrants,
+                "show or hide closed grants (revoked, rejected, expired)",
+                false,
                 true,
             ),
             b(

@@ -158,6 +158,9 @@ fn draw_crumbs(app: &App, theme: &Theme, f: &mut Frame, area: Rect) {
     if app.pane == Pane::Webhooks && app.dead_only {
         parts.push(DeliveryState::Dead.to_string());
     }
+    if app.pane == Pane::Grants && app.all_grants {
+        parts.push("all".to_owned());
+    }
     if let Some(filter) = app.filters.get(&app.pane) {
         parts.push(format!("/{}{}", if filter.invert { "!" } else { "" }, filter.text));
     }

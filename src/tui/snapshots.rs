@@ -390,6 +390,23 @@ fn the_webhooks_pane_empty_off_dead_detail_and_confirm() {
 }
 
 #[test]
+fn the_grants_pane_hides_closed_grants_until_asked() {
+    let mut a = App::new(info(), Keymap::default(), false, now());
+    goto(&mut a, Pane::Grants);
+    a.update(Msg::Reply(Reply::Grants(vec![], Default::default())));
+    let empty = draw(&a, 80, 24);
+    assert!(empty.contains("no open grants (F shows"), "{empty}");
+    insta::assert_snapshot!("grants_none_open_80x24", empty);
+
+    let mut a = loaded(false);
+    goto(&mut a, Pane::Grants);
+    a.act(super::action::Action::AllGrants);
+    let all = draw(&a, 80, 24);
+    assert!(all.contains("Grants [all]"), "{all}");
+    insta::assert_snapshot!("grants_all_80x24", all);
+}
+
+#[test]
 fn a_refused_request_shows_the_operator_why() {
     let mut a = loaded(false);
     a.update(Msg::Event(DomainEvent::HttpRequest {

@@ -492,3 +492,83 @@ async fn the_overview_shows_money_moved_per_minute_from_the_store() {
     assert_eq!(usd_now(&remote.activity), usd_now(&after));
     assert_eq!((remote.activity.sending, remote.activity.webhooks_dead), (0, 0));
 }
+
+/// A browsing session cancels one incoming-payment grant per page view: closed grants (cancelled by their
+/// client, rejected) are hidden from `/grants` unless `all=true`; `state=` still finds them.
+#[tokio::test]
+async fn closed_grants_are_hidden_unless_asked_for() {
+    use opdesk::states::GrantState;
+    let ase = TestAse::spawn().await;
+    let client = ase.demo_client().await;
+    let base = ase.url("");
+    let request = |access: Value, interact: bool| {
+        let mut body = serde_json::json!({"access_token": {"access": access}, "client": format!("{base}/demo-client")});
+        if interact {
+            body["interact"] = serde_json::json!({"start": ["redirect"]});
+        }
+        let (client, auth) = (&client, format!("{base}/auth"));
+        async move {
+            let r = client.send(Method::POST, &auth, None, Some(&body)).await.unwrap();
+            assert_eq!(r.status, 200, "{}", r.body);
+            r.body
+        }
+    };
+    let incoming = serde_json::json!([{"type": "incoming-payment", "actions": ["create"]}]);
+    // the extension's page view: a grant, then its cancellation by the client (DELETE on the continue URI)
+    let cancelled = request(incoming.clone(), false).await;
+    let r = client
+        .send(
+            Method::DELETE,
+            cancelled["continue"]["uri"].as_str().unwrap(),
+            cancelled["continue"]["access_token"]["value"].as_str(),
+            None,
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.status, 204, "{}", r.body);
+    let kept = request(incoming, false).await;
+    let outgoing = serde_json::json!([{"type": "outgoing-payment", "actions": ["create"],
+        "identifier": format!("{base}/alice")}]);
+    request(outgoing.clone(), true).await;
+    request(outgoing, true).await;
+    let (_, pending) = ase.admin(Method::GET, "/grants?state=pending", None).await;
+    let rejected = pending[0]["id"].as_str().unwrap().to_owned();
+    let (s, _) = ase
+        .admin(Method::POST, &format!("/grants/{rejected}/reject"), Some("{}"))
+        .await;
+    assert_eq!(s, 200);
+
+    let states = |v: &Value| -> Vec<String> {
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|g| g["state"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let (s, open) = ase.admin(Method::GET, "/grants", None).await;
+    assert_eq!(s, 200, "{open}");
+    assert_eq!(open.as_array().unwrap().len(), 2, "{open}");
+    assert!(
+        states(&open)
+            .iter()
+            .all(|s| !s.parse::<GrantState>().unwrap().is_closed()),
+        "{open}"
+    );
+    assert!(open.as_array().unwrap().iter().any(|g| g["id"] != rejected));
+    let (_, all) = ase.admin(Method::GET, "/grants?all=true", None).await;
+    assert_eq!(all.as_array().unwrap().len(), 4, "{all}");
+    let mut closed: Vec<String> = states(&all)
+        .into_iter()
+        .filter(|s| s.parse::<GrantState>().unwrap().is_closed())
+        .collect();
+    closed.sort();
+    assert_eq!(
+        closed,
+        [GrantState::Rejected.to_string(), GrantState::Revoked.to_string()]
+    );
+    let (_, revoked) = ase.admin(Method::GET, "/grants?state=revoked", None).await;
+    assert_eq!(revoked.as_array().unwrap().len(), 1, "{revoked}");
+    assert_ne!(kept["continue"]["uri"], cancelled["continue"]["uri"]);
+    let (s, e) = ase.admin(Method::GET, "/grants?all=maybe", None).await;
+    assert_eq!(s, 400, "{e}");
+}

@@ -520,7 +520,7 @@ async fn hostile_text_never_reaches_the_terminal() {
     let outgoing = r.body["id"].as_str().unwrap().to_owned();
 
     // Every operator view, as tables/details and as JSON, through the real binary in a pipe.
-    let all: serde_json::Value = server.admin("/grants").await;
+    let all: serde_json::Value = server.admin("/grants?all=true").await;
     let mut commands: Vec<Vec<String>> = vec![
         vec!["grants".into(), "list".into()],
         vec!["incoming".into(), "list".into()],
@@ -563,6 +563,51 @@ async fn hostile_text_never_reaches_the_terminal() {
         }
     }
     assert!(saw_finish, "the finish URI is shown, stripped: {outputs:#?}");
+
+    // Shared secrets are masked (the JSON keeps its shape) unless --reveal; closed grants (the rejected one)
+    // are hidden unless --all.
+    let masked = opdesk::server::request_log::MASKED;
+    for (what, human, json) in &outputs {
+        let v: serde_json::Value = serde_json::from_str(json).unwrap();
+        let payments = match what.as_str() {
+            "incoming list" => v["items"].as_array().unwrap().clone(),
+            w if w.starts_with("incoming show") => vec![v.clone()],
+            _ => vec![],
+        };
+        for p in &payments {
+            assert_eq!(p["methods"][0]["type"], "ilp", "{what}: {json}");
+            assert_eq!(p["methods"][0]["sharedSecret"], masked, "{what}: {json}");
+            assert!(p["methods"][0]["ilpAddress"].is_string(), "{what}: {json}");
+        }
+        assert!(
+            !human.contains("sharedSecret") || human.contains(masked),
+            "{what}: {human}"
+        );
+        if what == "grants list" {
+            assert!(!json.contains(&rejected) && !human.contains(&rejected), "{json}");
+            assert!(
+                v.as_array().unwrap().len() + 1 == all.as_array().unwrap().len(),
+                "{json}"
+            );
+        }
+    }
+    let (d, l, inc) = (dir.clone(), format!("127.0.0.1:{port}"), incoming.clone());
+    let (revealed, listed_all, help) = tokio::task::spawn_blocking(move || {
+        (
+            ok(&opdesk(&d, &l, &["incoming", "show", &inc, "--json", "--reveal"])),
+            ok(&opdesk(&d, &l, &["grants", "list", "--all", "--json"])),
+            ok(&opdesk(&d, &l, &["incoming", "list", "--help"])),
+        )
+    })
+    .await
+    .unwrap();
+    let revealed: serde_json::Value = serde_json::from_str(&revealed).unwrap();
+    let secret = revealed["methods"][0]["sharedSecret"].as_str().unwrap();
+    assert_eq!(secret.len(), 43, "32 bytes of base64url: {secret}");
+    assert!(help.contains("--reveal"), "{help}");
+    let listed_all: serde_json::Value = serde_json::from_str(&listed_all).unwrap();
+    assert_eq!(listed_all.as_array().unwrap().len(), all.as_array().unwrap().len());
+    assert!(listed_all.to_string().contains(&rejected));
 
     // The server's log (a file, as when stderr is redirected): no control characters either (fields are
     // escaped by the log formatter; see logging.rs for hostile fields).
@@ -675,4 +720,93 @@ fn usage_errors_exit_2_completions_print_scripts_and_connect_needs_a_token() {
         "error: --connect needs the server's admin token\n\
          hint: give --token-file FILE (the admin.token in the server's data dir) or set OPDESK_ADMIN_TOKEN\n"
     );
+}
+
+/// The Web Monetization extension's shown key: `btoa(JSON.stringify({kty, crv, x, kid}))` (standard padded
+/// base64 of a JWK without `alg`, kid a UUID).
+fn extension_key(key: &ed25519_dalek::SigningKey, kid: &str) -> String {
+    use base64::Engine as _;
+    let x = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(key.verifying_key().as_bytes());
+    let json = format!(r#"{{"kty":"OKP","crv":"Ed25519","x":"{x}","kid":"{kid}"}}"#);
+    base64::engine::general_purpose::STANDARD.encode(json)
+}
+
+/// A non-interactive incoming-payment grant requested as `{base}/{wallet}`, signed with `key` under `kid`:
+/// the AS's status (200 only when the signature verifies against the wallet's published key).
+async fn grant_status(base: &str, wallet: &str, key: ed25519_dalek::SigningKey, kid: &str) -> u16 {
+    let client = opdesk::client::SignedClient::new(key, kid);
+    let body = serde_json::json!({
+        "access_token": {"access": [{"type": "incoming-payment", "actions": ["create"]}]},
+        "client": format!("{base}/{wallet}"),
+    });
+    let r = client
+        .send(reqwest::Method::POST, &format!("{base}/auth"), None, Some(&body))
+        .await
+        .expect("grant request");
+    r.status
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_extensions_shown_key_is_added_and_its_signatures_verify() {
+    use std::io::Write as _;
+    let ase = TestAse::spawn().await;
+    let base = ase.url("");
+    let (dir, listen) = (ase.dir.path().to_owned(), ase.addr.to_string());
+
+    // the CLI, the key text piped in on stdin exactly as the extension shows it
+    let alice_key = opdesk::httpsig::jwk::generate().unwrap();
+    let alice_kid = "3b241101-e2bb-4255-8caf-4136c566a962";
+    let shown = extension_key(&alice_key, alice_kid);
+    assert!(shown.starts_with("eyJrdHkiOiJPS1AiLCJjcnYiOiJFZDI1NTE5Ii"), "{shown}");
+    let out = tokio::task::spawn_blocking(move || {
+        let cfg = dir.join("test-config.toml");
+        std::fs::write(&cfg, "").unwrap();
+        let mut child = Command::new(env!("CARGO_BIN_EXE_opdesk"))
+            .args(["--data-dir", dir.to_str().unwrap(), "--listen", &listen])
+            .args(["keys", "add", "alice", "--jwk", "-"])
+            .env_remove("RUST_LOG")
+            .env("OPDESK_CONFIG", &cfg)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("run opdesk");
+        writeln!(child.stdin.take().unwrap(), "{shown}").unwrap();
+        child.wait_with_output().unwrap()
+    })
+    .await
+    .unwrap();
+    assert!(ok(&out).contains(alice_kid));
+    let (_, jwks) = ase.get("/alice/jwks.json").await;
+    crate::common::assert_matches_schema("wallet-address-server.yaml", "json-web-key-set", &jwks);
+    let served = jwks["keys"].as_array().unwrap();
+    assert_eq!(served.len(), 1);
+    assert_eq!(served[0]["kid"], alice_kid);
+    assert_eq!(served[0]["alg"], "EdDSA", "the served key keeps alg");
+    assert_eq!(grant_status(&base, "alice", alice_key, alice_kid).await, 200);
+    // a different private key under the same kid does not verify
+    let stranger = opdesk::httpsig::jwk::generate().unwrap();
+    assert_ne!(grant_status(&base, "alice", stranger, alice_kid).await, 200);
+
+    // the admin API, the same text as the `jwk` string
+    let bob_key = opdesk::httpsig::jwk::generate().unwrap();
+    let bob_kid = "9f1c7d2a-52e4-4c1e-8a3b-0d6e5f4a3b2c";
+    let body = serde_json::json!({ "jwk": extension_key(&bob_key, bob_kid) }).to_string();
+    let (s, k) = ase.admin(reqwest::Method::POST, "/wallets/bob/keys", Some(&body)).await;
+    assert_eq!(s, 201, "{k}");
+    assert_eq!(k["jwk"]["alg"], "EdDSA");
+    assert_eq!(ase.get("/bob/jwks.json").await.1["keys"][0]["alg"], "EdDSA");
+    assert_eq!(grant_status(&base, "bob", bob_key, bob_kid).await, 200);
+
+    // another algorithm is still refused, saying why
+    let x =
+        opdesk::httpsig::jwk::Jwk::from_verifying_key("k", &opdesk::httpsig::jwk::generate().unwrap().verifying_key())
+            .x;
+    let es =
+        serde_json::json!({"jwk": {"kid": "es", "kty": "OKP", "crv": "Ed25519", "alg": "ES256", "x": x}}).to_string();
+    let (s, e) = ase.admin(reqwest::Method::POST, "/wallets/bob/keys", Some(&es)).await;
+    assert_eq!(s, 400, "{e}");
+    assert_eq!(e["error"]["code"], "invalid_key", "{e}");
+    assert!(e.to_string().contains("ES256"), "{e}");
+    assert_eq!(ase.get("/bob/jwks.json").await.1["keys"].as_array().unwrap().len(), 1);
 }

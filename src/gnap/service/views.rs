@@ -187,13 +187,18 @@ impl Gnap {
     }
 
     /// Grants newest first; `state` filters (`expired` selects pending grants past their window).
-    pub async fn list(&self, state: Option<GrantState>, limit: u32) -> Result<Vec<GrantView>, GnapError> {
+    pub async fn list(
+        &self,
+        state: Option<GrantState>,
+        open_only: bool,
+        limit: u32,
+    ) -> Result<Vec<GrantView>, GnapError> {
         let db_state = state.map(GrantState::stored);
         let rows = self
             .inner
             .store
             .call(move |c| {
-                let gs = repo::grants(c, db_state, limit)?;
+                let gs = repo::grants(c, db_state, open_only, limit)?;
                 let mut out = Vec::with_capacity(gs.len());
                 for g in gs {
                     let t = repo::tokens_of_grant(c, &g.id)?;
@@ -205,7 +210,7 @@ impl Gnap {
         let mut views = Vec::with_capacity(rows.len());
         for (g, t) in rows {
             let v = self.view(g, t).await?;
-            if state.is_none_or(|s| s == v.state) {
+            if state.is_none_or(|s| s == v.state) && !(open_only && v.state.is_closed()) {
                 views.push(v);
             }
         }

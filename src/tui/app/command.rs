@@ -40,6 +40,7 @@ impl App {
             PromptKind::Reason(grant) => grants::submit_reason(self, grant, text),
             PromptKind::Command => self.command(text.trim()),
             PromptKind::NewWallet => wallets::submit_new(self, text),
+            PromptKind::PublicKey(wallet) => wallets::submit_key(self, wallet, text),
             PromptKind::Amount {
                 wallet,
                 deposit,
@@ -99,6 +100,7 @@ impl App {
             "demo" => self.act(Action::Demo),
             "outgoing" if arg == Some(OutgoingState::Failed.as_str()) => outgoing::show_failed(self),
             "webhooks" if arg == Some(DeliveryState::Dead.as_str()) => webhooks::show_dead(self),
+            "grants" if arg == Some("all") => grants::show_all(self),
             "wallet" => wallets::command(self, arg),
             "desk" => self.desk_command(arg),
             other => match Pane::from_name(other) {

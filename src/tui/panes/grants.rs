@@ -1,6 +1,7 @@
 //! The Grants pane: the GNAP grants with pending ones in the danger style, a grant's access, tokens and
 //! spending, its timeline (fetched when the detail opens), and approving, rejecting (with an optional reason)
-//! and revoking — each behind a confirm.
+//! and revoking — each behind a confirm. Closed grants (revoked, rejected, expired) are hidden unless `F`
+//! (or `:grants all`) shows them.
 
 use ratatui::{
     Frame,
@@ -163,9 +164,14 @@ fn step_lines<'a>(theme: &Theme, s: &GrantStep) -> Vec<Line<'a>> {
     out
 }
 
-/// Approve, reject and revoke the selected grant.
+/// Approve, reject and revoke the selected grant; show or hide closed grants (`F`).
 pub fn act(app: &mut App, a: Action) -> Vec<Effect> {
     match a {
+        Action::AllGrants => {
+            app.all_grants = !app.all_grants;
+            app.grants.selected = 0;
+            vec![app.load(Pane::Grants)]
+        }
         Action::Approve => match app.selected_grant() {
             Some(g) if g.state.can_decide() => {
                 let q = format!(
@@ -207,6 +213,14 @@ pub fn act(app: &mut App, a: Action) -> Vec<Effect> {
         },
         _ => Vec::new(),
     }
+}
+
+/// `:grants all`: the Grants pane with closed grants (revoked, rejected, expired) too.
+pub fn show_all(app: &mut App) -> Vec<Effect> {
+    app.all_grants = true;
+    app.pane = Pane::Grants;
+    app.grants.selected = 0;
+    vec![app.load(Pane::Grants)]
 }
 
 /// The reason typed for rejecting `grant`: confirm before rejecting.

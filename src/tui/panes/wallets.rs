@@ -110,6 +110,10 @@ pub fn act(app: &mut App, a: Action) -> Vec<Effect> {
             };
             app.open_prompt(kind)
         }
+        Action::AddKey => match selected(app).map(|w| w.wallet.name.clone()) {
+            Some(name) => app.open_prompt(PromptKind::PublicKey(name)),
+            None => Vec::new(),
+        },
         Action::GenerateKey => {
             let Some(name) = selected(app).map(|w| w.wallet.name.clone()) else {
                 return Vec::new();
@@ -120,6 +124,23 @@ pub fn act(app: &mut App, a: Action) -> Vec<Effect> {
             )
         }
         _ => Vec::new(),
+    }
+}
+
+/// The public key typed or pasted for `wallet`: checked here (the reason is flashed), then confirmed.
+pub fn submit_key(app: &mut App, wallet: String, text: &str) -> Vec<Effect> {
+    match crate::httpsig::jwk::parse_input(text) {
+        Ok(jwk) => app.ask(
+            format!("Add key {} to {wallet}?", sanitize(&jwk.kid)),
+            Effect::AddKey {
+                wallet,
+                text: text.trim().to_owned(),
+            },
+        ),
+        Err(e) => {
+            app.flash(Level::Warn, sanitize(&e.to_string()));
+            Vec::new()
+        }
     }
 }
 
@@ -309,5 +330,35 @@ mod tests {
             pem: "PEM".into(),
         }));
         assert!(matches!(&a.overlay, Some(Overlay::Json(t)) if t.contains("PEM")));
+
+        // a client's public key, pasted as the Web Monetization extension shows it
+        a.overlay = None;
+        a.update(key('P'));
+        assert!(typed(&mut a, "not a key").is_empty());
+        assert!(
+            a.flash.as_ref().is_some_and(|f| f.text.contains("neither")),
+            "{:?}",
+            a.flash
+        );
+        use base64::Engine as _;
+        let sk = crate::httpsig::jwk::generate().unwrap();
+        let x = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(sk.verifying_key().as_bytes());
+        let shown = base64::engine::general_purpose::STANDARD
+            .encode(format!(r#"{{"kty":"OKP","crv":"Ed25519","x":"{x}","kid":"ext-1"}}"#));
+        a.update(key('P'));
+        a.update(Msg::Paste(shown.clone()));
+        a.update(Msg::Key(KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE)));
+        assert!(
+            matches!(&a.overlay, Some(Overlay::Confirm(c)) if c.question.contains("ext-1")),
+            "{:?}",
+            a.overlay
+        );
+        assert_eq!(
+            a.update(key('y')),
+            vec![Effect::AddKey {
+                wallet: "dave".into(),
+                text: shown
+            }]
+        );
     }
 }

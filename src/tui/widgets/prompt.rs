@@ -26,6 +26,8 @@ pub enum PromptKind {
     Reason(String),
     /// `name ASSET scale` of a new wallet.
     NewWallet,
+    /// A public key (JWK JSON or its base64) to register for this wallet.
+    PublicKey(String),
     /// An amount (in major units, e.g. 10.50) to deposit into (or withdraw from) this wallet.
     Amount {
         wallet: String,
@@ -75,6 +77,7 @@ pub const COMMANDS: &[&str] = &[
     "wallet",
     "incoming",
     "grants",
+    "grants all",
     "outgoing",
     "outgoing failed",
     "quotes",
@@ -149,6 +152,7 @@ pub fn draw(p: &Prompt, f: &mut Frame, area: Rect) {
         PromptKind::Filter => "/".to_owned(),
         PromptKind::Reason(_) => "reason (optional, Enter): ".to_owned(),
         PromptKind::NewWallet => "new wallet — name ASSET [scale], e.g. dave USD 2: ".to_owned(),
+        PromptKind::PublicKey(wallet) => format!("public key for {wallet} (JWK JSON or base64): "),
         PromptKind::Amount {
             wallet, deposit, code, ..
         } => {

@@ -42,6 +42,9 @@ fn title(app: &App, pane: Pane) -> String {
     if pane == Pane::Webhooks && app.dead_only {
         t.push_str(&format!("[{}] ", DeliveryState::Dead));
     }
+    if pane == Pane::Grants && app.all_grants {
+        t.push_str("[all] ");
+    }
     if pane == Pane::Webhooks && !app.info.webhooks_enabled {
         t.push_str("[no webhook URL] ");
     }
@@ -97,6 +100,8 @@ pub fn table<'a>(
             "nothing matches the filter (Esc clears it)"
         } else if pane == Pane::Webhooks && !app.info.webhooks_enabled {
             "no webhook URL is configured: set [webhooks] url in config.toml"
+        } else if pane == Pane::Grants && !app.all_grants {
+            "no open grants (F shows revoked, rejected and expired ones too)"
         } else if pane == Pane::Webhooks && app.dead_only {
             "no dead deliveries (F shows them all)"
         } else if pane == Pane::Webhooks {
