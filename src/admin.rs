@@ -487,10 +487,15 @@ impl AdminClient {
 fn api_error(status: StatusCode, body: &[u8]) -> ClientError {
     let v: serde_json::Value = serde_json::from_slice(body).unwrap_or_default();
     let field = |k: &str| v["error"][k].as_str().unwrap_or("").to_owned();
+    // where the description is the reference ASE's terse string, opdesk's own wording is in details.reason
+    let description = match v["error"]["details"]["reason"].as_str() {
+        Some(reason) => format!("{}: {reason}", field("description")),
+        None => field("description"),
+    };
     ClientError::Api {
         status: status.as_u16(),
         code: field("code"),
-        description: field("description"),
+        description,
     }
 }
 
@@ -549,5 +554,32 @@ pub async fn find_holder(dir: &Path, token_file: &Path, wait: Duration) -> color
             return Err(held.into());
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_refusal_keeps_the_servers_own_reason_next_to_the_terse_description() {
+        let body = br#"{"error":{"code":"invalid_receiver","description":"invalid receiver","details":{"reason":"the receiver has expired"}}}"#;
+        let ClientError::Api {
+            status,
+            code,
+            description,
+        } = api_error(StatusCode::BAD_REQUEST, body)
+        else {
+            panic!("an API error")
+        };
+        assert_eq!((status, code.as_str()), (400, "invalid_receiver"));
+        assert_eq!(description, "invalid receiver: the receiver has expired");
+        let ClientError::Api { description, .. } = api_error(
+            StatusCode::NOT_FOUND,
+            br#"{"error":{"code":"not_found","description":"no such wallet"}}"#,
+        ) else {
+            panic!("an API error")
+        };
+        assert_eq!(description, "no such wallet");
     }
 }

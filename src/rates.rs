@@ -24,6 +24,33 @@ pub enum RateError {
     TooLarge,
 }
 
+/// The smallest `d` ≥ 1 for which `delivers(d)` is `Some(true)`, given that it is monotone (false then true);
+/// `None` when no such `d` ≤ `i64::MAX` exists or `delivers` answers `None` (cannot price) before one is found.
+pub fn smallest(mut delivers: impl FnMut(u64) -> Option<bool>) -> Option<u64> {
+    let max = i64::MAX as u64;
+    let mut hi = 1u64;
+    loop {
+        if delivers(hi)? {
+            break;
+        }
+        if hi == max {
+            return None;
+        }
+        hi = hi.saturating_mul(2).min(max);
+    }
+    // delivers(hi); not delivers(lo) (or lo == 0)
+    let mut lo = hi / 2;
+    while hi - lo > 1 {
+        let mid = lo + (hi - lo) / 2;
+        if delivers(mid).unwrap_or(true) {
+            hi = mid;
+        } else {
+            lo = mid;
+        }
+    }
+    Some(hi)
+}
+
 /// A sending fee: `fixed + ceil(amount × basis_points / 10000)`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -179,6 +206,15 @@ impl Rates {
         Ok((receive, fee))
     }
 
+    /// The smallest debit in `from` that [`Rates::fixed_send`] prices (delivers at least one unit of `to`).
+    pub fn min_send(&self, from: &Asset, to: &Asset) -> Option<u64> {
+        smallest(|d| match self.fixed_send(d, from, to) {
+            Ok(_) => Some(true),
+            Err(RateError::TooSmall) => Some(false),
+            Err(_) => None,
+        })
+    }
+
     /// Fixed-receive: the receiver gets `receive`; the fee is added; returns (debit, fee).
     pub fn fixed_receive(&self, receive: u64, from: &Asset, to: &Asset) -> Result<(u64, u64), RateError> {
         let net = self.convert(receive, to, from, true)?.max(1);
@@ -194,6 +230,58 @@ impl Rates {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn smallest_finds_the_first_delivering_debit_or_none() {
+        for want in [1u64, 2, 3, 7, 8, 9, 1000, 123_457, i64::MAX as u64] {
+            assert_eq!(smallest(|d| Some(d >= want)), Some(want), "{want}");
+        }
+        assert_eq!(smallest(|_| Some(false)), None);
+        assert_eq!(smallest(|d| if d > 4 { None } else { Some(false) }), None);
+    }
+
+    #[test]
+    fn min_send_is_exact_across_currencies_and_fees() {
+        let cases = [
+            (None, 2u8, 2u8),
+            (
+                Some(Fee {
+                    fixed: 3,
+                    basis_points: 125,
+                }),
+                2,
+                2,
+            ),
+            (None, 2, 0),
+            (
+                Some(Fee {
+                    fixed: 0,
+                    basis_points: 9_999,
+                }),
+                9,
+                2,
+            ),
+        ];
+        for (fee, from_scale, to_scale) in cases {
+            let r = rates(fee);
+            let from = Asset {
+                code: "USD".into(),
+                scale: from_scale,
+            };
+            let to = Asset {
+                code: "EUR".into(),
+                scale: to_scale,
+            };
+            let min = r.min_send(&from, &to).unwrap();
+            assert!(r.fixed_send(min, &from, &to).is_ok(), "{fee:?} {from_scale} {to_scale}");
+            assert_eq!(r.fixed_send(min - 1, &from, &to), Err(RateError::TooSmall), "{fee:?}");
+        }
+        let all_fee = rates(Some(Fee {
+            fixed: 0,
+            basis_points: 10_000,
+        }));
+        assert_eq!(all_fee.min_send(&usd(), &eur()), None);
+    }
 
     fn rates(fee: Option<Fee>) -> Rates {
         let r = BTreeMap::from([("USD:EUR".to_owned(), "0.90".to_owned())]);
@@ -245,6 +333,9 @@ mod tests {
         // 900 EUR needs 1000 USD; fee 10 + 10 = 20 → debit 1020
         assert_eq!(r.fixed_receive(900, &usd(), &eur()).unwrap(), (1020, 20));
         assert_eq!(r.fixed_send(10, &usd(), &eur()), Err(RateError::TooSmall));
+        let min = r.min_send(&usd(), &eur()).unwrap();
+        assert!(r.fixed_send(min, &usd(), &eur()).is_ok());
+        assert_eq!(r.fixed_send(min - 1, &usd(), &eur()), Err(RateError::TooSmall));
         let same = rates(None);
         assert_eq!(same.fixed_send(250, &usd(), &usd()).unwrap(), (250, 0));
         assert_eq!(same.fixed_receive(250, &usd(), &usd()).unwrap(), (250, 0));

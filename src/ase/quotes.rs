@@ -19,6 +19,7 @@ use crate::{
     gnap::model::check_receiver,
     ids,
     money::{Amount, Asset, Value},
+    rates::RateError,
     states::IncomingState,
     store::{
         self, Store,
@@ -143,7 +144,14 @@ impl Quotes {
             }
             (Some(d), None) => {
                 let d = d.expect_asset(&from)?.get();
-                let (receive, fee) = rates.fixed_send(d, &from, &to)?;
+                let (receive, fee) = rates.fixed_send(d, &from, &to).map_err(|e| match e {
+                    RateError::TooSmall => QuoteError::TooSmall {
+                        reason: e.to_string(),
+                        min_send: rates.min_send(&from, &to),
+                        asset: from.clone(),
+                    },
+                    e => e.into(),
+                })?;
                 (d, receive, fee)
             }
             (None, Some(x)) => {
@@ -232,10 +240,27 @@ impl Quotes {
         let (debit, receive, fee, source, debit_source) = match (debit, receive) {
             (Some(d), _) => {
                 let d = d.expect_asset(&from)?.get();
-                let fee = fee_rule.on(d)?;
-                let net = d.checked_sub(fee).filter(|s| *s > 0).ok_or_else(too_small)?;
-                let source = to_peer(net).filter(|s| *s > 0).ok_or_else(too_small)?;
-                let receive = minimum.dest_floor(source).filter(|r| *r > 0).ok_or_else(too_small)?;
+                // (receive, fee, source, net), or None when `d` delivers nothing
+                let send = |d: u64| -> Result<Option<(u64, u64, u64, u64)>, RateError> {
+                    let fee = fee_rule.on(d)?;
+                    let Some(net) = d.checked_sub(fee).filter(|s| *s > 0) else {
+                        return Ok(None);
+                    };
+                    let Some(source) = to_peer(net).filter(|s| *s > 0) else {
+                        return Ok(None);
+                    };
+                    Ok(minimum
+                        .dest_floor(source)
+                        .filter(|r| *r > 0)
+                        .map(|receive| (receive, fee, source, net)))
+                };
+                let Some((receive, fee, source, net)) = send(d)? else {
+                    return Err(QuoteError::TooSmall {
+                        reason: "the amount is too small to deliver anything at the minimum rate".into(),
+                        min_send: crate::rates::smallest(|d| send(d).ok().map(|s| s.is_some())),
+                        asset: from.clone(),
+                    });
+                };
                 (d, receive, fee, source, net)
             }
             (None, x) => {

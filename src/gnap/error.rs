@@ -29,7 +29,16 @@ pub struct GnapError {
     pub fault: Fault,
     pub code: &'static str,
     pub description: String,
+    /// Extra members of the error (`details` in the envelope; omitted when empty): opdesk's own wording
+    /// where `description` is the reference ASE's exact string.
+    pub details: Details,
 }
+
+/// The `details` object of an error envelope (boxed: errors travel in `Result`s and should stay small).
+pub type Details = Option<Box<serde_json::Map<String, serde_json::Value>>>;
+
+/// The description of a request whose key could not be found (the reference ASE's exact string).
+pub const CLIENT_UNDETERMINED: &str = "could not determine client";
 
 /// The code of an answer to a full store.
 pub const SERVICE_UNAVAILABLE: &str = "service_unavailable";
@@ -42,7 +51,20 @@ impl GnapError {
             fault,
             code,
             description: description.into(),
+            details: None,
         }
+    }
+    /// Adds `details.reason`.
+    pub fn because(mut self, reason: impl Into<String>) -> Self {
+        self.details
+            .get_or_insert_default()
+            .insert("reason".to_owned(), serde_json::Value::String(reason.into()));
+        self
+    }
+    /// A request signed with a key that cannot be found or fetched: 400 `invalid_client`
+    /// `could not determine client`, as the reference ASE answers (clients take it as "key removed").
+    pub fn undetermined_client(reason: impl Into<String>) -> Self {
+        Self::new(Fault::Invalid, "invalid_client", CLIENT_UNDETERMINED).because(reason)
     }
     pub fn invalid_request(d: impl Into<String>) -> Self {
         Self::new(Fault::Invalid, "invalid_request", d)

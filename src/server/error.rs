@@ -1,5 +1,6 @@
 //! The one place where errors become HTTP responses: the Open Payments error envelope
-//! `{"error":{"code","description"}}`. Server-side failures get a generic description; the cause is logged.
+//! `{"error":{"code","description","details"}}` (`details` only when there is something in it: opdesk's own
+//! wording goes there whenever `description` is the reference ASE's exact string, which clients match on). Server-side failures get a generic description; the cause is logged.
 //! What went wrong behind a generic client-facing error (a fetch that failed, say) travels as an
 //! [`OperatorDetail`] response extension to the request log, never to the client.
 //!
@@ -23,7 +24,10 @@ use crate::{
         peers::PeerError, quotes::QuoteError, remote::RemoteError,
     },
     control,
-    gnap::{GnapError, error::Fault},
+    gnap::{
+        GnapError,
+        error::{Details, Fault},
+    },
     ledger::LedgerError,
     money::MoneyError,
     rates::RateError,
@@ -37,8 +41,10 @@ pub struct ApiError {
     pub status: StatusCode,
     pub code: &'static str,
     pub description: String,
+    /// The envelope's `details` object; omitted when empty.
+    pub details: Details,
     /// A `WWW-Authenticate` challenge to send with the error.
-    pub challenge: Option<String>,
+    pub challenge: Option<Box<str>>,
     /// What the operator may see and the client must not (the request log shows it).
     pub detail: Option<String>,
     /// An answer given before, sent again byte for byte instead of the envelope (idempotent replays).
@@ -55,6 +61,7 @@ impl ApiError {
             status,
             code,
             description: description.into(),
+            details: None,
             challenge: None,
             detail: None,
             verbatim: None,
@@ -71,7 +78,20 @@ impl ApiError {
 
     /// The error envelope this error is answered with.
     pub fn envelope(&self) -> serde_json::Value {
-        json!({ "error": { "code": self.code, "description": self.description } })
+        envelope(self.code, &self.description, self.details.as_deref())
+    }
+
+    /// Adds `key` to the envelope's `details`.
+    pub fn with(mut self, key: &str, value: impl Into<serde_json::Value>) -> Self {
+        self.details
+            .get_or_insert_default()
+            .insert(key.to_owned(), value.into());
+        self
+    }
+
+    /// Adds `details.reason`: opdesk's own wording when `description` is the reference ASE's string.
+    pub fn because(self, reason: impl Into<String>) -> Self {
+        self.with("reason", reason.into())
     }
 
     /// Keeps `detail` for the operator's request log.
@@ -83,7 +103,7 @@ impl ApiError {
     /// 401 with `WWW-Authenticate: GNAP as_uri=<grant endpoint>`.
     pub fn unauthorized(as_uri: &str, description: impl Into<String>) -> Self {
         Self {
-            challenge: Some(format!("GNAP as_uri=\"{as_uri}\"")),
+            challenge: Some(format!("GNAP as_uri=\"{as_uri}\"").into()),
             ..Self::new(StatusCode::UNAUTHORIZED, "unauthorized", description)
         }
     }
@@ -91,7 +111,7 @@ impl ApiError {
     /// 403 with the same challenge.
     pub fn forbidden(as_uri: &str, description: impl Into<String>) -> Self {
         Self {
-            challenge: Some(format!("GNAP as_uri=\"{as_uri}\"")),
+            challenge: Some(format!("GNAP as_uri=\"{as_uri}\"").into()),
             ..Self::new(StatusCode::FORBIDDEN, "forbidden", description)
         }
     }
@@ -126,6 +146,35 @@ impl ApiError {
             crate::gnap::error::STORAGE_FULL,
         )
     }
+}
+
+/// `{"error":{"code","description","details"}}`, `details` left out when empty.
+pub fn envelope(
+    code: &str,
+    description: &str,
+    details: Option<&serde_json::Map<String, serde_json::Value>>,
+) -> serde_json::Value {
+    let mut error = json!({ "code": code, "description": description });
+    if let Some(details) = details.filter(|d| !d.is_empty())
+        && let Some(e) = error.as_object_mut()
+    {
+        e.insert("details".to_owned(), serde_json::Value::Object(details.clone()));
+    }
+    json!({ "error": error })
+}
+
+/// 400 for a receiver that cannot be paid (unknown, expired, completed, unresolvable): the reference ASE's
+/// exact description (clients make a new incoming payment on it); opdesk's wording goes into `details.reason`.
+pub const INVALID_RECEIVER: &str = "invalid receiver";
+/// 400 for a quote whose debit delivers nothing (clients probe larger amounts, or take `details.minSendAmount`).
+pub const NON_POSITIVE_RECEIVE_AMOUNT: &str = "non-positive receive amount";
+/// 400 for an outgoing payment (from an incoming payment) whose debit delivers nothing.
+pub const NEGATIVE_RECEIVE_AMOUNT: &str = "negative receive amount";
+/// 403 for an outgoing payment the grant's limits do not allow (clients take it as "out of funds").
+pub const OVER_GRANT: &str = "unauthorized";
+
+fn invalid_receiver(reason: String) -> ApiError {
+    ApiError::bad_request("invalid_receiver", INVALID_RECEIVER).because(reason)
 }
 
 /// `Retry-After` of every 503, in seconds.
@@ -253,7 +302,10 @@ pub fn gnap_status(f: Fault) -> StatusCode {
 
 impl From<GnapError> for ApiError {
     fn from(e: GnapError) -> Self {
-        Self::new(gnap_status(e.fault), e.code, e.description)
+        Self {
+            details: e.details,
+            ..Self::new(gnap_status(e.fault), e.code, e.description)
+        }
     }
 }
 
@@ -263,7 +315,7 @@ impl IntoResponse for GnapError {
         let status = gnap_status(self.fault);
         let mut res = (
             status,
-            Json(json!({ "error": { "code": self.code, "description": self.description } })),
+            Json(envelope(self.code, &self.description, self.details.as_deref())),
         )
             .into_response();
         if status == StatusCode::UNAUTHORIZED {
@@ -301,9 +353,9 @@ impl From<RateError> for ApiError {
 impl From<RemoteError> for ApiError {
     fn from(e: RemoteError) -> Self {
         match e {
-            RemoteError::NoSendingPeer => Self::bad_request("invalid_receiver", e.to_string()),
+            RemoteError::NoSendingPeer => invalid_receiver(e.to_string()),
             RemoteError::RateTooLow(_) => Self::bad_request("rate_too_low", e.to_string()).with_detail(e.detail()),
-            _ => Self::bad_request("invalid_receiver", e.to_string()).with_detail(e.detail()),
+            _ => invalid_receiver(e.to_string()).with_detail(e.detail()),
         }
     }
 }
@@ -312,7 +364,21 @@ impl From<QuoteError> for ApiError {
     fn from(e: QuoteError) -> Self {
         match e {
             QuoteError::NotFound => Self::not_found(e.to_string()),
-            QuoteError::Receiver(d) => Self::bad_request("invalid_receiver", d),
+            QuoteError::Receiver(d) => invalid_receiver(d),
+            QuoteError::TooSmall {
+                reason,
+                min_send,
+                asset,
+            } => {
+                let e = Self::bad_request("invalid_amount", NON_POSITIVE_RECEIVE_AMOUNT).because(reason);
+                match min_send {
+                    Some(v) => e.with(
+                        "minSendAmount",
+                        json!({ "value": v.to_string(), "assetCode": asset.code, "assetScale": asset.scale }),
+                    ),
+                    None => e,
+                }
+            }
             QuoteError::Amount(d) => Self::bad_request("invalid_amount", d),
             QuoteError::Request(d) => Self::bad_request("invalid_request", d),
             QuoteError::Remote(r) => r.into(),
@@ -329,12 +395,15 @@ impl From<OutgoingError> for ApiError {
             OutgoingError::NotFound => Self::not_found(e.to_string()),
             OutgoingError::Quote(d) => Self::bad_request("invalid_quote", d),
             OutgoingError::Request(d) => Self::bad_request("invalid_request", d),
-            OutgoingError::Grant(d) => Self::new(StatusCode::FORBIDDEN, "forbidden", d),
+            OutgoingError::Grant(d) => Self::new(StatusCode::FORBIDDEN, "forbidden", OVER_GRANT).because(d),
             OutgoingError::Refused { reason, message } => Self::new(StatusCode::CONFLICT, reason, message),
             OutgoingError::Replayed { status, body } => match StatusCode::from_u16(status) {
                 Ok(status) => Self::verbatim(status, body),
                 Err(e) => Self::internal(&e),
             },
+            OutgoingError::Pricing(QuoteError::TooSmall { reason, .. }) => {
+                Self::bad_request("invalid_amount", NEGATIVE_RECEIVE_AMOUNT).because(reason)
+            }
             OutgoingError::Pricing(q) => q.into(),
             OutgoingError::Ledger(l) => l.into(),
             OutgoingError::Engine(en) => en.into(),

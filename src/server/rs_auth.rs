@@ -1,7 +1,9 @@
 //! Resource-server authorization: `Authorization: GNAP <token>` plus a valid signature by the token's client
 //! → the grant's access. 401 (with `WWW-Authenticate: GNAP as_uri=…`) for a missing or malformed header and
-//! for a bad signature; 403 for an unknown, expired or revoked token and for access that does not cover the
-//! type, action and wallet. `read`/`list` see the client's own resources; `read-all`/`list-all` the wallet's.
+//! for a bad signature (`Signature validation error: …`); 403 `Inactive Token` for an unknown, expired or
+//! revoked token and 403 `Insufficient Grant` for access that does not cover the type, action and wallet.
+//! The descriptions are the reference ASE's exact strings, which clients match on (docs/COMPATIBILITY.md);
+//! opdesk's own wording goes into `details`. `read`/`list` see the client's own resources; `read-all`/`list-all` the wallet's.
 //! `complete` changes the client's own incoming payments only, unless the wallet's owner stands behind the
 //! grant (see [`Scope::wallet_owner`]); someone else's resource answers 404, as if it did not exist.
 
@@ -12,13 +14,22 @@ use crate::{
         model::{AccessItem, Action, Client},
         service::TokenInfo,
     },
-    httpsig::jwk,
+    httpsig::{self, jwk},
     server::{
         AppState,
         error::ApiError,
         signed::{Signed, SignedError, gnap_token},
     },
 };
+
+/// 403: the token is unknown, expired or revoked (clients rotate the token on it).
+pub const INACTIVE_TOKEN: &str = "Inactive Token";
+/// 403: the token is live but its access does not cover the request.
+pub const INSUFFICIENT_GRANT: &str = "Insufficient Grant";
+/// The prefix of every 401 for a signature (clients take it as "key revoked").
+pub const SIGNATURE_ERROR: &str = "Signature validation error";
+/// 401: the signing key is not among the client's keys (or they could not be fetched).
+pub const KEY_NOT_FOUND: &str = "Signature validation error: could not find key in list of client keys";
 
 /// An authenticated resource-server request.
 pub struct RsAuth {
@@ -73,17 +84,20 @@ impl FromRequest<AppState> for RsAuth {
             SignedError::Body(d) => ApiError::bad_request("invalid_request", d),
             SignedError::Signature(s) => {
                 tracing::info!(error = %s, "resource request signature refused");
-                ApiError::unauthorized(&as_uri, format!("signature validation error: {s}"))
+                ApiError::unauthorized(&as_uri, format!("{SIGNATURE_ERROR}: {s}"))
             }
         })?;
-        let token = state
-            .gnap
-            .introspect(&value)
-            .await?
-            .ok_or_else(|| ApiError::forbidden(&as_uri, "inactive token"))?;
+        let token = state.gnap.introspect(&value).await?.ok_or_else(|| {
+            ApiError::forbidden(&as_uri, INACTIVE_TOKEN).because("the access token is unknown, expired or revoked")
+        })?;
         state.verifier.verify(&signed, &token.client).await.map_err(|e| {
             tracing::info!(error = %e, "resource request signature refused");
-            ApiError::unauthorized(&as_uri, format!("signature validation error: {e}"))
+            match e {
+                httpsig::Error::KeysUnavailable(_) | httpsig::Error::UnknownKey(_) => {
+                    ApiError::unauthorized(&as_uri, KEY_NOT_FOUND).because(e.to_string())
+                }
+                e => ApiError::unauthorized(&as_uri, format!("{SIGNATURE_ERROR}: {e}")),
+            }
         })?;
         Ok(Self {
             client_id: client_id(&token.client),
@@ -122,10 +136,10 @@ impl RsAuth {
             return Ok(scope(item, true));
         }
         matching(action).map(|item| scope(item, false)).ok_or_else(|| {
-            ApiError::forbidden(
-                &self.as_uri,
-                format!("insufficient grant: {type_name} {} on {wallet_url}", action.as_str()),
-            )
+            ApiError::forbidden(&self.as_uri, INSUFFICIENT_GRANT).because(format!(
+                "the grant does not allow {type_name} {} on {wallet_url}",
+                action.as_str()
+            ))
         })
     }
 

@@ -423,13 +423,24 @@ async fn signature_refusals() {
         .unwrap();
     assert_eq!(r.status, 401);
 
-    // unknown kid
+    // unknown kid: 400 `could not determine client`, as the reference ASE answers (clients take it as a
+    // removed key); a found key whose signature fails stays 401 (above)
     let unknown = opdesk::client::SignedClient::new(opdesk::httpsig::jwk::generate().unwrap(), "no-such-kid");
     let r = unknown
         .send(Method::POST, &auth, None, Some(&incoming_grant(&ase)))
         .await
         .unwrap();
-    assert_eq!(r.status, 401);
+    assert_eq!(r.status, 400, "{}", r.body);
+    assert_envelope(&r.body, "invalid_client");
+    assert_eq!(r.body["error"]["description"], "could not determine client");
+    assert!(
+        r.body["error"]["details"]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("no-such-kid"),
+        "{}",
+        r.body
+    );
 
     // stale created
     let headers = client.sign(&Method::POST, &auth, None, &body, now() - 1000).unwrap();
@@ -589,8 +600,10 @@ async fn hostile_jwks_hosts_are_bounded() {
         .await
         .expect("bounded")
         .unwrap();
-        assert_eq!(r.status, 401, "{mode}: {}", r.body);
+        // keys that cannot be fetched: the reference ASE's answer to a key it cannot find
+        assert_eq!(r.status, 400, "{mode}: {}", r.body);
         assert_envelope(&r.body, "invalid_client");
+        assert_eq!(r.body["error"]["description"], "could not determine client", "{mode}");
         assert!(
             started.elapsed() < Duration::from_secs(5),
             "{mode} took {:?}",

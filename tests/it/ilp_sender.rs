@@ -374,8 +374,12 @@ async fn receivers_elsewhere_need_a_peer_and_a_route() {
         .unwrap();
     assert_eq!(q.status, 400, "{}", q.body);
     assert_eq!(q.body["error"]["code"], "invalid_receiver");
+    assert_eq!(q.body["error"]["description"], "invalid receiver");
     assert!(
-        q.body["error"]["description"].as_str().unwrap().contains("no ILP peer"),
+        q.body["error"]["details"]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("no ILP peer"),
         "{}",
         q.body
     );

@@ -7,6 +7,7 @@ mod admin_api;
 mod architecture;
 mod cli;
 mod common;
+mod compat;
 mod console;
 mod crash;
 mod engine;

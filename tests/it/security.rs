@@ -206,8 +206,9 @@ async fn receivers_on_refused_addresses_are_never_fetched() {
         let (status, body) = quote(&ase, &client, &token, &receiver).await;
         assert_eq!(status, 400, "{receiver}: {body}");
         assert_eq!(body["error"]["code"], "invalid_receiver", "{body}");
+        assert_eq!(body["error"]["description"], "invalid receiver", "{receiver}");
         assert_eq!(
-            body["error"]["description"], "the receiver could not be resolved",
+            body["error"]["details"]["reason"], "the receiver could not be resolved",
             "{receiver}"
         );
         assert_no_oracle(&body, p);
@@ -239,8 +240,9 @@ async fn hostile_receiver_answers_reach_nobody() {
         )
         .await;
         assert_eq!(code, 400, "{what}: {body}");
+        assert_eq!(body["error"]["description"], "invalid receiver", "{what}");
         assert_eq!(
-            body["error"]["description"], "the receiver could not be resolved",
+            body["error"]["details"]["reason"], "the receiver could not be resolved",
             "{what}"
         );
         assert_no_oracle(&body, port);
@@ -329,7 +331,11 @@ async fn huge_receiver_replies_are_cut_at_the_cap() {
             .await
             .unwrap();
         assert_eq!(r.status, 400, "{}", r.body);
-        assert_eq!(r.body["error"]["description"], "the receiver could not be resolved");
+        assert_eq!(r.body["error"]["description"], "invalid receiver");
+        assert_eq!(
+            r.body["error"]["details"]["reason"],
+            "the receiver could not be resolved"
+        );
         assert_no_oracle(&r.body, hostile.port);
         assert!(
             started.elapsed() < Duration::from_secs(10),

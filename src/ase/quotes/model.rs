@@ -92,6 +92,14 @@ pub enum QuoteError {
     /// The request is malformed.
     #[error("{0}")]
     Request(String),
+    /// The debit delivers nothing after fees and conversion; `min_send` is the smallest debit (in the
+    /// sender's `asset`) that delivers at least one unit, when there is one.
+    #[error("{reason}")]
+    TooSmall {
+        reason: String,
+        min_send: Option<u64>,
+        asset: Asset,
+    },
     /// A receiver on another ASE cannot be resolved or paid; its `detail` is for the operator.
     #[error(transparent)]
     Remote(RemoteError),

@@ -18,6 +18,7 @@ use crate::{
         service::client_of,
         timeline::Cause,
     },
+    httpsig,
     server::{
         AppState,
         request_log::{RequestId, masked_json},
@@ -62,7 +63,12 @@ impl FromRequest<AppState> for GnapSigned {
 async fn verify(state: &AppState, signed: &Signed, client: &Client) -> Result<(), GnapError> {
     state.verifier.verify(signed, client).await.map_err(|e| {
         tracing::info!(error = %e, "AS request signature refused");
-        GnapError::unauthorized_client(format!("invalid signature: {e}"))
+        match e {
+            httpsig::Error::KeysUnavailable(_) | httpsig::Error::UnknownKey(_) => {
+                GnapError::undetermined_client(format!("invalid signature: {e}"))
+            }
+            e => GnapError::unauthorized_client(format!("invalid signature: {e}")),
+        }
     })
 }
 
