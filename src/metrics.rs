@@ -176,6 +176,11 @@ impl Metrics {
             "Time each store job (one transaction or read) held the database connection",
             store.job_seconds.clone(),
         );
+        registry.register(
+            "opdesk_store_commit_group_jobs",
+            "Store jobs per commit group (1: a job ran by itself)",
+            store.group_jobs.clone(),
+        );
         let build = Family::<VersionLabels, Gauge>::default();
         build
             .get_or_create(&VersionLabels {

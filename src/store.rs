@@ -1,6 +1,13 @@
 //! The SQLite store: one dedicated thread owns the write connection; async code sends closures and awaits
 //! their result over a oneshot.
 //!
+//! **Group commit.** When several closures are queued, the thread runs them in one `BEGIN IMMEDIATE`
+//! transaction and commits once: each closure's own transaction ([`immediate`]) becomes a savepoint inside
+//! it, so a closure that fails rolls back its own writes and no one else's. Results are handed back only
+//! after the group has committed; if the commit fails, every closure of the group gets the error. A lone
+//! closure runs by itself, never waiting for company. WAL checkpoints run on a thread of their own, off the
+//! writer's path.
+//!
 //! Owns connection setup (WAL, `foreign_keys`, `busy_timeout`, `synchronous`), the embedded forward-only
 //! migrations (run by [`Store::open`] before anything else may use the database) and the repo functions in the
 //! submodules, which are the only code in the crate that speaks SQL. It knows nothing about HTTP or events.
@@ -70,6 +77,10 @@ pub enum Error {
     /// The database or the disk is full: the write was refused and rolled back. Retryable once there is room.
     #[error("the database is full: {0}")]
     Full(#[source] rusqlite::Error),
+    /// The write was committed in a group that SQLite rolled back as a whole (another write of the group
+    /// hit a full disk, an I/O error or no memory): nothing of it was kept. Retryable, like [`Error::Full`].
+    #[error("the write was rolled back with its commit group: {0}")]
+    Aborted(String),
     #[error("migration: {0}")]
     Migration(#[from] rusqlite_migration::Error),
     #[error("the store thread has stopped")]
@@ -94,7 +105,7 @@ impl Error {
     /// Whether this is the database or disk being full.
     pub fn is_full(&self) -> bool {
         match self {
-            Self::Full(_) => true,
+            Self::Full(_) | Self::Aborted(_) => true,
             Self::Sqlite(e) => is_full(e),
             Self::Migration(_) | Self::Closed | Self::Corrupt(_) | Self::Io { .. } | Self::Exists(_) => false,
         }
@@ -121,7 +132,15 @@ pub fn full_in(e: &(dyn std::error::Error + 'static)) -> bool {
     false
 }
 
-type Job = Box<dyn FnOnce(&mut Connection) + Send>;
+/// Hands a job's result to its caller once the group it ran in has committed (`Ok`) or failed to (`Err`).
+type Deliver = Box<dyn FnOnce(Result<(), Error>) + Send>;
+/// A closure for the store thread: runs on the connection, returns how to deliver its result.
+type Job = Box<dyn FnOnce(&mut Connection) -> Deliver + Send>;
+
+/// Most jobs committed together in one group.
+const MAX_GROUP: usize = 64;
+/// How often the checkpoint thread looks at the WAL.
+const CHECKPOINT_EVERY: Duration = Duration::from_millis(250);
 
 enum Msg {
     Job(Job),
@@ -164,6 +183,8 @@ pub struct Meters {
     pub queue_depth: prometheus_client::metrics::gauge::Gauge,
     /// Seconds each job (one transaction, or one read) held the connection.
     pub job_seconds: prometheus_client::metrics::histogram::Histogram,
+    /// Jobs per commit group (1: a job ran by itself).
+    pub group_jobs: prometheus_client::metrics::histogram::Histogram,
 }
 
 /// Store job durations: 10 µs to 2.5 s.
@@ -172,11 +193,15 @@ const JOB_BUCKETS: [f64; 17] = [
     0.5, 1.0, 2.5,
 ];
 
+/// Commit group sizes: 1 to [`MAX_GROUP`].
+const GROUP_BUCKETS: [f64; 7] = [1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0];
+
 impl Default for Meters {
     fn default() -> Self {
         Self {
             queue_depth: prometheus_client::metrics::gauge::Gauge::default(),
             job_seconds: prometheus_client::metrics::histogram::Histogram::new(JOB_BUCKETS),
+            group_jobs: prometheus_client::metrics::histogram::Histogram::new(GROUP_BUCKETS),
         }
     }
 }
@@ -192,15 +217,15 @@ impl Store {
     /// Opens (creating if needed) the database file, applies pragmas and migrations, and starts the thread.
     pub fn open(path: &Path, opts: &Options) -> Result<(Self, Opened), Error> {
         let conn = Connection::open(path)?;
-        Self::start(conn, opts)
+        Self::start(conn, opts, Some(path))
     }
 
     /// An in-memory database (tests).
     pub fn open_in_memory() -> Result<(Self, Opened), Error> {
-        Self::start(Connection::open_in_memory()?, &Options::default())
+        Self::start(Connection::open_in_memory()?, &Options::default(), None)
     }
 
-    fn start(mut conn: Connection, opts: &Options) -> Result<(Self, Opened), Error> {
+    fn start(mut conn: Connection, opts: &Options, path: Option<&Path>) -> Result<(Self, Opened), Error> {
         configure(&conn, opts)?;
         let fresh = migrations::current_version(&conn)? == 0;
         migrations::migrate(&mut conn)?;
@@ -213,22 +238,41 @@ impl Store {
                 "database size quota (store.max_db_pages) in force"
             );
         }
+        let checkpointer = match path {
+            Some(path) => {
+                // the writer never checkpoints on commit; the checkpoint thread does it beside it
+                conn.query_row("PRAGMA wal_autocheckpoint = 0", [], |_| Ok(()))?;
+                Some(Checkpointer::start(path, opts)?)
+            }
+            None => None,
+        };
         let (tx, rx) = mpsc::channel::<Msg>();
         let meters = Meters::default();
         let m = meters.clone();
         let handle = thread::Builder::new()
             .name("opdesk-store".into())
             .spawn(move || {
-                while let Ok(msg) = rx.recv() {
-                    match msg {
-                        Msg::Job(job) => {
-                            m.queue_depth.dec();
-                            let started = std::time::Instant::now();
-                            job(&mut conn);
-                            m.job_seconds.observe(started.elapsed().as_secs_f64());
-                        }
+                let mut closing = false;
+                while !closing && let Ok(first) = rx.recv() {
+                    let mut jobs = Vec::new();
+                    match first {
+                        Msg::Job(job) => jobs.push(job),
                         Msg::Close => break,
                     }
+                    while jobs.len() < MAX_GROUP {
+                        match rx.try_recv() {
+                            Ok(Msg::Job(job)) => jobs.push(job),
+                            Ok(Msg::Close) => {
+                                closing = true;
+                                break;
+                            }
+                            Err(_) => break,
+                        }
+                    }
+                    run_group(&mut conn, jobs, &m);
+                }
+                if let Some(c) = checkpointer {
+                    c.stop();
                 }
                 if let Err((_, e)) = conn.close() {
                     tracing::warn!(error = %e, "closing the database failed");
@@ -265,10 +309,10 @@ impl Store {
         E: From<Error> + Send + 'static,
     {
         let (reply, rx) = oneshot::channel();
-        let job: Job = Box::new(move |conn| {
-            let _ = reply.send(f(conn));
-        });
-        self.send(job).map_err(E::from)?;
+        self.send(job(f, move |r| {
+            let _ = reply.send(r);
+        }))
+        .map_err(E::from)?;
         rx.await.map_err(|_| E::from(Error::Closed))?
     }
 
@@ -280,10 +324,10 @@ impl Store {
         E: From<Error> + Send + 'static,
     {
         let (reply, rx) = mpsc::channel();
-        let job: Job = Box::new(move |conn| {
-            let _ = reply.send(f(conn));
-        });
-        self.send(job).map_err(E::from)?;
+        self.send(job(f, move |r| {
+            let _ = reply.send(r);
+        }))
+        .map_err(E::from)?;
         rx.recv().map_err(|_| E::from(Error::Closed))?
     }
 
@@ -294,6 +338,138 @@ impl Store {
         if let Some(h) = handle {
             let _ = h.join();
         }
+    }
+}
+
+/// Wraps `f` as a job whose result goes to `send` once its group has committed; a group that failed to
+/// commit turns every result of it into that failure.
+fn job<T, E, F, S>(f: F, send: S) -> Job
+where
+    F: FnOnce(&mut Connection) -> Result<T, E> + Send + 'static,
+    T: Send + 'static,
+    E: From<Error> + Send + 'static,
+    S: FnOnce(Result<T, E>) + Send + 'static,
+{
+    Box::new(move |conn| {
+        let out = f(conn);
+        Box::new(move |group: Result<(), Error>| {
+            send(match group {
+                Ok(()) => out,
+                Err(e) => Err(E::from(e)),
+            })
+        })
+    })
+}
+
+/// Runs one job, timing it.
+fn run_one(conn: &mut Connection, job: Job, m: &Meters) -> Deliver {
+    m.queue_depth.dec();
+    let started = std::time::Instant::now();
+    let deliver = job(conn);
+    m.job_seconds.observe(started.elapsed().as_secs_f64());
+    deliver
+}
+
+/// Runs the queued jobs: a lone one by itself, several in one transaction committed once (see the module
+/// docs). Every result is delivered after the commit that made its writes durable.
+fn run_group(conn: &mut Connection, jobs: Vec<Job>, m: &Meters) {
+    m.group_jobs.observe(jobs.len() as f64);
+    if jobs.len() == 1 || !conn.is_autocommit() {
+        for job in jobs {
+            run_one(conn, job, m)(Ok(()));
+        }
+        return;
+    }
+    let mut pending: Vec<Deliver> = Vec::with_capacity(jobs.len());
+    let mut open = begin_group(conn);
+    for job in jobs {
+        if !open {
+            // the group could not begin: the job runs by itself
+            run_one(conn, job, m)(Ok(()));
+            open = begin_group(conn);
+            continue;
+        }
+        pending.push(run_one(conn, job, m));
+        if conn.is_autocommit() {
+            // SQLite rolled the whole group back (a full disk, an I/O error): nothing of it was kept
+            let why = "SQLite rolled back the transaction";
+            for deliver in pending.drain(..) {
+                deliver(Err(Error::Aborted(why.into())));
+            }
+            open = begin_group(conn);
+        }
+    }
+    if !open {
+        return;
+    }
+    match conn.execute_batch("COMMIT") {
+        Ok(()) => pending.into_iter().for_each(|deliver| deliver(Ok(()))),
+        Err(e) => {
+            let why = e.to_string();
+            let full = is_full(&e);
+            if !conn.is_autocommit()
+                && let Err(e) = conn.execute_batch("ROLLBACK")
+            {
+                tracing::warn!(error = %e, "rolling back a failed commit group failed");
+            }
+            tracing::warn!(error = %why, jobs = pending.len(), "a commit group failed to commit");
+            for deliver in pending {
+                deliver(Err(if full {
+                    Error::Full(rusqlite::Error::SqliteFailure(
+                        rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_FULL),
+                        Some(why.clone()),
+                    ))
+                } else {
+                    Error::Aborted(why.clone())
+                }));
+            }
+        }
+    }
+}
+
+/// Opens a commit group's transaction; `false` (logged) when SQLite refuses.
+fn begin_group(conn: &Connection) -> bool {
+    match conn.execute_batch("BEGIN IMMEDIATE") {
+        Ok(()) => true,
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot begin a commit group; running jobs one by one");
+            false
+        }
+    }
+}
+
+/// The thread that checkpoints the WAL into the database, on a connection of its own, so that no commit
+/// waits for a checkpoint. `PASSIVE`: it never blocks the writer; the WAL restarts from its beginning on
+/// the writer's next transaction after a checkpoint that copied everything.
+struct Checkpointer {
+    stop: mpsc::Sender<()>,
+    handle: thread::JoinHandle<()>,
+}
+
+impl Checkpointer {
+    fn start(path: &Path, opts: &Options) -> Result<Self, Error> {
+        let conn = Connection::open(path)?;
+        conn.busy_timeout(opts.busy_timeout)?;
+        let (stop, stopped) = mpsc::channel::<()>();
+        let handle = thread::Builder::new()
+            .name("opdesk-checkpoint".into())
+            .spawn(move || {
+                while let Err(mpsc::RecvTimeoutError::Timeout) = stopped.recv_timeout(CHECKPOINT_EVERY) {
+                    if let Err(e) = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(())) {
+                        tracing::debug!(error = %e, "WAL checkpoint");
+                    }
+                }
+                if let Err(e) = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(())) {
+                    tracing::debug!(error = %e, "WAL checkpoint at close");
+                }
+            })
+            .map_err(|e| Error::Corrupt(format!("cannot spawn the checkpoint thread: {e}")))?;
+        Ok(Self { stop, handle })
+    }
+
+    fn stop(self) {
+        let _ = self.stop.send(());
+        let _ = self.handle.join();
     }
 }
 
@@ -310,10 +486,46 @@ fn configure(conn: &Connection, opts: &Options) -> Result<(), Error> {
     Ok(())
 }
 
-/// Starts a `BEGIN IMMEDIATE` transaction: the write lock is taken before the first read, so every
-/// check-then-write inside it is serialised against all other writers.
-pub fn immediate(conn: &mut Connection) -> Result<rusqlite::Transaction<'_>, Error> {
-    Ok(conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?)
+/// A closure's write transaction: a `BEGIN IMMEDIATE` transaction of its own, or a savepoint inside the
+/// commit group it runs in. Either way it reads as the connection, `commit` keeps its writes, and dropping
+/// it uncommitted rolls back its writes and nothing else.
+pub enum Tx<'c> {
+    Own(rusqlite::Transaction<'c>),
+    InGroup(rusqlite::Savepoint<'c>),
+}
+
+impl Tx<'_> {
+    /// Keeps the writes: commits the transaction, or releases the savepoint into its group (which hands
+    /// the closure's result back only once it has committed).
+    pub fn commit(self) -> Result<(), Error> {
+        match self {
+            Self::Own(t) => t.commit()?,
+            Self::InGroup(s) => s.commit()?,
+        }
+        Ok(())
+    }
+}
+
+impl std::ops::Deref for Tx<'_> {
+    type Target = Connection;
+
+    fn deref(&self) -> &Connection {
+        match self {
+            Self::Own(t) => t,
+            Self::InGroup(s) => s,
+        }
+    }
+}
+
+/// Starts a closure's write transaction: the write lock is taken before the first read (`BEGIN IMMEDIATE`,
+/// or the group's, which began so), so every check-then-write inside it is serialised against all other
+/// writers.
+pub fn immediate(conn: &mut Connection) -> Result<Tx<'_>, Error> {
+    Ok(if conn.is_autocommit() {
+        Tx::Own(conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?)
+    } else {
+        Tx::InGroup(conn.savepoint()?)
+    })
 }
 
 #[cfg(test)]
@@ -371,6 +583,204 @@ mod tests {
         let r: Result<(), Error> = store.call(|_| Ok(())).await;
         assert!(matches!(r, Err(Error::Closed)));
         assert_eq!(depth(), 0, "a job refused by a closed store is not counted");
+    }
+
+    /// Holds the store thread (once it has started the holding job) until the returned sender is used, so
+    /// that the jobs sent meanwhile queue up and run as one group.
+    async fn hold(store: &Store) -> (mpsc::Sender<()>, tokio::task::JoinHandle<Result<(), Error>>) {
+        let (release, held) = mpsc::channel::<()>();
+        let (started, running) = oneshot::channel::<()>();
+        let s = store.clone();
+        let blocker = tokio::spawn(async move {
+            s.call(move |_| {
+                let _ = started.send(());
+                let _ = held.recv();
+                Ok::<_, Error>(())
+            })
+            .await
+        });
+        running.await.unwrap();
+        (release, blocker)
+    }
+
+    async fn queued(store: &Store, n: i64) {
+        for _ in 0..400 {
+            if store.meters().queue_depth.get() == n {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        panic!("{n} jobs never queued");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_group_commits_every_job_but_the_one_that_failed_in_its_transaction() {
+        let dir = tempfile::tempdir().unwrap();
+        let (store, _) = Store::open(&dir.path().join("t.sqlite3"), &Options::default()).unwrap();
+        store
+            .call(|c| Ok::<_, Error>(c.execute_batch("CREATE TABLE t(n INTEGER PRIMARY KEY)")?))
+            .await
+            .unwrap();
+        let (release, blocker) = hold(&store).await;
+        let jobs: Vec<_> = (0..64i64)
+            .map(|n| {
+                let s = store.clone();
+                tokio::spawn(async move {
+                    s.call(move |c| {
+                        let tx = immediate(c)?;
+                        assert!(matches!(tx, Tx::InGroup(_)), "job {n} ran alone");
+                        tx.execute("INSERT INTO t(n) VALUES (?1)", [n])?;
+                        if n == 17 {
+                            // a check inside the transaction fails after a write: only its own write goes
+                            return Err(Error::Corrupt("job 17 refuses".into()));
+                        }
+                        tx.commit()?;
+                        Ok(n)
+                    })
+                    .await
+                })
+            })
+            .collect();
+        queued(&store, 64).await;
+        release.send(()).unwrap();
+        blocker.await.unwrap().unwrap();
+        let mut ok = 0;
+        for (n, j) in jobs.into_iter().enumerate() {
+            match j.await.unwrap() {
+                Ok(got) => {
+                    assert_eq!(got, n as i64);
+                    ok += 1;
+                }
+                Err(e) => assert!(n == 17 && matches!(e, Error::Corrupt(_)), "job {n}: {e}"),
+            }
+        }
+        assert_eq!(ok, 63);
+        let rows: Vec<i64> = store
+            .call(|c| {
+                let mut st = c.prepare("SELECT n FROM t ORDER BY n")?;
+                let rows = st.query_map([], |r| r.get(0))?.collect::<Result<Vec<i64>, _>>()?;
+                Ok::<_, Error>(rows)
+            })
+            .await
+            .unwrap();
+        assert_eq!(rows, (0..64).filter(|n| *n != 17).collect::<Vec<_>>());
+        let mut text = String::new();
+        let mut reg = prometheus_client::registry::Registry::default();
+        reg.register("g", "groups", store.meters().group_jobs.clone());
+        prometheus_client::encoding::text::encode(&mut text, &reg).unwrap();
+        assert!(text.contains("g_bucket{le=\"64.0\"}"), "{text}");
+        assert!(
+            text.lines().any(|l| l.starts_with("g_sum ") && l.ends_with(" 67.0")),
+            "64 in a group, the blocker, the table and the read by themselves: {text}"
+        );
+        store.close();
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_group_acknowledges_only_what_its_commit_kept_when_the_disk_fills() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.sqlite3");
+        let (store, _) = Store::open(&path, &Options::default()).unwrap();
+        store
+            .call(|c| Ok::<_, Error>(c.execute_batch("CREATE TABLE t(n INTEGER PRIMARY KEY, pad BLOB)")?))
+            .await
+            .unwrap();
+        store.close();
+        let pages: i64 = {
+            let c = Connection::open(&path).unwrap();
+            c.query_row("PRAGMA page_count", [], |r| r.get(0)).unwrap()
+        };
+        let opts = Options {
+            max_pages: pages as u64 + 8,
+            ..Options::default()
+        };
+        let (store, _) = Store::open(&path, &opts).unwrap();
+        let (release, blocker) = hold(&store).await;
+        // 40 rows of ~1 KiB fill the 8 spare pages long before the last: some writes must be refused
+        let jobs: Vec<_> = (0..40i64)
+            .map(|n| {
+                let s = store.clone();
+                tokio::spawn(async move {
+                    s.call(move |c| {
+                        let tx = immediate(c)?;
+                        tx.execute("INSERT INTO t(n, pad) VALUES (?1, zeroblob(1000))", [n])?;
+                        tx.commit()?;
+                        Ok::<_, Error>(n)
+                    })
+                    .await
+                })
+            })
+            .collect();
+        queued(&store, 40).await;
+        release.send(()).unwrap();
+        blocker.await.unwrap().unwrap();
+        let mut acknowledged = Vec::new();
+        for (n, j) in jobs.into_iter().enumerate() {
+            match j.await.unwrap() {
+                Ok(_) => acknowledged.push(n as i64),
+                Err(e) => assert!(e.is_full(), "job {n}: refused as retryable, not {e}"),
+            }
+        }
+        let rows: Vec<i64> = store
+            .call(|c| {
+                let mut st = c.prepare("SELECT n FROM t ORDER BY n")?;
+                let rows = st.query_map([], |r| r.get(0))?.collect::<Result<Vec<i64>, _>>()?;
+                Ok::<_, Error>(rows)
+            })
+            .await
+            .unwrap();
+        assert!(acknowledged.len() < 40, "the quota refused some");
+        assert_eq!(rows, acknowledged, "kept exactly what was acknowledged");
+        store.close();
+    }
+
+    #[test]
+    fn the_wal_is_checkpointed_beside_the_writer() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.sqlite3");
+        let (store, _) = Store::open(&path, &Options::default()).unwrap();
+        store
+            .call_blocking(|c| {
+                c.execute_batch("CREATE TABLE t(n INTEGER PRIMARY KEY, pad BLOB)")?;
+                for n in 0..2000 {
+                    c.execute("INSERT INTO t(n, pad) VALUES (?1, zeroblob(2000))", [n])?;
+                }
+                Ok::<_, Error>(())
+            })
+            .unwrap();
+        let wal = path.with_extension("sqlite3-wal");
+        let db_len = || std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+        // the writer never checkpoints (wal_autocheckpoint = 0); the checkpoint thread copies the pages into
+        // the database file within a few of its rounds
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while db_len() < 2000 * 2000 && std::time::Instant::now() < deadline {
+            thread::sleep(Duration::from_millis(20));
+        }
+        assert!(db_len() >= 2000 * 2000, "checkpointed: {} bytes", db_len());
+        let auto: i64 = store
+            .call_blocking(|c| Ok::<_, Error>(c.query_row("PRAGMA wal_autocheckpoint", [], |r| r.get(0))?))
+            .unwrap();
+        assert_eq!(auto, 0);
+        // once a checkpoint has copied everything, the next write restarts the WAL from its beginning
+        // instead of growing it. Without checkpoints every write would add a frame; with them, writes spaced
+        // over the checkpoint rounds soon stop growing the file.
+        let size = || std::fs::metadata(&wal).unwrap().len();
+        let mut unchanged = 0;
+        for n in 0..100 {
+            let last = size();
+            store
+                .call_blocking(move |c| {
+                    Ok::<_, Error>(c.execute("INSERT INTO t(n) VALUES (?1)", [5000 + n]).map(|_| ())?)
+                })
+                .unwrap();
+            unchanged = if size() == last { unchanged + 1 } else { 0 };
+            if unchanged == 8 {
+                break;
+            }
+            thread::sleep(CHECKPOINT_EVERY / 2);
+        }
+        assert_eq!(unchanged, 8, "the WAL kept growing instead of restarting");
+        store.close();
     }
 
     #[test]

@@ -135,7 +135,7 @@ impl Webhooks {
                     return Err(WebhookError::Delivered(row.event_seq));
                 }
                 let row = repo::get(&tx, seq)?.ok_or(WebhookError::NotFound(seq))?;
-                tx.commit().map_err(store::Error::from)?;
+                tx.commit()?;
                 Ok(row)
             })
             .await?;

@@ -114,11 +114,7 @@ struct StepOutcome {
 
 /// Appends the step's durable events (a payment finished, an incoming payment completed) to the outbox in
 /// the step's transaction, just before it commits.
-fn seal(
-    tx: &rusqlite::Transaction<'_>,
-    mut out: StepOutcome,
-    now: OffsetDateTime,
-) -> Result<StepOutcome, store::Error> {
+fn seal(tx: &rusqlite::Connection, mut out: StepOutcome, now: OffsetDateTime) -> Result<StepOutcome, store::Error> {
     let at = format_ts(now);
     let mut events = Vec::new();
     if let (Some(p), Some(finished)) = (&out.payment, &out.finished) {

@@ -176,7 +176,7 @@ pub fn credit_refusal(conn: &Connection, peer: &str, asset: &Asset) -> Result<Op
 /// `event` makes of them (liquidity, position) when the transfer is new (a replay records nothing), and the
 /// commit.
 fn commit_transfer(
-    tx: rusqlite::Transaction<'_>,
+    tx: store::Tx<'_>,
     peer: &str,
     asset: &Asset,
     in_flight: u64,

@@ -57,7 +57,7 @@ fn sums(conn: &Connection, table: &str, column: &str) -> Result<Vec<(String, u64
 /// Reads the snapshot at `now` (incoming payments past their `expires_at` then count as expired), with
 /// pending grants created at or before `window_start` shown as expired (their interaction window has passed).
 pub fn snapshot(conn: &mut Connection, now: &str, window_start: &str) -> Result<Snapshot, Error> {
-    let tx = conn.transaction()?;
+    let tx = conn.savepoint()?;
     let grants: Vec<(GrantState, i64)> = {
         let mut stmt =
             tx.prepare_cached("SELECT state, created_at <= ?1 AS lapsed, count(*) FROM grants GROUP BY state, lapsed")?;
