@@ -227,7 +227,7 @@ fn key_resolver(settings: &Settings, wallets: &Wallets) -> Result<KeyResolver> {
     let local: LocalKeys = Arc::new(move |name: String| {
         let w = w.clone();
         Box::pin(async move {
-            match w.keys(&name).await {
+            match w.keys_shared(&name).await {
                 Ok(jwks) => Ok(Some(jwks)),
                 Err(WalletError::NotFound(_)) => Ok(None),
                 Err(e) => Err(e.to_string()),

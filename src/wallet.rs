@@ -118,7 +118,31 @@ pub struct Wallets {
 #[derive(Debug, Default)]
 struct Cache {
     wallets: HashMap<String, Wallet>,
-    keys: HashMap<String, Jwks>,
+    /// Shared, so that a reader can tell an unchanged key set by its pointer ([`Wallets::keys_shared`]).
+    keys: HashMap<String, Arc<Jwks>>,
+    /// Bumped by every change: a read that began before a change never fills the cache after it.
+    generation: u64,
+}
+
+impl Cache {
+    /// Remembers what a read that began at `generation` found, unless a change came in between.
+    fn fill<T>(
+        map: impl FnOnce(&mut Self) -> &mut HashMap<String, T>,
+        lock: &RwLock<Self>,
+        generation: u64,
+        name: &str,
+        v: T,
+    ) {
+        if let Ok(mut c) = lock.write()
+            && c.generation == generation
+        {
+            let m = map(&mut c);
+            if m.len() > 10_000 {
+                m.clear();
+            }
+            m.insert(name.to_owned(), v);
+        }
+    }
 }
 
 impl Wallets {
@@ -134,9 +158,14 @@ impl Wallets {
 
     fn forget(&self, name: &str) {
         if let Ok(mut c) = self.cache.write() {
+            c.generation += 1;
             c.wallets.remove(name);
             c.keys.remove(name);
         }
+    }
+
+    fn generation(&self) -> u64 {
+        self.cache.read().map(|c| c.generation).unwrap_or(u64::MAX)
     }
 
     pub fn public_url(&self) -> &str {
@@ -218,6 +247,7 @@ impl Wallets {
         if let Some(w) = self.cache.read().ok().and_then(|c| c.wallets.get(name).cloned()) {
             return Ok(w);
         }
+        let generation = self.generation();
         let n = name.to_owned();
         let row = self
             .store
@@ -226,12 +256,7 @@ impl Wallets {
         let w = row
             .map(|r| self.to_wallet(r))
             .ok_or_else(|| WalletError::NotFound(name.to_owned()))?;
-        if let Ok(mut c) = self.cache.write() {
-            if c.wallets.len() > 10_000 {
-                c.wallets.clear();
-            }
-            c.wallets.insert(name.to_owned(), w.clone());
-        }
+        Cache::fill(|c| &mut c.wallets, &self.cache, generation, name, w.clone());
         Ok(w)
     }
 
@@ -259,9 +284,15 @@ impl Wallets {
 
     /// The wallet's published keys.
     pub async fn keys(&self, name: &str) -> Result<Jwks, WalletError> {
+        Ok(self.keys_shared(name).await?.as_ref().clone())
+    }
+
+    /// The wallet's published keys as cached: the same `Arc` until they change (every signed request asks).
+    pub async fn keys_shared(&self, name: &str) -> Result<Arc<Jwks>, WalletError> {
         if let Some(k) = self.cache.read().ok().and_then(|c| c.keys.get(name).cloned()) {
             return Ok(k);
         }
+        let generation = self.generation();
         let n = name.to_owned();
         let keys: Jwks = self
             .store
@@ -283,12 +314,8 @@ impl Wallets {
                 })
             })
             .await?;
-        if let Ok(mut c) = self.cache.write() {
-            if c.keys.len() > 10_000 {
-                c.keys.clear();
-            }
-            c.keys.insert(name.to_owned(), keys.clone());
-        }
+        let keys = Arc::new(keys);
+        Cache::fill(|c| &mut c.keys, &self.cache, generation, name, keys.clone());
         Ok(keys)
     }
 
@@ -369,6 +396,19 @@ impl Wallets {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_read_that_began_before_a_change_does_not_fill_the_cache() {
+        let lock = RwLock::new(Cache::default());
+        let began = lock.read().unwrap().generation;
+        // a change (a key revoked) lands while the read is at the store
+        lock.write().unwrap().generation += 1;
+        Cache::fill(|c| &mut c.keys, &lock, began, "alice", Arc::new(Jwks { keys: vec![] }));
+        assert!(lock.read().unwrap().keys.is_empty(), "stale keys stayed out");
+        let now = lock.read().unwrap().generation;
+        Cache::fill(|c| &mut c.keys, &lock, now, "alice", Arc::new(Jwks { keys: vec![] }));
+        assert_eq!(lock.read().unwrap().keys.len(), 1);
+    }
 
     #[test]
     fn names() {

@@ -109,7 +109,9 @@ pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
 /// Key sets of wallets hosted by this ASE, by wallet name (the one path segment
 /// after the public URL, as it appears in the normalised URL, percent-encoding
 /// kept). `Ok(None)` means no such wallet.
-pub type LocalKeys = Arc<dyn Fn(String) -> BoxFuture<Result<Option<Jwks>, String>> + Send + Sync>;
+/// The same `Arc` comes back for as long as the wallet's keys are unchanged, so the resolver keeps the
+/// decoded keys of that set and decodes again only when the pointer changes.
+pub type LocalKeys = Arc<dyn Fn(String) -> BoxFuture<Result<Option<Arc<Jwks>>, String>> + Send + Sync>;
 
 use crate::egress::{HostResolver, SystemResolver};
 
@@ -282,6 +284,8 @@ struct Inner {
     local: LocalKeys,
     http: Egress,
     cache: Mutex<HashMap<String, CacheEntry>>,
+    /// Local wallets' decoded keys, with the key set they were decoded from ([`LocalKeys`]).
+    local_sets: Mutex<HashMap<String, (Arc<Jwks>, Arc<KeySet>)>>,
     /// Fetches under way, so that concurrent misses for one wallet share one request.
     inflight: Mutex<HashMap<String, Fetch>>,
 }
@@ -329,6 +333,7 @@ impl KeyResolver {
                 local,
                 http,
                 cache: Mutex::new(HashMap::new()),
+                local_sets: Mutex::new(HashMap::new()),
                 inflight: Mutex::new(HashMap::new()),
             }),
         })
@@ -377,11 +382,23 @@ impl KeyResolver {
     }
 
     async fn local_set(&self, name: String) -> Result<Arc<KeySet>, KeyError> {
-        match (self.inner.local)(name).await {
-            Ok(Some(jwks)) => Ok(Arc::new(KeySet::from_jwks(jwks, self.inner.policy.max_keys)?)),
-            Ok(None) => Err(KeyError::UnknownWallet),
-            Err(e) => Err(KeyError::Local(e)),
+        let jwks = match (self.inner.local)(name.clone()).await {
+            Ok(Some(jwks)) => jwks,
+            Ok(None) => return Err(KeyError::UnknownWallet),
+            Err(e) => return Err(KeyError::Local(e)),
+        };
+        if let Some((source, set)) = lock(&self.inner.local_sets).get(&name)
+            && Arc::ptr_eq(source, &jwks)
+        {
+            return Ok(set.clone());
         }
+        let set = Arc::new(KeySet::from_jwks(jwks.as_ref().clone(), self.inner.policy.max_keys)?);
+        let mut sets = lock(&self.inner.local_sets);
+        if sets.len() >= self.inner.policy.max_cached_wallets {
+            sets.clear();
+        }
+        sets.insert(name, (jwks, set.clone()));
+        Ok(set)
     }
 
     async fn remote_set(&self, url: &Url) -> Result<Arc<KeySet>, KeyError> {
@@ -1165,6 +1182,46 @@ mod tests {
     // ---------- wallets hosted here ----------
 
     #[tokio::test]
+    async fn local_keys_are_decoded_again_only_when_the_set_changes() {
+        let current = Arc::new(Mutex::new(Arc::new(Jwks {
+            keys: vec![jwk("k1", 1)],
+        })));
+        let shared = current.clone();
+        let local: LocalKeys = Arc::new(move |_name: String| {
+            let set = lock(&shared).clone();
+            Box::pin(async move { Ok(Some(set)) })
+        });
+        let r = KeyResolver::with_host_resolver(
+            FetchPolicy::for_listen_addr(false),
+            "http://127.0.0.1:9/",
+            local,
+            Arc::new(StaticResolver::new()),
+        )
+        .unwrap();
+        let url = "http://127.0.0.1:9/alice";
+        assert_eq!(
+            bounded(5, r.key(url, "k1")).await.unwrap(),
+            signing_key(1).verifying_key()
+        );
+        let first = lock(&r.inner.local_sets).get("alice").map(|(_, s)| s.clone()).unwrap();
+        bounded(5, r.key(url, "k1")).await.unwrap();
+        let again = lock(&r.inner.local_sets).get("alice").map(|(_, s)| s.clone()).unwrap();
+        assert!(Arc::ptr_eq(&first, &again), "the same key set is not decoded twice");
+        // the wallet's keys change (a rotation): the old key is refused at once, the new one accepted
+        *lock(&current) = Arc::new(Jwks {
+            keys: vec![jwk("k2", 2)],
+        });
+        assert_eq!(
+            bounded(5, r.key(url, "k1")).await,
+            Err(KeyError::UnknownKey("k1".into()))
+        );
+        assert_eq!(
+            bounded(5, r.key(url, "k2")).await.unwrap(),
+            signing_key(2).verifying_key()
+        );
+    }
+
+    #[tokio::test]
     async fn local_wallets_resolve_without_http() {
         let m = mock(|_, _| Reply::Hang).await;
         let calls = Arc::new(Mutex::new(Vec::<String>::new()));
@@ -1173,13 +1230,13 @@ mod tests {
             lock(&seen).push(name.clone());
             Box::pin(async move {
                 match name.as_str() {
-                    "alice" => Ok(Some(Jwks {
+                    "alice" => Ok(Some(Arc::new(Jwks {
                         keys: vec![jwk("a1", 1), {
                             let mut bad = jwk("bad", 2);
                             bad.alg = "Ed25519".into();
                             bad
                         }],
-                    })),
+                    }))),
                     "broken" => Err("database is locked".to_owned()),
                     _ => Ok(None),
                 }

@@ -715,6 +715,94 @@ async fn twenty_concurrent_creates_against_a_limit_of_five() {
     assert_eq!(spent.body["spentDebitAmount"], usd("500"));
 }
 
+/// 64 creates at once queue up at the store and commit in groups; the grant's limit (checked inside each
+/// create's transaction) refuses exactly one, and only its writes are undone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sixty_four_concurrent_creates_commit_in_groups_all_but_the_one_over_the_limit() {
+    let ase = TestAse::spawn().await;
+    let c = ase.demo_client().await;
+    let inc = token(
+        &ase,
+        &c,
+        &ase.url("/demo-client"),
+        json!([{"type": "incoming-payment", "actions": ["create"]}]),
+    )
+    .await;
+    let bob_ip = create_incoming(&ase, &c, &inc, "bob", None, 1).await["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let (_, before) = ase.admin(Method::GET, "/wallets/alice", None).await;
+    let groups = |text: &str, le: &str| -> u64 {
+        let line = if le.is_empty() {
+            "opdesk_store_commit_group_jobs_count".to_owned()
+        } else {
+            format!("opdesk_store_commit_group_jobs_bucket{{le=\"{le}\"}}")
+        };
+        text.lines()
+            .find_map(|l| l.strip_prefix(&line).map(|v| v.trim().parse::<u64>().unwrap()))
+            .unwrap_or_else(|| panic!("{line} missing"))
+    };
+    let metrics = || async { reqwest::get(ase.url("/metrics")).await.unwrap().text().await.unwrap() };
+    let m0 = metrics().await;
+    let out = outgoing_token(&ase, &c, "alice", Some(json!({"debitAmount": usd("6300")}))).await;
+    let mut tasks = Vec::new();
+    for i in 0..64 {
+        let (c, out, url, body) = (
+            c.clone(),
+            out.clone(),
+            ase.url("/outgoing-payments"),
+            json!({"walletAddress": ase.url("/alice"), "incomingPayment": bob_ip, "debitAmount": usd("100"), "metadata": {"i": i}}),
+        );
+        tasks.push(tokio::spawn(async move {
+            c.send(Method::POST, &url, Some(&out), Some(&body)).await.unwrap()
+        }));
+    }
+    let (mut created, mut refused) = (Vec::new(), 0);
+    for t in tasks {
+        let r = t.await.unwrap();
+        match r.status {
+            201 => created.push(id_of(&r.body)),
+            403 => refused += 1,
+            s => panic!("unexpected {s}: {}", r.body),
+        }
+    }
+    assert_eq!((created.len(), refused), (63, 1));
+    let m1 = metrics().await;
+    let grouped = |m: &str| groups(m, "") - groups(m, "1.0");
+    assert!(grouped(&m1) > grouped(&m0), "some creates shared a commit:\n{m1}");
+    let spent = c
+        .send(Method::GET, &ase.url("/outgoing-payment-grant"), Some(&out), None)
+        .await
+        .unwrap();
+    assert_eq!(spent.body["spentDebitAmount"], usd("6300"));
+    // every acknowledged payment is there and is paid; nothing else moved
+    let list = c
+        .send(
+            Method::GET,
+            &format!(
+                "{}?wallet-address={}&first=100",
+                ase.url("/outgoing-payments"),
+                ase.url("/alice")
+            ),
+            Some(&out),
+            None,
+        )
+        .await
+        .unwrap();
+    let mut listed: Vec<String> = list.body["result"].as_array().unwrap().iter().map(id_of).collect();
+    listed.sort();
+    created.sort();
+    assert_eq!(listed, created);
+    for id in &created {
+        let p = ase.wait_outgoing(id).await;
+        assert_eq!(p["sentAmount"]["value"], "100", "{p}");
+    }
+    let (_, after) = ase.admin(Method::GET, "/wallets/alice", None).await;
+    let bal = |v: &Value| v["balance"]["available"].as_i64().unwrap();
+    assert_eq!(bal(&before) - bal(&after), 6300, "{before} {after}");
+}
+
 #[tokio::test]
 async fn interval_limits_and_spent_amounts() {
     let ase = TestAse::spawn().await;
