@@ -22,10 +22,13 @@ pub fn random_secret(n: usize) -> Result<String, getrandom::Error> {
 /// Lower-case hex SHA-256 of `s` (how token values are stored).
 pub fn sha256_hex(s: &str) -> String {
     use sha2::{Digest, Sha256};
-    Sha256::digest(s.as_bytes())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(64);
+    for b in Sha256::digest(s.as_bytes()) {
+        out.push(char::from(HEX[usize::from(b >> 4)]));
+        out.push(char::from(HEX[usize::from(b & 15)]));
+    }
+    out
 }
 
 #[cfg(test)]

@@ -53,7 +53,15 @@ struct Inner {
     wallets: Wallets,
     settings: GnapSettings,
     public_url: String,
-    token_cache: Mutex<HashMap<String, (TokenInfo, Instant)>>,
+    token_cache: Mutex<TokenCache>,
+}
+
+/// Live tokens by hash, as last read, with when they were read; `generation` is bumped by every
+/// invalidation, so that a read which began before a revocation never puts the token back.
+#[derive(Default)]
+struct TokenCache {
+    live: HashMap<String, (Arc<TokenInfo>, Instant)>,
+    generation: u64,
 }
 
 /// The authorization server service. Cheap to clone.
@@ -190,7 +198,7 @@ impl Gnap {
                 wallets,
                 settings,
                 public_url: public_url.trim_end_matches('/').to_owned(),
-                token_cache: Mutex::new(HashMap::new()),
+                token_cache: Mutex::new(TokenCache::default()),
             }),
         }
     }

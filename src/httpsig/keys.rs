@@ -194,6 +194,9 @@ impl PublicBase {
     }
 }
 
+/// A local wallet's key set as handed out, and its keys decoded.
+type DecodedSet = (Arc<Jwks>, Arc<KeySet>);
+
 /// A wallet's keys, checked once when fetched.
 #[derive(Debug, Default)]
 struct KeySet {
@@ -285,7 +288,7 @@ struct Inner {
     http: Egress,
     cache: Mutex<HashMap<String, CacheEntry>>,
     /// Local wallets' decoded keys, with the key set they were decoded from ([`LocalKeys`]).
-    local_sets: Mutex<HashMap<String, (Arc<Jwks>, Arc<KeySet>)>>,
+    local_sets: Mutex<HashMap<String, DecodedSet>>,
     /// Fetches under way, so that concurrent misses for one wallet share one request.
     inflight: Mutex<HashMap<String, Fetch>>,
 }

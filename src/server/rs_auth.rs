@@ -34,7 +34,7 @@ pub const KEY_NOT_FOUND: &str = "Signature validation error: could not find key 
 /// An authenticated resource-server request.
 pub struct RsAuth {
     pub signed: Signed,
-    pub token: TokenInfo,
+    pub token: std::sync::Arc<TokenInfo>,
     /// Who the client is, as stored on the resources it creates.
     pub client_id: String,
     as_uri: String,

@@ -257,7 +257,7 @@ async fn webhooks_survive_kill_9_and_die_after_their_budget() {
     std::fs::write(
         dir.path().join("config.toml"),
         format!(
-            "[webhooks]\nurl = \"http://{hook}/hook\"\nmax_attempts = 4\nretry_base_ms = 200\nretry_max_ms = 400\ntimeout_ms = 1000\n"
+            "[webhooks]\nurl = \"http://{hook}/hook\"\nmax_attempts = 4\nretry_base_ms = 1000\nretry_max_ms = 1500\ntimeout_ms = 1000\n"
         ),
     )
     .unwrap();

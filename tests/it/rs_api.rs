@@ -741,7 +741,7 @@ async fn sixty_four_concurrent_creates_commit_in_groups_all_but_the_one_over_the
         };
         text.lines()
             .find_map(|l| l.strip_prefix(&line).map(|v| v.trim().parse::<u64>().unwrap()))
-            .unwrap_or_else(|| panic!("{line} missing"))
+            .unwrap_or_else(|| panic!("{line} missing:\n{text}"))
     };
     let metrics = || async { reqwest::get(ase.url("/metrics")).await.unwrap().text().await.unwrap() };
     let m0 = metrics().await;
@@ -769,7 +769,7 @@ async fn sixty_four_concurrent_creates_commit_in_groups_all_but_the_one_over_the
     }
     assert_eq!((created.len(), refused), (63, 1));
     let m1 = metrics().await;
-    let grouped = |m: &str| groups(m, "") - groups(m, "1.0");
+    let grouped = |m: &str| groups(m, "") - groups(m, "1");
     assert!(grouped(&m1) > grouped(&m0), "some creates shared a commit:\n{m1}");
     let spent = c
         .send(Method::GET, &ase.url("/outgoing-payment-grant"), Some(&out), None)

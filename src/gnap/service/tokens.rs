@@ -155,21 +155,27 @@ impl Gnap {
 
     pub(super) fn invalidate_grant(&self, grant_id: &str) {
         if let Ok(mut cache) = self.inner.token_cache.lock() {
-            cache.retain(|_, (info, _)| info.grant_id != grant_id);
+            cache.generation += 1;
+            cache.live.retain(|_, (info, _)| info.grant_id != grant_id);
         }
     }
 
     /// The token check for the resource server: `None` unless the token is live (known, not revoked, not
     /// expired, its grant issued and not revoked). Cached briefly; revocation and rotation clear the cache.
-    pub async fn introspect(&self, value: &str) -> Result<Option<TokenInfo>, GnapError> {
+    pub async fn introspect(&self, value: &str) -> Result<Option<Arc<TokenInfo>>, GnapError> {
         let hash = ids::sha256_hex(value);
         let now = self.now();
-        if let Ok(cache) = self.inner.token_cache.lock()
-            && let Some((info, at)) = cache.get(&hash)
-            && at.elapsed() < TOKEN_CACHE_TTL
-        {
-            return Ok((info.expires_at > now).then(|| info.clone()));
-        }
+        let generation = match self.inner.token_cache.lock() {
+            Ok(cache) => {
+                if let Some((info, at)) = cache.live.get(&hash)
+                    && at.elapsed() < TOKEN_CACHE_TTL
+                {
+                    return Ok((info.expires_at > now).then(|| info.clone()));
+                }
+                Some(cache.generation)
+            }
+            Err(_) => None,
+        };
         let h = hash.clone();
         let found = self
             .inner
@@ -186,19 +192,21 @@ impl Gnap {
         if t.revoked_at.is_some() || !g.state.is_active() {
             return Ok(None);
         }
-        let info = TokenInfo {
+        let info = Arc::new(TokenInfo {
             grant_id: g.id.clone(),
             token_id: t.id.clone(),
             client: client_of(&g)?,
             access: access_of(&g)?,
             expires_at: ts(&t.created_at)? + Duration::seconds(t.expires_in),
             owner_approved: g.interactive,
-        };
-        if let Ok(mut cache) = self.inner.token_cache.lock() {
-            if cache.len() > 10_000 {
-                cache.retain(|_, (_, at)| at.elapsed() < TOKEN_CACHE_TTL);
+        });
+        if let Ok(mut cache) = self.inner.token_cache.lock()
+            && Some(cache.generation) == generation
+        {
+            if cache.live.len() > 10_000 {
+                cache.live.retain(|_, (_, at)| at.elapsed() < TOKEN_CACHE_TTL);
             }
-            cache.insert(hash, (info.clone(), Instant::now()));
+            cache.live.insert(hash, (info.clone(), Instant::now()));
         }
         Ok((info.expires_at > now).then_some(info))
     }
