@@ -160,7 +160,15 @@ pub fn read(conn: &Connection, peer: &str, asset: &Asset) -> Result<(PeerLimits,
 /// The credit check of a packet from `peer` inside the transaction that credits it (after its transfer):
 /// `Some(why)` when the position now passes the peer's credit limit — the caller drops the transaction.
 pub fn credit_refusal(conn: &Connection, peer: &str, asset: &Asset) -> Result<Option<String>, store::Error> {
-    let (limits, _, position) = read(conn, peer, asset)?;
+    let limits = peers_repo::limits(conn, peer)?;
+    if limits.credit_limit.is_none() {
+        // no credit limit: the balances are not needed (most peers; this runs for every packet)
+        return Ok(None);
+    }
+    let position = match ledger_repo::peer_account(conn, peer, &asset.code, asset.scale)? {
+        Some(id) => ledger_repo::account(conn, &id)?.map_or(0, |a| a.balance),
+        None => 0,
+    };
     if !over_credit(position, limits.credit_limit) {
         return Ok(None);
     }
@@ -206,6 +214,9 @@ pub struct PeerLiquidity {
     gate: Arc<tokio::sync::Mutex<()>>,
     /// Sent but not yet recorded, per peer name (this process only).
     in_flight: Arc<Mutex<HashMap<String, u64>>>,
+    /// Peers read as not limited for sending (no liquidity deposited yet), so a claim through them reads
+    /// nothing. `send_limited` only ever turns on, by a deposit, which clears this under the claim gate.
+    unlimited: Arc<Mutex<std::collections::HashSet<String>>>,
 }
 
 impl std::fmt::Debug for PeerLiquidity {
@@ -223,6 +234,26 @@ impl PeerLiquidity {
             wake,
             gate: Arc::new(tokio::sync::Mutex::new(())),
             in_flight: Arc::new(Mutex::new(HashMap::new())),
+            unlimited: Arc::new(Mutex::new(std::collections::HashSet::new())),
+        }
+    }
+
+    fn known_unlimited(&self, peer: &str) -> bool {
+        match self.unlimited.lock() {
+            Ok(s) => s.contains(peer),
+            Err(poisoned) => poisoned.into_inner().contains(peer),
+        }
+    }
+
+    fn set_unlimited(&self, peer: &str, unlimited: bool) {
+        let mut s = match self.unlimited.lock() {
+            Ok(s) => s,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        if unlimited {
+            s.insert(peer.to_owned());
+        } else {
+            s.remove(peer);
         }
     }
 
@@ -249,9 +280,16 @@ impl PeerLiquidity {
     /// counts it (counting a packet twice only errs on the safe side).
     pub async fn claim(&self, peer: &Peer, amount: u64) -> Result<Option<String>, store::Error> {
         let _gate = self.gate.lock().await;
+        if self.known_unlimited(&peer.name) {
+            self.add(&peer.name, amount);
+            return Ok(None);
+        }
         let in_flight = self.in_flight(&peer.name);
         let (name, asset) = (peer.name.clone(), peer.asset.clone());
         let (limits, liquidity, position) = self.store.call(move |c| read(c, &name, &asset)).await?;
+        if !limits.send_limited {
+            self.set_unlimited(&peer.name, true);
+        }
         if limits.send_limited && !fits(liquidity, position, in_flight, amount) {
             let a = &peer.asset;
             return Ok(Some(format!(
@@ -320,8 +358,13 @@ impl PeerLiquidity {
         }
         let now = format_ts(self.clock.now());
         let (name, asset) = (peer.name.clone(), peer.asset.clone());
+        // a deposit turns sending limits on: no claim runs until the cache says so
+        let _gate = match movement {
+            Movement::Deposit => Some(self.gate.lock().await),
+            Movement::Withdrawal => None,
+        };
         let in_flight = self.in_flight(&peer.name);
-        let (row, recorded, status) = self
+        let moved = self
             .store
             .call(move |conn| {
                 let tx = store::immediate(conn)?;
@@ -372,7 +415,12 @@ impl PeerLiquidity {
                 })?;
                 Ok::<_, LiquidityError>((row, recorded, status))
             })
-            .await?;
+            .await;
+        if movement == Movement::Deposit {
+            // committed or not: the next claim reads the store
+            self.set_unlimited(&peer.name, false);
+        }
+        let (row, recorded, status) = moved?;
         self.bus.publish_recorded(recorded);
         if movement == Movement::Deposit {
             self.wake.notify_one();

@@ -152,22 +152,36 @@ impl Receiver {
             reject(by, ErrorCode::T00_INTERNAL_ERROR, message, data).into()
         };
         let t00 = |frames: Vec<Frame>| t00_with(frames, "internal error");
-        let (row, paid) = match self
-            .incoming
-            .find_for_stream(&opened.payment_id, &opened.connection_id)
-            .await
-        {
-            Ok(Some(found)) => found,
-            Ok(None) => return reject(by, ErrorCode::F02_UNREACHABLE, "unknown incoming payment", Vec::new()).into(),
-            Err(e) => {
-                tracing::error!(error = %e, "cannot read an incoming payment for an ILP packet");
-                return t00(Vec::new());
-            }
-        };
-        let snapshot = PaymentSnapshot::of(&row, now, paid);
         let fulfillment = opened.keys.fulfillment(&prepare.data);
         let fulfillable = crypto::condition_for(&fulfillment) == prepare.execution_condition;
-        let (fulfil, frames) = match decide(req, prepare.amount, fulfillable, &snapshot) {
+        // A money packet the payment's state alone decides goes straight to the crediting transaction, which
+        // reads the payment and makes the same decision on the fresh row ([`decide`] would answer `Credit`
+        // for a pending payment and the same `Closed` refusal otherwise): one store hand-off per packet.
+        let straight_to_credit =
+            fulfillable && prepare.amount > 0 && prepare.amount >= req.prepare_amount && !req.has_connection_close();
+        let snapshot = if straight_to_credit {
+            None
+        } else {
+            match self
+                .incoming
+                .find_for_stream(&opened.payment_id, &opened.connection_id)
+                .await
+            {
+                Ok(Some((row, paid))) => Some(PaymentSnapshot::of(&row, now, paid)),
+                Ok(None) => {
+                    return reject(by, ErrorCode::F02_UNREACHABLE, "unknown incoming payment", Vec::new()).into();
+                }
+                Err(e) => {
+                    tracing::error!(error = %e, "cannot read an incoming payment for an ILP packet");
+                    return t00(Vec::new());
+                }
+            }
+        };
+        let decision = match &snapshot {
+            Some(snapshot) => decide(req, prepare.amount, fulfillable, snapshot),
+            None => Decision::Credit,
+        };
+        let (fulfil, frames) = match decision {
             Decision::Refuse(frames) => (false, frames),
             Decision::Acknowledge(frames) => (true, frames),
             Decision::Credit => {
@@ -177,7 +191,7 @@ impl Receiver {
                     opened.connection_id.get(..16).unwrap_or_default(),
                     req.sequence
                 );
-                match self
+                let credited = self
                     .incoming
                     .credit_stream_packet(
                         &opened.payment_id,
@@ -187,8 +201,24 @@ impl Receiver {
                         prepare.amount,
                         memo,
                     )
-                    .await
-                {
+                    .await;
+                // the frames of a temporary refusal: the payment as it stands, if it can be read
+                let standing = || async {
+                    match &snapshot {
+                        Some(s) => reply_frames(req, prepare.amount, s),
+                        None => match self
+                            .incoming
+                            .find_for_stream(&opened.payment_id, &opened.connection_id)
+                            .await
+                        {
+                            Ok(Some((row, paid))) => {
+                                reply_frames(req, prepare.amount, &PaymentSnapshot::of(&row, now, paid))
+                            }
+                            _ => Vec::new(),
+                        },
+                    }
+                };
+                match credited {
                     Ok(StreamCredit::Credited(row, paid)) => (
                         true,
                         reply_frames(req, prepare.amount, &PaymentSnapshot::of(&row, now, paid)),
@@ -208,14 +238,11 @@ impl Receiver {
                     // nothing was written; T00 is temporary, so the sender retries once there is room
                     Err(crate::ledger::LedgerError::Store(e)) if e.is_full() => {
                         tracing::warn!(error = %e, payment = %opened.payment_id, "ILP packet refused: the database or the disk is full");
-                        return t00_with(
-                            reply_frames(req, prepare.amount, &snapshot),
-                            "the receiver's storage is full; retry later",
-                        );
+                        return t00_with(standing().await, "the receiver's storage is full; retry later");
                     }
                     Err(e) => {
                         tracing::error!(error = %e, payment = %opened.payment_id, "crediting an ILP packet failed");
-                        return t00(reply_frames(req, prepare.amount, &snapshot));
+                        return t00(standing().await);
                     }
                 }
             }
