@@ -10,6 +10,11 @@ use std::{
 use clap::Parser;
 use color_eyre::config::{HookBuilder, Theme};
 
+/// mimalloc instead of the system allocator: a signed create allocates a few hundred times, and glibc's
+/// malloc took ~17 % of the server's CPU under load (BENCHMARKS.md).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Colour on stderr: only on a terminal, and never with `NO_COLOR` set.
 fn colour() -> bool {
     std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
