@@ -114,11 +114,7 @@ struct StepOutcome {
 
 /// Appends the step's durable events (a payment finished, an incoming payment completed) to the outbox in
 /// the step's transaction, just before it commits.
-fn seal(
-    tx: &rusqlite::Transaction<'_>,
-    mut out: StepOutcome,
-    now: OffsetDateTime,
-) -> Result<StepOutcome, store::Error> {
+fn seal(tx: &SqlConnection, mut out: StepOutcome, now: OffsetDateTime) -> Result<StepOutcome, store::Error> {
     let at = format_ts(now);
     let mut events = Vec::new();
     if let (Some(p), Some(finished)) = (&out.payment, &out.finished) {
@@ -310,11 +306,12 @@ impl Engine {
     /// One round: every due payment gets one packet. Returns how many payments were worked on (none
     /// while paused because the store is full).
     ///
-    /// One store call takes the due payments and settles the packet of each local one, each in its own
-    /// `BEGIN IMMEDIATE` transaction (committed, or rolled back alone, before the next starts), so a round
-    /// of many payments costs one hand-off to the store thread rather than two per payment. Events go out
-    /// after the call returns, i.e. after every transaction in it committed. Remote payments are sent after,
-    /// one by one; a step that failed goes through [`Self::transient`] as before.
+    /// One store call takes the due payments and settles the packet of each local one in one `BEGIN
+    /// IMMEDIATE` transaction, each payment in its own savepoint (a payment whose step fails is rolled back
+    /// alone and retried as before), committed once: a round of many payments costs one hand-off to the store
+    /// thread and one commit rather than two hand-offs and a commit per payment. Events go out after the
+    /// commit. Remote payments are sent after, one by one. A full store rolls the whole round back (nothing
+    /// was acknowledged) and pauses the engine.
     pub async fn step(&self) -> Result<usize, EngineError> {
         if self.paused_for().is_some() {
             return Ok(0);
@@ -324,10 +321,11 @@ impl Engine {
         let round = self
             .store
             .call(move |c| {
-                let due = repo::due_outgoing(c, &format_ts(clock.now()), DUE_PER_ROUND)?;
+                let mut tx = store::immediate(c)?;
+                let due = repo::due_outgoing(&tx, &format_ts(clock.now()), DUE_PER_ROUND)?;
                 let mut round = Vec::with_capacity(due.len());
                 for id in due {
-                    match remote_of(c, &id) {
+                    match remote_of(&tx, &id) {
                         Ok(Some((p, plan))) => {
                             round.push(Worked::Remote(p, plan));
                             continue;
@@ -340,24 +338,30 @@ impl Engine {
                     }
                     let now = clock.now();
                     let settled = (|| {
-                        let tx = store::immediate(c)?;
-                        let out = seal(&tx, packet_tx(&tx, &id, now, packets, interval_ms)?, now)?;
-                        tx.commit()?;
+                        let sp = tx.savepoint()?;
+                        let out = seal(&sp, packet_tx(&sp, &id, now, packets, interval_ms)?, now)?;
+                        sp.commit()?;
                         Ok::<_, EngineError>(out)
                     })();
                     match settled {
                         Ok(out) => round.push(Worked::Settled(out)),
-                        // the store is full: the rest of the round waits for room
-                        Err(e) if e.is_full() => {
-                            round.push(Worked::Failed(id, e));
-                            break;
-                        }
+                        // the store is full: the round rolls back and waits for room
+                        Err(e) if e.is_full() => return Err(e),
                         Err(e) => round.push(Worked::Failed(id, e)),
                     }
                 }
+                tx.commit()?;
                 Ok::<_, EngineError>(round)
             })
-            .await?;
+            .await;
+        let round = match round {
+            Ok(round) => round,
+            Err(e) if e.is_full() => {
+                self.pause_for_space(&e);
+                return Ok(0);
+            }
+            Err(e) => return Err(e),
+        };
         let worked = round.len();
         let mut settled = false;
         for w in round {
