@@ -1,17 +1,21 @@
-//! Frame time of the console's Incoming pane with 1,000 and with 100,000 incoming payments in the store:
-//! each frame loads the first page through the control task's keyset query (what a resync does) or just
-//! redraws (what a tick does), and renders to a 120×40 `TestBackend`. Prints p50/p99 and the process's
-//! resident memory, which must not grow with the row count.
+//! Frame time of the console with 1,000, 100,000 and 1,000,000 incoming payments in the store (and as many
+//! outgoing payments, one in a hundred failed): each "resync + frame" loads the first page of the Incoming pane
+//! through the control task's keyset query (what a resync does) and renders it to a 120×40 `TestBackend`; a
+//! "redraw" is a tick and a frame. The Overview load (its counters, balances and activity: what every tick
+//! reloads while payments move) and the Outgoing pane's failed-only page are timed on their own. Prints
+//! p50/p99 and the process's resident memory, which must not grow with the row count.
+//!
+//! `cargo bench --bench tui` (all sizes) or `cargo bench --bench tui -- 1000000` (the sizes named).
 
 use std::time::{Duration, Instant};
 
 use opdesk::{
     app::AppCore,
     settings::Settings,
-    store::payments::{self, IncomingRow},
+    states::OutgoingState,
     tui::{
         self,
-        app::{Effect, Load, Msg},
+        app::{App, Effect, Load, Msg},
         pane::Pane,
     },
 };
@@ -28,52 +32,74 @@ fn rss_kib() -> u64 {
         .unwrap_or(0)
 }
 
-fn pct(mut v: Vec<Duration>, p: f64) -> Duration {
+fn pct(v: &[Duration], p: f64) -> Duration {
+    let mut v = v.to_vec();
     v.sort();
     v[((v.len() as f64 - 1.0) * p).round() as usize]
 }
 
+fn summary(v: &[Duration]) -> String {
+    format!("p50 {:>9.3?} p99 {:>9.3?}", pct(v, 0.5), pct(v, 0.99))
+}
+
+/// `rows` incoming payments of `wallet` (all open) and `rows` outgoing payments (one in a hundred failed, the
+/// rest completed), each table filled by one `INSERT … SELECT` over a recursive counter in one transaction.
+fn fill(c: &mut rusqlite::Connection, wallet: &str, rows: usize) -> Result<(), opdesk::store::Error> {
+    let now = opdesk::clock::format_ts(time::OffsetDateTime::now_utc());
+    let tx = opdesk::store::immediate(c)?;
+    let n = i64::try_from(rows).unwrap_or(i64::MAX);
+    tx.execute(
+        "WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i + 1 < ?1) \
+         INSERT INTO incoming_payments (id, wallet_id, incoming_amount, received_amount, completed, expires_at, \
+         created_at, updated_at) \
+         SELECT printf('01900000-0000-7000-8000-%012x', i), ?2, 10000, i % 10000, 0, '2099-01-01T00:00:00.000Z', \
+         ?3, ?3 FROM n",
+        rusqlite::params![n, wallet, now],
+    )?;
+    tx.execute(
+        "WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i + 1 < ?1) \
+         INSERT INTO outgoing_payments (id, wallet_id, receiver, debit_amount, receive_amount, receive_asset_code, \
+         receive_asset_scale, sent_amount, delivered_amount, state, failure_reason, failure_message, created_at, \
+         updated_at) \
+         SELECT printf('01900000-0000-7000-9000-%012x', i), ?2, 'http://127.0.0.1/incoming-payments/x', 100, 100, \
+         'USD', 2, 100, 100, CASE WHEN i % 100 = 0 THEN ?4 ELSE ?5 END, \
+         CASE WHEN i % 100 = 0 THEN 'receiver_expired' END, CASE WHEN i % 100 = 0 THEN 'expired' END, ?3, ?3 \
+         FROM n",
+        rusqlite::params![
+            n,
+            wallet,
+            now,
+            OutgoingState::Failed.as_str(),
+            OutgoingState::Completed.as_str()
+        ],
+    )?;
+    tx.commit()?;
+    Ok(())
+}
+
 #[allow(clippy::print_stdout)]
 fn main() {
+    let wanted: Vec<usize> = std::env::args().skip(1).filter_map(|a| a.parse().ok()).collect();
+    let sizes: Vec<usize> = [1_000usize, 100_000, 1_000_000]
+        .into_iter()
+        .filter(|n| wanted.is_empty() || wanted.contains(n))
+        .collect();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .expect("runtime");
-    for rows in [1_000usize, 100_000] {
+    for rows in sizes {
         let dir = tempfile::tempdir().expect("tempdir");
         let settings = Settings::for_data_dir(dir.path(), "127.0.0.1:0".parse().expect("addr")).expect("settings");
         let core = rt.block_on(AppCore::open(settings)).expect("open");
         let state = core.state.clone();
         let bob = rt.block_on(state.wallets.get("bob")).expect("bob");
-        rt.block_on(core.store.call(move |c| {
-            let tx = opdesk::store::immediate(c)?;
-            for i in 0..rows {
-                let now = opdesk::clock::format_ts(time::OffsetDateTime::now_utc());
-                payments::insert_incoming(
-                    &tx,
-                    &IncomingRow {
-                        id: opdesk::ids::new_id(),
-                        wallet_id: bob.id.clone(),
-                        wallet_name: bob.name.clone(),
-                        account_id: bob.account_id.clone(),
-                        asset_code: "USD".into(),
-                        asset_scale: 2,
-                        client: None,
-                        incoming_amount: Some(10_000),
-                        received_amount: i64::try_from(i % 10_000).unwrap_or(0),
-                        completed: false,
-                        expires_at: Some("2099-01-01T00:00:00.000Z".into()),
-                        metadata: None,
-                        created_at: now.clone(),
-                        updated_at: now,
-                    },
-                )?;
-            }
-            tx.commit()?;
-            Ok::<_, opdesk::store::Error>(())
-        }))
-        .expect("seed rows");
+        let filled = Instant::now();
+        let wallet = bob.id.clone();
+        rt.block_on(core.store.call(move |c| fill(c, &wallet, rows)))
+            .expect("seed rows");
+        let filled = filled.elapsed();
         let (mut app, theme) = tui::build(
             tui::desk::embedded_info(&state),
             state.clock.now(),
@@ -82,38 +108,51 @@ fn main() {
         app.pane = Pane::Incoming;
         app.size = (120, 40);
         let mut terminal = Terminal::new(TestBackend::new(120, 40)).expect("terminal");
-        let load = Effect::Load(Load {
-            pane: Pane::Incoming,
-            failed_only: false,
-            cursor: None,
-            q: None,
-        });
-        let mut reload = Vec::new();
-        let mut redraw = Vec::new();
-        for i in 0..300 {
-            let started = Instant::now();
+        let load = |pane: Pane, failed_only: bool| {
+            Effect::Load(Load {
+                pane,
+                failed_only,
+                cursor: None,
+                q: None,
+            })
+        };
+        let run = |app: &mut App, e: Effect| {
             let reply = rt
-                .block_on(tui::control::run_effect(&state.services, load.clone()))
+                .block_on(tui::control::run_effect(&state.services, e))
                 .expect("reply");
             app.update(Msg::Reply(reply));
+        };
+        let (mut reload, mut redraw, mut overview, mut outgoing) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        for i in 0..300 {
+            let started = Instant::now();
+            run(&mut app, load(Pane::Incoming, false));
             terminal.draw(|f| tui::render::draw(&app, &theme, f)).expect("draw");
             let t = started.elapsed();
-            if i >= 20 {
-                reload.push(t);
-            }
             let started = Instant::now();
             app.update(Msg::Tick(state.clock.now()));
             terminal.draw(|f| tui::render::draw(&app, &theme, f)).expect("draw");
+            let r = started.elapsed();
+            let started = Instant::now();
+            run(&mut app, load(Pane::Overview, false));
+            let o = started.elapsed();
+            let started = Instant::now();
+            run(&mut app, load(Pane::Outgoing, true));
+            let g = started.elapsed();
             if i >= 20 {
-                redraw.push(started.elapsed());
+                reload.push(t);
+                redraw.push(r);
+                overview.push(o);
+                outgoing.push(g);
             }
         }
         println!(
-            "incoming pane, {rows:>7} rows in the store: resync+frame p50 {:?} p99 {:?} | redraw p50 {:?} p99 {:?} | RSS {} MiB",
-            pct(reload.clone(), 0.5),
-            pct(reload, 0.99),
-            pct(redraw.clone(), 0.5),
-            pct(redraw, 0.99),
+            "{rows:>9} rows (filled in {:.1?}): incoming resync+frame {} | redraw {} | overview load {} | \
+             outgoing failed page {} | RSS {} MiB",
+            filled,
+            summary(&reload),
+            summary(&redraw),
+            summary(&overview),
+            summary(&outgoing),
             rss_kib() / 1024
         );
         core.close();

@@ -407,7 +407,13 @@ pub mod ops {
             credit.pending_debits,
             checked(credit.pending_credits.checked_sub(t.amount))?,
         )?;
-        repo::transfer(conn, id)?.ok_or_else(|| LedgerError::UnknownTransfer(id.to_owned()))
+        // the row as `resolve_pending` wrote it (no second read)
+        Ok(TransferRow {
+            state,
+            posted_amount,
+            resolved_at: Some(now.to_owned()),
+            ..t
+        })
     }
 
     /// Balances of the given accounts (for events after commit).

@@ -504,6 +504,14 @@ impl Tx<'_> {
         }
         Ok(())
     }
+
+    /// A savepoint inside: a part of the work that can fail and roll back alone.
+    pub fn savepoint(&mut self) -> Result<rusqlite::Savepoint<'_>, Error> {
+        Ok(match self {
+            Self::Own(t) => t.savepoint()?,
+            Self::InGroup(s) => s.savepoint()?,
+        })
+    }
 }
 
 impl std::ops::Deref for Tx<'_> {

@@ -114,7 +114,7 @@ struct StepOutcome {
 
 /// Appends the step's durable events (a payment finished, an incoming payment completed) to the outbox in
 /// the step's transaction, just before it commits.
-fn seal(tx: &rusqlite::Connection, mut out: StepOutcome, now: OffsetDateTime) -> Result<StepOutcome, store::Error> {
+fn seal(tx: &SqlConnection, mut out: StepOutcome, now: OffsetDateTime) -> Result<StepOutcome, store::Error> {
     let at = format_ts(now);
     let mut events = Vec::new();
     if let (Some(p), Some(finished)) = (&out.payment, &out.finished) {
@@ -161,6 +161,19 @@ struct RemoteConnection {
     stalls: u32,
     /// A fulfilled packet whose record the store refused (it was full): recorded before anything is sent.
     unrecorded: Option<Sent>,
+}
+
+/// Due payments one round takes (one store call settles the local ones among them).
+const DUE_PER_ROUND: u32 = 32;
+
+/// What a round did with one due payment.
+enum Worked {
+    /// A local payment's packet, committed.
+    Settled(StepOutcome),
+    /// A payment to a receiver on another ASE: sent after the round's store call.
+    Remote(OutgoingRow, StreamPlanRow),
+    /// The payment's step failed (its transaction rolled back).
+    Failed(String, EngineError),
 }
 
 /// Packets in a row without progress before a remote payment fails.
@@ -292,19 +305,82 @@ impl Engine {
 
     /// One round: every due payment gets one packet. Returns how many payments were worked on (none
     /// while paused because the store is full).
+    ///
+    /// One store call takes the due payments and settles the packet of each local one in one `BEGIN
+    /// IMMEDIATE` transaction, each payment in its own savepoint (a payment whose step fails is rolled back
+    /// alone and retried as before), committed once: a round of many payments costs one hand-off to the store
+    /// thread and one commit rather than two hand-offs and a commit per payment. Events go out after the
+    /// commit. Remote payments are sent after, one by one. A full store rolls the whole round back (nothing
+    /// was acknowledged) and pauses the engine.
     pub async fn step(&self) -> Result<usize, EngineError> {
         if self.paused_for().is_some() {
             return Ok(0);
         }
-        let now = format_ts(self.clock.now());
-        let due = self.store.call(move |c| repo::due_outgoing(c, &now, 64)).await?;
-        let mut worked = 0;
-        for id in &due {
-            if self.paused_for().is_some() {
-                break;
+        let clock = self.clock.clone();
+        let (packets, interval_ms) = self.settings.pacing();
+        let round = self
+            .store
+            .call(move |c| {
+                let mut tx = store::immediate(c)?;
+                let due = repo::due_outgoing(&tx, &format_ts(clock.now()), DUE_PER_ROUND)?;
+                let mut round = Vec::with_capacity(due.len());
+                for id in due {
+                    match remote_of(&tx, &id) {
+                        Ok(Some((p, plan))) => {
+                            round.push(Worked::Remote(p, plan));
+                            continue;
+                        }
+                        Ok(None) => {}
+                        Err(e) => {
+                            round.push(Worked::Failed(id, e.into()));
+                            continue;
+                        }
+                    }
+                    let now = clock.now();
+                    let settled = (|| {
+                        let sp = tx.savepoint()?;
+                        let out = seal(&sp, packet_tx(&sp, &id, now, packets, interval_ms)?, now)?;
+                        sp.commit()?;
+                        Ok::<_, EngineError>(out)
+                    })();
+                    match settled {
+                        Ok(out) => round.push(Worked::Settled(out)),
+                        // the store is full: the round rolls back and waits for room
+                        Err(e) if e.is_full() => return Err(e),
+                        Err(e) => round.push(Worked::Failed(id, e)),
+                    }
+                }
+                tx.commit()?;
+                Ok::<_, EngineError>(round)
+            })
+            .await;
+        let round = match round {
+            Ok(round) => round,
+            Err(e) if e.is_full() => {
+                self.pause_for_space(&e);
+                return Ok(0);
             }
-            self.packet(id).await;
-            worked += 1;
+            Err(e) => return Err(e),
+        };
+        let worked = round.len();
+        let mut settled = false;
+        for w in round {
+            match w {
+                Worked::Settled(out) => {
+                    settled = true;
+                    self.publish(out);
+                }
+                Worked::Remote(p, plan) => {
+                    if self.paused_for().is_none() {
+                        self.remote_packet(p, plan).await;
+                    }
+                }
+                Worked::Failed(_, e) if e.is_full() => self.pause_for_space(&e),
+                Worked::Failed(id, e) => self.transient(&id, "internal", &e.to_string()).await,
+            }
+        }
+        if settled {
+            self.has_room();
         }
         Ok(worked)
     }
@@ -317,35 +393,6 @@ impl Engine {
             }
         }
         Ok(())
-    }
-
-    async fn packet(&self, id: &str) {
-        let pid = id.to_owned();
-        match self.store.call(move |c| remote_of(c, &pid)).await {
-            Ok(Some((p, plan))) => return self.remote_packet(p, plan).await,
-            Ok(None) => {}
-            Err(e) => return self.transient(id, "internal", &e.to_string()).await,
-        }
-        let now = self.clock.now();
-        let (packets, interval_ms) = self.settings.pacing();
-        let pid = id.to_owned();
-        let result = self
-            .store
-            .call(move |conn| {
-                let tx = store::immediate(conn)?;
-                let out = seal(&tx, packet_tx(&tx, &pid, now, packets, interval_ms)?, now)?;
-                tx.commit()?;
-                Ok::<_, EngineError>(out)
-            })
-            .await;
-        match result {
-            Ok(out) => {
-                self.has_room();
-                self.publish(out);
-            }
-            Err(e) if e.is_full() => self.pause_for_space(&e),
-            Err(e) => self.transient(id, "internal", &e.to_string()).await,
-        }
     }
 
     /// A transient failure: retry with backoff, or fail for good (with `reason`) after the last attempt.

@@ -20,6 +20,7 @@ const MIGRATIONS: &[M<'static>] = &[
     M::up(include_str!("../../migrations/0011_outbox_sequence.sql")),
     M::up(include_str!("../../migrations/0012_grant_steps.sql")),
     M::up(include_str!("../../migrations/0013_transfers_moved.sql")),
+    M::up(include_str!("../../migrations/0014_row_counts.sql")),
 ];
 
 fn migrations() -> Migrations<'static> {
@@ -191,5 +192,96 @@ mod tests {
             .query_row("SELECT sql FROM sqlite_schema WHERE name = 'events'", [], |r| r.get(0))
             .unwrap();
         assert!(!sql.contains("AUTOINCREMENT"), "{sql}");
+    }
+
+    /// Every counter of `row_counts` equals a count over its table (`migrations/0014`).
+    fn counters_match(conn: &Connection) {
+        let checks = [
+            (
+                "incoming:waiting",
+                "SELECT count(*) FROM incoming_payments WHERE completed = 0 AND expiry_announced = 0",
+            ),
+            (
+                "outgoing:sending",
+                "SELECT count(*) FROM outgoing_payments WHERE state = 'sending'",
+            ),
+            (
+                "outgoing:completed",
+                "SELECT count(*) FROM outgoing_payments WHERE state = 'completed'",
+            ),
+            (
+                "outgoing:failed",
+                "SELECT count(*) FROM outgoing_payments WHERE state = 'failed'",
+            ),
+            (
+                "outgoing:cancelled",
+                "SELECT count(*) FROM outgoing_payments WHERE state = 'cancelled'",
+            ),
+            (
+                "webhooks:pending",
+                "SELECT count(*) FROM webhook_deliveries WHERE state = 'pending'",
+            ),
+            (
+                "webhooks:delivered",
+                "SELECT count(*) FROM webhook_deliveries WHERE state = 'delivered'",
+            ),
+            (
+                "webhooks:dead",
+                "SELECT count(*) FROM webhook_deliveries WHERE state = 'dead'",
+            ),
+        ];
+        for (key, sql) in checks {
+            let counted: i64 = conn.query_row(sql, [], |r| r.get(0)).unwrap();
+            let kept: i64 = conn
+                .query_row("SELECT n FROM row_counts WHERE key = ?1", [key], |r| r.get(0))
+                .unwrap();
+            assert_eq!(kept, counted, "{key}");
+        }
+    }
+
+    #[test]
+    fn row_counts_start_from_the_rows_there_and_follow_every_change() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        Migrations::from_slice(&MIGRATIONS[..13]).to_latest(&mut conn).unwrap();
+        let rows = "INSERT INTO accounts (id, kind, asset_code, asset_scale, no_overdraft, created_at) VALUES \
+               ('a', 'wallet', 'USD', 2, 1, 't'); \
+             INSERT INTO wallet_addresses (id, name, account_id, created_at) VALUES ('w', 'bob', 'a', 't'); \
+             INSERT INTO incoming_payments (id, wallet_id, completed, expiry_announced, created_at, updated_at) \
+               VALUES ('i1', 'w', 0, 0, 't', 't'), ('i2', 'w', 1, 0, 't', 't'), ('i3', 'w', 0, 1, 't', 't'); \
+             INSERT INTO outgoing_payments (id, wallet_id, receiver, debit_amount, receive_amount, \
+               receive_asset_code, receive_asset_scale, state, created_at, updated_at) VALUES \
+               ('o1', 'w', 'r', 1, 1, 'USD', 2, 'sending', 't', 't'), ('o2', 'w', 'r', 1, 1, 'USD', 2, 'failed', 't', 't'); \
+             INSERT INTO webhook_deliveries (event_seq, event_id, type, body, state, next_attempt_at, created_at, \
+               updated_at) VALUES (1, 'e1', 'x', '{}', 'dead', 't', 't', 't');";
+        conn.execute_batch(rows).unwrap();
+        migrate(&mut conn).unwrap();
+        counters_match(&conn);
+        conn.execute_batch(
+            "INSERT INTO incoming_payments (id, wallet_id, created_at, updated_at) VALUES ('i4', 'w', 't', 't'); \
+             UPDATE incoming_payments SET completed = 1 WHERE id = 'i1'; \
+             UPDATE incoming_payments SET received_amount = 5 WHERE id = 'i4'; \
+             UPDATE incoming_payments SET expiry_announced = 1 WHERE id = 'i2'; \
+             DELETE FROM incoming_payments WHERE id = 'i3'; \
+             INSERT INTO outgoing_payments (id, wallet_id, receiver, debit_amount, receive_amount, \
+               receive_asset_code, receive_asset_scale, state, created_at, updated_at) VALUES \
+               ('o3', 'w', 'r', 1, 1, 'USD', 2, 'sending', 't', 't'); \
+             UPDATE outgoing_payments SET state = 'completed' WHERE id = 'o1'; \
+             UPDATE outgoing_payments SET state = 'sending', sent_amount = 1 WHERE id = 'o3'; \
+             UPDATE outgoing_payments SET state = 'cancelled' WHERE id = 'o2'; \
+             DELETE FROM outgoing_payments WHERE id = 'o3'; \
+             INSERT INTO webhook_deliveries (event_seq, event_id, type, body, state, next_attempt_at, created_at, \
+               updated_at) VALUES (2, 'e2', 'x', '{}', 'pending', 't', 't', 't'); \
+             UPDATE webhook_deliveries SET state = 'delivered' WHERE event_seq = 2; \
+             UPDATE webhook_deliveries SET state = 'pending' WHERE event_seq = 1; \
+             DELETE FROM webhook_deliveries WHERE event_seq = 2;",
+        )
+        .unwrap();
+        counters_match(&conn);
+        let waiting: i64 = conn
+            .query_row("SELECT n FROM row_counts WHERE key = 'incoming:waiting'", [], |r| {
+                r.get(0)
+            })
+            .unwrap();
+        assert_eq!(waiting, 1, "only i4 waits");
     }
 }

@@ -119,9 +119,14 @@ fn page<T>(
             .is_some())
     };
     let (cmp, order) = if q.backward { (">", "ASC") } else { ("<", "DESC") };
-    let sql = format!(
-        "SELECT {cols} FROM {from} WHERE {filter} AND (?3 IS NULL OR t.id {cmp} ?3) ORDER BY t.id {order} LIMIT ?4"
-    );
+    // the cursor bound only when there is one: `?3 IS NULL OR t.id < ?3` would keep SQLite from seeking to
+    // it, and a page deep in a million rows would walk every row before it
+    let after = if q.cursor.is_some() {
+        format!("t.id {cmp} ?3")
+    } else {
+        "?3 IS NULL".to_owned()
+    };
+    let sql = format!("SELECT {cols} FROM {from} WHERE {filter} AND {after} ORDER BY t.id {order} LIMIT ?4");
     let limit = q.limit as usize;
     let mut items = query(&sql, q.cursor.as_deref(), i64::from(q.limit) + 1)?;
     let more = items.len() > limit;
@@ -657,25 +662,30 @@ pub fn announce_expired(conn: &Connection, now: &str, limit: u32) -> Result<Vec<
 
 /// Open (pending, unexpired) incoming payments.
 pub fn count_open_incoming(conn: &Connection, now: &str) -> Result<usize, Error> {
-    count(
-        conn,
-        "incoming_payments",
-        "completed = 0 AND (expires_at IS NULL OR expires_at > ?1)",
-        now,
-    )
-}
-
-/// Outgoing payments in `state`.
-pub fn count_outgoing(conn: &Connection, state: OutgoingState) -> Result<usize, Error> {
-    count(conn, "outgoing_payments", "state = ?1", state)
-}
-
-/// The rows of `table` where `condition` (which may use `?1`, bound to `value`) holds.
-fn count(conn: &Connection, table: &str, condition: &str, value: impl ToSql) -> Result<usize, Error> {
+    // waiting (neither completed nor announced expired, kept by triggers: `migrations/0014`) less those whose
+    // expiry passed but is not announced yet (a short range of `incoming_open_by_expiry`)
     let n: i64 = conn
-        .prepare_cached(&format!("SELECT COUNT(*) FROM {table} WHERE {condition}"))?
-        .query_row([value], |r| r.get(0))?;
+        .prepare_cached(
+            "SELECT (SELECT n FROM row_counts WHERE key = 'incoming:waiting') - (SELECT COUNT(*) FROM \
+             incoming_payments WHERE completed = 0 AND expiry_announced = 0 AND expires_at <= ?1)",
+        )?
+        .query_row([now], |r| r.get::<_, Option<i64>>(0))?
+        .unwrap_or(0);
     Ok(usize::try_from(n).unwrap_or(0))
+}
+
+/// Outgoing payments in `state` (a counter kept by triggers: `migrations/0014`).
+pub fn count_outgoing(conn: &Connection, state: OutgoingState) -> Result<usize, Error> {
+    counted(conn, &format!("outgoing:{}", state.as_str()))
+}
+
+/// The counter `key` of `row_counts` (kept by triggers: `migrations/0014`); 0 when absent.
+pub fn counted(conn: &Connection, key: &str) -> Result<usize, Error> {
+    let n: Option<i64> = conn
+        .prepare_cached("SELECT n FROM row_counts WHERE key = ?1")?
+        .query_row([key], |r| r.get(0))
+        .optional()?;
+    Ok(usize::try_from(n.unwrap_or(0)).unwrap_or(0))
 }
 
 /// What STREAM connection `connection` has paid into incoming payment `id` (see `migrations/0006`).

@@ -68,12 +68,23 @@ pub(super) fn blocked(
     p: &OutgoingRow,
     now: OffsetDateTime,
 ) -> Result<Option<Failure>, EngineError> {
+    Ok(receiver(tx, p, now)?.err())
+}
+
+/// The payment's local receiver as this transaction sees it (`None` for a receiver on another ASE), or the
+/// failure that forbids going on (its quote expired before anything was sent, its receiver is gone,
+/// completed or expired).
+pub(super) fn receiver(
+    tx: &SqlConnection,
+    p: &OutgoingRow,
+    now: OffsetDateTime,
+) -> Result<Result<Option<repo::IncomingRow>, Failure>, EngineError> {
     if let Some(q) = &p.quote_id
         && let Some(q) = repo::quote(tx, q)?
         && parse_ts(&q.expires_at).is_ok_and(|e| e <= now)
         && p.sent_amount == 0
     {
-        return Ok(Some((
+        return Ok(Err((
             "quote_expired",
             format!("The quote expired at {} before the payment was sent.", q.expires_at),
         )));
@@ -81,32 +92,32 @@ pub(super) fn blocked(
     let Some(rid) = &p.incoming_payment_id else {
         if store::stream::plan(tx, plan_id(p))?.is_some() {
             // a receiver on another ASE: its state is learned from its STREAM answers
-            return Ok(None);
+            return Ok(Ok(None));
         }
-        return Ok(Some((
+        return Ok(Err((
             "receiver_unreachable",
             format!("The receiver {} is not an incoming payment of this ASE.", p.receiver),
         )));
     };
     let Some(r) = repo::incoming(tx, rid)? else {
-        return Ok(Some((
+        return Ok(Err((
             "receiver_unreachable",
             format!("The receiver {} no longer exists.", p.receiver),
         )));
     };
     Ok(match state_of(&r, now) {
-        IncomingState::Completed => Some((
+        IncomingState::Completed => Err((
             "receiver_completed",
             "The receiver was already completed and accepts no more money.".to_owned(),
         )),
-        IncomingState::Expired => Some((
+        IncomingState::Expired => Err((
             "receiver_expired",
             format!(
                 "The receiver expired at {} and accepts no more money.",
                 r.expires_at.unwrap_or_default()
             ),
         )),
-        _ => None,
+        _ => Ok(Some(r)),
     })
 }
 
@@ -245,10 +256,11 @@ pub(super) fn packet_tx(
     if !p.state.is_sending() {
         return Ok(StepOutcome::default());
     }
-    if let Some(f) = blocked(tx, &p, now)? {
-        return fail_tx(tx, &p, f, now);
-    }
-    let (Some(rid), Some(payment_account)) = (&p.incoming_payment_id, &p.payment_account_id) else {
+    let r = match receiver(tx, &p, now)? {
+        Err(f) => return fail_tx(tx, &p, f, now),
+        Ok(r) => r,
+    };
+    let (Some(r), Some(payment_account)) = (r, &p.payment_account_id) else {
         return fail_tx(
             tx,
             &p,
@@ -262,7 +274,6 @@ pub(super) fn packet_tx(
     {
         ledger::ops::post(tx, res, None, &now_s)?;
     }
-    let r = repo::incoming(tx, rid)?.ok_or_else(|| store::Error::Corrupt(format!("receiver {rid} vanished")))?;
     let debit_asset = asset(&p.asset_code, p.asset_scale);
     let receive_asset = asset(&p.receive_asset_code, p.receive_asset_scale);
     let remaining_debit = p.debit_amount - p.sent_amount;
@@ -286,8 +297,10 @@ pub(super) fn packet_tx(
         deliver = deliver.min(room);
     }
     // sender side: payment account → settlement of the debit asset
+    let mut debit_settlement = None;
     if packet_debit > 0 {
         let settle = ledger::ops::settlement_account(tx, &debit_asset, &now_s)?;
+        debit_settlement = Some(settle.clone());
         ledger::ops::create_transfer(
             tx,
             &NewTransfer {
@@ -305,7 +318,10 @@ pub(super) fn packet_tx(
     // receiver side: settlement of the receive asset → receiver wallet
     let mut touched = vec![p.account_id.clone(), r.account_id.clone()];
     if deliver > 0 {
-        let settle = ledger::ops::settlement_account(tx, &receive_asset, &now_s)?;
+        let settle = match debit_settlement {
+            Some(s) if receive_asset == debit_asset => s,
+            _ => ledger::ops::settlement_account(tx, &receive_asset, &now_s)?,
+        };
         ledger::ops::create_transfer(
             tx,
             &NewTransfer {
