@@ -406,7 +406,6 @@ fn run_group(conn: &mut Connection, jobs: Vec<Job>, m: &Meters) {
         Ok(()) => pending.into_iter().for_each(|deliver| deliver(Ok(()))),
         Err(e) => {
             let why = e.to_string();
-            let full = is_full(&e);
             if !conn.is_autocommit()
                 && let Err(e) = conn.execute_batch("ROLLBACK")
             {
@@ -414,14 +413,7 @@ fn run_group(conn: &mut Connection, jobs: Vec<Job>, m: &Meters) {
             }
             tracing::warn!(error = %why, jobs = pending.len(), "a commit group failed to commit");
             for deliver in pending {
-                deliver(Err(if full {
-                    Error::Full(rusqlite::Error::SqliteFailure(
-                        rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_FULL),
-                        Some(why.clone()),
-                    ))
-                } else {
-                    Error::Aborted(why.clone())
-                }));
+                deliver(Err(Error::Aborted(why.clone())));
             }
         }
     }
