@@ -44,7 +44,7 @@ fn summary(v: &[Duration]) -> String {
 
 /// `rows` incoming payments of `wallet` (all open) and `rows` outgoing payments (one in a hundred failed, the
 /// rest completed), each table filled by one `INSERT … SELECT` over a recursive counter in one transaction.
-fn fill(c: &mut rusqlite::Connection, wallet: &str, rows: usize) -> Result<(), opdesk::store::Error> {
+fn fill(c: &mut opdesk::store::Connection, wallet: &str, rows: usize) -> Result<(), opdesk::store::Error> {
     let now = opdesk::clock::format_ts(time::OffsetDateTime::now_utc());
     let tx = opdesk::store::immediate(c)?;
     let n = i64::try_from(rows).unwrap_or(i64::MAX);
@@ -54,7 +54,7 @@ fn fill(c: &mut rusqlite::Connection, wallet: &str, rows: usize) -> Result<(), o
          created_at, updated_at) \
          SELECT printf('01900000-0000-7000-8000-%012x', i), ?2, 10000, i % 10000, 0, '2099-01-01T00:00:00.000Z', \
          ?3, ?3 FROM n",
-        rusqlite::params![n, wallet, now],
+        opdesk::store::db::params![n, wallet, now],
     )?;
     tx.execute(
         "WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i + 1 < ?1) \
@@ -65,7 +65,7 @@ fn fill(c: &mut rusqlite::Connection, wallet: &str, rows: usize) -> Result<(), o
          'USD', 2, 100, 100, CASE WHEN i % 100 = 0 THEN ?4 ELSE ?5 END, \
          CASE WHEN i % 100 = 0 THEN 'receiver_expired' END, CASE WHEN i % 100 = 0 THEN 'expired' END, ?3, ?3 \
          FROM n",
-        rusqlite::params![
+        opdesk::store::db::params![
             n,
             wallet,
             now,

@@ -8,7 +8,7 @@
 //! [`Ledger`] is the async service for stand-alone movements (deposits, withdrawals); it publishes
 //! `BalanceChanged` after commit.
 
-use rusqlite::Connection;
+use crate::store::Connection;
 use serde::{Deserialize, Serialize};
 
 use crate::{
@@ -50,8 +50,8 @@ pub enum LedgerError {
     Store(#[from] store::Error),
 }
 
-impl From<rusqlite::Error> for LedgerError {
-    fn from(e: rusqlite::Error) -> Self {
+impl From<crate::store::db::Error> for LedgerError {
+    fn from(e: crate::store::db::Error) -> Self {
         Self::Store(e.into())
     }
 }

@@ -19,6 +19,7 @@
 //! [`backup()`] copies the database consistently while a server keeps writing to it (SQLite's online backup).
 
 mod backup;
+pub mod db;
 pub mod grants;
 pub mod ledger;
 pub mod meta;
@@ -40,23 +41,21 @@ use std::{
     time::Duration,
 };
 
-use rusqlite::Connection;
+pub use db::Connection;
 use tokio::sync::oneshot;
 
 /// States are stored as their text ([`crate::states`] owns the mapping); the schema's `CHECK`s keep it valid.
 macro_rules! state_column {
     ($($t:ty),+) => {$(
-        impl rusqlite::ToSql for $t {
-            fn to_sql(&self) -> rusqlite::Result<rusqlite::types::ToSqlOutput<'_>> {
-                Ok(self.as_str().into())
+        impl db::ToSql for $t {
+            fn to_sql(&self) -> Result<db::Value<'_>, String> {
+                Ok(db::Value::Text(self.as_str().into()))
             }
         }
 
-        impl rusqlite::types::FromSql for $t {
-            fn column_result(v: rusqlite::types::ValueRef<'_>) -> rusqlite::types::FromSqlResult<Self> {
-                v.as_str()?
-                    .parse()
-                    .map_err(|e| rusqlite::types::FromSqlError::Other(Box::new(e)))
+        impl db::FromSql for $t {
+            fn from_sql(v: db::ValueRef<'_>) -> Result<Self, String> {
+                v.as_str()?.parse().map_err(|e| format!("{e}"))
             }
         }
     )+};
@@ -72,17 +71,20 @@ state_column!(
 /// Store failures. Constraint violations that a caller expects are mapped by the caller's repo function.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error("sqlite: {0}")]
-    Sqlite(#[source] rusqlite::Error),
+    #[error("{0}")]
+    Sql(#[source] db::Error),
     /// The database or the disk is full: the write was refused and rolled back. Retryable once there is room.
     #[error("the database is full: {0}")]
-    Full(#[source] rusqlite::Error),
+    Full(#[source] db::Error),
     /// The write was committed in a group that SQLite rolled back as a whole (another write of the group
     /// hit a full disk, an I/O error or no memory): nothing of it was kept. Retryable, like [`Error::Full`].
     #[error("the write was rolled back with its commit group: {0}")]
     Aborted(String),
     #[error("migration: {0}")]
     Migration(#[from] rusqlite_migration::Error),
+    /// The database's schema is not one this build can serve (newer than it knows, or a migration failed).
+    #[error("schema: {0}")]
+    Schema(String),
     #[error("the store thread has stopped")]
     Closed,
     #[error("stored data is invalid: {0}")]
@@ -95,9 +97,15 @@ pub enum Error {
     Exists(PathBuf),
 }
 
+impl From<db::Error> for Error {
+    fn from(e: db::Error) -> Self {
+        if e.is_full() { Self::Full(e) } else { Self::Sql(e) }
+    }
+}
+
 impl From<rusqlite::Error> for Error {
     fn from(e: rusqlite::Error) -> Self {
-        if is_full(&e) { Self::Full(e) } else { Self::Sqlite(e) }
+        db::Error::from(e).into()
     }
 }
 
@@ -106,15 +114,20 @@ impl Error {
     pub fn is_full(&self) -> bool {
         match self {
             Self::Full(_) | Self::Aborted(_) => true,
-            Self::Sqlite(e) => is_full(e),
-            Self::Migration(_) | Self::Closed | Self::Corrupt(_) | Self::Io { .. } | Self::Exists(_) => false,
+            Self::Sql(e) => e.is_full(),
+            Self::Migration(_)
+            | Self::Schema(_)
+            | Self::Closed
+            | Self::Corrupt(_)
+            | Self::Io { .. }
+            | Self::Exists(_) => false,
         }
     }
 }
 
-/// Whether SQLite refused a write because the database or the disk is full (`SQLITE_FULL`).
-pub fn is_full(e: &rusqlite::Error) -> bool {
-    e.sqlite_error_code() == Some(rusqlite::ErrorCode::DiskFull)
+/// Whether the database refused a write because it or the disk is full (`SQLITE_FULL`, PostgreSQL's class 53).
+pub fn is_full(e: &db::Error) -> bool {
+    e.is_full()
 }
 
 /// Whether a storage-full failure is anywhere in `e`'s source chain.
@@ -123,7 +136,10 @@ pub fn full_in(e: &(dyn std::error::Error + 'static)) -> bool {
     for _ in 0..16 {
         let Some(err) = cur else { break };
         if err.downcast_ref::<Error>().is_some_and(Error::is_full)
-            || err.downcast_ref::<rusqlite::Error>().is_some_and(is_full)
+            || err.downcast_ref::<db::Error>().is_some_and(is_full)
+            || err
+                .downcast_ref::<rusqlite::Error>()
+                .is_some_and(|e| e.sqlite_error_code() == Some(rusqlite::ErrorCode::DiskFull))
         {
             return true;
         }
@@ -216,17 +232,18 @@ pub struct Opened {
 impl Store {
     /// Opens (creating if needed) the database file, applies pragmas and migrations, and starts the thread.
     pub fn open(path: &Path, opts: &Options) -> Result<(Self, Opened), Error> {
-        let conn = Connection::open(path)?;
+        let conn = rusqlite::Connection::open(path)?;
         Self::start(conn, opts, Some(path))
     }
 
     /// An in-memory database (tests).
     pub fn open_in_memory() -> Result<(Self, Opened), Error> {
-        Self::start(Connection::open_in_memory()?, &Options::default(), None)
+        Self::start(rusqlite::Connection::open_in_memory()?, &Options::default(), None)
     }
 
-    fn start(mut conn: Connection, opts: &Options, path: Option<&Path>) -> Result<(Self, Opened), Error> {
+    fn start(conn: rusqlite::Connection, opts: &Options, path: Option<&Path>) -> Result<(Self, Opened), Error> {
         configure(&conn, opts)?;
+        let mut conn = Connection::from(conn);
         let fresh = migrations::current_version(&conn)? == 0;
         migrations::migrate(&mut conn)?;
         if opts.max_pages > 0 {
@@ -274,7 +291,7 @@ impl Store {
                 if let Some(c) = checkpointer {
                     c.stop();
                 }
-                if let Err((_, e)) = conn.close() {
+                if let Err(e) = conn.close() {
                     tracing::warn!(error = %e, "closing the database failed");
                 }
             })
@@ -440,7 +457,7 @@ struct Checkpointer {
 
 impl Checkpointer {
     fn start(path: &Path, opts: &Options) -> Result<Self, Error> {
-        let conn = Connection::open(path)?;
+        let conn = rusqlite::Connection::open(path)?;
         conn.busy_timeout(opts.busy_timeout)?;
         let (stop, stopped) = mpsc::channel::<()>();
         let handle = thread::Builder::new()
@@ -465,7 +482,7 @@ impl Checkpointer {
     }
 }
 
-fn configure(conn: &Connection, opts: &Options) -> Result<(), Error> {
+fn configure(conn: &rusqlite::Connection, opts: &Options) -> Result<(), Error> {
     conn.busy_timeout(opts.busy_timeout)?;
     let sync = match opts.synchronous.to_ascii_uppercase().as_str() {
         "FULL" => "FULL",
@@ -482,8 +499,8 @@ fn configure(conn: &Connection, opts: &Options) -> Result<(), Error> {
 /// commit group it runs in. Either way it reads as the connection, `commit` keeps its writes, and dropping
 /// it uncommitted rolls back its writes and nothing else.
 pub enum Tx<'c> {
-    Own(rusqlite::Transaction<'c>),
-    InGroup(rusqlite::Savepoint<'c>),
+    Own(db::Transaction<'c>),
+    InGroup(db::Savepoint<'c>),
 }
 
 impl Tx<'_> {
@@ -498,7 +515,7 @@ impl Tx<'_> {
     }
 
     /// A savepoint inside: a part of the work that can fail and roll back alone.
-    pub fn savepoint(&mut self) -> Result<rusqlite::Savepoint<'_>, Error> {
+    pub fn savepoint(&mut self) -> Result<db::Savepoint<'_>, Error> {
         Ok(match self {
             Self::Own(t) => t.savepoint()?,
             Self::InGroup(s) => s.savepoint()?,
@@ -522,7 +539,7 @@ impl std::ops::Deref for Tx<'_> {
 /// writers.
 pub fn immediate(conn: &mut Connection) -> Result<Tx<'_>, Error> {
     Ok(if conn.is_autocommit() {
-        Tx::Own(conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?)
+        Tx::Own(conn.transaction()?)
     } else {
         Tx::InGroup(conn.savepoint()?)
     })
@@ -687,7 +704,7 @@ mod tests {
             .unwrap();
         store.close();
         let pages: i64 = {
-            let c = Connection::open(&path).unwrap();
+            let c = rusqlite::Connection::open(&path).unwrap();
             c.query_row("PRAGMA page_count", [], |r| r.get(0)).unwrap()
         };
         let opts = Options {
@@ -837,7 +854,7 @@ mod tests {
             .unwrap();
         assert_eq!(tables, 0, "rolled back");
         store.close();
-        let other = Error::from(rusqlite::Error::QueryReturnedNoRows);
+        let other = Error::from(db::Error::NoRows);
         assert!(!other.is_full() && !full_in(&other));
     }
 }

@@ -49,8 +49,8 @@ pub enum WalletError {
     Store(#[from] store::Error),
 }
 
-impl From<rusqlite::Error> for WalletError {
-    fn from(e: rusqlite::Error) -> Self {
+impl From<crate::store::db::Error> for WalletError {
+    fn from(e: crate::store::db::Error) -> Self {
         Self::Store(e.into())
     }
 }

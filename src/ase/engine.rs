@@ -23,7 +23,7 @@ use std::{
     time::{Duration as StdDuration, Instant},
 };
 
-use rusqlite::Connection as SqlConnection;
+use crate::store::Connection as SqlConnection;
 use time::{Duration, OffsetDateTime};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
@@ -95,8 +95,8 @@ impl EngineError {
     }
 }
 
-impl From<rusqlite::Error> for EngineError {
-    fn from(e: rusqlite::Error) -> Self {
+impl From<crate::store::db::Error> for EngineError {
+    fn from(e: crate::store::db::Error) -> Self {
         Self::Store(e.into())
     }
 }

@@ -25,7 +25,7 @@ use std::{
     sync::{Arc, Mutex},
 };
 
-use rusqlite::Connection;
+use crate::store::Connection;
 use serde::{Deserialize, Serialize};
 use tokio::sync::Notify;
 
@@ -136,8 +136,8 @@ pub enum LiquidityError {
     Store(#[from] store::Error),
 }
 
-impl From<rusqlite::Error> for LiquidityError {
-    fn from(e: rusqlite::Error) -> Self {
+impl From<crate::store::db::Error> for LiquidityError {
+    fn from(e: crate::store::db::Error) -> Self {
         Self::Store(e.into())
     }
 }

@@ -130,8 +130,8 @@ impl From<store::Error> for GnapError {
     }
 }
 
-impl From<rusqlite::Error> for GnapError {
-    fn from(e: rusqlite::Error) -> Self {
+impl From<crate::store::db::Error> for GnapError {
+    fn from(e: crate::store::db::Error) -> Self {
         Self::internal(&e)
     }
 }

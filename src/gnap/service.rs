@@ -118,7 +118,7 @@ fn ts(s: &str) -> Result<OffsetDateTime, GnapError> {
 
 /// Appends a step to grant `grant_id`'s timeline, in the caller's transaction.
 fn step(
-    conn: &rusqlite::Connection,
+    conn: &crate::store::Connection,
     grant_id: &str,
     at: &str,
     kind: StepKind,
@@ -132,7 +132,7 @@ fn step(
 
 /// Like [`step`], but a repeat of the last step when that is of the same kind (polls, page reloads).
 fn repeat_step(
-    conn: &rusqlite::Connection,
+    conn: &crate::store::Connection,
     grant_id: &str,
     at: &str,
     kind: StepKind,
@@ -156,7 +156,7 @@ fn new_step<'a>(at: &'a str, kind: StepKind, cause: &'a Cause, detail: &'a str) 
 
 /// Rejects a pending grant whose interaction window passed, noticed by `cause` (a poll or a decision), and
 /// records the expiry on its timeline.
-fn expire(conn: &rusqlite::Connection, g: &repo::GrantRow, now: &str, cause: &Cause) -> Result<(), GnapError> {
+fn expire(conn: &crate::store::Connection, g: &repo::GrantRow, now: &str, cause: &Cause) -> Result<(), GnapError> {
     repo::decide(
         conn,
         &g.id,

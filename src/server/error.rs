@@ -465,8 +465,8 @@ impl From<store::Error> for ApiError {
     }
 }
 
-impl From<rusqlite::Error> for ApiError {
-    fn from(e: rusqlite::Error) -> Self {
+impl From<crate::store::db::Error> for ApiError {
+    fn from(e: crate::store::db::Error) -> Self {
         Self::internal(&e)
     }
 }
@@ -475,8 +475,8 @@ impl From<rusqlite::Error> for ApiError {
 mod tests {
     use super::*;
 
-    fn full() -> rusqlite::Error {
-        rusqlite::Error::SqliteFailure(rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_FULL), None)
+    fn full() -> crate::store::db::Error {
+        rusqlite::Error::SqliteFailure(rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_FULL), None).into()
     }
 
     #[test]

@@ -137,7 +137,7 @@ fn copy(src: &Path, tmp: &Path, opts: &Options) -> Result<u64, Error> {
                 StepResult::Busy | StepResult::Locked => {
                     let since = *busy_since.get_or_insert_with(Instant::now);
                     if since.elapsed() > opts.busy_timeout {
-                        return Err(Error::Sqlite(rusqlite::Error::SqliteFailure(
+                        return Err(Error::from(rusqlite::Error::SqliteFailure(
                             rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_BUSY),
                             Some("the database stayed locked".into()),
                         )));
@@ -288,7 +288,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let dst = dir.path().join("copy.sqlite3");
         let e = backup(&dir.path().join("missing.sqlite3"), &dst, &Options::default()).unwrap_err();
-        assert!(matches!(e, Error::Sqlite(_)), "{e:?}");
+        assert!(matches!(e, Error::Sql(_)), "{e:?}");
         assert!(!dst.exists() && !temp_path(&dst).exists());
     }
 }

@@ -1,7 +1,7 @@
 //! GNAP grant and access-token rows. State transitions are guarded in SQL (`WHERE state = ?`) so concurrent
 //! continues, decisions and rotations stay exactly-once; callers check the rows affected.
 
-use rusqlite::{Connection, OptionalExtension, Row, params};
+use super::db::{Connection, OptionalExtension, Row, params};
 
 use super::Error;
 use crate::states::GrantState;
@@ -35,7 +35,7 @@ const GRANT_COLS: &str = "id, state, client, client_jwk, access, subject, intera
      interact_id, interact_nonce, as_finish_nonce, interact_ref, grant_endpoint, continue_id, continue_token_hash, \
      wait_secs, last_continued_at, decision_reason, created_at, updated_at";
 
-fn grant_from_row(r: &Row<'_>) -> rusqlite::Result<GrantRow> {
+fn grant_from_row(r: &Row<'_>) -> super::db::Result<GrantRow> {
     Ok(GrantRow {
         id: r.get(0)?,
         state: r.get(1)?,
@@ -141,7 +141,7 @@ pub fn transition(conn: &Connection, id: &str, from: &[GrantState], to: GrantSta
         .collect::<Vec<_>>()
         .join(", ");
     let sql = format!("UPDATE grants SET state = ?2, updated_at = ?3 WHERE id = ?1 AND state IN ({placeholders})");
-    let mut values: Vec<&dyn rusqlite::ToSql> = vec![&id, &to, &now];
+    let mut values: Vec<&dyn super::db::ToSql> = vec![&id, &to, &now];
     for f in from {
         values.push(f);
     }
@@ -189,7 +189,7 @@ pub struct TokenRow {
 const TOKEN_COLS: &str =
     "id, grant_id, value_hash, value_hint, manage_id, expires_in, created_at, revoked_at, rotated_from";
 
-fn token_from_row(r: &Row<'_>) -> rusqlite::Result<TokenRow> {
+fn token_from_row(r: &Row<'_>) -> super::db::Result<TokenRow> {
     Ok(TokenRow {
         id: r.get(0)?,
         grant_id: r.get(1)?,
@@ -296,7 +296,7 @@ pub struct NewStep<'a> {
 
 const STEP_COLS: &str = "grant_id, seq, at, last_at, count, kind, actor, request_id, last_request_id, detail";
 
-fn step_from_row(r: &Row<'_>) -> rusqlite::Result<StepRow> {
+fn step_from_row(r: &Row<'_>) -> super::db::Result<StepRow> {
     Ok(StepRow {
         grant_id: r.get(0)?,
         seq: r.get(1)?,

@@ -1,7 +1,7 @@
 //! Ledger repo functions: rows of `accounts` and `transfers`. Plain SQL on a connection or transaction;
 //! the rules (asset match, overdraft, idempotency) live in the `ledger` service module above the store.
 
-use rusqlite::{Connection, OptionalExtension, Row, params};
+use super::db::{Connection, OptionalExtension, Row, params};
 
 use super::Error;
 use crate::states::TransferState;
@@ -42,7 +42,7 @@ pub struct TransferRow {
 const ACCOUNT_COLS: &str = "a.id, a.kind, a.asset_code, a.asset_scale, a.balance, a.pending_debits, \
      a.pending_credits, a.no_overdraft, a.created_at, w.name, a.peer";
 
-fn account_from_row(r: &Row<'_>) -> rusqlite::Result<AccountRow> {
+fn account_from_row(r: &Row<'_>) -> super::db::Result<AccountRow> {
     Ok(AccountRow {
         id: r.get(0)?,
         kind: r.get(1)?,
@@ -147,7 +147,7 @@ pub fn set_balances(
     Ok(())
 }
 
-fn transfer_from_row(r: &Row<'_>) -> rusqlite::Result<TransferRow> {
+fn transfer_from_row(r: &Row<'_>) -> super::db::Result<TransferRow> {
     Ok(TransferRow {
         id: r.get(0)?,
         debit_account: r.get(1)?,
@@ -235,8 +235,7 @@ pub fn journal_balances(conn: &Connection) -> Result<Vec<(String, i128, i128, i1
     }
     let mut stmt =
         conn.prepare_cached("SELECT debit_account, credit_account, amount, state, posted_amount FROM transfers")?;
-    let mut rows = stmt.query([])?;
-    while let Some(r) = rows.next()? {
+    stmt.for_each_row((), |r| {
         let (debit, credit): (String, String) = (r.get(0)?, r.get(1)?);
         let amount = i128::from(r.get::<_, i64>(2)?);
         let state: TransferState = r.get(3)?;
@@ -252,6 +251,7 @@ pub fn journal_balances(conn: &Connection) -> Result<Vec<(String, i128, i128, i1
             e.1 += delta.1;
             e.2 += delta.2;
         }
-    }
+        Ok(())
+    })?;
     Ok(totals.into_iter().map(|(id, (b, pd, pc))| (id, b, pd, pc)).collect())
 }

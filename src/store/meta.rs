@@ -1,6 +1,6 @@
 //! Key/value facts about the database itself (e.g. when it was initialised and seeded).
 
-use rusqlite::{Connection, OptionalExtension, params};
+use super::db::{Connection, OptionalExtension, params};
 
 use super::Error;
 

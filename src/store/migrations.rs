@@ -1,10 +1,9 @@
 //! Embedded, forward-only schema migrations (`migrations/NNNN_*.sql`), applied in order at start-up.
 //! A shipped migration is never edited; changes are new files.
 
-use rusqlite::Connection;
 use rusqlite_migration::{M, Migrations};
 
-use super::Error;
+use super::{Error, db::Connection};
 
 const MIGRATIONS: &[M<'static>] = &[
     M::up(include_str!("../../migrations/0001_init.sql")),
@@ -34,7 +33,10 @@ pub fn current_version(conn: &Connection) -> Result<usize, Error> {
 }
 
 pub fn migrate(conn: &mut Connection) -> Result<(), Error> {
-    migrations().to_latest(conn)?;
+    match conn.sqlite_mut() {
+        Some(c) => migrations().to_latest(c)?,
+        None => return Err(Error::Schema("no PostgreSQL migrations yet".into())),
+    }
     Ok(())
 }
 
@@ -95,7 +97,9 @@ mod tests {
     fn peer_liquidity_rebuilds_accounts_keeping_rows_and_references() {
         let mut conn = Connection::open_in_memory().unwrap();
         conn.execute_batch("PRAGMA foreign_keys = ON;").unwrap();
-        Migrations::from_slice(&MIGRATIONS[..8]).to_latest(&mut conn).unwrap();
+        Migrations::from_slice(&MIGRATIONS[..8])
+            .to_latest(conn.sqlite_mut().unwrap())
+            .unwrap();
         conn.execute_batch(
             "INSERT INTO accounts (id, kind, asset_code, asset_scale, balance, no_overdraft, created_at) VALUES \
                ('w', 'wallet', 'USD', 2, 5, 1, 't'), ('s', 'settlement', 'USD', 2, -5, 0, 't'); \
@@ -145,12 +149,14 @@ mod tests {
     fn the_outbox_rebuild_keeps_events_and_never_reuses_a_sequence_number() {
         let v8 = |events: &[(i64, &str)], pruned_to: i64| {
             let mut conn = Connection::open_in_memory().unwrap();
-            Migrations::from_slice(&MIGRATIONS[..8]).to_latest(&mut conn).unwrap();
+            Migrations::from_slice(&MIGRATIONS[..8])
+                .to_latest(conn.sqlite_mut().unwrap())
+                .unwrap();
             for (seq, at) in events {
                 conn.execute(
                     "INSERT INTO events (seq, id, at, type, payload) VALUES (?1, 'i', ?2, 'walletCreated', \
                      '{\"type\":\"walletCreated\",\"id\":\"w\",\"name\":\"w\"}')",
-                    rusqlite::params![seq, at],
+                    crate::store::db::params![seq, at],
                 )
                 .unwrap();
             }
@@ -242,7 +248,9 @@ mod tests {
     #[test]
     fn row_counts_start_from_the_rows_there_and_follow_every_change() {
         let mut conn = Connection::open_in_memory().unwrap();
-        Migrations::from_slice(&MIGRATIONS[..13]).to_latest(&mut conn).unwrap();
+        Migrations::from_slice(&MIGRATIONS[..13])
+            .to_latest(conn.sqlite_mut().unwrap())
+            .unwrap();
         let rows = "INSERT INTO accounts (id, kind, asset_code, asset_scale, no_overdraft, created_at) VALUES \
                ('a', 'wallet', 'USD', 2, 1, 't'); \
              INSERT INTO wallet_addresses (id, name, account_id, created_at) VALUES ('w', 'bob', 'a', 't'); \

@@ -1,7 +1,7 @@
 //! The event outbox (`events`): durable domain events appended inside the transaction of the change they
 //! describe, read back by sequence number, and pruned by age and count.
 
-use rusqlite::{Connection, OptionalExtension, params};
+use super::db::{Connection, OptionalExtension, params};
 
 use super::Error;
 use crate::events::{DomainEvent, EventRecord};
@@ -13,10 +13,11 @@ const MARK: &str = "_mark";
 pub fn append(conn: &Connection, at: &str, event: DomainEvent) -> Result<EventRecord, Error> {
     let id = crate::ids::new_id();
     let payload = serde_json::to_string(&event).map_err(|e| Error::Corrupt(format!("event payload: {e}")))?;
-    conn.prepare_cached("INSERT INTO events (id, at, type, payload) VALUES (?1, ?2, ?3, ?4)")?
-        .execute(params![id, at, event.kind(), payload])?;
+    let seq: i64 = conn
+        .prepare_cached("INSERT INTO events (id, at, type, payload) VALUES (?1, ?2, ?3, ?4) RETURNING seq")?
+        .query_row(params![id, at, event.kind(), payload], |r| r.get(0))?;
     Ok(EventRecord {
-        seq: Some(conn.last_insert_rowid()),
+        seq: Some(seq),
         id: Some(id),
         at: at.to_owned(),
         event,

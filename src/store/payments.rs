@@ -1,7 +1,7 @@
 //! Rows of incoming payments, quotes and outgoing payments, and keyset pagination over them (newest first;
 //! the cursor is a row id; UUIDv7 ids sort in creation order, so no OFFSET and no created_at index).
 
-use rusqlite::{Connection, OptionalExtension, Row, ToSql, params};
+use super::db::{Connection, OptionalExtension, Row, ToSql, params};
 
 use super::Error;
 use crate::states::{IncomingState, OutgoingState};
@@ -49,7 +49,7 @@ struct Source<T> {
     from: &'static str,
     cols: &'static str,
     search: &'static str,
-    map: fn(&Row<'_>) -> rusqlite::Result<T>,
+    map: fn(&Row<'_>) -> super::db::Result<T>,
     id: fn(&T) -> &str,
 }
 
@@ -188,7 +188,7 @@ const INCOMING: Source<IncomingRow> = Source {
     id: |r| &r.id,
 };
 
-fn incoming_from_row(r: &Row<'_>) -> rusqlite::Result<IncomingRow> {
+fn incoming_from_row(r: &Row<'_>) -> super::db::Result<IncomingRow> {
     Ok(IncomingRow {
         id: r.get(0)?,
         wallet_id: r.get(1)?,
@@ -280,7 +280,7 @@ const QUOTE: Source<QuoteRow> = Source {
     id: |r| &r.id,
 };
 
-fn quote_from_row(r: &Row<'_>) -> rusqlite::Result<QuoteRow> {
+fn quote_from_row(r: &Row<'_>) -> super::db::Result<QuoteRow> {
     Ok(QuoteRow {
         id: r.get(0)?,
         wallet_id: r.get(1)?,
@@ -378,7 +378,7 @@ const OUTGOING: Source<OutgoingRow> = Source {
     id: |r| &r.id,
 };
 
-fn outgoing_from_row(r: &Row<'_>) -> rusqlite::Result<OutgoingRow> {
+fn outgoing_from_row(r: &Row<'_>) -> super::db::Result<OutgoingRow> {
     Ok(OutgoingRow {
         id: r.get(0)?,
         wallet_id: r.get(1)?,
@@ -508,9 +508,8 @@ pub fn grant_spent(
          receive_asset_scale FROM outgoing_payments WHERE grant_id = ?1 AND created_at >= ?2 AND created_at < ?3 \
          ORDER BY created_at",
     )?;
-    let mut rows = stmt.query(params![grant_id, from, to])?;
     let mut acc: Option<(i128, i128, String, u8)> = None;
-    while let Some(r) = rows.next()? {
+    stmt.for_each_row(params![grant_id, from, to], |r| {
         let state: OutgoingState = r.get(0)?;
         let released = state.is_failed();
         let debit: i64 = if released { r.get(3)? } else { r.get(1)? };
@@ -522,7 +521,8 @@ pub fn grant_spent(
             e.2 = r.get(5)?;
             e.3 = r.get(6)?;
         }
-    }
+        Ok(())
+    })?;
     Ok(acc)
 }
 

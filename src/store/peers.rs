@@ -1,7 +1,7 @@
 //! Rows of `peers`: the ILP peers added through the admin API (see `migrations/0005`), and of `peer_limits`:
 //! every peer's sending limit flag and credit limit, keyed by name (see `migrations/0010`).
 
-use rusqlite::{Connection, OptionalExtension, Row, params};
+use super::db::{Connection, OptionalExtension, Row, params};
 
 use super::Error;
 
@@ -25,12 +25,11 @@ pub struct PeerRow {
 const COLS: &str = "name, ilp_address, asset_code, asset_scale, incoming_token_hashes, outgoing_endpoint, \
      outgoing_token, routes, max_packet_amount, created_at, updated_at";
 
-fn list_of(text: String, column: usize) -> rusqlite::Result<Vec<String>> {
-    serde_json::from_str(&text)
-        .map_err(|e| rusqlite::Error::FromSqlConversionFailure(column, rusqlite::types::Type::Text, Box::new(e)))
+fn list_of(text: String, column: usize) -> super::db::Result<Vec<String>> {
+    serde_json::from_str(&text).map_err(|e| super::db::Error::convert(column, e))
 }
 
-fn from_row(r: &Row<'_>) -> rusqlite::Result<PeerRow> {
+fn from_row(r: &Row<'_>) -> super::db::Result<PeerRow> {
     Ok(PeerRow {
         name: r.get(0)?,
         ilp_address: r.get(1)?,

@@ -2,7 +2,7 @@
 //! deliveries counted by state, and the money received and sent summed by asset. Grouped reads in one read
 //! transaction; restart-safe because they are the stored truth, not counters kept in memory.
 
-use rusqlite::Connection;
+use crate::store::Connection;
 
 use super::Error;
 use crate::states::{DeliveryState, GrantState, IncomingState, OutgoingState};
@@ -32,7 +32,7 @@ fn by_state<S: Copy + PartialEq>(all: &[S], rows: &[(S, i64)]) -> Vec<(S, u64)> 
         .collect()
 }
 
-fn grouped<S: rusqlite::types::FromSql>(conn: &Connection, sql: &str) -> Result<Vec<(S, i64)>, Error> {
+fn grouped<S: super::db::FromSql>(conn: &Connection, sql: &str) -> Result<Vec<(S, i64)>, Error> {
     let mut stmt = conn.prepare_cached(sql)?;
     let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
     Ok(rows.collect::<Result<_, _>>()?)
@@ -80,7 +80,7 @@ pub fn snapshot(conn: &mut Connection, now: &str, window_start: &str) -> Result<
     };
     let received = sums(&tx, "incoming_payments", "received_amount")?;
     let sent = sums(&tx, "outgoing_payments", "sent_amount")?;
-    tx.finish()?;
+    tx.commit()?;
     Ok(Snapshot {
         grants: by_state(GrantState::ALL, &grants),
         incoming: by_state(IncomingState::ALL, &incoming),

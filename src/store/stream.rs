@@ -1,6 +1,6 @@
 //! Rows of `stream_plans`: how to pay a receiver on another ASE by STREAM (see `migrations/0004`).
 
-use rusqlite::{Connection, OptionalExtension, params};
+use super::db::{Connection, OptionalExtension, params};
 
 use super::Error;
 

@@ -1,6 +1,6 @@
 //! Wallet address and wallet key rows.
 
-use rusqlite::{Connection, OptionalExtension, Row, params};
+use super::db::{Connection, OptionalExtension, Row, params};
 
 use super::Error;
 
@@ -27,7 +27,7 @@ pub struct KeyRow {
 
 const COLS: &str = "w.id, w.name, w.public_name, w.account_id, a.asset_code, a.asset_scale, w.demo, w.created_at";
 
-fn from_row(r: &Row<'_>) -> rusqlite::Result<WalletRow> {
+fn from_row(r: &Row<'_>) -> super::db::Result<WalletRow> {
     Ok(WalletRow {
         id: r.get(0)?,
         name: r.get(1)?,

@@ -1,7 +1,7 @@
 //! Webhook deliveries (`webhook_deliveries`) and the deliverer's cursor over the outbox: rows are taken from
 //! the outbox in order, claimed when due, and settled as delivered, retried later or dead.
 
-use rusqlite::{Connection, OptionalExtension, Row, params};
+use super::db::{Connection, OptionalExtension, Row, params};
 use serde::{Deserialize, Serialize};
 
 use super::{Error, meta, outbox};
@@ -32,7 +32,7 @@ pub struct DeliveryRow {
 const COLUMNS: &str = "event_seq, event_id, type, body, state, attempts, next_attempt_at, last_status, last_error, \
                        created_at, updated_at";
 
-fn row(r: &Row<'_>) -> rusqlite::Result<DeliveryRow> {
+fn row(r: &Row<'_>) -> super::db::Result<DeliveryRow> {
     Ok(DeliveryRow {
         event_seq: r.get(0)?,
         event_id: r.get(1)?,

@@ -5,13 +5,13 @@
 
 use std::collections::HashMap;
 
+use opdesk::store::Connection;
 use opdesk::{
     ledger::{self, AccountKind, LedgerError, NewTransfer},
     money::{Asset, Value},
     store,
 };
 use proptest::prelude::*;
-use rusqlite::Connection;
 
 const NOW: &str = "2026-01-01T00:00:00.000Z";
 

@@ -149,8 +149,8 @@ pub enum OutgoingError {
     Internal(String),
 }
 
-impl From<rusqlite::Error> for OutgoingError {
-    fn from(e: rusqlite::Error) -> Self {
+impl From<crate::store::db::Error> for OutgoingError {
+    fn from(e: crate::store::db::Error) -> Self {
         Self::Store(e.into())
     }
 }
