@@ -24,7 +24,7 @@ CREATE TABLE accounts (
     -- wallets may never spend money they do not have, counting reservations
     no_overdraft   BIGINT NOT NULL CHECK (no_overdraft IN (0, 1)),
     created_at     TEXT NOT NULL,
-    CONSTRAINT accounts_no_overdraft CHECK (no_overdraft = 0 OR balance - pending_debits >= 0)
+    CONSTRAINT accounts_overdraft_check CHECK (no_overdraft = 0 OR balance - pending_debits >= 0)
 );
 
 -- one settlement account per asset: the ASE's side of deposits and withdrawals
