@@ -77,6 +77,33 @@ def psql(url: str, sql: str, *, tx: bool = True) -> list[list[str | None]]:
     return [[None if f == NULL else f for f in rec.split(FS)] for rec in out.split(RS) if rec != ""]
 
 
+MARK = "@@result "
+
+
+def psql_multi(url: str, queries: list[tuple[str, str]]) -> dict[str, list[list[str | None]]]:
+    """Runs several SELECTs in one psql call; returns each one's rows by name. (One psql call per query made the
+    check take minutes.) Values must not contain newlines (psql ends each result set with one)."""
+    sql = "".join(f"SELECT '{MARK}{name}';\n{q.strip().rstrip(';')};\n" for name, q in queries)
+    args = [PSQL, "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-F", FS, "-R", RS, "-P", f"null={NULL}", "-d", url]
+    p = subprocess.run(args + ["-f", "-"], input=sql, capture_output=True, text=True, timeout=300)
+    if p.returncode != 0:
+        raise PgError(p.stderr.strip())
+    out: dict[str, list[list[str | None]]] = {}
+    current = None
+    for chunk in p.stdout.split("\n"):
+        if chunk.startswith(MARK):
+            current = chunk[len(MARK):]
+            out[current] = []
+        elif chunk and current is not None:
+            if out[current]:
+                raise PgError(f"result of {current} has a newline in a value")
+            out[current] = [[None if f == NULL else f for f in rec.split(FS)] for rec in chunk.split(RS)]
+    missing = [name for name, _ in queries if name not in out]
+    if missing:
+        raise PgError(f"no result for {missing}")
+    return out
+
+
 def with_db(url: str, db: str) -> str:
     u = urllib.parse.urlsplit(url)
     return urllib.parse.urlunsplit((u.scheme, u.netloc, "/" + db, u.query, u.fragment))
@@ -407,17 +434,16 @@ FK_ACTIONS = {"a": "NO ACTION", "r": "RESTRICT", "c": "CASCADE", "n": "SET NULL"
 
 
 def pg_schema(url: str) -> dict:
-    out = {}
     tables = [r[0] for r in psql(url, "SELECT tablename FROM pg_tables WHERE schemaname = 'public' ORDER BY 1")]
+    queries = []
     for t in tables:
-        cols = psql(url, f"""
+        queries += [
+            (f"{t}/columns", f"""
             SELECT a.attname, format_type(a.atttypid, a.atttypmod), a.attnotnull, pg_get_expr(d.adbin, d.adrelid),
                    a.attidentity
             FROM pg_attribute a LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
-            WHERE a.attrelid = 'public.{t}'::regclass AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum""")
-        columns = [(n, typ, nn == "t", norm_expr(dflt)) for n, typ, nn, dflt, _ident in cols]
-        identity = [n for n, _typ, _nn, _d, ident in cols if ident]
-        cons = psql(url, f"""
+            WHERE a.attrelid = 'public.{t}'::regclass AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum"""),
+            (f"{t}/constraints", f"""
             SELECT c.contype, c.conname,
                    (SELECT string_agg(a.attname, ',' ORDER BY k.i) FROM unnest(c.conkey) WITH ORDINALITY k(n, i)
                     JOIN pg_attribute a ON a.attrelid = c.conrelid AND a.attnum = k.n),
@@ -425,9 +451,27 @@ def pg_schema(url: str) -> dict:
                    (SELECT string_agg(a.attname, ',' ORDER BY k.i) FROM unnest(c.confkey) WITH ORDINALITY k(n, i)
                     JOIN pg_attribute a ON a.attrelid = c.confrelid AND a.attnum = k.n),
                    c.confupdtype, c.confdeltype
-            FROM pg_constraint c WHERE c.conrelid = 'public.{t}'::regclass ORDER BY c.conname""")
+            FROM pg_constraint c WHERE c.conrelid = 'public.{t}'::regclass ORDER BY c.conname"""),
+            (f"{t}/indexes", f"""
+            SELECT ic.relname, i.indisunique,
+                   (SELECT string_agg(coalesce(a.attname, '<expr>'), ',' ORDER BY k.i)
+                    FROM unnest(i.indkey::int2[]) WITH ORDINALITY k(n, i)
+                    LEFT JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.n AND k.n <> 0),
+                   pg_get_expr(i.indpred, i.indrelid)
+            FROM pg_index i JOIN pg_class ic ON ic.oid = i.indexrelid
+            WHERE i.indrelid = 'public.{t}'::regclass
+              AND NOT EXISTS (SELECT 1 FROM pg_constraint c WHERE c.conindid = i.indexrelid)"""),
+            (f"{t}/triggers", f"""
+            SELECT tgname FROM pg_trigger WHERE tgrelid = 'public.{t}'::regclass AND NOT tgisinternal"""),
+        ]
+    res = psql_multi(url, queries) if queries else {}
+    out = {}
+    for t in tables:
+        cols = res[f"{t}/columns"]
+        columns = [(n, typ, nn == "t", norm_expr(dflt)) for n, typ, nn, dflt, _ident in cols]
+        identity = [n for n, _typ, _nn, _d, ident in cols if ident]
         pk, uniques, fks, checks = [], set(), set(), 0
-        for typ, _name, keys, target, tkeys, upd, dele in cons:
+        for typ, _name, keys, target, tkeys, upd, dele in res[f"{t}/constraints"]:
             if typ == "p":
                 pk = keys.split(",")
             elif typ == "u":
@@ -437,18 +481,9 @@ def pg_schema(url: str) -> dict:
             elif typ == "c":
                 checks += 1
         indexes = {}
-        for name, unique, keys, pred in psql(url, f"""
-                SELECT ic.relname, i.indisunique,
-                       (SELECT string_agg(coalesce(a.attname, '<expr>'), ',' ORDER BY k.i)
-                        FROM unnest(i.indkey::int2[]) WITH ORDINALITY k(n, i)
-                        LEFT JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.n AND k.n <> 0),
-                       pg_get_expr(i.indpred, i.indrelid)
-                FROM pg_index i JOIN pg_class ic ON ic.oid = i.indexrelid
-                WHERE i.indrelid = 'public.{t}'::regclass
-                  AND NOT EXISTS (SELECT 1 FROM pg_constraint c WHERE c.conindid = i.indexrelid)"""):
+        for name, unique, keys, pred in res[f"{t}/indexes"]:
             indexes[name] = (tuple(keys.split(",")), unique == "t", norm_expr(pred))
-        triggers = {r[0] for r in psql(url, f"""
-            SELECT tgname FROM pg_trigger WHERE tgrelid = 'public.{t}'::regclass AND NOT tgisinternal""")}
+        triggers = {r[0] for r in res[f"{t}/triggers"]}
         out[t] = {
             "columns": columns, "pk": pk, "uniques": uniques, "indexes": indexes, "fks": fks, "checks": checks,
             "triggers": triggers, "identity": identity,
@@ -511,18 +546,21 @@ def sqlite_text(v) -> str | None:
 
 
 def compare_rows(sconn: sqlite3.Connection, purl: str, schema: dict, where: str) -> None:
+    queries, expected = [], {}
     for t, desc in sorted(schema.items()):
         cols = [c[0] for c in desc["columns"]]
         order = ", ".join(desc["pk"] or cols)
-        # the mark row's `at` is the migration's clock: compare its form only
+        # the mark row's `at` is the migration's clock: compare its form (length) only
         sel = ", ".join(
             "CASE WHEN type = '_mark' THEN length(at) ELSE at END" if (t == "events" and c == "at") else c
             for c in cols)
-        srows = [[sqlite_text(v) for v in r] for r in sconn.execute(f"SELECT {sel} FROM {t} ORDER BY {order}")]
-        sel_pg = sel.replace("ELSE at END", "ELSE at END::text").replace("THEN length(at)", "THEN length(at)::text")
-        prows = psql(purl, f"SELECT {sel_pg} FROM {t} ORDER BY {order}")
-        if srows != prows:
-            diff(f"{where}: rows of {t} differ:\n    sqlite   {srows}\n    postgres {prows}")
+        expected[t] = [[sqlite_text(v) for v in r] for r in sconn.execute(f"SELECT {sel} FROM {t} ORDER BY {order}")]
+        sel_pg = sel.replace("THEN length(at) ELSE at END", "THEN length(at)::text ELSE at END")
+        queries.append((t, f"SELECT {sel_pg} FROM {t} ORDER BY {order}"))
+    got = psql_multi(purl, queries)
+    for t, srows in expected.items():
+        if srows != got[t]:
+            diff(f"{where}: rows of {t} differ:\n    sqlite   {srows}\n    postgres {got[t]}")
 
 
 def compare_counts(sconn: sqlite3.Connection, purl: str, where: str) -> None:
