@@ -20,6 +20,7 @@ the URL (scripts/pg-cluster.sh start DIR PORT prints one), and on a fresh in-mem
    triggers) and statements both must accept.
 
 Exits 1 listing every difference. Needs python3 (stdlib) and psql (PSQL=/path/to/psql overrides).
+PG_MIGRATIONS=DIR checks another set of PostgreSQL files (e.g. a deliberately broken copy, to check the checker).
 """
 
 from __future__ import annotations
