@@ -51,9 +51,9 @@ fn bench(c: &mut Criterion) {
                     .call(move |conn| {
                         let tx = store::immediate(conn)?;
                         let t = NewTransfer {
-                            id: reserve_id,
-                            debit: from,
-                            credit: to,
+                            id: reserve_id.clone(),
+                            debit: from.clone(),
+                            credit: to.clone(),
                             amount: Value::new(1).map_err(LedgerError::from)?,
                             pending: true,
                             kind: "payment".into(),

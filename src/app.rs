@@ -66,16 +66,24 @@ impl AppCore {
         for p in paths.private_files() {
             files::tighten(&p).wrap_err_with(|| format!("cannot make {} private", p.display()))?;
         }
-        // 0600 before SQLite opens it: SQLite gives new -wal and -shm files the database file's mode.
-        files::create_private(&paths.database())
-            .wrap_err_with(|| format!("cannot create the database {}", paths.database().display()))?;
+        if settings.store.url.is_empty() {
+            // 0600 before SQLite opens it: SQLite gives new -wal and -shm files the database file's mode.
+            files::create_private(&paths.database())
+                .wrap_err_with(|| format!("cannot create the database {}", paths.database().display()))?;
+        }
         let opts = store::Options {
             busy_timeout: Duration::from_millis(settings.store.busy_timeout_ms),
             synchronous: settings.store.synchronous.clone(),
             max_pages: settings.store.max_db_pages,
+            connections: settings.store.connections,
         };
-        let (store, opened) = Store::open(&paths.database(), &opts)
-            .wrap_err_with(|| format!("cannot open the database {}", paths.database().display()))?;
+        let (store, opened) = if settings.store.url.is_empty() {
+            Store::open(&paths.database(), &opts)
+                .wrap_err_with(|| format!("cannot open the database {}", paths.database().display()))?
+        } else {
+            Store::open_postgres(&settings.store.url, &opts)
+                .wrap_err_with(|| format!("cannot open the PostgreSQL store {}", store::redact_url(&settings.store.url)))?
+        };
         let token = admin_token(&paths.admin_token())?;
         let bus = EventBus::default();
         let wallets = Wallets::new(store.clone(), bus.clone(), clock.clone(), &settings.public_url);

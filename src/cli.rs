@@ -93,6 +93,10 @@ pub struct Global {
     /// The file holding the admin token of the server named by --connect.
     #[arg(long, global = true, value_name = "FILE")]
     pub token_file: Option<PathBuf>,
+    /// Keep the ASE's state in this PostgreSQL database (postgres://…) instead of the data dir's SQLite file;
+    /// every node of one ASE names the same one. Sets store.url.
+    #[arg(long, global = true, value_name = "URL")]
+    pub database: Option<String>,
 }
 
 impl Global {
@@ -109,6 +113,7 @@ impl Global {
             // the data dir)
             tls_cert: self.tls_cert.as_deref().map(absolute),
             tls_key: self.tls_key.as_deref().map(absolute),
+            database: self.database.clone(),
         }
     }
 }

@@ -498,7 +498,7 @@ impl Ledger {
                     code: account.asset_code.clone(),
                     scale: account.asset_scale,
                 };
-                if let Some(expected) = expect_asset
+                if let Some(expected) = expect_asset.clone()
                     && expected != asset
                 {
                     return Err(MoneyError::AssetMismatch {
@@ -513,7 +513,7 @@ impl Ledger {
                     Movement::Withdrawal => (account_id.clone(), settlement, "withdrawal"),
                 };
                 let t = NewTransfer {
-                    id: transfer_id.unwrap_or_else(ids::new_id),
+                    id: transfer_id.clone().unwrap_or_else(ids::new_id),
                     debit,
                     credit,
                     amount: value,

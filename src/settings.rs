@@ -489,6 +489,10 @@ pub struct DemoSettings {
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct StoreSettings {
+    /// Empty: the SQLite file in the data dir. Else a PostgreSQL URL (`postgres://…`) every node shares.
+    pub url: String,
+    /// PostgreSQL: connections (each serving one transaction at a time).
+    pub connections: usize,
     pub busy_timeout_ms: u64,
     pub synchronous: String,
     /// An operator quota on the database size in pages (`PRAGMA max_page_count` on the writer connection);
@@ -663,6 +667,8 @@ pub struct Overrides {
     /// `tls.cert` and `tls.key` (absolute, or relative to the data dir).
     pub tls_cert: Option<PathBuf>,
     pub tls_key: Option<PathBuf>,
+    /// `store.url`: a PostgreSQL URL.
+    pub database: Option<String>,
 }
 
 fn project_dirs() -> Option<directories::ProjectDirs> {
@@ -803,6 +809,11 @@ impl Settings {
         if !tls.is_empty() {
             flags.insert("tls".into(), Value::Table(tls));
         }
+        if let Some(v) = &o.database {
+            let mut store = Table::new();
+            store.insert("url".into(), Value::String(v.clone()));
+            flags.insert("store".into(), Value::Table(store));
+        }
         merge(&mut table, flags);
         let raw: Raw = Value::Table(table)
             .try_into()
@@ -857,6 +868,17 @@ impl Settings {
             "NORMAL" | "FULL" | "EXTRA"
         ) {
             return Err(invalid("store.synchronous", "must be NORMAL, FULL or EXTRA".into()));
+        }
+        if !raw.store.url.is_empty()
+            && !(raw.store.url.starts_with("postgres://") || raw.store.url.starts_with("postgresql://"))
+        {
+            return Err(invalid(
+                "store.url",
+                "must be empty (SQLite in the data dir) or a postgres:// URL".into(),
+            ));
+        }
+        if !(1..=256).contains(&raw.store.connections) {
+            return Err(invalid("store.connections", "must be between 1 and 256".into()));
         }
         if raw.store.max_db_pages > MAX_DB_PAGES {
             return Err(invalid(

@@ -130,6 +130,25 @@ pub fn is_full(e: &db::Error) -> bool {
     e.is_full()
 }
 
+/// A PostgreSQL URL fit for logs and errors: its password replaced with `***`.
+pub fn redact_url(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    let (authority, path) = rest.split_once('/').map_or((rest, None), |(a, p)| (a, Some(p)));
+    let authority = match authority.rsplit_once('@') {
+        Some((user_info, host)) => match user_info.split_once(':') {
+            Some((user, _)) => format!("{user}:***@{host}"),
+            None => authority.to_owned(),
+        },
+        None => authority.to_owned(),
+    };
+    match path {
+        Some(p) => format!("{scheme}://{authority}/{p}"),
+        None => format!("{scheme}://{authority}"),
+    }
+}
+
 /// Whether a storage-full failure is anywhere in `e`'s source chain.
 pub fn full_in(e: &(dyn std::error::Error + 'static)) -> bool {
     let mut cur = Some(e);
@@ -148,10 +167,42 @@ pub fn full_in(e: &(dyn std::error::Error + 'static)) -> bool {
     false
 }
 
-/// Hands a job's result to its caller once the group it ran in has committed (`Ok`) or failed to (`Err`).
-type Deliver = Box<dyn FnOnce(Result<(), Error>) + Send>;
-/// A closure for the store thread: runs on the connection, returns how to deliver its result.
-type Job = Box<dyn FnOnce(&mut Connection) -> Deliver + Send>;
+/// A queued closure and its caller: run on a connection (on PostgreSQL perhaps again, after its transaction
+/// lost a serialization race), then handed its result once the transaction it ran in has committed.
+trait Work: Send {
+    /// Runs the closure, keeping its result.
+    fn run(&mut self, conn: &mut Connection);
+    /// Hands the kept result over: as it is when its transaction committed (`Ok`), else the failure.
+    fn deliver(self: Box<Self>, committed: Result<(), Error>);
+}
+
+type Job = Box<dyn Work>;
+
+struct Call<F, T, E, S> {
+    f: F,
+    out: Option<Result<T, E>>,
+    send: S,
+}
+
+impl<F, T, E, S> Work for Call<F, T, E, S>
+where
+    F: FnMut(&mut Connection) -> Result<T, E> + Send,
+    T: Send,
+    E: From<Error> + Send,
+    S: FnOnce(Result<T, E>) + Send,
+{
+    fn run(&mut self, conn: &mut Connection) {
+        self.out = Some((self.f)(conn));
+    }
+
+    fn deliver(self: Box<Self>, committed: Result<(), Error>) {
+        let this = *self;
+        (this.send)(match committed {
+            Ok(()) => this.out.unwrap_or_else(|| Err(E::from(Error::Closed))),
+            Err(e) => Err(E::from(e)),
+        });
+    }
+}
 
 /// Most jobs committed together in one group.
 const MAX_GROUP: usize = 64;
@@ -172,6 +223,8 @@ pub struct Options {
     /// The operator's quota in pages (`PRAGMA max_page_count` on the writer connection, applied after the
     /// migrations); 0: none. A quota below the current size holds the database at its current size.
     pub max_pages: u64,
+    /// PostgreSQL: connections (and threads) serving jobs.
+    pub connections: usize,
 }
 
 impl Default for Options {
@@ -180,16 +233,18 @@ impl Default for Options {
             busy_timeout: Duration::from_secs(5),
             synchronous: "NORMAL".into(),
             max_pages: 0,
+            connections: 8,
         }
     }
 }
 
-/// Handle to the store thread. Cheap to clone.
+/// Handle to the store's threads (SQLite's one writer, or PostgreSQL's connections). Cheap to clone.
 #[derive(Clone)]
 pub struct Store {
     tx: mpsc::Sender<Msg>,
-    joiner: std::sync::Arc<std::sync::Mutex<Option<thread::JoinHandle<()>>>>,
+    joiner: std::sync::Arc<std::sync::Mutex<Vec<thread::JoinHandle<()>>>>,
     meters: Meters,
+    postgres: bool,
 }
 
 /// How busy the store thread is, for the metrics: the jobs waiting for it and how long each one took.
@@ -298,10 +353,64 @@ impl Store {
             .map_err(|e| Error::Corrupt(format!("cannot spawn the store thread: {e}")))?;
         let store = Self {
             tx,
-            joiner: std::sync::Arc::new(std::sync::Mutex::new(Some(handle))),
+            joiner: std::sync::Arc::new(std::sync::Mutex::new(vec![handle])),
             meters,
+            postgres: false,
         };
         Ok((store, Opened { fresh }))
+    }
+
+    /// Connects to PostgreSQL at `url` (`postgres://…`): migrates the schema (or refuses one newer than this
+    /// build), then starts `opts.connections` threads, each with its own connection, taking jobs from one
+    /// queue. Every job runs in a `SERIALIZABLE` transaction of its own (a closure's [`immediate`] is a
+    /// savepoint inside it) and runs again when it lost a serialization race, up to [`MAX_ATTEMPTS`] times:
+    /// concurrent jobs, on this node or another, behave as if they had run one at a time, as on SQLite.
+    pub fn open_postgres(url: &str, opts: &Options) -> Result<(Self, Opened), Error> {
+        let mut first = Connection::connect_postgres(url)?;
+        let fresh = migrations::current_version(&first)? == 0;
+        migrations::migrate(&mut first)?;
+        let mut conns = vec![first];
+        for _ in 1..opts.connections.max(1) {
+            conns.push(Connection::connect_postgres(url)?);
+        }
+        let (tx, rx) = mpsc::channel::<Msg>();
+        let rx = std::sync::Arc::new(std::sync::Mutex::new(rx));
+        let meters = Meters::default();
+        let mut handles = Vec::new();
+        for (i, mut conn) in conns.into_iter().enumerate() {
+            let (rx, m, url) = (rx.clone(), meters.clone(), url.to_owned());
+            let handle = thread::Builder::new()
+                .name(format!("opdesk-pg-{i}"))
+                .spawn(move || {
+                    loop {
+                        let msg = match rx.lock() {
+                            Ok(rx) => rx.recv(),
+                            Err(_) => break,
+                        };
+                        match msg {
+                            Ok(Msg::Job(job)) => run_serializable(&mut conn, &url, job, &m),
+                            Ok(Msg::Close) | Err(_) => break,
+                        }
+                    }
+                    if let Err(e) = conn.close() {
+                        tracing::debug!(error = %e, "closing a PostgreSQL connection");
+                    }
+                })
+                .map_err(|e| Error::Corrupt(format!("cannot spawn a store thread: {e}")))?;
+            handles.push(handle);
+        }
+        let store = Self {
+            tx,
+            joiner: std::sync::Arc::new(std::sync::Mutex::new(handles)),
+            meters,
+            postgres: true,
+        };
+        Ok((store, Opened { fresh }))
+    }
+
+    /// Whether the store is PostgreSQL (else the SQLite file of the data dir).
+    pub fn is_postgres(&self) -> bool {
+        self.postgres
     }
 
     /// The store thread's queue depth and job durations.
@@ -318,10 +427,11 @@ impl Store {
         })
     }
 
-    /// Runs `f` on the store thread and returns its result.
+    /// Runs `f` on the store thread and returns its result. On PostgreSQL `f` runs again when its
+    /// transaction lost a serialization race: it must have no effect outside the connection.
     pub async fn call<T, E, F>(&self, f: F) -> Result<T, E>
     where
-        F: FnOnce(&mut Connection) -> Result<T, E> + Send + 'static,
+        F: FnMut(&mut Connection) -> Result<T, E> + Send + 'static,
         T: Send + 'static,
         E: From<Error> + Send + 'static,
     {
@@ -336,7 +446,7 @@ impl Store {
     /// Runs `f` on the store thread and blocks for the result (for synchronous callers such as the CLI).
     pub fn call_blocking<T, E, F>(&self, f: F) -> Result<T, E>
     where
-        F: FnOnce(&mut Connection) -> Result<T, E> + Send + 'static,
+        F: FnMut(&mut Connection) -> Result<T, E> + Send + 'static,
         T: Send + 'static,
         E: From<Error> + Send + 'static,
     {
@@ -348,43 +458,37 @@ impl Store {
         rx.recv().map_err(|_| E::from(Error::Closed))?
     }
 
-    /// Lets queued work finish, closes the connection and joins the thread. Idempotent.
+    /// Lets queued work finish, closes the connections and joins the threads. Idempotent.
     pub fn close(&self) {
-        let _ = self.tx.send(Msg::Close);
-        let handle = self.joiner.lock().ok().and_then(|mut j| j.take());
-        if let Some(h) = handle {
+        let handles = self.joiner.lock().map(|mut j| std::mem::take(&mut *j)).unwrap_or_default();
+        for _ in &handles {
+            let _ = self.tx.send(Msg::Close);
+        }
+        for h in handles {
             let _ = h.join();
         }
     }
 }
 
-/// Wraps `f` as a job whose result goes to `send` once its group has committed; a group that failed to
-/// commit turns every result of it into that failure.
+/// Wraps `f` as a job whose result goes to `send` once its transaction has committed; a transaction that
+/// failed to commit turns the result into that failure.
 fn job<T, E, F, S>(f: F, send: S) -> Job
 where
-    F: FnOnce(&mut Connection) -> Result<T, E> + Send + 'static,
+    F: FnMut(&mut Connection) -> Result<T, E> + Send + 'static,
     T: Send + 'static,
     E: From<Error> + Send + 'static,
     S: FnOnce(Result<T, E>) + Send + 'static,
 {
-    Box::new(move |conn| {
-        let out = f(conn);
-        Box::new(move |group: Result<(), Error>| {
-            send(match group {
-                Ok(()) => out,
-                Err(e) => Err(E::from(e)),
-            })
-        })
-    })
+    Box::new(Call { f, out: None, send })
 }
 
 /// Runs one job, timing it.
-fn run_one(conn: &mut Connection, job: Job, m: &Meters) -> Deliver {
+fn run_one(conn: &mut Connection, mut job: Job, m: &Meters) -> Job {
     m.queue_depth.dec();
     let started = std::time::Instant::now();
-    let deliver = job(conn);
+    job.run(conn);
     m.job_seconds.observe(started.elapsed().as_secs_f64());
-    deliver
+    job
 }
 
 /// Runs the queued jobs: a lone one by itself, several in one transaction committed once (see the module
@@ -393,16 +497,16 @@ fn run_group(conn: &mut Connection, jobs: Vec<Job>, m: &Meters) {
     m.group_jobs.observe(jobs.len() as f64);
     if jobs.len() == 1 || !conn.is_autocommit() {
         for job in jobs {
-            run_one(conn, job, m)(Ok(()));
+            run_one(conn, job, m).deliver(Ok(()));
         }
         return;
     }
-    let mut pending: Vec<Deliver> = Vec::with_capacity(jobs.len());
+    let mut pending: Vec<Job> = Vec::with_capacity(jobs.len());
     let mut open = begin_group(conn);
     for job in jobs {
         if !open {
             // the group could not begin: the job runs by itself
-            run_one(conn, job, m)(Ok(()));
+            run_one(conn, job, m).deliver(Ok(()));
             open = begin_group(conn);
             continue;
         }
@@ -410,8 +514,8 @@ fn run_group(conn: &mut Connection, jobs: Vec<Job>, m: &Meters) {
         if conn.is_autocommit() {
             // SQLite rolled the whole group back (a full disk, an I/O error): nothing of it was kept
             let why = "SQLite rolled back the transaction";
-            for deliver in pending.drain(..) {
-                deliver(Err(Error::Aborted(why.into())));
+            for job in pending.drain(..) {
+                job.deliver(Err(Error::Aborted(why.into())));
             }
             open = begin_group(conn);
         }
@@ -420,7 +524,7 @@ fn run_group(conn: &mut Connection, jobs: Vec<Job>, m: &Meters) {
         return;
     }
     match conn.execute_batch("COMMIT") {
-        Ok(()) => pending.into_iter().for_each(|deliver| deliver(Ok(()))),
+        Ok(()) => pending.into_iter().for_each(|job| job.deliver(Ok(()))),
         Err(e) => {
             let why = e.to_string();
             if !conn.is_autocommit()
@@ -429,11 +533,67 @@ fn run_group(conn: &mut Connection, jobs: Vec<Job>, m: &Meters) {
                 tracing::warn!(error = %e, "rolling back a failed commit group failed");
             }
             tracing::warn!(error = %why, jobs = pending.len(), "a commit group failed to commit");
-            for deliver in pending {
-                deliver(Err(Error::Aborted(why.clone())));
+            for job in pending {
+                job.deliver(Err(Error::Aborted(why.clone())));
             }
         }
     }
+}
+
+/// Most times a PostgreSQL job runs when its transaction keeps losing serialization races.
+pub const MAX_ATTEMPTS: u32 = 30;
+
+/// Runs a job on PostgreSQL in a `SERIALIZABLE` transaction of its own, again after a serialization failure
+/// (with a short random pause), and delivers its result once that transaction committed. A connection
+/// found broken is opened again first.
+fn run_serializable(conn: &mut Connection, url: &str, mut job: Job, m: &Meters) {
+    m.queue_depth.dec();
+    m.group_jobs.observe(1.0);
+    let started = std::time::Instant::now();
+    if conn.is_broken() {
+        match Connection::connect_postgres(url) {
+            Ok(c) => *conn = c,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot reconnect to PostgreSQL");
+                job.deliver(Err(Error::from(e)));
+                return;
+            }
+        }
+    }
+    let mut attempt = 0;
+    let committed = loop {
+        attempt += 1;
+        if let Err(e) = conn.begin() {
+            break Err(Error::from(e));
+        }
+        job.run(conn);
+        if !conn.take_conflict() {
+            match conn.commit() {
+                Ok(()) => break Ok(()),
+                Err(e) if e.is_conflict() => {
+                    conn.take_conflict();
+                }
+                Err(e) => break Err(Error::Aborted(e.to_string())),
+            }
+        } else if let Err(e) = conn.rollback() {
+            break Err(Error::from(e));
+        }
+        if attempt >= MAX_ATTEMPTS {
+            tracing::warn!(attempts = attempt, "a transaction kept losing serialization races");
+            break Err(Error::Aborted("the transaction kept conflicting with concurrent ones".into()));
+        }
+        thread::sleep(backoff(attempt));
+    };
+    m.job_seconds.observe(started.elapsed().as_secs_f64());
+    job.deliver(committed);
+}
+
+/// A random pause before attempt `attempt + 1`: up to 1 ms after the first conflict, doubling to 32 ms.
+fn backoff(attempt: u32) -> Duration {
+    let cap = 1_000u64 << attempt.min(5);
+    let mut b = [0u8; 8];
+    let jitter = getrandom::fill(&mut b).map(|()| u64::from_le_bytes(b)).unwrap_or(cap / 2);
+    Duration::from_micros(jitter % cap)
 }
 
 /// Opens a commit group's transaction; `false` (logged) when SQLite refuses.
@@ -608,9 +768,12 @@ mod tests {
         let (release, held) = mpsc::channel::<()>();
         let (started, running) = oneshot::channel::<()>();
         let s = store.clone();
+        let mut started = Some(started);
         let blocker = tokio::spawn(async move {
             s.call(move |_| {
-                let _ = started.send(());
+                if let Some(started) = started.take() {
+                    let _ = started.send(());
+                }
                 let _ = held.recv();
                 Ok::<_, Error>(())
             })

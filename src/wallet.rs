@@ -212,19 +212,19 @@ impl Wallets {
             .call(move |conn| {
                 let tx = store::immediate(conn)?;
                 if repo::by_name(&tx, &new.name)?.is_some() {
-                    return Err(WalletError::Exists(new.name));
+                    return Err(WalletError::Exists(new.name.clone()));
                 }
                 let account_id = ledger::ops::create_account(&tx, AccountKind::Wallet, &new.asset, &now)?;
                 ledger::ops::settlement_account(&tx, &new.asset, &now)?;
                 let row = repo::WalletRow {
                     id: ids::new_id(),
-                    name: new.name,
-                    public_name: new.public_name,
+                    name: new.name.clone(),
+                    public_name: new.public_name.clone(),
                     account_id,
-                    asset_code: new.asset.code,
+                    asset_code: new.asset.code.clone(),
                     asset_scale: new.asset.scale,
                     demo: new.demo,
-                    created_at: now,
+                    created_at: now.clone(),
                 };
                 repo::insert(&tx, &row)?;
                 let event = DomainEvent::WalletCreated {
@@ -333,12 +333,12 @@ impl Wallets {
                 let w = repo::by_name(&tx, &n)?.ok_or_else(|| WalletError::NotFound(n.clone()))?;
                 if repo::key_exists(&tx, &w.id, &stored.kid)? {
                     return Err(WalletError::KeyExists {
-                        wallet: n,
-                        kid: stored.kid,
+                        wallet: n.clone(),
+                        kid: stored.kid.clone(),
                     });
                 }
                 let event = DomainEvent::KeyAdded {
-                    wallet: n,
+                    wallet: n.clone(),
                     kid: stored.kid.clone(),
                 };
                 let recorded = outbox::append(&tx, &now, event)?;
@@ -347,9 +347,9 @@ impl Wallets {
                     &repo::KeyRow {
                         id: ids::new_id(),
                         wallet_id: w.id,
-                        kid: stored.kid,
-                        x: stored.x,
-                        created_at: now,
+                        kid: stored.kid.clone(),
+                        x: stored.x.clone(),
+                        created_at: now.clone(),
                     },
                 )?;
                 tx.commit()?;
@@ -380,9 +380,9 @@ impl Wallets {
                 let tx = store::immediate(conn)?;
                 let w = repo::by_name(&tx, &n)?.ok_or_else(|| WalletError::NotFound(n.clone()))?;
                 if !repo::delete_key(&tx, &w.id, &k)? {
-                    return Err(WalletError::KeyNotFound { wallet: n, kid: k });
+                    return Err(WalletError::KeyNotFound { wallet: n.clone(), kid: k.clone() });
                 }
-                let recorded = outbox::append(&tx, &now, DomainEvent::KeyRemoved { wallet: n, kid: k })?;
+                let recorded = outbox::append(&tx, &now, DomainEvent::KeyRemoved { wallet: n.clone(), kid: k.clone() })?;
                 tx.commit()?;
                 Ok(recorded)
             })

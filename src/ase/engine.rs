@@ -600,7 +600,7 @@ impl Engine {
             .call(move |conn| {
                 let tx = store::immediate(conn)?;
                 let out = match repo::outgoing(&tx, &pid)? {
-                    Some(p) if p.state.is_sending() => fail_tx(&tx, &p, failure, now)?,
+                    Some(p) if p.state.is_sending() => fail_tx(&tx, &p, failure.clone(), now)?,
                     _ => StepOutcome::default(),
                 };
                 let out = seal(&tx, out, now)?;

@@ -346,7 +346,7 @@ impl IncomingPayments {
             }
         };
         self.store
-            .call(move |c| repo::list_incoming(c, w.as_deref(), client.as_deref(), condition, &page))
+            .call(move |c| repo::list_incoming(c, w.as_deref(), client.as_deref(), condition.clone(), &page))
             .await
             .map_err(IncomingError::from)
     }
@@ -375,7 +375,7 @@ impl IncomingPayments {
             .call(move |c| {
                 let tx = store::immediate(c)?;
                 let recorded = if repo::complete_incoming(&tx, &i, &now_s)? {
-                    let event = DomainEvent::IncomingPaymentCompleted { id: i };
+                    let event = DomainEvent::IncomingPaymentCompleted { id: i.clone() };
                     Some(outbox::append(&tx, &now_s, event)?)
                 } else {
                     None

@@ -370,7 +370,7 @@ impl PeerLiquidity {
                 let tx = store::immediate(conn)?;
                 let liquidity = ledger::ops::liquidity_account(&tx, &name, &asset, &now)?;
                 let settlement = ledger::ops::settlement_account(&tx, &asset, &now)?;
-                let id = transfer_id.unwrap_or_else(ids::new_id);
+                let id = transfer_id.clone().unwrap_or_else(ids::new_id);
                 let (debit, credit, kind) = match movement {
                     Movement::Deposit => (settlement, liquidity, "liquidity_deposit"),
                     Movement::Withdrawal => (liquidity, settlement, "liquidity_withdrawal"),
@@ -455,7 +455,7 @@ impl PeerLiquidity {
                     Direction::Received => (settlement, account),
                 };
                 let t = NewTransfer {
-                    id: id.unwrap_or_else(ids::new_id),
+                    id: id.clone().unwrap_or_else(ids::new_id),
                     debit,
                     credit,
                     amount: value,

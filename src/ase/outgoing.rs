@@ -325,7 +325,7 @@ impl OutgoingPayments {
                     account_id: w.account_id.clone(),
                     asset_code: w.asset_code.clone(),
                     asset_scale: w.asset_scale,
-                    client,
+                    client: client.clone(),
                     grant_id: grant.as_ref().map(|g| g.grant_id.clone()),
                     quote_id: quote_id.clone(),
                     receiver,
@@ -343,7 +343,7 @@ impl OutgoingPayments {
                     failure_message: failure.as_ref().map(|f| f.1.clone()),
                     attempts: 0,
                     next_attempt_at: state.is_sending().then(|| now_s.clone()),
-                    metadata,
+                    metadata: metadata.clone(),
                     created_at: now_s.clone(),
                     updated_at: now_s.clone(),
                 };

@@ -421,7 +421,7 @@ impl Gnap {
                         &decided,
                     )?;
                 }
-                let recorded = outbox::append(&tx, &stored.created_at, event)?;
+                let recorded = outbox::append(&tx, &stored.created_at, event.clone())?;
                 tx.commit()?;
                 Ok::<_, GnapError>(recorded)
             })
@@ -671,7 +671,7 @@ impl Gnap {
                     &cause,
                     &serde_json::json!({"tokens": tokens}),
                 )?;
-                let recorded = outbox::append(&tx, &now, DomainEvent::GrantRevoked { id })?;
+                let recorded = outbox::append(&tx, &now, DomainEvent::GrantRevoked { id: id.clone() })?;
                 tx.commit()?;
                 Ok::<_, GnapError>(recorded)
             })
@@ -736,9 +736,9 @@ impl Gnap {
                 let decided = serde_json::json!({"outcome": to, "reason": reason});
                 step(&tx, &id, &now_s, StepKind::Decided, &cause, &decided)?;
                 let event = if approve {
-                    DomainEvent::GrantApproved { id }
+                    DomainEvent::GrantApproved { id: id.clone() }
                 } else {
-                    DomainEvent::GrantRejected { id, reason }
+                    DomainEvent::GrantRejected { id: id.clone(), reason: reason.clone() }
                 };
                 let recorded = outbox::append(&tx, &now_s, event)?;
                 tx.commit()?;

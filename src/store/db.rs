@@ -49,9 +49,8 @@ impl Error {
     pub fn is_full(&self) -> bool {
         match self {
             Self::Sqlite(e) => e.sqlite_error_code() == Some(rusqlite::ErrorCode::DiskFull),
-            Self::Pg(e) => e
-                .code()
-                .is_some_and(|c| *c == postgres::error::SqlState::DISK_FULL || c.code().starts_with("53")),
+            // class 53: disk full, out of memory, too many connections; or the server went away
+            Self::Pg(e) => e.is_closed() || e.code().is_some_and(|c| c.code().starts_with("53")),
             Self::NoRows | Self::Convert { .. } => false,
         }
     }
@@ -587,14 +586,31 @@ pub struct Pg {
 }
 
 impl Pg {
-    fn statement(&self, sql: &str, cached: bool) -> Result<postgres::Statement> {
+    /// The prepared statement for `sql`, from the cache or prepared now. PostgreSQL infers each parameter's
+    /// type from where it stands; where it cannot (`?5 IS NOT NULL` alone), the statement is prepared with
+    /// the types of the values bound this first time (a null as text).
+    fn statement(&self, sql: &str, values: &[Value<'_>]) -> Result<postgres::Statement> {
         if let Some(s) = self.cache.borrow().get(sql) {
             return Ok(s.clone());
         }
-        let stmt = self.note(self.client.borrow_mut().prepare(&to_postgres(sql)))?;
-        if cached {
-            self.cache.borrow_mut().insert(sql.to_owned(), stmt.clone());
-        }
+        let text = to_postgres(sql);
+        let prepared = self.client.borrow_mut().prepare(&text);
+        let stmt = match prepared {
+            Err(e) if e.code() == Some(&postgres::error::SqlState::INDETERMINATE_DATATYPE) => {
+                let types: Vec<Type> = values
+                    .iter()
+                    .map(|v| match v {
+                        Value::Integer(_) => Type::INT8,
+                        Value::Real(_) => Type::FLOAT8,
+                        Value::Blob(_) => Type::BYTEA,
+                        Value::Null | Value::Text(_) => Type::TEXT,
+                    })
+                    .collect();
+                self.note(self.client.borrow_mut().prepare_typed(&text, &types))?
+            }
+            other => self.note(other)?,
+        };
+        self.cache.borrow_mut().insert(sql.to_owned(), stmt.clone());
         Ok(stmt)
     }
 
@@ -609,16 +625,18 @@ impl Pg {
         })
     }
 
-    fn query(&self, stmt: &postgres::Statement, values: &[Value<'_>]) -> Result<Vec<postgres::Row>> {
+    fn query(&self, sql: &str, values: &[Value<'_>]) -> Result<Vec<postgres::Row>> {
+        let stmt = self.statement(sql, values)?;
         let binds: Vec<PgParam<'_>> = values.iter().map(PgParam).collect();
         let refs: Vec<&(dyn PgToSql + Sync)> = binds.iter().map(|b| b as &(dyn PgToSql + Sync)).collect();
-        self.note(self.client.borrow_mut().query(stmt, &refs))
+        self.note(self.client.borrow_mut().query(&stmt, &refs))
     }
 
-    fn execute(&self, stmt: &postgres::Statement, values: &[Value<'_>]) -> Result<usize> {
+    fn execute(&self, sql: &str, values: &[Value<'_>]) -> Result<usize> {
+        let stmt = self.statement(sql, values)?;
         let binds: Vec<PgParam<'_>> = values.iter().map(PgParam).collect();
         let refs: Vec<&(dyn PgToSql + Sync)> = binds.iter().map(|b| b as &(dyn PgToSql + Sync)).collect();
-        let n = self.note(self.client.borrow_mut().execute(stmt, &refs))?;
+        let n = self.note(self.client.borrow_mut().execute(&stmt, &refs))?;
         Ok(usize::try_from(n).unwrap_or(usize::MAX))
     }
 
@@ -734,7 +752,7 @@ impl Connection {
         Ok(Statement {
             inner: match &self.backend {
                 Backend::Sqlite(c) => Inner::SqliteCached(c.prepare_cached(sql)?),
-                Backend::Pg(p) => Inner::Pg(p, p.statement(sql, true)?),
+                Backend::Pg(p) => Inner::Pg(p, sql.to_owned()),
             },
         })
     }
@@ -744,7 +762,7 @@ impl Connection {
         Ok(Statement {
             inner: match &self.backend {
                 Backend::Sqlite(c) => Inner::Sqlite(c.prepare(sql)?),
-                Backend::Pg(p) => Inner::Pg(p, p.statement(sql, false)?),
+                Backend::Pg(p) => Inner::Pg(p, sql.to_owned()),
             },
         })
     }
@@ -890,7 +908,8 @@ impl Drop for Savepoint<'_> {
 enum Inner<'c> {
     SqliteCached(rusqlite::CachedStatement<'c>),
     Sqlite(rusqlite::Statement<'c>),
-    Pg(&'c Pg, postgres::Statement),
+    /// Prepared on first use (see [`Pg::statement`]), then cached by its text.
+    Pg(&'c Pg, String),
 }
 
 /// A prepared statement.
@@ -930,7 +949,7 @@ impl<'c> Statement<'c> {
             return Ok(s.execute(rusqlite::params_from_iter(sqlite_values(&values)))?);
         }
         match &self.inner {
-            Inner::Pg(p, stmt) => p.execute(stmt, &values),
+            Inner::Pg(p, sql) => p.execute(sql, &values),
             Inner::SqliteCached(_) | Inner::Sqlite(_) => Err(Error::convert(0, "unreachable backend")),
         }
     }
@@ -948,8 +967,8 @@ impl<'c> Statement<'c> {
             }
             return Ok(());
         }
-        if let Inner::Pg(p, stmt) = &self.inner {
-            for r in p.query(stmt, &values)? {
+        if let Inner::Pg(p, sql) = &self.inner {
+            for r in p.query(sql, &values)? {
                 f(&Row::Pg(&r))?;
             }
         }

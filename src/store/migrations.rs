@@ -1,5 +1,7 @@
-//! Embedded, forward-only schema migrations (`migrations/NNNN_*.sql`), applied in order at start-up.
-//! A shipped migration is never edited; changes are new files.
+//! Embedded, forward-only schema migrations, applied in order at start-up: `migrations/NNNN_*.sql` for SQLite
+//! and their PostgreSQL twins `migrations/pg/NNNN_*.sql`, side by side with the same numbers (version N is
+//! the same schema on both). A shipped migration is never edited; changes are new files, one per backend.
+//! A database whose schema is newer than this build knows is refused, on both.
 
 use rusqlite_migration::{M, Migrations};
 
@@ -22,22 +24,96 @@ const MIGRATIONS: &[M<'static>] = &[
     M::up(include_str!("../../migrations/0014_row_counts.sql")),
 ];
 
+/// The PostgreSQL twins of [`MIGRATIONS`], in the same order.
+const PG_MIGRATIONS: &[&str] = &[
+    include_str!("../../migrations/pg/0001_init.sql"),
+    include_str!("../../migrations/pg/0002_gnap.sql"),
+    include_str!("../../migrations/pg/0003_payments.sql"),
+    include_str!("../../migrations/pg/0004_stream_plans.sql"),
+    include_str!("../../migrations/pg/0005_peers.sql"),
+    include_str!("../../migrations/pg/0006_stream_receipts.sql"),
+    include_str!("../../migrations/pg/0007_outgoing_replays.sql"),
+    include_str!("../../migrations/pg/0008_outbox.sql"),
+    include_str!("../../migrations/pg/0009_peer_links.sql"),
+    include_str!("../../migrations/pg/0010_peer_liquidity.sql"),
+    include_str!("../../migrations/pg/0011_outbox_sequence.sql"),
+    include_str!("../../migrations/pg/0012_grant_steps.sql"),
+    include_str!("../../migrations/pg/0013_transfers_moved.sql"),
+    include_str!("../../migrations/pg/0014_row_counts.sql"),
+];
+
+const _: () = assert!(PG_MIGRATIONS.len() == MIGRATIONS.len(), "every migration has its PostgreSQL twin");
+
+/// The advisory lock nodes take while migrating, so that two starting at once migrate once.
+const PG_MIGRATION_LOCK: i64 = 0x6f70_6465_736b_0001;
+
 fn migrations() -> Migrations<'static> {
     Migrations::from_slice(MIGRATIONS)
 }
 
 /// The schema version (0 = empty database).
 pub fn current_version(conn: &Connection) -> Result<usize, Error> {
-    let v: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
-    usize::try_from(v).map_err(|_| Error::Corrupt(format!("negative user_version {v}")))
+    let v: i64 = if conn.is_postgres() {
+        conn.execute_batch("CREATE TABLE IF NOT EXISTS opdesk_schema (version BIGINT NOT NULL)")?;
+        conn.query_row("SELECT COALESCE(MAX(version), 0) FROM opdesk_schema", [], |r| r.get(0))?
+    } else {
+        conn.query_row("PRAGMA user_version", [], |r| r.get(0))?
+    };
+    usize::try_from(v).map_err(|_| Error::Corrupt(format!("negative schema version {v}")))
 }
 
+/// Brings the schema to the newest version, or refuses a database newer than this build.
 pub fn migrate(conn: &mut Connection) -> Result<(), Error> {
-    match conn.sqlite_mut() {
-        Some(c) => migrations().to_latest(c)?,
-        None => return Err(Error::Schema("no PostgreSQL migrations yet".into())),
+    if let Some(c) = conn.sqlite_mut() {
+        return Ok(migrations().to_latest(c)?);
+    }
+    check_collation(conn)?;
+    conn.execute_batch(&format!("SELECT pg_advisory_lock({PG_MIGRATION_LOCK})"))?;
+    let done = migrate_postgres(conn);
+    let unlocked = conn.execute_batch(&format!("SELECT pg_advisory_unlock({PG_MIGRATION_LOCK})"));
+    done?;
+    Ok(unlocked?)
+}
+
+/// Applies the PostgreSQL migrations after the current version, each in its own transaction with its version.
+fn migrate_postgres(conn: &Connection) -> Result<(), Error> {
+    let current = current_version(conn)?;
+    if current > PG_MIGRATIONS.len() {
+        return Err(too_new(current));
+    }
+    for (i, sql) in PG_MIGRATIONS.iter().enumerate().skip(current) {
+        let version = i + 1;
+        let tx = conn.transaction()?;
+        tx.execute_batch(sql)
+            .map_err(|e| Error::Schema(format!("PostgreSQL migration {version:04}: {e}")))?;
+        tx.execute("INSERT INTO opdesk_schema (version) VALUES (?1)", [version])?;
+        tx.commit()?;
+        tracing::info!(version, "PostgreSQL schema migrated");
     }
     Ok(())
+}
+
+fn too_new(current: usize) -> Error {
+    Error::Schema(format!(
+        "the database's schema is version {current}, newer than this opdesk knows ({}): run a newer opdesk",
+        PG_MIGRATIONS.len()
+    ))
+}
+
+/// Text must compare byte by byte, as in SQLite: ids, timestamps and names are ordered and paged by it.
+fn check_collation(conn: &Connection) -> Result<(), Error> {
+    let collation: String = conn.query_row(
+        "SELECT datcollate FROM pg_database WHERE datname = current_database()",
+        [],
+        |r| r.get(0),
+    )?;
+    if collation == "C" || collation == "POSIX" {
+        return Ok(());
+    }
+    Err(Error::Schema(format!(
+        "the database's collation is {collation}; opdesk needs byte order: create it with \
+         CREATE DATABASE … TEMPLATE template0 LC_COLLATE 'C' LC_CTYPE 'C'"
+    )))
 }
 
 #[cfg(test)]
