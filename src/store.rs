@@ -366,13 +366,19 @@ impl Store {
     /// savepoint inside it) and runs again when it lost a serialization race, up to [`MAX_ATTEMPTS`] times:
     /// concurrent jobs, on this node or another, behave as if they had run one at a time, as on SQLite.
     pub fn open_postgres(url: &str, opts: &Options) -> Result<(Self, Opened), Error> {
-        let mut first = Connection::connect_postgres(url)?;
-        let fresh = migrations::current_version(&first)? == 0;
-        migrations::migrate(&mut first)?;
-        let mut conns = vec![first];
-        for _ in 1..opts.connections.max(1) {
-            conns.push(Connection::connect_postgres(url)?);
-        }
+        // the driver blocks on a runtime of its own: connect off any async caller's thread
+        let connect = || -> Result<(bool, Vec<Connection>), Error> {
+            let mut first = Connection::connect_postgres(url)?;
+            let fresh = migrations::current_version(&first)? == 0;
+            migrations::migrate(&mut first)?;
+            let mut conns = vec![first];
+            for _ in 1..opts.connections.max(1) {
+                conns.push(Connection::connect_postgres(url)?);
+            }
+            Ok((fresh, conns))
+        };
+        let (fresh, conns) = thread::scope(|s| s.spawn(connect).join())
+            .map_err(|_| Error::Corrupt("connecting to PostgreSQL panicked".into()))??;
         let (tx, rx) = mpsc::channel::<Msg>();
         let rx = std::sync::Arc::new(std::sync::Mutex::new(rx));
         let meters = Meters::default();

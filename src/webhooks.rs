@@ -31,6 +31,9 @@ pub use repo::DeliveryRow;
 const CONCURRENCY: usize = 16;
 /// Outbox events turned into deliveries per transaction.
 const TAKE: usize = 500;
+/// How long a node's claim on the deliveries it attempts lasts (PostgreSQL): longer than an attempt with its
+/// timeouts; a dead node's deliveries are attempted again after it.
+const LEASE_SECS: i64 = 60;
 
 /// The signature header value for `body` sent at unix time `t`.
 pub fn signature(secret: &[u8], t: i64, body: &[u8]) -> String {
@@ -207,7 +210,16 @@ impl Webhooks {
             let now = format_ts(self.clock.now());
             let full = matches!(taken, Ok(n) if n == TAKE);
             let due = match taken {
-                Ok(_) => self.store.call(move |c| repo::due(c, &now, CONCURRENCY)).await,
+                Ok(_) => {
+                    // several nodes on one database: what this node attempts is leased to it meanwhile
+                    let lease = self
+                        .store
+                        .is_postgres()
+                        .then(|| format_ts(self.clock.now() + time::Duration::seconds(LEASE_SECS)));
+                    self.store
+                        .call(move |c| repo::due(c, &now, CONCURRENCY, lease.as_deref()))
+                        .await
+                }
                 Err(e) => Err(e),
             };
             let due = match due {

@@ -167,6 +167,10 @@ struct RemoteConnection {
 const DUE_PER_ROUND: u32 = 32;
 
 /// What a round did with one due payment.
+/// How long a node may work on one step of a payment to another ASE before another node may take it over
+/// (PostgreSQL): longer than a packet's round trip with its timeouts.
+const REMOTE_LEASE: Duration = Duration::seconds(60);
+
 enum Worked {
     /// A local payment's packet, committed.
     Settled(StepOutcome),
@@ -318,6 +322,10 @@ impl Engine {
         }
         let clock = self.clock.clone();
         let (packets, interval_ms) = self.settings.pacing();
+        // several nodes on one database: a payment to another ASE is leased to this node while it works on
+        // it, so that no other node sends its packets meanwhile (a dead node's lease runs out)
+        let lease = self.store.is_postgres().then(|| format_ts(self.clock.now() + REMOTE_LEASE));
+        let leased = lease.clone();
         let round = self
             .store
             .call(move |c| {
@@ -327,6 +335,9 @@ impl Engine {
                 for id in due {
                     match remote_of(&tx, &id) {
                         Ok(Some((p, plan))) => {
+                            if let Some(until) = &leased {
+                                repo::lease_outgoing(&tx, &id, until)?;
+                            }
                             round.push(Worked::Remote(p, plan));
                             continue;
                         }
@@ -371,8 +382,18 @@ impl Engine {
                     self.publish(out);
                 }
                 Worked::Remote(p, plan) => {
+                    let (id, due) = (p.id.clone(), p.next_attempt_at.clone());
                     if self.paused_for().is_none() {
                         self.remote_packet(p, plan).await;
+                    }
+                    if let Some(until) = lease.clone() {
+                        let released = self
+                            .store
+                            .call(move |c| repo::release_outgoing(c, &id, &until, due.as_deref()))
+                            .await;
+                        if let Err(e) = released {
+                            tracing::warn!(error = %e, "a payment's lease could not be given back; it runs out");
+                        }
                     }
                 }
                 Worked::Failed(_, e) if e.is_full() => self.pause_for_space(&e),

@@ -594,9 +594,26 @@ impl Pg {
             return Ok(s.clone());
         }
         let text = to_postgres(sql);
+        // a statement PostgreSQL refuses to prepare aborts the transaction it is in: try it in a savepoint
+        let guarded = self.in_tx.get();
+        if guarded {
+            self.batch("SAVEPOINT opdesk_prepare")?;
+        }
         let prepared = self.client.borrow_mut().prepare(&text);
+        if guarded {
+            self.batch(if prepared.is_ok() {
+                "RELEASE opdesk_prepare"
+            } else {
+                "ROLLBACK TO opdesk_prepare; RELEASE opdesk_prepare"
+            })?;
+        }
         let stmt = match prepared {
-            Err(e) if e.code() == Some(&postgres::error::SqlState::INDETERMINATE_DATATYPE) => {
+            Err(e)
+                if e.code().is_some_and(|c| {
+                    *c == postgres::error::SqlState::INDETERMINATE_DATATYPE
+                        || *c == postgres::error::SqlState::AMBIGUOUS_PARAMETER
+                }) =>
+            {
                 let types: Vec<Type> = values
                     .iter()
                     .map(|v| match v {

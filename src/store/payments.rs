@@ -630,6 +630,26 @@ pub fn due_outgoing(conn: &Connection, now: &str, limit: u32) -> Result<Vec<Stri
     Ok(rows)
 }
 
+/// Claims a sending payment for `until` (a lease: no other node finds it due before then); false when it
+/// is no longer sending.
+pub fn lease_outgoing(conn: &Connection, id: &str, until: &str) -> Result<bool, Error> {
+    let n = conn
+        .prepare_cached("UPDATE outgoing_payments SET next_attempt_at = ?2 WHERE id = ?1 AND state = 'sending'")?
+        .execute(params![id, until])?;
+    Ok(n == 1)
+}
+
+/// Gives a lease back: the payment is due again at `due`, unless its work moved it on meanwhile (its next
+/// attempt is no longer the lease's end).
+pub fn release_outgoing(conn: &Connection, id: &str, until: &str, due: Option<&str>) -> Result<(), Error> {
+    conn.prepare_cached(
+        "UPDATE outgoing_payments SET next_attempt_at = ?3 WHERE id = ?1 AND state = 'sending' \
+         AND next_attempt_at = ?2",
+    )?
+    .execute(params![id, until, due])?;
+    Ok(())
+}
+
 /// When the next sending payment is due, if any.
 pub fn next_due(conn: &Connection) -> Result<Option<String>, Error> {
     Ok(conn

@@ -101,14 +101,25 @@ pub fn take_from_outbox(
     Ok(events.len())
 }
 
-/// Pending deliveries due at `now`, oldest first.
-pub fn due(conn: &Connection, now: &str, limit: usize) -> Result<Vec<DeliveryRow>, Error> {
+/// Pending deliveries due at `now`, oldest first; with `lease`, claimed until then (several nodes on one
+/// database: no other node finds them due before the lease runs out, or their attempt is recorded).
+pub fn due(conn: &Connection, now: &str, limit: usize, lease: Option<&str>) -> Result<Vec<DeliveryRow>, Error> {
     let mut stmt = conn.prepare_cached(&format!(
         "SELECT {COLUMNS} FROM webhook_deliveries WHERE state = 'pending' AND next_attempt_at <= ?1 \
          ORDER BY next_attempt_at, event_seq LIMIT ?2"
     ))?;
-    let rows = stmt.query_map(params![now, i64::try_from(limit).unwrap_or(i64::MAX)], row)?;
-    Ok(rows.collect::<Result<_, _>>()?)
+    let rows: Vec<DeliveryRow> = stmt
+        .query_map(params![now, i64::try_from(limit).unwrap_or(i64::MAX)], row)?
+        .collect::<Result<_, _>>()?;
+    if let Some(until) = lease {
+        let mut claim = conn.prepare_cached(
+            "UPDATE webhook_deliveries SET next_attempt_at = ?2 WHERE event_seq = ?1 AND state = 'pending'",
+        )?;
+        for d in &rows {
+            claim.execute(params![d.event_seq, until])?;
+        }
+    }
+    Ok(rows)
 }
 
 /// When the next pending delivery is due, if any.

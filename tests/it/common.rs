@@ -11,6 +11,41 @@ use serde_json::Value;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+/// The PostgreSQL cluster the suite runs on (`OPDESK_TEST_POSTGRES`, a `postgres://` URL of a throwaway
+/// cluster such as `scripts/pg-cluster.sh` starts), or `None` for SQLite.
+pub fn postgres() -> Option<String> {
+    std::env::var("OPDESK_TEST_POSTGRES").ok().filter(|u| !u.is_empty())
+}
+
+/// On PostgreSQL, gives the data dir a fresh database of its own, named in its `config.toml` (`[store] url`);
+/// a data dir that has one keeps it (a restart finds its state). Nothing on SQLite.
+pub fn use_postgres_for(dir: &Path) {
+    let Some(cluster) = postgres() else { return };
+    let cfg = dir.join("config.toml");
+    let text = std::fs::read_to_string(&cfg).unwrap_or_default();
+    if text.contains("postgres://") {
+        return;
+    }
+    let name = format!("opdesk_t_{}", opdesk::ids::new_id().replace('-', ""));
+    let create = format!("CREATE DATABASE {name} TEMPLATE template0 LC_COLLATE 'C' LC_CTYPE 'C'");
+    let admin = cluster.clone();
+    std::thread::spawn(move || {
+        opdesk::store::db::Connection::connect_postgres(&admin)
+            .and_then(|c| c.execute_batch(&create))
+            .expect("create the test database")
+    })
+    .join()
+    .expect("create the test database");
+    let base = cluster.rsplit_once('/').map_or(cluster.as_str(), |(b, _)| b);
+    let line = format!("url = \"{base}/{name}\"");
+    let text = if text.lines().any(|l| l.trim() == "[store]") {
+        text.replacen("[store]", &format!("[store]\n{line}"), 1)
+    } else {
+        format!("{text}\n[store]\n{line}\n")
+    };
+    std::fs::write(&cfg, text).expect("config.toml");
+}
+
 pub struct TestAse {
     pub addr: SocketAddr,
     pub base: String,
@@ -50,6 +85,7 @@ impl TestAse {
             .await
             .expect("bind");
         let addr = listener.local_addr().expect("addr");
+        use_postgres_for(dir.path());
         let settings = Settings::for_data_dir(dir.path(), addr).expect("settings");
         let core = AppCore::open(settings).await.expect("open");
         let state = core.state.clone();
@@ -215,6 +251,7 @@ pub struct Proc {
 impl Proc {
     /// Starts the binary on `127.0.0.1:{port}` and waits until it answers.
     pub async fn start(dir: &Path, port: u16) -> Self {
+        use_postgres_for(dir);
         let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_opdesk"));
         cmd.args(Self::serve_args(dir, port))
             .env("OPDESK_CONFIG", dir.join("config.toml"))
