@@ -877,6 +877,12 @@ impl Settings {
                 "must be empty (SQLite in the data dir) or a postgres:// URL".into(),
             ));
         }
+        if !raw.store.url.is_empty() && raw.store.max_db_pages > 0 {
+            return Err(invalid(
+                "store.max_db_pages",
+                "is a quota on the SQLite file; with store.url (PostgreSQL) set it to 0".into(),
+            ));
+        }
         if !(1..=256).contains(&raw.store.connections) {
             return Err(invalid("store.connections", "must be between 1 and 256".into()));
         }

@@ -110,8 +110,9 @@ pub struct Wallets {
     clock: SharedClock,
     /// Public base URL without a trailing slash.
     public_url: Arc<str>,
-    /// Wallets and their keys as last read. This service is their only writer, so it invalidates the cache
-    /// on every change; reads on the request path (every signed request) skip the store.
+    /// Wallets and their keys as last read (SQLite only, see [`Wallets::cached`]). This service is their only
+    /// writer, so it invalidates the cache on every change; reads on the request path (every signed request)
+    /// skip the store.
     cache: Arc<RwLock<Cache>>,
 }
 
@@ -162,6 +163,13 @@ impl Wallets {
             c.wallets.remove(name);
             c.keys.remove(name);
         }
+    }
+
+    /// Whether reads are kept: with one process as the only writer (SQLite). Several nodes on PostgreSQL
+    /// write behind each other's back, so each reads wallets and keys from the database every time: a key
+    /// removed on one node is refused on every node as soon as the removal commits.
+    fn cached(&self) -> bool {
+        !self.store.is_postgres()
     }
 
     fn generation(&self) -> u64 {
@@ -256,7 +264,9 @@ impl Wallets {
         let w = row
             .map(|r| self.to_wallet(r))
             .ok_or_else(|| WalletError::NotFound(name.to_owned()))?;
-        Cache::fill(|c| &mut c.wallets, &self.cache, generation, name, w.clone());
+        if self.cached() {
+            Cache::fill(|c| &mut c.wallets, &self.cache, generation, name, w.clone());
+        }
         Ok(w)
     }
 
@@ -315,7 +325,9 @@ impl Wallets {
             })
             .await?;
         let keys = Arc::new(keys);
-        Cache::fill(|c| &mut c.keys, &self.cache, generation, name, keys.clone());
+        if self.cached() {
+            Cache::fill(|c| &mut c.keys, &self.cache, generation, name, keys.clone());
+        }
         Ok(keys)
     }
 

@@ -35,6 +35,14 @@ pub async fn run_backup(args: BackupArgs, settings: &Settings, global: &Global) 
         ))
         .into());
     }
+    if !settings.store.url.is_empty() {
+        return Err(OneLine::new(format!(
+            "the store is PostgreSQL ({}): opdesk backup copies the SQLite file of a data dir",
+            crate::store::redact_url(&settings.store.url)
+        ))
+        .hint("back it up with PostgreSQL's own tools: pg_dump, or base backups with WAL archiving")
+        .into());
+    }
     let db = settings.paths.database();
     if !db.is_file() {
         return Err(OneLine::new(format!("no database at {} (is --data-dir right?)", db.display())).into());

@@ -6,9 +6,11 @@
 //! backend: the PostgreSQL schema (`migrations/pg/`) stores every integer and flag as `BIGINT`, text as `TEXT`
 //! and blobs as `BYTEA`, so a value reads back as what was bound. The statements are written once, with
 //! SQLite's `?N` placeholders; on PostgreSQL they are rewritten to `$N` on first use and the prepared
-//! statement is cached per connection. Two dialect rules are applied there too: `LIKE` becomes `ILIKE` (SQLite's
-//! `LIKE` ignores ASCII case) and nothing else — every other statement must mean the same on both, which the
-//! test suite checks by running on both.
+//! statement is cached per connection. One dialect rule is applied there too: `LIKE` becomes `ILIKE` (SQLite's
+//! `LIKE` ignores ASCII case). Every other statement must mean the same on both, which the test suite checks
+//! by running on both; in particular a parameter PostgreSQL cannot type from where it stands (`?1 IS NULL`
+//! alone) says its type (`CAST(?1 AS TEXT) IS NULL`), and an upsert names the column it adds to
+//! (`SET n = t.n + excluded.n`).
 
 use std::{
     borrow::Cow,
@@ -614,6 +616,7 @@ impl Pg {
                         || *c == postgres::error::SqlState::AMBIGUOUS_PARAMETER
                 }) =>
             {
+                tracing::debug!(sql, "PostgreSQL cannot type a parameter here: typed by the values bound");
                 let types: Vec<Type> = values
                     .iter()
                     .map(|v| match v {

@@ -81,7 +81,7 @@ fn page<T>(
     let wallet_filter = if wallet_id.is_some() {
         "t.wallet_id = ?1"
     } else {
-        "?1 IS NULL"
+        "CAST(?1 AS TEXT) IS NULL"
     };
     let extra_filter = extra.as_ref().map(|(sql, _)| format!(" AND {sql}")).unwrap_or_default();
     let filter =
@@ -124,7 +124,7 @@ fn page<T>(
     let after = if q.cursor.is_some() {
         format!("t.id {cmp} ?3")
     } else {
-        "?3 IS NULL".to_owned()
+        "CAST(?3 AS TEXT) IS NULL".to_owned()
     };
     let sql = format!("SELECT {cols} FROM {from} WHERE {filter} AND {after} ORDER BY t.id {order} LIMIT ?4");
     let limit = q.limit as usize;
@@ -151,7 +151,7 @@ fn page<T>(
 /// The incoming-payment state filter at `now`.
 pub fn incoming_state_condition(state: IncomingState, now: &str) -> Condition {
     let sql = match state {
-        IncomingState::Completed => "t.completed = 1 AND ?5 IS NOT NULL",
+        IncomingState::Completed => "t.completed = 1 AND CAST(?5 AS TEXT) IS NOT NULL",
         IncomingState::Expired => "t.completed = 0 AND t.expires_at <= ?5",
         IncomingState::Pending => "t.completed = 0 AND (t.expires_at IS NULL OR t.expires_at > ?5)",
     };
@@ -729,7 +729,7 @@ pub fn add_connection_received(
         .prepare_cached(
             "INSERT INTO stream_receipts (incoming_payment_id, connection_id, received, updated_at) \
              VALUES (?1, ?2, ?3, ?4) ON CONFLICT (incoming_payment_id, connection_id) \
-             DO UPDATE SET received = received + excluded.received, updated_at = excluded.updated_at \
+             DO UPDATE SET received = stream_receipts.received + excluded.received, updated_at = excluded.updated_at \
              RETURNING received",
         )?
         .query_row(params![id, connection, amount, now], |r| r.get(0))?)

@@ -154,7 +154,7 @@ pub fn settle(conn: &Connection, seq: i64, attempt: &Attempt, now: &str) -> Resu
             .execute(params![seq, status, now])?,
         Attempt::Failed { status, error, next } => conn
             .prepare_cached(
-                "UPDATE webhook_deliveries SET state = CASE WHEN ?4 IS NULL THEN 'dead' ELSE 'pending' END, \
+                "UPDATE webhook_deliveries SET state = CASE WHEN CAST(?4 AS TEXT) IS NULL THEN 'dead' ELSE 'pending' END, \
                  attempts = attempts + 1, last_status = ?2, last_error = ?3, next_attempt_at = coalesce(?4, \
                  next_attempt_at), updated_at = ?5 WHERE event_seq = ?1 AND state = 'pending'",
             )?

@@ -8,7 +8,7 @@ use crate::common::TestAse;
 fn opdesk(ase_dir: &std::path::Path, listen: &str, args: &[&str]) -> Output {
     // an empty config file of our own keeps the user's config.toml out of the test
     let cfg = ase_dir.join("test-config.toml");
-    std::fs::write(&cfg, "").unwrap();
+    std::fs::write(&cfg, crate::common::store_config(ase_dir)).unwrap();
     Command::new(env!("CARGO_BIN_EXE_opdesk"))
         .args(["--data-dir", ase_dir.to_str().unwrap(), "--listen", listen])
         .args(args)

@@ -46,6 +46,17 @@ pub fn use_postgres_for(dir: &Path) {
     std::fs::write(&cfg, text).expect("config.toml");
 }
 
+/// The `[store]` table that points a config file at the data dir's database: empty on SQLite (the data dir
+/// says it all), the PostgreSQL URL [`use_postgres_for`] chose otherwise. For commands run with a config
+/// file of their own.
+pub fn store_config(dir: &Path) -> String {
+    let text = std::fs::read_to_string(dir.join("config.toml")).unwrap_or_default();
+    text.lines()
+        .find(|l| l.starts_with("url = \"postgres://"))
+        .map(|l| format!("[store]\n{l}\n"))
+        .unwrap_or_default()
+}
+
 pub struct TestAse {
     pub addr: SocketAddr,
     pub base: String,
@@ -81,6 +92,13 @@ impl TestAse {
     /// Starts on `dir` (reusing it), optionally on a fixed address (restarts keep their URLs).
     pub async fn spawn_in(dir: Arc<tempfile::TempDir>, addr: Option<SocketAddr>) -> Self {
         opdesk::egress::install_default_crypto_provider();
+        // OPDESK_TEST_LOG=warn (a filter) shows the in-process servers' logs with the test's output
+        if let Ok(filter) = std::env::var("OPDESK_TEST_LOG") {
+            let _ = tracing_subscriber::fmt()
+                .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
+                .with_test_writer()
+                .try_init();
+        }
         let listener = tokio::net::TcpListener::bind(addr.unwrap_or_else(|| "127.0.0.1:0".parse().expect("addr")))
             .await
             .expect("bind");

@@ -948,6 +948,9 @@ async fn amounts_that_overflow_the_totals_are_refused_for_good() {
 
 #[tokio::test]
 async fn a_full_store_rejects_money_with_a_retryable_t00_and_credits_nothing() {
+    if crate::common::postgres().is_some() {
+        return; // the quota is SQLite's page count (store.max_db_pages)
+    }
     let ase = TestAse::spawn_with(CONFIG).await;
     let client = ase.demo_client().await;
     let tok = incoming_token(&ase, &client, "bob").await;

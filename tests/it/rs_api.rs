@@ -770,7 +770,10 @@ async fn sixty_four_concurrent_creates_commit_in_groups_all_but_the_one_over_the
     assert_eq!((created.len(), refused), (63, 1));
     let m1 = metrics().await;
     let grouped = |m: &str| groups(m, "") - groups(m, "1");
-    assert!(grouped(&m1) > grouped(&m0), "some creates shared a commit:\n{m1}");
+    if crate::common::postgres().is_none() {
+        // SQLite's writer commits queued writes together; PostgreSQL commits each in its own transaction
+        assert!(grouped(&m1) > grouped(&m0), "some creates shared a commit:\n{m1}");
+    }
     let spent = c
         .send(Method::GET, &ase.url("/outgoing-payment-grant"), Some(&out), None)
         .await
