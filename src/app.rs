@@ -81,8 +81,12 @@ impl AppCore {
             Store::open(&paths.database(), &opts)
                 .wrap_err_with(|| format!("cannot open the database {}", paths.database().display()))?
         } else {
-            Store::open_postgres(&settings.store.url, &opts)
-                .wrap_err_with(|| format!("cannot open the PostgreSQL store {}", store::redact_url(&settings.store.url)))?
+            Store::open_postgres(&settings.store.url, &opts).wrap_err_with(|| {
+                format!(
+                    "cannot open the PostgreSQL store {}",
+                    store::redact_url(&settings.store.url)
+                )
+            })?
         };
         let token = admin_token(&paths.admin_token())?;
         let bus = EventBus::default();
@@ -104,7 +108,7 @@ impl AppCore {
         ));
         let stream_server = Arc::new(StreamServer::new(
             Address::new(settings.ilp.address.as_str()).wrap_err("ilp.address")?,
-            ilp_secret(&settings)?,
+            ilp_secret(&settings, &store).await?,
         ));
         let rs = &settings.resource_server;
         let incoming = IncomingPayments::new(
@@ -119,7 +123,7 @@ impl AppCore {
             .await
             .wrap_err("cannot load the ILP peers")?;
         let ilp = Receiver::new(stream_server, peers.clone(), incoming.clone(), clock.clone());
-        let client_key = ase_client_key(&settings.paths.ase_client_key())?;
+        let client_key = ase_client_key(&settings.paths.ase_client_key(), &store).await?;
         let client_url = format!("{}/{}", settings.public_url, settings.ilp.client_wallet);
         let egress = Egress::new(settings.egress.policy(settings.local_development()))
             .map_err(|e| color_eyre::eyre::eyre!("outbound HTTP client: {e}"))?;
@@ -346,10 +350,13 @@ pub async fn serve_with(
             .await
             .wrap_err("cannot start webhook deliveries")?;
     }
-    let hooks = core.state.webhooks.enabled().then(|| {
-        let secret = webhook_secret(&core.state.settings)?;
+    let secret = match core.state.webhooks.enabled() {
+        true => Some(webhook_secret(&core.state.settings, &core.state.store).await),
+        false => None,
+    };
+    let hooks = secret.map(|secret| {
         Ok::<_, color_eyre::Report>(tokio::spawn(core.state.webhooks.clone().run(
-            secret,
+            secret?,
             core.state.bus.clone(),
             shutdown.clone(),
         )))
@@ -450,34 +457,70 @@ fn admin_token(path: &Path) -> Result<String> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(e) => return Err(e).wrap_err_with(|| format!("cannot read {}", path.display())),
     }
-    let mut bytes = [0u8; 32];
-    getrandom::fill(&mut bytes).map_err(|e| color_eyre::eyre::eyre!("no randomness: {e}"))?;
-    let token = URL_SAFE_NO_PAD.encode(bytes);
+    let token = random_token()?;
     write_private(path, token.as_bytes()).wrap_err_with(|| format!("cannot write {}", path.display()))?;
     Ok(token)
 }
 
-/// The webhook HMAC key: configured, or generated once into the data dir.
-fn webhook_secret(settings: &Settings) -> Result<Vec<u8>> {
+/// 32 random bytes, base64url.
+fn random_token() -> Result<String> {
+    let mut bytes = [0u8; 32];
+    getrandom::fill(&mut bytes).map_err(|e| color_eyre::eyre::eyre!("no randomness: {e}"))?;
+    Ok(URL_SAFE_NO_PAD.encode(bytes))
+}
+
+/// A secret every node of one ASE must share, on PostgreSQL: kept in the database (`meta`), made by the
+/// first node that needs it (`fresh`, used only then); every later node reads that one.
+async fn shared_secret(store: &Store, key: &'static str, fresh: String) -> Result<String> {
+    let kept = store
+        .call(move |c| {
+            store::meta::set_once(c, key, &fresh)?;
+            store::meta::get(c, key)
+        })
+        .await
+        .wrap_err_with(|| format!("cannot read the shared secret {key}"))?;
+    kept.ok_or_else(|| color_eyre::eyre::eyre!("the shared secret {key} vanished"))
+}
+
+/// The webhook HMAC key: configured, else generated once into the data dir (SQLite) or the database
+/// (PostgreSQL, shared by every node).
+async fn webhook_secret(settings: &Settings, store: &Store) -> Result<Vec<u8>> {
     if !settings.webhooks.secret.is_empty() {
         return Ok(settings.webhooks.secret.as_bytes().to_vec());
+    }
+    if store.is_postgres() {
+        return Ok(shared_secret(store, "webhook_secret", random_token()?)
+            .await?
+            .into_bytes());
     }
     Ok(admin_token(&settings.paths.webhook_secret())?.into_bytes())
 }
 
-/// The STREAM server secret: configured, or generated once into the data dir.
-fn ilp_secret(settings: &Settings) -> Result<[u8; 32]> {
+/// The STREAM server secret: configured, else generated once into the data dir (SQLite) or the database
+/// (PostgreSQL: a STREAM connection set up through one node goes on through any other).
+async fn ilp_secret(settings: &Settings, store: &Store) -> Result<[u8; 32]> {
     let path = settings.paths.ilp_secret();
-    let (text, origin) = if settings.ilp.secret.is_empty() {
-        (admin_token(&path)?, path.display().to_string())
-    } else {
+    let (text, origin) = if !settings.ilp.secret.is_empty() {
         (settings.ilp.secret.clone(), "ilp.secret".to_owned())
+    } else if store.is_postgres() {
+        (
+            shared_secret(store, "ilp_secret", random_token()?).await?,
+            "the database's ilp_secret".to_owned(),
+        )
+    } else {
+        (admin_token(&path)?, path.display().to_string())
     };
     decode_secret(&text).ok_or_else(|| color_eyre::eyre::eyre!("{origin}: not 32 bytes of base64"))
 }
 
-/// The ASE's own Open Payments client key (`ase-client.pem`), generated on first use.
-fn ase_client_key(path: &Path) -> Result<ed25519_dalek::SigningKey> {
+/// The ASE's own Open Payments client key: generated on first use into `ase-client.pem` (SQLite) or the
+/// database (PostgreSQL, one key for every node).
+async fn ase_client_key(path: &Path, store: &Store) -> Result<ed25519_dalek::SigningKey> {
+    if store.is_postgres() {
+        let fresh = jwk::to_pkcs8_pem(&jwk::generate().wrap_err("cannot generate the ASE client key")?);
+        let pem = shared_secret(store, "ase_client_key", fresh).await?;
+        return jwk::from_pkcs8_pem(&pem).wrap_err("cannot read the database's ase_client_key");
+    }
     if let Ok(pem) = std::fs::read_to_string(path) {
         return jwk::from_pkcs8_pem(&pem).wrap_err_with(|| format!("cannot read the key {}", path.display()));
     }

@@ -869,9 +869,8 @@ impl Settings {
         ) {
             return Err(invalid("store.synchronous", "must be NORMAL, FULL or EXTRA".into()));
         }
-        if !raw.store.url.is_empty()
-            && !(raw.store.url.starts_with("postgres://") || raw.store.url.starts_with("postgresql://"))
-        {
+        let url = raw.store.url.as_str();
+        if !(url.is_empty() || url.starts_with("postgres://") || url.starts_with("postgresql://")) {
             return Err(invalid(
                 "store.url",
                 "must be empty (SQLite in the data dir) or a postgres:// URL".into(),

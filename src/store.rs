@@ -466,7 +466,11 @@ impl Store {
 
     /// Lets queued work finish, closes the connections and joins the threads. Idempotent.
     pub fn close(&self) {
-        let handles = self.joiner.lock().map(|mut j| std::mem::take(&mut *j)).unwrap_or_default();
+        let handles = self
+            .joiner
+            .lock()
+            .map(|mut j| std::mem::take(&mut *j))
+            .unwrap_or_default();
         for _ in &handles {
             let _ = self.tx.send(Msg::Close);
         }
@@ -586,7 +590,9 @@ fn run_serializable(conn: &mut Connection, url: &str, mut job: Job, m: &Meters) 
         }
         if attempt >= MAX_ATTEMPTS {
             tracing::warn!(attempts = attempt, "a transaction kept losing serialization races");
-            break Err(Error::Aborted("the transaction kept conflicting with concurrent ones".into()));
+            break Err(Error::Aborted(
+                "the transaction kept conflicting with concurrent ones".into(),
+            ));
         }
         thread::sleep(backoff(attempt));
     };
@@ -598,7 +604,9 @@ fn run_serializable(conn: &mut Connection, url: &str, mut job: Job, m: &Meters) 
 fn backoff(attempt: u32) -> Duration {
     let cap = 1_000u64 << attempt.min(5);
     let mut b = [0u8; 8];
-    let jitter = getrandom::fill(&mut b).map(|()| u64::from_le_bytes(b)).unwrap_or(cap / 2);
+    let jitter = getrandom::fill(&mut b)
+        .map(|()| u64::from_le_bytes(b))
+        .unwrap_or(cap / 2);
     Duration::from_micros(jitter % cap)
 }
 

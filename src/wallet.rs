@@ -392,9 +392,19 @@ impl Wallets {
                 let tx = store::immediate(conn)?;
                 let w = repo::by_name(&tx, &n)?.ok_or_else(|| WalletError::NotFound(n.clone()))?;
                 if !repo::delete_key(&tx, &w.id, &k)? {
-                    return Err(WalletError::KeyNotFound { wallet: n.clone(), kid: k.clone() });
+                    return Err(WalletError::KeyNotFound {
+                        wallet: n.clone(),
+                        kid: k.clone(),
+                    });
                 }
-                let recorded = outbox::append(&tx, &now, DomainEvent::KeyRemoved { wallet: n.clone(), kid: k.clone() })?;
+                let recorded = outbox::append(
+                    &tx,
+                    &now,
+                    DomainEvent::KeyRemoved {
+                        wallet: n.clone(),
+                        kid: k.clone(),
+                    },
+                )?;
                 tx.commit()?;
                 Ok(recorded)
             })

@@ -738,7 +738,10 @@ impl Gnap {
                 let event = if approve {
                     DomainEvent::GrantApproved { id: id.clone() }
                 } else {
-                    DomainEvent::GrantRejected { id: id.clone(), reason: reason.clone() }
+                    DomainEvent::GrantRejected {
+                        id: id.clone(),
+                        reason: reason.clone(),
+                    }
                 };
                 let recorded = outbox::append(&tx, &now_s, event)?;
                 tx.commit()?;

@@ -616,7 +616,10 @@ impl Pg {
                         || *c == postgres::error::SqlState::AMBIGUOUS_PARAMETER
                 }) =>
             {
-                tracing::debug!(sql, "PostgreSQL cannot type a parameter here: typed by the values bound");
+                tracing::debug!(
+                    sql,
+                    "PostgreSQL cannot type a parameter here: typed by the values bound"
+                );
                 let types: Vec<Type> = values
                     .iter()
                     .map(|v| match v {

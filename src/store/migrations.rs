@@ -42,7 +42,10 @@ const PG_MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/pg/0014_row_counts.sql"),
 ];
 
-const _: () = assert!(PG_MIGRATIONS.len() == MIGRATIONS.len(), "every migration has its PostgreSQL twin");
+const _: () = assert!(
+    PG_MIGRATIONS.len() == MIGRATIONS.len(),
+    "every migration has its PostgreSQL twin"
+);
 
 /// The advisory lock nodes take while migrating, so that two starting at once migrate once.
 const PG_MIGRATION_LOCK: i64 = 0x6f70_6465_736b_0001;

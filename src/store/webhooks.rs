@@ -262,10 +262,13 @@ mod tests {
         event(&c, 3);
         assert_eq!(take_from_outbox(&c, "t1", 100, body).unwrap(), 2);
         assert_eq!(take_from_outbox(&c, "t1", 100, body).unwrap(), 0, "each event once");
-        let due = due(&c, "t1", 10).unwrap();
+        let due = due(&c, "t1", 10, None).unwrap();
         assert_eq!(due.iter().map(|d| d.event_seq).collect::<Vec<_>>(), vec![2, 3]);
         assert_eq!(due[0].body, "2");
-        assert!(super::due(&c, "t0", 10).unwrap().is_empty(), "not due before its time");
+        assert!(
+            super::due(&c, "t0", 10, None).unwrap().is_empty(),
+            "not due before its time"
+        );
     }
 
     #[test]
@@ -287,7 +290,7 @@ mod tests {
         );
         settle(&c, 1, &fail(None), "t6").unwrap();
         assert_eq!(get(&c, 1).unwrap().unwrap().state, DeliveryState::Dead);
-        assert!(due(&c, "t9", 10).unwrap().is_empty());
+        assert!(due(&c, "t9", 10, None).unwrap().is_empty());
         assert_eq!(list(&c, Some(DeliveryState::Dead), None, 10).unwrap().len(), 1);
         assert!(redrive(&c, 1, "t7").unwrap());
         let d = get(&c, 1).unwrap().unwrap();
