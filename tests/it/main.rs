@@ -32,6 +32,7 @@ mod sources;
 mod states;
 mod storage_full;
 mod tls;
+mod two_nodes;
 mod two_processes;
 mod wallet_api;
 mod workshop;

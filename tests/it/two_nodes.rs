@@ -1,0 +1,182 @@
+//! Two `opdesk serve` nodes on one PostgreSQL database behind one public URL (a round-robin TCP proxy in the
+//! test): a grant approved on one node is continued through the other, a grant's limit holds across both,
+//! and a revocation on one node is refused on the other at once. PostgreSQL only.
+
+use std::{
+    path::Path,
+    sync::{
+        Arc,
+        atomic::{AtomicUsize, Ordering},
+    },
+};
+
+use opdesk::client::SignedClient;
+use reqwest::Method;
+use serde_json::{Value, json};
+use tokio::net::{TcpListener, TcpStream};
+
+use crate::common::{Proc, finish_grant, free_port, postgres, use_postgres_for};
+
+/// Where the proxy sends the next connection.
+const ALTERNATE: usize = 0;
+const TO_A: usize = 1;
+const TO_B: usize = 2;
+
+/// The load balancer: each connection goes to node A or B — alternately, or to the one `route` names — and
+/// is counted per node.
+struct Proxy {
+    url: String,
+    route: Arc<AtomicUsize>,
+    served: Arc<[AtomicUsize; 2]>,
+}
+
+impl Proxy {
+    async fn start(a: u16, b: u16) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let route = Arc::new(AtomicUsize::new(ALTERNATE));
+        let served: Arc<[AtomicUsize; 2]> = Arc::new([AtomicUsize::new(0), AtomicUsize::new(0)]);
+        let (r, s) = (route.clone(), served.clone());
+        tokio::spawn(async move {
+            let next = AtomicUsize::new(0);
+            while let Ok((mut inbound, _)) = listener.accept().await {
+                let node = match r.load(Ordering::SeqCst) {
+                    TO_A => 0,
+                    TO_B => 1,
+                    _ => next.fetch_add(1, Ordering::SeqCst) % 2,
+                };
+                s[node].fetch_add(1, Ordering::SeqCst);
+                let port = [a, b][node];
+                tokio::spawn(async move {
+                    if let Ok(mut outbound) = TcpStream::connect(("127.0.0.1", port)).await {
+                        let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
+                    }
+                });
+            }
+        });
+        Self { url, route, served }
+    }
+
+    fn to(&self, route: usize) {
+        self.route.store(route, Ordering::SeqCst);
+    }
+}
+
+/// A client of its own for each request: its connection is new, so the proxy routes it.
+fn client(dir: &Path, kid: &str) -> SignedClient {
+    let pem = std::fs::read_to_string(dir.join("demo-client.pem")).unwrap();
+    SignedClient::new(opdesk::httpsig::jwk::from_pkcs8_pem(&pem).unwrap(), kid)
+}
+
+async fn admin(node: &Proc, method: Method, path: &str) -> (u16, Value) {
+    let r = reqwest::Client::new()
+        .request(method, format!("{}/admin{path}", node.base))
+        .bearer_auth(&node.admin_token)
+        .header("content-type", "application/json")
+        .body("{}")
+        .send()
+        .await
+        .unwrap();
+    let status = r.status().as_u16();
+    (status, r.json().await.unwrap_or(Value::Null))
+}
+
+fn usd(v: &str) -> Value {
+    json!({"value": v, "assetCode": "USD", "assetScale": 2})
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_nodes_on_one_database_share_grants_limits_and_revocations() {
+    if postgres().is_none() {
+        return; // several nodes need PostgreSQL; on SQLite the data dir's lock refuses a second server
+    }
+    let (dir_a, dir_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (port_a, port_b) = (free_port(), free_port());
+    let proxy = Proxy::start(port_a, port_b).await;
+    // one configuration for both: the proxy's public URL and one database
+    std::fs::write(dir_a.path().join("config.toml"), format!("public_url = \"{}\"\n", proxy.url)).unwrap();
+    use_postgres_for(dir_a.path());
+    std::fs::copy(dir_a.path().join("config.toml"), dir_b.path().join("config.toml")).unwrap();
+    let a = Proc::start(dir_a.path(), port_a).await;
+    let b = Proc::start(dir_b.path(), port_b).await;
+    let base = proxy.url.clone();
+    let jwks: Value = reqwest::get(format!("{base}/demo-client/jwks.json")).await.unwrap().json().await.unwrap();
+    let kid = jwks["keys"][0]["kid"].as_str().unwrap().to_owned();
+    let c = || client(dir_a.path(), &kid);
+
+    // an incoming payment for bob, created through whichever node
+    let inc = crate::common::grant_token(&c(), &base, json!([{"type": "incoming-payment", "actions": ["create"]}]))
+        .await;
+    let r = c()
+        .send(
+            Method::POST,
+            &format!("{base}/incoming-payments"),
+            Some(&inc),
+            Some(&json!({"walletAddress": format!("{base}/bob")})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.status, 201, "{}", r.body);
+    let bob_ip = r.body["id"].as_str().unwrap().to_owned();
+
+    // an outgoing-payment grant for 5 × 1.00 USD: requested through A, approved by the operator on B,
+    // continued through A
+    proxy.to(TO_A);
+    let body = json!({
+        "access_token": {"access": [{"type": "outgoing-payment", "actions": ["create", "read", "list"],
+            "identifier": format!("{base}/alice"), "limits": {"debitAmount": usd("500")}}]},
+        "client": format!("{base}/demo-client"),
+        "interact": {"start": ["redirect"], "finish": {"method": "redirect", "uri": "http://127.0.0.1:9/cb", "nonce": "n1"}},
+    });
+    let grant = c().send(Method::POST, &format!("{base}/auth"), None, Some(&body)).await.unwrap();
+    assert_eq!(grant.status, 200, "{}", grant.body);
+    let (_, pending) = admin(&b, Method::GET, "/grants?state=pending").await;
+    let grant_id = pending[0]["id"].as_str().expect("the grant is pending on B too").to_owned();
+    let (s, _) = admin(&b, Method::POST, &format!("/grants/{grant_id}/approve")).await;
+    assert_eq!(s, 200);
+    let out = finish_grant(&c(), &grant.body).await;
+
+    // 20 creates at once, alternating between the nodes: the limit allows exactly 5
+    proxy.to(ALTERNATE);
+    let before = [proxy.served[0].load(Ordering::SeqCst), proxy.served[1].load(Ordering::SeqCst)];
+    let mut tasks = Vec::new();
+    for i in 0..20 {
+        let (c, out, url) = (c(), out.clone(), format!("{base}/outgoing-payments"));
+        let body = json!({"walletAddress": format!("{base}/alice"), "incomingPayment": bob_ip,
+            "debitAmount": usd("100"), "metadata": {"i": i}});
+        tasks.push(tokio::spawn(async move { c.send(Method::POST, &url, Some(&out), Some(&body)).await.unwrap() }));
+    }
+    let mut created = 0;
+    for t in tasks {
+        let r = t.await.unwrap();
+        match r.status {
+            201 => created += 1,
+            403 => {}
+            s => panic!("unexpected {s}: {}", r.body),
+        }
+    }
+    assert_eq!(created, 5, "the grant's limit held across both nodes");
+    for (node, was) in before.iter().enumerate() {
+        assert!(proxy.served[node].load(Ordering::SeqCst) >= was + 10, "node {node} took its half");
+    }
+    let spent = c()
+        .send(Method::GET, &format!("{base}/outgoing-payment-grant"), Some(&out), None)
+        .await
+        .unwrap();
+    assert_eq!(spent.body["spentDebitAmount"], usd("500"), "{}", spent.body);
+
+    // revoked by the operator on A: B refuses the token at once
+    let (s, _) = admin(&a, Method::POST, &format!("/grants/{grant_id}/revoke")).await;
+    assert_eq!(s, 200);
+    proxy.to(TO_B);
+    let r = c()
+        .send(Method::GET, &format!("{base}/outgoing-payments?wallet-address={base}/alice&first=10"), Some(&out), None)
+        .await
+        .unwrap();
+    assert!(matches!(r.status, 401 | 403), "{}: {}", r.status, r.body);
+
+    // both nodes see the same books, balanced
+    let books_a = a.assert_balanced().await;
+    let books_b = b.assert_balanced().await;
+    assert_eq!(books_a, books_b);
+}
