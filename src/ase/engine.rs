@@ -166,11 +166,11 @@ struct RemoteConnection {
 /// Due payments one round takes (one store call settles the local ones among them).
 const DUE_PER_ROUND: u32 = 32;
 
-/// What a round did with one due payment.
 /// How long a node may work on one step of a payment to another ASE before another node may take it over
 /// (PostgreSQL): longer than a packet's round trip with its timeouts.
 const REMOTE_LEASE: Duration = Duration::seconds(60);
 
+/// What a round did with one due payment.
 enum Worked {
     /// A local payment's packet, committed.
     Settled(StepOutcome),

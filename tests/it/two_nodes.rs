@@ -94,19 +94,32 @@ async fn two_nodes_on_one_database_share_grants_limits_and_revocations() {
     let (port_a, port_b) = (free_port(), free_port());
     let proxy = Proxy::start(port_a, port_b).await;
     // one configuration for both: the proxy's public URL and one database
-    std::fs::write(dir_a.path().join("config.toml"), format!("public_url = \"{}\"\n", proxy.url)).unwrap();
+    std::fs::write(
+        dir_a.path().join("config.toml"),
+        format!("public_url = \"{}\"\n", proxy.url),
+    )
+    .unwrap();
     use_postgres_for(dir_a.path());
     std::fs::copy(dir_a.path().join("config.toml"), dir_b.path().join("config.toml")).unwrap();
     let a = Proc::start(dir_a.path(), port_a).await;
     let b = Proc::start(dir_b.path(), port_b).await;
     let base = proxy.url.clone();
-    let jwks: Value = reqwest::get(format!("{base}/demo-client/jwks.json")).await.unwrap().json().await.unwrap();
+    let jwks: Value = reqwest::get(format!("{base}/demo-client/jwks.json"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
     let kid = jwks["keys"][0]["kid"].as_str().unwrap().to_owned();
     let c = || client(dir_a.path(), &kid);
 
     // an incoming payment for bob, created through whichever node
-    let inc = crate::common::grant_token(&c(), &base, json!([{"type": "incoming-payment", "actions": ["create"]}]))
-        .await;
+    let inc = crate::common::grant_token(
+        &c(),
+        &base,
+        json!([{"type": "incoming-payment", "actions": ["create"]}]),
+    )
+    .await;
     let r = c()
         .send(
             Method::POST,
@@ -128,23 +141,34 @@ async fn two_nodes_on_one_database_share_grants_limits_and_revocations() {
         "client": format!("{base}/demo-client"),
         "interact": {"start": ["redirect"], "finish": {"method": "redirect", "uri": "http://127.0.0.1:9/cb", "nonce": "n1"}},
     });
-    let grant = c().send(Method::POST, &format!("{base}/auth"), None, Some(&body)).await.unwrap();
+    let grant = c()
+        .send(Method::POST, &format!("{base}/auth"), None, Some(&body))
+        .await
+        .unwrap();
     assert_eq!(grant.status, 200, "{}", grant.body);
     let (_, pending) = admin(&b, Method::GET, "/grants?state=pending").await;
-    let grant_id = pending[0]["id"].as_str().expect("the grant is pending on B too").to_owned();
+    let grant_id = pending[0]["id"]
+        .as_str()
+        .expect("the grant is pending on B too")
+        .to_owned();
     let (s, _) = admin(&b, Method::POST, &format!("/grants/{grant_id}/approve")).await;
     assert_eq!(s, 200);
     let out = finish_grant(&c(), &grant.body).await;
 
     // 20 creates at once, alternating between the nodes: the limit allows exactly 5
     proxy.to(ALTERNATE);
-    let before = [proxy.served[0].load(Ordering::SeqCst), proxy.served[1].load(Ordering::SeqCst)];
+    let before = [
+        proxy.served[0].load(Ordering::SeqCst),
+        proxy.served[1].load(Ordering::SeqCst),
+    ];
     let mut tasks = Vec::new();
     for i in 0..20 {
         let (c, out, url) = (c(), out.clone(), format!("{base}/outgoing-payments"));
         let body = json!({"walletAddress": format!("{base}/alice"), "incomingPayment": bob_ip,
             "debitAmount": usd("100"), "metadata": {"i": i}});
-        tasks.push(tokio::spawn(async move { c.send(Method::POST, &url, Some(&out), Some(&body)).await.unwrap() }));
+        tasks.push(tokio::spawn(async move {
+            c.send(Method::POST, &url, Some(&out), Some(&body)).await.unwrap()
+        }));
     }
     let mut created = 0;
     for t in tasks {
@@ -157,7 +181,10 @@ async fn two_nodes_on_one_database_share_grants_limits_and_revocations() {
     }
     assert_eq!(created, 5, "the grant's limit held across both nodes");
     for (node, was) in before.iter().enumerate() {
-        assert!(proxy.served[node].load(Ordering::SeqCst) >= was + 10, "node {node} took its half");
+        assert!(
+            proxy.served[node].load(Ordering::SeqCst) >= was + 10,
+            "node {node} took its half"
+        );
     }
     let spent = c()
         .send(Method::GET, &format!("{base}/outgoing-payment-grant"), Some(&out), None)
@@ -170,7 +197,12 @@ async fn two_nodes_on_one_database_share_grants_limits_and_revocations() {
     assert_eq!(s, 200);
     proxy.to(TO_B);
     let r = c()
-        .send(Method::GET, &format!("{base}/outgoing-payments?wallet-address={base}/alice&first=10"), Some(&out), None)
+        .send(
+            Method::GET,
+            &format!("{base}/outgoing-payments?wallet-address={base}/alice&first=10"),
+            Some(&out),
+            None,
+        )
         .await
         .unwrap();
     assert!(matches!(r.status, 401 | 403), "{}: {}", r.status, r.body);
