@@ -1,6 +1,7 @@
 //! Two `opdesk serve` nodes on one PostgreSQL database behind one public URL (a round-robin TCP proxy in the
 //! test): a grant approved on one node is continued through the other, a grant's limit holds across both,
-//! and a revocation on one node is refused on the other at once. PostgreSQL only.
+//! a revocation on one node is refused on the other at once, and a node killed with SIGKILL while money
+//! streams leaves its payments to the other. PostgreSQL only.
 
 use std::{
     path::Path,
@@ -8,6 +9,7 @@ use std::{
         Arc,
         atomic::{AtomicUsize, Ordering},
     },
+    time::{Duration, Instant},
 };
 
 use opdesk::client::SignedClient;
@@ -15,7 +17,7 @@ use reqwest::Method;
 use serde_json::{Value, json};
 use tokio::net::{TcpListener, TcpStream};
 
-use crate::common::{Proc, finish_grant, free_port, postgres, use_postgres_for};
+use crate::common::{Proc, balance_of, finish_grant, free_port, postgres, use_postgres_for};
 
 /// Where the proxy sends the next connection.
 const ALTERNATE: usize = 0;
@@ -62,6 +64,38 @@ impl Proxy {
     }
 }
 
+/// Two nodes with their data dirs, one database and the proxy in front.
+struct Nodes {
+    dir_a: tempfile::TempDir,
+    _dir_b: tempfile::TempDir,
+    a: Proc,
+    b: Proc,
+    proxy: Proxy,
+}
+
+impl Nodes {
+    /// Starts A (which seeds the demo wallets and keeps the demo client's key) and then B, with one
+    /// configuration: `config`, the proxy's public URL and one database.
+    async fn start(config: &str) -> Self {
+        let (dir_a, dir_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let (port_a, port_b) = (free_port(), free_port());
+        let proxy = Proxy::start(port_a, port_b).await;
+        let text = format!("public_url = \"{}\"\n{config}", proxy.url);
+        std::fs::write(dir_a.path().join("config.toml"), text).unwrap();
+        use_postgres_for(dir_a.path());
+        std::fs::copy(dir_a.path().join("config.toml"), dir_b.path().join("config.toml")).unwrap();
+        let a = Proc::start(dir_a.path(), port_a).await;
+        let b = Proc::start(dir_b.path(), port_b).await;
+        Self {
+            dir_a,
+            _dir_b: dir_b,
+            a,
+            b,
+            proxy,
+        }
+    }
+}
+
 /// A client of its own for each request: its connection is new, so the proxy routes it.
 fn client(dir: &Path, kid: &str) -> SignedClient {
     let pem = std::fs::read_to_string(dir.join("demo-client.pem")).unwrap();
@@ -90,19 +124,7 @@ async fn two_nodes_on_one_database_share_grants_limits_and_revocations() {
     if postgres().is_none() {
         return; // several nodes need PostgreSQL; on SQLite the data dir's lock refuses a second server
     }
-    let (dir_a, dir_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let (port_a, port_b) = (free_port(), free_port());
-    let proxy = Proxy::start(port_a, port_b).await;
-    // one configuration for both: the proxy's public URL and one database
-    std::fs::write(
-        dir_a.path().join("config.toml"),
-        format!("public_url = \"{}\"\n", proxy.url),
-    )
-    .unwrap();
-    use_postgres_for(dir_a.path());
-    std::fs::copy(dir_a.path().join("config.toml"), dir_b.path().join("config.toml")).unwrap();
-    let a = Proc::start(dir_a.path(), port_a).await;
-    let b = Proc::start(dir_b.path(), port_b).await;
+    let Nodes { dir_a, a, b, proxy, .. } = Nodes::start("").await;
     let base = proxy.url.clone();
     let jwks: Value = reqwest::get(format!("{base}/demo-client/jwks.json"))
         .await
@@ -211,4 +233,105 @@ async fn two_nodes_on_one_database_share_grants_limits_and_revocations() {
     let books_a = a.assert_balanced().await;
     let books_b = b.assert_balanced().await;
     assert_eq!(books_a, books_b);
+}
+
+/// Money streams through both nodes' engines; node A is killed with SIGKILL mid-flight and node B finishes
+/// every payment: each completed or failed, every asset balanced, no money held by a payment, and what left
+/// alice is what reached bob (the crash test's invariants, with the survivor doing the finishing).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_killed_mid_flight_leaves_its_payments_to_the_other() {
+    if postgres().is_none() {
+        return;
+    }
+    let config = "[gnap]\nauto_approve = true\n[engine]\npreset = \"custom\"\npackets_per_payment = 10\n\
+                  packet_interval_ms = 40\n";
+    let Nodes {
+        dir_a, mut a, b, proxy, ..
+    } = Nodes::start(config).await;
+    let base = proxy.url.clone();
+    let before = b.admin("/balances").await;
+    let jwks: Value = reqwest::get(format!("{base}/demo-client/jwks.json"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let kid = jwks["keys"][0]["kid"].as_str().unwrap().to_owned();
+    let c = || client(dir_a.path(), &kid);
+    let inc = crate::common::grant_token(
+        &c(),
+        &base,
+        json!([{"type": "incoming-payment", "actions": ["create"]}]),
+    )
+    .await;
+    let out = crate::common::auto_approved_outgoing_token(&c(), &base, "alice").await;
+    let mut receivers = Vec::new();
+    for n in 0..5 {
+        let r = c()
+            .send(
+                Method::POST,
+                &format!("{base}/incoming-payments"),
+                Some(&inc),
+                Some(&json!({"walletAddress": format!("{base}/bob"), "metadata": {"n": n}})),
+            )
+            .await
+            .unwrap();
+        assert_eq!(r.status, 201, "{}", r.body);
+        receivers.push(r.body["id"].as_str().unwrap().to_owned());
+    }
+    let mut tasks = Vec::new();
+    for n in 0..30u64 {
+        let (c, out, url) = (c(), out.clone(), format!("{base}/outgoing-payments"));
+        let body = json!({"walletAddress": format!("{base}/alice"), "incomingPayment": receivers[(n % 5) as usize],
+            "debitAmount": usd(&(100 + n * 7).to_string()), "metadata": {"n": n}});
+        tasks.push(tokio::spawn(async move {
+            c.send(Method::POST, &url, Some(&out), Some(&body)).await
+        }));
+    }
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let sending = b.admin("/outgoing-payments?state=sending&first=500").await;
+        let items = sending["items"].as_array().unwrap().clone();
+        if items.iter().any(|p| p["sentAmount"]["value"] != "0") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no payment started streaming");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    a.child.kill().unwrap();
+    a.child.wait().unwrap();
+    for t in tasks {
+        let _ = t.await;
+    }
+
+    // B alone finishes what both had begun
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let sending = b.admin("/outgoing-payments?state=sending&first=500").await;
+        if sending["items"].as_array().unwrap().is_empty() {
+            break;
+        }
+        assert!(Instant::now() < deadline, "B did not finish the payments");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let all = b.admin("/outgoing-payments?first=500").await;
+    let items = all["items"].as_array().unwrap();
+    assert!(!items.is_empty());
+    for p in items {
+        assert!(matches!(p["state"].as_str(), Some("completed" | "failed")), "{p}");
+    }
+    let after = b.assert_balanced().await;
+    for acct in after.as_array().unwrap() {
+        if acct["kind"] == "payment" {
+            assert_eq!(acct["balance"], 0, "{acct}");
+        }
+    }
+    let left_alice = balance_of(&before, "alice") - balance_of(&after, "alice");
+    let reached_bob = balance_of(&after, "bob") - balance_of(&before, "bob");
+    let sent: i64 = items
+        .iter()
+        .map(|p| p["sentAmount"]["value"].as_str().unwrap().parse::<i64>().unwrap())
+        .sum();
+    assert_eq!(left_alice, reached_bob, "what left alice reached bob");
+    assert_eq!(left_alice, sent);
 }
