@@ -135,6 +135,10 @@ pub enum Command {
     Workshop(WorkshopArgs),
     /// Copy the database to FILE, consistently, while the server keeps serving (run it on the server's host).
     Backup(BackupArgs),
+    /// Bring the database's schema to this opdesk's version and say which it was (servers migrate at their
+    /// start too): before rolling a new version out to nodes on PostgreSQL, say. A schema newer than this
+    /// opdesk is refused.
+    Migrate,
     /// List, create and show wallet addresses.
     #[command(subcommand)]
     Wallets(WalletsCmd),
@@ -224,6 +228,7 @@ impl Command {
             | Command::Demo(_)
             | Command::Workshop(_)
             | Command::Backup(_)
+            | Command::Migrate
             | Command::Completions { .. }
             | Command::Balances
             | Command::Quotes(_)
@@ -603,12 +608,51 @@ pub fn print_completions(shell: clap_complete::Shell) {
     clap_complete::generate(shell, &mut Cli::command(), "opdesk", &mut std::io::stdout());
 }
 
+/// `opdesk migrate`: migrates the store's schema (under the data dir's lock on SQLite, so never behind a
+/// running server) and prints one line: where, from which version to which.
+pub async fn run_migrate(settings: &Settings) -> Result<()> {
+    let opts = crate::store::Options::default();
+    let (where_, lock) = if settings.store.url.is_empty() {
+        let db = settings.paths.database();
+        if !db.is_file() {
+            return Err(OneLine::new(format!("no database at {} (is --data-dir right?)", db.display())).into());
+        }
+        let lock = crate::owner::DirLock::acquire(&settings.paths.data_dir).map_err(|e| OneLine::new(e.to_string()))?;
+        (settings.paths.database().display().to_string(), Some(lock))
+    } else {
+        (crate::store::redact_url(&settings.store.url), None)
+    };
+    let path = settings.paths.database();
+    let url = settings.store.url.clone();
+    let (from, to) = tokio::task::spawn_blocking(move || {
+        if url.is_empty() {
+            crate::store::migrate_sqlite(&path, &opts)
+        } else {
+            crate::store::migrate_postgres(&url)
+        }
+    })
+    .await
+    .map_err(|e| OneLine::new(format!("the migration stopped: {e}")))?
+    .map_err(|e| OneLine::new(format!("cannot migrate {where_}: {e}")))?;
+    drop(lock);
+    if from == to {
+        println!("{where_}: schema at version {to}, nothing to do");
+    } else {
+        println!("{where_}: schema migrated from version {from} to {to}");
+    }
+    Ok(())
+}
+
 /// Prints the version and resolved paths.
 pub fn print_version(settings: &Settings) {
     println!("opdesk {}", env!("CARGO_PKG_VERSION"));
     println!("config:   {}", settings.paths.config_file.display());
     println!("data:     {}", settings.paths.data_dir.display());
-    println!("database: {}", settings.paths.database().display());
+    if settings.store.url.is_empty() {
+        println!("database: {}", settings.paths.database().display());
+    } else {
+        println!("database: {}", crate::store::redact_url(&settings.store.url));
+    }
     println!("log:      {}", settings.paths.log_file.display());
 }
 
@@ -744,6 +788,7 @@ async fn operate(b: &Backend, cmd: Command, json: bool) -> Result<()> {
         | Command::Demo(_)
         | Command::Workshop(_)
         | Command::Backup(_)
+        | Command::Migrate
         | Command::Completions { .. }
         | Command::Sig(_) => {
             bail!("not an operator command")

@@ -87,6 +87,10 @@ pub async fn run(cli: Cli) -> Result<()> {
             logging::to_stderr(cli.global.log_level.as_deref().unwrap_or("warn"), settings.log_format);
             cli::run_backup(args, &settings, &cli.global).await
         }
+        Some(Command::Migrate) => {
+            logging::to_stderr(cli.global.log_level.as_deref().unwrap_or("warn"), settings.log_format);
+            cli::run_migrate(&settings).await
+        }
         Some(Command::Sig(cli::SigCmd::Explain(args))) => {
             logging::to_stderr(cli.global.log_level.as_deref().unwrap_or("warn"), settings.log_format);
             cli::sig_explain(args, cli.global.json).await

@@ -130,6 +130,30 @@ pub fn is_full(e: &db::Error) -> bool {
     e.is_full()
 }
 
+/// Migrates the SQLite database at `path` (created if missing) and closes it: the schema version before and
+/// after. The caller holds the data dir.
+pub fn migrate_sqlite(path: &Path, opts: &Options) -> Result<(usize, usize), Error> {
+    let conn = rusqlite::Connection::open(path)?;
+    configure(&conn, opts)?;
+    let mut conn = Connection::from(conn);
+    let from = migrations::current_version(&conn)?;
+    migrations::migrate(&mut conn)?;
+    let to = migrations::current_version(&conn)?;
+    conn.close()?;
+    Ok((from, to))
+}
+
+/// Migrates the PostgreSQL database at `url` (under the migration lock nodes take) and disconnects: the
+/// schema version before and after. Blocks: call it off any async thread.
+pub fn migrate_postgres(url: &str) -> Result<(usize, usize), Error> {
+    let mut conn = Connection::connect_postgres(url)?;
+    let from = migrations::current_version(&conn)?;
+    migrations::migrate(&mut conn)?;
+    let to = migrations::current_version(&conn)?;
+    conn.close()?;
+    Ok((from, to))
+}
+
 /// A PostgreSQL URL fit for logs and errors: its password replaced with `***`.
 pub fn redact_url(url: &str) -> String {
     let Some((scheme, rest)) = url.split_once("://") else {

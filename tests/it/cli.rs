@@ -810,3 +810,43 @@ async fn the_extensions_shown_key_is_added_and_its_signatures_verify() {
     assert!(e.to_string().contains("ES256"), "{e}");
     assert_eq!(ase.get("/bob/jwks.json").await.1["keys"].as_array().unwrap().len(), 1);
 }
+
+/// `opdesk migrate` says where the schema was; on SQLite it will not migrate behind a running server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn migrate_reports_the_schema_version_and_never_runs_behind_a_server() {
+    let ase = TestAse::spawn().await;
+    let (d, l) = (ase.dir.path().to_owned(), ase.addr.to_string());
+    let run = |args: &'static [&'static str]| {
+        let (d, l) = (d.clone(), l.clone());
+        tokio::task::spawn_blocking(move || opdesk(&d, &l, args))
+    };
+    let behind = run(&["migrate"]).await.unwrap();
+    if crate::common::postgres().is_none() {
+        assert!(!behind.status.success(), "{behind:?}");
+        assert!(
+            String::from_utf8_lossy(&behind.stderr).contains("holds the data dir"),
+            "{behind:?}"
+        );
+    } else {
+        // nodes share the database: migrating beside them is what a rollout does
+        assert!(ok(&behind).contains("nothing to do"), "{behind:?}");
+    }
+    let _kept = ase.stop().await;
+    let out = run(&["migrate"]).await.unwrap();
+    let line = ok(&out);
+    assert!(
+        line.contains(": schema at version ") && line.trim_end().ends_with("nothing to do"),
+        "{line}"
+    );
+
+    if crate::common::postgres().is_some() {
+        // a fresh database is brought from nothing to the newest version, once
+        let fresh = tempfile::tempdir().unwrap();
+        crate::common::use_postgres_for(fresh.path());
+        let f = fresh.path().to_owned();
+        let first = tokio::task::spawn_blocking(move || opdesk(&f, "127.0.0.1:9", &["migrate"]))
+            .await
+            .unwrap();
+        assert!(ok(&first).contains("schema migrated from version 0 to "), "{first:?}");
+    }
+}
