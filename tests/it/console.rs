@@ -68,8 +68,17 @@ impl Console {
             bin = env!("CARGO_BIN_EXE_opdesk"),
             dir = dir.display(),
         );
-        tmux(&["new-session", "-d", "-s", &session, "-x", "120", "-y", "40", &cmd]);
-        Self(session)
+        // a session started while another test kills the last one can land on a tmux server that is exiting
+        // and vanish with it: start it again (a few times at most) until it is there
+        let console = Self(session);
+        for _ in 0..5 {
+            tmux(&["new-session", "-d", "-s", &console.0, "-x", "120", "-y", "40", &cmd]);
+            if console.running() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        console
     }
 
     fn session(&self) -> &str {
