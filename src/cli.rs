@@ -648,11 +648,7 @@ pub fn print_version(settings: &Settings) {
     println!("opdesk {}", env!("CARGO_PKG_VERSION"));
     println!("config:   {}", settings.paths.config_file.display());
     println!("data:     {}", settings.paths.data_dir.display());
-    if settings.store.url.is_empty() {
-        println!("database: {}", settings.paths.database().display());
-    } else {
-        println!("database: {}", crate::store::redact_url(&settings.store.url));
-    }
+    println!("database: {}", settings.store_location());
     println!("log:      {}", settings.paths.log_file.display());
 }
 

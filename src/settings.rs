@@ -993,6 +993,16 @@ impl Settings {
     }
 
     /// Settings for tests and embedding: defaults with the given data dir and listen address.
+    /// Where the ASE's state lives, for people: the SQLite file of the data dir, or the PostgreSQL URL with
+    /// its password hidden.
+    pub fn store_location(&self) -> String {
+        if self.store.url.is_empty() {
+            self.paths.database().display().to_string()
+        } else {
+            crate::store::redact_url(&self.store.url)
+        }
+    }
+
     pub fn for_data_dir(data_dir: &Path, listen: SocketAddr) -> Result<Self, SettingsError> {
         let o = Overrides {
             config: Some(data_dir.join("config.toml")),

@@ -156,20 +156,13 @@ pub fn migrate_postgres(url: &str) -> Result<(usize, usize), Error> {
 
 /// A PostgreSQL URL fit for logs and errors: its password replaced with `***`.
 pub fn redact_url(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_owned();
-    };
-    let (authority, path) = rest.split_once('/').map_or((rest, None), |(a, p)| (a, Some(p)));
-    let authority = match authority.rsplit_once('@') {
-        Some((user_info, host)) => match user_info.split_once(':') {
-            Some((user, _)) => format!("{user}:***@{host}"),
-            None => authority.to_owned(),
-        },
-        None => authority.to_owned(),
-    };
-    match path {
-        Some(p) => format!("{scheme}://{authority}/{p}"),
-        None => format!("{scheme}://{authority}"),
+    match url::Url::parse(url) {
+        Ok(mut u) if u.password().is_some() => {
+            let _ = u.set_password(Some("***"));
+            u.to_string()
+        }
+        Ok(u) => u.to_string(),
+        Err(_) => "(an unreadable URL)".to_owned(),
     }
 }
 
@@ -746,6 +739,16 @@ pub fn immediate(conn: &mut Connection) -> Result<Tx<'_>, Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_url_in_logs_hides_its_password_only() {
+        assert_eq!(
+            redact_url("postgres://op:s3cret@db:5432/ase"),
+            "postgres://op:***@db:5432/ase"
+        );
+        assert_eq!(redact_url("postgres://op@db/ase"), "postgres://op@db/ase");
+        assert!(!redact_url("postgres://op:s3cret@").contains("s3cret"));
+    }
 
     #[tokio::test]
     async fn call_runs_on_the_store_thread_and_close_is_idempotent() {

@@ -145,7 +145,7 @@ pub fn server_view(s: &Services) -> ServerView {
         listen: s.settings.listen.to_string(),
         public_url: s.settings.public_url.clone(),
         ilp_address: Some(s.settings.ilp.address.clone()),
-        database: s.settings.paths.database().display().to_string(),
+        database: s.settings.store_location(),
         webhooks_enabled: s.webhooks.enabled(),
     }
 }
