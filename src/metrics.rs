@@ -181,6 +181,16 @@ impl Metrics {
             "Store jobs per commit group (1: a job ran by itself)",
             store.group_jobs.clone(),
         );
+        registry.register(
+            "opdesk_store_serialization_retries",
+            "PostgreSQL transactions run again after losing a serialization race",
+            store.retries.clone(),
+        );
+        registry.register(
+            "opdesk_store_exclusive_runs",
+            "PostgreSQL jobs that lost several serialization races and then ran alone",
+            store.exclusive.clone(),
+        );
         let build = Family::<VersionLabels, Gauge>::default();
         build
             .get_or_create(&VersionLabels {

@@ -80,6 +80,10 @@ pub enum Error {
     /// hit a full disk, an I/O error or no memory): nothing of it was kept. Retryable, like [`Error::Full`].
     #[error("the write was rolled back with its commit group: {0}")]
     Aborted(String),
+    /// PostgreSQL: the transaction kept losing serialization races to concurrent ones and was given up;
+    /// nothing of it was kept. Retryable at once.
+    #[error("the store is busy: {0}")]
+    Busy(String),
     #[error("migration: {0}")]
     Migration(#[from] rusqlite_migration::Error),
     /// The database's schema is not one this build can serve (newer than it knows, or a migration failed).
@@ -115,7 +119,8 @@ impl Error {
         match self {
             Self::Full(_) | Self::Aborted(_) => true,
             Self::Sql(e) => e.is_full(),
-            Self::Migration(_)
+            Self::Busy(_)
+            | Self::Migration(_)
             | Self::Schema(_)
             | Self::Closed
             | Self::Corrupt(_)
@@ -168,15 +173,25 @@ pub fn redact_url(url: &str) -> String {
 
 /// Whether a storage-full failure is anywhere in `e`'s source chain.
 pub fn full_in(e: &(dyn std::error::Error + 'static)) -> bool {
-    let mut cur = Some(e);
-    for _ in 0..16 {
-        let Some(err) = cur else { break };
-        if err.downcast_ref::<Error>().is_some_and(Error::is_full)
+    in_chain(e, |err| {
+        err.downcast_ref::<Error>().is_some_and(Error::is_full)
             || err.downcast_ref::<db::Error>().is_some_and(is_full)
             || err
                 .downcast_ref::<rusqlite::Error>()
                 .is_some_and(|e| e.sqlite_error_code() == Some(rusqlite::ErrorCode::DiskFull))
-        {
+    })
+}
+
+/// Whether [`Error::Busy`] is anywhere in `e`'s source chain.
+pub fn busy_in(e: &(dyn std::error::Error + 'static)) -> bool {
+    in_chain(e, |err| matches!(err.downcast_ref::<Error>(), Some(Error::Busy(_))))
+}
+
+fn in_chain(e: &(dyn std::error::Error + 'static), hit: impl Fn(&(dyn std::error::Error + 'static)) -> bool) -> bool {
+    let mut cur = Some(e);
+    for _ in 0..16 {
+        let Some(err) = cur else { break };
+        if hit(err) {
             return true;
         }
         cur = err.source();
@@ -273,6 +288,10 @@ pub struct Meters {
     pub job_seconds: prometheus_client::metrics::histogram::Histogram,
     /// Jobs per commit group (1: a job ran by itself).
     pub group_jobs: prometheus_client::metrics::histogram::Histogram,
+    /// PostgreSQL transactions run again after losing a serialization race.
+    pub retries: prometheus_client::metrics::counter::Counter,
+    /// PostgreSQL jobs that lost [`OPTIMISTIC_ATTEMPTS`] races and then ran alone.
+    pub exclusive: prometheus_client::metrics::counter::Counter,
 }
 
 /// Store job durations: 10 µs to 2.5 s.
@@ -290,6 +309,8 @@ impl Default for Meters {
             queue_depth: prometheus_client::metrics::gauge::Gauge::default(),
             job_seconds: prometheus_client::metrics::histogram::Histogram::new(JOB_BUCKETS),
             group_jobs: prometheus_client::metrics::histogram::Histogram::new(GROUP_BUCKETS),
+            retries: prometheus_client::metrics::counter::Counter::default(),
+            exclusive: prometheus_client::metrics::counter::Counter::default(),
         }
     }
 }
@@ -380,8 +401,9 @@ impl Store {
     /// Connects to PostgreSQL at `url` (`postgres://…`): migrates the schema (or refuses one newer than this
     /// build), then starts `opts.connections` threads, each with its own connection, taking jobs from one
     /// queue. Every job runs in a `SERIALIZABLE` transaction of its own (a closure's [`immediate`] is a
-    /// savepoint inside it) and runs again when it lost a serialization race, up to [`MAX_ATTEMPTS`] times:
-    /// concurrent jobs, on this node or another, behave as if they had run one at a time, as on SQLite.
+    /// savepoint inside it) and runs again when it lost a serialization race, alone after a few losses (see
+    /// [`run_serializable`]): concurrent jobs, on this node or another, behave as if they had run one at a
+    /// time, as on SQLite.
     pub fn open_postgres(url: &str, opts: &Options) -> Result<(Self, Opened), Error> {
         // the driver blocks on a runtime of its own: connect off any async caller's thread
         let connect = || -> Result<(bool, Vec<Connection>), Error> {
@@ -567,12 +589,19 @@ fn run_group(conn: &mut Connection, jobs: Vec<Job>, m: &Meters) {
     }
 }
 
-/// Most times a PostgreSQL job runs when its transaction keeps losing serialization races.
-pub const MAX_ATTEMPTS: u32 = 30;
+/// Times a PostgreSQL job runs alongside others before it runs alone.
+pub const OPTIMISTIC_ATTEMPTS: u32 = 3;
+/// Times a job that runs alone may still lose a race (only to a client that is not opdesk) before it gives up.
+const EXCLUSIVE_ATTEMPTS: u32 = 3;
+/// The session advisory lock around every PostgreSQL job of every node: held shared while jobs run side by
+/// side, exclusive by a job that lost [`OPTIMISTIC_ATTEMPTS`] serialization races. PostgreSQL queues new
+/// shared requests behind a waiting exclusive one, so that job soon runs alone and cannot lose again.
+const RUN_LOCK: i64 = 0x6f70_6465_736b_0003;
 
-/// Runs a job on PostgreSQL in a `SERIALIZABLE` transaction of its own, again after a serialization failure
-/// (with a short random pause), and delivers its result once that transaction committed. A connection
-/// found broken is opened again first.
+/// Runs a job on PostgreSQL in a `SERIALIZABLE` transaction of its own and delivers its result once that
+/// transaction committed. A job that lost a serialization race runs again after a short random pause; after
+/// [`OPTIMISTIC_ATTEMPTS`] it runs alone (see [`RUN_LOCK`]), so that under heavy contention jobs progress
+/// one at a time, as on SQLite, instead of failing. A connection found broken is opened again first.
 fn run_serializable(conn: &mut Connection, url: &str, mut job: Job, m: &Meters) {
     m.queue_depth.dec();
     m.group_jobs.observe(1.0);
@@ -590,31 +619,60 @@ fn run_serializable(conn: &mut Connection, url: &str, mut job: Job, m: &Meters) 
     let mut attempt = 0;
     let committed = loop {
         attempt += 1;
-        if let Err(e) = conn.begin() {
+        let alone = attempt > OPTIMISTIC_ATTEMPTS;
+        if attempt == OPTIMISTIC_ATTEMPTS + 1 {
+            m.exclusive.inc();
+        }
+        let (lock, unlock) = if alone {
+            ("pg_advisory_lock", "pg_advisory_unlock")
+        } else {
+            ("pg_advisory_lock_shared", "pg_advisory_unlock_shared")
+        };
+        if let Err(e) = conn.execute_batch(&format!("SELECT {lock}({RUN_LOCK})")) {
             break Err(Error::from(e));
         }
-        job.run(conn);
-        if !conn.take_conflict() {
-            match conn.commit() {
-                Ok(()) => break Ok(()),
-                Err(e) if e.is_conflict() => {
-                    conn.take_conflict();
-                }
-                Err(e) => break Err(Error::Aborted(e.to_string())),
-            }
-        } else if let Err(e) = conn.rollback() {
-            break Err(Error::from(e));
+        let outcome = run_once(conn, &mut job);
+        if let Err(e) = conn.execute_batch(&format!("SELECT {unlock}({RUN_LOCK})")) {
+            // the connection is broken, which released the lock with it
+            tracing::warn!(error = %e, "releasing the PostgreSQL run lock failed");
         }
-        if attempt >= MAX_ATTEMPTS {
+        match outcome {
+            Ok(true) => break Ok(()),
+            Ok(false) => {}
+            Err(e) => break Err(e),
+        }
+        if attempt >= OPTIMISTIC_ATTEMPTS + EXCLUSIVE_ATTEMPTS {
             tracing::warn!(attempts = attempt, "a transaction kept losing serialization races");
-            break Err(Error::Aborted(
+            break Err(Error::Busy(
                 "the transaction kept conflicting with concurrent ones".into(),
             ));
         }
-        thread::sleep(backoff(attempt));
+        m.retries.inc();
+        if !alone && attempt < OPTIMISTIC_ATTEMPTS {
+            thread::sleep(backoff(attempt));
+        }
     };
     m.job_seconds.observe(started.elapsed().as_secs_f64());
     job.deliver(committed);
+}
+
+/// One attempt of a job in its own `SERIALIZABLE` transaction: whether it committed (`false`: it lost a
+/// serialization race and was rolled back).
+fn run_once(conn: &mut Connection, job: &mut Job) -> Result<bool, Error> {
+    conn.begin()?;
+    job.run(conn);
+    if conn.take_conflict() {
+        conn.rollback()?;
+        return Ok(false);
+    }
+    match conn.commit() {
+        Ok(()) => Ok(true),
+        Err(e) if e.is_conflict() => {
+            conn.take_conflict();
+            Ok(false)
+        }
+        Err(e) => Err(Error::Aborted(e.to_string())),
+    }
 }
 
 /// A random pause before attempt `attempt + 1`: up to 1 ms after the first conflict, doubling to 32 ms.

@@ -44,6 +44,8 @@ pub const CLIENT_UNDETERMINED: &str = "could not determine client";
 pub const SERVICE_UNAVAILABLE: &str = "service_unavailable";
 /// What a client is told when the store is full.
 pub const STORAGE_FULL: &str = "the ASE's storage is full; try again later";
+/// What a client is told when its write kept conflicting with concurrent ones and was given up.
+pub const STORE_BUSY: &str = "the ASE is busy; try again";
 
 impl GnapError {
     fn new(fault: Fault, code: &'static str, description: impl Into<String>) -> Self {
@@ -107,12 +109,16 @@ impl GnapError {
     pub fn conflict(d: impl Into<String>) -> Self {
         Self::new(Fault::Conflict, "invalid_request", d)
     }
-    /// A server-side failure: logged, answered generically; a full store answers 503 `service_unavailable`
-    /// (nothing was written; `Retry-After` says when to try again).
+    /// A server-side failure: logged, answered generically; a full or busy store answers 503
+    /// `service_unavailable` (nothing was written; `Retry-After` says when to try again).
     pub fn internal(cause: &(dyn std::error::Error + 'static)) -> Self {
         if store::full_in(cause) {
             tracing::warn!(error = %cause, "authorization server write refused: the database or the disk is full");
             return Self::new(Fault::Unavailable, SERVICE_UNAVAILABLE, STORAGE_FULL);
+        }
+        if store::busy_in(cause) {
+            tracing::warn!(error = %cause, "authorization server write given up under contention");
+            return Self::new(Fault::Unavailable, SERVICE_UNAVAILABLE, STORE_BUSY);
         }
         tracing::error!(error = %cause, "authorization server failure");
         Self::new(Fault::Internal, "request_denied", "internal server error")

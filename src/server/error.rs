@@ -124,11 +124,20 @@ impl ApiError {
         Self::new(StatusCode::NOT_FOUND, "not_found", description)
     }
 
-    /// A 500 whose cause is logged, not sent; a 503 [`ApiError::storage_full`] when the cause is a full store.
+    /// A 500 whose cause is logged, not sent; a 503 when the cause is a full store ([`ApiError::storage_full`])
+    /// or a write given up under contention.
     pub fn internal(cause: &(dyn std::error::Error + 'static)) -> Self {
         if store::full_in(cause) {
             tracing::warn!(error = %cause, "write refused: the database or the disk is full");
             return Self::storage_full();
+        }
+        if store::busy_in(cause) {
+            tracing::warn!(error = %cause, "write given up under contention");
+            return Self::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                crate::gnap::error::SERVICE_UNAVAILABLE,
+                crate::gnap::error::STORE_BUSY,
+            );
         }
         tracing::error!(error = %cause, "internal error");
         Self::new(
