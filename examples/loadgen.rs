@@ -62,9 +62,10 @@ struct Args {
     /// `ilp` (a STREAM money packet into /ilp).
     #[arg(long, value_enum, default_value_t = Workload::Create)]
     workload: Workload,
-    /// The server's pid, for its CPU time (default: the pid in the data dir's `server.json`).
-    #[arg(long)]
-    server_pid: Option<u32>,
+    /// The server's pid, for its CPU time (default: the pid in the data dir's `server.json`); several nodes
+    /// behind one URL: their pids, comma-separated, CPU summed.
+    #[arg(long, value_delimiter = ',')]
+    server_pid: Vec<u32>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -437,11 +438,14 @@ async fn run(args: Args) -> Result<(), BoxError> {
             }
         }
     }
-    let server_pid = args
-        .server_pid
-        .or_else(|| opdesk::owner::read_record(&args.data_dir).map(|r| r.pid))
-        .filter(|pid| cpu_time(*pid, 100.0).is_some());
     let ticks = ticks_per_sec();
+    let mut server_pids = args.server_pid.clone();
+    if server_pids.is_empty() {
+        server_pids.extend(opdesk::owner::read_record(&args.data_dir).map(|r| r.pid));
+    }
+    server_pids.retain(|pid| cpu_time(*pid, 100.0).is_some());
+    let cpu_of =
+        move |pids: &[u32]| -> Option<Duration> { pids.iter().map(|p| cpu_time(*p, ticks)).sum::<Option<Duration>>() };
 
     println!(
         "loadgen: {} connections, {} s warm-up + {} s measured, {} as demo-client (kid {kid}), server pid {}",
@@ -449,7 +453,10 @@ async fn run(args: Args) -> Result<(), BoxError> {
         args.warmup_secs,
         args.duration_secs,
         args.workload.describe(),
-        server_pid.map_or_else(|| "unknown (no CPU figures)".to_owned(), |p| p.to_string())
+        match &server_pids[..] {
+            [] => "unknown (no CPU figures)".to_owned(),
+            pids => pids.iter().map(u32::to_string).collect::<Vec<_>>().join("+"),
+        }
     );
 
     // STREAM connections are set up before the clock starts
@@ -469,11 +476,13 @@ async fn run(args: Args) -> Result<(), BoxError> {
     let deadline = measure_from + Duration::from_secs(args.duration_secs);
     // the server's CPU time at the start and the end of the measured window
     let cpu = tokio::spawn(async move {
-        let pid = server_pid?;
+        if server_pids.is_empty() {
+            return None;
+        }
         tokio::time::sleep_until(measure_from.into()).await;
-        let start = cpu_time(pid, ticks)?;
+        let start = cpu_of(&server_pids)?;
         tokio::time::sleep_until(deadline.into()).await;
-        Some(cpu_time(pid, ticks)?.saturating_sub(start))
+        Some(cpu_of(&server_pids)?.saturating_sub(start))
     });
     let mut handles = Vec::with_capacity(args.connections);
     for conn in connections {

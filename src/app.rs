@@ -43,6 +43,8 @@ pub struct AppCore {
     pub store: Store,
     /// The exclusive hold on the data dir, until the core is closed or dropped.
     lock: std::sync::Mutex<Option<DirLock>>,
+    /// On PostgreSQL: what the other nodes' notifications wake (the outbox follower, the peers).
+    wakers: Option<store::notify::Wakers>,
 }
 
 impl AppCore {
@@ -89,7 +91,11 @@ impl AppCore {
             })?
         };
         let token = admin_token(&paths.admin_token())?;
-        let bus = EventBus::default();
+        let wakers = store.is_postgres().then(store::notify::Wakers::default);
+        let bus = match &wakers {
+            Some(w) => EventBus::following_outbox(w.events.clone()),
+            None => EventBus::default(),
+        };
         let wallets = Wallets::new(store.clone(), bus.clone(), clock.clone(), &settings.public_url);
         let ledger = Ledger::new(store.clone(), bus.clone(), clock.clone());
         let gnap = Gnap::new(
@@ -186,6 +192,7 @@ impl AppCore {
             state,
             store,
             lock: std::sync::Mutex::new(Some(lock)),
+            wakers,
         };
         let s = &core.state;
         seed::run(&core.store, &s.wallets, &s.ledger, &s.settings, opened.fresh)
@@ -363,6 +370,19 @@ pub async fn serve_with(
     });
     let hooks = hooks.transpose()?;
     tokio::spawn(prune_events(core.state.services.clone(), shutdown.clone()));
+    if let Some(w) = &core.wakers {
+        // several nodes on one database: every node's events and peer changes reach this one
+        store::notify::listen(core.state.settings.store.url.clone(), w.clone(), shutdown.clone())
+            .wrap_err("cannot start listening for other nodes' changes")?;
+        let (bus, store) = (core.state.bus.clone(), core.store.clone());
+        tokio::spawn(crate::control::events::follow_outbox(
+            bus,
+            store,
+            w.events.clone(),
+            shutdown.clone(),
+        ));
+        tokio::spawn(core.state.peers.clone().follow(w.peers.clone(), shutdown.clone()));
+    }
     let stopping = core.state.stopping.clone();
     let stop = shutdown.clone();
     tokio::spawn(async move {

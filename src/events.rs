@@ -4,12 +4,16 @@
 //! transaction of the change they describe and carry its sequence number; live-only ones (the request log,
 //! payment progress, balances) are published as they happen. Services publish only after their transaction
 //! committed; subscribers must treat a lagged receiver as "resync" (from the outbox or a snapshot).
-//! Publishing never blocks and never fails the caller.
+//! Publishing never blocks and never fails the caller. On PostgreSQL, where several nodes append to one
+//! outbox, durable events reach the bus from the outbox instead (`control::events::follow_outbox`), so that
+//! every node's events arrive on every node, in sequence order.
 
 pub mod requests;
 
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
-use tokio::sync::broadcast;
+use tokio::sync::{Notify, broadcast};
 
 /// A fact about something that already happened.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -237,12 +241,23 @@ pub fn is_operator_path(path: &str) -> bool {
 #[derive(Debug, Clone)]
 pub struct EventBus {
     tx: broadcast::Sender<EventRecord>,
+    /// Set when durable events come from the outbox: woken instead of publishing them.
+    follower: Option<Arc<Notify>>,
 }
 
 impl EventBus {
     pub fn new(capacity: usize) -> Self {
         let (tx, _) = broadcast::channel(capacity.max(16));
-        Self { tx }
+        Self { tx, follower: None }
+    }
+
+    /// A bus whose durable events come from the outbox, read by `control::events::follow_outbox` when
+    /// `follower` wakes it.
+    pub fn following_outbox(follower: Arc<Notify>) -> Self {
+        Self {
+            follower: Some(follower),
+            ..Self::default()
+        }
     }
 
     /// Publishes a live-only fact as it happens; having no subscriber is fine. Durable events go through
@@ -267,8 +282,17 @@ impl EventBus {
         }
     }
 
-    /// Publishes events the outbox recorded, once their transaction committed.
+    /// Publishes events the outbox recorded, once their transaction committed; on a bus that follows the
+    /// outbox, wakes its follower instead, which publishes them in their turn.
     pub fn publish_recorded(&self, records: impl IntoIterator<Item = EventRecord>) {
+        match &self.follower {
+            Some(f) => f.notify_one(),
+            None => self.send_recorded(records),
+        }
+    }
+
+    /// Sends outbox records on the bus as they are (the outbox follower's).
+    pub fn send_recorded(&self, records: impl IntoIterator<Item = EventRecord>) {
         for r in records {
             let _ = self.tx.send(r);
         }

@@ -24,6 +24,7 @@ pub mod grants;
 pub mod ledger;
 pub mod meta;
 mod migrations;
+pub mod notify;
 pub mod outbox;
 pub mod payments;
 pub mod peers;

@@ -9,6 +9,7 @@ use std::{
 };
 
 use serde::{Deserialize, Deserializer, Serialize};
+use tokio_util::sync::CancellationToken;
 
 use crate::{
     clock::{SharedClock, format_ts},
@@ -299,10 +300,34 @@ struct Inner {
     store: Store,
     clock: SharedClock,
     timeout: Duration,
+    /// The peers of config.toml, which win over stored ones.
+    config: Vec<PeerSettings>,
     current: RwLock<Arc<PeerSet>>,
     writes: tokio::sync::Mutex<()>,
     /// Packets through each peer in this process (`ase::traffic`).
     traffic: super::traffic::Traffic,
+}
+
+/// Config peers plus the stored ones, as [`Peers::load`] describes; `warn` logs the stored ones left out.
+async fn read_set(store: &Store, config: &[PeerSettings], timeout: Duration, warn: bool) -> Result<PeerSet, PeerError> {
+    let rows = store.call(|c| repo::peers(c)).await?;
+    let mut set = PeerSet::new(
+        config
+            .iter()
+            .map(|p| Peer::from_settings(p, PeerSource::Config, timeout))
+            .collect(),
+    );
+    for row in &rows {
+        let peer = Peer::from_row(row, timeout);
+        if set.get(&peer.name).is_some() || set.token_taken(&peer.token_hashes, &peer.name) {
+            if warn {
+                tracing::warn!(peer = %peer.name, "a peer added through the admin API clashes with config.toml (same name or token); the config peer is used");
+            }
+            continue;
+        }
+        set = set.replaced(&row.name, Some(peer));
+    }
+    Ok(set)
 }
 
 /// The peer service. Cheap to clone.
@@ -320,30 +345,37 @@ impl Peers {
     /// left out, with a warning (config.toml wins).
     pub async fn load(store: Store, clock: SharedClock, settings: &IlpSettings) -> Result<Self, PeerError> {
         let timeout = Duration::from_millis(settings.packet_expiry_ms) + Duration::from_secs(5);
-        let rows = store.call(|c| repo::peers(c)).await?;
-        let mut set = PeerSet::new(
-            settings
-                .peers
-                .iter()
-                .map(|p| Peer::from_settings(p, PeerSource::Config, timeout))
-                .collect(),
-        );
-        for row in &rows {
-            let peer = Peer::from_row(row, timeout);
-            if set.get(&peer.name).is_some() || set.token_taken(&peer.token_hashes, &peer.name) {
-                tracing::warn!(peer = %peer.name, "a peer added through the admin API clashes with config.toml (same name or token); the config peer is used");
-                continue;
-            }
-            set = set.replaced(&row.name, Some(peer));
-        }
+        let set = read_set(&store, &settings.peers, timeout, true).await?;
         Ok(Self(Arc::new(Inner {
             store,
             clock,
             timeout,
+            config: settings.peers.clone(),
             current: RwLock::new(Arc::new(set)),
             writes: tokio::sync::Mutex::new(()),
             traffic: super::traffic::Traffic::default(),
         })))
+    }
+
+    /// Reads the stored peers again: another node changed them (PostgreSQL, `store::notify`).
+    pub async fn reload(&self) -> Result<(), PeerError> {
+        let _write = self.0.writes.lock().await;
+        let set = read_set(&self.0.store, &self.0.config, self.0.timeout, false).await?;
+        self.publish(set);
+        Ok(())
+    }
+
+    /// Reloads the peers whenever `wake` is notified, until `stop`.
+    pub async fn follow(self, wake: Arc<tokio::sync::Notify>, stop: CancellationToken) {
+        loop {
+            tokio::select! {
+                _ = stop.cancelled() => return,
+                _ = wake.notified() => {}
+            }
+            if let Err(e) = self.reload().await {
+                tracing::warn!(error = %e, "cannot reload the ILP peers another node changed");
+            }
+        }
     }
 
     /// The peers now.

@@ -1,13 +1,19 @@
 //! The event stream consoles and `GET /admin/events` read: durable events replayed from the outbox after a
 //! sequence number, then live ones from the bus. A reader that falls behind never slows the server: its
-//! bus receiver lags, it gets a [`Item::Resync`] and the durable events it missed from the outbox.
+//! bus receiver lags, it gets a [`Item::Resync`] and the durable events it missed from the outbox. On
+//! PostgreSQL the bus's durable events come from the outbox follower ([`follow_outbox`]).
 
 use std::sync::{Arc, atomic::Ordering};
+use std::time::Duration;
 
-use tokio::sync::{broadcast::error::RecvError, mpsc};
+use tokio::sync::{Notify, broadcast::error::RecvError, mpsc};
+use tokio_util::sync::CancellationToken;
 
 use super::Services;
-use crate::{events::EventRecord, store::outbox};
+use crate::{
+    events::{EventBus, EventRecord},
+    store::{Store, outbox},
+};
 
 /// Outbox events read per store call while replaying.
 const REPLAY_BATCH: usize = 500;
@@ -138,6 +144,53 @@ async fn replay(s: &Services, tx: &mpsc::Sender<Item>, after: i64, check_gap: bo
         }
         if !full {
             return Some(last);
+        }
+    }
+}
+
+/// The longest the follower waits without a wake-up before it looks anyway.
+const LOOK_EVERY: Duration = Duration::from_secs(2);
+
+/// On PostgreSQL, where several nodes append to one outbox: follows the outbox from its newest event now until
+/// `stop`, publishing on `bus` every event appended after, whichever node appended it, in sequence order.
+/// Woken by this node's commits and the other nodes' notifications (`store::notify`); it also looks on its own
+/// every few seconds, in case a notification was lost.
+pub async fn follow_outbox(bus: EventBus, store: Store, wake: Arc<Notify>, stop: CancellationToken) {
+    let mut last = loop {
+        match store.call(|c| outbox::bounds(c)).await {
+            Ok((_, newest)) => break newest,
+            Err(e) => {
+                tracing::warn!(error = %e, "the event follower cannot read the outbox; trying again");
+                tokio::select! {
+                    _ = stop.cancelled() => return,
+                    _ = tokio::time::sleep(LOOK_EVERY) => {}
+                }
+            }
+        }
+    };
+    loop {
+        loop {
+            let from = last;
+            match store.call(move |c| outbox::after(c, from, REPLAY_BATCH)).await {
+                Ok(batch) => {
+                    let full = batch.len() == REPLAY_BATCH;
+                    last = batch.iter().filter_map(|r| r.seq).max().unwrap_or(last);
+                    bus.send_recorded(batch);
+                    if !full {
+                        break;
+                    }
+                }
+                Err(_) if stop.is_cancelled() => return,
+                Err(e) => {
+                    tracing::warn!(error = %e, "the event follower cannot read the outbox; trying again");
+                    break;
+                }
+            }
+        }
+        tokio::select! {
+            _ = stop.cancelled() => return,
+            _ = wake.notified() => {}
+            _ = tokio::time::sleep(LOOK_EVERY) => {}
         }
     }
 }

@@ -577,6 +577,44 @@ pub fn to_postgres(sql: &str) -> String {
     out
 }
 
+/// A PostgreSQL connection that only listens: it waits for the notifications of the channels it listens on.
+pub struct Listener(postgres::Client);
+
+impl Listener {
+    /// Connects to `url` and listens on `channels` (names PostgreSQL takes as identifiers).
+    pub fn connect(url: &str, channels: &[&str]) -> Result<Self> {
+        let mut client = postgres::Client::connect(url, postgres::NoTls)?;
+        for c in channels {
+            client.batch_execute(&format!("LISTEN {c}"))?;
+        }
+        Ok(Self(client))
+    }
+
+    /// The channels notified within `timeout` (none when it passed), each once, gathered from the
+    /// notifications that arrived together.
+    pub fn wait(&mut self, timeout: std::time::Duration) -> Result<Vec<String>> {
+        use postgres::fallible_iterator::FallibleIterator as _;
+        let mut out: Vec<String> = Vec::new();
+        let mut got = self.0.notifications();
+        let mut iter = got.timeout_iter(timeout);
+        while let Some(n) = iter.next()? {
+            if !out.iter().any(|c| c == n.channel()) {
+                out.push(n.channel().to_owned());
+            }
+            // take what else has arrived already, without waiting again
+            if iter.size_hint().0 == 0 {
+                break;
+            }
+        }
+        Ok(out)
+    }
+
+    /// Whether the connection is gone ([`Listener::wait`] then returns at once, with nothing).
+    pub fn is_closed(&self) -> bool {
+        self.0.is_closed()
+    }
+}
+
 /// A PostgreSQL connection with its statement cache and the state of its transaction.
 pub struct Pg {
     client: RefCell<postgres::Client>,

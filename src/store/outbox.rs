@@ -9,7 +9,8 @@ use crate::events::{DomainEvent, EventRecord};
 /// The type of a row that carries no event, only a sequence number (see `migrations/0011`): readers skip it.
 const MARK: &str = "_mark";
 
-/// The advisory lock a PostgreSQL transaction holds from its first event to its commit.
+/// The advisory lock a PostgreSQL transaction holds from its first event to its commit; the same statement
+/// notifies the other nodes (`super::notify::Channel::Events`) at the commit.
 const APPEND_LOCK: i64 = 0x6f70_6465_736b_0002;
 
 /// Appends `event` at `at` inside the caller's transaction. Publish the returned record only after commit.
@@ -17,10 +18,15 @@ const APPEND_LOCK: i64 = 0x6f70_6465_736b_0002;
 /// Readers follow the outbox by sequence number, so numbers must become visible in order. SQLite has one
 /// writer, so they do. On PostgreSQL concurrent transactions would commit out of order (11 visible after
 /// 12, and a reader past 12 never sees 11), so a transaction that appends takes a lock first, held until it
-/// ends: the numbers are handed out in commit order.
+/// ends: the numbers are handed out in commit order. The other nodes are notified at the commit.
 pub fn append(conn: &Connection, at: &str, event: DomainEvent) -> Result<EventRecord, Error> {
     if conn.is_postgres() {
-        conn.query_row(&format!("SELECT pg_advisory_xact_lock({APPEND_LOCK})"), [], |_| Ok(()))?;
+        let events = super::notify::Channel::Events.name();
+        conn.query_row(
+            &format!("SELECT pg_advisory_xact_lock({APPEND_LOCK}), pg_notify('{events}', '')"),
+            [],
+            |_| Ok(()),
+        )?;
     }
     let id = crate::ids::new_id();
     let payload = serde_json::to_string(&event).map_err(|e| Error::Corrupt(format!("event payload: {e}")))?;

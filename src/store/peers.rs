@@ -84,15 +84,19 @@ pub fn upsert(conn: &Connection, p: &PeerRow) -> Result<(), Error> {
         p.created_at,
         p.updated_at
     ])?;
-    Ok(())
+    super::notify::tell(conn, super::notify::Channel::Peers)
 }
 
 /// Deletes the peer; false when there was none.
 pub fn delete(conn: &Connection, name: &str) -> Result<bool, Error> {
-    Ok(conn
+    let deleted = conn
         .prepare_cached("DELETE FROM peers WHERE name = ?1")?
         .execute([name])?
-        > 0)
+        > 0;
+    if deleted {
+        super::notify::tell(conn, super::notify::Channel::Peers)?;
+    }
+    Ok(deleted)
 }
 
 /// Outgoing payments still sending (or waiting to) through the peer `name`.

@@ -397,3 +397,104 @@ fn jobs_that_keep_losing_serialization_races_run_alone_and_all_commit() {
     assert!(store.meters().exclusive.get() > 0, "some job ran alone");
     store.close();
 }
+
+async fn admin_with(node: &Proc, method: Method, path: &str, body: &Value) -> (u16, Value) {
+    let r = reqwest::Client::new()
+        .request(method, format!("{}/admin{path}", node.base))
+        .bearer_auth(&node.admin_token)
+        .json(body)
+        .send()
+        .await
+        .unwrap();
+    let status = r.status().as_u16();
+    (status, r.json().await.unwrap_or(Value::Null))
+}
+
+/// The status `POST /ilp` on `node` answers a peer presenting `token` (401: no peer has it).
+async fn ilp_status(node: &Proc, token: &str) -> u16 {
+    reqwest::Client::new()
+        .post(format!("{}/ilp", node.base))
+        .bearer_auth(token)
+        .header("content-type", "application/octet-stream")
+        .body(vec![0u8; 4])
+        .send()
+        .await
+        .unwrap()
+        .status()
+        .as_u16()
+}
+
+/// Polls `check` until it holds (every 50 ms, for at most 10 s).
+async fn eventually<F, Fut>(what: &str, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !check().await {
+        assert!(Instant::now() < deadline, "{what} within 10 s");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// What one node does reaches the other at once: `GET /admin/events` on B (what an attached console reads)
+/// streams the events of changes made on A, live and in sequence order; a peer added on A authenticates on
+/// B, and once removed on A is refused on B.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn events_and_peer_changes_made_on_one_node_reach_the_other() {
+    if postgres().is_none() {
+        return;
+    }
+    let Nodes { a, b, .. } = Nodes::start("").await;
+    let mut stream = reqwest::Client::new()
+        .get(format!("{}/admin/events", b.base))
+        .bearer_auth(&b.admin_token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stream.status(), 200);
+    let names = ["east", "west", "north"];
+    for name in names {
+        let body = json!({"name": name, "assetCode": "USD", "assetScale": 2});
+        let (status, created) = admin_with(&a, Method::POST, "/wallets", &body).await;
+        assert_eq!(status, 201, "{created}");
+    }
+    let (mut text, mut seen) = (String::new(), Vec::new());
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while seen.len() < names.len() {
+        let chunk = tokio::time::timeout_at(deadline, stream.chunk())
+            .await
+            .unwrap_or_else(|_| panic!("B streamed only {seen:?} of A's wallets within 10 s:\n{text}"))
+            .unwrap()
+            .expect("the stream stays open");
+        text.push_str(std::str::from_utf8(&chunk).unwrap());
+        while let Some(end) = text.find("\n\n") {
+            let block: String = text.drain(..end + 2).collect();
+            let Some(data) = block.lines().find_map(|l| l.strip_prefix("data:")) else {
+                continue;
+            };
+            let record: Value = serde_json::from_str(data.trim()).unwrap();
+            if record["event"]["type"] == "walletCreated" {
+                seen.push((record["seq"].as_i64().unwrap(), record["event"]["name"].clone()));
+            }
+        }
+    }
+    let order: Vec<&str> = seen.iter().map(|(_, n)| n.as_str().unwrap()).collect();
+    assert_eq!(order, names, "in the order A made them");
+    assert!(seen.windows(2).all(|w| w[0].0 < w[1].0), "{seen:?}");
+
+    let body = json!({"name": "runtime", "assetCode": "USD", "assetScale": 2, "generateIncomingToken": true, "ilpAddress": "test.runtime"});
+    let (status, added) = admin_with(&a, Method::POST, "/peers", &body).await;
+    assert_eq!(status, 201, "{added}");
+    let token = added["generatedIncomingTokens"][0].as_str().unwrap().to_owned();
+    eventually("B knows the peer A added", || async {
+        ilp_status(&b, &token).await != 401
+    })
+    .await;
+    let (status, gone) = admin_with(&a, Method::DELETE, "/peers/runtime", &Value::Null).await;
+    assert!(status < 300, "{status} {gone}");
+    eventually("B refuses the peer A removed", || async {
+        ilp_status(&b, &token).await == 401
+    })
+    .await;
+}
