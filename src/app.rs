@@ -90,6 +90,14 @@ impl AppCore {
                 )
             })?
         };
+        if !store.is_postgres() {
+            // one process holds the data dir: packets the previous one had in flight are no longer in flight
+            // (they expired with it; the books say what was fulfilled)
+            store
+                .call(|c| store::peers::drop_claims(c))
+                .await
+                .wrap_err("cannot clear the previous process's peer claims")?;
+        }
         let token = admin_token(&paths.admin_token())?;
         let wakers = store.is_postgres().then(store::notify::Wakers::default);
         let bus = match &wakers {
@@ -162,7 +170,11 @@ impl AppCore {
             &settings.public_url,
             wake.clone(),
         );
-        let liquidity = PeerLiquidity::new(store.clone(), bus.clone(), clock.clone(), wake.clone());
+        // a claim outlives its packet: the packet's expiry, the transport's timeouts and a margin
+        let claim_ttl =
+            time::Duration::milliseconds(i64::try_from(settings.ilp.packet_expiry_ms).unwrap_or(i64::MAX / 2))
+                + time::Duration::seconds(30);
+        let liquidity = PeerLiquidity::new(store.clone(), bus.clone(), clock.clone(), wake.clone(), claim_ttl);
         let engine = Engine::new(store.clone(), bus.clone(), clock.clone(), settings.engine.clone(), wake)
             .with_remote(remote.clone())
             .with_liquidity(liquidity.clone());

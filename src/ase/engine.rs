@@ -167,7 +167,7 @@ struct RemoteConnection {
 const DUE_PER_ROUND: u32 = 32;
 
 /// How long a node may work on one step of a payment to another ASE before another node may take it over
-/// (PostgreSQL): longer than a packet's round trip with its timeouts.
+/// (PostgreSQL), renewed before each packet: longer than a packet's round trip with its timeouts.
 const REMOTE_LEASE: Duration = Duration::seconds(60);
 
 /// What a round did with one due payment.
@@ -386,10 +386,33 @@ impl Engine {
                 }
                 Worked::Remote(p, plan) => {
                     let (id, due) = (p.id.clone(), p.next_attempt_at.clone());
+                    let mut held = lease.clone();
+                    if let Some(until) = &lease {
+                        // the round's leases began together and packets go out one after another: renew
+                        // this one so that it lasts its packet, unless it ran out and another node has it
+                        let (pid, until, renewed) =
+                            (id.clone(), until.clone(), format_ts(self.clock.now() + REMOTE_LEASE));
+                        let r = renewed.clone();
+                        match self
+                            .store
+                            .call(move |c| repo::renew_outgoing(c, &pid, &until, &r))
+                            .await
+                        {
+                            Ok(true) => held = Some(renewed),
+                            Ok(false) => {
+                                tracing::warn!(payment = %id, "a payment's lease ran out before its packet; another node sends it");
+                                continue;
+                            }
+                            Err(e) => {
+                                tracing::warn!(error = %e, payment = %id, "a payment's lease could not be renewed; its packet waits");
+                                continue;
+                            }
+                        }
+                    }
                     if self.paused_for().is_none() {
                         self.remote_packet(p, plan).await;
                     }
-                    if let Some(until) = lease.clone() {
+                    if let Some(until) = held {
                         let released = self
                             .store
                             .call(move |c| repo::release_outgoing(c, &id, &until, due.as_deref()))

@@ -15,15 +15,13 @@
 //! peers that never had a deposit send as before migration 0010. Limits are keyed by peer name, so config.toml
 //! peers have them too.
 //!
-//! In flight is transient by nature: it counts packets handed to a peer whose outcome is not committed yet,
-//! in this process only (claimed under one async gate, released after the outcome committed or the packet
-//! failed). After a crash nothing is in flight and the committed position in the store is the truth. Every
+//! In flight counts packets handed to a peer whose outcome is not committed yet, on every node: each is a
+//! claim, a row of `peer_claims` written in the transaction that checks the rule and ended in the one that
+//! records the packet's outcome (or when it was not fulfilled). A claim its node could not end (the node died)
+//! stops counting when it expires, after its packet did; the committed position is the truth then. Every
 //! operator change is one `BEGIN IMMEDIATE` transaction with its durable event in the outbox.
 
-use std::{
-    collections::HashMap,
-    sync::{Arc, Mutex},
-};
+use std::{collections::HashMap, sync::Arc};
 
 use crate::store::Connection;
 use serde::{Deserialize, Serialize};
@@ -202,7 +200,43 @@ fn commit_transfer(
     Ok((recorded, LiquidityStatus::of(&limits, liquidity, position, in_flight)))
 }
 
-/// The peer liquidity service: the in-flight counters and the operator's changes. Cheap to clone.
+/// A packet's claim on room through a peer (a row of `peer_claims`), ended with [`PeerLiquidity::release`] or
+/// in the transaction that records the packet's outcome ([`unclaim`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClaimId(u128);
+
+impl ClaimId {
+    fn new() -> Result<Self, store::Error> {
+        let mut b = [0u8; 16];
+        getrandom::fill(&mut b).map_err(|e| store::Error::Corrupt(format!("no randomness for a claim: {e}")))?;
+        Ok(Self(u128::from_le_bytes(b)))
+    }
+
+    fn key(self) -> String {
+        format!("{:032x}", self.0)
+    }
+}
+
+/// Ends `claim` inside the caller's transaction (the one that records its packet's outcome).
+pub fn unclaim(conn: &Connection, claim: ClaimId) -> Result<(), store::Error> {
+    peers_repo::unclaim(conn, &claim.key())
+}
+
+/// What is in flight through `peer` at `now`, every node's packets counted.
+fn in_flight_at(conn: &Connection, peer: &str, now: &str) -> Result<u64, store::Error> {
+    Ok(u64::try_from(peers_repo::in_flight(conn, peer, now)?).unwrap_or(0))
+}
+
+/// What [`PeerLiquidity::claim`] found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Claimed {
+    /// The packet may be sent; it is in flight until its claim ends.
+    Room(ClaimId),
+    /// The peer has no room for it: why.
+    NoRoom(String),
+}
+
+/// The peer liquidity service: claims on room through peers and the operator's changes. Cheap to clone.
 #[derive(Clone)]
 pub struct PeerLiquidity {
     store: Store,
@@ -210,13 +244,8 @@ pub struct PeerLiquidity {
     clock: SharedClock,
     /// Wakes the payment engine (payments waiting for liquidity).
     wake: Arc<Notify>,
-    /// Serialises claims: the store read and the counter update of one claim see no other claim.
-    gate: Arc<tokio::sync::Mutex<()>>,
-    /// Sent but not yet recorded, per peer name (this process only).
-    in_flight: Arc<Mutex<HashMap<String, u64>>>,
-    /// Peers read as not limited for sending (no liquidity deposited yet), so a claim through them reads
-    /// nothing. `send_limited` only ever turns on, by a deposit, which clears this under the claim gate.
-    unlimited: Arc<Mutex<std::collections::HashSet<String>>>,
+    /// How long a claim counts when nothing ends it (its node died): past its packet's expiry.
+    claim_ttl: time::Duration,
 }
 
 impl std::fmt::Debug for PeerLiquidity {
@@ -226,115 +255,71 @@ impl std::fmt::Debug for PeerLiquidity {
 }
 
 impl PeerLiquidity {
-    pub fn new(store: Store, bus: EventBus, clock: SharedClock, wake: Arc<Notify>) -> Self {
+    /// `claim_ttl`: longer than a packet may take (its expiry and the transport's timeouts).
+    pub fn new(store: Store, bus: EventBus, clock: SharedClock, wake: Arc<Notify>, claim_ttl: time::Duration) -> Self {
         Self {
             store,
             bus,
             clock,
             wake,
-            gate: Arc::new(tokio::sync::Mutex::new(())),
-            in_flight: Arc::new(Mutex::new(HashMap::new())),
-            unlimited: Arc::new(Mutex::new(std::collections::HashSet::new())),
+            claim_ttl,
         }
     }
 
-    fn known_unlimited(&self, peer: &str) -> bool {
-        // several nodes on PostgreSQL: a deposit on another node limits the peer behind this one's back
-        if self.store.is_postgres() {
-            return false;
-        }
-        match self.unlimited.lock() {
-            Ok(s) => s.contains(peer),
-            Err(poisoned) => poisoned.into_inner().contains(peer),
-        }
+    /// What is in flight through `peer` now, on every node.
+    pub async fn in_flight(&self, peer: &str) -> Result<u64, store::Error> {
+        let (peer, now) = (peer.to_owned(), format_ts(self.clock.now()));
+        self.store.call(move |c| in_flight_at(c, &peer, &now)).await
     }
 
-    fn set_unlimited(&self, peer: &str, unlimited: bool) {
-        let mut s = match self.unlimited.lock() {
-            Ok(s) => s,
-            Err(poisoned) => poisoned.into_inner(),
-        };
-        if unlimited {
-            s.insert(peer.to_owned());
-        } else {
-            s.remove(peer);
-        }
-    }
-
-    /// What is in flight through `peer` now.
-    pub fn in_flight(&self, peer: &str) -> u64 {
-        match self.in_flight.lock() {
-            Ok(m) => m.get(peer).copied().unwrap_or(0),
-            Err(poisoned) => poisoned.into_inner().get(peer).copied().unwrap_or(0),
-        }
-    }
-
-    fn add(&self, peer: &str, amount: u64) {
-        let mut m = match self.in_flight.lock() {
-            Ok(m) => m,
-            Err(poisoned) => poisoned.into_inner(),
-        };
-        let v = m.entry(peer.to_owned()).or_insert(0);
-        *v = v.saturating_add(amount);
-    }
-
-    /// Claims room for a packet of `amount` through `peer`: `Ok(None)` when it may be sent (it is then in
-    /// flight until [`Self::release`]), `Ok(Some(why))` when the peer has no room for it. The in-flight
-    /// total is read before the store: a packet released meanwhile was committed before, so the position read
-    /// counts it (counting a packet twice only errs on the safe side).
-    pub async fn claim(&self, peer: &Peer, amount: u64) -> Result<Option<String>, store::Error> {
-        let _gate = self.gate.lock().await;
-        if self.known_unlimited(&peer.name) {
-            self.add(&peer.name, amount);
-            return Ok(None);
-        }
-        let in_flight = self.in_flight(&peer.name);
+    /// Claims room for a packet of `amount` through `peer`, in one transaction with the check: every packet
+    /// in flight, on any node, is a row there, so two claims never both take the last room.
+    pub async fn claim(&self, peer: &Peer, amount: u64) -> Result<Claimed, store::Error> {
+        let now = self.clock.now();
         let (name, asset) = (peer.name.clone(), peer.asset.clone());
-        let (limits, liquidity, position) = self.store.call(move |c| read(c, &name, &asset)).await?;
-        if !limits.send_limited {
-            self.set_unlimited(&peer.name, true);
-        }
-        if limits.send_limited && !fits(liquidity, position, in_flight, amount) {
-            let a = &peer.asset;
-            return Ok(Some(format!(
-                "Peer {} is out of liquidity: {} of {} available, the packet needs {}. Deposit liquidity to resume.",
-                peer.name,
-                a.format(available_to_send(liquidity, position, in_flight).into()),
-                a.format(liquidity.into()),
-                a.format(amount.into()),
-            )));
-        }
-        self.add(&peer.name, amount);
-        Ok(None)
+        let (at, until) = (format_ts(now), format_ts(now + self.claim_ttl));
+        let id = ClaimId::new()?;
+        let stored = i64::try_from(amount).unwrap_or(i64::MAX);
+        self.store
+            .call(move |c| {
+                let tx = store::immediate(c)?;
+                peers_repo::purge_claims(&tx, &name, &at)?;
+                let (limits, liquidity, position) = read(&tx, &name, &asset)?;
+                let in_flight = in_flight_at(&tx, &name, &at)?;
+                if limits.send_limited && !fits(liquidity, position, in_flight, amount) {
+                    return Ok(Claimed::NoRoom(format!(
+                        "Peer {name} is out of liquidity: {} of {} available, the packet needs {}. Deposit liquidity to resume.",
+                        asset.format(available_to_send(liquidity, position, in_flight).into()),
+                        asset.format(liquidity.into()),
+                        asset.format(amount.into()),
+                    )));
+                }
+                peers_repo::claim(&tx, &id.key(), &name, stored, &until)?;
+                tx.commit()?;
+                Ok(Claimed::Room(id))
+            })
+            .await
     }
 
-    /// A claimed packet's outcome is committed (or it was not sent): it is no longer in flight.
-    pub fn release(&self, peer: &str, amount: u64) {
-        if amount == 0 {
-            return;
-        }
-        let mut m = match self.in_flight.lock() {
-            Ok(m) => m,
-            Err(poisoned) => poisoned.into_inner(),
-        };
-        if let Some(v) = m.get_mut(peer) {
-            *v = v.saturating_sub(amount);
-            if *v == 0 {
-                m.remove(peer);
-            }
+    /// Ends a claim whose packet was not fulfilled (or whose outcome was recorded without it). A claim that
+    /// cannot be ended now stops counting when it expires.
+    pub async fn release(&self, claim: ClaimId) {
+        if let Err(e) = self.store.call(move |c| unclaim(c, claim)).await {
+            tracing::warn!(error = %e, "a packet's claim on its peer's room could not be ended; it expires");
         }
     }
 
     /// The peer's limits and balances now.
     pub async fn status(&self, peer: &Peer) -> Result<LiquidityStatus, store::Error> {
-        let (name, asset) = (peer.name.clone(), peer.asset.clone());
-        let (limits, liquidity, position) = self.store.call(move |c| read(c, &name, &asset)).await?;
-        Ok(LiquidityStatus::of(
-            &limits,
-            liquidity,
-            position,
-            self.in_flight(&peer.name),
-        ))
+        let (name, asset, now) = (peer.name.clone(), peer.asset.clone(), format_ts(self.clock.now()));
+        let (limits, liquidity, position, in_flight) = self
+            .store
+            .call(move |c| {
+                let (limits, liquidity, position) = read(c, &name, &asset)?;
+                Ok::<_, store::Error>((limits, liquidity, position, in_flight_at(c, &name, &now)?))
+            })
+            .await?;
+        Ok(LiquidityStatus::of(&limits, liquidity, position, in_flight))
     }
 
     /// Every peer's limits (peers without a row are not limited).
@@ -362,16 +347,11 @@ impl PeerLiquidity {
         }
         let now = format_ts(self.clock.now());
         let (name, asset) = (peer.name.clone(), peer.asset.clone());
-        // a deposit turns sending limits on: no claim runs until the cache says so
-        let _gate = match movement {
-            Movement::Deposit => Some(self.gate.lock().await),
-            Movement::Withdrawal => None,
-        };
-        let in_flight = self.in_flight(&peer.name);
         let moved = self
             .store
             .call(move |conn| {
                 let tx = store::immediate(conn)?;
+                let in_flight = in_flight_at(&tx, &name, &now)?;
                 let liquidity = ledger::ops::liquidity_account(&tx, &name, &asset, &now)?;
                 let settlement = ledger::ops::settlement_account(&tx, &asset, &now)?;
                 let id = transfer_id.clone().unwrap_or_else(ids::new_id);
@@ -420,10 +400,6 @@ impl PeerLiquidity {
                 Ok::<_, LiquidityError>((row, recorded, status))
             })
             .await;
-        if movement == Movement::Deposit {
-            // committed or not: the next claim reads the store
-            self.set_unlimited(&peer.name, false);
-        }
         let (row, recorded, status) = moved?;
         self.bus.publish_recorded(recorded);
         if movement == Movement::Deposit {
@@ -447,11 +423,11 @@ impl PeerLiquidity {
         }
         let now = format_ts(self.clock.now());
         let (name, asset) = (peer.name.clone(), peer.asset.clone());
-        let in_flight = self.in_flight(&peer.name);
         let (row, recorded, status) = self
             .store
             .call(move |conn| {
                 let tx = store::immediate(conn)?;
+                let in_flight = in_flight_at(&tx, &name, &now)?;
                 let account = ledger::ops::peer_account(&tx, &name, &asset, &now)?;
                 let settlement = ledger::ops::settlement_account(&tx, &asset, &now)?;
                 let (debit, credit) = match direction {
@@ -495,11 +471,11 @@ impl PeerLiquidity {
     pub async fn set_credit_limit(&self, peer: &Peer, limit: Option<Value>) -> Result<LiquidityStatus, LiquidityError> {
         let now = format_ts(self.clock.now());
         let (name, asset) = (peer.name.clone(), peer.asset.clone());
-        let in_flight = self.in_flight(&peer.name);
         let (recorded, status) = self
             .store
             .call(move |conn| {
                 let tx = store::immediate(conn)?;
+                let in_flight = in_flight_at(&tx, &name, &now)?;
                 let limit = limit.map(Value::as_i64);
                 peers_repo::set_credit_limit(&tx, &name, limit, &now)?;
                 let (limits, liquidity, position) = read(&tx, &name, &asset)?;
@@ -563,17 +539,25 @@ mod tests {
         )
     }
 
+    fn room(c: Claimed) -> ClaimId {
+        match c {
+            Claimed::Room(id) => id,
+            Claimed::NoRoom(why) => panic!("no room: {why}"),
+        }
+    }
+
     #[tokio::test]
     async fn claims_count_in_flight_until_released_and_withdrawals_leave_what_is_owed() {
         let (store, _) = Store::open_in_memory().unwrap();
         let clock: SharedClock = Arc::new(crate::clock::SystemClock);
-        let l = PeerLiquidity::new(store.clone(), EventBus::default(), clock, Arc::new(Notify::new()));
+        let ttl = time::Duration::seconds(60);
+        let l = PeerLiquidity::new(store.clone(), EventBus::default(), clock, Arc::new(Notify::new()), ttl);
         let bank = usd_peer("bank");
         // not limited before the first deposit: anything goes (and is counted in flight)
-        assert_eq!(l.claim(&bank, 5_000).await.unwrap(), None);
-        assert_eq!(l.in_flight("bank"), 5_000);
-        l.release("bank", 5_000);
-        assert_eq!(l.in_flight("bank"), 0);
+        let c = room(l.claim(&bank, 5_000).await.unwrap());
+        assert_eq!(l.in_flight("bank").await.unwrap(), 5_000);
+        l.release(c).await;
+        assert_eq!(l.in_flight("bank").await.unwrap(), 0);
 
         let (t, st) = l
             .move_liquidity(&bank, Movement::Deposit, Value::new(1000).unwrap(), None)
@@ -583,8 +567,10 @@ mod tests {
             (t.kind.as_str(), st.liquidity, st.available_to_send),
             ("liquidity_deposit", 1000, Some(1000))
         );
-        assert_eq!(l.claim(&bank, 600).await.unwrap(), None);
-        let refused = l.claim(&bank, 500).await.unwrap().unwrap();
+        let c600 = room(l.claim(&bank, 600).await.unwrap());
+        let Claimed::NoRoom(refused) = l.claim(&bank, 500).await.unwrap() else {
+            panic!("500 more fit")
+        };
         assert!(
             refused.contains("4.00 USD of 10.00 USD available, the packet needs 5.00 USD"),
             "{refused}"
@@ -596,9 +582,9 @@ mod tests {
             .await
             .unwrap_err();
         assert!(matches!(e, LiquidityError::Refused(_)), "{e}");
-        l.release("bank", 600);
-        assert_eq!(l.claim(&bank, 1000).await.unwrap(), None);
-        l.release("bank", 1000);
+        l.release(c600).await;
+        let c = room(l.claim(&bank, 1000).await.unwrap());
+        l.release(c).await;
 
         // a settlement the peer paid us: we owe it that much, the room shrinks
         let (_, st) = l
@@ -622,6 +608,56 @@ mod tests {
             })
             .await
             .unwrap();
+    }
+
+    /// Two nodes on one database are two services on one store: each counts the other's claims, and a claim
+    /// whose node died stops counting once it expires.
+    #[tokio::test]
+    async fn claims_are_counted_by_every_node_and_expire_with_a_node_that_died() {
+        let (store, _) = Store::open_in_memory().unwrap();
+        let clock = Arc::new(crate::clock::FixedClock::new(
+            time::macros::datetime!(2026-01-01 0:00 UTC),
+        ));
+        let ttl = time::Duration::seconds(40);
+        let shared: SharedClock = clock.clone();
+        let node = || {
+            PeerLiquidity::new(
+                store.clone(),
+                EventBus::default(),
+                shared.clone(),
+                Arc::new(Notify::new()),
+                ttl,
+            )
+        };
+        let (a, b) = (node(), node());
+        let bank = usd_peer("bank");
+        a.move_liquidity(&bank, Movement::Deposit, Value::new(1000).unwrap(), None)
+            .await
+            .unwrap();
+        let on_a = room(a.claim(&bank, 700).await.unwrap());
+        assert!(
+            matches!(b.claim(&bank, 400).await.unwrap(), Claimed::NoRoom(_)),
+            "B counts A's packet"
+        );
+        let on_b = room(b.claim(&bank, 300).await.unwrap());
+        assert_eq!(a.in_flight("bank").await.unwrap(), 1000);
+        b.release(on_b).await;
+        // A dies with its packet in flight: its claim counts until it expires, then B has the room again
+        clock.advance(time::Duration::seconds(39));
+        assert!(matches!(b.claim(&bank, 301).await.unwrap(), Claimed::NoRoom(_)));
+        clock.advance(time::Duration::seconds(2));
+        let _ = on_a;
+        let all = room(b.claim(&bank, 1000).await.unwrap());
+        assert_eq!(b.in_flight("bank").await.unwrap(), 1000);
+        b.release(all).await;
+        let left: i64 = store
+            .call(|c| {
+                c.query_row("SELECT COUNT(*) FROM peer_claims", [], |r| r.get(0))
+                    .map_err(store::Error::from)
+            })
+            .await
+            .unwrap();
+        assert_eq!(left, 0, "the expired claim was purged, the others ended");
     }
 
     #[test]

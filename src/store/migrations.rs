@@ -22,6 +22,7 @@ const MIGRATIONS: &[M<'static>] = &[
     M::up(include_str!("../../migrations/0012_grant_steps.sql")),
     M::up(include_str!("../../migrations/0013_transfers_moved.sql")),
     M::up(include_str!("../../migrations/0014_row_counts.sql")),
+    M::up(include_str!("../../migrations/0015_peer_claims.sql")),
 ];
 
 /// The PostgreSQL twins of [`MIGRATIONS`], in the same order.
@@ -40,6 +41,7 @@ const PG_MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/pg/0012_grant_steps.sql"),
     include_str!("../../migrations/pg/0013_transfers_moved.sql"),
     include_str!("../../migrations/pg/0014_row_counts.sql"),
+    include_str!("../../migrations/pg/0015_peer_claims.sql"),
 ];
 
 const _: () = assert!(

@@ -639,6 +639,18 @@ pub fn lease_outgoing(conn: &Connection, id: &str, until: &str) -> Result<bool, 
     Ok(n == 1)
 }
 
+/// Renews a lease this node holds until `held` to last until `until`; false when it is no longer this
+/// node's (it ran out and another node leased the payment, or the payment stopped sending).
+pub fn renew_outgoing(conn: &Connection, id: &str, held: &str, until: &str) -> Result<bool, Error> {
+    let n = conn
+        .prepare_cached(
+            "UPDATE outgoing_payments SET next_attempt_at = ?3 WHERE id = ?1 AND state = 'sending' \
+             AND next_attempt_at = ?2",
+        )?
+        .execute(params![id, held, until])?;
+    Ok(n == 1)
+}
+
 /// Gives a lease back: the payment is due again at `due`, unless its work moved it on meanwhile (its next
 /// attempt is no longer the lease's end).
 pub fn release_outgoing(conn: &Connection, id: &str, until: &str, due: Option<&str>) -> Result<(), Error> {

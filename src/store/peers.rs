@@ -118,6 +118,40 @@ pub struct PeerLimits {
     pub credit_limit: Option<i64>,
 }
 
+/// Claims `amount` in flight through `peer` until `expires_at` (migration 0015).
+pub fn claim(conn: &Connection, id: &str, peer: &str, amount: i64, expires_at: &str) -> Result<(), Error> {
+    conn.prepare_cached("INSERT INTO peer_claims (id, peer, amount, expires_at) VALUES (?1, ?2, ?3, ?4)")?
+        .execute(params![id, peer, amount, expires_at])?;
+    Ok(())
+}
+
+/// Ends a claim (its packet's outcome is committed, or it was not fulfilled); gone already is fine.
+pub fn unclaim(conn: &Connection, id: &str) -> Result<(), Error> {
+    conn.prepare_cached("DELETE FROM peer_claims WHERE id = ?1")?
+        .execute([id])?;
+    Ok(())
+}
+
+/// What is in flight through `peer` at `now`: its claims not expired yet.
+pub fn in_flight(conn: &Connection, peer: &str, now: &str) -> Result<i64, Error> {
+    Ok(conn
+        .prepare_cached("SELECT COALESCE(SUM(amount), 0) FROM peer_claims WHERE peer = ?1 AND expires_at > ?2")?
+        .query_row([peer, now], |r| r.get(0))?)
+}
+
+/// Deletes every claim: on SQLite at start, when the process that made them is gone (the data dir is held by
+/// one process). Returns how many there were.
+pub fn drop_claims(conn: &Connection) -> Result<usize, Error> {
+    Ok(conn.prepare_cached("DELETE FROM peer_claims")?.execute([])?)
+}
+
+/// Deletes `peer`'s claims that expired by `now` (their packets expired with a node that died).
+pub fn purge_claims(conn: &Connection, peer: &str, now: &str) -> Result<usize, Error> {
+    Ok(conn
+        .prepare_cached("DELETE FROM peer_claims WHERE peer = ?1 AND expires_at <= ?2")?
+        .execute([peer, now])?)
+}
+
 pub fn limits(conn: &Connection, peer: &str) -> Result<PeerLimits, Error> {
     Ok(conn
         .prepare_cached("SELECT send_limited, credit_limit FROM peer_limits WHERE peer = ?1")?

@@ -3,20 +3,26 @@
 //! makes the payment wait — still `sending`, no attempt counted — with the reason on the payment.
 
 use super::*;
-use crate::ase::liquidity::{RECHECK_MS, WAIT_REASON};
+use crate::ase::liquidity::{ClaimId, Claimed, RECHECK_MS, WAIT_REASON};
 
 impl Engine {
-    /// Whether a packet of `source` may go through `peer` now. `false`: the payment was set to wait (or the
-    /// store could not be read, handled like any step failure); nothing is in flight for it then.
-    pub(super) async fn claim_room(&self, p: &OutgoingRow, peer: &crate::ase::peers::Peer, source: u64) -> bool {
+    /// Whether a packet of `source` may go through `peer` now: `Some` (with its claim, see
+    /// [`crate::ase::liquidity`]) when it may; `None` when the payment was set to wait (or the store could not
+    /// be read, handled like any step failure).
+    pub(super) async fn claim_room(
+        &self,
+        p: &OutgoingRow,
+        peer: &crate::ase::peers::Peer,
+        source: u64,
+    ) -> Option<Option<ClaimId>> {
         let Some(liquidity) = &self.liquidity else {
-            return true;
+            return Some(None);
         };
         if source == 0 {
-            return true;
+            return Some(None);
         }
         match liquidity.claim(peer, source).await {
-            Ok(None) => {
+            Ok(Claimed::Room(claim)) => {
                 if p.failure_reason.as_deref() == Some(WAIT_REASON) {
                     let (id, now) = (p.id.clone(), format_ts(self.clock.now()));
                     let ended = self
@@ -32,27 +38,27 @@ impl Engine {
                         }
                     }
                 }
-                true
+                Some(Some(claim))
             }
-            Ok(Some(why)) => {
+            Ok(Claimed::NoRoom(why)) => {
                 self.wait_for_liquidity(p, &why).await;
-                false
+                None
             }
             Err(e) if e.is_full() => {
                 self.pause_for_space(&e);
-                false
+                None
             }
             Err(e) => {
                 self.transient(&p.id, "internal", &e.to_string()).await;
-                false
+                None
             }
         }
     }
 
-    /// The packet through `peer` of `source` is no longer in flight (committed, or not sent).
-    pub(super) fn release_room(&self, peer: &str, source: u64) {
-        if let Some(l) = &self.liquidity {
-            l.release(peer, source);
+    /// A packet whose claim is `claim` is no longer in flight (it was not fulfilled).
+    pub(super) async fn release_room(&self, claim: Option<ClaimId>) {
+        if let (Some(l), Some(claim)) = (&self.liquidity, claim) {
+            l.release(claim).await;
         }
     }
 

@@ -136,10 +136,10 @@ impl Engine {
         }
         // nothing left to send (e.g. a crash between the last packet and completion): (0, 0) completes it
         let (source, min_dest) = next.unwrap_or_default();
-        if !self.claim_room(&p, &peer, source).await {
+        let Some(claim) = self.claim_room(&p, &peer, source).await else {
             // no room through the peer: the payment waits (see `engine::liquidity`)
             return self.keep_connection(&p.id, entry);
-        }
+        };
         let verdict = if source == 0 {
             Ok(Verdict::Fulfilled {
                 delivered: 0,
@@ -149,7 +149,7 @@ impl Engine {
             entry.conn.send_money(source, min_dest).await
         };
         if !matches!(verdict, Ok(Verdict::Fulfilled { .. })) {
-            self.release_room(&peer.name, source);
+            self.release_room(claim).await;
         }
         match verdict {
             Ok(Verdict::Fulfilled { delivered, closed }) => {
@@ -159,6 +159,7 @@ impl Engine {
                     source,
                     delivered,
                     closed,
+                    claim,
                 };
                 self.record_remote(&p.id, &plan, sent, now, entry).await;
             }
@@ -231,6 +232,10 @@ impl Engine {
             .call(move |conn| {
                 let tx = store::immediate(conn)?;
                 let out = remote_progress_tx(&tx, &pid, &plan_id, sent, now, interval_ms)?;
+                // the packet is on the books: its claim on the peer's room ends with the same commit
+                if let Some(claim) = sent.claim {
+                    crate::ase::liquidity::unclaim(&tx, claim)?;
+                }
                 let out = super::seal(&tx, out, now)?;
                 tx.commit()?;
                 Ok::<_, EngineError>(out)
@@ -239,7 +244,6 @@ impl Engine {
         match result {
             Ok(out) => {
                 self.has_room();
-                self.release_room(&plan.peer, sent.source);
                 let finished = out.finished.is_some();
                 self.publish(out);
                 if finished {
@@ -256,7 +260,7 @@ impl Engine {
             }
             Err(e) => {
                 // the money moved but the record did not: the log says what to reconcile, and the packet stays
-                // in flight through its peer (it is owed) until the process restarts
+                // in flight through its peer (it is owed) until its claim expires
                 tracing::error!(payment = %id, source = sent.source, delivered = sent.delivered, error = %e, "a fulfilled STREAM packet could not be recorded");
                 self.keep_connection(id, entry);
                 self.transient(id, "internal", &e.to_string()).await;
@@ -282,12 +286,13 @@ pub(super) fn remote_of(c: &SqlConnection, id: &str) -> Result<Option<(OutgoingR
 }
 
 /// One fulfilled STREAM packet: `source` sent, `delivered` arrived; `closed`: the receiver closed the
-/// connection with it.
+/// connection with it; `claim`: its claim on the peer's room, ended when it is recorded.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Sent {
     source: u64,
     delivered: u64,
     closed: bool,
+    claim: Option<crate::ase::liquidity::ClaimId>,
 }
 
 /// Records one fulfilled STREAM packet (`source` sent in the peer's asset, `delivered` arrived) and completes
@@ -309,6 +314,7 @@ pub(super) fn remote_progress_tx(
         source,
         delivered,
         closed,
+        ..
     } = sent;
     let now_s = format_ts(now);
     let Some(p) = repo::outgoing(tx, id)? else {
