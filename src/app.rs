@@ -394,6 +394,7 @@ pub async fn serve_with(
             shutdown.clone(),
         ));
         tokio::spawn(core.state.peers.clone().follow(w.peers.clone(), shutdown.clone()));
+        tokio::spawn(fold_counts(core.store.clone(), shutdown.clone()));
     }
     let stopping = core.state.stopping.clone();
     let stop = shutdown.clone();
@@ -450,6 +451,21 @@ async fn prune_events(s: Arc<Services>, shutdown: CancellationToken) {
             Ok(0) => {}
             Ok(n) => tracing::debug!(rows = n, "pruned old events"),
             Err(e) => tracing::warn!(error = %e, "cannot prune old events"),
+        }
+    }
+}
+
+/// PostgreSQL: folds the row counters' pending changes into their rows every few seconds, so that reading a
+/// counter sums a few rows (`store::payments::fold_counts`).
+async fn fold_counts(store: Store, shutdown: CancellationToken) {
+    let mut every = tokio::time::interval(Duration::from_secs(5));
+    loop {
+        tokio::select! {
+            _ = shutdown.cancelled() => return,
+            _ = every.tick() => {}
+        }
+        if let Err(e) = store.call(|c| store::payments::fold_counts(c)).await {
+            tracing::warn!(error = %e, "cannot fold the row counters' changes");
         }
     }
 }

@@ -23,6 +23,7 @@ const MIGRATIONS: &[M<'static>] = &[
     M::up(include_str!("../../migrations/0013_transfers_moved.sql")),
     M::up(include_str!("../../migrations/0014_row_counts.sql")),
     M::up(include_str!("../../migrations/0015_peer_claims.sql")),
+    M::up(include_str!("../../migrations/0016_row_count_deltas.sql")),
 ];
 
 /// The PostgreSQL twins of [`MIGRATIONS`], in the same order.
@@ -42,6 +43,7 @@ const PG_MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/pg/0013_transfers_moved.sql"),
     include_str!("../../migrations/pg/0014_row_counts.sql"),
     include_str!("../../migrations/pg/0015_peer_claims.sql"),
+    include_str!("../../migrations/pg/0016_row_count_deltas.sql"),
 ];
 
 const _: () = assert!(

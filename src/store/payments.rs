@@ -698,8 +698,10 @@ pub fn count_open_incoming(conn: &Connection, now: &str) -> Result<usize, Error>
     // expiry passed but is not announced yet (a short range of `incoming_open_by_expiry`)
     let n: i64 = conn
         .prepare_cached(
-            "SELECT (SELECT n FROM row_counts WHERE key = 'incoming:waiting') - (SELECT COUNT(*) FROM \
-             incoming_payments WHERE completed = 0 AND expiry_announced = 0 AND expires_at <= ?1)",
+            "SELECT (SELECT n FROM row_counts WHERE key = 'incoming:waiting') \
+             + (SELECT COALESCE(SUM(d), 0) FROM row_count_deltas WHERE key = 'incoming:waiting') \
+             - (SELECT COUNT(*) FROM incoming_payments WHERE completed = 0 AND expiry_announced = 0 \
+             AND expires_at <= ?1)",
         )?
         .query_row([now], |r| r.get::<_, Option<i64>>(0))?
         .unwrap_or(0);
@@ -711,13 +713,32 @@ pub fn count_outgoing(conn: &Connection, state: OutgoingState) -> Result<usize, 
     counted(conn, &format!("outgoing:{}", state.as_str()))
 }
 
-/// The counter `key` of `row_counts` (kept by triggers: `migrations/0014`); 0 when absent.
+/// The counter `key` of `row_counts` (kept by triggers: `migrations/0014`) with the changes not folded into it
+/// yet (`migrations/0016`); 0 when absent.
 pub fn counted(conn: &Connection, key: &str) -> Result<usize, Error> {
     let n: Option<i64> = conn
-        .prepare_cached("SELECT n FROM row_counts WHERE key = ?1")?
+        .prepare_cached(
+            "SELECT n + (SELECT COALESCE(SUM(d), 0) FROM row_count_deltas WHERE key = ?1) FROM row_counts \
+             WHERE key = ?1",
+        )?
         .query_row([key], |r| r.get(0))
         .optional()?;
     Ok(usize::try_from(n.unwrap_or(0)).unwrap_or(0))
+}
+
+/// Folds the counters' pending changes into `row_counts` (PostgreSQL, where the triggers append them:
+/// `migrations/pg/0016`); how many were folded. Nothing to do on SQLite.
+pub fn fold_counts(conn: &Connection) -> Result<usize, Error> {
+    if !conn.is_postgres() {
+        return Ok(0);
+    }
+    Ok(conn
+        .prepare_cached(
+            "WITH moved AS (DELETE FROM row_count_deltas RETURNING key, d) \
+             INSERT INTO row_counts (key, n) SELECT key, SUM(d) FROM moved GROUP BY key \
+             ON CONFLICT (key) DO UPDATE SET n = row_counts.n + excluded.n",
+        )?
+        .execute([])?)
 }
 
 /// What STREAM connection `connection` has paid into incoming payment `id` (see `migrations/0006`).

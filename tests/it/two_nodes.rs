@@ -336,14 +336,8 @@ async fn a_node_killed_mid_flight_leaves_its_payments_to_the_other() {
     assert_eq!(left_alice, sent);
 }
 
-/// Jobs that all read and then write one row lose serialization races to each other. After a few losses a
-/// job runs alone (the store's run lock, held exclusive), so every one commits and none is lost or doubled,
-/// however many wait: the 64 creates of `rs_api` once ran out of retries on a slow machine.
-#[test]
-fn jobs_that_keep_losing_serialization_races_run_alone_and_all_commit() {
-    if postgres().is_none() {
-        return;
-    }
+/// A store on a fresh database of the test cluster, with `connections` connections.
+fn fresh_store(connections: usize) -> opdesk::store::Store {
     let dir = tempfile::tempdir().unwrap();
     use_postgres_for(dir.path());
     let url = crate::common::store_config(dir.path())
@@ -355,10 +349,21 @@ fn jobs_that_keep_losing_serialization_races_run_alone_and_all_commit() {
         })
         .unwrap();
     let opts = opdesk::store::Options {
-        connections: 8,
+        connections,
         ..Default::default()
     };
-    let (store, _) = opdesk::store::Store::open_postgres(&url, &opts).unwrap();
+    opdesk::store::Store::open_postgres(&url, &opts).unwrap().0
+}
+
+/// Jobs that all read and then write one row lose serialization races to each other. After a few losses a
+/// job runs alone (the store's run lock, held exclusive), so every one commits and none is lost or doubled,
+/// however many wait: the 64 creates of `rs_api` once ran out of retries on a slow machine.
+#[test]
+fn jobs_that_keep_losing_serialization_races_run_alone_and_all_commit() {
+    if postgres().is_none() {
+        return;
+    }
+    let store = fresh_store(8);
     store
         .call_blocking(|c| {
             c.execute_batch("CREATE TABLE hot (n BIGINT NOT NULL); INSERT INTO hot VALUES (0)")
@@ -497,4 +502,33 @@ async fn events_and_peer_changes_made_on_one_node_reach_the_other() {
         ilp_status(&b, &token).await == 401
     })
     .await;
+}
+
+/// The counters' changes (appended by PostgreSQL's triggers, migration 0016) count at once and fold into the
+/// counter rows without changing what a reader sees.
+#[test]
+fn counter_changes_count_at_once_and_fold_into_their_rows() {
+    if postgres().is_none() {
+        return;
+    }
+    use opdesk::store::payments::{counted, fold_counts};
+    let store = fresh_store(1);
+    let seen = store
+        .call_blocking(|c| {
+            c.execute_batch(
+                "INSERT INTO row_count_deltas (key, d) VALUES ('outgoing:failed', 2), ('outgoing:failed', -1), \
+                 ('outgoing:sending', 5)",
+            )?;
+            let before = (counted(c, "outgoing:failed")?, counted(c, "outgoing:sending")?);
+            let folded = fold_counts(c)?;
+            let after = (counted(c, "outgoing:failed")?, counted(c, "outgoing:sending")?);
+            let left: i64 = c.query_row("SELECT COUNT(*) FROM row_count_deltas", [], |r| r.get(0))?;
+            let rows: i64 = c.query_row("SELECT n FROM row_counts WHERE key = 'outgoing:sending'", [], |r| {
+                r.get(0)
+            })?;
+            Ok::<_, opdesk::store::Error>((before, folded, after, left, rows))
+        })
+        .unwrap();
+    assert_eq!(seen, ((1, 5), 2, (1, 5), 0, 5));
+    store.close();
 }
