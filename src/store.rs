@@ -624,19 +624,7 @@ fn run_serializable(conn: &mut Connection, url: &str, mut job: Job, m: &Meters) 
         if attempt == OPTIMISTIC_ATTEMPTS + 1 {
             m.exclusive.inc();
         }
-        let (lock, unlock) = if alone {
-            ("pg_advisory_lock", "pg_advisory_unlock")
-        } else {
-            ("pg_advisory_lock_shared", "pg_advisory_unlock_shared")
-        };
-        if let Err(e) = conn.execute_batch(&format!("SELECT {lock}({RUN_LOCK})")) {
-            break Err(Error::from(e));
-        }
-        let outcome = run_once(conn, &mut job);
-        if let Err(e) = conn.execute_batch(&format!("SELECT {unlock}({RUN_LOCK})")) {
-            // the connection is broken, which released the lock with it
-            tracing::warn!(error = %e, "releasing the PostgreSQL run lock failed");
-        }
+        let outcome = run_once(conn, &mut job, alone);
         match outcome {
             Ok(true) => break Ok(()),
             Ok(false) => {}
@@ -657,22 +645,52 @@ fn run_serializable(conn: &mut Connection, url: &str, mut job: Job, m: &Meters) 
     job.deliver(committed);
 }
 
-/// One attempt of a job in its own `SERIALIZABLE` transaction: whether it committed (`false`: it lost a
-/// serialization race and was rolled back).
-fn run_once(conn: &mut Connection, job: &mut Job) -> Result<bool, Error> {
-    conn.begin()?;
-    job.run(conn);
-    if conn.take_conflict() {
-        conn.rollback()?;
-        return Ok(false);
+/// One attempt of a job in its own `SERIALIZABLE` transaction, holding [`RUN_LOCK`] (exclusive when `alone`):
+/// whether it committed (`false`: it lost a serialization race and was rolled back). The lock is released
+/// whatever happens. Shared, it is taken by the transaction's first statement and given back right after its
+/// end, in the same round trips; exclusive, before the transaction begins (its snapshot is then taken after
+/// the wait, when no other job runs).
+fn run_once(conn: &mut Connection, job: &mut Job, alone: bool) -> Result<bool, Error> {
+    let unlock = if alone {
+        format!("SELECT pg_advisory_unlock({RUN_LOCK})")
+    } else {
+        format!("SELECT pg_advisory_unlock_shared({RUN_LOCK})")
+    };
+    let begun = if alone {
+        conn.execute_batch(&format!("SELECT pg_advisory_lock({RUN_LOCK})"))
+            .and_then(|()| conn.begin())
+    } else {
+        conn.begin_with(&format!("SELECT pg_advisory_lock_shared({RUN_LOCK})"))
+    };
+    if let Err(e) = begun {
+        // whichever statement failed: nothing of the job ran; end what may have begun, give the lock back
+        let _ = conn.rollback();
+        release_run_lock(conn, &unlock);
+        return Err(Error::from(e));
     }
-    match conn.commit() {
-        Ok(()) => Ok(true),
-        Err(e) if e.is_conflict() => {
-            conn.take_conflict();
-            Ok(false)
+    job.run(conn);
+    let end = if conn.take_conflict() { "ROLLBACK" } else { "COMMIT" };
+    match conn.end_then(end, &unlock) {
+        Ok(()) => Ok(end == "COMMIT"),
+        Err(e) => {
+            release_run_lock(conn, &unlock);
+            match e.is_conflict() {
+                true => {
+                    conn.take_conflict();
+                    Ok(false)
+                }
+                false if end == "ROLLBACK" => Err(Error::from(e)),
+                false => Err(Error::Aborted(e.to_string())),
+            }
         }
-        Err(e) => Err(Error::Aborted(e.to_string())),
+    }
+}
+
+/// Gives [`RUN_LOCK`] back with `unlock` (a warning if this session did not hold it).
+fn release_run_lock(conn: &Connection, unlock: &str) {
+    if let Err(e) = conn.execute_batch(unlock) {
+        // the connection is broken, which released the lock with it
+        tracing::warn!(error = %e, "releasing the PostgreSQL run lock failed");
     }
 }
 

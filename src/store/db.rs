@@ -852,6 +852,38 @@ impl Connection {
         }
     }
 
+    /// [`Connection::begin`], then `first` as the transaction's first statements, in one round trip.
+    pub fn begin_with(&self, first: &str) -> Result<()> {
+        match &self.backend {
+            Backend::Sqlite(c) => {
+                c.execute_batch("BEGIN IMMEDIATE")?;
+                Ok(c.execute_batch(first)?)
+            }
+            Backend::Pg(p) => {
+                let r = p.batch(&format!("BEGIN ISOLATION LEVEL SERIALIZABLE; {first}"));
+                p.in_tx.set(true);
+                r
+            }
+        }
+    }
+
+    /// Ends the open transaction with `end` (`COMMIT` or `ROLLBACK`), then runs `then` outside it, in one round
+    /// trip. An error is the end's (or the connection's): `then` has not run.
+    pub fn end_then(&self, end: &str, then: &str) -> Result<()> {
+        self.depth.set(0);
+        match &self.backend {
+            Backend::Sqlite(c) => {
+                c.execute_batch(end)?;
+                Ok(c.execute_batch(then)?)
+            }
+            Backend::Pg(p) => {
+                let r = p.batch(&format!("{end}; {then}"));
+                p.in_tx.set(false);
+                r
+            }
+        }
+    }
+
     /// [`Connection::begin`] as a guard: `commit` keeps the work, dropping it uncommitted rolls back.
     pub fn transaction(&self) -> Result<Transaction<'_>> {
         self.begin()?;
