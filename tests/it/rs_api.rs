@@ -628,6 +628,9 @@ async fn outgoing_payments_reserve_and_respect_quotes() {
         .unwrap();
     assert_eq!(r.status, 201, "{}", r.body);
     assert_eq!(r.body["receiveAmount"]["value"], "500");
+    // it completes (the engine settles it on its own), after which alice has nothing reserved
+    let paid = ase.wait_outgoing(&id_of(&r.body)).await;
+    assert_eq!(paid["state"], "completed", "{paid}");
     // more than alice has: created failed, nothing reserved
     let big_ip = create_incoming(&ase, &c, &inc, "bob", None, 2).await["id"]
         .as_str()

@@ -1,9 +1,10 @@
-// Starts a real `opdesk serve` on a free loopback port over a fresh data dir and stops it afterwards.
+// Starts a real `opdesk serve` on a free loopback port over a fresh data dir and stops it afterwards (or two, on
+// PostgreSQL behind one URL: OPDESK_INTEROP_POSTGRES).
 import assert from 'node:assert/strict'
-import { spawn } from 'node:child_process'
+import { spawn, spawnSync } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { createServer as createHttpServer } from 'node:http'
-import { createServer } from 'node:net'
+import { connect, createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import {
@@ -26,12 +27,9 @@ async function freePort() {
   })
 }
 
-/** `extraConfig`: TOML text written as the instance's config.toml (say, `[[ilp.peers]]` entries). */
-export async function startOpdesk(extraConfig = '') {
+/** A node: `opdesk serve` over `dataDir` on `port`, ready (its /healthz answered), and how to stop it. */
+async function startNode(dataDir, port) {
   const bin = process.env.OPDESK_BIN ?? join(repo, 'target/debug/opdesk')
-  const dataDir = mkdtempSync(join(tmpdir(), 'opdesk-interop-'))
-  writeFileSync(join(dataDir, 'config.toml'), extraConfig)
-  const port = await freePort()
   const base = `http://127.0.0.1:${port}`
   const child = spawn(bin, ['serve', '--data-dir', dataDir, '--listen', `127.0.0.1:${port}`], {
     stdio: ['ignore', 'ignore', 'pipe'],
@@ -48,6 +46,62 @@ export async function startOpdesk(extraConfig = '') {
     } catch {}
     if (Date.now() > deadline) throw new Error(`opdesk did not start: ${stderr}`)
     await new Promise((r) => setTimeout(r, 50))
+  }
+  return async () => {
+    child.kill('SIGTERM')
+    await new Promise((r) => (child.exitCode !== null ? r() : child.once('exit', r)))
+  }
+}
+
+/**
+ * `OPDESK_INTEROP_POSTGRES` (a PostgreSQL cluster's URL, e.g. from scripts/pg-cluster.sh): every desk is two
+ * nodes on a fresh database of that cluster behind a round-robin proxy, one public URL, one admin token.
+ */
+const cluster = process.env.OPDESK_INTEROP_POSTGRES || ''
+
+/** A fresh C-collation database of the cluster: its URL. */
+function freshDatabase() {
+  const name = `opdesk_i_${Date.now()}_${Math.floor(Math.random() * 1e9)}`
+  const made = spawnSync('psql', [cluster, '-qc', `CREATE DATABASE ${name} TEMPLATE template0 LC_COLLATE 'C' LC_CTYPE 'C'`])
+  if (made.status !== 0) throw new Error(`cannot create a database: ${made.stderr}`)
+  return `${cluster.slice(0, cluster.lastIndexOf('/'))}/${name}`
+}
+
+/** A TCP proxy on `port` sending each connection to the next of `ports` in turn. */
+function roundRobin(port, ports) {
+  let next = 0
+  const server = createServer((inbound) => {
+    const outbound = connect(ports[next++ % ports.length], '127.0.0.1')
+    inbound.pipe(outbound).pipe(inbound)
+    inbound.on('error', () => outbound.destroy())
+    outbound.on('error', () => inbound.destroy())
+  })
+  return new Promise((ok) => server.listen(port, '127.0.0.1', () => ok(server)))
+}
+
+/** `extraConfig`: TOML text written as the instance's config.toml (say, `[[ilp.peers]]` entries). */
+export async function startOpdesk(extraConfig = '') {
+  const dataDir = mkdtempSync(join(tmpdir(), 'opdesk-interop-'))
+  const port = await freePort()
+  const base = `http://127.0.0.1:${port}`
+  const stops = []
+  if (cluster) {
+    const config = `public_url = "${base}"\n${extraConfig}\n[store]\nurl = "${freshDatabase()}"\n`
+    const second = mkdtempSync(join(tmpdir(), 'opdesk-interop-'))
+    writeFileSync(join(dataDir, 'config.toml'), config)
+    writeFileSync(join(second, 'config.toml'), config)
+    const [a, b] = [await freePort(), await freePort()]
+    stops.push(await startNode(dataDir, a))
+    writeFileSync(join(second, 'admin.token'), readFileSync(join(dataDir, 'admin.token')), { mode: 0o600 })
+    stops.push(await startNode(second, b))
+    const proxy = await roundRobin(port, [a, b])
+    stops.push(async () => {
+      await new Promise((r) => proxy.close(r))
+      rmSync(second, { recursive: true, force: true })
+    })
+  } else {
+    writeFileSync(join(dataDir, 'config.toml'), extraConfig)
+    stops.push(await startNode(dataDir, port))
   }
   const adminToken = readFileSync(join(dataDir, 'admin.token'), 'utf8').trim()
   const admin = async (method, path, body) => {
@@ -66,8 +120,7 @@ export async function startOpdesk(extraConfig = '') {
     admin,
     demoClientKey: join(dataDir, 'demo-client.pem'),
     async stop() {
-      child.kill('SIGTERM')
-      await new Promise((r) => (child.exitCode !== null ? r() : child.once('exit', r)))
+      for (const stop of stops) await stop()
       rmSync(dataDir, { recursive: true, force: true })
     }
   }
