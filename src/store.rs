@@ -591,7 +591,7 @@ fn run_group(conn: &mut Connection, jobs: Vec<Job>, m: &Meters) {
 }
 
 /// Times a PostgreSQL job runs alongside others before it runs alone.
-pub const OPTIMISTIC_ATTEMPTS: u32 = 3;
+const OPTIMISTIC_ATTEMPTS: u32 = 3;
 /// Times a job that runs alone may still lose a race (only to a client that is not opdesk) before it gives up.
 const EXCLUSIVE_ATTEMPTS: u32 = 3;
 /// The session advisory lock around every PostgreSQL job of every node: held shared while jobs run side by

@@ -266,12 +266,6 @@ impl PeerLiquidity {
         }
     }
 
-    /// What is in flight through `peer` now, on every node.
-    pub async fn in_flight(&self, peer: &str) -> Result<u64, store::Error> {
-        let (peer, now) = (peer.to_owned(), format_ts(self.clock.now()));
-        self.store.call(move |c| in_flight_at(c, &peer, &now)).await
-    }
-
     /// Claims room for a packet of `amount` through `peer`, in one transaction with the check: every packet
     /// in flight, on any node, is a row there, so two claims never both take the last room.
     pub async fn claim(&self, peer: &Peer, amount: u64) -> Result<Claimed, store::Error> {
@@ -555,9 +549,9 @@ mod tests {
         let bank = usd_peer("bank");
         // not limited before the first deposit: anything goes (and is counted in flight)
         let c = room(l.claim(&bank, 5_000).await.unwrap());
-        assert_eq!(l.in_flight("bank").await.unwrap(), 5_000);
+        assert_eq!(l.status(&bank).await.unwrap().in_flight, 5_000);
         l.release(c).await;
-        assert_eq!(l.in_flight("bank").await.unwrap(), 0);
+        assert_eq!(l.status(&bank).await.unwrap().in_flight, 0);
 
         let (t, st) = l
             .move_liquidity(&bank, Movement::Deposit, Value::new(1000).unwrap(), None)
@@ -640,7 +634,7 @@ mod tests {
             "B counts A's packet"
         );
         let on_b = room(b.claim(&bank, 300).await.unwrap());
-        assert_eq!(a.in_flight("bank").await.unwrap(), 1000);
+        assert_eq!(a.status(&bank).await.unwrap().in_flight, 1000);
         b.release(on_b).await;
         // A dies with its packet in flight: its claim counts until it expires, then B has the room again
         clock.advance(time::Duration::seconds(39));
@@ -648,7 +642,7 @@ mod tests {
         clock.advance(time::Duration::seconds(2));
         let _ = on_a;
         let all = room(b.claim(&bank, 1000).await.unwrap());
-        assert_eq!(b.in_flight("bank").await.unwrap(), 1000);
+        assert_eq!(b.status(&bank).await.unwrap().in_flight, 1000);
         b.release(all).await;
         let left: i64 = store
             .call(|c| {

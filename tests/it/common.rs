@@ -323,6 +323,27 @@ impl Proc {
         r.json().await.expect("json")
     }
 
+    /// Waits (up to `within`) until no outgoing payment is sending, then returns them all, each completed or
+    /// failed, and at least one.
+    pub async fn wait_payments_ended(&self, within: std::time::Duration, what: &str) -> Vec<Value> {
+        let deadline = std::time::Instant::now() + within;
+        loop {
+            let sending = self.admin("/outgoing-payments?state=sending&first=500").await;
+            if sending["items"].as_array().expect("items").is_empty() {
+                break;
+            }
+            assert!(std::time::Instant::now() < deadline, "{what}");
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        let all = self.admin("/outgoing-payments?first=500").await;
+        let items = all["items"].as_array().expect("items").clone();
+        assert!(!items.is_empty(), "some payments were created");
+        for p in &items {
+            assert!(matches!(p["state"].as_str(), Some("completed" | "failed")), "{p}");
+        }
+        items
+    }
+
     /// A client signing as `demo-client` with the key seeded into `dir`.
     pub async fn demo_client(&self, dir: &Path) -> opdesk::client::SignedClient {
         opdesk::egress::install_default_crypto_provider();

@@ -91,21 +91,9 @@ async fn kill_9_mid_flight_loses_and_doubles_nothing() {
     // restart on the same data dir: the engine resumes what was committed
     drop(server);
     let server = Proc::start(dir.path(), port).await;
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let sending = server.admin("/outgoing-payments?state=sending&first=500").await;
-        if sending["items"].as_array().unwrap().is_empty() {
-            break;
-        }
-        assert!(Instant::now() < deadline, "payments did not finish after the restart");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    let all = server.admin("/outgoing-payments?first=500").await;
-    let items = all["items"].as_array().unwrap();
-    assert!(!items.is_empty(), "some payments were created before the crash");
-    for p in items {
-        assert!(matches!(p["state"].as_str(), Some("completed" | "failed")), "{p}");
-    }
+    let items = server
+        .wait_payments_ended(Duration::from_secs(30), "payments did not finish after the restart")
+        .await;
     let after = server.admin("/balances").await;
     let mut sums = std::collections::HashMap::<String, i64>::new();
     for b in after.as_array().unwrap() {

@@ -96,23 +96,17 @@ impl Nodes {
     }
 }
 
-/// A client of its own for each request: its connection is new, so the proxy routes it.
-fn client(dir: &Path, kid: &str) -> SignedClient {
+/// A client of its own for each request, signing as `demo-client` with the key seeded into `dir`: its
+/// connection is new, so the proxy routes it.
+fn client(dir: &Path) -> SignedClient {
     let pem = std::fs::read_to_string(dir.join("demo-client.pem")).unwrap();
-    SignedClient::new(opdesk::httpsig::jwk::from_pkcs8_pem(&pem).unwrap(), kid)
+    let key = opdesk::httpsig::jwk::from_pkcs8_pem(&pem).unwrap();
+    let kid = opdesk::httpsig::jwk::thumbprint(&key.verifying_key());
+    SignedClient::new(key, &kid)
 }
 
 async fn admin(node: &Proc, method: Method, path: &str) -> (u16, Value) {
-    let r = reqwest::Client::new()
-        .request(method, format!("{}/admin{path}", node.base))
-        .bearer_auth(&node.admin_token)
-        .header("content-type", "application/json")
-        .body("{}")
-        .send()
-        .await
-        .unwrap();
-    let status = r.status().as_u16();
-    (status, r.json().await.unwrap_or(Value::Null))
+    admin_with(node, method, path, &json!({})).await
 }
 
 fn usd(v: &str) -> Value {
@@ -126,14 +120,7 @@ async fn two_nodes_on_one_database_share_grants_limits_and_revocations() {
     }
     let Nodes { dir_a, a, b, proxy, .. } = Nodes::start("").await;
     let base = proxy.url.clone();
-    let jwks: Value = reqwest::get(format!("{base}/demo-client/jwks.json"))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let kid = jwks["keys"][0]["kid"].as_str().unwrap().to_owned();
-    let c = || client(dir_a.path(), &kid);
+    let c = || client(dir_a.path());
 
     // an incoming payment for bob, created through whichever node
     let inc = crate::common::grant_token(
@@ -250,14 +237,7 @@ async fn a_node_killed_mid_flight_leaves_its_payments_to_the_other() {
     } = Nodes::start(config).await;
     let base = proxy.url.clone();
     let before = b.admin("/balances").await;
-    let jwks: Value = reqwest::get(format!("{base}/demo-client/jwks.json"))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let kid = jwks["keys"][0]["kid"].as_str().unwrap().to_owned();
-    let c = || client(dir_a.path(), &kid);
+    let c = || client(dir_a.path());
     let inc = crate::common::grant_token(
         &c(),
         &base,
@@ -305,21 +285,9 @@ async fn a_node_killed_mid_flight_leaves_its_payments_to_the_other() {
     }
 
     // B alone finishes what both had begun
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let sending = b.admin("/outgoing-payments?state=sending&first=500").await;
-        if sending["items"].as_array().unwrap().is_empty() {
-            break;
-        }
-        assert!(Instant::now() < deadline, "B did not finish the payments");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    let all = b.admin("/outgoing-payments?first=500").await;
-    let items = all["items"].as_array().unwrap();
-    assert!(!items.is_empty());
-    for p in items {
-        assert!(matches!(p["state"].as_str(), Some("completed" | "failed")), "{p}");
-    }
+    let items = b
+        .wait_payments_ended(Duration::from_secs(60), "B did not finish the payments")
+        .await;
     let after = b.assert_balanced().await;
     for acct in after.as_array().unwrap() {
         if acct["kind"] == "payment" {
