@@ -718,8 +718,19 @@ pub struct Connection {
     depth: Cell<u32>,
 }
 
+/// Statements kept prepared per SQLite connection. rusqlite keeps 16 by default, fewer than the store runs:
+/// each evicted statement was parsed and planned again on its next use.
+const STATEMENT_CACHE: usize = 512;
+
 impl From<rusqlite::Connection> for Connection {
     fn from(c: rusqlite::Connection) -> Self {
+        c.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
+        // One plan per statement whatever its parameters. Without it a statement whose parameter is a LIKE
+        // pattern (the lists' search, `?6 IS NULL OR … LIKE ?6`) is parsed and planned again on every run,
+        // since binding that parameter expires the plan.
+        if let Err(e) = c.set_db_config(rusqlite::config::DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true) {
+            tracing::warn!(error = %e, "SQLite: cannot keep query plans stable");
+        }
         Self {
             backend: Backend::Sqlite(c),
             depth: Cell::new(0),
