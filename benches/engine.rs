@@ -1,6 +1,7 @@
 //! Local payments settled end to end, in process on a file database: create an outgoing payment (quote by
 //! fixed-send, grant-less, reservation) and let the engine settle it (post the reservation, move the money,
-//! credit the receiver, complete). Reported per payment; `iter_custom` creates a batch, then drains it.
+//! credit the receiver, complete). Reported per payment; `iter_custom` creates a batch, then drains it: one
+//! create at a time, and up to 32 in flight (as concurrent clients would).
 
 use std::time::{Duration, Instant};
 
@@ -9,7 +10,7 @@ use opdesk::{
     app::AppCore,
     ase::{
         incoming::CreateIncoming,
-        outgoing::{GrantContext, Source},
+        outgoing::{GrantContext, OutgoingError, OutgoingPaymentDto, Source},
     },
     money::{Amount, Asset, Value},
     settings::Settings,
@@ -75,6 +76,41 @@ fn bench(c: &mut Criterion) {
                 s.engine.drain().await.expect("drain");
                 let elapsed = started.elapsed();
                 elapsed.max(Duration::from_nanos(1))
+            })
+        })
+    });
+    // the same payments created as many clients would send them: up to 32 creates in flight at once, so
+    // the store commits them in groups; then the engine settles them
+    group.bench_function("local payments create→completed, 32 creates in flight", |b| {
+        b.iter_custom(|iters| {
+            rt.block_on(async {
+                let started = Instant::now();
+                let mut flying = tokio::task::JoinSet::<Result<OutgoingPaymentDto, OutgoingError>>::new();
+                for _ in 0..iters {
+                    if flying.len() >= 32 {
+                        flying
+                            .join_next()
+                            .await
+                            .expect("a create")
+                            .expect("joined")
+                            .expect("create");
+                    }
+                    let (s, alice, receiver, usd) = (s.clone(), alice.clone(), receiver.clone(), usd.clone());
+                    flying.spawn(async move {
+                        let source = Source::Incoming {
+                            receiver,
+                            debit: Amount::new(Value::new(1).expect("v"), &usd),
+                        };
+                        s.outgoing
+                            .create(&alice, None, None::<GrantContext>, source, None, None)
+                            .await
+                    });
+                }
+                while let Some(done) = flying.join_next().await {
+                    done.expect("joined").expect("create");
+                }
+                s.engine.drain().await.expect("drain");
+                started.elapsed().max(Duration::from_nanos(1))
             })
         })
     });

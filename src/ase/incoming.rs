@@ -107,10 +107,15 @@ impl IncomingPayments {
         }
     }
 
-    /// The operator's view: the resource with its `methods`, its state, wallet and creating client.
-    pub fn view(&self, r: &IncomingRow) -> IncomingView {
+    /// The operator's view: the resource (with its `methods` if asked), its state, wallet and creating client.
+    pub fn view(&self, r: &IncomingRow, methods: bool) -> IncomingView {
+        let payment = if methods {
+            self.dto_with_methods(r).unwrap_or_else(|_| self.dto(r))
+        } else {
+            self.dto(r)
+        };
         IncomingView {
-            payment: self.dto_with_methods(r).unwrap_or_else(|_| self.dto(r)),
+            payment,
             state: state_of(r, self.clock.now()),
             wallet: r.wallet_name.clone(),
             client: r.client.clone(),

@@ -22,6 +22,7 @@ fn filter(list: ListArgs, state: Option<String>) -> PaymentFilter {
         cursor: list.cursor,
         first: list.first,
         q: None,
+        methods: None,
     }
 }
 

@@ -105,6 +105,10 @@ pub struct PaymentFilter {
     /// reason, grant; quotes: receiver) contain this text, case-insensitively (the console's `/` filter).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub q: Option<String>,
+    /// Incoming payments only: `false` lists them without their `methods` (fresh STREAM credentials, a
+    /// token encrypted per row). The console asks for that: it shows no credentials in a list.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub methods: Option<bool>,
 }
 
 /// A page of an admin list, newest first; `next_cursor` fetches the following page.

@@ -56,15 +56,16 @@ pub async fn list_incoming(s: &Services, f: PaymentFilter) -> Result<Listed<Inco
         .incoming
         .list(wallet.as_deref(), None, f.state.as_deref(), page_of(&f)?)
         .await?;
-    Ok(listed(page, |r| r.id.clone(), |r| s.incoming.view(r)))
+    let methods = f.methods.unwrap_or(true);
+    Ok(listed(page, |r| r.id.clone(), |r| s.incoming.view(r, methods)))
 }
 
 pub async fn show_incoming(s: &Services, id: &str) -> Result<IncomingView, Error> {
-    Ok(s.incoming.view(&s.incoming.get(id).await?))
+    Ok(s.incoming.view(&s.incoming.get(id).await?, true))
 }
 
 pub async fn complete_incoming(s: &Services, id: &str) -> Result<IncomingView, Error> {
-    Ok(s.incoming.view(&s.incoming.complete(id).await?))
+    Ok(s.incoming.view(&s.incoming.complete(id).await?, true))
 }
 
 pub async fn list_outgoing(s: &Services, f: PaymentFilter) -> Result<Listed<OutgoingView>, Error> {

@@ -30,6 +30,8 @@ async fn load<D: Desk>(d: &D, l: Load) -> Answer<Reply> {
         cursor: l.cursor.clone(),
         first: Some(PAGE),
         q: l.q.clone(),
+        // no list shows credentials, and generating them was most of a page's cost
+        methods: Some(false),
     };
     let append = l.cursor.is_some();
     Ok(match l.pane {

@@ -401,6 +401,18 @@ async fn a_search_finds_rows_beyond_the_loaded_page() {
         page.items.iter().all(|p| !p.payment.id.ends_with(&needle)),
         "not on the first page"
     );
+    // a list carries each payment's `methods` unless asked not to (the console asks: it shows none)
+    assert!(page.items.iter().all(|p| p.payment.methods.is_some()));
+    let (status, bare) = ase
+        .admin(Method::GET, "/incoming-payments?first=3&methods=false", None)
+        .await;
+    assert_eq!(status, 200, "{bare}");
+    let bare = bare["items"].as_array().unwrap();
+    assert_eq!(bare.len(), 3);
+    assert!(
+        bare.iter().all(|p| p.get("methods").is_none() && p["id"].is_string()),
+        "{bare:?}"
+    );
 
     let ids = |items: &[opdesk::ase::incoming::IncomingView]| {
         items
