@@ -46,34 +46,40 @@ fn summary(v: &[Duration]) -> String {
 /// rest completed), each table filled by one `INSERT … SELECT` over a recursive counter in one transaction.
 fn fill(c: &mut opdesk::store::Connection, wallet: &str, rows: usize) -> Result<(), opdesk::store::Error> {
     let now = opdesk::clock::format_ts(time::OffsetDateTime::now_utc());
-    let tx = opdesk::store::immediate(c)?;
-    let n = i64::try_from(rows).unwrap_or(i64::MAX);
-    tx.execute(
-        "WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i + 1 < ?1) \
-         INSERT INTO incoming_payments (id, wallet_id, incoming_amount, received_amount, completed, expires_at, \
-         created_at, updated_at) \
-         SELECT printf('01900000-0000-7000-8000-%012x', i), ?2, 10000, i % 10000, 0, '2099-01-01T00:00:00.000Z', \
-         ?3, ?3 FROM n",
-        opdesk::store::db::params![n, wallet, now],
-    )?;
-    tx.execute(
-        "WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i + 1 < ?1) \
-         INSERT INTO outgoing_payments (id, wallet_id, receiver, debit_amount, receive_amount, receive_asset_code, \
-         receive_asset_scale, sent_amount, delivered_amount, state, failure_reason, failure_message, created_at, \
-         updated_at) \
-         SELECT printf('01900000-0000-7000-9000-%012x', i), ?2, 'http://127.0.0.1/incoming-payments/x', 100, 100, \
-         'USD', 2, 100, 100, CASE WHEN i % 100 = 0 THEN ?4 ELSE ?5 END, \
-         CASE WHEN i % 100 = 0 THEN 'receiver_expired' END, CASE WHEN i % 100 = 0 THEN 'expired' END, ?3, ?3 \
-         FROM n",
-        opdesk::store::db::params![
-            n,
-            wallet,
-            now,
-            OutgoingState::Failed.as_str(),
-            OutgoingState::Completed.as_str()
-        ],
-    )?;
-    tx.commit()?;
+    let rows = i64::try_from(rows).unwrap_or(i64::MAX);
+    // in transactions of 50,000 rows of each table, as a store fills over time: one statement of a million
+    // rows would hold a million rows' pages in its statement journal (in memory: `temp_store`)
+    for start in (0..rows).step_by(50_000) {
+        let end = (start + 50_000).min(rows);
+        let tx = opdesk::store::immediate(c)?;
+        tx.execute(
+            "WITH RECURSIVE n(i) AS (SELECT ?4 UNION ALL SELECT i + 1 FROM n WHERE i + 1 < ?1) \
+             INSERT INTO incoming_payments (id, wallet_id, incoming_amount, received_amount, completed, \
+             expires_at, created_at, updated_at) \
+             SELECT printf('01900000-0000-7000-8000-%012x', i), ?2, 10000, i % 10000, 0, \
+             '2099-01-01T00:00:00.000Z', ?3, ?3 FROM n",
+            opdesk::store::db::params![end, wallet, now, start],
+        )?;
+        tx.execute(
+            "WITH RECURSIVE n(i) AS (SELECT ?6 UNION ALL SELECT i + 1 FROM n WHERE i + 1 < ?1) \
+             INSERT INTO outgoing_payments (id, wallet_id, receiver, debit_amount, receive_amount, \
+             receive_asset_code, receive_asset_scale, sent_amount, delivered_amount, state, failure_reason, \
+             failure_message, created_at, updated_at) \
+             SELECT printf('01900000-0000-7000-9000-%012x', i), ?2, 'http://127.0.0.1/incoming-payments/x', 100, \
+             100, 'USD', 2, 100, 100, CASE WHEN i % 100 = 0 THEN ?4 ELSE ?5 END, \
+             CASE WHEN i % 100 = 0 THEN 'receiver_expired' END, CASE WHEN i % 100 = 0 THEN 'expired' END, ?3, ?3 \
+             FROM n",
+            opdesk::store::db::params![
+                end,
+                wallet,
+                now,
+                OutgoingState::Failed.as_str(),
+                OutgoingState::Completed.as_str(),
+                start
+            ],
+        )?;
+        tx.commit()?;
+    }
     // the fill is setup, not the console's work: copy its WAL into the database now, so that the checkpoint
     // thread does not spend the measured seconds on it
     c.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))?;

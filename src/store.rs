@@ -349,6 +349,11 @@ impl Store {
                 "database size quota (store.max_db_pages) in force"
             );
         }
+        // Savepoints (one per closure of a commit group, one per payment of an engine round) keep the
+        // original of every page they change in a sub-journal, and SQLite moves a sub-journal past 64 KiB
+        // into a temp file: opened, written page by page and deleted in nearly every group under load. In
+        // memory it costs what the group changed; set after the migrations, which may rewrite whole tables.
+        conn.execute_batch("PRAGMA temp_store = MEMORY")?;
         let checkpointer = match path {
             Some(path) => {
                 // the writer never checkpoints on commit; the checkpoint thread does it beside it
