@@ -618,17 +618,25 @@ pub fn restart(conn: &Connection, id: &str, reservation_id: &str, account_id: &s
     Ok(n == 1)
 }
 
+/// `outgoing_payments` read through `outgoing_due`, the partial index of sending payments by due time.
+/// SQLite's planner, with no statistics, prefers `outgoing_by_state (state, id)` for the engine's queries,
+/// and then reads and sorts every sending payment on each round; PostgreSQL plans from statistics and has no
+/// `INDEXED BY`.
+fn sending_by_due(conn: &Connection) -> &'static str {
+    if conn.is_postgres() {
+        "outgoing_payments"
+    } else {
+        "outgoing_payments INDEXED BY outgoing_due"
+    }
+}
+
 /// Ids of sending payments due at `now`, oldest due first.
 pub fn due_outgoing(conn: &Connection, now: &str, limit: u32) -> Result<Vec<String>, Error> {
-    let mut stmt = conn.prepare_cached(if conn.is_postgres() {
-        "SELECT id FROM outgoing_payments WHERE state = 'sending' AND next_attempt_at <= ?1 \
-         ORDER BY next_attempt_at LIMIT ?2"
-    } else {
-        // SQLite's planner, with no statistics, prefers `outgoing_by_state (state, id)` here: every engine
-        // round then read and sorted every sending payment to find the few due first
-        "SELECT id FROM outgoing_payments INDEXED BY outgoing_due WHERE state = 'sending' \
-         AND next_attempt_at <= ?1 ORDER BY next_attempt_at LIMIT ?2"
-    })?;
+    let sql = format!(
+        "SELECT id FROM {} WHERE state = 'sending' AND next_attempt_at <= ?1 ORDER BY next_attempt_at LIMIT ?2",
+        sending_by_due(conn)
+    );
+    let mut stmt = conn.prepare_cached(&sql)?;
     let rows = stmt
         .query_map(params![now, limit], |r| r.get(0))?
         .collect::<Result<Vec<String>, _>>()?;
@@ -669,14 +677,11 @@ pub fn release_outgoing(conn: &Connection, id: &str, until: &str, due: Option<&s
 
 /// When the next sending payment is due, if any.
 pub fn next_due(conn: &Connection) -> Result<Option<String>, Error> {
-    Ok(conn
-        .prepare_cached(if conn.is_postgres() {
-            "SELECT MIN(next_attempt_at) FROM outgoing_payments WHERE state = 'sending'"
-        } else {
-            // the first entry of the partial index, not a walk over every sending payment (see `due_outgoing`)
-            "SELECT MIN(next_attempt_at) FROM outgoing_payments INDEXED BY outgoing_due WHERE state = 'sending'"
-        })?
-        .query_row([], |r| r.get(0))?)
+    let sql = format!(
+        "SELECT MIN(next_attempt_at) FROM {} WHERE state = 'sending'",
+        sending_by_due(conn)
+    );
+    Ok(conn.prepare_cached(&sql)?.query_row([], |r| r.get(0))?)
 }
 
 /// Credits an incoming payment; completes it when `complete`.
