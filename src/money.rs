@@ -163,7 +163,7 @@ impl fmt::Display for Value {
 
 impl Serialize for Value {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_str(&self.0)
+        s.serialize_str(itoa::Buffer::new().format(self.0))
     }
 }
 
