@@ -283,8 +283,13 @@ impl IncomingPayments {
                         ))));
                     }
                     let balances = ledger::ops::balances(&tx, &[settlement.as_str(), row.account_id.as_str()])?;
-                    let row = repo::incoming(&tx, &pid)?
-                        .ok_or_else(|| store::Error::Corrupt(format!("incoming payment {pid} vanished")))?;
+                    // the row as `credit_incoming` left it (read under this transaction's write lock)
+                    let row = IncomingRow {
+                        received_amount: received,
+                        completed,
+                        updated_at: now_s.clone(),
+                        ..row.clone()
+                    };
                     let paid = repo::add_connection_received(&tx, &pid, &connection, value.as_i64(), &now_s)?;
                     Ok((row, paid, balances))
                 };
