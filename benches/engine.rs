@@ -16,6 +16,10 @@ use opdesk::{
     settings::Settings,
 };
 
+/// The allocator the `opdesk` binary runs with, so that the bench measures what ships.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn bench(c: &mut Criterion) {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

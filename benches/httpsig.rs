@@ -7,6 +7,10 @@ use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use http::{HeaderMap, HeaderValue, Method, header};
 use opdesk::httpsig::{self, Policy, Request};
 
+/// The allocator the `opdesk` binary runs with, so that the bench measures what ships.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn bench(c: &mut Criterion) {
     let key = opdesk::httpsig::jwk::generate().expect("key");
     let verifying = key.verifying_key();

@@ -8,6 +8,10 @@ use opdesk::{
     store::{self, Options, Store},
 };
 
+/// The allocator the `opdesk` binary runs with, so that the bench measures what ships.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 const NOW: &str = "2026-01-01T00:00:00.000Z";
 
 fn bench(c: &mut Criterion) {

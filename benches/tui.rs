@@ -21,6 +21,10 @@ use opdesk::{
 };
 use ratatui::{Terminal, backend::TestBackend};
 
+/// The allocator the `opdesk` binary runs with, so that the bench measures what ships.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn rss_kib() -> u64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
