@@ -13,12 +13,25 @@ use opdesk::{
         outgoing::{GrantContext, OutgoingError, OutgoingPaymentDto, Source},
     },
     money::{Amount, Asset, Value},
+    server::AppState,
     settings::Settings,
+    wallet::Wallet,
 };
 
 /// The allocator the `opdesk` binary runs with, so that the bench measures what ships.
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+/// One local payment of one minor unit from `alice` to `receiver`, created as a client would (no grant).
+async fn pay(s: &AppState, alice: &Wallet, receiver: &str, usd: &Asset) -> Result<OutgoingPaymentDto, OutgoingError> {
+    let source = Source::Incoming {
+        receiver: receiver.to_owned(),
+        debit: Amount::new(Value::new(1).expect("v"), usd),
+    };
+    s.outgoing
+        .create(alice, None, None::<GrantContext>, source, None, None)
+        .await
+}
 
 fn bench(c: &mut Criterion) {
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -68,14 +81,7 @@ fn bench(c: &mut Criterion) {
             rt.block_on(async {
                 let started = Instant::now();
                 for _ in 0..iters {
-                    let source = Source::Incoming {
-                        receiver: receiver.clone(),
-                        debit: Amount::new(Value::new(1).expect("v"), &usd),
-                    };
-                    s.outgoing
-                        .create(&alice, None, None::<GrantContext>, source, None, None)
-                        .await
-                        .expect("create");
+                    pay(&s, &alice, &receiver, &usd).await.expect("create");
                 }
                 s.engine.drain().await.expect("drain");
                 let elapsed = started.elapsed();
@@ -100,15 +106,7 @@ fn bench(c: &mut Criterion) {
                             .expect("create");
                     }
                     let (s, alice, receiver, usd) = (s.clone(), alice.clone(), receiver.clone(), usd.clone());
-                    flying.spawn(async move {
-                        let source = Source::Incoming {
-                            receiver,
-                            debit: Amount::new(Value::new(1).expect("v"), &usd),
-                        };
-                        s.outgoing
-                            .create(&alice, None, None::<GrantContext>, source, None, None)
-                            .await
-                    });
+                    flying.spawn(async move { pay(&s, &alice, &receiver, &usd).await });
                 }
                 while let Some(done) = flying.join_next().await {
                     done.expect("joined").expect("create");
