@@ -83,6 +83,10 @@ pub enum EngineError {
     Store(#[from] store::Error),
     #[error(transparent)]
     Money(#[from] MoneyError),
+    /// STREAM packets were to be recorded on top of progress that has moved since they were sent: they are
+    /// on the books already (see `remote`).
+    #[error("outgoing payment {0} moved on since its packets were sent")]
+    Moved(String),
 }
 
 impl EngineError {
@@ -90,7 +94,7 @@ impl EngineError {
     pub fn is_full(&self) -> bool {
         match self {
             Self::Store(s) | Self::Ledger(LedgerError::Store(s)) => s.is_full(),
-            Self::Ledger(_) | Self::Money(_) => false,
+            Self::Ledger(_) | Self::Money(_) | Self::Moved(_) => false,
         }
     }
 }
@@ -159,8 +163,17 @@ struct RemoteConnection {
     room: Option<u64>,
     /// Packets in a row that made no progress (F08 shrinks, room answers); bounded.
     stalls: u32,
-    /// A fulfilled packet whose record the store refused (it was full): recorded before anything is sent.
+    /// Fulfilled packets (their sum) whose record the store refused (it was full): recorded before anything
+    /// is sent.
     unrecorded: Option<Sent>,
+    /// How many packets may be in flight at once: doubles while windows are fulfilled and the receiver's
+    /// totals match, one after a refusal.
+    window: u32,
+    /// Whether the receiver's total for the connection, in its last fulfillments, was exactly what the books
+    /// say it delivered. Only then may more than one packet be in flight (see `remote`).
+    totals_match: bool,
+    /// Whether the payment's durable flight bound is stored, as this connection last wrote or read it.
+    bound_stored: bool,
 }
 
 /// Due payments one round takes (one store call settles the local ones among them).
@@ -179,6 +192,11 @@ enum Worked {
     /// The payment's step failed (its transaction rolled back).
     Failed(String, EngineError),
 }
+
+/// Packets in flight at once through one connection, at most; and in its first window (the first packet
+/// tries the path and the rate alone: a refusal costs one packet, not a window).
+const MAX_IN_FLIGHT: u32 = 16;
+const FIRST_WINDOW: u32 = 1;
 
 /// Packets in a row without progress before a remote payment fails.
 const MAX_STALLS: u32 = 32;
@@ -650,6 +668,7 @@ impl Engine {
                     Some(p) if p.state.is_sending() => fail_tx(&tx, &p, failure.clone(), now)?,
                     _ => StepOutcome::default(),
                 };
+                store::meta::remove(&tx, &remote::flight_key(&pid))?;
                 let out = seal(&tx, out, now)?;
                 tx.commit()?;
                 Ok::<_, EngineError>(out)

@@ -193,6 +193,16 @@ pub fn refusal_frames(req: &StreamPacket, amount: u64, p: &PaymentSnapshot, refu
                 PaymentState::Expired => "the incoming payment has expired",
                 _ => "the incoming payment is completed",
             };
+            // what this connection paid in all, so a sender resuming after a crash can reconcile
+            frames.extend(
+                money_streams(req, amount)
+                    .into_iter()
+                    .map(|stream_id| Frame::StreamMaxMoney {
+                        stream_id,
+                        receive_max: p.connection_received,
+                        total_received: p.connection_received,
+                    }),
+            );
             frames.push(Frame::ConnectionClose {
                 code: StreamErrorCode::APPLICATION_ERROR,
                 message: message.to_owned(),
@@ -497,12 +507,20 @@ mod tests {
             &snapshot(PaymentState::Expired, 0, 1000),
             Refusal::Closed(PaymentState::Expired),
         );
+        // the connection's total rides along (nothing paid over this one), so a resuming sender can reconcile
         assert_eq!(
             expired,
-            [Frame::ConnectionClose {
-                code: StreamErrorCode::APPLICATION_ERROR,
-                message: "the incoming payment has expired".into()
-            }]
+            [
+                Frame::StreamMaxMoney {
+                    stream_id: 1,
+                    receive_max: 0,
+                    total_received: 0
+                },
+                Frame::ConnectionClose {
+                    code: StreamErrorCode::APPLICATION_ERROR,
+                    message: "the incoming payment has expired".into()
+                }
+            ]
         );
         assert_eq!(
             refusal_frames(
@@ -511,7 +529,14 @@ mod tests {
                 &snapshot(PaymentState::Completed, 9, 9),
                 Refusal::Closed(PaymentState::Completed)
             ),
-            [close(StreamErrorCode::APPLICATION_ERROR)]
+            [
+                Frame::StreamMaxMoney {
+                    stream_id: 1,
+                    receive_max: 9,
+                    total_received: 9
+                },
+                close(StreamErrorCode::APPLICATION_ERROR)
+            ]
         );
     }
 

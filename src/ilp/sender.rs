@@ -1,13 +1,14 @@
 //! The STREAM sender (STREAM.md §2.2): pays an ILP address and shared secret (an Open Payments
-//! `methods[ilp]`) through one ILP-over-HTTP peer. A [`Connection`] sends one packet at a time through an
+//! `methods[ilp]`) through one ILP-over-HTTP peer. A [`Connection`] sends its packets through an
 //! injectable [`Transport`] ([`HttpTransport`] in production): a hello (`ConnectionNewAddress("")`) to learn
 //! the receiver's asset, unfulfillable probes to learn the exchange rate (shrinking on `F08`), money packets
-//! with a minimum destination amount, and a closing `ConnectionClose`. The decisions are pure functions:
-//! [`Rate`] arithmetic (exact rationals, no floats), [`next_packet`] (how much to send and to demand) and
+//! with a minimum destination amount (one at a time, or built with [`Connection::money_packet`] and several
+//! in flight at once through its [`Pipe`], each with its own sequence number), and a closing
+//! `ConnectionClose`. The decisions are pure functions: [`Rate`] arithmetic (exact rationals, no floats), [`next_packet`] (how much to send and to demand) and
 //! [`judge`] (what a reply means). A final reject other than `F08` that carries an authentic STREAM reply is
 //! the receiver's answer, whatever its code: `F99` from ilp-protocol-stream and Rafiki's older receivers,
 //! `F05` (not accepted, probes included) and `F04` (too little arrived) from `@interledger/stream-receiver`
-//! 0.3. Progress is not kept here: the engine commits it per packet.
+//! 0.3. Progress is not kept here: the engine commits it per window of packets.
 
 use std::{future::Future, pin::Pin, sync::Arc, time::Duration};
 
@@ -221,8 +222,14 @@ pub enum Reply {
 /// What a reply to a money packet means for the payment.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Verdict {
-    /// Fulfilled: `delivered` destination units arrived; `closed` if the receiver closes too.
-    Fulfilled { delivered: u64, closed: bool },
+    /// Fulfilled: `delivered` destination units arrived; `closed` if the receiver closes too; `total` what
+    /// the receiver says this connection delivered in all, with this packet (`StreamMaxMoney.totalReceived` of
+    /// stream 1), when it says so.
+    Fulfilled {
+        delivered: u64,
+        closed: bool,
+        total: Option<u64>,
+    },
     /// `F08`: packets must be at most `max` source units.
     TooLarge { max: u64 },
     /// A temporary failure (`T..`, `R..`, transport): try again later.
@@ -235,6 +242,18 @@ pub enum Verdict {
     Closed(String),
     /// A final rejection.
     Failed(String),
+}
+
+/// What a reply says the connection delivered in all on stream 1 (`StreamMaxMoney.totalReceived`).
+fn stream_total(s: &StreamPacket) -> Option<u64> {
+    s.frames.iter().find_map(|f| match f {
+        Frame::StreamMaxMoney {
+            stream_id: 1,
+            total_received,
+            ..
+        } => Some(*total_received),
+        _ => None,
+    })
 }
 
 fn close_reason(s: &StreamPacket) -> Option<String> {
@@ -257,6 +276,7 @@ pub fn judge(reply: &Reply, condition: &[u8; 32], source: u64, min_dest: u64) ->
             Verdict::Fulfilled {
                 delivered: arrived.max(min_dest),
                 closed: stream.as_ref().is_some_and(|s| s.has_connection_close()),
+                total: stream.as_ref().and_then(stream_total),
             }
         }
         Reply::Reject {
@@ -339,7 +359,7 @@ pub enum SendError {
 pub struct Connection {
     transport: Arc<dyn Transport>,
     destination: Address,
-    keys: StreamKeys,
+    keys: Arc<StreamKeys>,
     sequence: u64,
     expiry: Duration,
     /// Largest source amount per packet (configured for the peer, or learned from `F08`).
@@ -363,7 +383,7 @@ impl Connection {
         Self {
             transport,
             destination,
-            keys: StreamKeys::derive(shared_secret),
+            keys: Arc::new(StreamKeys::derive(shared_secret)),
             sequence: 0,
             expiry,
             max_packet,
@@ -385,6 +405,19 @@ impl Connection {
         frames: Vec<Frame>,
         fulfillable: bool,
     ) -> Result<(Reply, [u8; 32]), SendError> {
+        let (bytes, condition) = self.build(amount, min_dest, frames, fulfillable)?;
+        let reply = self.pipe().carry(bytes, self.sequence).await;
+        Ok((reply, condition))
+    }
+
+    /// Builds the next Prepare (taking the next sequence number): its OER bytes and its condition.
+    fn build(
+        &mut self,
+        amount: u64,
+        min_dest: u64,
+        frames: Vec<Frame>,
+        fulfillable: bool,
+    ) -> Result<(Vec<u8>, [u8; 32]), SendError> {
         let local = |e: super::Error| SendError::Local(e.to_string());
         self.sequence += 1;
         let request = StreamPacket {
@@ -409,23 +442,93 @@ impl Connection {
             data,
         };
         let bytes = prepare.encode().map_err(local)?;
-        let reply = match self.transport.send(bytes).await {
+        Ok((bytes, condition))
+    }
+
+    /// What carries this connection's packets without borrowing it, so several can be in flight at once.
+    pub fn pipe(&self) -> Pipe {
+        Pipe {
+            transport: self.transport.clone(),
+            keys: self.keys.clone(),
+        }
+    }
+
+    /// Builds the next money packet (`StreamMoney(1)`, fulfillable) without sending it: several built
+    /// packets may be in flight at once through [`Connection::pipe`], each with its own sequence number.
+    pub fn money_packet(&mut self, source: u64, min_dest: u64) -> Result<MoneyPacket, SendError> {
+        let frames = vec![Frame::StreamMoney {
+            stream_id: 1,
+            shares: 1,
+        }];
+        let (bytes, condition) = self.build(source, min_dest, frames, true)?;
+        Ok(MoneyPacket {
+            bytes,
+            condition,
+            sequence: self.sequence,
+            source,
+            min_dest,
+        })
+    }
+
+    /// How long its Prepares live: each expires this long after it was built.
+    pub fn expiry(&self) -> Duration {
+        self.expiry
+    }
+
+    /// Takes in what a money packet sent through [`Connection::pipe`] taught about the path: an `F08`
+    /// lowers [`Connection::max_packet`].
+    pub fn learn(&mut self, verdict: &Verdict) {
+        if let Verdict::TooLarge { max } = verdict {
+            self.max_packet = Some(self.max_packet.map_or(*max, |m| m.min(*max)));
+        }
+    }
+}
+
+/// A money packet built by [`Connection::money_packet`], ready to be sent.
+#[derive(Debug, Clone)]
+pub struct MoneyPacket {
+    bytes: Vec<u8>,
+    condition: [u8; 32],
+    sequence: u64,
+    /// Source units it carries.
+    pub source: u64,
+    /// The destination units it demands.
+    pub min_dest: u64,
+}
+
+/// Carries a connection's packets (the transport and the keys, shared): see [`Connection::pipe`].
+#[derive(Clone)]
+pub struct Pipe {
+    transport: Arc<dyn Transport>,
+    keys: Arc<StreamKeys>,
+}
+
+impl Pipe {
+    /// Sends one built money packet and judges its reply.
+    pub async fn send_money(&self, packet: &MoneyPacket) -> Verdict {
+        let reply = self.carry(packet.bytes.clone(), packet.sequence).await;
+        judge(&reply, &packet.condition, packet.source, packet.min_dest)
+    }
+
+    /// Sends one Prepare's bytes and reads the reply to the packet of `sequence`. Transport failures
+    /// become `T00`.
+    async fn carry(&self, bytes: Vec<u8>, sequence: u64) -> Reply {
+        match self.transport.send(bytes).await {
             Err(message) => Reply::Reject {
                 code: ErrorCode::T00_INTERNAL_ERROR,
                 message,
                 data: Vec::new(),
                 stream: None,
             },
-            Ok(bytes) => self.read_reply(&bytes),
-        };
-        Ok((reply, condition))
+            Ok(bytes) => self.read_reply(&bytes, sequence),
+        }
     }
 
-    fn read_reply(&self, bytes: &[u8]) -> Reply {
+    fn read_reply(&self, bytes: &[u8], sequence: u64) -> Reply {
         let authentic = |data: &[u8], expected: PacketType| {
             StreamPacket::decrypt(&self.keys.encryption_key, data)
                 .ok()
-                .filter(|s| s.sequence == self.sequence && s.ilp_packet_type == expected)
+                .filter(|s| s.sequence == sequence && s.ilp_packet_type == expected)
         };
         match Packet::decode(bytes) {
             Ok(Packet::Fulfill(f)) => Reply::Fulfill {
@@ -452,7 +555,9 @@ impl Connection {
             },
         }
     }
+}
 
+impl Connection {
     async fn pause(&self, attempt: u32) {
         let d = self
             .backoff
@@ -569,6 +674,36 @@ impl Connection {
         Ok(verdict)
     }
 
+    /// What the receiver says this connection has delivered in all (`StreamMaxMoney.totalReceived` of
+    /// stream 1), asked with a zero-amount money packet; `None` when its answer carries no total.
+    pub async fn totals(&mut self) -> Result<Option<u64>, SendError> {
+        let mut temporary = 0;
+        loop {
+            let frames = vec![Frame::StreamMoney {
+                stream_id: 1,
+                shares: 1,
+            }];
+            let (reply, _) = self.exchange(0, 0, frames, true).await?;
+            let (stream, code) = match reply {
+                Reply::Fulfill { stream, .. } => (stream, None),
+                Reply::Reject { stream, code, .. } => (stream, Some(code)),
+            };
+            if let Some(s) = stream {
+                return Ok(stream_total(&s));
+            }
+            let temporary_code =
+                code.is_some_and(|c| matches!(c.class(), ErrorClass::Temporary | ErrorClass::Relative));
+            if !temporary_code {
+                return Ok(None);
+            }
+            if temporary >= self.retries {
+                return Err(SendError::Unreachable("no total from the receiver".into()));
+            }
+            self.pause(temporary).await;
+            temporary += 1;
+        }
+    }
+
     /// Closes the connection (`ConnectionClose(NoError)` on a zero-amount packet); the answer does not matter.
     pub async fn close(&mut self) {
         let frames = vec![Frame::ConnectionClose {
@@ -677,16 +812,30 @@ mod tests {
             judge(&fulfill(stream(1, PacketType::Fulfill, 120, vec![])), &c, 100, 99),
             Verdict::Fulfilled {
                 delivered: 120,
-                closed: false
+                closed: false,
+                total: None
             }
         );
         assert_eq!(
             judge(&fulfill(None), &c, 100, 99),
             Verdict::Fulfilled {
                 delivered: 99,
-                closed: false
+                closed: false,
+                total: None
             }
         );
+        // the connection's total rides with a fulfillment only as stream 1's `StreamMaxMoney`
+        let max_money = |stream_id| Frame::StreamMaxMoney {
+            stream_id,
+            receive_max: 900,
+            total_received: 620,
+        };
+        let totals = |frames| match judge(&fulfill(stream(1, PacketType::Fulfill, 120, frames)), &c, 100, 99) {
+            Verdict::Fulfilled { total, .. } => total,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(totals(vec![max_money(1)]), Some(620));
+        assert_eq!(totals(vec![max_money(3)]), None);
         assert!(matches!(judge(&fulfill(None), &[0; 32], 100, 99), Verdict::Failed(_)));
         let f08 = AmountTooLarge {
             received_amount: 200,
@@ -996,7 +1145,8 @@ mod tests {
             .unwrap();
             let mut r = Reject::new(ErrorCode::F05_WRONG_CONDITION, None, data);
             r.message = String::new();
-            conn.read_reply(&Packet::Reject(r).encode().unwrap())
+            conn.pipe()
+                .read_reply(&Packet::Reject(r).encode().unwrap(), conn.sequence)
         };
         let ours = fake.keys.encryption_key;
         let judged = |r: Reply| judge(&r, &c, 100, 99);

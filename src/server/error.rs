@@ -429,6 +429,7 @@ impl From<EngineError> for ApiError {
             EngineError::Ledger(l) => l.into(),
             EngineError::Money(m) => m.into(),
             EngineError::Store(s) => Self::internal(&s),
+            e @ EngineError::Moved(_) => Self::internal(&e),
         }
     }
 }

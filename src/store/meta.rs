@@ -27,3 +27,9 @@ pub fn set(conn: &Connection, key: &str, value: &str) -> Result<(), Error> {
     .execute(params![key, value])?;
     Ok(())
 }
+
+/// Removes `key` (nothing if it is not set).
+pub fn remove(conn: &Connection, key: &str) -> Result<(), Error> {
+    conn.prepare_cached("DELETE FROM meta WHERE key = ?1")?.execute([key])?;
+    Ok(())
+}

@@ -436,12 +436,20 @@ async fn open_ended_and_expired_payments() {
     }
     let r = s.pay(10).await;
     assert_eq!(r.code(), Some(ErrorCode::F99_APPLICATION_ERROR));
+    // the connection's total rides along, so a sender resuming after a crash can reconcile
     assert_eq!(
         r.stream().frames,
-        [Frame::ConnectionClose {
-            code: StreamErrorCode::APPLICATION_ERROR,
-            message: "the incoming payment has expired".into()
-        }]
+        [
+            Frame::StreamMaxMoney {
+                stream_id: 1,
+                receive_max: 10,
+                total_received: 10
+            },
+            Frame::ConnectionClose {
+                code: StreamErrorCode::APPLICATION_ERROR,
+                message: "the incoming payment has expired".into()
+            }
+        ]
     );
     let r = Sender::for_payment(&ase, &expiring).connect().await;
     assert!(closes_with_application_error(r.stream()), "{r:?}");

@@ -31,6 +31,7 @@ mod sigdebug;
 mod sources;
 mod states;
 mod storage_full;
+mod stream_pipeline;
 mod tls;
 mod two_nodes;
 mod two_processes;

@@ -13,6 +13,7 @@
 // opdesk's `sentAmount` is the source of the fulfilled packets; packets stay within the peer's max packet
 // amount; the probes were refused with F05. A rate that falls below the minimum after the quote is refused
 // with F04 and fails the payment as `rate_too_low` after one packet, nothing delivered and nothing left held.
+// This receiver reports no total for the connection (no `StreamMaxMoney`), so opdesk sends one packet at a time.
 import assert from 'node:assert/strict'
 import { after, before, test } from 'node:test'
 import { StreamServer } from '@interledger/stream-receiver'
@@ -31,6 +32,8 @@ let client
  * Prepare's amount (rounded down) before the receiver sees it, as Rafiki's connector does for cross-currency.
  */
 const payments = new Map()
+/** Prepares in the stand-in at once: now, and the most so far. */
+const flight = { now: 0, max: 0 }
 /** Every Prepare the stand-in answered: { sent, amount (after conversion), tag, reply: 'fulfill' | code, streamReply }. */
 const log = []
 
@@ -47,7 +50,12 @@ async function startNode() {
   return startRemoteAse({
     token: TOKEN,
     payments,
-    ilp: (bytes) => {
+    ilp: async (bytes) => {
+      // each Prepare waits a moment before the receiver sees it, so packets sent together would overlap here
+      flight.now += 1
+      flight.max = Math.max(flight.max, flight.now)
+      await new Promise((resolve) => setTimeout(resolve, 3))
+      flight.now -= 1
       const prepare = deserializeIlpPrepare(bytes)
       const tag = receiver.decodePaymentTag(prepare.destination)
       const sent = BigInt(prepare.amount)
@@ -115,6 +123,7 @@ function assertPackets(id) {
 
 test('fixed receive: opdesk delivers exactly the incomingAmount to a @interledger/stream-receiver receiver', { timeout: 60000 }, async () => {
   payments.set('fr1', { incomingAmount: 1234, received: 0 })
+  flight.max = 0
   const { quote, view } = await payRemote(ase, client, `${node.base}/incoming-payments/fr1`, {
     receiveAmount: { value: '1234', assetCode: 'USD', assetScale: 2 }
   })
@@ -132,6 +141,9 @@ test('fixed receive: opdesk delivers exactly the incomingAmount to a @interledge
   assert.equal(view.sentAmount.value, '1234', 'the path converts 1:1')
   assert.ok(BigInt(view.sentAmount.value) <= BigInt(quote.debitAmount.value))
   assertPackets('fr1')
+  // this receiver reports no total for the connection, so a crash could not be reconciled from its word:
+  // opdesk keeps one packet in flight at a time
+  assert.equal(flight.max, 1, 'one packet in flight at a time')
 })
 
 test('fixed send: opdesk delivers exactly the quoted receiveAmount to a @interledger/stream-receiver receiver', { timeout: 60000 }, async () => {

@@ -8,7 +8,8 @@
 //
 // Checked: the quote delivers the full incomingAmount at the 1 % slippage floor; the payment completes and the
 // Node receiver got exactly the amount, in packets within the peer's max packet amount; a receiver whose
-// receive max is lower than the payment makes it fail with `receiver_completed` after delivering the room.
+// receive max is lower than the payment makes it fail with `receiver_completed` after delivering the room; this
+// receiver's totals for the connection match what opdesk delivered, so opdesk keeps several packets in flight.
 import assert from 'node:assert/strict'
 import { after, before, test } from 'node:test'
 import { createServer as createStreamServer } from 'ilp-protocol-stream'
@@ -23,6 +24,8 @@ class ReceivingPlugin {
     this.connected = false
     this.handler = undefined
     this.amounts = []
+    this.inFlight = 0
+    this.maxInFlight = 0
   }
   async connect() { this.connected = true }
   async disconnect() { this.connected = false }
@@ -54,10 +57,18 @@ async function startNode() {
   const remote = await startRemoteAse({
     token: TOKEN,
     payments,
-    ilp: (prepare) => {
+    ilp: async (prepare) => {
       const lenBytes = prepare[1] & 0x80 ? 1 + (prepare[1] & 0x7f) : 1
       plugin.amounts.push(prepare.readBigUInt64BE(1 + lenBytes))
-      return plugin.handler(prepare)
+      // each Prepare waits a moment before the receiver sees it, so packets sent together overlap here
+      plugin.inFlight += 1
+      plugin.maxInFlight = Math.max(plugin.maxInFlight, plugin.inFlight)
+      try {
+        await new Promise((resolve) => setTimeout(resolve, 3))
+        return await plugin.handler(prepare)
+      } finally {
+        plugin.inFlight -= 1
+      }
     },
     method: (id) => {
       const { destinationAccount, sharedSecret } = stream.generateAddressAndSecret(id)
@@ -105,4 +116,18 @@ test('a receiver with less room than the payment: delivers the room, then fails 
   const sums = {}
   for (const b of balances.body) sums[b.assetCode] = (sums[b.assetCode] ?? 0) + b.balance
   assert.ok(Object.values(sums).every((v) => v === 0), JSON.stringify(sums))
+})
+
+test('packets go several at once to an ilp-protocol-stream receiver (its totals match), exactly the amount', async () => {
+  payments.set('p3', { incomingAmount: 12000, received: 0, receiveMax: 12000 })
+  node.plugin.maxInFlight = 0
+  const before = node.plugin.amounts.length
+  const { view } = await pay('p3')
+  assert.equal(view.state, 'completed', JSON.stringify(view))
+  assert.equal(view.sentAmount.value, '12000')
+  assert.equal(payments.get('p3').received, 12000)
+  const sent = node.plugin.amounts.slice(before)
+  assert.ok(sent.every((a) => a <= 400n), `packets within the max: ${sent}`)
+  assert.ok(node.plugin.maxInFlight > 1, `several packets in flight at once: ${node.plugin.maxInFlight}`)
+  assert.ok(node.plugin.maxInFlight <= 16, `at most 16 in flight: ${node.plugin.maxInFlight}`)
 })
