@@ -176,6 +176,21 @@ struct RemoteConnection {
     bound_stored: bool,
 }
 
+impl RemoteConnection {
+    /// A connection nothing was learned on yet; `bound_stored`: whether the payment's flight bound is stored.
+    fn new(conn: Connection, bound_stored: bool) -> Self {
+        Self {
+            conn,
+            room: None,
+            stalls: 0,
+            unrecorded: None,
+            window: FIRST_WINDOW,
+            totals_match: false,
+            bound_stored,
+        }
+    }
+}
+
 /// Due payments one round takes (one store call settles the local ones among them).
 const DUE_PER_ROUND: u32 = 32;
 

@@ -154,7 +154,7 @@ pub(crate) async fn assert_balanced(ase: &TestAse) -> Json {
     balances
 }
 
-fn peer_balance(balances: &Json) -> i64 {
+pub(crate) fn peer_balance(balances: &Json) -> i64 {
     balances
         .as_array()
         .unwrap()

@@ -20,7 +20,7 @@ use serde_json::{Value as Json, json};
 
 use crate::{
     common::{Proc, TestAse, auto_approved_outgoing_token, balance_of},
-    ilp_sender::{assert_balanced, bob_receiver, config, dir, free, grant, outgoing_grant},
+    ilp_sender::{assert_balanced, bob_receiver, config, dir, free, grant, outgoing_grant, peer_balance},
 };
 
 /// What the proxy saw.
@@ -102,20 +102,11 @@ async fn proxy(upstream: String, hold: Duration) -> (u16, Arc<Seen>) {
     (port, seen)
 }
 
-fn peer_balance(balances: &Json) -> i64 {
-    balances
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|b| b["kind"] == "peer")
-        .map(|b| b["balance"].as_i64().unwrap())
-        .sum()
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn many_small_packets_go_several_at_once_with_exact_amounts() {
+/// A and B in-process, A paying B through the proxy (holding B's replies for `hold`), packets of at most
+/// 1.00.
+async fn proxied_pair(hold: Duration) -> (TestAse, TestAse, Arc<Seen>) {
     let (a_addr, b_addr) = (free(), free());
-    let (proxy_port, seen) = proxy(format!("http://{b_addr}/ilp"), Duration::from_millis(15)).await;
+    let (proxy_port, seen) = proxy(format!("http://{b_addr}/ilp"), hold).await;
     let a = TestAse::spawn_in(
         dir(&config("desk-a", "desk-b", proxy_port, "b-to-a", "a-to-b", 100)),
         Some(a_addr),
@@ -126,6 +117,12 @@ async fn many_small_packets_go_several_at_once_with_exact_amounts() {
         Some(b_addr),
     )
     .await;
+    (a, b, seen)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn many_small_packets_go_several_at_once_with_exact_amounts() {
+    let (a, b, seen) = proxied_pair(Duration::from_millis(15)).await;
     let (a_client, b_client) = (a.demo_client().await, b.demo_client().await);
     // 60.00 in packets of at most 1.00
     let receiver = bob_receiver(&b, &b_client, Some(6000)).await;
@@ -170,18 +167,7 @@ async fn many_small_packets_go_several_at_once_with_exact_amounts() {
 /// reports no total does: a crash could not be reconciled from its word. The payment still completes exactly.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_receiver_whose_totals_do_not_match_gets_one_packet_at_a_time() {
-    let (a_addr, b_addr) = (free(), free());
-    let (proxy_port, seen) = proxy(format!("http://{b_addr}/ilp"), Duration::from_millis(5)).await;
-    let a = TestAse::spawn_in(
-        dir(&config("desk-a", "desk-b", proxy_port, "b-to-a", "a-to-b", 100)),
-        Some(a_addr),
-    )
-    .await;
-    let b = TestAse::spawn_in(
-        dir(&config("desk-b", "desk-a", a_addr.port(), "a-to-b", "b-to-a", 100_000)),
-        Some(b_addr),
-    )
-    .await;
+    let (a, b, seen) = proxied_pair(Duration::from_millis(5)).await;
     let (a_client, b_client) = (a.demo_client().await, b.demo_client().await);
     let receiver = bob_receiver(&b, &b_client, None).await;
     // A quotes a fixed send of 15.00 (packets of at most 1.00)
@@ -318,6 +304,20 @@ impl Killable {
         }
     }
 
+    /// The fixed send `done` (50.00 at the minimum rate 0.99) paid B exactly what A recorded as sent, once,
+    /// and both books say so.
+    async fn assert_paid_once(&self, receiver: &str, done: &Json) {
+        assert_eq!(done["state"], "completed", "{done}");
+        let sent: i64 = done["sentAmount"]["value"].as_str().unwrap().parse().unwrap();
+        assert!((4950..=5000).contains(&sent), "{done}");
+        assert_eq!(
+            self.received(receiver).await,
+            sent,
+            "B received exactly what A recorded as sent, once"
+        );
+        self.assert_books(sent, sent).await;
+    }
+
     /// A's books: alice paid exactly `sent`, all of it to the peer account; every asset sums to zero and
     /// no payment account holds money; B's books balance with the peer owed `b_received`.
     async fn assert_books(&self, sent: i64, b_received: i64) {
@@ -358,15 +358,8 @@ async fn a_sender_killed_with_packets_in_flight_resumes_without_paying_twice() {
     assert_eq!(done["state"], "completed", "{done}");
     // fixed send: done once the receive amount (5000 at the minimum rate 0.99) arrived
     assert_eq!(done["receiveAmount"]["value"], "4950", "{done}");
-    let sent: i64 = done["sentAmount"]["value"].as_str().unwrap().parse().unwrap();
-    assert!((4950..=5000).contains(&sent), "{done}");
     assert_eq!(done["deliveredAmount"]["value"], done["sentAmount"]["value"], "{done}");
-    assert_eq!(
-        k.received(&receiver).await,
-        sent,
-        "B received exactly what A recorded as sent, once"
-    );
-    k.assert_books(sent, sent).await;
+    k.assert_paid_once(&receiver, &done).await;
 }
 
 /// A killed with a window on its way to B: the Prepares wait in the proxy and reach B only after A has
@@ -400,14 +393,7 @@ async fn a_sender_restarted_before_its_lost_window_arrived_waits_for_it_to_expir
         assert!(Instant::now() < deadline, "Prepares still in the proxy");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    let sent: i64 = done["sentAmount"]["value"].as_str().unwrap().parse().unwrap();
-    assert!((4950..=5000).contains(&sent), "{done}");
-    assert_eq!(
-        k.received(&receiver).await,
-        sent,
-        "B received exactly what A recorded as sent, once"
-    );
-    k.assert_books(sent, sent).await;
+    k.assert_paid_once(&receiver, &done).await;
 }
 
 /// The lost window completed B's incoming payment: B refuses every packet after that (the payment is

@@ -57,15 +57,7 @@ impl Engine {
     /// Says hello on a connection (learning the receiver's asset).
     async fn connect(mut conn: Connection) -> Result<RemoteConnection, (&'static str, String, bool)> {
         match conn.connect().await {
-            Ok(_) => Ok(RemoteConnection {
-                conn,
-                room: None,
-                stalls: 0,
-                unrecorded: None,
-                window: FIRST_WINDOW,
-                totals_match: false,
-                bound_stored: false,
-            }),
+            Ok(_) => Ok(RemoteConnection::new(conn, false)),
             Err(SendError::Closed(m)) => Err((
                 "receiver_completed",
                 format!("The receiver closed the connection ({m}) and accepts no more money."),
@@ -497,15 +489,7 @@ impl Engine {
             .unwrap_or(u64::MAX)
             .clamp(1, bound - sent);
         tracing::warn!(payment = %p.id, source, delivered = unrecorded, "packets fulfilled before a restart are recorded from the receiver's total");
-        let entry = RemoteConnection {
-            conn,
-            room: None,
-            stalls: 0,
-            unrecorded: None,
-            window: FIRST_WINDOW,
-            totals_match: false,
-            bound_stored: true,
-        };
+        let entry = RemoteConnection::new(conn, true);
         // (the money left already: it claims no room, its record moves the peer's position)
         let sent = Sent {
             from: sent,
