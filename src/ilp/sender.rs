@@ -4,11 +4,12 @@
 //! the receiver's asset, unfulfillable probes to learn the exchange rate (shrinking on `F08`), money packets
 //! with a minimum destination amount (one at a time, or built with [`Connection::money_packet`] and several
 //! in flight at once through its [`Pipe`], each with its own sequence number), and a closing
-//! `ConnectionClose`. The decisions are pure functions: [`Rate`] arithmetic (exact rationals, no floats), [`next_packet`] (how much to send and to demand) and
-//! [`judge`] (what a reply means). A final reject other than `F08` that carries an authentic STREAM reply is
-//! the receiver's answer, whatever its code: `F99` from ilp-protocol-stream and Rafiki's older receivers,
-//! `F05` (not accepted, probes included) and `F04` (too little arrived) from `@interledger/stream-receiver`
-//! 0.3. Progress is not kept here: the engine commits it per window of packets.
+//! `ConnectionClose`. The decisions are pure functions: [`Rate`] arithmetic (exact rationals, no floats),
+//! [`next_packet`] (how much to send and to demand) and [`judge`] (what a reply means, with the receiver's
+//! total for the connection when a fulfillment carries it). A final reject other than `F08` that carries an
+//! authentic STREAM reply is the receiver's answer, whatever its code: `F99` from ilp-protocol-stream and
+//! Rafiki's older receivers, `F05` (not accepted, probes included) and `F04` (too little arrived) from
+//! `@interledger/stream-receiver` 0.3. Progress is not kept here: the engine commits it per window of packets.
 
 use std::{future::Future, pin::Pin, sync::Arc, time::Duration};
 

@@ -654,12 +654,13 @@ pub(super) struct Sent {
     claim: Option<ClaimId>,
 }
 
-/// Records one fulfilled STREAM packet (`source` sent in the peer's asset, `delivered` arrived) and completes
-/// the payment when it delivered its receive amount or sent its source amount: the fee (debit less source)
-/// goes to the settlement account, the rest back to the sender. The source goes to the account of the plan's
-/// peer. Through a peer in another asset (a cross-currency link) the ASE converts: the debit units the
-/// packet stands for (counted on the cumulative amount, so rounding never drifts) go from the payment to the
-/// settlement account of the debit asset, and the packet from the settlement account of the peer's asset to
+/// Records fulfilled STREAM packets (a window's sum: `source` sent in the peer's asset, `delivered` arrived)
+/// on top of the committed progress they were sent on (else [`EngineError::Moved`]), and completes the payment
+/// when it delivered its receive amount or sent its source amount: the fee (debit less source) goes to the
+/// settlement account, the rest back to the sender. The source goes to the account of the plan's peer.
+/// Through a peer in another asset (a cross-currency link) the ASE converts: the debit units the packets
+/// stand for (counted on the cumulative amount, so rounding never drifts) go from the payment to the
+/// settlement account of the debit asset, and the packets from the settlement account of the peer's asset to
 /// the peer's account.
 pub(super) fn remote_progress_tx(
     tx: &SqlConnection,
