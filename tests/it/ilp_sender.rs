@@ -136,6 +136,19 @@ pub(crate) async fn outgoing_grant(ase: &TestAse, client: &opdesk::client::Signe
     tok(&r)
 }
 
+/// Pays quote `quote` (its JSON) from alice@`a` with a fresh outgoing-payment grant; the payment once it is no
+/// longer sending.
+pub(crate) async fn pay_quote(a: &TestAse, client: &opdesk::client::SignedClient, quote: &Json) -> Json {
+    let out_tok = outgoing_grant(a, client).await;
+    let body = json!({"walletAddress": a.url("/alice"), "quoteId": quote["id"]});
+    let r = client
+        .send(Method::POST, &a.url("/outgoing-payments"), Some(&out_tok), Some(&body))
+        .await
+        .unwrap();
+    assert_eq!(r.status, 201, "{}", r.body);
+    a.wait_outgoing(r.body["id"].as_str().unwrap()).await
+}
+
 /// Every asset's balances sum to zero, no wallet or payment account is negative, the journal matches.
 pub(crate) async fn assert_balanced(ase: &TestAse) -> Json {
     let (_, balances) = ase.admin(Method::GET, "/balances", None).await;
@@ -331,18 +344,7 @@ async fn a_peer_added_at_runtime_carries_payments_at_once() {
     tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
     let q = quote().await.unwrap();
     assert_eq!(q.status, 201, "{}", q.body);
-    let out_tok = outgoing_grant(&a, &a_client).await;
-    let r = a_client
-        .send(
-            Method::POST,
-            &a.url("/outgoing-payments"),
-            Some(&out_tok),
-            Some(&json!({"walletAddress": a.url("/alice"), "quoteId": q.body["id"]})),
-        )
-        .await
-        .unwrap();
-    assert_eq!(r.status, 201, "{}", r.body);
-    let done = a.wait_outgoing(r.body["id"].as_str().unwrap()).await;
+    let done = pay_quote(&a, &a_client, &q.body).await;
     assert_eq!(done["state"], "completed", "{done}");
     let delivered = done["receiveAmount"]["value"].as_str().unwrap().to_owned();
     let public: Json = b.http.get(&receiver).send().await.unwrap().json().await.unwrap();
@@ -571,15 +573,8 @@ async fn usd_pays_eur_through_a_eur_peer_at_the_rates_service_rate() {
 
     // pay the fixed-receive quote: packets of ≤ 400 EUR; the path is 1:1, so 900 EUR go out for 900 in,
     // which stand for ceil(900 / 0.8) = 1125 USD; alice pays that and the fee, the other 13 come back
-    let out_tok = outgoing_grant(&a, &a_client).await;
     let alice_before = a.balance("alice").await;
-    let body = json!({"walletAddress": a.url("/alice"), "quoteId": q.body["id"]});
-    let r = a_client
-        .send(Method::POST, &a.url("/outgoing-payments"), Some(&out_tok), Some(&body))
-        .await
-        .unwrap();
-    assert_eq!(r.status, 201, "{}", r.body);
-    let done = a.wait_outgoing(r.body["id"].as_str().unwrap()).await;
+    let done = pay_quote(&a, &a_client, &q.body).await;
     assert_eq!(done["state"], "completed", "{done}");
     assert_eq!(
         done["sentAmount"],

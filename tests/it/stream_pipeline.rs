@@ -20,7 +20,7 @@ use serde_json::{Value as Json, json};
 
 use crate::{
     common::{Proc, TestAse, auto_approved_outgoing_token, balance_of},
-    ilp_sender::{assert_balanced, bob_receiver, config, dir, free, grant, outgoing_grant, peer_balance},
+    ilp_sender::{assert_balanced, bob_receiver, config, dir, free, grant, pay_quote, peer_balance},
 };
 
 /// What the proxy saw.
@@ -136,15 +136,8 @@ async fn many_small_packets_go_several_at_once_with_exact_amounts() {
     let probes_max = seen.max.swap(0, Ordering::SeqCst);
     assert_eq!(probes_max, 1, "the quote's probes go one at a time");
 
-    let out_tok = outgoing_grant(&a, &a_client).await;
     let (alice_before, bob_before) = (a.balance("alice").await, b.balance("bob").await);
-    let body = json!({"walletAddress": a.url("/alice"), "quoteId": q.body["id"]});
-    let r = a_client
-        .send(Method::POST, &a.url("/outgoing-payments"), Some(&out_tok), Some(&body))
-        .await
-        .unwrap();
-    assert_eq!(r.status, 201, "{}", r.body);
-    let done = a.wait_outgoing(r.body["id"].as_str().unwrap()).await;
+    let done = pay_quote(&a, &a_client, &q.body).await;
     assert_eq!(done["state"], "completed", "{done}");
     assert_eq!(done["sentAmount"]["value"], "6000", "{done}");
     assert_eq!(done["receiveAmount"]["value"], "6000", "{done}");
@@ -183,14 +176,7 @@ async fn a_receiver_whose_totals_do_not_match_gets_one_packet_at_a_time() {
     let (address, secret) = plan_credentials(a.dir.path());
     pay_on_a_connection(&b, &address, &secret, 500).await;
 
-    let out_tok = outgoing_grant(&a, &a_client).await;
-    let body = json!({"walletAddress": a.url("/alice"), "quoteId": q.body["id"]});
-    let r = a_client
-        .send(Method::POST, &a.url("/outgoing-payments"), Some(&out_tok), Some(&body))
-        .await
-        .unwrap();
-    assert_eq!(r.status, 201, "{}", r.body);
-    let done = a.wait_outgoing(r.body["id"].as_str().unwrap()).await;
+    let done = pay_quote(&a, &a_client, &q.body).await;
     assert_eq!(done["state"], "completed", "{done}");
     // (done when the quote's receive amount, 1500 at the minimum rate 0.99, arrived)
     assert_eq!(done["deliveredAmount"]["value"], "1485", "{done}");

@@ -99,11 +99,7 @@ impl Engine {
             let (pid, key) = (p.id.clone(), flight_key(&p.id));
             let check = self.store.call(move |c| {
                 let bound = store::meta::get(c, &key)?.and_then(|v| FlightBound::parse(&v));
-                let blocked = match repo::outgoing(c, &pid)? {
-                    Some(p) => blocked(c, &p, now)?,
-                    None => None,
-                };
-                Ok::<_, EngineError>((blocked, bound))
+                Ok::<_, EngineError>((blocked_now(c, &pid, now)?, bound))
             });
             let (blocked, bound) = match check.await {
                 Ok(checked) => checked,
@@ -239,10 +235,7 @@ impl Engine {
         if !fresh || write.is_some() {
             let (pid, key, check) = (p.id.clone(), flight_key(&p.id), !fresh);
             let written = self.store.call(move |c| {
-                if check
-                    && let Some(p) = repo::outgoing(c, &pid)?
-                    && let Some(f) = blocked(c, &p, now)?
-                {
+                if check && let Some(f) = blocked_now(c, &pid, now)? {
                     return Ok(Some(f));
                 }
                 match write {
@@ -623,6 +616,14 @@ impl Engine {
                 None
             }
         }
+    }
+}
+
+/// Whether payment `id`, as stored now, may not go on (see [`blocked`]); `None` also when it is gone.
+fn blocked_now(c: &SqlConnection, id: &str, now: OffsetDateTime) -> Result<Option<Failure>, EngineError> {
+    match repo::outgoing(c, id)? {
+        Some(p) => blocked(c, &p, now),
+        None => Ok(None),
     }
 }
 
