@@ -19,8 +19,10 @@
 //! Only requests that complete after the warm-up and before the deadline are measured; latency is the HTTP
 //! round trip (signing excluded), in microseconds. The server's CPU time (user + system, from
 //! `/proc/PID/stat`) over the measured window, divided by the requests completed in it, is the CPU per
-//! request; the pid comes from `--server-pid` or the data dir's `server.json`. Loopback only: the URL must
-//! point at 127.0.0.1, ::1 or localhost.
+//! request; the pid comes from `--server-pid` or the data dir's `server.json`. The generator's own CPU per
+//! request is measured the same way: on one machine the two share the cores, so the rate any server could
+//! reach there is at most cores ÷ (server + generator CPU per request). Loopback only: the URL must point at
+//! 127.0.0.1, ::1 or localhost.
 
 use std::collections::BTreeMap;
 use std::error::Error;
@@ -211,7 +213,7 @@ async fn worker(
         };
         stats.sent_total += 1;
         let start = Instant::now();
-        let res = tokio::time::timeout(REQUEST_TIMEOUT, client.send_raw(method, &url, headers, bytes)).await;
+        let res = tokio::time::timeout(REQUEST_TIMEOUT, client.send_unparsed(method, &url, headers, bytes)).await;
         let done = Instant::now();
         let in_window = done >= measure_from && done <= deadline;
         let failure = match res {
@@ -222,7 +224,7 @@ async fn worker(
                 }
                 None
             }
-            Ok(Ok(r)) => Some((r.status, String::from_utf8_lossy(&r.raw).into_owned())),
+            Ok(Ok(r)) => Some((r.status, String::from_utf8_lossy(&r.body).into_owned())),
             Ok(Err(e)) => Some((0, format!("transport: {e}"))),
             Err(_) => Some((0, format!("timeout after {REQUEST_TIMEOUT:?}"))),
         };
@@ -474,15 +476,15 @@ async fn run(args: Args) -> Result<(), BoxError> {
     let t0 = Instant::now();
     let measure_from = t0 + Duration::from_secs(args.warmup_secs);
     let deadline = measure_from + Duration::from_secs(args.duration_secs);
-    // the server's CPU time at the start and the end of the measured window
+    // the server's and this generator's CPU time at the start and the end of the measured window
+    let me = std::process::id();
     let cpu = tokio::spawn(async move {
-        if server_pids.is_empty() {
-            return None;
-        }
+        let server = || (!server_pids.is_empty()).then(|| cpu_of(&server_pids)).flatten();
         tokio::time::sleep_until(measure_from.into()).await;
-        let start = cpu_of(&server_pids)?;
+        let start = (server(), cpu_time(me, ticks));
         tokio::time::sleep_until(deadline.into()).await;
-        Some(cpu_of(&server_pids)?.saturating_sub(start))
+        let used = |from: Option<Duration>, to: Option<Duration>| Some(to?.saturating_sub(from?));
+        (used(start.0, server()), used(start.1, cpu_time(me, ticks)))
     });
     let mut handles = Vec::with_capacity(args.connections);
     for conn in connections {
@@ -518,7 +520,7 @@ async fn run(args: Args) -> Result<(), BoxError> {
         bodies.extend(s.error_bodies);
     }
     latencies.sort_unstable();
-    let server_cpu = cpu.await?;
+    let (server_cpu, own_cpu) = cpu.await?;
     if let Some(peer) = &peer {
         peer.remove(&plain).await;
     }
@@ -557,16 +559,19 @@ async fn run(args: Args) -> Result<(), BoxError> {
         "measured window: {} s, successes: {ok}, errors: {errors_measured}",
         args.duration_secs
     );
-    let cpu_per_request = match server_cpu {
+    let per_request = |cpu: Option<Duration>| match cpu {
         Some(cpu) if ok > 0 => format!("{:.0} µs", cpu.as_secs_f64() * 1e6 / ok as f64),
         _ => "n/a".to_owned(),
     };
+    let cpu_per_request = per_request(server_cpu);
+    let own_per_request = per_request(own_cpu);
     let cpu_share = server_cpu.map_or_else(
         || "n/a".to_owned(),
         |cpu| format!("{:.2} cores", cpu.as_secs_f64() / window),
     );
     println!("throughput: {rps:.0} requests/s");
     println!("server CPU: {cpu_per_request} per request ({cpu_share} busy)");
+    println!("load generator CPU: {own_per_request} per request (it shares the machine with the server)");
     println!(
         "latency: mean {mean:.2} ms, p50 {}, p90 {}, p99 {}, max {}",
         ms(p50),
@@ -579,7 +584,7 @@ async fn run(args: Args) -> Result<(), BoxError> {
         println!("  error: {}", b.chars().take(300).collect::<String>());
     }
     println!(
-        "SUMMARY | {} | {} conns | {} s (+{} s warm-up) | {rps:.0} req/s | CPU {cpu_per_request}/req | p50 {} | p90 {} | p99 {} | max {} | {ok} ok | {errors_all} errors ({by_status}) |",
+        "SUMMARY | {} | {} conns | {} s (+{} s warm-up) | {rps:.0} req/s | CPU {cpu_per_request}/req | generator CPU {own_per_request}/req | p50 {} | p90 {} | p99 {} | max {} | {ok} ok | {errors_all} errors ({by_status}) |",
         args.workload.describe(),
         args.connections,
         args.duration_secs,

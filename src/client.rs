@@ -107,10 +107,7 @@ impl SignedClient {
         headers: HeaderMap,
         body: Vec<u8>,
     ) -> Result<Response, ClientError> {
-        let http = self.http.as_ref().map_err(|e| ClientError::Http(e.clone()))?;
-        let mut headers = headers;
-        headers.insert(header::ACCEPT, HeaderValue::from_static("application/json"));
-        let reply = http.send(method, url, headers, body).await?;
+        let reply = self.send_unparsed(method, url, headers, body).await?;
         let body = reply.json().unwrap_or(Value::Null);
         let status = reply.status;
         let headers = reply.headers;
@@ -121,5 +118,19 @@ impl SignedClient {
             body,
             raw,
         })
+    }
+
+    /// [`SignedClient::send_raw`] without reading the answer's JSON: its status, headers and bytes (for a
+    /// load generator, whose CPU is taken from the server it measures).
+    pub async fn send_unparsed(
+        &self,
+        method: Method,
+        url: &str,
+        mut headers: HeaderMap,
+        body: Vec<u8>,
+    ) -> Result<egress::Reply, ClientError> {
+        let http = self.http.as_ref().map_err(|e| ClientError::Http(e.clone()))?;
+        headers.insert(header::ACCEPT, HeaderValue::from_static("application/json"));
+        Ok(http.send(method, url, headers, body).await?)
     }
 }

@@ -578,12 +578,12 @@ fn run_group(conn: &mut Connection, jobs: Vec<Job>, m: &Meters) {
     if !open {
         return;
     }
-    match conn.execute_batch("COMMIT") {
+    match conn.commit() {
         Ok(()) => pending.into_iter().for_each(|job| job.deliver(Ok(()))),
         Err(e) => {
             let why = e.to_string();
             if !conn.is_autocommit()
-                && let Err(e) = conn.execute_batch("ROLLBACK")
+                && let Err(e) = conn.rollback()
             {
                 tracing::warn!(error = %e, "rolling back a failed commit group failed");
             }
@@ -711,7 +711,7 @@ fn backoff(attempt: u32) -> Duration {
 
 /// Opens a commit group's transaction; `false` (logged) when SQLite refuses.
 fn begin_group(conn: &Connection) -> bool {
-    match conn.execute_batch("BEGIN IMMEDIATE") {
+    match conn.begin() {
         Ok(()) => true,
         Err(e) => {
             tracing::warn!(error = %e, "cannot begin a commit group; running jobs one by one");

@@ -178,38 +178,36 @@ async fn list_webhooks(
     State(s): State<AppState>,
     Query(q): Query<WebhookQuery>,
 ) -> Result<impl IntoResponse, ApiError> {
-    Ok(axum::Json(
-        control::list_webhooks(&s, q.state, q.before, q.first).await?,
-    ))
+    Ok(Json(control::list_webhooks(&s, q.state, q.before, q.first).await?))
 }
 
 async fn retry_webhook(State(s): State<AppState>, Path(seq): Path<i64>) -> Result<impl IntoResponse, ApiError> {
-    Ok(axum::Json(control::retry_webhook(&s, seq).await?))
+    Ok(Json(control::retry_webhook(&s, seq).await?))
 }
 
 async fn retry_dead_webhooks(State(s): State<AppState>) -> Result<impl IntoResponse, ApiError> {
-    Ok(axum::Json(
+    Ok(Json(
         serde_json::json!({ "retried": control::retry_dead_webhooks(&s).await? }),
     ))
 }
 
 async fn list_wallets(State(s): State<AppState>) -> Result<impl IntoResponse, ApiError> {
-    Ok(axum::Json(control::list_wallets(&s).await?))
+    Ok(Json(control::list_wallets(&s).await?))
 }
 
 async fn create_wallet(
     State(s): State<AppState>,
     Json(body): Json<CreateWallet>,
 ) -> Result<impl IntoResponse, ApiError> {
-    Ok((StatusCode::CREATED, axum::Json(control::create_wallet(&s, body).await?)))
+    Ok((StatusCode::CREATED, Json(control::create_wallet(&s, body).await?)))
 }
 
 async fn show_wallet(State(s): State<AppState>, Path(name): Path<String>) -> Result<impl IntoResponse, ApiError> {
-    Ok(axum::Json(control::show_wallet(&s, &name).await?))
+    Ok(Json(control::show_wallet(&s, &name).await?))
 }
 
 async fn list_keys(State(s): State<AppState>, Path(name): Path<String>) -> Result<impl IntoResponse, ApiError> {
-    Ok(axum::Json(control::list_keys(&s, &name).await?))
+    Ok(Json(control::list_keys(&s, &name).await?))
 }
 
 async fn add_key(
@@ -217,10 +215,7 @@ async fn add_key(
     Path(name): Path<String>,
     Json(body): Json<AddKey>,
 ) -> Result<impl IntoResponse, ApiError> {
-    Ok((
-        StatusCode::CREATED,
-        axum::Json(control::add_key(&s, &name, body).await?),
-    ))
+    Ok((StatusCode::CREATED, Json(control::add_key(&s, &name, body).await?)))
 }
 
 async fn remove_key(
@@ -236,9 +231,7 @@ async fn deposit(
     Path(name): Path<String>,
     Json(body): Json<Move>,
 ) -> Result<impl IntoResponse, ApiError> {
-    Ok(axum::Json(
-        control::move_funds(&s, &name, body, Movement::Deposit).await?,
-    ))
+    Ok(Json(control::move_funds(&s, &name, body, Movement::Deposit).await?))
 }
 
 async fn withdraw(
@@ -246,41 +239,39 @@ async fn withdraw(
     Path(name): Path<String>,
     Json(body): Json<Move>,
 ) -> Result<impl IntoResponse, ApiError> {
-    Ok(axum::Json(
-        control::move_funds(&s, &name, body, Movement::Withdrawal).await?,
-    ))
+    Ok(Json(control::move_funds(&s, &name, body, Movement::Withdrawal).await?))
 }
 
 async fn balances(State(s): State<AppState>) -> Result<impl IntoResponse, ApiError> {
-    Ok(axum::Json(control::balances(&s).await?))
+    Ok(Json(control::balances(&s).await?))
 }
 
 async fn overview(State(s): State<AppState>) -> Result<impl IntoResponse, ApiError> {
-    Ok(axum::Json(control::overview(&s).await?))
+    Ok(Json(control::overview(&s).await?))
 }
 
 async fn server_view(State(s): State<AppState>) -> impl IntoResponse {
-    axum::Json(control::server_view(&s))
+    Json(control::server_view(&s))
 }
 
 async fn wallet_summaries(State(s): State<AppState>) -> Result<impl IntoResponse, ApiError> {
-    Ok(axum::Json(control::wallet_summaries(&s).await?))
+    Ok(Json(control::wallet_summaries(&s).await?))
 }
 
 async fn grant_spending(State(s): State<AppState>) -> Result<impl IntoResponse, ApiError> {
-    Ok(axum::Json(control::grant_spending(&s).await?))
+    Ok(Json(control::grant_spending(&s).await?))
 }
 
 async fn list_peers(State(s): State<AppState>) -> Result<impl IntoResponse, ApiError> {
-    Ok(axum::Json(control::list_peers(&s).await?))
+    Ok(Json(control::list_peers(&s).await?))
 }
 
 async fn show_peer(State(s): State<AppState>, Path(name): Path<String>) -> Result<impl IntoResponse, ApiError> {
-    Ok(axum::Json(control::show_peer(&s, &name).await?))
+    Ok(Json(control::show_peer(&s, &name).await?))
 }
 
 async fn create_peer(State(s): State<AppState>, Json(body): Json<NewPeer>) -> Result<impl IntoResponse, ApiError> {
-    Ok((StatusCode::CREATED, axum::Json(control::create_peer(&s, body).await?)))
+    Ok((StatusCode::CREATED, Json(control::create_peer(&s, body).await?)))
 }
 
 async fn update_peer(
@@ -288,7 +279,7 @@ async fn update_peer(
     Path(name): Path<String>,
     Json(body): Json<crate::ase::peers::PeerPatch>,
 ) -> Result<impl IntoResponse, ApiError> {
-    Ok(axum::Json(control::update_peer(&s, &name, body).await?))
+    Ok(Json(control::update_peer(&s, &name, body).await?))
 }
 
 async fn peer_liquidity(
@@ -296,7 +287,7 @@ async fn peer_liquidity(
     Path(name): Path<String>,
     Json(body): Json<LiquidityMove>,
 ) -> Result<impl IntoResponse, ApiError> {
-    Ok(axum::Json(control::move_peer_liquidity(&s, &name, body).await?))
+    Ok(Json(control::move_peer_liquidity(&s, &name, body).await?))
 }
 
 async fn settle_peer(
@@ -304,7 +295,7 @@ async fn settle_peer(
     Path(name): Path<String>,
     Json(body): Json<NewSettlement>,
 ) -> Result<impl IntoResponse, ApiError> {
-    Ok(axum::Json(control::settle_peer(&s, &name, body).await?))
+    Ok(Json(control::settle_peer(&s, &name, body).await?))
 }
 
 async fn remove_peer(State(s): State<AppState>, Path(name): Path<String>) -> Result<StatusCode, ApiError> {
@@ -316,42 +307,42 @@ async fn list_incoming(
     State(s): State<AppState>,
     Query(f): Query<PaymentFilter>,
 ) -> Result<impl IntoResponse, ApiError> {
-    Ok(axum::Json(control::list_incoming(&s, f).await?))
+    Ok(Json(control::list_incoming(&s, f).await?))
 }
 
 async fn show_incoming(State(s): State<AppState>, Path(id): Path<String>) -> Result<impl IntoResponse, ApiError> {
-    Ok(axum::Json(control::show_incoming(&s, &id).await?))
+    Ok(Json(control::show_incoming(&s, &id).await?))
 }
 
 async fn complete_incoming(State(s): State<AppState>, Path(id): Path<String>) -> Result<impl IntoResponse, ApiError> {
-    Ok(axum::Json(control::complete_incoming(&s, &id).await?))
+    Ok(Json(control::complete_incoming(&s, &id).await?))
 }
 
 async fn list_outgoing(
     State(s): State<AppState>,
     Query(f): Query<PaymentFilter>,
 ) -> Result<impl IntoResponse, ApiError> {
-    Ok(axum::Json(control::list_outgoing(&s, f).await?))
+    Ok(Json(control::list_outgoing(&s, f).await?))
 }
 
 async fn show_outgoing(State(s): State<AppState>, Path(id): Path<String>) -> Result<impl IntoResponse, ApiError> {
-    Ok(axum::Json(control::show_outgoing(&s, &id).await?))
+    Ok(Json(control::show_outgoing(&s, &id).await?))
 }
 
 async fn cancel_outgoing(State(s): State<AppState>, Path(id): Path<String>) -> Result<impl IntoResponse, ApiError> {
-    Ok(axum::Json(control::cancel_outgoing(&s, &id).await?))
+    Ok(Json(control::cancel_outgoing(&s, &id).await?))
 }
 
 async fn retry_outgoing(State(s): State<AppState>, Path(id): Path<String>) -> Result<impl IntoResponse, ApiError> {
-    Ok(axum::Json(control::retry_outgoing(&s, &id).await?))
+    Ok(Json(control::retry_outgoing(&s, &id).await?))
 }
 
 async fn list_quotes(State(s): State<AppState>, Query(f): Query<PaymentFilter>) -> Result<impl IntoResponse, ApiError> {
-    Ok(axum::Json(control::list_quotes(&s, f).await?))
+    Ok(Json(control::list_quotes(&s, f).await?))
 }
 
 async fn show_quote(State(s): State<AppState>, Path(id): Path<String>) -> Result<impl IntoResponse, ApiError> {
-    Ok(axum::Json(control::show_quote(&s, &id).await?))
+    Ok(Json(control::show_quote(&s, &id).await?))
 }
 
 /// `GET /admin/requests?cursor=ID&limit=N`: the server's recent requests, newest first.
@@ -365,7 +356,7 @@ async fn list_requests(State(s): State<AppState>, Query(q): Query<RequestPage>) 
     let (items, next_cursor) = s
         .request_log
         .list(q.cursor.as_deref(), q.limit.unwrap_or(100).min(1000));
-    axum::Json(control::dto::Listed { items, next_cursor })
+    Json(control::dto::Listed { items, next_cursor })
 }
 
 /// `GET /admin/requests/{id}`: a request with its exchange (when captured) and its signature report.
@@ -379,11 +370,11 @@ async fn show_request(State(s): State<AppState>, Path(id): Path<String>) -> Resu
 }
 
 async fn list_grants(State(s): State<AppState>, Query(q): Query<GrantFilter>) -> Result<impl IntoResponse, ApiError> {
-    Ok(axum::Json(control::list_grants(&s, q.state, q.all).await?))
+    Ok(Json(control::list_grants(&s, q.state, q.all).await?))
 }
 
 async fn show_grant(State(s): State<AppState>, Path(id): Path<String>) -> Result<impl IntoResponse, ApiError> {
-    Ok(axum::Json(control::show_grant(&s, &id).await?))
+    Ok(Json(control::show_grant(&s, &id).await?))
 }
 
 async fn approve_grant(
@@ -392,9 +383,7 @@ async fn approve_grant(
     headers: axum::http::HeaderMap,
     Path(id): Path<String>,
 ) -> Result<impl IntoResponse, ApiError> {
-    Ok(axum::Json(
-        control::approve_grant(&s, &id, caller(&headers, rid)).await?,
-    ))
+    Ok(Json(control::approve_grant(&s, &id, caller(&headers, rid)).await?))
 }
 
 async fn reject_grant(
@@ -409,9 +398,7 @@ async fn reject_grant(
     } else {
         serde_json::from_slice(&body).map_err(|e| ApiError::bad_request("invalid_request", e.to_string()))?
     };
-    Ok(axum::Json(
-        control::reject_grant(&s, &id, body, caller(&headers, rid)).await?,
-    ))
+    Ok(Json(control::reject_grant(&s, &id, body, caller(&headers, rid)).await?))
 }
 
 async fn revoke_grant(
@@ -420,5 +407,5 @@ async fn revoke_grant(
     headers: axum::http::HeaderMap,
     Path(id): Path<String>,
 ) -> Result<impl IntoResponse, ApiError> {
-    Ok(axum::Json(control::revoke_grant(&s, &id, caller(&headers, rid)).await?))
+    Ok(Json(control::revoke_grant(&s, &id, caller(&headers, rid)).await?))
 }

@@ -1,16 +1,37 @@
-//! Extractors shared by the routers. [`Json`] is axum's JSON extractor with its rejections rendered as the
-//! `invalid_request` envelope (400 for syntax, shape and content-type problems; 413 for oversize bodies).
+//! JSON in and out of the routers. [`Json`] extracts like axum's, with its rejections rendered as the
+//! `invalid_request` envelope (400 for syntax, shape and content-type problems; 413 for oversize bodies), and
+//! answers with the value serialized into one buffer that becomes the body as it is.
 
 use axum::{
     extract::{FromRequest, Request, rejection::JsonRejection},
-    http::StatusCode,
+    http::{HeaderValue, StatusCode, header},
+    response::{IntoResponse, Response},
 };
-use serde::de::DeserializeOwned;
+use serde::{Serialize, de::DeserializeOwned};
 
 use super::error::ApiError;
 
-/// A JSON body whose rejections use the error envelope.
+/// A JSON request body whose rejections use the error envelope, or a JSON response.
 pub struct Json<T>(pub T);
+
+/// The response buffer's first size: most resources fit; a list page grows it a few times.
+const RESPONSE_CAPACITY: usize = 1024;
+
+impl<T: Serialize> IntoResponse for Json<T> {
+    /// axum's own writes token by token through a `BytesMut` writer that starts at 128 bytes: a list page
+    /// of twenty payments spent ~5 % of its CPU there. A `Vec` grown a few times and handed over is cheaper.
+    fn into_response(self) -> Response {
+        let mut body = Vec::with_capacity(RESPONSE_CAPACITY);
+        match serde_json::to_writer(&mut body, &self.0) {
+            Ok(()) => (
+                [(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))],
+                body,
+            )
+                .into_response(),
+            Err(e) => ApiError::internal(&e).into_response(),
+        }
+    }
+}
 
 impl<S, T> FromRequest<S> for Json<T>
 where

@@ -854,7 +854,7 @@ impl Connection {
     /// IMMEDIATE` (the write lock first), PostgreSQL's `SERIALIZABLE` (conflicts abort and are retried).
     pub fn begin(&self) -> Result<()> {
         match &self.backend {
-            Backend::Sqlite(c) => Ok(c.execute_batch("BEGIN IMMEDIATE")?),
+            Backend::Sqlite(_) => self.control("BEGIN IMMEDIATE"),
             Backend::Pg(p) => {
                 p.batch("BEGIN ISOLATION LEVEL SERIALIZABLE")?;
                 p.in_tx.set(true);
@@ -917,7 +917,7 @@ impl Connection {
     fn end(&self, sql: &str) -> Result<()> {
         self.depth.set(0);
         match &self.backend {
-            Backend::Sqlite(c) => Ok(c.execute_batch(sql)?),
+            Backend::Sqlite(_) => self.control(sql),
             Backend::Pg(p) => {
                 let r = p.batch(sql);
                 p.in_tx.set(false);
@@ -926,12 +926,25 @@ impl Connection {
         }
     }
 
+    /// Runs one transaction-control statement (`BEGIN`, `COMMIT`, `SAVEPOINT x`, …). SQLite keeps it
+    /// prepared, as every other statement: a commit group runs several of them per job, and parsing them
+    /// anew each time was a visible part of the store thread's work.
+    fn control(&self, sql: &str) -> Result<()> {
+        match &self.backend {
+            Backend::Sqlite(c) => {
+                c.prepare_cached(sql)?.execute([])?;
+                Ok(())
+            }
+            Backend::Pg(p) => p.batch(sql),
+        }
+    }
+
     /// A savepoint: work inside it that fails can roll back alone. On SQLite, one outside any transaction
     /// opens one (a read snapshot until it ends); on PostgreSQL every job runs inside a transaction already.
     pub fn savepoint(&self) -> Result<Savepoint<'_>> {
         let depth = self.depth.get() + 1;
         let name = format!("opdesk_sp{depth}");
-        self.execute_batch(&format!("SAVEPOINT {name}"))?;
+        self.control(&format!("SAVEPOINT {name}"))?;
         self.depth.set(depth);
         Ok(Savepoint {
             conn: self,
@@ -984,7 +997,7 @@ impl Savepoint<'_> {
     pub fn commit(mut self) -> Result<()> {
         self.done = true;
         self.conn.depth.set(self.conn.depth.get().saturating_sub(1));
-        self.conn.execute_batch(&format!("RELEASE {}", self.name))
+        self.conn.control(&format!("RELEASE {}", self.name))
     }
 }
 
@@ -1003,7 +1016,11 @@ impl Drop for Savepoint<'_> {
         }
         let name = &self.name;
         self.conn.depth.set(self.conn.depth.get().saturating_sub(1));
-        if let Err(e) = self.conn.execute_batch(&format!("ROLLBACK TO {name}; RELEASE {name}")) {
+        let undone = self
+            .conn
+            .control(&format!("ROLLBACK TO {name}"))
+            .and_then(|()| self.conn.control(&format!("RELEASE {name}")));
+        if let Err(e) = undone {
             tracing::warn!(error = %e, "rolling back a savepoint failed");
         }
     }

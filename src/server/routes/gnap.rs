@@ -2,7 +2,7 @@
 //! and call one service operation. Every failure is a GNAP error envelope.
 
 use axum::{
-    Extension, Json, Router,
+    Extension, Router,
     extract::{FromRequest, Path, Request, State},
     http::StatusCode,
     response::IntoResponse,
@@ -11,6 +11,7 @@ use axum::{
 use serde::Deserialize;
 
 use super::interaction;
+use crate::server::extract::Json;
 use crate::{
     gnap::{
         GnapError,

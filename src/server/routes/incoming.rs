@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 
 use axum::{
-    Json, Router,
+    Router,
     extract::{FromRequest, Path, Query, Request, State},
     http::StatusCode,
     response::{IntoResponse, Response},
@@ -12,6 +12,7 @@ use axum::{
 };
 
 use super::{list_request, parse_body, wallet_of};
+use crate::server::extract::Json;
 use crate::{
     ase::incoming::CreateIncoming,
     gnap::model::Action,

@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 
 use axum::{
-    Json, Router,
+    Router,
     extract::{Path, Query, State},
     http::StatusCode,
     response::{IntoResponse, Response},
@@ -13,6 +13,7 @@ use axum::{
 };
 
 use super::{list_request, parse_body, wallet_of};
+use crate::server::extract::Json;
 use crate::{
     ase::outgoing::{CreateOutgoing, GrantContext, RequestKey, Source},
     gnap::model::{AccessItem, Action},

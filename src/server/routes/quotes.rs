@@ -1,7 +1,7 @@
 //! `/quotes`: create and read over [`crate::ase::quotes`].
 
 use axum::{
-    Json, Router,
+    Router,
     extract::{Path, State},
     http::StatusCode,
     response::{IntoResponse, Response},
@@ -9,6 +9,7 @@ use axum::{
 };
 
 use super::{parse_body, wallet_of};
+use crate::server::extract::Json;
 use crate::{
     ase::quotes::CreateQuote,
     gnap::model::Action,

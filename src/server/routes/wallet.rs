@@ -22,7 +22,7 @@ pub fn routes() -> Router<AppState> {
 
 fn cacheable(state: &AppState, body: impl Serialize) -> Response {
     let value = format!("public, max-age={}", state.settings.wallet_cache_max_age_secs);
-    let mut res = axum::Json(body).into_response();
+    let mut res = crate::server::extract::Json(body).into_response();
     if let Ok(v) = HeaderValue::from_str(&value) {
         res.headers_mut().insert(header::CACHE_CONTROL, v);
     }
