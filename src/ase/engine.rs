@@ -592,6 +592,15 @@ impl Engine {
                         ),
                     });
                 }
+                // a packet on its way may still be fulfilled, and then it must be booked: not while it flies
+                if store::peers::payment_in_flight(&tx, &pid, &format_ts(now))? {
+                    return Err(OutgoingError::Refused {
+                        reason: "in_flight",
+                        message: "a packet of this payment is on its way to the receiver; cancel again once it \
+                                  is answered (in a few seconds)"
+                            .into(),
+                    });
+                }
                 let balances = release(&tx, &p, now)?;
                 repo::set_state(
                     &tx,

@@ -234,6 +234,8 @@ pub enum Claimed {
     Room(ClaimId),
     /// The peer has no room for it: why.
     NoRoom(String),
+    /// The payment stopped sending (an operator cancelled it) before this packet could leave.
+    Stopped,
 }
 
 /// The peer liquidity service: claims on room through peers and the operator's changes. Cheap to clone.
@@ -266,11 +268,13 @@ impl PeerLiquidity {
         }
     }
 
-    /// Claims room for a packet of `amount` through `peer`, in one transaction with the check: every packet
-    /// in flight, on any node, is a row there, so two claims never both take the last room.
-    pub async fn claim(&self, peer: &Peer, amount: u64) -> Result<Claimed, store::Error> {
+    /// Claims room for a packet of `amount` of `payment` through `peer`, in one transaction with the check:
+    /// every packet in flight, on any node, is a row there, so two claims never both take the last room. A
+    /// payment that is no longer sending gets no claim, and one with a live claim is not cancelled (see
+    /// `Engine::cancel`), so a packet never leaves for a payment whose fulfillment could not be booked.
+    pub async fn claim(&self, peer: &Peer, amount: u64, payment: &str) -> Result<Claimed, store::Error> {
         let now = self.clock.now();
-        let (name, asset) = (peer.name.clone(), peer.asset.clone());
+        let (name, asset, payment) = (peer.name.clone(), peer.asset.clone(), payment.to_owned());
         let (at, until) = (format_ts(now), format_ts(now + self.claim_ttl));
         let id = ClaimId::new()?;
         let stored = i64::try_from(amount).unwrap_or(i64::MAX);
@@ -288,7 +292,9 @@ impl PeerLiquidity {
                         asset.format(amount.into()),
                     )));
                 }
-                peers_repo::claim(&tx, &id.key(), &name, stored, &until)?;
+                if !peers_repo::claim(&tx, &id.key(), &name, stored, &until, &payment)? {
+                    return Ok(Claimed::Stopped);
+                }
                 tx.commit()?;
                 Ok(Claimed::Room(id))
             })
@@ -533,10 +539,13 @@ mod tests {
         )
     }
 
+    /// The payment the tests' packets belong to (no such row: these tests claim room only).
+    const PAYMENT: &str = "01a21805-0000-7000-8000-000000000001";
+
     fn room(c: Claimed) -> ClaimId {
         match c {
             Claimed::Room(id) => id,
-            Claimed::NoRoom(why) => panic!("no room: {why}"),
+            other => panic!("no room: {other:?}"),
         }
     }
 
@@ -548,7 +557,7 @@ mod tests {
         let l = PeerLiquidity::new(store.clone(), EventBus::default(), clock, Arc::new(Notify::new()), ttl);
         let bank = usd_peer("bank");
         // not limited before the first deposit: anything goes (and is counted in flight)
-        let c = room(l.claim(&bank, 5_000).await.unwrap());
+        let c = room(l.claim(&bank, 5_000, PAYMENT).await.unwrap());
         assert_eq!(l.status(&bank).await.unwrap().in_flight, 5_000);
         l.release(c).await;
         assert_eq!(l.status(&bank).await.unwrap().in_flight, 0);
@@ -561,8 +570,8 @@ mod tests {
             (t.kind.as_str(), st.liquidity, st.available_to_send),
             ("liquidity_deposit", 1000, Some(1000))
         );
-        let c600 = room(l.claim(&bank, 600).await.unwrap());
-        let Claimed::NoRoom(refused) = l.claim(&bank, 500).await.unwrap() else {
+        let c600 = room(l.claim(&bank, 600, PAYMENT).await.unwrap());
+        let Claimed::NoRoom(refused) = l.claim(&bank, 500, PAYMENT).await.unwrap() else {
             panic!("500 more fit")
         };
         assert!(
@@ -577,7 +586,7 @@ mod tests {
             .unwrap_err();
         assert!(matches!(e, LiquidityError::Refused(_)), "{e}");
         l.release(c600).await;
-        let c = room(l.claim(&bank, 1000).await.unwrap());
+        let c = room(l.claim(&bank, 1000, PAYMENT).await.unwrap());
         l.release(c).await;
 
         // a settlement the peer paid us: we owe it that much, the room shrinks
@@ -628,20 +637,23 @@ mod tests {
         a.move_liquidity(&bank, Movement::Deposit, Value::new(1000).unwrap(), None)
             .await
             .unwrap();
-        let on_a = room(a.claim(&bank, 700).await.unwrap());
+        let on_a = room(a.claim(&bank, 700, PAYMENT).await.unwrap());
         assert!(
-            matches!(b.claim(&bank, 400).await.unwrap(), Claimed::NoRoom(_)),
+            matches!(b.claim(&bank, 400, PAYMENT).await.unwrap(), Claimed::NoRoom(_)),
             "B counts A's packet"
         );
-        let on_b = room(b.claim(&bank, 300).await.unwrap());
+        let on_b = room(b.claim(&bank, 300, PAYMENT).await.unwrap());
         assert_eq!(a.status(&bank).await.unwrap().in_flight, 1000);
         b.release(on_b).await;
         // A dies with its packet in flight: its claim counts until it expires, then B has the room again
         clock.advance(time::Duration::seconds(39));
-        assert!(matches!(b.claim(&bank, 301).await.unwrap(), Claimed::NoRoom(_)));
+        assert!(matches!(
+            b.claim(&bank, 301, PAYMENT).await.unwrap(),
+            Claimed::NoRoom(_)
+        ));
         clock.advance(time::Duration::seconds(2));
         let _ = on_a;
-        let all = room(b.claim(&bank, 1000).await.unwrap());
+        let all = room(b.claim(&bank, 1000, PAYMENT).await.unwrap());
         assert_eq!(b.status(&bank).await.unwrap().in_flight, 1000);
         b.release(all).await;
         let left: i64 = store

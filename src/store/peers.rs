@@ -118,11 +118,31 @@ pub struct PeerLimits {
     pub credit_limit: Option<i64>,
 }
 
-/// Claims `amount` in flight through `peer` until `expires_at` (migration 0015).
-pub fn claim(conn: &Connection, id: &str, peer: &str, amount: i64, expires_at: &str) -> Result<(), Error> {
-    conn.prepare_cached("INSERT INTO peer_claims (id, peer, amount, expires_at) VALUES (?1, ?2, ?3, ?4)")?
-        .execute(params![id, peer, amount, expires_at])?;
-    Ok(())
+/// Claims `amount` in flight through `peer` until `expires_at` for a packet of `payment` (migrations 0015,
+/// 0017); false, claiming nothing, when that payment has stopped sending (it was cancelled or failed).
+pub fn claim(
+    conn: &Connection,
+    id: &str,
+    peer: &str,
+    amount: i64,
+    expires_at: &str,
+    payment: &str,
+) -> Result<bool, Error> {
+    let n = conn
+        .prepare_cached(
+            "INSERT INTO peer_claims (id, peer, amount, expires_at, payment) \
+             SELECT CAST(?1 AS TEXT), CAST(?2 AS TEXT), CAST(?3 AS BIGINT), CAST(?4 AS TEXT), CAST(?5 AS TEXT) \
+             WHERE NOT EXISTS (SELECT 1 FROM outgoing_payments WHERE id = ?5 AND state <> 'sending')",
+        )?
+        .execute(params![id, peer, amount, expires_at, payment])?;
+    Ok(n == 1)
+}
+
+/// Whether a packet of `payment` may be on its way at `now`: a claim of it has not ended or expired.
+pub fn payment_in_flight(conn: &Connection, payment: &str, now: &str) -> Result<bool, Error> {
+    Ok(conn
+        .prepare_cached("SELECT EXISTS (SELECT 1 FROM peer_claims WHERE payment = ?1 AND expires_at > ?2)")?
+        .query_row([payment, now], |r| r.get(0))?)
 }
 
 /// Ends a claim (its packet's outcome is committed, or it was not fulfilled); gone already is fine.

@@ -139,6 +139,12 @@ pub(crate) async fn outgoing_grant(ase: &TestAse, client: &opdesk::client::Signe
 /// Pays quote `quote` (its JSON) from alice@`a` with a fresh outgoing-payment grant; the payment once it is no
 /// longer sending.
 pub(crate) async fn pay_quote(a: &TestAse, client: &opdesk::client::SignedClient, quote: &Json) -> Json {
+    let id = start_paying(a, client, quote).await;
+    a.wait_outgoing(&id).await
+}
+
+/// Creates alice's outgoing payment of `quote` (its grant auto-approved); returns its URL without waiting.
+pub(crate) async fn start_paying(a: &TestAse, client: &opdesk::client::SignedClient, quote: &Json) -> String {
     let out_tok = outgoing_grant(a, client).await;
     let body = json!({"walletAddress": a.url("/alice"), "quoteId": quote["id"]});
     let r = client
@@ -146,7 +152,7 @@ pub(crate) async fn pay_quote(a: &TestAse, client: &opdesk::client::SignedClient
         .await
         .unwrap();
     assert_eq!(r.status, 201, "{}", r.body);
-    a.wait_outgoing(r.body["id"].as_str().unwrap()).await
+    r.body["id"].as_str().unwrap().to_owned()
 }
 
 /// Every asset's balances sum to zero, no wallet or payment account is negative, the journal matches.

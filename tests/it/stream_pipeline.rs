@@ -5,7 +5,8 @@
 //! on restart without sending that money twice (B received exactly what A recorded as sent), also when that
 //! lost window completed B's incoming payment (B answers with its total and its close), and never records
 //! more than the lost window sent, even when the receiver's total counts money from someone else; and a
-//! receiver whose totals do not match the books gets one packet at a time.
+//! receiver whose totals do not match the books gets one packet at a time; and a payment is not cancelled
+//! while a packet of it is on its way.
 
 use std::{
     sync::{
@@ -20,7 +21,7 @@ use serde_json::{Value as Json, json};
 
 use crate::{
     common::{Proc, TestAse, auto_approved_outgoing_token, balance_of},
-    ilp_sender::{assert_balanced, bob_receiver, config, dir, free, grant, pay_quote, peer_balance},
+    ilp_sender::{assert_balanced, bob_receiver, config, dir, free, grant, pay_quote, peer_balance, start_paying},
 };
 
 /// What the proxy saw.
@@ -153,6 +154,60 @@ async fn many_small_packets_go_several_at_once_with_exact_amounts() {
     assert_eq!(b.balance("bob").await, bob_before + 6000);
     assert_eq!(peer_balance(&assert_balanced(&a).await), 6000);
     assert_eq!(peer_balance(&assert_balanced(&b).await), -6000);
+}
+
+/// A payment whose first packet is on its way (held in the proxy before it reaches B) is not cancelled under
+/// it: the fulfillment that follows must be booked, and a cancelled payment could not book it (B would have
+/// received money A never took from alice). The cancel is refused while the packet's claim lives; the payment
+/// then completes with the same amount on both ledgers, and is past cancelling.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_payment_is_not_cancelled_while_a_packet_of_it_is_on_its_way() {
+    let (a, b, seen) = proxied_pair(Duration::from_millis(5)).await;
+    let (a_client, b_client) = (a.demo_client().await, b.demo_client().await);
+    let receiver = bob_receiver(&b, &b_client, Some(50)).await;
+    let quote_tok = grant(&a, &a_client, json!([{"type": "quote", "actions": ["create"]}])).await;
+    let body = json!({"walletAddress": a.url("/alice"), "receiver": receiver, "method": "ilp"});
+    let q = a_client
+        .send(Method::POST, &a.url("/quotes"), Some(&quote_tok), Some(&body))
+        .await
+        .unwrap();
+    assert_eq!(q.status, 201, "{}", q.body);
+    let alice_before = a.balance("alice").await;
+
+    // the payment's packets wait 1.5 s in the proxy before they go on to B
+    seen.forward_delay_ms.store(1500, Ordering::SeqCst);
+    let url = start_paying(&a, &a_client, &q.body).await;
+    let id = url.rsplit('/').next().unwrap().to_owned();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    // (a packet with money: a connection's first packets may carry none)
+    while seen.amount_in_flight.load(Ordering::SeqCst) == 0 {
+        assert!(
+            Instant::now() < deadline,
+            "the payment's first packet never reached the proxy"
+        );
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    let cancel = format!("/outgoing-payments/{id}/cancel");
+    let (status, refused) = a.admin(Method::POST, &cancel, None).await;
+    assert_eq!(status, 409, "{refused}");
+    assert_eq!(refused["error"]["code"], "in_flight", "{refused}");
+    seen.forward_delay_ms.store(0, Ordering::SeqCst);
+
+    let done = a.wait_outgoing(&url).await;
+    assert_eq!(done["state"], "completed", "{done}");
+    let sent: i64 = done["sentAmount"]["value"].as_str().unwrap().parse().unwrap();
+    assert!(sent > 0, "{done}");
+    assert_eq!(a.balance("alice").await, alice_before - sent);
+    let public: Json = b.http.get(&receiver).send().await.unwrap().json().await.unwrap();
+    assert_eq!(public["receivedAmount"]["value"], "50", "{public}");
+    assert_eq!(peer_balance(&assert_balanced(&a).await), sent);
+    assert_eq!(peer_balance(&assert_balanced(&b).await), -sent);
+    let (status, late) = a.admin(Method::POST, &cancel, None).await;
+    assert_eq!(
+        (status, &late["error"]["code"]),
+        (409, &json!("invalid_state")),
+        "{late}"
+    );
 }
 
 /// A receiver whose total for the connection is not what the books say was delivered (here it also counts a

@@ -21,7 +21,7 @@ impl Engine {
         if source == 0 {
             return Some(None);
         }
-        match liquidity.claim(peer, source).await {
+        match liquidity.claim(peer, source, &p.id).await {
             Ok(Claimed::Room(claim)) => {
                 if p.failure_reason.as_deref() == Some(WAIT_REASON) {
                     let (id, now) = (p.id.clone(), format_ts(self.clock.now()));
@@ -42,6 +42,10 @@ impl Engine {
             }
             Ok(Claimed::NoRoom(why)) => {
                 self.wait_for_liquidity(p, &why).await;
+                None
+            }
+            Ok(Claimed::Stopped) => {
+                tracing::info!(payment = %p.id, "the payment stopped sending before its next packet left");
                 None
             }
             Err(e) if e.is_full() => {

@@ -353,7 +353,7 @@ impl Engine {
             && p.failure_reason.as_deref() != Some(WAIT_REASON)
         {
             let sum = packets.iter().fold(0u64, |a, (s, _)| a.saturating_add(*s));
-            if let Ok(Claimed::Room(claim)) = l.claim(peer, sum).await {
+            if let Ok(Claimed::Room(claim)) = l.claim(peer, sum, &p.id).await {
                 return Some(Some(claim));
             }
         }
