@@ -5,21 +5,25 @@
 use super::*;
 use crate::ase::liquidity::{ClaimId, Claimed, RECHECK_MS, WAIT_REASON};
 
+/// Whether a payment's next packets may go through its peer now.
+pub(super) enum Room {
+    /// They may, with their claim (none for a packet without money, or without a liquidity service).
+    Go(Option<ClaimId>),
+    /// Not now: the payment was set to wait for liquidity, or the store could not be read (handled like any
+    /// step failure). Its connection is kept.
+    Wait,
+    /// Never: the payment stopped sending (an operator cancelled it). Its connection ends.
+    Stop,
+}
+
 impl Engine {
-    /// Whether a packet of `source` may go through `peer` now: `Some` (with its claim, see
-    /// [`crate::ase::liquidity`]) when it may; `None` when the payment was set to wait (or the store could not
-    /// be read, handled like any step failure).
-    pub(super) async fn claim_room(
-        &self,
-        p: &OutgoingRow,
-        peer: &crate::ase::peers::Peer,
-        source: u64,
-    ) -> Option<Option<ClaimId>> {
+    /// Whether a packet of `source` may go through `peer` now (see [`Room`] and [`crate::ase::liquidity`]).
+    pub(super) async fn claim_room(&self, p: &OutgoingRow, peer: &crate::ase::peers::Peer, source: u64) -> Room {
         let Some(liquidity) = &self.liquidity else {
-            return Some(None);
+            return Room::Go(None);
         };
         if source == 0 {
-            return Some(None);
+            return Room::Go(None);
         }
         match liquidity.claim(peer, source, &p.id).await {
             Ok(Claimed::Room(claim)) => {
@@ -38,23 +42,23 @@ impl Engine {
                         }
                     }
                 }
-                Some(Some(claim))
+                Room::Go(Some(claim))
             }
             Ok(Claimed::NoRoom(why)) => {
                 self.wait_for_liquidity(p, &why).await;
-                None
+                Room::Wait
             }
             Ok(Claimed::Stopped) => {
                 tracing::info!(payment = %p.id, "the payment stopped sending before its next packet left");
-                None
+                Room::Stop
             }
             Err(e) if e.is_full() => {
                 self.pause_for_space(&e);
-                None
+                Room::Wait
             }
             Err(e) => {
                 self.transient(&p.id, "internal", &e.to_string()).await;
-                None
+                Room::Wait
             }
         }
     }

@@ -6,6 +6,7 @@
 //! packet at a time. A durable flight bound (committed + the window in flight) and that total reconcile
 //! packets whose outcome a crash left unrecorded, never attributing more than that window.
 
+use super::liquidity::Room;
 use super::*;
 use crate::ase::liquidity::{ClaimId, Claimed, WAIT_REASON};
 
@@ -214,9 +215,11 @@ impl Engine {
             return;
         }
         // one claim on the peer's room for the whole window, ended in the transaction that records it
-        let Some(claim) = self.claim_window(&p, &peer, &mut window_packets).await else {
+        let claim = match self.claim_window(&p, &peer, &mut window_packets).await {
+            Room::Go(claim) => claim,
             // no room through the peer: the payment waits (see `engine::liquidity`)
-            return self.keep_connection(&p.id, entry);
+            Room::Wait => return self.keep_connection(&p.id, entry),
+            Room::Stop => return entry.conn.close().await,
         };
         let planned_source = window_packets.iter().fold(0u64, |a, (s, _)| a.saturating_add(*s));
         // the flight bound is durable before any of the window leaves: exactly what is committed plus this
@@ -341,20 +344,22 @@ impl Engine {
 
     /// Claims the peer's room for a window of packets, in one claim. When the peer has no room for the whole
     /// window, the window shrinks to its first packet, claimed as a lone packet is (and waiting for liquidity
-    /// when there is none for it). `None`: the payment does not send now.
+    /// when there is none for it).
     async fn claim_window(
         &self,
         p: &OutgoingRow,
         peer: &crate::ase::peers::Peer,
         packets: &mut Vec<(u64, u64)>,
-    ) -> Option<Option<ClaimId>> {
+    ) -> Room {
         if packets.len() > 1
             && let Some(l) = &self.liquidity
             && p.failure_reason.as_deref() != Some(WAIT_REASON)
         {
             let sum = packets.iter().fold(0u64, |a, (s, _)| a.saturating_add(*s));
-            if let Ok(Claimed::Room(claim)) = l.claim(peer, sum, &p.id).await {
-                return Some(Some(claim));
+            match l.claim(peer, sum, &p.id).await {
+                Ok(Claimed::Room(claim)) => return Room::Go(Some(claim)),
+                Ok(Claimed::Stopped) => return Room::Stop,
+                Ok(Claimed::NoRoom(_)) | Err(_) => {}
             }
         }
         packets.truncate(1);
