@@ -138,6 +138,18 @@ pub(crate) async fn outgoing_grant(ase: &TestAse, client: &opdesk::client::Signe
 
 /// Pays quote `quote` (its JSON) from alice@`a` with a fresh outgoing-payment grant; the payment once it is no
 /// longer sending.
+/// alice@`a` quotes `receiver` (by its incoming amount, or what it still expects); the quote, created.
+pub(crate) async fn quote_receiver(a: &TestAse, client: &opdesk::client::SignedClient, receiver: &str) -> Json {
+    let quote_tok = grant(a, client, json!([{"type": "quote", "actions": ["create"]}])).await;
+    let body = json!({"walletAddress": a.url("/alice"), "receiver": receiver, "method": "ilp"});
+    let q = client
+        .send(Method::POST, &a.url("/quotes"), Some(&quote_tok), Some(&body))
+        .await
+        .unwrap();
+    assert_eq!(q.status, 201, "{}", q.body);
+    q.body
+}
+
 pub(crate) async fn pay_quote(a: &TestAse, client: &opdesk::client::SignedClient, quote: &Json) -> Json {
     let id = start_paying(a, client, quote).await;
     a.wait_outgoing(&id).await
@@ -456,15 +468,9 @@ async fn stream_throughput() {
 
     // end to end: a payment of 20000 in packets of 10 (2000 packets, each committed on both sides)
     let receiver = incoming("20000").await["id"].as_str().unwrap().to_owned();
-    let q_tok = grant(&a, &a_client, json!([{"type": "quote", "actions": ["create"]}])).await;
-    let body = json!({"walletAddress": a.url("/alice"), "receiver": receiver, "method": "ilp"});
-    let q = a_client
-        .send(Method::POST, &a.url("/quotes"), Some(&q_tok), Some(&body))
-        .await
-        .unwrap();
-    assert_eq!(q.status, 201, "{}", q.body);
+    let q = quote_receiver(&a, &a_client, &receiver).await;
     let out_tok = outgoing_grant(&a, &a_client).await;
-    let body = json!({"walletAddress": a.url("/alice"), "quoteId": q.body["id"]});
+    let body = json!({"walletAddress": a.url("/alice"), "quoteId": q["id"]});
     let started = Instant::now();
     let r = a_client
         .send(Method::POST, &a.url("/outgoing-payments"), Some(&out_tok), Some(&body))

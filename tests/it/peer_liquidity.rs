@@ -12,26 +12,14 @@ use serde_json::{Value as Json, json};
 
 use crate::{
     common::TestAse,
-    ilp_sender::{assert_balanced, bob_receiver, config, dir, free, grant, outgoing_grant, pair},
+    ilp_sender::{assert_balanced, bob_receiver, config, dir, free, grant, pair, quote_receiver, start_paying},
 };
 
 /// Quotes and pays `receiver` from alice@`a`; returns the outgoing payment's id.
 async fn pay(a: &TestAse, client: &opdesk::client::SignedClient, receiver: &str) -> String {
-    let quote_tok = grant(a, client, json!([{"type": "quote", "actions": ["create"]}])).await;
-    let body = json!({"walletAddress": a.url("/alice"), "receiver": receiver, "method": "ilp"});
-    let q = client
-        .send(Method::POST, &a.url("/quotes"), Some(&quote_tok), Some(&body))
-        .await
-        .unwrap();
-    assert_eq!(q.status, 201, "{}", q.body);
-    let out_tok = outgoing_grant(a, client).await;
-    let body = json!({"walletAddress": a.url("/alice"), "quoteId": q.body["id"]});
-    let r = client
-        .send(Method::POST, &a.url("/outgoing-payments"), Some(&out_tok), Some(&body))
-        .await
-        .unwrap();
-    assert_eq!(r.status, 201, "{}", r.body);
-    r.body["id"].as_str().unwrap().rsplit('/').next().unwrap().to_owned()
+    let quote = quote_receiver(a, client, receiver).await;
+    let url = start_paying(a, client, &quote).await;
+    url.rsplit('/').next().unwrap().to_owned()
 }
 
 /// Polls the operator view of payment `id` until `until` holds (bounded); returns it.

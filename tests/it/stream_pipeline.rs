@@ -21,7 +21,9 @@ use serde_json::{Value as Json, json};
 
 use crate::{
     common::{Proc, TestAse, auto_approved_outgoing_token, balance_of},
-    ilp_sender::{assert_balanced, bob_receiver, config, dir, free, grant, pay_quote, peer_balance, start_paying},
+    ilp_sender::{
+        assert_balanced, bob_receiver, config, dir, free, grant, pay_quote, peer_balance, quote_receiver, start_paying,
+    },
 };
 
 /// What the proxy saw.
@@ -127,18 +129,12 @@ async fn many_small_packets_go_several_at_once_with_exact_amounts() {
     let (a_client, b_client) = (a.demo_client().await, b.demo_client().await);
     // 60.00 in packets of at most 1.00
     let receiver = bob_receiver(&b, &b_client, Some(6000)).await;
-    let quote_tok = grant(&a, &a_client, json!([{"type": "quote", "actions": ["create"]}])).await;
-    let body = json!({"walletAddress": a.url("/alice"), "receiver": receiver, "method": "ilp"});
-    let q = a_client
-        .send(Method::POST, &a.url("/quotes"), Some(&quote_tok), Some(&body))
-        .await
-        .unwrap();
-    assert_eq!(q.status, 201, "{}", q.body);
+    let q = quote_receiver(&a, &a_client, &receiver).await;
     let probes_max = seen.max.swap(0, Ordering::SeqCst);
     assert_eq!(probes_max, 1, "the quote's probes go one at a time");
 
     let (alice_before, bob_before) = (a.balance("alice").await, b.balance("bob").await);
-    let done = pay_quote(&a, &a_client, &q.body).await;
+    let done = pay_quote(&a, &a_client, &q).await;
     assert_eq!(done["state"], "completed", "{done}");
     assert_eq!(done["sentAmount"]["value"], "6000", "{done}");
     assert_eq!(done["receiveAmount"]["value"], "6000", "{done}");
@@ -165,18 +161,12 @@ async fn a_payment_is_not_cancelled_while_a_packet_of_it_is_on_its_way() {
     let (a, b, seen) = proxied_pair(Duration::from_millis(5)).await;
     let (a_client, b_client) = (a.demo_client().await, b.demo_client().await);
     let receiver = bob_receiver(&b, &b_client, Some(50)).await;
-    let quote_tok = grant(&a, &a_client, json!([{"type": "quote", "actions": ["create"]}])).await;
-    let body = json!({"walletAddress": a.url("/alice"), "receiver": receiver, "method": "ilp"});
-    let q = a_client
-        .send(Method::POST, &a.url("/quotes"), Some(&quote_tok), Some(&body))
-        .await
-        .unwrap();
-    assert_eq!(q.status, 201, "{}", q.body);
+    let q = quote_receiver(&a, &a_client, &receiver).await;
     let alice_before = a.balance("alice").await;
 
     // the payment's packets wait 1.5 s in the proxy before they go on to B
     seen.forward_delay_ms.store(1500, Ordering::SeqCst);
-    let url = start_paying(&a, &a_client, &q.body).await;
+    let url = start_paying(&a, &a_client, &q).await;
     let id = url.rsplit('/').next().unwrap().to_owned();
     let deadline = Instant::now() + Duration::from_secs(20);
     // (a packet with money: a connection's first packets may carry none)
