@@ -140,10 +140,15 @@ pub(crate) async fn outgoing_grant(ase: &TestAse, client: &opdesk::client::Signe
 /// longer sending.
 /// alice@`a` quotes `receiver` (by its incoming amount, or what it still expects); the quote, created.
 pub(crate) async fn quote_receiver(a: &TestAse, client: &opdesk::client::SignedClient, receiver: &str) -> Json {
-    let quote_tok = grant(a, client, json!([{"type": "quote", "actions": ["create"]}])).await;
     let body = json!({"walletAddress": a.url("/alice"), "receiver": receiver, "method": "ilp"});
+    quote(a, client, &body).await
+}
+
+/// `body` posted to `a`'s `/quotes` under a new quote grant; the quote, created.
+pub(crate) async fn quote(a: &TestAse, client: &opdesk::client::SignedClient, body: &Json) -> Json {
+    let quote_tok = grant(a, client, json!([{"type": "quote", "actions": ["create"]}])).await;
     let q = client
-        .send(Method::POST, &a.url("/quotes"), Some(&quote_tok), Some(&body))
+        .send(Method::POST, &a.url("/quotes"), Some(&quote_tok), Some(body))
         .await
         .unwrap();
     assert_eq!(q.status, 201, "{}", q.body);
@@ -551,20 +556,14 @@ async fn usd_pays_eur_through_a_eur_peer_at_the_rates_service_rate() {
 
     // fixed receive: 900 EUR at the 0.99 floor needs ceil(900 / 0.99) = 910 EUR through the peer, which
     // costs ceil(910 / 0.8) = 1138 USD; plus the fixed fee of 10
-    let quote_tok = grant(&a, &a_client, json!([{"type": "quote", "actions": ["create"]}])).await;
-    let body = json!({"walletAddress": a.url("/alice"), "receiver": receiver, "method": "ilp"});
-    let q = a_client
-        .send(Method::POST, &a.url("/quotes"), Some(&quote_tok), Some(&body))
-        .await
-        .unwrap();
-    assert_eq!(q.status, 201, "{}", q.body);
-    crate::common::assert_matches_schema("resource-server.yaml", "quote", &q.body);
+    let q = quote_receiver(&a, &a_client, &receiver).await;
+    crate::common::assert_matches_schema("resource-server.yaml", "quote", &q);
     assert_eq!(
-        q.body["receiveAmount"],
+        q["receiveAmount"],
         json!({"value": "900", "assetCode": "EUR", "assetScale": 2})
     );
     assert_eq!(
-        q.body["debitAmount"],
+        q["debitAmount"],
         json!({"value": "1148", "assetCode": "USD", "assetScale": 2})
     );
     assert_eq!(
@@ -576,17 +575,13 @@ async fn usd_pays_eur_through_a_eur_peer_at_the_rates_service_rate() {
     // fixed send elsewhere: 5.00 USD less the fee 10 = 490 USD → floor(490 × 0.8) = 392 EUR → 388 at 0.99
     let probe = json!({"walletAddress": a.url("/alice"), "receiver": receiver, "method": "ilp",
         "debitAmount": {"value": "500", "assetCode": "USD", "assetScale": 2}});
-    let q2 = a_client
-        .send(Method::POST, &a.url("/quotes"), Some(&quote_tok), Some(&probe))
-        .await
-        .unwrap();
-    assert_eq!(q2.status, 201, "{}", q2.body);
-    assert_eq!(q2.body["receiveAmount"]["value"], "388", "{}", q2.body);
+    let q2 = quote(&a, &a_client, &probe).await;
+    assert_eq!(q2["receiveAmount"]["value"], "388", "{q2}");
 
     // pay the fixed-receive quote: packets of ≤ 400 EUR; the path is 1:1, so 900 EUR go out for 900 in,
     // which stand for ceil(900 / 0.8) = 1125 USD; alice pays that and the fee, the other 13 come back
     let alice_before = a.balance("alice").await;
-    let done = pay_quote(&a, &a_client, &q.body).await;
+    let done = pay_quote(&a, &a_client, &q).await;
     assert_eq!(done["state"], "completed", "{done}");
     assert_eq!(
         done["sentAmount"],

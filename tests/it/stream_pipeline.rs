@@ -22,7 +22,7 @@ use serde_json::{Value as Json, json};
 use crate::{
     common::{Proc, TestAse, auto_approved_outgoing_token, balance_of},
     ilp_sender::{
-        assert_balanced, bob_receiver, config, dir, free, grant, pay_quote, peer_balance, quote_receiver, start_paying,
+        assert_balanced, bob_receiver, config, dir, free, pay_quote, peer_balance, quote, quote_receiver, start_paying,
     },
 };
 
@@ -209,19 +209,14 @@ async fn a_receiver_whose_totals_do_not_match_gets_one_packet_at_a_time() {
     let (a_client, b_client) = (a.demo_client().await, b.demo_client().await);
     let receiver = bob_receiver(&b, &b_client, None).await;
     // A quotes a fixed send of 15.00 (packets of at most 1.00)
-    let quote_tok = grant(&a, &a_client, json!([{"type": "quote", "actions": ["create"]}])).await;
     let body = json!({"walletAddress": a.url("/alice"), "receiver": receiver, "method": "ilp",
         "debitAmount": {"value": "1500", "assetCode": "USD", "assetScale": 2}});
-    let q = a_client
-        .send(Method::POST, &a.url("/quotes"), Some(&quote_tok), Some(&body))
-        .await
-        .unwrap();
-    assert_eq!(q.status, 201, "{}", q.body);
+    let q = quote(&a, &a_client, &body).await;
     // a stranger's 5.00 on the connection A's quote opened (its address and secret)
     let (address, secret) = plan_credentials(a.dir.path());
     pay_on_a_connection(&b, &address, &secret, 500).await;
 
-    let done = pay_quote(&a, &a_client, &q.body).await;
+    let done = pay_quote(&a, &a_client, &q).await;
     assert_eq!(done["state"], "completed", "{done}");
     // (done when the quote's receive amount, 1500 at the minimum rate 0.99, arrived)
     assert_eq!(done["deliveredAmount"]["value"], "1485", "{done}");
@@ -282,8 +277,10 @@ impl Killable {
         }
     }
 
-    /// A pays `receiver` a fixed send of 50.00 (packets of at most 1.00); the payment's id.
-    async fn pay(&self, receiver: &str) -> String {
+    /// A pays a new incoming payment of bob@B (expecting `amount`, or open-ended) a fixed send of 50.00
+    /// (packets of at most 1.00): the receiver's URL and the payment's id.
+    async fn pay_bob(&self, amount: Option<u64>) -> (String, String) {
+        let receiver = bob_receiver(&self.b, &self.b.demo_client().await, amount).await;
         let a_client = self.a.demo_client(self.a_dir.path()).await;
         let out = auto_approved_outgoing_token(&a_client, &self.a.base, "alice").await;
         let body = json!({"walletAddress": format!("{}/alice", self.a.base), "incomingPayment": receiver, "debitAmount": {"value": "5000", "assetCode": "USD", "assetScale": 2}});
@@ -297,7 +294,8 @@ impl Killable {
             .await
             .unwrap();
         assert_eq!(r.status, 201, "{}", r.body);
-        r.body["id"].as_str().unwrap().rsplit('/').next().unwrap().to_owned()
+        let id = r.body["id"].as_str().unwrap().rsplit('/').next().unwrap().to_owned();
+        (receiver, id)
     }
 
     async fn received(&self, receiver: &str) -> i64 {
@@ -370,10 +368,8 @@ impl Killable {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_sender_killed_with_packets_in_flight_resumes_without_paying_twice() {
     let mut k = Killable::start(Duration::from_millis(300)).await;
-    let b_client = k.b.demo_client().await;
     // open-ended: B would take anything sent twice
-    let receiver = bob_receiver(&k.b, &b_client, None).await;
-    let id = k.pay(&receiver).await;
+    let (receiver, id) = k.pay_bob(None).await;
 
     // kill A while B has fulfilled packets whose replies A has not seen yet (after a first window, so the
     // payment has committed progress too)
@@ -399,9 +395,7 @@ async fn a_sender_killed_with_packets_in_flight_resumes_without_paying_twice() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_sender_restarted_before_its_lost_window_arrived_waits_for_it_to_expire() {
     let mut k = Killable::start_with(Duration::ZERO, "packet_expiry_ms = 5000").await;
-    let b_client = k.b.demo_client().await;
-    let receiver = bob_receiver(&k.b, &b_client, None).await;
-    let id = k.pay(&receiver).await;
+    let (receiver, id) = k.pay_bob(None).await;
     // once windows are under way, the next Prepares wait 3 s in the proxy: A is killed while they do
     let deadline = Instant::now() + Duration::from_secs(30);
     while k.received(&receiver).await < 400 {
@@ -433,10 +427,8 @@ async fn a_sender_restarted_before_its_lost_window_arrived_waits_for_it_to_expir
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_sender_killed_in_the_window_that_completed_the_receiver_completes_on_restart() {
     let mut k = Killable::start(Duration::from_millis(1000)).await;
-    let b_client = k.b.demo_client().await;
     // exactly what A's fixed send delivers (5000 at the minimum rate 0.99)
-    let receiver = bob_receiver(&k.b, &b_client, Some(4950)).await;
-    let id = k.pay(&receiver).await;
+    let (receiver, id) = k.pay_bob(Some(4950)).await;
     k.kill_when(&receiver, |received, seen| {
         received == 4950 && seen.held_fulfills.load(Ordering::SeqCst) >= 1
     })
@@ -526,9 +518,7 @@ async fn pay_on_a_connection(b: &TestAse, address: &str, secret: &str, amount: u
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reconciliation_never_records_more_source_than_the_lost_window_sent() {
     let mut k = Killable::start(Duration::from_millis(1500)).await;
-    let b_client = k.b.demo_client().await;
-    let receiver = bob_receiver(&k.b, &b_client, None).await;
-    let id = k.pay(&receiver).await;
+    let (receiver, id) = k.pay_bob(None).await;
     // the whole lost window at B (every request in the proxy is a held fulfill), A not told
     k.kill_when(&receiver, |received, seen| {
         let held = seen.held_fulfills.load(Ordering::SeqCst);
