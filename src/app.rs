@@ -78,6 +78,7 @@ impl AppCore {
             synchronous: settings.store.synchronous.clone(),
             max_pages: settings.store.max_db_pages,
             connections: settings.store.connections,
+            wal_max_bytes: settings.store.wal_max_bytes,
         };
         let (store, opened) = if settings.store.url.is_empty() {
             Store::open(&paths.database(), &opts)

@@ -191,6 +191,42 @@ impl Metrics {
             "PostgreSQL jobs that lost several serialization races and then ran alone",
             store.exclusive.clone(),
         );
+        let wal = &store.wal;
+        registry.register(
+            "opdesk_store_wal_bytes",
+            "SQLite: the size of the write-ahead log file on disk, as last seen by the checkpointer",
+            wal.file_bytes.clone(),
+        );
+        registry.register(
+            "opdesk_store_wal_ceiling_bytes",
+            "SQLite: the configured ceiling on the write-ahead log (store.wal_max_bytes)",
+            wal.ceiling_bytes.clone(),
+        );
+        registry.register(
+            "opdesk_store_wal_checkpoints",
+            "SQLite: checkpoints that found pages to copy from the write-ahead log into the database",
+            wal.checkpoints.clone(),
+        );
+        registry.register(
+            "opdesk_store_wal_pinned_checkpoints",
+            "SQLite: checkpoints that could not copy everything because a reader held an older snapshot",
+            wal.pinned.clone(),
+        );
+        registry.register(
+            "opdesk_store_wal_last_checkpoint_microseconds",
+            "SQLite: how long the last checkpoint took",
+            wal.last_micros.clone(),
+        );
+        registry.register(
+            "opdesk_store_wal_last_checkpoint_pages",
+            "SQLite: write-ahead log frames in the database after the last checkpoint",
+            wal.last_pages.clone(),
+        );
+        registry.register(
+            "opdesk_store_wal_writer_pause_seconds",
+            "SQLite: time the writer spent catching the write-ahead log up between commit groups",
+            wal.writer_pause.clone(),
+        );
         let build = Family::<VersionLabels, Gauge>::default();
         build
             .get_or_create(&VersionLabels {

@@ -498,6 +498,8 @@ pub struct StoreSettings {
     /// An operator quota on the database size in pages (`PRAGMA max_page_count` on the writer connection);
     /// 0: no quota. Writes past it fail like a full disk.
     pub max_db_pages: u64,
+    /// SQLite: the ceiling on the WAL file in bytes; past half of it the writer catches the WAL up.
+    pub wal_max_bytes: u64,
     /// The event outbox keeps events this many days, and at most this many (the newest).
     pub events_retain_days: u32,
     pub events_retain_count: u64,
@@ -885,6 +887,12 @@ impl Settings {
         if !(1..=256).contains(&raw.store.connections) {
             return Err(invalid("store.connections", "must be between 1 and 256".into()));
         }
+        if raw.store.wal_max_bytes < crate::store::wal::MIN_MAX_BYTES {
+            return Err(invalid(
+                "store.wal_max_bytes",
+                format!("must be at least {} (1 MiB)", crate::store::wal::MIN_MAX_BYTES),
+            ));
+        }
         if raw.store.max_db_pages > MAX_DB_PAGES {
             return Err(invalid(
                 "store.max_db_pages",
@@ -1050,6 +1058,7 @@ mod tests {
         assert_eq!(s.log_format, crate::logging::LogFormat::Text, "text by default");
         assert_eq!(s.store.busy_timeout_ms, 5000);
         assert_eq!(s.store.max_db_pages, 0, "no quota by default");
+        assert_eq!(s.store.wal_max_bytes, 64 << 20, "a 64 MiB WAL by default");
         assert!(s.gnap.list_all_interaction, "list-all needs consent by default");
         assert!(
             !s.gnap.read_all_interaction,

@@ -5,8 +5,8 @@
 //! transaction and commits once: each closure's own transaction ([`immediate`]) becomes a savepoint inside
 //! it, so a closure that fails rolls back its own writes and no one else's. Results are handed back only
 //! after the group has committed; if the commit fails, every closure of the group gets the error. A lone
-//! closure runs by itself, never waiting for company. WAL checkpoints run on a thread of their own, off the
-//! writer's path.
+//! closure runs by itself, never waiting for company. The WAL stays under a ceiling ([`wal`]): checkpoints
+//! run on a thread of their own, and the writer catches the WAL up between groups when it passes half of it.
 //!
 //! Owns connection setup (WAL, `foreign_keys`, `busy_timeout`, `synchronous`), the embedded forward-only
 //! migrations (run by [`Store::open`] before anything else may use the database) and the repo functions in the
@@ -30,6 +30,7 @@ pub mod payments;
 pub mod peers;
 pub mod stats;
 pub mod stream;
+pub mod wal;
 pub mod wallets;
 pub mod webhooks;
 
@@ -239,8 +240,6 @@ where
 
 /// Most jobs committed together in one group.
 const MAX_GROUP: usize = 64;
-/// How often the checkpoint thread looks at the WAL.
-const CHECKPOINT_EVERY: Duration = Duration::from_millis(250);
 
 enum Msg {
     Job(Job),
@@ -258,6 +257,8 @@ pub struct Options {
     pub max_pages: u64,
     /// PostgreSQL: connections (and threads) serving jobs.
     pub connections: usize,
+    /// SQLite: the ceiling on the WAL file, in bytes (see [`wal`]).
+    pub wal_max_bytes: u64,
 }
 
 impl Default for Options {
@@ -267,6 +268,7 @@ impl Default for Options {
             synchronous: "NORMAL".into(),
             max_pages: 0,
             connections: 8,
+            wal_max_bytes: wal::DEFAULT_MAX_BYTES,
         }
     }
 }
@@ -293,6 +295,8 @@ pub struct Meters {
     pub retries: prometheus_client::metrics::counter::Counter,
     /// PostgreSQL jobs that lost [`OPTIMISTIC_ATTEMPTS`] races and then ran alone.
     pub exclusive: prometheus_client::metrics::counter::Counter,
+    /// SQLite: the WAL's size and checkpoints.
+    pub wal: wal::WalMeters,
 }
 
 /// Store job durations: 10 µs to 2.5 s.
@@ -312,6 +316,7 @@ impl Default for Meters {
             group_jobs: prometheus_client::metrics::histogram::Histogram::new(GROUP_BUCKETS),
             retries: prometheus_client::metrics::counter::Counter::default(),
             exclusive: prometheus_client::metrics::counter::Counter::default(),
+            wal: wal::WalMeters::default(),
         }
     }
 }
@@ -354,16 +359,12 @@ impl Store {
         // into a temp file: opened, written page by page and deleted in nearly every group under load. In
         // memory it costs what the group changed; set after the migrations, which may rewrite whole tables.
         conn.execute_batch("PRAGMA temp_store = MEMORY")?;
-        let checkpointer = match path {
-            Some(path) => {
-                // the writer never checkpoints on commit; the checkpoint thread does it beside it
-                conn.query_row("PRAGMA wal_autocheckpoint = 0", [], |_| Ok(()))?;
-                Some(Checkpointer::start(path, opts)?)
-            }
-            None => None,
+        let meters = Meters::default();
+        let mut ceiling = match (path, conn.sqlite()) {
+            (Some(path), Some(c)) => Some(wal::Ceiling::start(c, path, opts.wal_max_bytes, &meters.wal)?),
+            _ => None,
         };
         let (tx, rx) = mpsc::channel::<Msg>();
-        let meters = Meters::default();
         let m = meters.clone();
         let handle = thread::Builder::new()
             .name("opdesk-store".into())
@@ -386,8 +387,14 @@ impl Store {
                         }
                     }
                     run_group(&mut conn, jobs, &m);
+                    if let Some(c) = ceiling.as_mut()
+                        && let Some(sqlite) = conn.sqlite()
+                        && sqlite.is_autocommit()
+                    {
+                        c.after_group(sqlite);
+                    }
                 }
-                if let Some(c) = checkpointer {
+                if let Some(c) = ceiling {
                     c.stop();
                 }
                 if let Err(e) = conn.close() {
@@ -720,41 +727,6 @@ fn begin_group(conn: &Connection) -> bool {
     }
 }
 
-/// The thread that checkpoints the WAL into the database, on a connection of its own, so that no commit
-/// waits for a checkpoint. `PASSIVE`: it never blocks the writer; the WAL restarts from its beginning on
-/// the writer's next transaction after a checkpoint that copied everything.
-struct Checkpointer {
-    stop: mpsc::Sender<()>,
-    handle: thread::JoinHandle<()>,
-}
-
-impl Checkpointer {
-    fn start(path: &Path, opts: &Options) -> Result<Self, Error> {
-        let conn = rusqlite::Connection::open(path)?;
-        conn.busy_timeout(opts.busy_timeout)?;
-        let (stop, stopped) = mpsc::channel::<()>();
-        let handle = thread::Builder::new()
-            .name("opdesk-checkpoint".into())
-            .spawn(move || {
-                while let Err(mpsc::RecvTimeoutError::Timeout) = stopped.recv_timeout(CHECKPOINT_EVERY) {
-                    if let Err(e) = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(())) {
-                        tracing::debug!(error = %e, "WAL checkpoint");
-                    }
-                }
-                if let Err(e) = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(())) {
-                    tracing::debug!(error = %e, "WAL checkpoint at close");
-                }
-            })
-            .map_err(|e| Error::Corrupt(format!("cannot spawn the checkpoint thread: {e}")))?;
-        Ok(Self { stop, handle })
-    }
-
-    fn stop(self) {
-        let _ = self.stop.send(());
-        let _ = self.handle.join();
-    }
-}
-
 fn configure(conn: &rusqlite::Connection, opts: &Options) -> Result<(), Error> {
     conn.busy_timeout(opts.busy_timeout)?;
     let sync = match opts.synchronous.to_ascii_uppercase().as_str() {
@@ -1080,7 +1052,7 @@ mod tests {
             if unchanged == 8 {
                 break;
             }
-            thread::sleep(CHECKPOINT_EVERY / 2);
+            thread::sleep(wal::CHECKPOINT_EVERY / 2);
         }
         assert_eq!(unchanged, 8, "the WAL kept growing instead of restarting");
         store.close();

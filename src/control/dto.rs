@@ -340,6 +340,9 @@ pub struct Overview {
     /// What is moving and waiting (absent from older servers: empty).
     #[serde(default)]
     pub activity: Activity,
+    /// SQLite's write-ahead log against its ceiling (absent on PostgreSQL and from older servers).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wal: Option<crate::store::wal::WalState>,
 }
 
 /// Minutes of money movement the overview shows.

@@ -25,6 +25,7 @@ pub async fn overview(s: &Services) -> Result<Overview, Error> {
         failed_outgoing: s.outgoing.count_in_state(OutgoingState::Failed).await?,
         balances: s.ledger.balances().await?,
         activity: activity(s).await?,
+        wal: s.store.meters().wal.state(),
     })
 }
 

@@ -163,6 +163,15 @@ fn loaded(readonly: bool) -> App {
                 balance("carol", "EUR", 50_000),
             ],
             activity: activity(),
+            wal: Some(crate::store::wal::WalState {
+                file_bytes: 12_897_280,
+                ceiling_bytes: 64 << 20,
+                checkpoints: 1234,
+                pinned: 0,
+                last_micros: 3100,
+                last_pages: 812,
+                writer_pause_max_micros: 1800,
+            }),
         }),
         Reply::Wallets(vec![
             wallet_row("alice", "USD", 100_000),

@@ -30,7 +30,7 @@ pub fn draw(app: &App, theme: &Theme, f: &mut Frame, area: Rect) {
         .unwrap_or(u16::MAX)
         .clamp(6, if area.height >= 30 { 12 } else { 6 });
     let assets = o.activity.moved.len().max(1);
-    let act_h = u16::try_from(assets + 4)
+    let act_h = u16::try_from(assets + 4 + usize::from(o.wal.is_some()))
         .unwrap_or(u16::MAX)
         .min(if area.height >= 30 { 12 } else { 7 });
     let [top, activity, bottom] =
@@ -148,7 +148,7 @@ fn draw_activity(app: &App, theme: &Theme, f: &mut Frame, area: Rect) {
             Span::styled("nothing in the last 15 min", theme.dim),
         ]));
     }
-    let room = usize::from(area.height.saturating_sub(4));
+    let room = usize::from(area.height.saturating_sub(4 + u16::from(o.wal.is_some())));
     for m in a.moved.iter().take(room.max(1)) {
         let values: Vec<f64> = m.per_minute.iter().map(|v| *v as f64).collect();
         let total: i64 = m.per_minute.iter().sum();
@@ -177,10 +177,34 @@ fn draw_activity(app: &App, theme: &Theme, f: &mut Frame, area: Rect) {
     waiting.extend(count("open incoming", o.open_incoming, Style::new()));
     waiting.extend(count(OutgoingState::Failed.as_str(), o.failed_outgoing, theme.failed));
     lines.push(Line::from(waiting));
+    if let Some(w) = &o.wal {
+        lines.push(wal_line(w, theme));
+    }
     f.render_widget(
         Paragraph::new(lines).block(pane_block(" Activity ".into(), String::new(), theme)),
         area,
     );
+}
+
+/// The SQLite WAL against its ceiling (past it: the danger style), its checkpoints and the last one's time.
+fn wal_line(w: &crate::store::wal::WalState, theme: &Theme) -> Line<'static> {
+    let mib = |b: u64| format!("{:.1} MiB", b as f64 / f64::from(1u32 << 20));
+    let size = if w.file_bytes > w.ceiling_bytes {
+        theme.danger
+    } else {
+        Style::new()
+    };
+    let mut spans = vec![
+        Span::styled(format!("{:<11}", "WAL"), theme.dim),
+        Span::styled(mib(w.file_bytes), size),
+        Span::styled(format!(" of {}", mib(w.ceiling_bytes)), theme.dim),
+        Span::raw(format!("  {} checkpoints", w.checkpoints)),
+        Span::styled(format!(", last {:.1} ms", w.last_micros as f64 / 1000.0), theme.dim),
+    ];
+    if w.pinned > 0 {
+        spans.push(Span::styled(format!("  {} pinned", w.pinned), theme.pending));
+    }
+    Line::from(spans)
 }
 
 fn draw_recent(app: &App, theme: &Theme, f: &mut Frame, area: Rect) {
