@@ -68,7 +68,7 @@ pub struct WalMeters {
     pub ceiling_bytes: Gauge,
     /// Checkpoints that found frames to copy, by either thread.
     pub checkpoints: Counter,
-    /// Checkpoints that could not copy everything because a reader held an older snapshot.
+    /// Writer checkpoints that could not copy everything because a reader held an older snapshot.
     pub pinned: Counter,
     /// How long the last checkpoint took, in microseconds.
     pub last_micros: Gauge,
@@ -130,9 +130,6 @@ impl WalMeters {
             self.checkpoints.inc();
             self.last_micros.set(micros(started.elapsed()));
             self.last_pages.set(frames.copied);
-            if !frames.complete() {
-                self.pinned.inc();
-            }
         }
     }
 }
@@ -239,6 +236,8 @@ impl Ceiling {
                     FRAMES.set(0);
                     self.retry_at = None;
                 } else {
+                    // nothing else writes: only a reader's older snapshot stops the writer's own checkpoint
+                    self.meters.pinned.inc();
                     self.retry_at = Some(Instant::now() + PINNED_RETRY);
                     tracing::debug!(
                         frames = frames.wal,
