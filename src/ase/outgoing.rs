@@ -347,7 +347,7 @@ impl OutgoingPayments {
                     created_at: now_s.clone(),
                     updated_at: now_s.clone(),
                 };
-                repo::insert_outgoing(&tx, &row)?;
+                repo::insert_outgoing(&tx, &row, grant.as_ref().map(|_| win_from.as_str()))?;
                 let balance = ledger::ops::balances(&tx, &[&w.account_id])?;
                 let dto = this.created_dto(&row, spent);
                 if let Some(k) = &request {

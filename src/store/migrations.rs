@@ -25,6 +25,7 @@ const MIGRATIONS: &[M<'static>] = &[
     M::up(include_str!("../../migrations/0015_peer_claims.sql")),
     M::up(include_str!("../../migrations/0016_row_count_deltas.sql")),
     M::up(include_str!("../../migrations/0017_claims_name_their_payment.sql")),
+    M::up(include_str!("../../migrations/0018_grant_spent.sql")),
 ];
 
 /// The PostgreSQL twins of [`MIGRATIONS`], in the same order.
@@ -46,6 +47,7 @@ const PG_MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/pg/0015_peer_claims.sql"),
     include_str!("../../migrations/pg/0016_row_count_deltas.sql"),
     include_str!("../../migrations/pg/0017_claims_name_their_payment.sql"),
+    include_str!("../../migrations/pg/0018_grant_spent.sql"),
 ];
 
 const _: () = assert!(

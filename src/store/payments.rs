@@ -410,13 +410,16 @@ fn outgoing_from_row(r: &Row<'_>) -> super::db::Result<OutgoingRow> {
     })
 }
 
-pub fn insert_outgoing(conn: &Connection, p: &OutgoingRow) -> Result<(), Error> {
+/// Inserts a payment; `grant_window` is the start of its grant's interval window now (`""`: a grant without
+/// interval; `None`: no grant), under which [`grant_spent`] counts it.
+pub fn insert_outgoing(conn: &Connection, p: &OutgoingRow, grant_window: Option<&str>) -> Result<(), Error> {
     conn.prepare_cached(
         "INSERT INTO outgoing_payments (id, wallet_id, client, grant_id, quote_id, receiver, incoming_payment_id, \
          debit_amount, receive_amount, receive_asset_code, receive_asset_scale, sent_amount, delivered_amount, \
          state, reservation_id, account_id, failure_reason, failure_message, attempts, next_attempt_at, metadata, \
-         created_at, updated_at) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23)",
+         created_at, updated_at, grant_window) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, \
+         ?24)",
     )?
     .execute(params![
         p.id,
@@ -441,7 +444,8 @@ pub fn insert_outgoing(conn: &Connection, p: &OutgoingRow) -> Result<(), Error> 
         p.next_attempt_at,
         p.metadata,
         p.created_at,
-        p.updated_at
+        p.updated_at,
+        grant_window
     ])?;
     Ok(())
 }
@@ -494,33 +498,40 @@ pub fn list_outgoing(
     page(conn, &OUTGOING, wallet_id, client, condition, q)
 }
 
-/// Amounts counted against a grant between `from` (inclusive) and `to` (exclusive): a failed or cancelled
-/// payment counts what it sent and delivered, any other what it was authorised for. `None` when the grant has
-/// no payment in the window.
+/// Amounts counted against a grant in its windows that start between `from` (inclusive) and `to`
+/// (exclusive) — one interval window, or `("", "~")` for all of them — with the receive asset of its first
+/// payment there: a failed or cancelled payment counts what it sent and delivered, any other what it was
+/// authorised for. `None` when the grant has no payment there. The triggers of migration 0018 keep the sums
+/// per window; payments from before it carry no window and are summed from their rows (created between `from`
+/// and `to`).
 pub fn grant_spent(
     conn: &Connection,
     grant_id: &str,
     from: &str,
     to: &str,
 ) -> Result<Option<(i128, i128, String, u8)>, Error> {
-    let mut stmt = conn.prepare_cached(
-        "SELECT state, debit_amount, receive_amount, sent_amount, delivered_amount, receive_asset_code, \
-         receive_asset_scale FROM outgoing_payments WHERE grant_id = ?1 AND created_at >= ?2 AND created_at < ?3 \
-         ORDER BY created_at",
-    )?;
     let mut acc: Option<(i128, i128, String, u8)> = None;
-    stmt.for_each_row(params![grant_id, from, to], |r| {
-        let state: OutgoingState = r.get(0)?;
-        let released = state.is_failed();
-        let debit: i64 = if released { r.get(3)? } else { r.get(1)? };
-        let receive: i64 = if released { r.get(4)? } else { r.get(2)? };
-        let e = acc.get_or_insert_with(|| (0, 0, String::new(), 0));
+    let mut add = |debit: i64, receive: i64, code: String, scale: u8| {
+        let e = acc.get_or_insert_with(|| (0, 0, code, scale));
         e.0 += i128::from(debit);
         e.1 += i128::from(receive);
-        if e.2.is_empty() {
-            e.2 = r.get(5)?;
-            e.3 = r.get(6)?;
-        }
+    };
+    let mut before = conn.prepare_cached(
+        "SELECT CASE WHEN state IN ('failed', 'cancelled') THEN sent_amount ELSE debit_amount END, \
+         CASE WHEN state IN ('failed', 'cancelled') THEN delivered_amount ELSE receive_amount END, \
+         receive_asset_code, receive_asset_scale FROM outgoing_payments \
+         WHERE grant_id = ?1 AND grant_window IS NULL AND created_at >= ?2 AND created_at < ?3 ORDER BY created_at",
+    )?;
+    before.for_each_row(params![grant_id, from, to], |r| {
+        add(r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?);
+        Ok(())
+    })?;
+    let mut windows = conn.prepare_cached(
+        "SELECT debit, receive, receive_asset_code, receive_asset_scale FROM grant_spent \
+         WHERE grant_id = ?1 AND window_start >= ?2 AND window_start < ?3 ORDER BY window_start",
+    )?;
+    windows.for_each_row(params![grant_id, from, to], |r| {
+        add(r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?);
         Ok(())
     })?;
     Ok(acc)
@@ -781,4 +792,123 @@ pub fn add_connection_received(
              RETURNING received",
         )?
         .query_row(params![id, connection, amount, now], |r| r.get(0))?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn db() -> Connection {
+        let mut c = Connection::open_in_memory().unwrap();
+        super::super::migrations::migrate(&mut c).unwrap();
+        // the payments alone: no wallets, accounts, grants or transfers behind them
+        c.execute_batch("PRAGMA foreign_keys = OFF").unwrap();
+        c
+    }
+
+    fn payment(id: &str, created_at: &str, debit: i64, receive: i64) -> OutgoingRow {
+        OutgoingRow {
+            id: id.into(),
+            wallet_id: "w".into(),
+            wallet_name: "alice".into(),
+            account_id: "a".into(),
+            asset_code: "USD".into(),
+            asset_scale: 2,
+            client: None,
+            grant_id: Some("g".into()),
+            quote_id: None,
+            receiver: format!("http://x/incoming-payments/{id}"),
+            incoming_payment_id: None,
+            debit_amount: debit,
+            receive_amount: receive,
+            receive_asset_code: "EUR".into(),
+            receive_asset_scale: 2,
+            sent_amount: 0,
+            delivered_amount: 0,
+            state: OutgoingState::Sending,
+            reservation_id: None,
+            payment_account_id: None,
+            failure_reason: None,
+            failure_message: None,
+            attempts: 0,
+            next_attempt_at: None,
+            metadata: None,
+            created_at: created_at.into(),
+            updated_at: created_at.into(),
+        }
+    }
+
+    /// What a grant spent, from the payment rows themselves (what `grant_spent` computed before migration 0018).
+    fn scanned(c: &Connection, from: &str, to: &str) -> (i128, i128) {
+        let mut out = (0, 0);
+        c.prepare(
+            "SELECT CASE WHEN state IN ('failed', 'cancelled') THEN sent_amount ELSE debit_amount END, \
+             CASE WHEN state IN ('failed', 'cancelled') THEN delivered_amount ELSE receive_amount END \
+             FROM outgoing_payments WHERE grant_id = 'g' AND created_at >= ?1 AND created_at < ?2",
+        )
+        .unwrap()
+        .for_each_row(params![from, to], |r| {
+            out.0 += i128::from(r.get::<_, i64>(0)?);
+            out.1 += i128::from(r.get::<_, i64>(1)?);
+            Ok(())
+        })
+        .unwrap();
+        out
+    }
+
+    const DAY1: &str = "2026-01-01T00:00:00.000Z";
+    const DAY2: &str = "2026-01-02T00:00:00.000Z";
+    const DAY3: &str = "2026-01-03T00:00:00.000Z";
+
+    /// The per-window sums kept by the triggers equal the rows through every transition that changes what a
+    /// payment counts (fail with a partial send, retry, progress, cancel, delete), and rows from before the
+    /// migration (no window) are still counted.
+    #[test]
+    fn grant_spent_sums_follow_every_transition_and_count_rows_without_a_window() {
+        let c = db();
+        let at = |day: &str, s: u32| format!("{}:{s:02}.000Z", &day[..16]);
+        // from before migration 0018: no window
+        insert_outgoing(&c, &payment("p0", &at(DAY1, 1), 7, 6), None).unwrap();
+        insert_outgoing(&c, &payment("p1", &at(DAY1, 2), 100, 90), Some(DAY1)).unwrap();
+        insert_outgoing(&c, &payment("p2", &at(DAY1, 3), 200, 180), Some(DAY1)).unwrap();
+        insert_outgoing(&c, &payment("p3", &at(DAY2, 1), 300, 270), Some(DAY2)).unwrap();
+        let mut failed_at_create = payment("p4", &at(DAY2, 2), 50, 45);
+        failed_at_create.state = OutgoingState::Failed;
+        insert_outgoing(&c, &failed_at_create, Some(DAY2)).unwrap();
+        let check = |c: &Connection| {
+            for (from, to) in [(DAY1, DAY2), (DAY2, DAY3), ("", "~")] {
+                let (d, r, code, scale) = grant_spent(c, "g", from, to).unwrap().unwrap();
+                assert_eq!((d, r), scanned(c, from, to), "window {from}..{to}");
+                assert_eq!((code.as_str(), scale), ("EUR", 2));
+            }
+        };
+        check(&c);
+        assert_eq!(grant_spent(&c, "g", DAY1, DAY2).unwrap().unwrap().0, 307);
+        // progress while sending changes nothing counted; failing after a partial send counts what was sent
+        update_progress(&c, "p2", 60, 54, None, DAY1).unwrap();
+        check(&c);
+        set_state(
+            &c,
+            "p2",
+            OutgoingState::Sending,
+            OutgoingState::Failed,
+            Some(("x", "y")),
+            DAY1,
+        )
+        .unwrap();
+        check(&c);
+        assert_eq!(grant_spent(&c, "g", DAY1, DAY2).unwrap().unwrap().0, 7 + 100 + 60);
+        // a retry counts the whole payment again
+        assert!(restart(&c, "p2", "r2", "acc2", DAY1).unwrap());
+        check(&c);
+        assert_eq!(grant_spent(&c, "g", DAY1, DAY2).unwrap().unwrap().0, 307);
+        set_state(&c, "p3", OutgoingState::Sending, OutgoingState::Cancelled, None, DAY2).unwrap();
+        set_state(&c, "p1", OutgoingState::Sending, OutgoingState::Completed, None, DAY1).unwrap();
+        check(&c);
+        c.execute("DELETE FROM outgoing_payments WHERE id = 'p1'", []).unwrap();
+        check(&c);
+        // another grant, and a window without payments
+        assert_eq!(grant_spent(&c, "other", "", "~").unwrap(), None);
+        assert_eq!(grant_spent(&c, "g", DAY3, "2026-01-04").unwrap(), None);
+    }
 }

@@ -19,7 +19,11 @@
 use std::{
     cell::Cell,
     path::Path,
-    sync::{Arc, Mutex, PoisonError, mpsc},
+    sync::{
+        Arc, Mutex, PoisonError,
+        atomic::{AtomicU64, Ordering},
+        mpsc,
+    },
     thread,
     time::{Duration, Instant},
 };
@@ -51,11 +55,14 @@ thread_local! {
     /// Frames in the WAL after the last commit on this thread's connection (the writer's), set by SQLite's
     /// WAL hook.
     static FRAMES: Cell<u32> = const { Cell::new(0) };
+    /// Whether that connection committed since the writer last looked.
+    static COMMITTED: Cell<bool> = const { Cell::new(false) };
 }
 
 /// SQLite's WAL hook on the writer connection: called after each commit with the frames the WAL now holds.
 fn on_commit(_wal: &Wal, frames: std::ffi::c_int) -> rusqlite::Result<()> {
     FRAMES.set(u32::try_from(frames).unwrap_or(0));
+    COMMITTED.set(true);
     Ok(())
 }
 
@@ -181,6 +188,8 @@ pub(super) struct Ceiling {
     /// Frames past which the writer catches the WAL up itself.
     catch_up_frames: u32,
     shared: Arc<Mutex<()>>,
+    /// Commit groups that wrote, counted for the checkpoint thread to tell when writes have stopped.
+    commits: Arc<AtomicU64>,
     meters: WalMeters,
     retry_at: Option<Instant>,
     background: Option<Background>,
@@ -205,11 +214,13 @@ impl Ceiling {
         conn.wal_hook(Some(on_commit));
         meters.ceiling_bytes.set(i64::try_from(max_bytes).unwrap_or(i64::MAX));
         let shared = Arc::new(Mutex::new(()));
-        let background = Background::start(path, shared.clone(), meters.clone())?;
+        let commits = Arc::new(AtomicU64::new(0));
+        let background = Background::start(path, shared.clone(), commits.clone(), meters.clone())?;
         Ok(Self {
             path: path.to_owned(),
             catch_up_frames: u32::try_from(half / frame).unwrap_or(u32::MAX).max(1),
             shared,
+            commits,
             meters: meters.clone(),
             retry_at: None,
             background: Some(background),
@@ -219,6 +230,9 @@ impl Ceiling {
     /// After a commit group, on the writer thread with no transaction open: when the WAL holds half the
     /// ceiling, copy what the checkpoint thread has not yet copied, so that the next write restarts it.
     pub(super) fn after_group(&mut self, conn: &rusqlite::Connection) {
+        if COMMITTED.replace(false) {
+            self.commits.fetch_add(1, Ordering::Relaxed);
+        }
         if FRAMES.get() < self.catch_up_frames || self.retry_at.is_some_and(|t| Instant::now() < t) {
             return;
         }
@@ -276,7 +290,7 @@ struct Background {
 }
 
 impl Background {
-    fn start(path: &Path, shared: Arc<Mutex<()>>, meters: WalMeters) -> Result<Self, Error> {
+    fn start(path: &Path, shared: Arc<Mutex<()>>, commits: Arc<AtomicU64>, meters: WalMeters) -> Result<Self, Error> {
         let conn = rusqlite::Connection::open(path)?;
         // only `TRUNCATE` waits, and it must not keep the writer waiting for the shared mutex
         conn.busy_timeout(TRUNCATE_WAIT)?;
@@ -285,9 +299,10 @@ impl Background {
         let handle = thread::Builder::new()
             .name("opdesk-checkpoint".into())
             .spawn(move || {
-                let mut last_frames = -1;
+                let mut seen = u64::MAX;
                 while let Err(mpsc::RecvTimeoutError::Timeout) = stopped.recv_timeout(CHECKPOINT_EVERY) {
-                    round(&conn, &path, &shared, &meters, &mut last_frames);
+                    let now = commits.load(Ordering::Relaxed);
+                    round(&conn, &path, &shared, &meters, std::mem::replace(&mut seen, now) == now);
                 }
                 let _round = shared.lock().unwrap_or_else(PoisonError::into_inner);
                 if let Err(e) = checkpoint(&conn, "PASSIVE") {
@@ -304,23 +319,19 @@ impl Background {
     }
 }
 
-/// One round of the checkpoint thread: copy what is there; when a round finds the WAL all copied and no
-/// frame added since the last one (writes have stopped), truncate the file to nothing. `last` is the WAL's
-/// frames at the last round.
-fn round(conn: &rusqlite::Connection, path: &Path, shared: &Mutex<()>, meters: &WalMeters, last: &mut i64) {
+/// One round of the checkpoint thread: copy what is there; when the WAL is all copied and nothing was
+/// committed since the last round (`quiet`: writes have stopped), truncate the file to nothing.
+fn round(conn: &rusqlite::Connection, path: &Path, shared: &Mutex<()>, meters: &WalMeters, quiet: bool) {
     {
         let _round = shared.lock().unwrap_or_else(PoisonError::into_inner);
         let started = Instant::now();
         match checkpoint(conn, "PASSIVE") {
             Ok(frames) => {
                 meters.record(started, frames);
-                let idle = frames.wal > 0 && frames.complete() && std::mem::replace(last, frames.wal) == frames.wal;
-                if idle && wal_file_len(path) > 0 {
+                if quiet && frames.complete() && wal_file_len(path) > 0 {
                     // `TRUNCATE` takes the write lock: only once writes have stopped, and briefly
-                    match checkpoint(conn, "TRUNCATE") {
-                        Ok(f) if f.complete() => *last = -1,
-                        Ok(_) => {}
-                        Err(e) => tracing::debug!(error = %e, "truncating the idle WAL"),
+                    if let Err(e) = checkpoint(conn, "TRUNCATE") {
+                        tracing::debug!(error = %e, "truncating the idle WAL");
                     }
                 }
             }
@@ -334,7 +345,7 @@ fn round(conn: &rusqlite::Connection, path: &Path, shared: &Mutex<()>, meters: &
 
 #[cfg(test)]
 mod tests {
-    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    use std::sync::atomic::AtomicBool;
 
     use super::*;
     use crate::store::{Options, Store, immediate};
