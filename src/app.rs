@@ -425,10 +425,17 @@ pub async fn serve_with(
     result.wrap_err("the server failed")
 }
 
-/// Prunes the event outbox by age and count every minute (never events the webhook deliverer has not taken
-/// yet), and delivered webhook deliveries as old as the oldest events kept.
+/// Rows one pruning transaction deletes at most.
+const PRUNE_BATCH: u32 = 2_000;
+/// Batches one pruning round runs at most (the next round goes on).
+const PRUNE_BATCHES: usize = 1_000;
+
+/// Prunes the event outbox by age and count every 10 s (never events the webhook deliverer has not taken yet),
+/// and delivered webhook deliveries as old as the oldest events kept: in transactions of at most
+/// [`PRUNE_BATCH`] rows, so that a busy server's backlog never becomes one transaction that holds the writer,
+/// the memory and the WAL (see `store::wal`).
 async fn prune_events(s: Arc<Services>, shutdown: CancellationToken) {
-    let mut every = tokio::time::interval(Duration::from_secs(60));
+    let mut every = tokio::time::interval(Duration::from_secs(10));
     loop {
         tokio::select! {
             _ = shutdown.cancelled() => return,
@@ -437,21 +444,35 @@ async fn prune_events(s: Arc<Services>, shutdown: CancellationToken) {
         let keep = &s.settings.store;
         let before = format_ts(s.clock.now() - time::Duration::days(i64::from(keep.events_retain_days)));
         let (count, hooks) = (keep.events_retain_count, s.webhooks.enabled());
-        let pruned = s
-            .store
-            .call(move |c| {
-                let tx = store::immediate(c)?;
-                let floor = if hooks { store::webhooks::cursor(&tx)? } else { None };
-                let n =
-                    store::outbox::prune(&tx, &before, count, floor)? + store::webhooks::prune_delivered(&tx, &before)?;
-                tx.commit()?;
-                Ok::<_, store::Error>(n)
-            })
-            .await;
-        match pruned {
-            Ok(0) => {}
-            Ok(n) => tracing::debug!(rows = n, "pruned old events"),
-            Err(e) => tracing::warn!(error = %e, "cannot prune old events"),
+        let mut total = 0;
+        for _ in 0..PRUNE_BATCHES {
+            let before = before.clone();
+            let pruned = s
+                .store
+                .call(move |c| {
+                    let tx = store::immediate(c)?;
+                    let floor = if hooks { store::webhooks::cursor(&tx)? } else { None };
+                    let n = store::outbox::prune(&tx, &before, count, floor, PRUNE_BATCH)?
+                        .max(store::webhooks::prune_delivered(&tx, &before, PRUNE_BATCH)?);
+                    tx.commit()?;
+                    Ok::<_, store::Error>(n)
+                })
+                .await;
+            match pruned {
+                Ok(n) => {
+                    total += n;
+                    if n < PRUNE_BATCH as usize || shutdown.is_cancelled() {
+                        break;
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot prune old events");
+                    break;
+                }
+            }
+        }
+        if total > 0 {
+            tracing::debug!(rows = total, "pruned old events");
         }
     }
 }

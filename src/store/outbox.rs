@@ -80,9 +80,10 @@ pub fn bounds(conn: &Connection) -> Result<(Option<i64>, i64), Error> {
 
 /// Deletes, from the oldest end, events older than `before` and beyond the newest `keep` — never the newest
 /// event, and never those after `floor` (events a reader such as the webhook deliverer has not taken yet).
-/// Events are appended in time order, so the age cut is found by walking from the oldest. Returns how many
-/// went.
-pub fn prune(conn: &Connection, before: &str, keep: u64, floor: Option<i64>) -> Result<usize, Error> {
+/// Events are appended in time order, so the age cut is found by walking from the oldest. At most `at_most`
+/// go at once, so that each call is a bounded transaction (its pages, its share of the WAL, the writer's
+/// time); the caller calls again while that many went. Returns how many went.
+pub fn prune(conn: &Connection, before: &str, keep: u64, floor: Option<i64>, at_most: u32) -> Result<usize, Error> {
     let (oldest, newest) = bounds(conn)?;
     if oldest.is_none() {
         return Ok(0);
@@ -96,6 +97,8 @@ pub fn prune(conn: &Connection, before: &str, keep: u64, floor: Option<i64>) -> 
     let by_count = newest.saturating_sub(keep) + 1;
     let cut = by_age.unwrap_or(newest).max(by_count).min(newest);
     let cut = floor.map_or(cut, |f| cut.min(f + 1));
+    // the oldest `at_most` of them: one bounded transaction, the rest in the next
+    let cut = oldest.map_or(cut, |o| cut.min(o.saturating_add(i64::from(at_most))));
     Ok(conn
         .prepare_cached("DELETE FROM events WHERE seq < ?1")?
         .execute([cut])?)
@@ -139,11 +142,14 @@ mod tests {
             append(&c, &format!("2026-01-01T00:00:0{n}.000Z"), created(n)).unwrap();
         }
         // by age: the first three are older than :03
-        assert_eq!(prune(&c, "2026-01-01T00:00:03.000Z", 100, None).unwrap(), 3);
+        assert_eq!(prune(&c, "2026-01-01T00:00:03.000Z", 100, None, 1000).unwrap(), 3);
         // by count, but the reader has only taken up to 5
-        assert_eq!(prune(&c, "2000-01-01T00:00:00.000Z", 2, Some(5)).unwrap(), 2);
+        assert_eq!(prune(&c, "2000-01-01T00:00:00.000Z", 2, Some(5), 1000).unwrap(), 2);
         assert_eq!(bounds(&c).unwrap(), (Some(6), 10));
-        assert_eq!(prune(&c, "2000-01-01T00:00:00.000Z", 2, None).unwrap(), 3);
+        // a batch at a time
+        assert_eq!(prune(&c, "2000-01-01T00:00:00.000Z", 2, None, 2).unwrap(), 2);
+        assert_eq!(prune(&c, "2000-01-01T00:00:00.000Z", 2, None, 2).unwrap(), 1);
+        assert_eq!(prune(&c, "2000-01-01T00:00:00.000Z", 2, None, 2).unwrap(), 0);
         assert_eq!(bounds(&c).unwrap(), (Some(9), 10));
         // sequence numbers are never reused
         assert_eq!(

@@ -223,10 +223,13 @@ pub fn redrive_dead(conn: &Connection, now: &str) -> Result<usize, Error> {
 }
 
 /// Deletes delivered deliveries last touched before `before`.
-pub fn prune_delivered(conn: &Connection, before: &str) -> Result<usize, Error> {
+pub fn prune_delivered(conn: &Connection, before: &str, at_most: u32) -> Result<usize, Error> {
     Ok(conn
-        .prepare_cached("DELETE FROM webhook_deliveries WHERE state = 'delivered' AND updated_at < ?1")?
-        .execute([before])?)
+        .prepare_cached(
+            "DELETE FROM webhook_deliveries WHERE event_seq IN (SELECT event_seq FROM webhook_deliveries \
+             WHERE state = 'delivered' AND updated_at < ?1 ORDER BY event_seq LIMIT ?2)",
+        )?
+        .execute(params![before, i64::from(at_most)])?)
 }
 
 #[cfg(test)]
@@ -297,6 +300,6 @@ mod tests {
         assert_eq!((d.state, d.attempts), (DeliveryState::Pending, 0));
         settle(&c, 1, &Attempt::Delivered(204), "t8").unwrap();
         assert!(!redrive(&c, 1, "t9").unwrap(), "a delivered event stays delivered");
-        assert_eq!(prune_delivered(&c, "t9").unwrap(), 1);
+        assert_eq!(prune_delivered(&c, "t9", 100).unwrap(), 1);
     }
 }
