@@ -512,7 +512,7 @@ pub fn grant_spent(
 ) -> Result<Option<(i128, i128, String, u8)>, Error> {
     let mut acc: Option<(i128, i128, String, u8)> = None;
     let mut add = |debit: i64, receive: i64, code: String, scale: u8| {
-        let e = acc.get_or_insert_with(|| (0, 0, code, scale));
+        let e = acc.get_or_insert((0, 0, code, scale));
         e.0 += i128::from(debit);
         e.1 += i128::from(receive);
     };
