@@ -133,18 +133,20 @@ async fn run_demo(args: cli::DemoArgs, settings: &Settings) -> Result<()> {
         }
         (None, to) => {
             let dir = settings.paths.data_dir.clone();
-            // paying across: the public URL of the server that holds the data dir, when one does
-            let url = match to {
-                Some(_) => owner::read_record(&dir).map_or_else(|| settings.public_url.clone(), |r| r.public_url),
-                None => settings.public_url.clone(),
-            };
+            // the server that holds the data dir, wherever it listens (its record), as every command finds it
+            let url = owner::read_record(&dir).map_or_else(|| settings.public_url.clone(), |r| r.public_url);
             (dir, url, to.clone())
         }
     };
     let pem = std::fs::read_to_string(dir.join("demo-client.pem"))
         .wrap_err("the demo signs as demo-client: its key (demo-client.pem) is missing from the data dir")?;
     let Some(to) = to else {
-        return demo::run_against(&public_url, &pem).await;
+        demo::run_against(&public_url, &pem).await?;
+        writeln!(
+            std::io::stdout(),
+            "the demo scenario ran against {public_url}: payments, a tip, euros and two failures (see the console)"
+        )?;
+        return Ok(());
     };
     let mut out = std::io::stdout().lock();
     writeln!(

@@ -211,7 +211,7 @@ impl OutgoingPayments {
             Source::Quote(url) => Some(
                 self.quotes
                     .id_from_url(url)
-                    .ok_or_else(|| OutgoingError::Quote("unknown quoteId".into()))?
+                    .ok_or(OutgoingError::UnknownQuote)?
                     .to_owned(),
             ),
             Source::Incoming { .. } => None,
@@ -236,7 +236,7 @@ impl OutgoingPayments {
                 }
                 let (receiver, incoming_id, debit, receive, recv_code, recv_scale) = match (&quote_id, &priced) {
                     (Some(qid), _) => {
-                        let q = repo::quote(&tx, qid)?.ok_or_else(|| OutgoingError::Quote("unknown quoteId".into()))?;
+                        let q = repo::quote(&tx, qid)?.ok_or(OutgoingError::UnknownQuote)?;
                         if q.wallet_id != w.id {
                             return Err(OutgoingError::Quote("the quote belongs to another wallet".into()));
                         }

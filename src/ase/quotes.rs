@@ -76,10 +76,18 @@ impl Quotes {
         format!("{}/quotes/{id}", self.public_url)
     }
 
+    /// The quote id in a `quoteId` as clients write it: a URL under this ASE's public URL whose path ends in
+    /// `/quotes/{id}`, with or without a trailing slash — `{public}/quotes/{id}` as quotes are named, or
+    /// `{wallet}/quotes/{id}` as the reference ASE's Bruno collection builds it (the reference takes the
+    /// last path segment). No query or fragment. Whose quote it is, the store says.
     pub fn id_from_url<'a>(&self, url: &'a str) -> Option<&'a str> {
-        url.strip_prefix(self.public_url.as_str())?
-            .strip_prefix("/quotes/")
-            .filter(|id| ids::is_id(id))
+        let path = url.strip_prefix(self.public_url.as_str())?;
+        if !path.starts_with('/') || path.contains(['?', '#']) {
+            return None;
+        }
+        let path = path.strip_suffix('/').unwrap_or(path);
+        let (before, id) = path.rsplit_once('/')?;
+        (before.ends_with("/quotes") && ids::is_id(id)).then_some(id)
     }
 
     pub fn dto(&self, q: &QuoteRow) -> QuoteDto {

@@ -68,6 +68,14 @@ impl GnapError {
     pub fn undetermined_client(reason: impl Into<String>) -> Self {
         Self::new(Fault::Invalid, "invalid_client", CLIENT_UNDETERMINED).because(reason)
     }
+    /// The same error answered as a failed authentication (401): where the spec lists no 400 for a client it
+    /// cannot determine (token rotation and revocation, grant cancellation).
+    pub fn unauthenticated(mut self) -> Self {
+        if self.fault == Fault::Invalid {
+            self.fault = Fault::Unauthenticated;
+        }
+        self
+    }
     pub fn invalid_request(d: impl Into<String>) -> Self {
         Self::new(Fault::Invalid, "invalid_request", d)
     }

@@ -402,7 +402,9 @@ impl From<OutgoingError> for ApiError {
     fn from(e: OutgoingError) -> Self {
         match e {
             OutgoingError::NotFound => Self::not_found(e.to_string()),
-            OutgoingError::Quote(d) => Self::bad_request("invalid_quote", d),
+            // the reference ASE's descriptions; the spec lists 400 (the reference answers an unknown one 404)
+            OutgoingError::UnknownQuote => Self::bad_request("invalid_quote", "unknown quote"),
+            OutgoingError::Quote(d) => Self::bad_request("invalid_quote", "invalid quote").because(d),
             OutgoingError::Request(d) => Self::bad_request("invalid_request", d),
             OutgoingError::Grant(d) => Self::new(StatusCode::FORBIDDEN, "forbidden", OVER_GRANT).because(d),
             OutgoingError::Refused { reason, message } => Self::new(StatusCode::CONFLICT, reason, message),

@@ -850,3 +850,29 @@ async fn migrate_reports_the_schema_version_and_never_runs_behind_a_server() {
         assert!(ok(&first).contains("schema migrated from version 0 to "), "{first:?}");
     }
 }
+
+/// `opdesk demo --data-dir D` finds the server that holds D from its record, wherever it listens, as every
+/// operator command does: here on a port that is not the default, with no `--listen` given to the demo.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_demo_finds_the_server_of_its_data_dir_on_any_port() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("config.toml"), "[gnap]\nauto_approve = true\n").unwrap();
+    let port = crate::common::free_port();
+    let server = crate::common::Proc::start(dir.path(), port).await;
+    let d = dir.path().to_owned();
+    let out = tokio::task::spawn_blocking(move || {
+        Command::new(env!("CARGO_BIN_EXE_opdesk"))
+            .args(["demo", "--data-dir", d.to_str().unwrap()])
+            .env_remove("RUST_LOG")
+            .env("OPDESK_CONFIG", d.join("config.toml"))
+            .output()
+            .expect("run opdesk demo")
+    })
+    .await
+    .unwrap();
+    let stdout = ok(&out);
+    assert!(stdout.contains(&format!("127.0.0.1:{port}")), "{stdout}");
+    // the demo's payments are on the server it found
+    let grants = server.admin("/grants").await;
+    assert!(!grants.as_array().unwrap().is_empty(), "{grants}");
+}

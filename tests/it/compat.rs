@@ -269,3 +269,157 @@ async fn unknown_and_expired_receivers_are_invalid_receiver() {
         .unwrap();
     assert_error(&r, 400, "invalid receiver");
 }
+
+/// `quoteId` as clients write it: the reference ASE takes the last path segment, and its Bruno collection
+/// builds the URL from the sender's wallet address. Unknown ids and other origins answer 400 `unknown quote`;
+/// a quote that cannot be paid, 400 `invalid quote` with the reason in `details`.
+#[tokio::test]
+async fn a_quote_id_is_read_from_its_last_path_segment() {
+    let ase = TestAse::spawn_with(AUTO).await;
+    let c = ase.demo_client().await;
+    let quo = grant(&ase, &c, json!([{"type": "quote", "actions": ["create"]}])).await;
+    let out = outgoing_token(&ase, &c, json!({})).await;
+    let quote = || async {
+        let ip = incoming(&ase, &c, "bob", json!({})).await;
+        let body =
+            json!({"walletAddress": ase.url("/alice"), "receiver": ip, "method": "ilp", "debitAmount": usd("100")});
+        let r = c
+            .send(Method::POST, &ase.url("/quotes"), Some(&quo), Some(&body))
+            .await
+            .unwrap();
+        assert_eq!(r.status, 201, "{}", r.body);
+        r.body["id"].as_str().unwrap().to_owned()
+    };
+    let pay = |quote_id: String| {
+        let (c, out, url, alice) = (c.clone(), out.clone(), ase.url("/outgoing-payments"), ase.url("/alice"));
+        async move {
+            c.send(
+                Method::POST,
+                &url,
+                Some(&out),
+                Some(&json!({"walletAddress": alice, "quoteId": quote_id})),
+            )
+            .await
+            .unwrap()
+        }
+    };
+    let id_of = |url: &str| url.rsplit('/').next().unwrap().to_owned();
+    // the wallet's form, with a trailing slash
+    let first = quote().await;
+    let r = pay(format!("{}/quotes/{}/", ase.url("/alice"), id_of(&first))).await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    assert_eq!(
+        r.body["quoteId"],
+        first.as_str(),
+        "the answer names the quote as it is named"
+    );
+    // paid once: a second time is an invalid quote
+    let details = assert_error(&pay(first.clone()).await, 400, "invalid quote");
+    assert!(
+        details["reason"].as_str().unwrap().contains("already used"),
+        "{details}"
+    );
+    let second = quote().await;
+    for bad in [
+        format!("http://127.0.0.2:9/quotes/{}", id_of(&second)),
+        format!("{second}?x=1"),
+        format!("{}/quotes/{}", ase.url("/alice"), opdesk::ids::new_id()),
+        format!("{}/incoming-payments/{}", ase.url(""), id_of(&second)),
+        id_of(&second),
+    ] {
+        let r = pay(bad.clone()).await;
+        assert_error(&r, 400, "unknown quote");
+        assert_eq!(r.body["error"]["code"], "invalid_quote", "{bad}");
+    }
+    let r = pay(second).await;
+    assert_eq!(r.status, 201, "{}", r.body);
+}
+
+/// A grant response's access token value and management URL.
+async fn managed_token(ase: &TestAse, c: &SignedClient) -> (String, String) {
+    let body = json!({"access_token": {"access": [{"type": "quote", "actions": ["create"]}]}, "client": ase.url("/demo-client")});
+    let r = c
+        .send(Method::POST, &ase.url("/auth"), None, Some(&body))
+        .await
+        .unwrap();
+    assert_eq!(r.status, 200, "{}", r.body);
+    let t = &r.body["access_token"];
+    (
+        t["value"].as_str().unwrap().to_owned(),
+        t["manage"].as_str().unwrap().to_owned(),
+    )
+}
+
+/// Rotation and revocation find the token by its management URL, as the reference ASE does (its Bruno
+/// collection revokes without an `Authorization` header); the signature is always checked against the grant's
+/// client key, and a key that is not the client's is 401 `invalid_client` (the spec lists no 400 there).
+#[tokio::test]
+async fn token_management_goes_by_the_management_url_and_the_clients_signature() {
+    let ase = TestAse::spawn_with(AUTO).await;
+    let c = ase.demo_client().await;
+    let stranger = SignedClient::new(opdesk::httpsig::jwk::generate().unwrap(), "not-the-clients");
+    let (value, manage) = managed_token(&ase, &c).await;
+    // a foreign key, with or without the token: 401 invalid_client, and the token lives on
+    for token in [None, Some(value.as_str())] {
+        for method in [Method::POST, Method::DELETE] {
+            let r = stranger.send(method.clone(), &manage, token, None).await.unwrap();
+            assert_eq!(r.status, 401, "{method} {token:?}: {}", r.body);
+            assert_eq!(r.body["error"]["code"], "invalid_client", "{}", r.body);
+        }
+    }
+    // another token in the header than the one the URL names: refused
+    let (other, _) = managed_token(&ase, &c).await;
+    let r = c.send(Method::POST, &manage, Some(&other), None).await.unwrap();
+    assert_eq!(r.status, 401, "{}", r.body);
+    // the client's signature and no header: rotated
+    let r = c.send(Method::POST, &manage, None, None).await.unwrap();
+    assert_eq!(r.status, 200, "{}", r.body);
+    let rotated = &r.body["access_token"];
+    assert_ne!(rotated["value"], value.as_str());
+    let new_manage = rotated["manage"].as_str().unwrap().to_owned();
+    // the old token cannot be rotated again (revoking it again is idempotent, as everywhere)
+    let r = c.send(Method::POST, &manage, None, None).await.unwrap();
+    assert_eq!(r.status, 401, "{}", r.body);
+    assert_eq!(r.body["error"]["code"], "invalid_client", "{}", r.body);
+    // revoked by its URL alone, then gone
+    let r = c.send(Method::DELETE, &new_manage, None, None).await.unwrap();
+    assert_eq!(r.status, 204, "{}", r.body);
+    let quote =
+        json!({"walletAddress": ase.url("/alice"), "receiver": ase.url("/incoming-payments/x"), "method": "ilp"});
+    let r = c
+        .send(
+            Method::POST,
+            &ase.url("/quotes"),
+            rotated["value"].as_str(),
+            Some(&quote),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.status, 403, "a revoked token is refused: {}", r.body);
+}
+
+/// Cancelling a grant with a key that is not the client's is 401 `invalid_client`; the client's own cancel
+/// still works.
+#[tokio::test]
+async fn a_grant_cancel_signed_with_a_foreign_key_is_401() {
+    let ase = TestAse::spawn().await;
+    let c = ase.demo_client().await;
+    let body = json!({
+        "access_token": {"access": [{"type": "outgoing-payment", "actions": ["create"], "identifier": ase.url("/alice")}]},
+        "client": ase.url("/demo-client"),
+        "interact": {"start": ["redirect"], "finish": {"method": "redirect", "uri": "http://127.0.0.1:9/cb", "nonce": "n"}},
+    });
+    let r = c
+        .send(Method::POST, &ase.url("/auth"), None, Some(&body))
+        .await
+        .unwrap();
+    assert_eq!(r.status, 200, "{}", r.body);
+    let uri = r.body["continue"]["uri"].as_str().unwrap().to_owned();
+    let token = r.body["continue"]["access_token"]["value"].as_str().unwrap().to_owned();
+    let stranger = SignedClient::new(opdesk::httpsig::jwk::generate().unwrap(), "not-the-clients");
+    let r = stranger.send(Method::DELETE, &uri, Some(&token), None).await.unwrap();
+    assert_eq!(r.status, 401, "{}", r.body);
+    assert_eq!(r.body["error"]["code"], "invalid_client");
+    let r = c.send(Method::DELETE, &uri, Some(&token), None).await.unwrap();
+    assert_eq!(r.status, 204, "{}", r.body);
+}

@@ -118,7 +118,10 @@ pub const CREATED: u16 = 201;
 pub enum OutgoingError {
     #[error("unknown outgoing payment")]
     NotFound,
-    /// The quote named is unknown, another wallet's, expired or used.
+    /// No quote of this ASE has the id `quoteId` names (or it names none).
+    #[error("unknown quote")]
+    UnknownQuote,
+    /// The quote named is another wallet's, expired or used.
     #[error("{0}")]
     Quote(String),
     /// The request is malformed.

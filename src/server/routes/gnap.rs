@@ -131,16 +131,11 @@ async fn cancel(
 ) -> Result<StatusCode, GnapError> {
     let token = continuation_token(&signed)?;
     let grant = state.gnap.grant_for_continue(&id, &token).await?;
-    verify(&state, &signed, &client_of(&grant)?).await?;
+    verify(&state, &signed, &client_of(&grant)?)
+        .await
+        .map_err(GnapError::unauthenticated)?;
     state.gnap.revoke_grant(&grant.id, by_client(rid)).await?;
     Ok(StatusCode::NO_CONTENT)
-}
-
-fn access_token(signed: &Signed) -> Result<String, GnapError> {
-    signed
-        .gnap_token()
-        .map(str::to_owned)
-        .ok_or_else(|| GnapError::unauthorized_client("missing Authorization: GNAP <access token>"))
 }
 
 async fn rotate(
@@ -149,9 +144,10 @@ async fn rotate(
     Path(id): Path<String>,
     GnapSigned(signed): GnapSigned,
 ) -> Result<impl IntoResponse, GnapError> {
-    let token = access_token(&signed)?;
-    let (t, grant) = state.gnap.token_for_manage(&id, &token).await?;
-    verify(&state, &signed, &client_of(&grant)?).await?;
+    let (t, grant) = state.gnap.token_for_manage(&id, signed.gnap_token()).await?;
+    verify(&state, &signed, &client_of(&grant)?)
+        .await
+        .map_err(GnapError::unauthenticated)?;
     Ok(Json(state.gnap.rotate(&t.id, by_client(rid)).await?))
 }
 
@@ -161,9 +157,10 @@ async fn revoke(
     Path(id): Path<String>,
     GnapSigned(signed): GnapSigned,
 ) -> Result<StatusCode, GnapError> {
-    let token = access_token(&signed)?;
-    let (t, grant) = state.gnap.token_for_manage(&id, &token).await?;
-    verify(&state, &signed, &client_of(&grant)?).await?;
+    let (t, grant) = state.gnap.token_for_manage(&id, signed.gnap_token()).await?;
+    verify(&state, &signed, &client_of(&grant)?)
+        .await
+        .map_err(GnapError::unauthenticated)?;
     state.gnap.revoke_token(&t.id, by_client(rid)).await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -1,9 +1,11 @@
 // The error cases real clients (the Web Monetization extension) recover from, through the official SDK:
 // each asserts the exact status and description the reference ASE (Rafiki) sends (docs/COMPATIBILITY.md).
 import assert from 'node:assert/strict'
-import { generateKeyPairSync, randomUUID } from 'node:crypto'
+import { createPrivateKey, generateKeyPairSync, randomUUID } from 'node:crypto'
+import { readFileSync } from 'node:fs'
 import { after, before, test } from 'node:test'
 import { createAuthenticatedClient, isFinalizedGrant } from '@interledger/open-payments'
+import { createHeaders } from '@interledger/http-signature-utils'
 import { sdkClients, startOpdesk } from './harness.js'
 
 let ase
@@ -127,5 +129,74 @@ test('a removed key: 400 invalid_client at the AS, Signature validation error at
     removed.incomingPayment.create({ url: bob.resourceServer, accessToken: t.access_token.value }, { walletAddress: bob.id }),
     401,
     'Signature validation error: could not find key in list of client keys'
+  )
+})
+
+test('a quoteId written from the sender wallet address (as the Bruno collection does) is paid', async () => {
+  const q = await token(alice, [{ type: 'quote', actions: ['create'] }])
+  const ip = await incoming(bob)
+  const quote = await client.quote.create(
+    { url: alice.resourceServer, accessToken: q.access_token.value },
+    { walletAddress: alice.id, receiver: ip.id, method: 'ilp', debitAmount: usd(100) }
+  )
+  const out = await outgoingGrant(undefined)
+  const id = quote.id.split('/').pop()
+  const paid = await client.outgoingPayment.create(
+    { url: alice.resourceServer, accessToken: out },
+    { walletAddress: alice.id, quoteId: `${alice.id}/quotes/${id}` }
+  )
+  assert.equal(paid.quoteId, quote.id)
+  await refusedWith(
+    client.outgoingPayment.create(
+      { url: alice.resourceServer, accessToken: out },
+      { walletAddress: alice.id, quoteId: `${alice.id}/quotes/${randomUUID()}` }
+    ),
+    400,
+    'unknown quote'
+  )
+})
+
+test('rotate, revoke and cancel signed with a key that is not the client\'s: 401 invalid_client', async () => {
+  const grant = await token(bob, [{ type: 'incoming-payment', actions: ['create'], identifier: bob.id }])
+  const { privateKey } = generateKeyPairSync('ed25519')
+  const removed = await createAuthenticatedClient({
+    walletAddressUrl: `${ase.base}/demo-client`,
+    keyId: 'removed-key',
+    privateKey,
+    validateResponses: true,
+    logLevel: 'silent'
+  })
+  const manage = { url: grant.access_token.manage, accessToken: grant.access_token.value }
+  for (const call of [() => removed.token.rotate(manage), () => removed.token.revoke(manage)]) {
+    const e = await refusedWith(call(), 401, 'could not determine client')
+    assert.equal(e.code, 'invalid_client')
+  }
+  const pending = await client.grant.request(
+    { url: alice.authServer },
+    {
+      access_token: { access: [{ type: 'outgoing-payment', actions: ['create'], identifier: alice.id }] },
+      interact: { start: ['redirect'], finish: { method: 'redirect', uri: 'http://127.0.0.1:9/finish', nonce: randomUUID() } }
+    }
+  )
+  const cont = { url: pending.continue.uri, accessToken: pending.continue.access_token.value }
+  const e = await refusedWith(removed.grant.cancel(cont), 401, 'could not determine client')
+  assert.equal(e.code, 'invalid_client')
+  await client.grant.cancel(cont)
+  // the token lived through the refusals
+  await client.token.revoke(manage)
+})
+
+test('a token is revoked by its management URL and the client signature, without Authorization', async () => {
+  const grant = await token(bob, [{ type: 'incoming-payment', actions: ['create'], identifier: bob.id }])
+  const jwks = await (await fetch(`${ase.base}/demo-client/jwks.json`)).json()
+  const request = { method: 'DELETE', url: grant.access_token.manage, headers: {} }
+  const privateKey = createPrivateKey(readFileSync(ase.demoClientKey))
+  const headers = await createHeaders({ request, privateKey, keyId: jwks.keys[0].kid })
+  const res = await fetch(request.url, { method: 'DELETE', headers })
+  assert.equal(res.status, 204, await res.text())
+  await refusedWith(
+    client.incomingPayment.create({ url: bob.resourceServer, accessToken: grant.access_token.value }, { walletAddress: bob.id }),
+    403,
+    'Inactive Token'
   )
 })
