@@ -129,6 +129,18 @@ pub enum DomainEvent {
         asset_scale: u8,
     },
     /// The operator set (or cleared) what a peer may owe us.
+    /// The operator moved money into a wallet (`deposit`) or out of it (`withdrawal`): the amount, the
+    /// transfer's id (the idempotency id the operator gave, if any) and the wallet's balance after.
+    #[serde(rename_all = "camelCase")]
+    WalletFundsMoved {
+        wallet: String,
+        movement: String,
+        amount: i64,
+        transfer_id: String,
+        balance: i64,
+        asset_code: String,
+        asset_scale: u8,
+    },
     #[serde(rename_all = "camelCase")]
     PeerCreditLimitChanged {
         peer: String,
@@ -214,6 +226,7 @@ impl DomainEvent {
             Self::PeerLiquidityChanged { .. } => "peerLiquidityChanged",
             Self::PeerSettled { .. } => "peerSettled",
             Self::PeerCreditLimitChanged { .. } => "peerCreditLimitChanged",
+            Self::WalletFundsMoved { .. } => "walletFundsMoved",
             Self::HttpRequest { .. } => "httpRequest",
         }
     }

@@ -210,18 +210,19 @@ pub fn resolve_pending(
     Ok(n == 1)
 }
 
-/// Money moved since `since` (a timestamp): posted transfers summed per asset and per minute, as
-/// (asset code, asset scale, minute `YYYY-MM-DDTHH:MM`, sum), oldest minute first. Reads only the transfers
-/// since then, through the partial index `transfers_moved` (migration 0013: the state is written out so the
+/// Money moved from `from` until before `to` (timestamps, or their prefixes such as a minute
+/// `YYYY-MM-DDTHH:MM`; `"~"` for no end): posted transfers summed per asset and per minute, as (asset code,
+/// asset scale, minute `YYYY-MM-DDTHH:MM`, sum), oldest minute first. Reads only the transfers in between, through the partial index `transfers_moved` (migration 0013: the state is written out so the
 /// planner can use it).
-pub fn moved_per_minute(conn: &Connection, since: &str) -> Result<Vec<(String, u8, String, i64)>, Error> {
+pub fn moved_per_minute(conn: &Connection, from: &str, to: &str) -> Result<Vec<(String, u8, String, i64)>, Error> {
     let mut stmt = conn.prepare_cached(
         "SELECT a.asset_code, a.asset_scale, substr(COALESCE(t.resolved_at, t.created_at), 1, 16) AS minute, \
          SUM(t.posted_amount) FROM transfers t JOIN accounts a ON a.id = t.debit_account \
          WHERE t.state = 'posted' AND COALESCE(t.resolved_at, t.created_at) >= ?1 \
+         AND COALESCE(t.resolved_at, t.created_at) < ?2 \
          GROUP BY a.asset_code, a.asset_scale, minute ORDER BY minute, a.asset_code",
     )?;
-    let rows = stmt.query_map(params![since], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?;
+    let rows = stmt.query_map(params![from, to], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?;
     Ok(rows.collect::<Result<_, _>>()?)
 }
 

@@ -159,7 +159,7 @@ mod tests {
                ('t4', 's', 'w', 4, 'posted', 4, 'deposit', '2026-11-25T09:00:00.000Z', NULL);",
         )
         .unwrap();
-        let moved = crate::store::ledger::moved_per_minute(&conn, "2026-11-25T10:00").unwrap();
+        let moved = crate::store::ledger::moved_per_minute(&conn, "2026-11-25T10:00", "~").unwrap();
         assert_eq!(
             moved,
             vec![

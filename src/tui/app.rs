@@ -38,6 +38,8 @@ mod replies;
 
 /// Seconds per bar of the requests/s sparkline, and bars.
 pub const REQUEST_BUCKET_SECS: i64 = 10;
+/// Resources whose history of events the console keeps (the detail views show it).
+pub const HISTORY_IDS: usize = 5_000;
 pub const REQUEST_BUCKETS: usize = 30;
 
 /// Rows kept per table (a page from the store; more are fetched with the keyset cursor when scrolled to).
@@ -354,10 +356,16 @@ pub struct App {
     pub all_grants: bool,
     /// When the Webhooks pane last asked for its rows (reloads are spaced out).
     pub webhooks_load_at: Option<OffsetDateTime>,
+    /// When the overview counters were last asked for, and whether that is still unanswered (reloads are
+    /// spaced out: under load, events mark them stale thousands of times a second).
+    pub overview_load_at: Option<OffsetDateTime>,
+    pub overview_loading: bool,
     /// Recent domain events for the overview, newest first.
     pub recent: VecDeque<(String, String)>,
-    /// Per-resource history seen this session (for detail views).
+    /// Per-resource history seen this session (for detail views), for the [`HISTORY_IDS`] resources last seen
+    /// first (`history_order`, oldest first): a console left open under load would otherwise keep every id.
     pub history: HashMap<String, Vec<(String, String)>>,
+    pub history_order: VecDeque<String>,
     /// Request timestamps (unix seconds) for the rate.
     pub request_times: VecDeque<i64>,
     /// Requests per ten seconds over the last five minutes (bucket start in unix seconds, count), by
@@ -415,6 +423,8 @@ impl App {
             webhooks: Rows::default(),
             peers: Rows::default(),
             peers_load_at: None,
+            overview_load_at: None,
+            overview_loading: false,
             peer_counts: HashMap::new(),
             peer_rates: HashMap::new(),
             desks: None,
@@ -423,6 +433,7 @@ impl App {
             webhooks_load_at: None,
             recent: VecDeque::new(),
             history: HashMap::new(),
+            history_order: VecDeque::new(),
             request_times: VecDeque::new(),
             request_buckets: VecDeque::new(),
             stale: Pane::ALL.iter().copied().collect(),
@@ -618,6 +629,10 @@ impl App {
             Pane::Peers => {
                 self.peers.loading = true;
                 self.peers_load_at = Some(self.now);
+            }
+            Pane::Overview => {
+                self.overview_loading = true;
+                self.overview_load_at = Some(self.now);
             }
             _ => {}
         }

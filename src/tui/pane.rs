@@ -1,6 +1,30 @@
-//! The console's panes: their order (number keys, Tab), names (`:` commands) and titles.
+//! The console's panes: their order (number keys, Tab), names (`:` commands) and titles, and the pace of
+//! the panes that reload on their own schedule ([`Pace`]).
 
 use serde::{Deserialize, Serialize};
+use time::{Duration, OffsetDateTime};
+
+/// When a pane that paces its reloads is due: after events (stale) at most every `after_events`, every
+/// `poll` anyway (when set), and never while its last load is unanswered (given up after `give_up`). Under
+/// load, events come thousands a second: a pane reloaded on each would keep the store busy answering it.
+#[derive(Debug, Clone, Copy)]
+pub struct Pace {
+    pub after_events: Duration,
+    pub poll: Option<Duration>,
+    pub give_up: Duration,
+}
+
+impl Pace {
+    /// Whether a reload is due `now`, the last having gone out at `last`.
+    pub fn due(&self, now: OffsetDateTime, last: Option<OffsetDateTime>, loading: bool, stale: bool) -> bool {
+        let since = last.map(|t| now - t);
+        let waited = |d: Duration| since.is_none_or(|s| s >= d);
+        if loading && !waited(self.give_up) {
+            return false;
+        }
+        (stale && waited(self.after_events)) || self.poll.is_some_and(waited)
+    }
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]

@@ -173,6 +173,8 @@ async fn the_event_stream_resumes_from_a_sequence_number_across_a_restart() {
 /// bodies it accepted by event id.
 struct Receiver {
     seen: Arc<Mutex<BTreeMap<String, usize>>>,
+    /// The bodies of the deliveries it took, in arrival order.
+    bodies: Arc<Mutex<Vec<Value>>>,
     status: Arc<AtomicU16>,
     stop: tokio_util::sync::CancellationToken,
 }
@@ -181,12 +183,13 @@ impl Receiver {
     async fn start(addr: SocketAddr) -> Self {
         let stop = tokio_util::sync::CancellationToken::new();
         let seen = Arc::new(Mutex::new(BTreeMap::new()));
+        let bodies = Arc::new(Mutex::new(Vec::new()));
         let status = Arc::new(AtomicU16::new(204));
-        let (s, st) = (seen.clone(), status.clone());
+        let (s, st, b) = (seen.clone(), status.clone(), bodies.clone());
         let app = axum::Router::new().route(
             "/hook",
             axum::routing::post(move |headers: axum::http::HeaderMap, body: String| {
-                let (s, st) = (s.clone(), st.clone());
+                let (s, st, b) = (s.clone(), st.clone(), b.clone());
                 async move {
                     assert!(headers.contains_key("opdesk-signature"));
                     let status = st.load(Ordering::SeqCst);
@@ -196,6 +199,7 @@ impl Receiver {
                             .unwrap()
                             .entry(v["id"].as_str().unwrap().to_owned())
                             .or_default() += 1;
+                        b.lock().unwrap().push(v);
                     }
                     axum::http::StatusCode::from_u16(status).unwrap()
                 }
@@ -209,7 +213,12 @@ impl Receiver {
                 .await
                 .unwrap();
         });
-        Self { seen, status, stop }
+        Self {
+            seen,
+            bodies,
+            status,
+            stop,
+        }
     }
 
     fn seen(&self, id: &str) -> bool {
@@ -409,4 +418,97 @@ async fn a_reader_that_falls_behind_gets_resync_and_misses_no_durable_event() {
             Err(_) => panic!("nothing more arrived: resync {resync}, wallet event {wallet}"),
         }
     }
+}
+
+/// Money the operator moves is an event: deposits and withdrawals reach the webhook receiver with their amount,
+/// transfer id and the balance after, though the receiver was down and the server was killed with `kill -9`;
+/// a repeated transfer id moves nothing and says nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deposits_and_withdrawals_are_webhook_events_across_kill_9() {
+    let dir = tempfile::tempdir().unwrap();
+    let hook: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
+    std::fs::write(
+        dir.path().join("config.toml"),
+        format!(
+            "[webhooks]\nurl = \"http://{hook}/hook\"\nmax_attempts = 100\nretry_base_ms = 200\nretry_max_ms = 400\ntimeout_ms = 1000\n"
+        ),
+    )
+    .unwrap();
+    let port = free_port();
+    let mut server = Proc::start(dir.path(), port).await;
+    let before = {
+        let b = server.admin("/balances").await;
+        crate::common::balance_of(&b, "alice")
+    };
+    let admin = |path: &str, body: Value| {
+        let (url, token) = (format!("{}/admin{path}", server.base), server.admin_token.clone());
+        async move {
+            let r = reqwest::Client::new()
+                .post(url)
+                .bearer_auth(token)
+                .json(&body)
+                .send()
+                .await
+                .unwrap();
+            assert!(r.status().is_success(), "{}", r.status());
+        }
+    };
+    for n in 1..=5 {
+        admin(
+            "/wallets/alice/deposit",
+            json!({"value": "100", "transferId": format!("dep-{n}")}),
+        )
+        .await;
+    }
+    admin("/wallets/alice/withdraw", json!({"value": "50", "transferId": "wd-1"})).await;
+    // the same deposit again: idempotent, no second event
+    admin("/wallets/alice/deposit", json!({"value": "100", "transferId": "dep-1"})).await;
+    eventually("six money events wait for the receiver", || async {
+        deliveries(&server, "pending")
+            .await
+            .iter()
+            .filter(|d| d["type"] == "walletFundsMoved")
+            .count()
+            == 6
+    })
+    .await;
+    server.child.kill().unwrap();
+    server.child.wait().unwrap();
+    let receiver = Receiver::start(hook).await;
+    let _server = Proc::start(dir.path(), port).await;
+    let moved = || {
+        receiver
+            .bodies
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|b| b["type"] == "walletFundsMoved")
+            .cloned()
+            .collect::<Vec<Value>>()
+    };
+    eventually("the six reached the receiver", || async { moved().len() >= 6 }).await;
+    let mut moved = moved();
+    moved.sort_by_key(|b| b["seq"].as_i64());
+    let facts: Vec<(String, String, i64, i64)> = moved
+        .iter()
+        .map(|b| {
+            let e = &b["event"];
+            (
+                e["movement"].as_str().unwrap().to_owned(),
+                e["transferId"].as_str().unwrap().to_owned(),
+                e["amount"].as_i64().unwrap(),
+                e["balance"].as_i64().unwrap(),
+            )
+        })
+        .collect();
+    let mut expected: Vec<(String, String, i64, i64)> = (1..=5)
+        .map(|n| ("deposit".to_owned(), format!("dep-{n}"), 100, before + 100 * n))
+        .collect();
+    expected.push(("withdrawal".into(), "wd-1".into(), 50, before + 450));
+    assert_eq!(facts, expected, "{moved:?}");
+    assert!(
+        moved
+            .iter()
+            .all(|b| b["event"]["wallet"] == "alice" && b["event"]["assetCode"] == "USD")
+    );
 }

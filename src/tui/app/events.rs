@@ -15,7 +15,16 @@ use crate::{
 impl App {
     fn remember(&mut self, id: &str, what: String) {
         let at = crate::clock::format_ts(self.now);
-        let h = self.history.entry(short_id(id)).or_default();
+        let key = short_id(id);
+        if !self.history.contains_key(&key) {
+            self.history_order.push_back(key.clone());
+            while self.history_order.len() > super::HISTORY_IDS {
+                if let Some(old) = self.history_order.pop_front() {
+                    self.history.remove(&old);
+                }
+            }
+        }
+        let h = self.history.entry(key).or_default();
         h.push((at.clone(), what.clone()));
         if h.len() > 50 {
             h.remove(0);
@@ -132,6 +141,7 @@ fn affected(e: &DomainEvent) -> Vec<Pane> {
         PeerLiquidityChanged { .. } | PeerSettled { .. } | PeerCreditLimitChanged { .. } => {
             vec![Pane::Peers, Pane::Overview]
         }
+        WalletFundsMoved { .. } => vec![Pane::Wallets, Pane::Overview],
         HttpRequest { .. } => vec![],
     }
 }
@@ -181,6 +191,23 @@ pub fn describe_event(e: &DomainEvent) -> String {
         OutgoingPaymentCompleted { id } => format!("outgoing payment {} completed", short_id(id)),
         OutgoingPaymentFailed { id, reason } => format!("outgoing payment {} failed: {reason}", short_id(id)),
         OutgoingPaymentCancelled { id } => format!("outgoing payment {} cancelled", short_id(id)),
+        WalletFundsMoved {
+            wallet,
+            movement,
+            amount,
+            balance,
+            asset_code,
+            asset_scale,
+            ..
+        } => {
+            let money =
+                |v: i64| Asset::new(asset_code, *asset_scale).map_or_else(|_| v.to_string(), |a| a.format(v.into()));
+            format!(
+                "{movement} of {} for {wallet}, balance {}",
+                money(*amount),
+                money(*balance)
+            )
+        }
         PeerLiquidityChanged {
             peer,
             change,

@@ -8,7 +8,7 @@ use super::{App, Effect, Level, Overlay, Reply, Rows, ServerInfo};
 use crate::tui::{
     desk::DeskList,
     pane::Pane,
-    panes::{peers, webhooks},
+    panes::{overview, peers, webhooks},
 };
 
 impl App {
@@ -24,15 +24,19 @@ impl App {
         if self.frozen {
             return Vec::new();
         }
-        // reload what changed, at most once per tick: the pane in view and the overview counters (the
-        // Webhooks pane paces itself)
+        // reload what changed, at most once per tick: the pane in view; the overview counters, the Webhooks
+        // and the Peers pane pace themselves
         let mut out = Vec::new();
-        for p in [Pane::Overview, self.pane] {
-            if self.stale.contains(&p) && !matches!(p, Pane::Requests | Pane::Log | Pane::Webhooks | Pane::Peers) {
-                out.push(self.load(p));
-            }
+        let p = self.pane;
+        if self.stale.contains(&p)
+            && !matches!(
+                p,
+                Pane::Overview | Pane::Requests | Pane::Log | Pane::Webhooks | Pane::Peers
+            )
+        {
+            out.push(self.load(p));
         }
-        out.dedup();
+        out.extend(overview::reload(self));
         out.extend(webhooks::reload(self));
         out.extend(peers::reload(self));
         out
@@ -61,6 +65,7 @@ impl App {
         };
         self.recent.clear();
         self.history.clear();
+        self.history_order.clear();
         self.request_times.clear();
         self.request_buckets.clear();
         if matches!(
@@ -119,7 +124,10 @@ impl App {
             rows.loaded = true;
         }
         match r {
-            Reply::Overview(o) => self.overview = o,
+            Reply::Overview(o) => {
+                self.overview = o;
+                self.overview_loading = false;
+            }
             Reply::Wallets(w) => set(&mut self.wallets, w, None, false, |x| x.wallet.name.clone()),
             Reply::Incoming { rows, next, append } => {
                 set(&mut self.incoming, rows, next, append, |x| x.payment.id.clone())

@@ -14,7 +14,8 @@ use crate::{
     states::{DeliveryState, OutgoingState},
     text::sanitize,
     tui::{
-        app::{App, short_id},
+        app::{App, Effect, short_id},
+        pane::{Pace, Pane},
         theme::Theme,
         widgets::table::pane_block,
     },
@@ -266,6 +267,24 @@ fn draw_failures(app: &App, theme: &Theme, f: &mut Frame, area: Rect) {
         Paragraph::new(lines).block(pane_block(" Recent failures ".into(), String::new(), theme)),
         area,
     );
+}
+
+/// The overview counters: after events at most every two seconds (balances move in place meanwhile), never
+/// while a load is unanswered. Each load sums the last minutes of money moved on the server.
+const PACE: Pace = Pace {
+    after_events: time::Duration::seconds(2),
+    poll: None,
+    give_up: time::Duration::seconds(10),
+};
+
+/// The overview counters' reload, if one is due (in view or not: the header's badge reads them too).
+pub fn reload(app: &mut App) -> Option<Effect> {
+    if app.frozen {
+        return None;
+    }
+    let stale = app.stale.contains(&Pane::Overview);
+    PACE.due(app.now, app.overview_load_at, app.overview_loading, stale)
+        .then(|| app.load(Pane::Overview))
 }
 
 /// A balance changed: update the overview's balance of that account in place.

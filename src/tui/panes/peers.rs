@@ -22,19 +22,19 @@ use crate::{
     tui::{
         action::Action,
         app::{App, Effect, Level},
-        pane::Pane,
+        pane::{Pace, Pane},
         panes::wallets::parse_major,
         theme::Theme,
         widgets::{kv::kv, prompt::PromptKind, table::table},
     },
 };
 
-/// While in view, the pane reloads this often.
-const POLL: Duration = Duration::seconds(5);
-/// After balance changes, at most this often.
-const AFTER_EVENTS: Duration = Duration::seconds(1);
-/// A load still unanswered after this long is given up on (another may go out).
-const GIVE_UP: Duration = Duration::seconds(10);
+/// While in view: after balance changes at most once a second, every five seconds anyway.
+const PACE: Pace = Pace {
+    after_events: Duration::seconds(1),
+    poll: Some(Duration::seconds(5)),
+    give_up: Duration::seconds(10),
+};
 
 /// One column of the table: its heading, its width, and its cell for a peer.
 struct Column {
@@ -363,14 +363,9 @@ pub fn reload(app: &mut App) -> Option<Effect> {
     if app.pane != Pane::Peers || app.frozen {
         return None;
     }
-    let since = app.peers_load_at.map(|t| app.now - t);
-    let waited = |d: Duration| since.is_none_or(|s| s >= d);
-    if app.peers.loading && !waited(GIVE_UP) {
-        return None;
-    }
     let stale = app.stale.contains(&Pane::Peers);
-    let due = (stale && waited(AFTER_EVENTS)) || waited(POLL);
-    due.then(|| app.load(Pane::Peers))
+    PACE.due(app.now, app.peers_load_at, app.peers.loading, stale)
+        .then(|| app.load(Pane::Peers))
 }
 
 /// Deposit or withdraw liquidity, record a settlement: each asks for an amount (major units, like the Wallets

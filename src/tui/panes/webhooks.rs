@@ -19,19 +19,19 @@ use crate::{
     tui::{
         action::Action,
         app::{App, Effect, Level},
-        pane::Pane,
+        pane::{Pace, Pane},
         theme::Theme,
         widgets::{kv::kv, table::table, time::relative},
     },
     webhooks::DeliveryRow,
 };
 
-/// After a durable event, the pane reloads at most this often.
-const AFTER_EVENTS: Duration = Duration::seconds(1);
-/// While in view, the pane reloads this often even without events.
-const POLL: Duration = Duration::seconds(5);
-/// A load still unanswered after this long is given up on (another may go out).
-const GIVE_UP: Duration = Duration::seconds(10);
+/// While in view: after durable events at most once a second, every five seconds anyway while webhooks are on.
+const PACE: Pace = Pace {
+    after_events: Duration::seconds(1),
+    poll: Some(Duration::seconds(5)),
+    give_up: Duration::seconds(10),
+};
 
 /// Draws the deliveries table into `area`.
 pub fn draw(app: &App, theme: &Theme, f: &mut Frame, area: Rect) {
@@ -199,12 +199,11 @@ pub fn reload(app: &mut App) -> Option<Effect> {
     if app.pane != Pane::Webhooks || app.frozen {
         return None;
     }
-    let since = app.webhooks_load_at.map(|t| app.now - t);
-    let waited = |d: Duration| since.is_none_or(|s| s >= d);
-    if app.webhooks.loading && !waited(GIVE_UP) {
-        return None;
-    }
     let stale = app.stale.contains(&Pane::Webhooks);
-    let due = (stale && waited(AFTER_EVENTS)) || (app.info.webhooks_enabled && waited(POLL));
-    due.then(|| app.load(Pane::Webhooks))
+    let pace = Pace {
+        poll: PACE.poll.filter(|_| app.info.webhooks_enabled),
+        ..PACE
+    };
+    pace.due(app.now, app.webhooks_load_at, app.webhooks.loading, stale)
+        .then(|| app.load(Pane::Webhooks))
 }
