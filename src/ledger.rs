@@ -640,6 +640,19 @@ impl Ledger {
         Ok(out)
     }
 
+    /// The balances of the accounts that stand: wallets, settlement, peers and liquidity, not the account of
+    /// each outgoing payment (one per payment ever made).
+    pub async fn standing_balances(&self) -> Result<Vec<Balance>, LedgerError> {
+        self.store
+            .call(|conn| {
+                Ok(store::ledger::standing_accounts(conn)?
+                    .into_iter()
+                    .map(Balance::from)
+                    .collect())
+            })
+            .await
+    }
+
     /// All account balances.
     pub async fn balances(&self) -> Result<Vec<Balance>, LedgerError> {
         self.store

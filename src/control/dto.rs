@@ -329,7 +329,8 @@ pub struct PeerMoved {
     pub peer: PeerView,
 }
 
-/// `GET /admin/overview`: the console's counters and every account's balance.
+/// `GET /admin/overview`: the console's counters and the balances of the accounts that stand (wallets,
+/// settlement, peers, liquidity; each outgoing payment's own account is left out).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Overview {

@@ -16,14 +16,15 @@ use crate::{
     store::payments::PageQuery,
 };
 
-/// Pending grants, open incoming payments, failed outgoing payments and every account's balance.
+/// Pending grants, open incoming payments, failed outgoing payments and the balances of the accounts that
+/// stand (not each payment's own).
 pub async fn overview(s: &Services) -> Result<Overview, Error> {
     let pending = s.gnap.list(Some(GrantState::Pending), false, 200).await?.len();
     Ok(Overview {
         pending_grants: pending,
         open_incoming: s.incoming.count_open().await?,
         failed_outgoing: s.outgoing.count_in_state(OutgoingState::Failed).await?,
-        balances: s.ledger.balances().await?,
+        balances: s.ledger.standing_balances().await?,
         activity: activity(s).await?,
         wal: s.store.meters().wal.state(),
     })
@@ -100,7 +101,7 @@ pub async fn activity(s: &Services) -> Result<Activity, Error> {
 
 /// Every wallet address with its balance and how many keys it publishes.
 pub async fn wallet_summaries(s: &Services) -> Result<Vec<WalletSummary>, Error> {
-    let balances = s.ledger.balances().await?;
+    let balances = s.ledger.standing_balances().await?;
     let mut rows = Vec::new();
     for wallet in s.wallets.list().await? {
         let keys = s.wallets.keys(&wallet.name).await?.keys.len();

@@ -135,6 +135,18 @@ pub fn accounts(conn: &Connection) -> Result<Vec<AccountRow>, Error> {
     Ok(rows)
 }
 
+/// The accounts that stand — wallets, settlement, peers, liquidity — without the one each outgoing payment
+/// gets for its money in flight (through the partial index `accounts_standing`), ordered as [`accounts`].
+pub fn standing_accounts(conn: &Connection) -> Result<Vec<AccountRow>, Error> {
+    let sql = format!(
+        "SELECT {ACCOUNT_COLS} FROM accounts a LEFT JOIN wallet_addresses w ON w.account_id = a.id \
+         WHERE a.kind <> 'payment' ORDER BY w.name IS NULL, w.name, a.asset_code, a.asset_scale"
+    );
+    let mut stmt = conn.prepare_cached(&sql)?;
+    let rows = stmt.query_map([], account_from_row)?.collect::<Result<Vec<_>, _>>()?;
+    Ok(rows)
+}
+
 pub fn set_balances(
     conn: &Connection,
     id: &str,

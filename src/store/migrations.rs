@@ -26,6 +26,7 @@ const MIGRATIONS: &[M<'static>] = &[
     M::up(include_str!("../../migrations/0016_row_count_deltas.sql")),
     M::up(include_str!("../../migrations/0017_claims_name_their_payment.sql")),
     M::up(include_str!("../../migrations/0018_grant_spent.sql")),
+    M::up(include_str!("../../migrations/0019_standing_accounts.sql")),
 ];
 
 /// The PostgreSQL twins of [`MIGRATIONS`], in the same order.
@@ -48,6 +49,7 @@ const PG_MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/pg/0016_row_count_deltas.sql"),
     include_str!("../../migrations/pg/0017_claims_name_their_payment.sql"),
     include_str!("../../migrations/pg/0018_grant_spent.sql"),
+    include_str!("../../migrations/pg/0019_standing_accounts.sql"),
 ];
 
 const _: () = assert!(
@@ -178,6 +180,33 @@ mod tests {
             .collect::<Result<_, _>>()
             .unwrap();
         assert!(plan.iter().any(|p| p.contains("transfers_moved")), "{plan:?}");
+    }
+
+    #[test]
+    fn standing_accounts_leave_payment_accounts_out_through_their_index() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        migrate(&mut conn).unwrap();
+        conn.execute_batch(
+            "INSERT INTO accounts (id, kind, asset_code, asset_scale, balance, no_overdraft, created_at) VALUES \
+               ('w', 'wallet', 'USD', 2, 0, 1, 't'), ('s', 'settlement', 'USD', 2, 0, 0, 't'), \
+               ('p1', 'payment', 'USD', 2, 0, 1, 't'), ('p2', 'payment', 'USD', 2, 0, 1, 't');",
+        )
+        .unwrap();
+        let mut ids: Vec<String> = crate::store::ledger::standing_accounts(&conn)
+            .unwrap()
+            .into_iter()
+            .map(|a| a.id)
+            .collect();
+        ids.sort();
+        assert_eq!(ids, ["s", "w"]);
+        let plan: Vec<String> = conn
+            .prepare("EXPLAIN QUERY PLAN SELECT a.id FROM accounts a WHERE a.kind <> 'payment'")
+            .unwrap()
+            .query_map([], |r| r.get::<_, String>(3))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert!(plan.iter().any(|p| p.contains("accounts_standing")), "{plan:?}");
     }
 
     #[test]
