@@ -291,7 +291,11 @@ impl Server {
             Some(url) => format!("url = \"{url}\"\n"),
             None => format!("wal_max_bytes = {wal_max}\n"),
         };
-        std::fs::write(&config, format!("[gnap]\nauto_approve = true\n\n[store]\n{store}"))?;
+        // tokens live through the run (a client would rotate them; the soak measures the server, not that)
+        std::fs::write(
+            &config,
+            format!("[gnap]\nauto_approve = true\naccess_token_expires_in_secs = 86400\n\n[store]\n{store}"),
+        )?;
         let child = Command::new(bin)
             .args(["serve", "--log-level", "warn", "--listen", &format!("127.0.0.1:{port}")])
             .arg("--data-dir")
@@ -515,8 +519,9 @@ async fn run(args: Args) -> Result<bool, BoxError> {
             .collect::<Vec<_>>()
             .join(" | ")
     );
+    // the synchronous PostgreSQL client runs a runtime of its own: off this one's worker (block_in_place)
     let mut pg = match database {
-        Some(url) => Some(postgres::Client::connect(url, postgres::NoTls)?),
+        Some(url) => Some(tokio::task::block_in_place(|| postgres::Client::connect(url, postgres::NoTls))?),
         None => None,
     };
     let mut samples: Vec<(Duration, Footprint)> = Vec::new();
@@ -534,7 +539,7 @@ async fn run(args: Args) -> Result<bool, BoxError> {
             continue;
         }
         next += interval;
-        let f = footprint(pid, &dir, pg.as_mut());
+        let f = tokio::task::block_in_place(|| footprint(pid, &dir, pg.as_mut()));
         let mut cells = Vec::new();
         for (k, t) in tallies.iter().enumerate() {
             let Ok(mut t) = t.lock() else { continue };
@@ -547,7 +552,8 @@ async fn run(args: Args) -> Result<bool, BoxError> {
             ));
             totals[k] = t.ok_total;
             errors += std::mem::take(&mut t.errors);
-            first_errors.append(&mut t.first_errors);
+            let room = 5usize.saturating_sub(first_errors.len());
+            first_errors.extend(t.first_errors.drain(..).take(room));
         }
         let at = started.elapsed();
         println!(
@@ -575,7 +581,8 @@ async fn run(args: Args) -> Result<bool, BoxError> {
         c.detach();
     }
     let status = server.stop()?;
-    let audit = audit(&dir, database)?;
+    tokio::task::block_in_place(move || drop(pg));
+    let audit = tokio::task::block_in_place(|| audit(&dir, database))?;
 
     // the verdict
     let after_warmup: Vec<&(Duration, Footprint)> = samples.iter().filter(|(t, _)| *t >= warmup).collect();

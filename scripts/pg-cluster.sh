@@ -6,8 +6,8 @@
 #   scripts/pg-cluster.sh stop DIR         stop it (fast mode); nothing to do when it is not running
 #
 # Data in DIR/data, the unix socket in DIR, the server log in DIR/postgres.log. Listens on 127.0.0.1:PORT only;
-# trust auth for local-socket and 127.0.0.1 connections; superuser `postgres`; C locale, UTF8 (byte-order text
-# comparison, as SQLite's BINARY collation). PG_FAST=1 turns durability off (fsync, synchronous_commit,
+# trust auth for local-socket and 127.0.0.1 connections; superuser `postgres`; UTF8 in the C.UTF-8 locale, as a
+# machine's default gives it (opdesk declares byte-order text on its own columns, migration 0020). PG_FAST=1 turns durability off (fsync, synchronous_commit,
 # full_page_writes); otherwise the defaults stay. PG_BIN overrides the binaries directory; PG_START_TIMEOUT (s,
 # default 30) bounds the wait for connections.
 #
@@ -96,7 +96,7 @@ cmd_start() {
     fi
 
     if [[ ! -f "$data/PG_VERSION" ]]; then
-        as_owner "$bin/initdb" -D "$data" -U postgres --auth=trust --encoding=UTF8 --locale=C >"$dir/initdb.log" 2>&1 ||
+        as_owner "$bin/initdb" -D "$data" -U postgres --auth=trust --encoding=UTF8 --locale=C.UTF-8 >"$dir/initdb.log" 2>&1 ||
             {
                 cat "$dir/initdb.log" >&2
                 die "initdb failed"

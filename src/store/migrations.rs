@@ -27,6 +27,7 @@ const MIGRATIONS: &[M<'static>] = &[
     M::up(include_str!("../../migrations/0017_claims_name_their_payment.sql")),
     M::up(include_str!("../../migrations/0018_grant_spent.sql")),
     M::up(include_str!("../../migrations/0019_standing_accounts.sql")),
+    M::up(include_str!("../../migrations/0020_text_in_byte_order.sql")),
 ];
 
 /// The PostgreSQL twins of [`MIGRATIONS`], in the same order.
@@ -50,6 +51,7 @@ const PG_MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/pg/0017_claims_name_their_payment.sql"),
     include_str!("../../migrations/pg/0018_grant_spent.sql"),
     include_str!("../../migrations/pg/0019_standing_accounts.sql"),
+    include_str!("../../migrations/pg/0020_text_in_byte_order.sql"),
 ];
 
 const _: () = assert!(
@@ -80,7 +82,6 @@ pub fn migrate(conn: &mut Connection) -> Result<(), Error> {
     if let Some(c) = conn.sqlite_mut() {
         return Ok(migrations().to_latest(c)?);
     }
-    check_collation(conn)?;
     conn.execute_batch(&format!("SELECT pg_advisory_lock({PG_MIGRATION_LOCK})"))?;
     let done = migrate_postgres(conn);
     let unlocked = conn.execute_batch(&format!("SELECT pg_advisory_unlock({PG_MIGRATION_LOCK})"));
@@ -111,22 +112,6 @@ fn too_new(current: usize) -> Error {
         "the database's schema is version {current}, newer than this opdesk knows ({}): run a newer opdesk",
         PG_MIGRATIONS.len()
     ))
-}
-
-/// Text must compare byte by byte, as in SQLite: ids, timestamps and names are ordered and paged by it.
-fn check_collation(conn: &Connection) -> Result<(), Error> {
-    let collation: String = conn.query_row(
-        "SELECT datcollate FROM pg_database WHERE datname = current_database()",
-        [],
-        |r| r.get(0),
-    )?;
-    if collation == "C" || collation == "POSIX" {
-        return Ok(());
-    }
-    Err(Error::Schema(format!(
-        "the database's collation is {collation}; opdesk needs byte order: create it with \
-         CREATE DATABASE … TEMPLATE template0 LC_COLLATE 'C' LC_CTYPE 'C'"
-    )))
 }
 
 #[cfg(test)]

@@ -27,7 +27,8 @@ pub fn use_postgres_for(dir: &Path) {
         return;
     }
     let name = format!("opdesk_t_{}", opdesk::ids::new_id().replace('-', ""));
-    let create = format!("CREATE DATABASE {name} TEMPLATE template0 LC_COLLATE 'C' LC_CTYPE 'C'");
+    // the cluster's own locale (C.UTF-8 in CI), as `createdb` gives it
+    let create = format!("CREATE DATABASE {name}");
     let admin = cluster.clone();
     std::thread::spawn(move || {
         opdesk::store::db::Connection::connect_postgres(&admin)

@@ -59,10 +59,10 @@ async function startNode(dataDir, port) {
  */
 const cluster = process.env.OPDESK_INTEROP_POSTGRES || ''
 
-/** A fresh C-collation database of the cluster: its URL. */
+/** A fresh database of the cluster, in its own locale (opdesk declares byte order on its columns): its URL. */
 function freshDatabase() {
   const name = `opdesk_i_${Date.now()}_${Math.floor(Math.random() * 1e9)}`
-  const made = spawnSync('psql', [cluster, '-qc', `CREATE DATABASE ${name} TEMPLATE template0 LC_COLLATE 'C' LC_CTYPE 'C'`])
+  const made = spawnSync('psql', [cluster, '-qc', `CREATE DATABASE ${name}`])
   if (made.status !== 0) throw new Error(`cannot create a database: ${made.stderr}`)
   return `${cluster.slice(0, cluster.lastIndexOf('/'))}/${name}`
 }
