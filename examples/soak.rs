@@ -521,7 +521,9 @@ async fn run(args: Args) -> Result<bool, BoxError> {
     );
     // the synchronous PostgreSQL client runs a runtime of its own: off this one's worker (block_in_place)
     let mut pg = match database {
-        Some(url) => Some(tokio::task::block_in_place(|| postgres::Client::connect(url, postgres::NoTls))?),
+        Some(url) => Some(tokio::task::block_in_place(|| {
+            postgres::Client::connect(url, postgres::NoTls)
+        })?),
         None => None,
     };
     let mut samples: Vec<(Duration, Footprint)> = Vec::new();
@@ -632,11 +634,17 @@ async fn run(args: Args) -> Result<bool, BoxError> {
     );
     println!("store at the end: {}", overview["wal"]);
     println!(
-        "SUMMARY | {} | {} min | peak WAL {:.1} MiB (ceiling {:.0}) | db {:.0} MiB | RSS {:.1} → {:.1} MiB (max {:.1}) | fds {} → {} | {errors} errors | audit {} | {}",
+        "SUMMARY | {} | {} min | {} | db {:.0} MiB | RSS {:.1} → {:.1} MiB (max {:.1}) | fds {} → {} | {errors} errors | audit {} | {}",
         if database.is_some() { "PostgreSQL" } else { "SQLite" },
         args.minutes,
-        mib(peak_wal),
-        mib(args.wal_max_bytes),
+        match database {
+            Some(_) => "no WAL ceiling".to_owned(),
+            None => format!(
+                "peak WAL {:.1} MiB (ceiling {:.0})",
+                mib(peak_wal),
+                mib(args.wal_max_bytes)
+            ),
+        },
         mib(last_fp.db),
         mib(base_fp.rss),
         mib(last_fp.rss),

@@ -350,6 +350,21 @@ mod tests {
     use super::*;
     use crate::store::{Options, Store, immediate};
 
+    /// A store on a fresh file with a WAL ceiling of `ceiling` bytes and the table `schema`; its dir and path.
+    fn open(ceiling: u64, schema: &'static str) -> (tempfile::TempDir, std::path::PathBuf, Store, Options) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.sqlite3");
+        let opts = Options {
+            wal_max_bytes: ceiling,
+            ..Options::default()
+        };
+        let (store, _) = Store::open(&path, &opts).unwrap();
+        store
+            .call_blocking(move |c| Ok::<_, crate::store::Error>(c.execute_batch(schema)?))
+            .unwrap();
+        (dir, path, store, opts)
+    }
+
     /// Thousands of commits back to back from eight writers (so the store thread forms commit groups) while
     /// a sampler watches the `-wal` file: it never passes the ceiling, and once the writes stop the
     /// checkpoint thread gives the disk back.
@@ -358,21 +373,10 @@ mod tests {
         const CEILING: u64 = 2 << 20;
         const WRITERS: u64 = 8;
         const COMMITS_PER_WRITER: u64 = 2_500;
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("t.sqlite3");
-        let opts = Options {
-            wal_max_bytes: CEILING,
-            ..Options::default()
-        };
-        let (store, _) = Store::open(&path, &opts).unwrap();
-        store
-            .call_blocking(|c| {
-                Ok::<_, crate::store::Error>(c.execute_batch(
-                    "CREATE TABLE t(n INTEGER PRIMARY KEY, k TEXT NOT NULL, pad BLOB);
-                     CREATE INDEX t_k ON t(k);",
-                )?)
-            })
-            .unwrap();
+        let (dir, path, store, opts) = open(
+            CEILING,
+            "CREATE TABLE t(n INTEGER PRIMARY KEY, k TEXT NOT NULL, pad BLOB); CREATE INDEX t_k ON t(k);",
+        );
         let wal = dir.path().join("t.sqlite3-wal");
         let peak = Arc::new(AtomicU64::new(0));
         let done = Arc::new(AtomicBool::new(false));
@@ -461,18 +465,7 @@ mod tests {
     #[test]
     fn a_reader_holding_a_snapshot_pins_the_wal_and_releasing_it_frees_it() {
         const CEILING: u64 = 1 << 20;
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("t.sqlite3");
-        let opts = Options {
-            wal_max_bytes: CEILING,
-            ..Options::default()
-        };
-        let (store, _) = Store::open(&path, &opts).unwrap();
-        store
-            .call_blocking(|c| {
-                Ok::<_, crate::store::Error>(c.execute_batch("CREATE TABLE t(n INTEGER PRIMARY KEY, pad BLOB)")?)
-            })
-            .unwrap();
+        let (dir, path, store, _) = open(CEILING, "CREATE TABLE t(n INTEGER PRIMARY KEY, pad BLOB)");
         let reader = rusqlite::Connection::open(&path).unwrap();
         reader.execute_batch("BEGIN").unwrap();
         let _: i64 = reader.query_row("SELECT count(*) FROM t", [], |r| r.get(0)).unwrap();

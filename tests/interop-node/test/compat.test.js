@@ -64,6 +64,18 @@ async function outgoingGrant(limits) {
   return grant.access_token.value
 }
 
+/** The SDK signing as demo-client with a key its JWKS does not have (a removed key). */
+async function removedKeyClient() {
+  const { privateKey } = generateKeyPairSync('ed25519')
+  return createAuthenticatedClient({
+    walletAddressUrl: `${ase.base}/demo-client`,
+    keyId: 'removed-key',
+    privateKey,
+    validateResponses: true,
+    logLevel: 'silent'
+  })
+}
+
 async function incoming(wallet) {
   const t = await token(wallet, [{ type: 'incoming-payment', actions: ['create'], identifier: wallet.id }])
   return client.incomingPayment.create({ url: wallet.resourceServer, accessToken: t.access_token.value }, { walletAddress: wallet.id })
@@ -111,14 +123,7 @@ test('a 1-cent USD → EUR quote is non-positive receive amount with an exact de
 
 test('a removed key: 400 invalid_client at the AS, Signature validation error at the RS', async () => {
   const t = await token(bob, [{ type: 'incoming-payment', actions: ['create'], identifier: bob.id }])
-  const { privateKey } = generateKeyPairSync('ed25519')
-  const removed = await createAuthenticatedClient({
-    walletAddressUrl: `${ase.base}/demo-client`,
-    keyId: 'removed-key',
-    privateKey,
-    validateResponses: true,
-    logLevel: 'silent'
-  })
+  const removed = await removedKeyClient()
   const e = await refusedWith(
     removed.grant.request({ url: bob.authServer }, { access_token: { access: [{ type: 'quote', actions: ['create'] }] } }),
     400,
@@ -158,14 +163,7 @@ test('a quoteId written from the sender wallet address (as the Bruno collection 
 
 test('rotate, revoke and cancel signed with a key that is not the client\'s: 401 invalid_client', async () => {
   const grant = await token(bob, [{ type: 'incoming-payment', actions: ['create'], identifier: bob.id }])
-  const { privateKey } = generateKeyPairSync('ed25519')
-  const removed = await createAuthenticatedClient({
-    walletAddressUrl: `${ase.base}/demo-client`,
-    keyId: 'removed-key',
-    privateKey,
-    validateResponses: true,
-    logLevel: 'silent'
-  })
+  const removed = await removedKeyClient()
   const manage = { url: grant.access_token.manage, accessToken: grant.access_token.value }
   for (const call of [() => removed.token.rotate(manage), () => removed.token.revoke(manage)]) {
     const e = await refusedWith(call(), 401, 'could not determine client')
