@@ -660,3 +660,87 @@ impl Ledger {
             .await
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::FixedClock;
+
+    fn at(hm: &str, s: u32) -> String {
+        format!("2026-11-25T{hm}:{s:02}.000Z")
+    }
+
+    fn post(store: &Store, id: &str, amount: i64, when: &str) {
+        let (id, when) = (id.to_owned(), when.to_owned());
+        store
+            .call_blocking(move |c| {
+                c.execute(
+                    "INSERT INTO transfers (id, debit_account, credit_account, amount, state, posted_amount, kind, \
+                     created_at) VALUES (?1, 's', 'w', ?2, 'posted', ?2, 'deposit', ?3)",
+                    crate::store::db::params![id, amount, when],
+                )?;
+                Ok::<_, store::Error>(())
+            })
+            .unwrap();
+    }
+
+    /// Past minutes are summed once, a few per look, and kept; the open minutes are read on every look. Once
+    /// every minute has been summed the answer is the journal's.
+    #[tokio::test]
+    async fn money_moved_sums_each_past_minute_once() {
+        let (store, _) = Store::open_in_memory().unwrap();
+        store
+            .call_blocking(|c| {
+                c.execute_batch(
+                    "INSERT INTO accounts (id, kind, asset_code, asset_scale, balance, no_overdraft, created_at) \
+                     VALUES ('w', 'wallet', 'USD', 2, 0, 1, 't'), ('s', 'settlement', 'USD', 2, 0, 0, 't');",
+                )?;
+                Ok::<_, store::Error>(())
+            })
+            .unwrap();
+        for (n, m) in ["09:46", "09:50", "09:55", "09:59", "10:00"].iter().enumerate() {
+            post(&store, &format!("t{n}"), 100 + n as i64, &at(m, 5));
+        }
+        let now = time::macros::datetime!(2026-11-25 10:00:30 UTC);
+        let clock = FixedClock::new(now);
+        let ledger = Ledger::new(store.clone(), EventBus::new(16), std::sync::Arc::new(clock.clone()));
+        let since = time::macros::datetime!(2026-11-25 09:46:00 UTC);
+        let journal = |store: &Store| {
+            store
+                .call_blocking(|c| Ok::<_, store::Error>(store::ledger::moved_per_minute(c, "2026-11-25T09:46", "~")?))
+                .unwrap()
+        };
+        // 14 past minutes, three a look: the fifth look has them all
+        let first = ledger.moved_per_minute(since).await.unwrap();
+        assert!(first.len() < journal(&store).len(), "{first:?}");
+        let mut last = first;
+        for _ in 0..4 {
+            last = ledger.moved_per_minute(since).await.unwrap();
+        }
+        assert_eq!(last, journal(&store));
+        // the open minute is read again; a summed minute is not
+        post(&store, "late", 7, &at("09:50", 30));
+        post(&store, "now", 9, &at("10:00", 20));
+        let again = ledger.moved_per_minute(since).await.unwrap();
+        let sum = |rows: &[(String, u8, String, i64)], minute: &str| {
+            rows.iter().filter(|r| r.2.ends_with(minute)).map(|r| r.3).sum::<i64>()
+        };
+        assert_eq!(sum(&again, "T09:50"), 101, "summed once");
+        assert_eq!(sum(&again, "T10:00"), 104 + 9, "the open minute is current");
+        // minutes before the window are forgotten
+        clock.advance(time::Duration::minutes(10));
+        let later = ledger
+            .moved_per_minute(since + time::Duration::minutes(10))
+            .await
+            .unwrap();
+        assert!(later.iter().all(|r| r.2.as_str() >= "2026-11-25T09:56"), "{later:?}");
+        assert!(
+            ledger
+                .moved
+                .lock()
+                .unwrap()
+                .keys()
+                .all(|m| m.as_str() >= "2026-11-25T09:56")
+        );
+    }
+}
