@@ -373,6 +373,17 @@ mod tests {
         assert!(text.contains(r#"opdesk_signature_verdicts_total{verdict="refused"} 1"#));
         assert!(text.contains(r#"opdesk_signature_verdicts_total{verdict="ok"} 0"#));
         assert!(text.contains("opdesk_start_time_seconds 7"));
+        for family in [
+            "opdesk_store_wal_bytes 0",
+            "opdesk_store_wal_ceiling_bytes 0",
+            "opdesk_store_wal_checkpoints_total 0",
+            "opdesk_store_wal_pinned_checkpoints_total 0",
+            "opdesk_store_wal_last_checkpoint_microseconds 0",
+            "opdesk_store_wal_last_checkpoint_pages 0",
+            "opdesk_store_wal_writer_pause_seconds_count 0",
+        ] {
+            assert!(text.contains(family), "{family}: {text}");
+        }
         assert_eq!(m.routes.read().unwrap().len(), 2);
         let om = m.encode(&Snapshot::default(), true).unwrap();
         assert!(om.ends_with("# EOF\n"), "{om}");

@@ -27,8 +27,8 @@ async fn grant(ase: &TestAse, c: &SignedClient, access: Value) -> String {
     crate::common::grant_token(c, &ase.base, access).await
 }
 
-/// An outgoing-payment grant for alice with `limits`, approved automatically (`[gnap] auto_approve`).
-async fn outgoing_token(ase: &TestAse, c: &SignedClient, limits: Value) -> String {
+/// The answer to an interactive outgoing-payment grant request for alice with `limits`.
+async fn outgoing_grant(ase: &TestAse, c: &SignedClient, limits: Value) -> Value {
     let body = json!({
         "access_token": {"access": [{"type": "outgoing-payment", "actions": ["create", "read"], "identifier": ase.url("/alice"), "limits": limits}]},
         "client": ase.url("/demo-client"),
@@ -39,7 +39,13 @@ async fn outgoing_token(ase: &TestAse, c: &SignedClient, limits: Value) -> Strin
         .await
         .unwrap();
     assert_eq!(r.status, 200, "{}", r.body);
-    crate::common::finish_grant(c, &r.body).await
+    r.body
+}
+
+/// An outgoing-payment grant for alice with `limits`, approved automatically (`[gnap] auto_approve`).
+async fn outgoing_token(ase: &TestAse, c: &SignedClient, limits: Value) -> String {
+    let grant = outgoing_grant(ase, c, limits).await;
+    crate::common::finish_grant(c, &grant).await
 }
 
 async fn incoming(ase: &TestAse, c: &SignedClient, wallet: &str, extra: Value) -> String {
@@ -404,18 +410,9 @@ async fn token_management_goes_by_the_management_url_and_the_clients_signature()
 async fn a_grant_cancel_signed_with_a_foreign_key_is_401() {
     let ase = TestAse::spawn().await;
     let c = ase.demo_client().await;
-    let body = json!({
-        "access_token": {"access": [{"type": "outgoing-payment", "actions": ["create"], "identifier": ase.url("/alice")}]},
-        "client": ase.url("/demo-client"),
-        "interact": {"start": ["redirect"], "finish": {"method": "redirect", "uri": "http://127.0.0.1:9/cb", "nonce": "n"}},
-    });
-    let r = c
-        .send(Method::POST, &ase.url("/auth"), None, Some(&body))
-        .await
-        .unwrap();
-    assert_eq!(r.status, 200, "{}", r.body);
-    let uri = r.body["continue"]["uri"].as_str().unwrap().to_owned();
-    let token = r.body["continue"]["access_token"]["value"].as_str().unwrap().to_owned();
+    let grant = outgoing_grant(&ase, &c, json!({})).await;
+    let uri = grant["continue"]["uri"].as_str().unwrap().to_owned();
+    let token = grant["continue"]["access_token"]["value"].as_str().unwrap().to_owned();
     let stranger = SignedClient::new(opdesk::httpsig::jwk::generate().unwrap(), "not-the-clients");
     let r = stranger.send(Method::DELETE, &uri, Some(&token), None).await.unwrap();
     assert_eq!(r.status, 401, "{}", r.body);
