@@ -13,7 +13,7 @@ use tokio_util::sync::CancellationToken;
 use crate::{
     ase::{
         engine::Engine, incoming::IncomingPayments, liquidity::PeerLiquidity, outgoing::OutgoingPayments, peers::Peers,
-        quotes::Quotes, remote::Remote, stream_receiver::Receiver,
+        quotes::Quotes, remote::Remote, spsp::Spsp, stream_receiver::Receiver,
     },
     clock::{SharedClock, SystemClock, format_ts},
     control::{self, Services},
@@ -137,7 +137,20 @@ impl AppCore {
         let peers = Peers::load(store.clone(), clock.clone(), &settings.ilp)
             .await
             .wrap_err("cannot load the ILP peers")?;
-        let ilp = Receiver::new(stream_server, peers.clone(), incoming.clone(), clock.clone());
+        let spsp = Spsp::new(
+            store.clone(),
+            bus.clone(),
+            clock.clone(),
+            stream_server.clone(),
+            settings.ilp.spsp,
+        );
+        let ilp = Receiver::new(
+            stream_server,
+            peers.clone(),
+            incoming.clone(),
+            spsp.clone(),
+            clock.clone(),
+        );
         let client_key = ase_client_key(&settings.paths.ase_client_key(), &store).await?;
         let client_url = format!("{}/{}", settings.public_url, settings.ilp.client_wallet);
         let egress = Egress::new(settings.egress.policy(settings.local_development()))
@@ -191,6 +204,7 @@ impl AppCore {
             outgoing,
             engine,
             ilp,
+            spsp,
             peers,
             liquidity,
             remote,
@@ -383,6 +397,7 @@ pub async fn serve_with(
     });
     let hooks = hooks.transpose()?;
     tokio::spawn(prune_events(core.state.services.clone(), shutdown.clone()));
+    let spsp_reports = tokio::spawn(report_spsp(core.state.spsp.clone(), shutdown.clone()));
     if let Some(w) = &core.wakers {
         // several nodes on one database: every node's events and peer changes reach this one
         store::notify::listen(core.state.settings.store.url.clone(), w.clone(), shutdown.clone())
@@ -415,6 +430,12 @@ pub async fn serve_with(
     shutdown.cancel();
     if tokio::time::timeout(Duration::from_secs(10), engine).await.is_err() {
         tracing::warn!("the payment engine did not stop within 10 s");
+    }
+    if tokio::time::timeout(Duration::from_secs(5), spsp_reports)
+        .await
+        .is_err()
+    {
+        tracing::warn!("the SPSP reporter did not stop within 5 s");
     }
     if let Some(hooks) = hooks
         && tokio::time::timeout(Duration::from_secs(5), hooks).await.is_err()
@@ -453,7 +474,8 @@ async fn prune_events(s: Arc<Services>, shutdown: CancellationToken) {
                     let tx = store::immediate(c)?;
                     let floor = if hooks { store::webhooks::cursor(&tx)? } else { None };
                     let n = store::outbox::prune(&tx, &before, count, floor, PRUNE_BATCH)?
-                        .max(store::webhooks::prune_delivered(&tx, &before, PRUNE_BATCH)?);
+                        .max(store::webhooks::prune_delivered(&tx, &before, PRUNE_BATCH)?)
+                        .max(store::spsp::prune(&tx, &before, PRUNE_BATCH)?);
                     tx.commit()?;
                     Ok::<_, store::Error>(n)
                 })
@@ -473,6 +495,25 @@ async fn prune_events(s: Arc<Services>, shutdown: CancellationToken) {
         }
         if total > 0 {
             tracing::debug!(rows = total, "pruned old events");
+        }
+    }
+}
+
+/// Announces the money SPSP connections paid ([`Spsp::report`]) every second, and once more on the way out
+/// (what is left after a crash is announced on the next start).
+async fn report_spsp(spsp: Spsp, shutdown: CancellationToken) {
+    let mut every = tokio::time::interval(Duration::from_secs(1));
+    every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        let stop = tokio::select! {
+            _ = shutdown.cancelled() => true,
+            _ = every.tick() => false,
+        };
+        if let Err(e) = spsp.report().await {
+            tracing::warn!(error = %e, "cannot announce money received over SPSP");
+        }
+        if stop {
+            return;
         }
     }
 }

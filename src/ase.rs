@@ -11,5 +11,6 @@ pub mod outgoing;
 pub mod peers;
 pub mod quotes;
 pub mod remote;
+pub mod spsp;
 pub mod stream_receiver;
 pub mod traffic;

@@ -70,6 +70,8 @@ pub struct Services {
     pub engine: Engine,
     /// The STREAM receiver behind `POST /ilp`.
     pub ilp: Receiver,
+    /// SPSP credentials for wallet addresses, and the money paid over them.
+    pub spsp: crate::ase::spsp::Spsp,
     /// The ILP peers (config and admin).
     pub peers: Peers,
     /// The peers' liquidity, credit limits and settlements.

@@ -128,7 +128,6 @@ pub enum DomainEvent {
         asset_code: String,
         asset_scale: u8,
     },
-    /// The operator set (or cleared) what a peer may owe us.
     /// The operator moved money into a wallet (`deposit`) or out of it (`withdrawal`): the amount, the
     /// transfer's id (the idempotency id the operator gave, if any) and the wallet's balance after.
     #[serde(rename_all = "camelCase")]
@@ -141,6 +140,18 @@ pub enum DomainEvent {
         asset_code: String,
         asset_scale: u8,
     },
+    /// Money arrived at a wallet address over an SPSP connection (coalesced: at most one event per connection
+    /// and second): `amount` since the connection's previous event, `received` in all over it.
+    #[serde(rename_all = "camelCase")]
+    WalletReceived {
+        wallet: String,
+        connection: String,
+        amount: i64,
+        received: i64,
+        asset_code: String,
+        asset_scale: u8,
+    },
+    /// The operator set (or cleared) what a peer may owe us.
     #[serde(rename_all = "camelCase")]
     PeerCreditLimitChanged {
         peer: String,
@@ -227,6 +238,7 @@ impl DomainEvent {
             Self::PeerSettled { .. } => "peerSettled",
             Self::PeerCreditLimitChanged { .. } => "peerCreditLimitChanged",
             Self::WalletFundsMoved { .. } => "walletFundsMoved",
+            Self::WalletReceived { .. } => "walletReceived",
             Self::HttpRequest { .. } => "httpRequest",
         }
     }

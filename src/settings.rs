@@ -165,6 +165,9 @@ pub struct IlpSettings {
     pub client_wallet: String,
     /// Prepare expiry for STREAM packets sent through peers, in milliseconds.
     pub packet_expiry_ms: u64,
+    /// SPSP receive: wallet addresses answer `Accept: application/spsp4+json` with STREAM credentials paying
+    /// into the wallet itself, and take money over them.
+    pub spsp: bool,
 }
 
 impl IlpSettings {
@@ -184,6 +187,7 @@ impl std::fmt::Debug for IlpSettings {
             .field("slippage", &self.slippage)
             .field("client_wallet", &self.client_wallet)
             .field("packet_expiry_ms", &self.packet_expiry_ms)
+            .field("spsp", &self.spsp)
             .finish()
     }
 }

@@ -28,6 +28,7 @@ pub mod notify;
 pub mod outbox;
 pub mod payments;
 pub mod peers;
+pub mod spsp;
 pub mod stats;
 pub mod stream;
 pub mod wal;

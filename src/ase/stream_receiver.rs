@@ -1,5 +1,6 @@
 //! The STREAM receiver as a service: what `POST /ilp` answers to each ILP Prepare a peer sends, with the
-//! money credited to the incoming payment the packet names.
+//! money credited to what the packet's connection pays into: an incoming payment, or a wallet address itself
+//! (SPSP credentials, credited by [`Spsp`], with RFC 39 receipts when the credentials carry a receipt setup).
 //!
 //! The wire work and the pure per-packet decisions live in `ilp::receiver` (resolving the destination,
 //! decrypting, [`decide`], the reply frames); this module adds what needs the ASE: the peer's link limits
@@ -19,6 +20,7 @@ use time::OffsetDateTime;
 use super::{
     incoming::{IncomingPayments, StreamCredit, state_of},
     peers::{Peer, Peers},
+    spsp::{Spsp, WalletCredit},
 };
 use crate::{
     clock::SharedClock,
@@ -26,10 +28,12 @@ use crate::{
         Address, ErrorCode, Frame, Fulfill, Packet, PacketType, Prepare, Reject, Timestamp, crypto,
         ildcp::{self, IldcpResponse},
         receiver::{
-            Decision, MAX_RECEIVABLE, PaymentSnapshot, PaymentState, StreamServer, decide, encrypt_reply, open,
-            refusal_frames, reject, reply_frames,
+            Decision, MAX_RECEIVABLE, Opened, PaymentSnapshot, PaymentState, Refusal, StreamServer, Target, decide,
+            encrypt_reply, open, receipt_frames, refusal_frames, reject, reply_frames,
         },
     },
+    ledger::LedgerError,
+    money::Asset,
     states::IncomingState,
     store::payments::IncomingRow,
 };
@@ -56,6 +60,36 @@ impl PaymentSnapshot {
             connection_received,
         }
     }
+
+    /// A wallet address as SPSP connections see it: always open, taking what its totals can hold; `paid` is
+    /// what the connection at hand has paid into it.
+    pub fn of_wallet(asset: &Asset, paid: u64) -> Self {
+        Self {
+            asset_code: asset.code.clone(),
+            asset_scale: asset.scale,
+            state: PaymentState::Pending,
+            received: paid,
+            receive_max: MAX_RECEIVABLE,
+            connection_received: paid,
+        }
+    }
+}
+
+/// What crediting a packet did, whatever it paid into.
+enum Credit {
+    Credited(PaymentSnapshot),
+    Refused(PaymentSnapshot, Refusal),
+    OverCreditLimit(String),
+    Unknown,
+}
+
+/// `F02` for a connection whose payment or wallet does not exist (or SPSP is off).
+fn unknown(by: &Address, target: &Target) -> Reject {
+    let what = match target {
+        Target::Incoming(_) => "unknown incoming payment",
+        Target::Wallet(_) => "unknown wallet address",
+    };
+    reject(by, ErrorCode::F02_UNREACHABLE, what, Vec::new())
 }
 
 /// Link-level checks before anything else: the Prepare's own expiry (`R00`, exactly at `expiresAt`) and the
@@ -80,23 +114,94 @@ pub fn check_link(prepare: &Prepare, peer: &Peer, now_millis: i64, by: &Address)
     Ok(())
 }
 
-/// The receiver: peers, server credentials and the incoming-payment service. Cheap to clone.
+/// The receiver: peers, server credentials and the services money is credited through. Cheap to clone.
 #[derive(Clone)]
 pub struct Receiver {
     server: Arc<StreamServer>,
     peers: Peers,
     incoming: IncomingPayments,
+    spsp: Spsp,
     clock: SharedClock,
 }
 
 impl Receiver {
-    pub fn new(server: Arc<StreamServer>, peers: Peers, incoming: IncomingPayments, clock: SharedClock) -> Self {
+    pub fn new(
+        server: Arc<StreamServer>,
+        peers: Peers,
+        incoming: IncomingPayments,
+        spsp: Spsp,
+        clock: SharedClock,
+    ) -> Self {
         Self {
             server,
             peers,
             incoming,
+            spsp,
             clock,
         }
+    }
+
+    /// What the connection pays into as it stands, with what this connection has paid (`None`: nothing by
+    /// that id, or SPSP is off).
+    async fn lookup(
+        &self,
+        opened: &Opened,
+        now: OffsetDateTime,
+    ) -> Result<Option<PaymentSnapshot>, crate::store::Error> {
+        Ok(match &opened.target {
+            Target::Incoming(id) => self
+                .incoming
+                .find_for_stream(id, &opened.connection_id)
+                .await?
+                .map(|(row, paid)| PaymentSnapshot::of(&row, now, paid)),
+            Target::Wallet(_) if !self.spsp.enabled() => None,
+            Target::Wallet(id) => self
+                .spsp
+                .find(id, &opened.connection_id)
+                .await?
+                .map(|(asset, paid)| PaymentSnapshot::of_wallet(&asset, paid)),
+        })
+    }
+
+    /// Credits `amount` to what the connection pays into, in that service's one transaction.
+    async fn credit(
+        &self,
+        opened: &Opened,
+        peer: &Peer,
+        amount: u64,
+        memo: String,
+        now: OffsetDateTime,
+    ) -> Result<Credit, LedgerError> {
+        let conn = &opened.connection_id;
+        Ok(match &opened.target {
+            Target::Incoming(id) => {
+                match self
+                    .incoming
+                    .credit_stream_packet(id, conn, &peer.name, &peer.asset, amount, memo)
+                    .await?
+                {
+                    StreamCredit::Credited(row, paid) => Credit::Credited(PaymentSnapshot::of(&row, now, paid)),
+                    StreamCredit::Refused(row, paid, refusal) => {
+                        Credit::Refused(PaymentSnapshot::of(&row, now, paid), refusal)
+                    }
+                    StreamCredit::OverCreditLimit(why) => Credit::OverCreditLimit(why),
+                    StreamCredit::Unknown => Credit::Unknown,
+                }
+            }
+            Target::Wallet(_) if !self.spsp.enabled() => Credit::Unknown,
+            Target::Wallet(id) => match self
+                .spsp
+                .credit(id, conn, &peer.name, &peer.asset, amount, memo)
+                .await?
+            {
+                WalletCredit::Credited(paid, asset) => Credit::Credited(PaymentSnapshot::of_wallet(&asset, paid)),
+                WalletCredit::Overflow(paid, asset) => {
+                    Credit::Refused(PaymentSnapshot::of_wallet(&asset, paid), Refusal::Overflow)
+                }
+                WalletCredit::OverCreditLimit(why) => Credit::OverCreditLimit(why),
+                WalletCredit::Unknown => Credit::Unknown,
+            },
+        })
     }
 
     /// The peer presenting `token`, if any.
@@ -162,15 +267,9 @@ impl Receiver {
         let snapshot = if straight_to_credit {
             None
         } else {
-            match self
-                .incoming
-                .find_for_stream(&opened.payment_id, &opened.connection_id)
-                .await
-            {
-                Ok(Some((row, paid))) => Some(PaymentSnapshot::of(&row, now, paid)),
-                Ok(None) => {
-                    return reject(by, ErrorCode::F02_UNREACHABLE, "unknown incoming payment", Vec::new()).into();
-                }
+            match self.lookup(&opened, now).await {
+                Ok(Some(snapshot)) => Some(snapshot),
+                Ok(None) => return unknown(by, &opened.target).into(),
                 Err(e) => {
                     tracing::error!(error = %e, "cannot read an incoming payment for an ILP packet");
                     return t00(Vec::new());
@@ -191,57 +290,39 @@ impl Receiver {
                     opened.connection_id.get(..16).unwrap_or_default(),
                     req.sequence
                 );
-                let credited = self
-                    .incoming
-                    .credit_stream_packet(
-                        &opened.payment_id,
-                        &opened.connection_id,
-                        &peer.name,
-                        &peer.asset,
-                        prepare.amount,
-                        memo,
-                    )
-                    .await;
+                let credited = self.credit(&opened, peer, prepare.amount, memo, now).await;
                 // the frames of a temporary refusal: the payment as it stands, if it can be read
                 let standing = || async {
                     match &snapshot {
                         Some(s) => reply_frames(req, prepare.amount, s),
-                        None => match self
-                            .incoming
-                            .find_for_stream(&opened.payment_id, &opened.connection_id)
-                            .await
-                        {
-                            Ok(Some((row, paid))) => {
-                                reply_frames(req, prepare.amount, &PaymentSnapshot::of(&row, now, paid))
-                            }
+                        None => match self.lookup(&opened, now).await {
+                            Ok(Some(s)) => reply_frames(req, prepare.amount, &s),
                             _ => Vec::new(),
                         },
                     }
                 };
                 match credited {
-                    Ok(StreamCredit::Credited(row, paid)) => (
-                        true,
-                        reply_frames(req, prepare.amount, &PaymentSnapshot::of(&row, now, paid)),
-                    ),
-                    Ok(StreamCredit::Refused(row, paid, refusal)) => (
-                        false,
-                        refusal_frames(req, prepare.amount, &PaymentSnapshot::of(&row, now, paid), refusal),
-                    ),
+                    Ok(Credit::Credited(s)) => {
+                        let mut frames = reply_frames(req, prepare.amount, &s);
+                        if let Some(setup) = &opened.receipt {
+                            frames.extend(receipt_frames(req, prepare.amount, setup, s.connection_received));
+                        }
+                        (true, frames)
+                    }
+                    Ok(Credit::Refused(s, refusal)) => (false, refusal_frames(req, prepare.amount, &s, refusal)),
                     // nothing was written; T04 is temporary: the sender retries after a settlement or a
                     // higher credit limit
-                    Ok(StreamCredit::OverCreditLimit(why)) => {
+                    Ok(Credit::OverCreditLimit(why)) => {
                         return reject(by, ErrorCode::T04_INSUFFICIENT_LIQUIDITY, &why, Vec::new()).into();
                     }
-                    Ok(StreamCredit::Unknown) => {
-                        return reject(by, ErrorCode::F02_UNREACHABLE, "unknown incoming payment", Vec::new()).into();
-                    }
+                    Ok(Credit::Unknown) => return unknown(by, &opened.target).into(),
                     // nothing was written; T00 is temporary, so the sender retries once there is room
-                    Err(crate::ledger::LedgerError::Store(e)) if e.is_full() => {
-                        tracing::warn!(error = %e, payment = %opened.payment_id, "ILP packet refused: the database or the disk is full");
+                    Err(LedgerError::Store(e)) if e.is_full() => {
+                        tracing::warn!(error = %e, target = ?opened.target, "ILP packet refused: the database or the disk is full");
                         return t00_with(standing().await, "the receiver's storage is full; retry later");
                     }
                     Err(e) => {
-                        tracing::error!(error = %e, payment = %opened.payment_id, "crediting an ILP packet failed");
+                        tracing::error!(error = %e, target = ?opened.target, "crediting an ILP packet failed");
                         return t00(standing().await);
                     }
                 }

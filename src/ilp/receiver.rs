@@ -2,7 +2,10 @@
 //! to `POST /ilp`.
 //!
 //! It is stateless per connection: the destination `{node address}.{token}` carries an encrypted token naming
-//! the incoming payment, and the connection's shared secret is derived from that token ([`StreamServer`]).
+//! what the connection pays into — an incoming payment (Open Payments `methods[ilp]`) or a wallet address
+//! itself (SPSP, RFC 9), a [`Target`] — and the connection's shared secret is derived from that token
+//! ([`StreamServer`]). SPSP tokens may carry an RFC 39 receipt nonce and secret: fulfilled packets then carry
+//! [`receipt_frames`].
 //! The decisions are pure functions of the packet and a [`PaymentSnapshot`] ([`open`], [`decide`],
 //! [`money_check`]) so they are unit-tested without a server. The service that answers `POST /ilp` with them
 //! and credits the incoming payment (checking [`money_check`] again on the fresh row inside its transaction)
@@ -15,11 +18,39 @@
 
 use super::{
     Address, ErrorCode, Frame, PacketType, Prepare, Reject, StreamErrorCode, StreamPacket,
-    crypto::{self, ConnectionDetails, StreamCredentials, StreamKeys, TokenAsset},
+    crypto::{self, ConnectionDetails, ReceiptSetup, StreamCredentials, StreamKeys, TokenAsset},
 };
 
 /// The most an incoming payment can hold: received amounts are stored as SQLite integers.
 pub const MAX_RECEIVABLE: u64 = i64::MAX as u64;
+
+/// The payment tag of SPSP credentials is the wallet's id after this prefix; an incoming payment's is its id.
+const WALLET_TAG: &str = "wallet:";
+
+/// What a STREAM connection pays into, as its token names it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    /// An incoming payment, by id (credentials from its `methods[ilp]`).
+    Incoming(String),
+    /// A wallet address, by id (credentials from an SPSP query).
+    Wallet(String),
+}
+
+impl Target {
+    fn tag(&self) -> String {
+        match self {
+            Self::Incoming(id) => id.clone(),
+            Self::Wallet(id) => format!("{WALLET_TAG}{id}"),
+        }
+    }
+
+    fn from_tag(tag: &str) -> Self {
+        match tag.strip_prefix(WALLET_TAG) {
+            Some(id) => Self::Wallet(id.to_owned()),
+            None => Self::Incoming(tag.to_owned()),
+        }
+    }
+}
 
 // ---------------------------------------------------------------------------------------------
 // Server credentials
@@ -57,9 +88,21 @@ impl StreamServer {
         asset_code: &str,
         asset_scale: u8,
     ) -> Result<StreamCredentials, super::Error> {
+        self.credentials_for(&Target::Incoming(payment_id.to_owned()), asset_code, asset_scale, None)
+    }
+
+    /// Fresh credentials (random token IV) for a connection paying into `target` in `asset`, with RFC 39
+    /// receipts when `receipt` is given.
+    pub fn credentials_for(
+        &self,
+        target: &Target,
+        asset_code: &str,
+        asset_scale: u8,
+        receipt: Option<ReceiptSetup>,
+    ) -> Result<StreamCredentials, super::Error> {
         let details = ConnectionDetails {
-            payment_tag: Some(payment_id.to_owned()),
-            receipt: None,
+            payment_tag: Some(target.tag()),
+            receipt,
             asset: Some(TokenAsset {
                 code: asset_code.to_owned(),
                 scale: asset_scale,
@@ -67,6 +110,42 @@ impl StreamServer {
         };
         crypto::generate_credentials(&self.secret, &self.address, &details)
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Receipts (RFC 39)
+
+/// A receipt's length: version, nonce, stream id, total, HMAC.
+pub const RECEIPT_LEN: usize = 1 + 16 + 1 + 8 + 32;
+
+/// The RFC 39 receipt for `total_received` on `stream_id`: `version (1) ‖ nonce (16) ‖ streamId (UInt8) ‖
+/// totalReceived (UInt64) ‖ HMAC-SHA256(secret, the fields before it)` — the stream id one byte, as the RFC's
+/// table and ilp-protocol-stream 2.7.2 encode it.
+pub fn receipt(setup: &ReceiptSetup, stream_id: u8, total_received: u64) -> [u8; RECEIPT_LEN] {
+    let mut out = [0u8; RECEIPT_LEN];
+    out[0] = 1;
+    out[1..17].copy_from_slice(&setup.nonce);
+    out[17] = stream_id;
+    out[18..26].copy_from_slice(&total_received.to_be_bytes());
+    let mac = crypto::hmac_sha256(&setup.secret, &out[..26]);
+    out[26..].copy_from_slice(&mac);
+    out
+}
+
+/// The receipts a fulfilled money packet carries: one per stream it pays (a packet without `StreamMoney` frames
+/// pays stream 1), each with `total_received`, what the connection has received so far. That is the stream's own
+/// total whenever one stream carries the connection's money, as every known sender does; the reference ASE's
+/// receiver always answers stream 1 with the connection total. Streams past 255 get none (a receipt's stream
+/// id is one byte).
+pub fn receipt_frames(req: &StreamPacket, amount: u64, setup: &ReceiptSetup, total_received: u64) -> Vec<Frame> {
+    money_streams(req, amount)
+        .into_iter()
+        .filter_map(|stream_id| u8::try_from(stream_id).ok())
+        .map(|stream_id| Frame::StreamReceipt {
+            stream_id: u64::from(stream_id),
+            receipt: receipt(setup, stream_id, total_received).to_vec(),
+        })
+        .collect()
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -271,8 +350,10 @@ pub fn reject(by: &Address, code: ErrorCode, message: &str, data: Vec<u8>) -> Re
 /// An authentic STREAM request and what it is for.
 #[derive(Debug)]
 pub struct Opened {
-    /// The incoming payment id the token names.
-    pub payment_id: String,
+    /// What the token names.
+    pub target: Target,
+    /// The receipt nonce and secret the token carries (SPSP credentials asked for with receipts).
+    pub receipt: Option<ReceiptSetup>,
     pub keys: StreamKeys,
     /// `hex(SHA-256(destination))`, for logs and ledger memos.
     pub connection_id: String,
@@ -286,10 +367,11 @@ pub fn open(server: &StreamServer, prepare: &Prepare) -> Result<Opened, Reject> 
     let by = &server.address;
     let fail = |e: super::Error| reject(by, e.reject_code(), &e.to_string(), Vec::new());
     let conn = crypto::resolve_destination(&server.secret, &server.address, &prepare.destination).map_err(fail)?;
-    let payment_id = conn
+    let target = conn
         .details
         .payment_tag
-        .clone()
+        .as_deref()
+        .map(Target::from_tag)
         .ok_or_else(|| fail(super::Error::InvalidToken))?;
     let request = StreamPacket::decrypt(&conn.keys.encryption_key, &prepare.data).map_err(fail)?;
     if request.ilp_packet_type != PacketType::Prepare {
@@ -301,7 +383,8 @@ pub fn open(server: &StreamServer, prepare: &Prepare) -> Result<Opened, Reject> 
         ));
     }
     Ok(Opened {
-        payment_id,
+        target,
+        receipt: conn.details.receipt,
         keys: conn.keys,
         connection_id: conn.connection_id,
         request,
@@ -607,7 +690,8 @@ mod tests {
         let far = 2_000_000_000_000;
 
         let opened = open(&s, &prepare_to(&creds.ilp_address, 5, data.clone(), far)).unwrap();
-        assert_eq!(opened.payment_id, "0190-id");
+        assert_eq!(opened.target, Target::Incoming("0190-id".into()));
+        assert_eq!(opened.receipt, None);
         assert_eq!(opened.request, req);
         assert_eq!(opened.connection_id.len(), 64);
 
@@ -645,6 +729,64 @@ mod tests {
         .encrypt(&keys.encryption_key)
         .unwrap();
         assert_eq!(code(&creds.ilp_address, claim), ErrorCode::F00_BAD_REQUEST);
+    }
+
+    #[test]
+    fn receipts_match_ilp_protocol_stream() {
+        // createReceipt() of ilp-protocol-stream 2.7.2-alpha.3, run once with these inputs
+        let setup = ReceiptSetup {
+            nonce: [1; 16],
+            secret: [2; 32],
+        };
+        assert_eq!(
+            hex(&receipt(&setup, 1, 1000)),
+            "01010101010101010101010101010101010100000000000003e82af76417ffcfc327e9b8be92b2f919ff084e6a2dbb006a01a0fada51adc998c2"
+        );
+        let setup = ReceiptSetup {
+            nonce: core::array::from_fn(|i| i as u8),
+            secret: [7; 32],
+        };
+        assert_eq!(
+            hex(&receipt(&setup, 255, u64::MAX)),
+            "01000102030405060708090a0b0c0d0e0fffffffffffffffffffeb7d85006eac7b8cbda0227588d27f6e4e5634a584209cfa53cea26238951b7e"
+        );
+        // one per money stream of one byte; a packet without StreamMoney pays stream 1
+        let frames = receipt_frames(&request(0, vec![money(3), money(300), money(1)]), 5, &setup, 42);
+        let ids: Vec<u64> = frames
+            .iter()
+            .map(|f| match f {
+                Frame::StreamReceipt { stream_id, receipt: r } => {
+                    assert_eq!(r[..], receipt(&setup, *stream_id as u8, 42));
+                    *stream_id
+                }
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(ids, [1, 3]);
+        assert_eq!(receipt_frames(&request(0, vec![]), 5, &setup, 42).len(), 1);
+    }
+
+    fn hex(bytes: &[u8]) -> String {
+        bytes.iter().map(|b| format!("{b:02x}")).collect()
+    }
+
+    #[test]
+    fn wallet_credentials_name_the_wallet_and_carry_the_receipt_setup() {
+        let s = server();
+        let setup = ReceiptSetup {
+            nonce: [4; 16],
+            secret: [5; 32],
+        };
+        let wallet = Target::Wallet("0190-w".into());
+        let creds = s.credentials_for(&wallet, "USD", 2, Some(setup.clone())).unwrap();
+        let keys = StreamKeys::derive(&creds.shared_secret);
+        let data = request(1, vec![money(1)]).encrypt(&keys.encryption_key).unwrap();
+        let opened = open(&s, &prepare_to(&creds.ilp_address, 5, data, 2_000_000_000_000)).unwrap();
+        assert_eq!(opened.target, wallet);
+        assert_eq!(opened.receipt, Some(setup));
+        // an incoming payment whose id happened to start like a wallet tag cannot exist: ids are UUIDs
+        assert_eq!(Target::from_tag("wallet:x"), Target::Wallet("x".into()));
+        assert_eq!(Target::from_tag("0190"), Target::Incoming("0190".into()));
     }
 
     #[test]

@@ -257,6 +257,18 @@ impl From<LedgerError> for ApiError {
     }
 }
 
+impl From<crate::ase::spsp::SpspError> for ApiError {
+    fn from(e: crate::ase::spsp::SpspError) -> Self {
+        match e {
+            crate::ase::spsp::SpspError::ReceiptHeaders(_) => Self::bad_request("invalid_request", e.to_string()),
+            crate::ase::spsp::SpspError::Credentials(_) => {
+                tracing::error!(error = %e, "cannot make SPSP credentials");
+                Self::new(StatusCode::INTERNAL_SERVER_ERROR, "internal_error", "internal error")
+            }
+        }
+    }
+}
+
 impl From<WalletError> for ApiError {
     fn from(e: WalletError) -> Self {
         match e {

@@ -54,6 +54,11 @@ pub fn by_name(conn: &Connection, name: &str) -> Result<Option<WalletRow>, Error
     Ok(conn.prepare_cached(&sql)?.query_row([name], from_row).optional()?)
 }
 
+pub fn by_id(conn: &Connection, id: &str) -> Result<Option<WalletRow>, Error> {
+    let sql = format!("SELECT {COLS} FROM wallet_addresses w JOIN accounts a ON a.id = w.account_id WHERE w.id = ?1");
+    Ok(conn.prepare_cached(&sql)?.query_row([id], from_row).optional()?)
+}
+
 pub fn list(conn: &Connection) -> Result<Vec<WalletRow>, Error> {
     let sql = format!("SELECT {COLS} FROM wallet_addresses w JOIN accounts a ON a.id = w.account_id ORDER BY w.name");
     let mut stmt = conn.prepare_cached(&sql)?;

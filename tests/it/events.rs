@@ -20,20 +20,20 @@ use crate::common::{Proc, TestAse, free_port};
 
 /// One Server-Sent Events message.
 #[derive(Debug, Clone, Default)]
-struct Message {
-    id: Option<String>,
-    event: String,
-    data: String,
+pub(crate) struct Message {
+    pub(crate) id: Option<String>,
+    pub(crate) event: String,
+    pub(crate) data: String,
 }
 
 /// An open `GET /admin/events` stream.
-struct Stream {
+pub(crate) struct Stream {
     res: reqwest::Response,
     buf: String,
 }
 
 impl Stream {
-    async fn open(base: &str, token: &str, query: &str, last_id: Option<i64>) -> Self {
+    pub(crate) async fn open(base: &str, token: &str, query: &str, last_id: Option<i64>) -> Self {
         let mut req = reqwest::Client::new()
             .get(format!("{base}/admin/events{query}"))
             .bearer_auth(token);
@@ -50,7 +50,7 @@ impl Stream {
     }
 
     /// The next message (keep-alive comments skipped), or none within `limit`.
-    async fn next(&mut self, limit: Duration) -> Option<Message> {
+    pub(crate) async fn next(&mut self, limit: Duration) -> Option<Message> {
         let deadline = tokio::time::Instant::now() + limit;
         loop {
             if let Some(end) = self.buf.find("\n\n") {
@@ -77,7 +77,7 @@ impl Stream {
     }
 
     /// Messages until `n` matching `want` arrived (bounded in time).
-    async fn until(&mut self, n: usize, want: impl Fn(&Message) -> bool) -> Vec<Message> {
+    pub(crate) async fn until(&mut self, n: usize, want: impl Fn(&Message) -> bool) -> Vec<Message> {
         let mut got = Vec::new();
         let deadline = Instant::now() + Duration::from_secs(10);
         while got.len() < n {

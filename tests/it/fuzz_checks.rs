@@ -396,7 +396,7 @@ pub fn stream_money(data: &[u8]) {
     };
     match (receiver::open(&server, &prepare), StreamPacket::decode(data)) {
         (Ok(opened), Ok(packet)) => {
-            assert_eq!(opened.payment_id, "ip_fuzz");
+            assert_eq!(opened.target, opdesk::ilp::receiver::Target::Incoming("ip_fuzz".into()));
             assert_eq!(opened.request, packet);
             assert_eq!(opened.request.ilp_packet_type, PacketType::Prepare);
             assert_eq!(opened.keys.encryption_key, keys.encryption_key);

@@ -22,7 +22,7 @@ use crate::common::{TestAse, assert_matches_schema};
 
 const TOKEN: &str = "peer-token-for-the-tests";
 
-const CONFIG: &str = r#"
+pub(crate) const CONFIG: &str = r#"
 [ilp]
 address = "test.opdesk"
 
@@ -75,21 +75,21 @@ async fn public_received(ase: &TestAse, id: &str) -> String {
 
 /// What came back for a Prepare.
 #[derive(Debug)]
-enum Reply {
+pub(crate) enum Reply {
     Fulfill(StreamPacket),
     /// The reject and its decrypted STREAM reply, if it carried one.
     Reject(Reject, Option<StreamPacket>),
 }
 
 impl Reply {
-    fn stream(&self) -> &StreamPacket {
+    pub(crate) fn stream(&self) -> &StreamPacket {
         match self {
             Self::Fulfill(s) | Self::Reject(_, Some(s)) => s,
             Self::Reject(r, None) => panic!("no STREAM reply in {r:?}"),
         }
     }
 
-    fn code(&self) -> Option<ErrorCode> {
+    pub(crate) fn code(&self) -> Option<ErrorCode> {
         match self {
             Self::Fulfill(_) => None,
             Self::Reject(r, _) => Some(r.code),
@@ -98,7 +98,7 @@ impl Reply {
 }
 
 /// A minimal STREAM sender over ILP-over-HTTP.
-struct Sender {
+pub(crate) struct Sender {
     http: reqwest::Client,
     url: String,
     token: String,
@@ -110,13 +110,22 @@ struct Sender {
 impl Sender {
     fn new(ase: &TestAse, method: &Value) -> Self {
         assert_eq!(method["type"], "ilp");
-        let secret = base64_url(method["sharedSecret"].as_str().unwrap());
+        Self::to(
+            &ase.base,
+            method["ilpAddress"].as_str().unwrap(),
+            method["sharedSecret"].as_str().unwrap(),
+        )
+    }
+
+    /// A sender to the server at `base`, for the credentials `destination` and `shared_secret` (base64url), with
+    /// the peer token of [`CONFIG`].
+    pub(crate) fn to(base: &str, destination: &str, shared_secret: &str) -> Self {
         Self {
-            http: ase.http.clone(),
-            url: ase.url("/ilp"),
+            http: reqwest::Client::new(),
+            url: format!("{base}/ilp"),
             token: TOKEN.into(),
-            destination: Address::new(method["ilpAddress"].as_str().unwrap()).unwrap(),
-            keys: StreamKeys::derive(&secret),
+            destination: Address::new(destination).unwrap(),
+            keys: StreamKeys::derive(&base64_url(shared_secret)),
             sequence: 0,
         }
     }
@@ -135,7 +144,13 @@ impl Sender {
     }
 
     /// Sends one STREAM packet of `amount` carrying `frames`; `fulfillable` picks a real or random condition.
-    async fn send(&mut self, amount: u64, min_destination: u64, frames: Vec<Frame>, fulfillable: bool) -> Reply {
+    pub(crate) async fn send(
+        &mut self,
+        amount: u64,
+        min_destination: u64,
+        frames: Vec<Frame>,
+        fulfillable: bool,
+    ) -> Reply {
         self.sequence += 1;
         let request = StreamPacket {
             sequence: self.sequence,
@@ -194,7 +209,7 @@ impl Sender {
     }
 
     /// `ConnectionNewAddress("")` on an unfulfillable zero-amount packet, as senders open a connection.
-    async fn connect(&mut self) -> Reply {
+    pub(crate) async fn connect(&mut self) -> Reply {
         self.send(
             0,
             0,
@@ -206,7 +221,7 @@ impl Sender {
         .await
     }
 
-    async fn pay(&mut self, amount: u64) -> Reply {
+    pub(crate) async fn pay(&mut self, amount: u64) -> Reply {
         self.send(
             amount,
             amount,

@@ -29,6 +29,7 @@ mod security;
 mod service;
 mod sigdebug;
 mod sources;
+mod spsp;
 mod states;
 mod storage_full;
 mod stream_pipeline;

@@ -141,7 +141,7 @@ fn affected(e: &DomainEvent) -> Vec<Pane> {
         PeerLiquidityChanged { .. } | PeerSettled { .. } | PeerCreditLimitChanged { .. } => {
             vec![Pane::Peers, Pane::Overview]
         }
-        WalletFundsMoved { .. } => vec![Pane::Wallets, Pane::Overview],
+        WalletFundsMoved { .. } | WalletReceived { .. } => vec![Pane::Wallets, Pane::Overview],
         HttpRequest { .. } => vec![],
     }
 }
@@ -206,6 +206,23 @@ pub fn describe_event(e: &DomainEvent) -> String {
                 "{movement} of {} for {wallet}, balance {}",
                 money(*amount),
                 money(*balance)
+            )
+        }
+        WalletReceived {
+            wallet,
+            connection,
+            amount,
+            received,
+            asset_code,
+            asset_scale,
+        } => {
+            let money =
+                |v: i64| Asset::new(asset_code, *asset_scale).map_or_else(|_| v.to_string(), |a| a.format(v.into()));
+            format!(
+                "{wallet} received {} over SPSP connection {} ({} in all)",
+                money(*amount),
+                short_id(connection),
+                money(*received)
             )
         }
         PeerLiquidityChanged {
