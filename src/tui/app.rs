@@ -1277,6 +1277,23 @@ mod tests {
     }
 
     #[test]
+    fn money_arriving_at_a_wallet_is_a_recent_event() {
+        let mut a = app();
+        a.update(Msg::Event(DomainEvent::WalletReceived {
+            wallet: "bob".into(),
+            connection: "9f86d081884c7d659a2feaa0c55ad015".into(),
+            amount: 1234,
+            received: 3702,
+            asset_code: "USD".into(),
+            asset_scale: 2,
+        }));
+        let (_, what) = a.recent.front().expect("a recent event");
+        assert!(what.starts_with("bob received 12.34 USD (SPSP)"), "{what}");
+        assert!(what.contains("37.02 USD in all on connection c55ad015"), "{what}");
+        assert!(a.stale.contains(&Pane::Wallets));
+    }
+
+    #[test]
     fn events_update_rows_in_place_or_mark_panes_stale() {
         let mut a = app();
         a.update(Msg::Reply(Reply::Incoming {

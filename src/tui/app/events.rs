@@ -159,6 +159,9 @@ fn event_id(e: &DomainEvent) -> Option<String> {
         | OutgoingPaymentFailed { id, .. }
         | OutgoingPaymentCancelled { id } => id.clone(),
         QuoteCreated { id, .. } => id.clone(),
+        // money moved: the operator's transfer, or the SPSP connection it arrived over
+        WalletFundsMoved { transfer_id, .. } => transfer_id.clone(),
+        WalletReceived { connection, .. } => connection.clone(),
         _ => return None,
     })
 }
@@ -219,10 +222,10 @@ pub fn describe_event(e: &DomainEvent) -> String {
             let money =
                 |v: i64| Asset::new(asset_code, *asset_scale).map_or_else(|_| v.to_string(), |a| a.format(v.into()));
             format!(
-                "{wallet} received {} over SPSP connection {} ({} in all)",
+                "{wallet} received {} (SPSP), {} in all on connection {}",
                 money(*amount),
-                short_id(connection),
-                money(*received)
+                money(*received),
+                short_id(connection)
             )
         }
         PeerLiquidityChanged {
