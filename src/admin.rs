@@ -16,12 +16,11 @@ use futures_util::Stream;
 use reqwest::{Method, StatusCode};
 use serde::{Serialize, de::DeserializeOwned};
 
-use crate::control::dto::{
-    AddKey, CreateWallet, KeyAdded, LiquidityMove, Listed, Move, Moved, NewPeer, NewSettlement, Overview,
-    PaymentFilter, PeerMoved, PeerView, Reject, ServerView, WalletDetail, WalletSummary,
+use crate::control::{
+    Command, Outcome,
+    dto::{Listed, Overview, PaymentFilter, PeerView, ServerView, WalletDetail, WalletSummary},
 };
 use crate::{
-    ase::peers::PeerPatch,
     ase::{
         incoming::IncomingView,
         outgoing::{GrantSpent, OutgoingView},
@@ -230,12 +229,13 @@ impl AdminClient {
             .ok_or_else(|| ClientError::Protocol("empty body".into()))
     }
 
-    pub async fn list_wallets(&self) -> Result<Vec<Wallet>, ClientError> {
-        self.get("/wallets").await
+    /// Runs an operator command on the server (`POST /admin/commands`).
+    pub async fn run(&self, cmd: &Command) -> Result<Outcome, ClientError> {
+        self.post("/commands", cmd).await
     }
 
-    pub async fn create_wallet(&self, body: &CreateWallet) -> Result<Wallet, ClientError> {
-        self.post("/wallets", body).await
+    pub async fn list_wallets(&self) -> Result<Vec<Wallet>, ClientError> {
+        self.get("/wallets").await
     }
 
     pub async fn show_wallet(&self, name: &str) -> Result<WalletDetail, ClientError> {
@@ -244,24 +244,6 @@ impl AdminClient {
 
     pub async fn list_keys(&self, name: &str) -> Result<Jwks, ClientError> {
         self.get(&format!("/wallets/{name}/keys")).await
-    }
-
-    pub async fn add_key(&self, name: &str, body: &AddKey) -> Result<KeyAdded, ClientError> {
-        self.post(&format!("/wallets/{name}/keys"), body).await
-    }
-
-    pub async fn remove_key(&self, name: &str, kid: &str) -> Result<(), ClientError> {
-        self.send::<(), serde_json::Value>(Method::DELETE, &format!("/wallets/{name}/keys/{kid}"), None)
-            .await?;
-        Ok(())
-    }
-
-    pub async fn deposit(&self, name: &str, body: &Move) -> Result<Moved, ClientError> {
-        self.post(&format!("/wallets/{name}/deposit"), body).await
-    }
-
-    pub async fn withdraw(&self, name: &str, body: &Move) -> Result<Moved, ClientError> {
-        self.post(&format!("/wallets/{name}/withdraw"), body).await
     }
 
     pub async fn balances(&self) -> Result<Vec<Balance>, ClientError> {
@@ -296,30 +278,6 @@ impl AdminClient {
         self.get(&format!("/peers/{name}")).await
     }
 
-    pub async fn create_peer(&self, body: &NewPeer) -> Result<PeerView, ClientError> {
-        self.post("/peers", body).await
-    }
-
-    pub async fn update_peer(&self, name: &str, patch: &PeerPatch) -> Result<PeerView, ClientError> {
-        self.send(Method::PATCH, &format!("/peers/{name}"), Some(patch))
-            .await?
-            .ok_or_else(|| ClientError::Protocol("empty body".into()))
-    }
-
-    pub async fn move_peer_liquidity(&self, name: &str, body: &LiquidityMove) -> Result<PeerMoved, ClientError> {
-        self.post(&format!("/peers/{name}/liquidity"), body).await
-    }
-
-    pub async fn settle_peer(&self, name: &str, body: &NewSettlement) -> Result<PeerMoved, ClientError> {
-        self.post(&format!("/peers/{name}/settlements"), body).await
-    }
-
-    pub async fn remove_peer(&self, name: &str) -> Result<(), ClientError> {
-        self.send::<(), serde_json::Value>(Method::DELETE, &format!("/peers/{name}"), None)
-            .await?;
-        Ok(())
-    }
-
     /// Grants in `state`, or every grant (`all`), or the open ones.
     pub async fn list_grants(&self, state: Option<&str>, all: bool) -> Result<Vec<GrantView>, ClientError> {
         match state {
@@ -331,19 +289,6 @@ impl AdminClient {
 
     pub async fn show_grant(&self, id: &str) -> Result<GrantView, ClientError> {
         self.get(&format!("/grants/{id}")).await
-    }
-
-    pub async fn approve_grant(&self, id: &str) -> Result<GrantView, ClientError> {
-        self.post(&format!("/grants/{id}/approve"), &serde_json::json!({}))
-            .await
-    }
-
-    pub async fn reject_grant(&self, id: &str, body: &Reject) -> Result<GrantView, ClientError> {
-        self.post(&format!("/grants/{id}/reject"), body).await
-    }
-
-    pub async fn revoke_grant(&self, id: &str) -> Result<GrantView, ClientError> {
-        self.post(&format!("/grants/{id}/revoke"), &serde_json::json!({})).await
     }
 
     fn query(f: &PaymentFilter) -> String {
@@ -379,27 +324,12 @@ impl AdminClient {
         self.get(&format!("/incoming-payments/{id}")).await
     }
 
-    pub async fn complete_incoming(&self, id: &str) -> Result<IncomingView, ClientError> {
-        self.post(&format!("/incoming-payments/{id}/complete"), &serde_json::json!({}))
-            .await
-    }
-
     pub async fn list_outgoing(&self, f: &PaymentFilter) -> Result<Listed<OutgoingView>, ClientError> {
         self.get(&format!("/outgoing-payments{}", Self::query(f))).await
     }
 
     pub async fn show_outgoing(&self, id: &str) -> Result<OutgoingView, ClientError> {
         self.get(&format!("/outgoing-payments/{id}")).await
-    }
-
-    pub async fn cancel_outgoing(&self, id: &str) -> Result<OutgoingView, ClientError> {
-        self.post(&format!("/outgoing-payments/{id}/cancel"), &serde_json::json!({}))
-            .await
-    }
-
-    pub async fn retry_outgoing(&self, id: &str) -> Result<OutgoingView, ClientError> {
-        self.post(&format!("/outgoing-payments/{id}/retry"), &serde_json::json!({}))
-            .await
     }
 
     pub async fn list_quotes(&self, f: &PaymentFilter) -> Result<Listed<QuoteDto>, ClientError> {
@@ -469,17 +399,6 @@ impl AdminClient {
             format!("?{}", q.join("&"))
         };
         self.get(&format!("/webhooks{q}")).await
-    }
-
-    pub async fn retry_webhook(&self, seq: i64) -> Result<DeliveryRow, ClientError> {
-        self.post(&format!("/webhooks/{seq}/retry"), &serde_json::json!({}))
-            .await
-    }
-
-    /// Re-drives every dead delivery; returns how many.
-    pub async fn retry_dead_webhooks(&self) -> Result<usize, ClientError> {
-        let v: serde_json::Value = self.post("/webhooks/retry-dead", &serde_json::json!({})).await?;
-        Ok(v["retried"].as_u64().and_then(|n| usize::try_from(n).ok()).unwrap_or(0))
     }
 }
 

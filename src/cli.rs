@@ -511,50 +511,6 @@ pub enum GrantsCmd {
     Revoke { id: String },
 }
 
-#[derive(Debug, Subcommand)]
-pub enum WalletsCmd {
-    /// List wallet addresses.
-    List,
-    /// Create a wallet address.
-    Create {
-        name: String,
-        /// Asset code, e.g. USD.
-        #[arg(long)]
-        asset: String,
-        /// Asset scale (decimal places of the minor unit).
-        #[arg(long, default_value_t = 2)]
-        scale: u8,
-        /// Name shown to payers.
-        #[arg(long)]
-        public_name: Option<String>,
-    },
-    /// Show a wallet address with its keys and balance.
-    Show { name: String },
-}
-
-#[derive(Debug, Subcommand)]
-pub enum KeysCmd {
-    /// List a wallet's published keys.
-    List { wallet: String },
-    /// Register a public Ed25519 JWK: its JSON, or that JSON in base64 as the Web Monetization
-    /// extension shows its key (a key without `alg` is stored as EdDSA).
-    Add {
-        wallet: String,
-        /// The key as JSON or base64 text, @FILE to read it from a file, or - to read it from stdin.
-        #[arg(long, value_name = "JSON|BASE64|@FILE|-")]
-        jwk: String,
-    },
-    /// Generate a key pair, publish the public key and write the private key (PKCS#8 PEM).
-    Generate {
-        wallet: String,
-        /// File for the private key (default: print it).
-        #[arg(long, value_name = "FILE")]
-        out: Option<PathBuf>,
-    },
-    /// Remove a key by its kid.
-    Remove { wallet: String, kid: String },
-}
-
 #[derive(Debug, Args)]
 pub struct MoveArgs {
     pub wallet: String,
@@ -567,6 +523,7 @@ pub struct MoveArgs {
 
 pub use backup::run_backup;
 pub use requests::explain as sig_explain;
+pub use wallets::{KeysCmd, WalletsCmd};
 
 /// A refusal or failure worded for the operator, with a hint where one helps. `main` prints every error as
 /// one `error: …` line; this one adds its `hint: …` line.
@@ -685,6 +642,23 @@ impl Backend {
                 format!("via the server at {} (pid {})", r.admin, r.pid),
             )),
         }
+    }
+}
+
+impl Backend {
+    /// Runs an operator command on the server or on the data dir, whichever this is (errors worded alike), and
+    /// takes the value of the kind `T` the command answers.
+    async fn run<T>(&self, cmd: control::Command) -> Result<T>
+    where
+        T: TryFrom<control::Outcome, Error = control::command::UnexpectedOutcome>,
+    {
+        let outcome = match self {
+            Self::Remote(c) => c.run(&cmd).await.map_err(remote)?,
+            Self::Local(l) => control::execute(&l.state, cmd, control::Cause::cli())
+                .await
+                .map_err(api)?,
+        };
+        Ok(T::try_from(outcome)?)
     }
 }
 

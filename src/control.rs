@@ -4,6 +4,7 @@
 //! given. Commands answer typed [`Error`]s and know nothing of HTTP or terminals; `dto` holds the bodies
 //! the admin API and its client share.
 
+pub mod command;
 pub mod dto;
 pub mod events;
 pub mod funds;
@@ -22,6 +23,7 @@ use tokio_util::sync::CancellationToken;
 
 /// Who gives a command (console, CLI, admin API) and the admin request behind it, for the grant's timeline.
 pub use crate::gnap::timeline::{Actor, Cause};
+pub use command::{Command, Outcome, execute};
 pub use funds::move_funds;
 pub use grants::{approve_grant, list_grants, reject_grant, revoke_grant, show_grant};
 pub use keys::{add_key, list_keys, remove_key};

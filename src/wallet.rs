@@ -146,6 +146,14 @@ impl Cache {
     }
 }
 
+/// A public name is at most 256 printable characters.
+fn check_public_name(p: Option<&str>) -> Result<(), WalletError> {
+    match p {
+        Some(p) if p.chars().count() > 256 || p.chars().any(char::is_control) => Err(WalletError::BadPublicName),
+        _ => Ok(()),
+    }
+}
+
 impl Wallets {
     pub fn new(store: Store, bus: EventBus, clock: SharedClock, public_url: &str) -> Self {
         Self {
@@ -209,11 +217,7 @@ impl Wallets {
     /// Creates a wallet address and its ledger account in one transaction.
     pub async fn create(&self, new: NewWallet) -> Result<Wallet, WalletError> {
         validate_name(&new.name)?;
-        if let Some(p) = &new.public_name
-            && (p.chars().count() > 256 || p.chars().any(char::is_control))
-        {
-            return Err(WalletError::BadPublicName);
-        }
+        check_public_name(new.public_name.as_deref())?;
         let now = format_ts(self.clock.now());
         let row = self
             .store
@@ -249,6 +253,26 @@ impl Wallets {
         self.forget(&w.name);
         self.bus.publish_recorded([recorded]);
         Ok(w)
+    }
+
+    /// Sets (or with `None` clears) the `publicName` wallet `name` shows.
+    pub async fn set_public_name(&self, name: &str, public_name: Option<String>) -> Result<Wallet, WalletError> {
+        check_public_name(public_name.as_deref())?;
+        let n = name.to_owned();
+        let row = self
+            .store
+            .call(move |conn| {
+                let tx = store::immediate(conn)?;
+                if !repo::set_public_name(&tx, &n, public_name.as_deref())? {
+                    return Err(WalletError::NotFound(n.clone()));
+                }
+                let row = repo::by_name(&tx, &n)?.ok_or_else(|| WalletError::NotFound(n.clone()))?;
+                tx.commit()?;
+                Ok(row)
+            })
+            .await?;
+        self.forget(name);
+        Ok(self.to_wallet(row))
     }
 
     pub async fn get(&self, name: &str) -> Result<Wallet, WalletError> {

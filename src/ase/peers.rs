@@ -243,7 +243,7 @@ fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Optio
 }
 
 /// A change to an admin peer: absent fields stay as they are; `null` clears an optional one.
-#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+#[derive(Debug, Default, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct PeerPatch {
     #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]

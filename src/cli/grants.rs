@@ -7,11 +7,7 @@ use super::{
     Backend, GrantsCmd, dispatch,
     print::{emit, list},
 };
-use crate::{
-    control::{self, dto::Reject},
-    gnap::service::GrantView,
-    states::TokenState,
-};
+use crate::{control, gnap::service::GrantView, states::TokenState};
 
 /// A grant, for people: what it asks for in plain words, its decision and its tokens.
 fn grant_text(g: &GrantView) -> String {
@@ -67,16 +63,9 @@ pub(super) async fn grants(b: &Backend, cmd: GrantsCmd, json: bool) -> Result<()
             }
             g
         }
-        GrantsCmd::Approve { id } => {
-            dispatch!(b, c => c.approve_grant(&id), l => control::approve_grant(&l.state, &id, control::Cause::cli()))?
-        }
-        GrantsCmd::Reject { id, reason } => {
-            let body = Reject { reason };
-            dispatch!(b, c => c.reject_grant(&id, &body), l => control::reject_grant(&l.state, &id, body.clone(), control::Cause::cli()))?
-        }
-        GrantsCmd::Revoke { id } => {
-            dispatch!(b, c => c.revoke_grant(&id), l => control::revoke_grant(&l.state, &id, control::Cause::cli()))?
-        }
+        GrantsCmd::Approve { id } => b.run(control::Command::ApproveGrant { id }).await?,
+        GrantsCmd::Reject { id, reason } => b.run(control::Command::RejectGrant { id, reason }).await?,
+        GrantsCmd::Revoke { id } => b.run(control::Command::RevokeGrant { id }).await?,
     };
     emit(json, &one, || grant_text(&one))
 }

@@ -65,7 +65,7 @@ pub(super) async fn incoming(b: &Backend, cmd: IncomingCmd, json: bool) -> Resul
         }
         IncomingCmd::Complete { id } => {
             let id = id_of(&id);
-            dispatch!(b, c => c.complete_incoming(&id), l => control::complete_incoming(&l.state, &id))?
+            b.run(control::Command::CompleteIncoming { id }).await?
         }
     };
     emit(json, &one, || {
@@ -126,11 +126,11 @@ pub(super) async fn outgoing(b: &Backend, cmd: OutgoingCmd, json: bool) -> Resul
         }
         OutgoingCmd::Cancel { id } => {
             let id = id_of(&id);
-            dispatch!(b, c => c.cancel_outgoing(&id), l => control::cancel_outgoing(&l.state, &id))?
+            b.run(control::Command::CancelOutgoing { id }).await?
         }
         OutgoingCmd::Retry { id } => {
             let id = id_of(&id);
-            dispatch!(b, c => c.retry_outgoing(&id), l => control::retry_outgoing(&l.state, &id))?
+            b.run(control::Command::RetryOutgoing { id }).await?
         }
     };
     emit(json, &one, || {

@@ -12,7 +12,7 @@ use crate::{
     ase::{liquidity::Direction, peers::PeerPatch},
     control::{
         self,
-        dto::{LiquidityMove, NewPeer, NewSettlement, PeerView},
+        dto::{LiquidityMove, NewPeer, NewSettlement, PeerMoved, PeerView},
     },
     money::{Value, format_minor},
 };
@@ -91,7 +91,7 @@ pub(super) async fn peers(b: &Backend, cmd: PeersCmd, json: bool) -> Result<()> 
                 routes: fields.route,
                 max_packet_amount: fields.max_packet_amount,
             };
-            let p = dispatch!(b, c => c.create_peer(&body), l => control::create_peer(&l.state, body.clone()))?;
+            let p: PeerView = b.run(control::Command::CreatePeer(body)).await?;
             emit(json, &p, || peer_text(&p))
         }
         PeersCmd::Update {
@@ -138,7 +138,7 @@ pub(super) async fn peers(b: &Backend, cmd: PeersCmd, json: bool) -> Result<()> 
                     fields.max_packet_amount.map(Some)
                 },
             };
-            let p = dispatch!(b, c => c.update_peer(&name, &patch), l => control::update_peer(&l.state, &name, patch.clone()))?;
+            let p: PeerView = b.run(control::Command::UpdatePeer { name, patch }).await?;
             emit(json, &p, || peer_text(&p))
         }
         PeersCmd::Liquidity {
@@ -160,7 +160,12 @@ pub(super) async fn peers(b: &Backend, cmd: PeersCmd, json: bool) -> Result<()> 
                     transfer_id: id,
                 },
             };
-            let moved = dispatch!(b, c => c.move_peer_liquidity(&name, &body), l => control::move_peer_liquidity(&l.state, &name, body.clone()))?;
+            let moved: PeerMoved = b
+                .run(control::Command::MovePeerLiquidity {
+                    peer: name,
+                    liquidity: body,
+                })
+                .await?;
             let p = &moved.peer;
             emit(json, &moved, || {
                 let verb = match action {
@@ -192,7 +197,12 @@ pub(super) async fn peers(b: &Backend, cmd: PeersCmd, json: bool) -> Result<()> 
                 amount: minor(&amount)?,
                 id,
             };
-            let moved = dispatch!(b, c => c.settle_peer(&name, &body), l => control::settle_peer(&l.state, &name, body.clone()))?;
+            let moved: PeerMoved = b
+                .run(control::Command::SettlePeer {
+                    peer: name,
+                    settlement: body,
+                })
+                .await?;
             let p = &moved.peer;
             emit(json, &moved, || {
                 let what = match direction {
@@ -210,7 +220,7 @@ pub(super) async fn peers(b: &Backend, cmd: PeersCmd, json: bool) -> Result<()> 
             })
         }
         PeersCmd::Remove { name } => {
-            dispatch!(b, c => c.remove_peer(&name), l => control::remove_peer(&l.state, &name))?;
+            b.run::<()>(control::Command::RemovePeer { name: name.clone() }).await?;
             emit(json, &serde_json::json!({ "removed": name }), || {
                 format!("removed peer {name}\n")
             })

@@ -1,22 +1,72 @@
 //! Operator commands on wallet addresses and their money: `wallets`, `keys`, `deposit`, `withdraw` and
 //! `balances`. Prints only through [`super::print`].
 
+use std::path::PathBuf;
+
+use clap::Subcommand;
 use color_eyre::eyre::{Result, WrapErr, eyre};
 
 use super::{
-    Backend, KeysCmd, MoveArgs, OneLine, WalletsCmd, dispatch,
+    Backend, MoveArgs, OneLine, dispatch,
     print::{emit, list, table},
 };
 use crate::{
     control::{
         self,
-        dto::{AddKey, CreateWallet, Move},
+        dto::{AddKey, CreateWallet, KeyAdded, Move, Moved},
     },
     ledger::{Balance, Movement},
     money::{Asset, Value, format_minor},
+    wallet::Wallet,
 };
 
-/// `wallets list|create|show`.
+#[derive(Debug, Subcommand)]
+pub enum WalletsCmd {
+    /// List wallet addresses.
+    List,
+    /// Create a wallet address.
+    Create {
+        name: String,
+        /// Asset code, e.g. USD.
+        #[arg(long)]
+        asset: String,
+        /// Asset scale (decimal places of the minor unit).
+        #[arg(long, default_value_t = 2)]
+        scale: u8,
+        /// Name shown to payers.
+        #[arg(long)]
+        public_name: Option<String>,
+    },
+    /// Show a wallet address with its keys and balance.
+    Show { name: String },
+    /// Set the public name a wallet address shows payers; without a name, clear it.
+    PublicName { name: String, public_name: Option<String> },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum KeysCmd {
+    /// List a wallet's published keys.
+    List { wallet: String },
+    /// Register a public Ed25519 JWK: its JSON, or that JSON in base64 as the Web Monetization
+    /// extension shows its key (a key without `alg` is stored as EdDSA).
+    Add {
+        wallet: String,
+        /// The key as JSON or base64 text, @FILE to read it from a file, or - to read it from stdin.
+        #[arg(long, value_name = "JSON|BASE64|@FILE|-")]
+        jwk: String,
+    },
+    /// Generate a key pair, publish the public key and write the private key (PKCS#8 PEM).
+    Generate {
+        wallet: String,
+        /// File for the private key (default: print it).
+        #[arg(long, value_name = "FILE")]
+        out: Option<PathBuf>,
+    },
+    /// Remove a key by its kid.
+    Remove { wallet: String, kid: String },
+}
+
+/// `wallets list|create|show|public-name`.
 pub(super) async fn wallets(b: &Backend, cmd: WalletsCmd, json: bool) -> Result<()> {
     match cmd {
         WalletsCmd::List => {
@@ -51,9 +101,21 @@ pub(super) async fn wallets(b: &Backend, cmd: WalletsCmd, json: bool) -> Result<
                 asset_scale: scale,
                 public_name,
             };
-            let w = dispatch!(b, c => c.create_wallet(&body), l => control::create_wallet(&l.state, body.clone()))?;
+            let w: Wallet = b.run(control::Command::CreateWallet(body)).await?;
             emit(json, &w, || {
                 format!("created {} ({}/{})\n", w.url, w.asset_code, w.asset_scale)
+            })
+        }
+        WalletsCmd::PublicName { name, public_name } => {
+            let w: Wallet = b
+                .run(control::Command::SetPublicName {
+                    wallet: name,
+                    public_name,
+                })
+                .await?;
+            emit(json, &w, || match &w.public_name {
+                Some(p) => format!("{} shows the public name {p:?}\n", w.url),
+                None => format!("{} shows no public name\n", w.url),
             })
         }
         WalletsCmd::Show { name } => {
@@ -107,8 +169,12 @@ pub(super) async fn keys(b: &Backend, cmd: KeysCmd, json: bool) -> Result<()> {
                 jwk: Some(serde_json::to_value(&jwk).wrap_err("cannot encode the key")?),
                 generate: false,
             };
-            let k =
-                dispatch!(b, c => c.add_key(&wallet, &body), l => control::add_key(&l.state, &wallet, body.clone()))?;
+            let k: KeyAdded = b
+                .run(control::Command::AddKey {
+                    wallet: wallet.clone(),
+                    key: body,
+                })
+                .await?;
             emit(json, &k, || format!("added key {} to {wallet}\n", k.jwk.kid))
         }
         KeysCmd::Generate { wallet, out } => {
@@ -116,8 +182,12 @@ pub(super) async fn keys(b: &Backend, cmd: KeysCmd, json: bool) -> Result<()> {
                 jwk: None,
                 generate: true,
             };
-            let k =
-                dispatch!(b, c => c.add_key(&wallet, &body), l => control::add_key(&l.state, &wallet, body.clone()))?;
+            let k: KeyAdded = b
+                .run(control::Command::AddKey {
+                    wallet: wallet.clone(),
+                    key: body,
+                })
+                .await?;
             let pem = k
                 .private_key_pem
                 .clone()
@@ -140,7 +210,11 @@ pub(super) async fn keys(b: &Backend, cmd: KeysCmd, json: bool) -> Result<()> {
             }
         }
         KeysCmd::Remove { wallet, kid } => {
-            dispatch!(b, c => c.remove_key(&wallet, &kid), l => control::remove_key(&l.state, &wallet, &kid))?;
+            let cmd = control::Command::RemoveKey {
+                wallet: wallet.clone(),
+                kid: kid.clone(),
+            };
+            b.run::<()>(cmd).await?;
             emit(json, &serde_json::json!({"removed": kid}), || {
                 format!("removed key {kid} from {wallet}\n")
             })
@@ -186,14 +260,13 @@ pub(super) async fn move_funds(b: &Backend, m: MoveArgs, movement: Movement, jso
         transfer_id: m.id,
     };
     let wallet = m.wallet;
-    let moved = match movement {
-        Movement::Deposit => {
-            dispatch!(b, c => c.deposit(&wallet, &body), l => control::move_funds(&l.state, &wallet, body.clone(), movement))?
-        }
-        Movement::Withdrawal => {
-            dispatch!(b, c => c.withdraw(&wallet, &body), l => control::move_funds(&l.state, &wallet, body.clone(), movement))?
-        }
-    };
+    let (w, funds) = (wallet.clone(), body);
+    let moved: Moved = b
+        .run(match movement {
+            Movement::Deposit => control::Command::Deposit { wallet: w, funds },
+            Movement::Withdrawal => control::Command::Withdraw { wallet: w, funds },
+        })
+        .await?;
     let verb = if movement == Movement::Deposit {
         "deposited"
     } else {

@@ -49,14 +49,14 @@ pub(super) async fn webhooks(b: &Backend, cmd: WebhooksCmd, json: bool) -> Resul
             )
         }
         WebhooksCmd::Retry { dead: true, .. } => {
-            let n = dispatch!(b, c => c.retry_dead_webhooks(), l => control::retry_dead_webhooks(&l.state))?;
+            let n: usize = b.run(control::Command::RetryDeadWebhooks).await?;
             emit(json, &serde_json::json!({ "retried": n }), || {
                 format!("{n} dead deliveries will be sent again\n")
             })
         }
         WebhooksCmd::Retry { seq, .. } => {
             let seq = seq.unwrap_or_default();
-            let d = dispatch!(b, c => c.retry_webhook(seq), l => control::retry_webhook(&l.state, seq))?;
+            let d: DeliveryRow = b.run(control::Command::RetryWebhook { seq }).await?;
             emit(json, &d, || delivery_text(&d))
         }
     }

@@ -19,19 +19,17 @@ use tokio::sync::mpsc;
 use crate::{
     admin::{AdminClient, AdminEvent, ClientError},
     ase::{incoming::IncomingView, outgoing::GrantSpent, outgoing::OutgoingView, quotes::QuoteDto},
-    control::dto::{
-        AddKey, CreateWallet, KeyAdded, LiquidityMove, Listed, Move, Moved, NewSettlement, PaymentFilter, PeerMoved,
-        PeerView, Reject,
+    control::{
+        Command, Outcome,
+        dto::{Listed, PaymentFilter, PeerView},
     },
     gnap::{service::GrantView, timeline::Actor},
-    ledger::Movement,
     owner::{self, Record},
     states::DeliveryState,
     tui::{
         app::{Attached, OverviewData, ServerInfo, WalletRow},
         desk::{Answer, Desk, DeskError, FEED_CAPACITY, Feed},
     },
-    wallet::Wallet,
     webhooks::DeliveryRow,
 };
 
@@ -255,65 +253,8 @@ impl Desk for Remote {
         self.inner.client().show_grant(id).await.map_err(|e| self.failed(e))
     }
 
-    async fn approve(&self, id: &str) -> Answer<GrantView> {
-        self.inner.client().approve_grant(id).await.map_err(|e| self.failed(e))
-    }
-
-    async fn reject(&self, id: &str, body: Reject) -> Answer<GrantView> {
-        self.inner
-            .client()
-            .reject_grant(id, &body)
-            .await
-            .map_err(|e| self.failed(e))
-    }
-
-    async fn revoke(&self, id: &str) -> Answer<GrantView> {
-        self.inner.client().revoke_grant(id).await.map_err(|e| self.failed(e))
-    }
-
-    async fn complete(&self, id: &str) -> Answer<IncomingView> {
-        self.inner
-            .client()
-            .complete_incoming(id)
-            .await
-            .map_err(|e| self.failed(e))
-    }
-
-    async fn retry(&self, id: &str) -> Answer<OutgoingView> {
-        self.inner.client().retry_outgoing(id).await.map_err(|e| self.failed(e))
-    }
-
-    async fn cancel(&self, id: &str) -> Answer<OutgoingView> {
-        self.inner
-            .client()
-            .cancel_outgoing(id)
-            .await
-            .map_err(|e| self.failed(e))
-    }
-
-    async fn create_wallet(&self, body: CreateWallet) -> Answer<Wallet> {
-        self.inner
-            .client()
-            .create_wallet(&body)
-            .await
-            .map_err(|e| self.failed(e))
-    }
-
-    async fn move_funds(&self, wallet: &str, body: Move, m: Movement) -> Answer<Moved> {
-        let c = self.inner.client();
-        match m {
-            Movement::Deposit => c.deposit(wallet, &body).await,
-            Movement::Withdrawal => c.withdraw(wallet, &body).await,
-        }
-        .map_err(|e| self.failed(e))
-    }
-
-    async fn add_key(&self, wallet: &str, body: AddKey) -> Answer<KeyAdded> {
-        self.inner
-            .client()
-            .add_key(wallet, &body)
-            .await
-            .map_err(|e| self.failed(e))
+    async fn run(&self, cmd: Command) -> Answer<Outcome> {
+        self.inner.client().run(&cmd).await.map_err(|e| self.failed(e))
     }
 
     async fn webhooks(
@@ -329,36 +270,8 @@ impl Desk for Remote {
             .map_err(|e| self.failed(e))
     }
 
-    async fn retry_webhook(&self, seq: i64) -> Answer<DeliveryRow> {
-        self.inner.client().retry_webhook(seq).await.map_err(|e| self.failed(e))
-    }
-
-    async fn retry_dead_webhooks(&self) -> Answer<usize> {
-        self.inner
-            .client()
-            .retry_dead_webhooks()
-            .await
-            .map_err(|e| self.failed(e))
-    }
-
     async fn peers(&self) -> Answer<Vec<PeerView>> {
         self.inner.client().list_peers().await.map_err(|e| self.failed(e))
-    }
-
-    async fn move_peer_liquidity(&self, name: &str, body: LiquidityMove) -> Answer<PeerMoved> {
-        self.inner
-            .client()
-            .move_peer_liquidity(name, &body)
-            .await
-            .map_err(|e| self.failed(e))
-    }
-
-    async fn settle_peer(&self, name: &str, body: NewSettlement) -> Answer<PeerMoved> {
-        self.inner
-            .client()
-            .settle_peer(name, &body)
-            .await
-            .map_err(|e| self.failed(e))
     }
 
     fn demo(&self) -> Answer<()> {

@@ -9,7 +9,7 @@ use crate::{
     wallet::Wallet,
 };
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct CreateWallet {
     pub name: String,
@@ -20,7 +20,7 @@ pub struct CreateWallet {
 }
 
 /// Register a given public key, or generate a key pair.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct AddKey {
     /// The public key: a JWK object, or a string holding its JSON or that JSON in base64 (the Web
@@ -42,7 +42,7 @@ pub struct KeyAdded {
 }
 
 /// A deposit or withdrawal in the wallet's minor units.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Move {
     pub value: Value,
@@ -53,6 +53,18 @@ pub struct Move {
     /// Makes the movement idempotent: the same id is applied once.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub transfer_id: Option<String>,
+}
+
+impl Move {
+    /// `value` minor units of the wallet's asset, not idempotent.
+    pub fn of(value: Value) -> Self {
+        Self {
+            value,
+            asset_code: None,
+            asset_scale: None,
+            transfer_id: None,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -121,7 +133,7 @@ pub struct Listed<T> {
 }
 
 /// `POST /admin/peers`: an ILP peer (see `[[ilp.peers]]` in the README for what each field does).
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct NewPeer {
     pub name: String,
@@ -299,7 +311,7 @@ impl PeerView {
 
 /// `POST /admin/peers/{name}/liquidity`: `{"deposit": "1000"}` or `{"withdraw": "1000"}` (minor units of the
 /// peer's asset), with an optional `transferId` that makes it idempotent.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct LiquidityMove {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -310,9 +322,20 @@ pub struct LiquidityMove {
     pub transfer_id: Option<String>,
 }
 
+impl LiquidityMove {
+    /// A deposit (or a withdrawal) of `value`, not idempotent.
+    pub fn of(deposit: bool, value: Value) -> Self {
+        Self {
+            deposit: deposit.then_some(value),
+            withdraw: (!deposit).then_some(value),
+            transfer_id: None,
+        }
+    }
+}
+
 /// `POST /admin/peers/{name}/settlements`: who paid whom outside ILP, how much (minor units of the peer's
 /// asset), and an optional id that makes it idempotent.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct NewSettlement {
     pub direction: crate::ase::liquidity::Direction,

@@ -18,24 +18,56 @@ use axum::{
 
 use crate::{
     control::{
-        self,
+        self, Command,
         dto::{AddKey, CreateWallet, GrantFilter, LiquidityMove, Move, NewPeer, NewSettlement, PaymentFilter, Reject},
     },
     gnap::timeline::{ACTOR_HEADER, Actor, Cause},
-    ledger::Movement,
     server::{error::ApiError, extract::Json, request_log::RequestId, state::AppState},
 };
 
 /// Who calls: the CLI or a console when their client says so (`opdesk-actor`), else a direct admin API call;
 /// with this request's id.
-fn caller(headers: &axum::http::HeaderMap, rid: Option<axum::Extension<RequestId>>) -> Cause {
-    let actor = Actor::of_admin_header(headers.get(ACTOR_HEADER).and_then(|v| v.to_str().ok()));
-    Cause::new(actor, rid.map(|axum::Extension(r)| r.id))
+struct Caller(Cause);
+
+impl<S: Send + Sync> axum::extract::FromRequestParts<S> for Caller {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(parts: &mut axum::http::request::Parts, _: &S) -> Result<Self, Self::Rejection> {
+        let actor = Actor::of_admin_header(parts.headers.get(ACTOR_HEADER).and_then(|v| v.to_str().ok()));
+        let rid = parts.extensions.get::<RequestId>().map(|r| r.id.clone());
+        Ok(Self(Cause::new(actor, rid)))
+    }
+}
+
+/// `POST /admin/commands`: runs one [`Command`] and answers its [`control::Outcome`] (`{"outcome", "value"}`).
+/// What the admin client, attached consoles and the CLI send.
+async fn run_command(s: State<AppState>, Caller(by): Caller, Json(cmd): Json<Command>) -> Result<Response, ApiError> {
+    Ok(Json(control::execute(&s, cmd, by).await?).into_response())
+}
+
+/// A REST path onto a command: the outcome's own body, `201 Created` for what the command creates, `204 No
+/// Content` when it has nothing to show.
+async fn command(s: &AppState, Caller(by): Caller, cmd: Command) -> Result<Response, ApiError> {
+    let status = if cmd.creates() {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
+    Ok(match control::execute(s, cmd, by).await?.body() {
+        Some(json) => (
+            status,
+            [(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))],
+            json,
+        )
+            .into_response(),
+        None => StatusCode::NO_CONTENT.into_response(),
+    })
 }
 
 /// Admin routes (nested under `/admin`), guarded by loopback + bearer token.
 pub fn routes(state: AppState) -> Router<AppState> {
     Router::new()
+        .route("/commands", post(run_command))
         .route("/wallets", get(list_wallets).post(create_wallet))
         .route("/wallets/{name}", get(show_wallet))
         .route("/wallets/{name}/keys", get(list_keys).post(add_key))
@@ -181,25 +213,20 @@ async fn list_webhooks(
     Ok(Json(control::list_webhooks(&s, q.state, q.before, q.first).await?))
 }
 
-async fn retry_webhook(State(s): State<AppState>, Path(seq): Path<i64>) -> Result<impl IntoResponse, ApiError> {
-    Ok(Json(control::retry_webhook(&s, seq).await?))
+async fn retry_webhook(s: State<AppState>, by: Caller, Path(seq): Path<i64>) -> Result<Response, ApiError> {
+    command(&s, by, Command::RetryWebhook { seq }).await
 }
 
-async fn retry_dead_webhooks(State(s): State<AppState>) -> Result<impl IntoResponse, ApiError> {
-    Ok(Json(
-        serde_json::json!({ "retried": control::retry_dead_webhooks(&s).await? }),
-    ))
+async fn retry_dead_webhooks(s: State<AppState>, by: Caller) -> Result<Response, ApiError> {
+    command(&s, by, Command::RetryDeadWebhooks).await
 }
 
 async fn list_wallets(State(s): State<AppState>) -> Result<impl IntoResponse, ApiError> {
     Ok(Json(control::list_wallets(&s).await?))
 }
 
-async fn create_wallet(
-    State(s): State<AppState>,
-    Json(body): Json<CreateWallet>,
-) -> Result<impl IntoResponse, ApiError> {
-    Ok((StatusCode::CREATED, Json(control::create_wallet(&s, body).await?)))
+async fn create_wallet(s: State<AppState>, by: Caller, Json(body): Json<CreateWallet>) -> Result<Response, ApiError> {
+    command(&s, by, Command::CreateWallet(body)).await
 }
 
 async fn show_wallet(State(s): State<AppState>, Path(name): Path<String>) -> Result<impl IntoResponse, ApiError> {
@@ -211,35 +238,38 @@ async fn list_keys(State(s): State<AppState>, Path(name): Path<String>) -> Resul
 }
 
 async fn add_key(
-    State(s): State<AppState>,
-    Path(name): Path<String>,
-    Json(body): Json<AddKey>,
-) -> Result<impl IntoResponse, ApiError> {
-    Ok((StatusCode::CREATED, Json(control::add_key(&s, &name, body).await?)))
+    s: State<AppState>,
+    by: Caller,
+    Path(wallet): Path<String>,
+    Json(key): Json<AddKey>,
+) -> Result<Response, ApiError> {
+    command(&s, by, Command::AddKey { wallet, key }).await
 }
 
 async fn remove_key(
-    State(s): State<AppState>,
-    Path((name, kid)): Path<(String, String)>,
-) -> Result<StatusCode, ApiError> {
-    control::remove_key(&s, &name, &kid).await?;
-    Ok(StatusCode::NO_CONTENT)
+    s: State<AppState>,
+    by: Caller,
+    Path((wallet, kid)): Path<(String, String)>,
+) -> Result<Response, ApiError> {
+    command(&s, by, Command::RemoveKey { wallet, kid }).await
 }
 
 async fn deposit(
-    State(s): State<AppState>,
-    Path(name): Path<String>,
-    Json(body): Json<Move>,
-) -> Result<impl IntoResponse, ApiError> {
-    Ok(Json(control::move_funds(&s, &name, body, Movement::Deposit).await?))
+    s: State<AppState>,
+    by: Caller,
+    Path(wallet): Path<String>,
+    Json(funds): Json<Move>,
+) -> Result<Response, ApiError> {
+    command(&s, by, Command::Deposit { wallet, funds }).await
 }
 
 async fn withdraw(
-    State(s): State<AppState>,
-    Path(name): Path<String>,
-    Json(body): Json<Move>,
-) -> Result<impl IntoResponse, ApiError> {
-    Ok(Json(control::move_funds(&s, &name, body, Movement::Withdrawal).await?))
+    s: State<AppState>,
+    by: Caller,
+    Path(wallet): Path<String>,
+    Json(funds): Json<Move>,
+) -> Result<Response, ApiError> {
+    command(&s, by, Command::Withdraw { wallet, funds }).await
 }
 
 async fn balances(State(s): State<AppState>) -> Result<impl IntoResponse, ApiError> {
@@ -270,37 +300,39 @@ async fn show_peer(State(s): State<AppState>, Path(name): Path<String>) -> Resul
     Ok(Json(control::show_peer(&s, &name).await?))
 }
 
-async fn create_peer(State(s): State<AppState>, Json(body): Json<NewPeer>) -> Result<impl IntoResponse, ApiError> {
-    Ok((StatusCode::CREATED, Json(control::create_peer(&s, body).await?)))
+async fn create_peer(s: State<AppState>, by: Caller, Json(body): Json<NewPeer>) -> Result<Response, ApiError> {
+    command(&s, by, Command::CreatePeer(body)).await
 }
 
 async fn update_peer(
-    State(s): State<AppState>,
+    s: State<AppState>,
+    by: Caller,
     Path(name): Path<String>,
-    Json(body): Json<crate::ase::peers::PeerPatch>,
-) -> Result<impl IntoResponse, ApiError> {
-    Ok(Json(control::update_peer(&s, &name, body).await?))
+    Json(patch): Json<crate::ase::peers::PeerPatch>,
+) -> Result<Response, ApiError> {
+    command(&s, by, Command::UpdatePeer { name, patch }).await
 }
 
 async fn peer_liquidity(
-    State(s): State<AppState>,
-    Path(name): Path<String>,
-    Json(body): Json<LiquidityMove>,
-) -> Result<impl IntoResponse, ApiError> {
-    Ok(Json(control::move_peer_liquidity(&s, &name, body).await?))
+    s: State<AppState>,
+    by: Caller,
+    Path(peer): Path<String>,
+    Json(liquidity): Json<LiquidityMove>,
+) -> Result<Response, ApiError> {
+    command(&s, by, Command::MovePeerLiquidity { peer, liquidity }).await
 }
 
 async fn settle_peer(
-    State(s): State<AppState>,
-    Path(name): Path<String>,
-    Json(body): Json<NewSettlement>,
-) -> Result<impl IntoResponse, ApiError> {
-    Ok(Json(control::settle_peer(&s, &name, body).await?))
+    s: State<AppState>,
+    by: Caller,
+    Path(peer): Path<String>,
+    Json(settlement): Json<NewSettlement>,
+) -> Result<Response, ApiError> {
+    command(&s, by, Command::SettlePeer { peer, settlement }).await
 }
 
-async fn remove_peer(State(s): State<AppState>, Path(name): Path<String>) -> Result<StatusCode, ApiError> {
-    control::remove_peer(&s, &name).await?;
-    Ok(StatusCode::NO_CONTENT)
+async fn remove_peer(s: State<AppState>, by: Caller, Path(name): Path<String>) -> Result<Response, ApiError> {
+    command(&s, by, Command::RemovePeer { name }).await
 }
 
 async fn list_incoming(
@@ -314,8 +346,8 @@ async fn show_incoming(State(s): State<AppState>, Path(id): Path<String>) -> Res
     Ok(Json(control::show_incoming(&s, &id).await?))
 }
 
-async fn complete_incoming(State(s): State<AppState>, Path(id): Path<String>) -> Result<impl IntoResponse, ApiError> {
-    Ok(Json(control::complete_incoming(&s, &id).await?))
+async fn complete_incoming(s: State<AppState>, by: Caller, Path(id): Path<String>) -> Result<Response, ApiError> {
+    command(&s, by, Command::CompleteIncoming { id }).await
 }
 
 async fn list_outgoing(
@@ -329,12 +361,12 @@ async fn show_outgoing(State(s): State<AppState>, Path(id): Path<String>) -> Res
     Ok(Json(control::show_outgoing(&s, &id).await?))
 }
 
-async fn cancel_outgoing(State(s): State<AppState>, Path(id): Path<String>) -> Result<impl IntoResponse, ApiError> {
-    Ok(Json(control::cancel_outgoing(&s, &id).await?))
+async fn cancel_outgoing(s: State<AppState>, by: Caller, Path(id): Path<String>) -> Result<Response, ApiError> {
+    command(&s, by, Command::CancelOutgoing { id }).await
 }
 
-async fn retry_outgoing(State(s): State<AppState>, Path(id): Path<String>) -> Result<impl IntoResponse, ApiError> {
-    Ok(Json(control::retry_outgoing(&s, &id).await?))
+async fn retry_outgoing(s: State<AppState>, by: Caller, Path(id): Path<String>) -> Result<Response, ApiError> {
+    command(&s, by, Command::RetryOutgoing { id }).await
 }
 
 async fn list_quotes(State(s): State<AppState>, Query(f): Query<PaymentFilter>) -> Result<impl IntoResponse, ApiError> {
@@ -377,35 +409,32 @@ async fn show_grant(State(s): State<AppState>, Path(id): Path<String>) -> Result
     Ok(Json(control::show_grant(&s, &id).await?))
 }
 
-async fn approve_grant(
-    State(s): State<AppState>,
-    rid: Option<axum::Extension<RequestId>>,
-    headers: axum::http::HeaderMap,
-    Path(id): Path<String>,
-) -> Result<impl IntoResponse, ApiError> {
-    Ok(Json(control::approve_grant(&s, &id, caller(&headers, rid)).await?))
+async fn approve_grant(s: State<AppState>, by: Caller, Path(id): Path<String>) -> Result<Response, ApiError> {
+    command(&s, by, Command::ApproveGrant { id }).await
 }
 
 async fn reject_grant(
-    State(s): State<AppState>,
-    rid: Option<axum::Extension<RequestId>>,
-    headers: axum::http::HeaderMap,
+    s: State<AppState>,
+    by: Caller,
     Path(id): Path<String>,
     body: axum::body::Bytes,
-) -> Result<impl IntoResponse, ApiError> {
+) -> Result<Response, ApiError> {
     let body: Reject = if body.iter().all(u8::is_ascii_whitespace) {
         Reject::default()
     } else {
         serde_json::from_slice(&body).map_err(|e| ApiError::bad_request("invalid_request", e.to_string()))?
     };
-    Ok(Json(control::reject_grant(&s, &id, body, caller(&headers, rid)).await?))
+    command(
+        &s,
+        by,
+        Command::RejectGrant {
+            id,
+            reason: body.reason,
+        },
+    )
+    .await
 }
 
-async fn revoke_grant(
-    State(s): State<AppState>,
-    rid: Option<axum::Extension<RequestId>>,
-    headers: axum::http::HeaderMap,
-    Path(id): Path<String>,
-) -> Result<impl IntoResponse, ApiError> {
-    Ok(Json(control::revoke_grant(&s, &id, caller(&headers, rid)).await?))
+async fn revoke_grant(s: State<AppState>, by: Caller, Path(id): Path<String>) -> Result<Response, ApiError> {
+    command(&s, by, Command::RevokeGrant { id }).await
 }

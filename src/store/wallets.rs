@@ -59,6 +59,14 @@ pub fn by_id(conn: &Connection, id: &str) -> Result<Option<WalletRow>, Error> {
     Ok(conn.prepare_cached(&sql)?.query_row([id], from_row).optional()?)
 }
 
+/// Sets the public name of wallet `name`; false if there is none.
+pub fn set_public_name(conn: &Connection, name: &str, public_name: Option<&str>) -> Result<bool, Error> {
+    Ok(conn
+        .prepare_cached("UPDATE wallet_addresses SET public_name = ?2 WHERE name = ?1")?
+        .execute(params![name, public_name])?
+        == 1)
+}
+
 pub fn list(conn: &Connection) -> Result<Vec<WalletRow>, Error> {
     let sql = format!("SELECT {COLS} FROM wallet_addresses w JOIN accounts a ON a.id = w.account_id ORDER BY w.name");
     let mut stmt = conn.prepare_cached(&sql)?;

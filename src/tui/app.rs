@@ -26,7 +26,7 @@ use crate::{
         outgoing::{GrantSpent, OutgoingView},
         quotes::QuoteDto,
     },
-    control::dto::PeerView,
+    control::{Command, dto::PeerView},
     events::DomainEvent,
     gnap::{service::GrantView, timeline::GrantStep},
     webhooks::DeliveryRow,
@@ -146,45 +146,8 @@ pub enum Effect {
     Load(Load),
     /// Fetch one grant's timeline (the Grants detail shows it).
     LoadTimeline(String),
-    Approve(String),
-    Reject(String, Option<String>),
-    Revoke(String),
-    Complete(String),
-    Retry(String),
-    Cancel(String),
-    CreateWallet {
-        name: String,
-        asset_code: String,
-        asset_scale: u8,
-    },
-    /// Deposit (or withdraw) minor units.
-    Move {
-        wallet: String,
-        deposit: bool,
-        amount: u64,
-    },
-    GenerateKey(String),
-    /// Register a public key given as text (any form `httpsig::jwk::parse_input` reads) for this wallet.
-    AddKey {
-        wallet: String,
-        text: String,
-    },
-    /// Deposit (or withdraw) minor units of a peer's liquidity.
-    PeerLiquidity {
-        peer: String,
-        deposit: bool,
-        amount: u64,
-    },
-    /// Record a settlement with a peer: we paid it (or it paid us) minor units outside ILP.
-    Settle {
-        peer: String,
-        paid: bool,
-        amount: u64,
-    },
-    /// Re-drive the webhook delivery of the event with this sequence number.
-    RetryWebhook(i64),
-    /// Re-drive every dead webhook delivery.
-    RetryDeadWebhooks,
+    /// An operator command, confirmed where it needs it.
+    Run(Command),
     Demo,
     /// A console over several desks: show the one with this name.
     SwitchDesk(String),
@@ -1243,10 +1206,16 @@ mod tests {
         );
         assert!(a.overlay.is_none());
         a.update(key('a'));
-        assert_eq!(a.update(key('y')), vec![Effect::Approve("g-1".into())]);
+        assert_eq!(
+            a.update(key('y')),
+            vec![Effect::Run(Command::ApproveGrant { id: "g-1".into() })]
+        );
         a.update(key('a'));
         a.update(code(KeyCode::Right));
-        assert_eq!(a.update(code(KeyCode::Enter)), vec![Effect::Approve("g-1".into())]);
+        assert_eq!(
+            a.update(code(KeyCode::Enter)),
+            vec![Effect::Run(Command::ApproveGrant { id: "g-1".into() })]
+        );
     }
 
     #[test]
@@ -1261,7 +1230,10 @@ mod tests {
         a.update(code(KeyCode::Enter));
         assert_eq!(
             a.update(key('y')),
-            vec![Effect::Reject("g-1".into(), Some("not today".into()))]
+            vec![Effect::Run(Command::RejectGrant {
+                id: "g-1".into(),
+                reason: Some("not today".into())
+            })]
         );
     }
 
@@ -1538,7 +1510,10 @@ mod tests {
         }));
         a.update(key('5'));
         a.update(key('R'));
-        assert_eq!(a.update(key('y')), vec![Effect::Retry("o-1".into())]);
+        assert_eq!(
+            a.update(key('y')),
+            vec![Effect::Run(Command::RetryOutgoing { id: "o-1".into() })]
+        );
         a.update(key('j'));
         assert!(a.update(key('R')).is_empty());
         assert!(a.overlay.is_none());
@@ -1580,7 +1555,7 @@ mod tests {
         assert_eq!(a.pane, Pane::Webhooks);
         assert!(a.update(key('R')).is_empty());
         assert!(matches!(a.overlay, Some(Overlay::Confirm(Confirm { yes: false, .. }))));
-        assert_eq!(a.update(key('y')), vec![Effect::RetryWebhook(3)]);
+        assert_eq!(a.update(key('y')), vec![Effect::Run(Command::RetryWebhook { seq: 3 })]);
         a.update(key('j'));
         assert!(a.update(key('R')).is_empty());
         assert!(a.overlay.is_none(), "no confirm for a delivered one");
@@ -1591,11 +1566,11 @@ mod tests {
         );
         a.update(key('j'));
         a.update(key('R'));
-        assert_eq!(a.update(key('y')), vec![Effect::RetryWebhook(1)]);
+        assert_eq!(a.update(key('y')), vec![Effect::Run(Command::RetryWebhook { seq: 1 })]);
         a.update(key('A'));
         assert!(a.update(code(KeyCode::Enter)).is_empty(), "defaults to No");
         a.update(key('A'));
-        assert_eq!(a.update(key('y')), vec![Effect::RetryDeadWebhooks]);
+        assert_eq!(a.update(key('y')), vec![Effect::Run(Command::RetryDeadWebhooks)]);
         a.update(code(KeyCode::Enter));
         assert!(matches!(a.overlay, Some(Overlay::Detail)));
     }

@@ -8,16 +8,15 @@ use tokio::sync::mpsc;
 
 use super::{
     app::{Effect, Load, PAGE, Reply, short_id},
-    desk::{Answer, Desk, DeskError},
+    desk::{Answer, Desk},
     pane::Pane,
 };
 use crate::{
     ase::liquidity::Direction,
     control::{
-        Services,
-        dto::{AddKey, CreateWallet, LiquidityMove, Move, NewSettlement, PaymentFilter, PeerView, Reject},
+        Command, Outcome, Services,
+        dto::{PaymentFilter, PeerView},
     },
-    ledger::Movement,
     money::format_minor,
     states::{DeliveryState, IncomingState, OutgoingState},
     text::sanitize,
@@ -134,6 +133,64 @@ fn settled(paid: bool, amount: u64, p: &PeerView) -> String {
     format!("settlement recorded: {who}; now {now}")
 }
 
+/// What a command came to, in words for the flash line (or the generated key, which the console shows once).
+fn done(cmd: &Command, o: Outcome) -> Reply {
+    Reply::Done(match (cmd, o) {
+        (Command::ApproveGrant { id }, _) => format!("grant {} approved", short_id(id)),
+        (Command::RejectGrant { id, .. }, _) => format!("grant {} rejected", short_id(id)),
+        (Command::RevokeGrant { id }, _) => format!("grant {} revoked", short_id(id)),
+        (Command::CompleteIncoming { id }, _) => format!("incoming payment {} completed", short_id(id)),
+        (Command::RetryOutgoing { id }, _) => format!("outgoing payment {} retried", short_id(id)),
+        (Command::CancelOutgoing { id }, _) => format!("outgoing payment {} cancelled", short_id(id)),
+        (Command::CreateWallet(_), Outcome::Wallet(w)) => format!("wallet {} created", w.url),
+        (Command::SetPublicName { wallet, .. }, Outcome::Wallet(w)) => match &w.public_name {
+            Some(p) => format!("{wallet} now shows the public name {}", sanitize(p)),
+            None => format!("{wallet} shows no public name now"),
+        },
+        (Command::Deposit { wallet, .. }, Outcome::Moved(m)) => {
+            format!(
+                "deposited into {wallet}: balance {}",
+                format_minor(m.balance.balance.into(), m.balance.asset_scale)
+            )
+        }
+        (Command::Withdraw { wallet, .. }, Outcome::Moved(m)) => {
+            format!(
+                "withdrew from {wallet}: balance {}",
+                format_minor(m.balance.balance.into(), m.balance.asset_scale)
+            )
+        }
+        (Command::AddKey { wallet, key }, Outcome::KeyAdded(k)) if key.generate => {
+            return Reply::KeyGenerated {
+                wallet: wallet.clone(),
+                kid: k.jwk.kid,
+                pem: k.private_key_pem.unwrap_or_default(),
+            };
+        }
+        (Command::AddKey { wallet, .. }, Outcome::KeyAdded(k)) => {
+            format!("added key {} to {wallet}", sanitize(&k.jwk.kid))
+        }
+        (Command::MovePeerLiquidity { liquidity, .. }, Outcome::PeerMoved(m)) => {
+            let (deposit, v) = match (&liquidity.deposit, &liquidity.withdraw) {
+                (Some(v), _) => (true, v),
+                (None, Some(v)) => (false, v),
+                (None, None) => return Reply::Done(String::new()),
+            };
+            liquidity_moved(deposit, v.get(), &m.peer)
+        }
+        (Command::SettlePeer { settlement, .. }, Outcome::PeerMoved(m)) => settled(
+            settlement.direction == Direction::Paid,
+            settlement.amount.get(),
+            &m.peer,
+        ),
+        (Command::RetryWebhook { seq }, _) => format!("the webhook for event {seq} will be sent again"),
+        (_, Outcome::Retried(n)) => redriven(n),
+        (_, Outcome::Peer(p)) => format!("peer {} saved", sanitize(&p.name)),
+        (Command::RemoveKey { wallet, kid }, _) => format!("removed key {} from {wallet}", sanitize(kid)),
+        (Command::RemovePeer { name }, _) => format!("removed peer {}", sanitize(name)),
+        _ => "done".to_owned(),
+    })
+}
+
 /// Runs one effect on the embedded services and returns the reply (none for `Quit`).
 pub async fn run_effect(s: &Arc<Services>, e: Effect) -> Option<Reply> {
     run(s, e).await
@@ -144,129 +201,7 @@ pub async fn run<D: Desk>(d: &D, e: Effect) -> Option<Reply> {
     let r = match e {
         Effect::Load(l) => load(d, l).await,
         Effect::LoadTimeline(id) => d.grant(&id).await.map(|g| Reply::Timeline(id, g.timeline)),
-        Effect::Approve(id) => d
-            .approve(&id)
-            .await
-            .map(|_| Reply::Done(format!("grant {} approved", short_id(&id)))),
-        Effect::Reject(id, reason) => d
-            .reject(&id, Reject { reason })
-            .await
-            .map(|_| Reply::Done(format!("grant {} rejected", short_id(&id)))),
-        Effect::Revoke(id) => d
-            .revoke(&id)
-            .await
-            .map(|_| Reply::Done(format!("grant {} revoked", short_id(&id)))),
-        Effect::Complete(id) => d
-            .complete(&id)
-            .await
-            .map(|_| Reply::Done(format!("incoming payment {} completed", short_id(&id)))),
-        Effect::Retry(id) => d
-            .retry(&id)
-            .await
-            .map(|_| Reply::Done(format!("outgoing payment {} retried", short_id(&id)))),
-        Effect::Cancel(id) => d
-            .cancel(&id)
-            .await
-            .map(|_| Reply::Done(format!("outgoing payment {} cancelled", short_id(&id)))),
-        Effect::CreateWallet {
-            name,
-            asset_code,
-            asset_scale,
-        } => d
-            .create_wallet(CreateWallet {
-                name,
-                asset_code,
-                asset_scale,
-                public_name: None,
-            })
-            .await
-            .map(|w| Reply::Done(format!("wallet {} created", w.url))),
-        Effect::Move {
-            wallet,
-            deposit,
-            amount,
-        } => {
-            let movement = if deposit {
-                Movement::Deposit
-            } else {
-                Movement::Withdrawal
-            };
-            match crate::money::Value::new(amount) {
-                Err(e) => Err(super::desk::DeskError::Refused(e.to_string())),
-                Ok(value) => {
-                    let body = Move {
-                        value,
-                        asset_code: None,
-                        asset_scale: None,
-                        transfer_id: None,
-                    };
-                    d.move_funds(&wallet, body, movement).await.map(|m| {
-                        Reply::Done(format!(
-                            "{} {}: balance {}",
-                            if deposit { "deposited into" } else { "withdrew from" },
-                            wallet,
-                            crate::money::format_minor(m.balance.balance.into(), m.balance.asset_scale)
-                        ))
-                    })
-                }
-            }
-        }
-        Effect::AddKey { wallet, text } => d
-            .add_key(
-                &wallet,
-                AddKey {
-                    jwk: Some(serde_json::Value::String(text)),
-                    generate: false,
-                },
-            )
-            .await
-            .map(|k| Reply::Done(format!("added key {} to {wallet}", crate::text::sanitize(&k.jwk.kid)))),
-        Effect::GenerateKey(wallet) => d
-            .add_key(
-                &wallet,
-                AddKey {
-                    jwk: None,
-                    generate: true,
-                },
-            )
-            .await
-            .map(|k| Reply::KeyGenerated {
-                wallet,
-                kid: k.jwk.kid,
-                pem: k.private_key_pem.unwrap_or_default(),
-            }),
-        Effect::PeerLiquidity { peer, deposit, amount } => match crate::money::Value::new(amount) {
-            Err(e) => Err(DeskError::Refused(e.to_string())),
-            Ok(value) => {
-                let body = LiquidityMove {
-                    deposit: deposit.then_some(value),
-                    withdraw: (!deposit).then_some(value),
-                    transfer_id: None,
-                };
-                d.move_peer_liquidity(&peer, body)
-                    .await
-                    .map(|m| Reply::Done(liquidity_moved(deposit, amount, &m.peer)))
-            }
-        },
-        Effect::Settle { peer, paid, amount } => match crate::money::Value::new(amount) {
-            Err(e) => Err(DeskError::Refused(e.to_string())),
-            Ok(value) => {
-                let direction = if paid { Direction::Paid } else { Direction::Received };
-                let body = NewSettlement {
-                    direction,
-                    amount: value,
-                    id: None,
-                };
-                d.settle_peer(&peer, body)
-                    .await
-                    .map(|m| Reply::Done(settled(paid, amount, &m.peer)))
-            }
-        },
-        Effect::RetryWebhook(seq) => d
-            .retry_webhook(seq)
-            .await
-            .map(|_| Reply::Done(format!("the webhook for event {seq} will be sent again"))),
-        Effect::RetryDeadWebhooks => d.retry_dead_webhooks().await.map(|n| Reply::Done(redriven(n))),
+        Effect::Run(cmd) => d.run(cmd.clone()).await.map(|o| done(&cmd, o)),
         Effect::Demo => match d.demo() {
             Ok(()) => return None,
             Err(e) => Err(e),

@@ -12,17 +12,12 @@ use super::app::{OverviewData, ServerInfo, WalletRow};
 use crate::{
     ase::{incoming::IncomingView, outgoing::GrantSpent, outgoing::OutgoingView, quotes::QuoteDto},
     control::{
-        self, Services,
-        dto::{
-            AddKey, CreateWallet, KeyAdded, LiquidityMove, Listed, Move, Moved, NewSettlement, PaymentFilter,
-            PeerMoved, PeerView, Reject,
-        },
+        self, Command, Outcome, Services,
+        dto::{Listed, PaymentFilter, PeerView},
     },
     events::DomainEvent,
     gnap::service::GrantView,
-    ledger::Movement,
     states::DeliveryState,
-    wallet::Wallet,
     webhooks::DeliveryRow,
 };
 
@@ -107,15 +102,8 @@ pub trait Desk: Clone + Send + Sync + 'static {
     fn quotes(&self, f: PaymentFilter) -> impl Future<Output = Answer<Listed<QuoteDto>>> + Send;
     /// One grant with its timeline (the Grants detail).
     fn grant(&self, id: &str) -> impl Future<Output = Answer<GrantView>> + Send;
-    fn approve(&self, id: &str) -> impl Future<Output = Answer<GrantView>> + Send;
-    fn reject(&self, id: &str, body: Reject) -> impl Future<Output = Answer<GrantView>> + Send;
-    fn revoke(&self, id: &str) -> impl Future<Output = Answer<GrantView>> + Send;
-    fn complete(&self, id: &str) -> impl Future<Output = Answer<IncomingView>> + Send;
-    fn retry(&self, id: &str) -> impl Future<Output = Answer<OutgoingView>> + Send;
-    fn cancel(&self, id: &str) -> impl Future<Output = Answer<OutgoingView>> + Send;
-    fn create_wallet(&self, body: CreateWallet) -> impl Future<Output = Answer<Wallet>> + Send;
-    fn move_funds(&self, wallet: &str, body: Move, m: Movement) -> impl Future<Output = Answer<Moved>> + Send;
-    fn add_key(&self, wallet: &str, body: AddKey) -> impl Future<Output = Answer<KeyAdded>> + Send;
+    /// Runs an operator command.
+    fn run(&self, cmd: Command) -> impl Future<Output = Answer<Outcome>> + Send;
     /// Webhook deliveries newest first, optionally in one state, before sequence number `before`.
     fn webhooks(
         &self,
@@ -123,18 +111,10 @@ pub trait Desk: Clone + Send + Sync + 'static {
         before: Option<i64>,
         first: usize,
     ) -> impl Future<Output = Answer<Vec<DeliveryRow>>> + Send;
-    /// Re-drives the delivery of event `seq` (refused when it was delivered).
-    fn retry_webhook(&self, seq: i64) -> impl Future<Output = Answer<DeliveryRow>> + Send;
-    /// Re-drives every dead delivery; answers how many.
-    fn retry_dead_webhooks(&self) -> impl Future<Output = Answer<usize>> + Send;
     /// Starts the demo scenario in the background, or says why it cannot run here.
     fn demo(&self) -> Answer<()>;
     /// The ILP peers with their account balances (tokens never shown).
     fn peers(&self) -> impl Future<Output = Answer<Vec<PeerView>>> + Send;
-    /// Deposits or withdraws liquidity of the peer `name`; answers the transfer and the peer as it is now.
-    fn move_peer_liquidity(&self, name: &str, body: LiquidityMove) -> impl Future<Output = Answer<PeerMoved>> + Send;
-    /// Records a settlement with the peer `name`; answers the transfer and the peer as it is now.
-    fn settle_peer(&self, name: &str, body: NewSettlement) -> impl Future<Output = Answer<PeerMoved>> + Send;
     /// The desks this console switches between (none: it shows one ASE).
     fn desks(&self) -> Option<DeskList> {
         None
@@ -223,46 +203,10 @@ impl Desk for Arc<Services> {
         control::show_grant(self, id).await.map_err(refused)
     }
 
-    async fn approve(&self, id: &str) -> Answer<GrantView> {
-        control::approve_grant(self, id, control::Cause::console())
+    async fn run(&self, cmd: Command) -> Answer<Outcome> {
+        control::execute(self, cmd, control::Cause::console())
             .await
             .map_err(refused)
-    }
-
-    async fn reject(&self, id: &str, body: Reject) -> Answer<GrantView> {
-        control::reject_grant(self, id, body, control::Cause::console())
-            .await
-            .map_err(refused)
-    }
-
-    async fn revoke(&self, id: &str) -> Answer<GrantView> {
-        control::revoke_grant(self, id, control::Cause::console())
-            .await
-            .map_err(refused)
-    }
-
-    async fn complete(&self, id: &str) -> Answer<IncomingView> {
-        control::complete_incoming(self, id).await.map_err(refused)
-    }
-
-    async fn retry(&self, id: &str) -> Answer<OutgoingView> {
-        control::retry_outgoing(self, id).await.map_err(refused)
-    }
-
-    async fn cancel(&self, id: &str) -> Answer<OutgoingView> {
-        control::cancel_outgoing(self, id).await.map_err(refused)
-    }
-
-    async fn create_wallet(&self, body: CreateWallet) -> Answer<Wallet> {
-        control::create_wallet(self, body).await.map_err(refused)
-    }
-
-    async fn move_funds(&self, wallet: &str, body: Move, m: Movement) -> Answer<Moved> {
-        control::move_funds(self, wallet, body, m).await.map_err(refused)
-    }
-
-    async fn add_key(&self, wallet: &str, body: AddKey) -> Answer<KeyAdded> {
-        control::add_key(self, wallet, body).await.map_err(refused)
     }
 
     async fn webhooks(
@@ -277,24 +221,8 @@ impl Desk for Arc<Services> {
         Ok(rows.into_iter().map(as_served).collect())
     }
 
-    async fn retry_webhook(&self, seq: i64) -> Answer<DeliveryRow> {
-        control::retry_webhook(self, seq).await.map(as_served).map_err(refused)
-    }
-
-    async fn retry_dead_webhooks(&self) -> Answer<usize> {
-        control::retry_dead_webhooks(self).await.map_err(refused)
-    }
-
     async fn peers(&self) -> Answer<Vec<PeerView>> {
         control::list_peers(self).await.map_err(refused)
-    }
-
-    async fn move_peer_liquidity(&self, name: &str, body: LiquidityMove) -> Answer<PeerMoved> {
-        control::move_peer_liquidity(self, name, body).await.map_err(refused)
-    }
-
-    async fn settle_peer(&self, name: &str, body: NewSettlement) -> Answer<PeerMoved> {
-        control::settle_peer(self, name, body).await.map_err(refused)
     }
 
     fn demo(&self) -> Answer<()> {

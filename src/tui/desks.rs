@@ -21,15 +21,13 @@ use super::{
 };
 use crate::{
     ase::{incoming::IncomingView, outgoing::GrantSpent, outgoing::OutgoingView, quotes::QuoteDto},
-    control::dto::{
-        AddKey, CreateWallet, KeyAdded, LiquidityMove, Listed, Move, Moved, NewSettlement, PaymentFilter, PeerMoved,
-        PeerView, Reject,
+    control::{
+        Command, Outcome,
+        dto::{Listed, PaymentFilter, PeerView},
     },
     events::DomainEvent,
     gnap::service::GrantView,
-    ledger::Movement,
     states::DeliveryState,
-    wallet::Wallet,
     webhooks::DeliveryRow,
 };
 
@@ -166,40 +164,8 @@ impl<D: Desk> Desk for Desks<D> {
         self.active().grant(id).await
     }
 
-    async fn approve(&self, id: &str) -> Answer<GrantView> {
-        self.active().approve(id).await
-    }
-
-    async fn reject(&self, id: &str, body: Reject) -> Answer<GrantView> {
-        self.active().reject(id, body).await
-    }
-
-    async fn revoke(&self, id: &str) -> Answer<GrantView> {
-        self.active().revoke(id).await
-    }
-
-    async fn complete(&self, id: &str) -> Answer<IncomingView> {
-        self.active().complete(id).await
-    }
-
-    async fn retry(&self, id: &str) -> Answer<OutgoingView> {
-        self.active().retry(id).await
-    }
-
-    async fn cancel(&self, id: &str) -> Answer<OutgoingView> {
-        self.active().cancel(id).await
-    }
-
-    async fn create_wallet(&self, body: CreateWallet) -> Answer<Wallet> {
-        self.active().create_wallet(body).await
-    }
-
-    async fn move_funds(&self, wallet: &str, body: Move, m: Movement) -> Answer<Moved> {
-        self.active().move_funds(wallet, body, m).await
-    }
-
-    async fn add_key(&self, wallet: &str, body: AddKey) -> Answer<KeyAdded> {
-        self.active().add_key(wallet, body).await
+    async fn run(&self, cmd: Command) -> Answer<Outcome> {
+        self.active().run(cmd).await
     }
 
     async fn webhooks(
@@ -211,28 +177,12 @@ impl<D: Desk> Desk for Desks<D> {
         self.active().webhooks(state, before, first).await
     }
 
-    async fn retry_webhook(&self, seq: i64) -> Answer<DeliveryRow> {
-        self.active().retry_webhook(seq).await
-    }
-
-    async fn retry_dead_webhooks(&self) -> Answer<usize> {
-        self.active().retry_dead_webhooks().await
-    }
-
     fn demo(&self) -> Answer<()> {
         self.active().demo()
     }
 
     async fn peers(&self) -> Answer<Vec<PeerView>> {
         self.active().peers().await
-    }
-
-    async fn move_peer_liquidity(&self, name: &str, body: LiquidityMove) -> Answer<PeerMoved> {
-        self.active().move_peer_liquidity(name, body).await
-    }
-
-    async fn settle_peer(&self, name: &str, body: NewSettlement) -> Answer<PeerMoved> {
-        self.active().settle_peer(name, body).await
     }
 
     fn desks(&self) -> Option<DeskList> {

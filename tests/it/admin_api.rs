@@ -97,6 +97,56 @@ async fn create_wallet_deposit_withdraw_and_balances() {
     assert_eq!(usd, 0, "money is conserved per asset: {balances}");
 }
 
+/// `POST /admin/commands` runs an operator command and answers its tagged outcome; the REST paths are a table
+/// onto the same commands (same answer); a command it does not know is a 400 that changes nothing.
+#[tokio::test]
+async fn commands_are_data_on_the_admin_api() {
+    let ase = TestAse::spawn().await;
+    let (s, o) = ase
+        .admin(
+            Method::POST,
+            "/commands",
+            Some(r#"{"command":"deposit","wallet":"alice","funds":{"value":"250","transferId":"cmd-1"}}"#),
+        )
+        .await;
+    assert_eq!(s, 200, "{o}");
+    assert_eq!(o["outcome"], "moved");
+    assert_eq!(o["value"]["transfer"]["id"], "cmd-1");
+    // the REST path for the same command answers the outcome's value, and the transfer id holds across both
+    let (s, rest) = ase
+        .admin(
+            Method::POST,
+            "/wallets/alice/deposit",
+            Some(r#"{"value":"250","transferId":"cmd-1"}"#),
+        )
+        .await;
+    assert_eq!(s, 200, "{rest}");
+    assert_eq!(rest["transfer"], o["value"]["transfer"]);
+    assert_eq!(rest["balance"]["balance"], o["value"]["balance"]["balance"]);
+    let (s, o) = ase
+        .admin(
+            Method::POST,
+            "/commands",
+            Some(r#"{"command":"setPublicName","wallet":"alice","publicName":"Alice's Apples"}"#),
+        )
+        .await;
+    assert_eq!((s, o["outcome"].as_str()), (200, Some("wallet")), "{o}");
+    let (_, doc) = ase.get("/alice").await;
+    assert_eq!(doc["publicName"], "Alice's Apples");
+    let before = ase.balance("alice").await;
+    for bad in [
+        r#"{"command":"launchMissiles"}"#,
+        r#"{"wallet":"alice"}"#,
+        r#"{"command":"deposit","wallet":"alice"}"#,
+        r#"{"command":"setPublicName","wallet":"nobody","publicName":"x"}"#,
+    ] {
+        let (s, body) = ase.admin(Method::POST, "/commands", Some(bad)).await;
+        assert!(s == 400 || s == 404, "{bad}: {s} {body}");
+        assert!(body["error"]["code"].is_string(), "{bad}: {body}");
+    }
+    assert_eq!(ase.balance("alice").await, before);
+}
+
 #[tokio::test]
 async fn transfer_ids_make_movements_idempotent() {
     let ase = TestAse::spawn().await;

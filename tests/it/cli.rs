@@ -73,6 +73,39 @@ async fn operator_commands_work_against_a_running_server() {
     assert_eq!(ase.balance("dave").await, 1000);
 }
 
+/// An action added as a command (`wallets public-name`) works through a running server and on the data dir alone,
+/// and the wallet address document shows it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wallets_public_name_is_set_and_cleared_from_the_cli() {
+    let ase = TestAse::spawn().await;
+    let (d, l) = (ase.dir.path().to_owned(), ase.addr.to_string());
+    let out = tokio::task::spawn_blocking(move || opdesk(&d, &l, &["wallets", "public-name", "bob", "Bob's Bikes"]))
+        .await
+        .unwrap();
+    assert!(ok(&out).contains("shows the public name \"Bob's Bikes\""));
+    let (_, doc) = ase.get("/bob").await;
+    assert_eq!(doc["publicName"], "Bob's Bikes");
+    // bad input is refused in the ASE's words, and changes nothing
+    let (d, l) = (ase.dir.path().to_owned(), ase.addr.to_string());
+    let out = tokio::task::spawn_blocking(move || opdesk(&d, &l, &["wallets", "public-name", "bob", "a\u{7}bell"]))
+        .await
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("public name"));
+    let (_, doc) = ase.get("/bob").await;
+    assert_eq!(doc["publicName"], "Bob's Bikes");
+    let (dir, addr) = ase.stop().await;
+    let (d, l) = (dir.path().to_owned(), addr.to_string());
+    let out = tokio::task::spawn_blocking(move || opdesk(&d, &l, &["wallets", "public-name", "bob", "--json"]))
+        .await
+        .unwrap();
+    let w: serde_json::Value = serde_json::from_str(&ok(&out)).unwrap();
+    assert!(w.get("publicName").is_none_or(serde_json::Value::is_null), "{w}");
+    let ase = TestAse::spawn_in(dir, Some(addr)).await;
+    let (_, doc) = ase.get("/bob").await;
+    assert!(doc.get("publicName").is_none(), "{doc}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn commands_fall_back_to_the_data_dir_when_no_server_runs() {
     let ase = TestAse::spawn().await;

@@ -13,11 +13,40 @@ use std::{
     time::{Duration, Instant},
 };
 
-use opdesk::{client::SignedClient, tui::desk::Feed};
+use opdesk::{
+    ase::liquidity::Direction,
+    client::SignedClient,
+    control::{
+        Command as OpCommand,
+        dto::{AddKey, CreateWallet, LiquidityMove, Move, NewSettlement},
+    },
+    money::Value as MoneyValue,
+    tui::desk::Feed,
+};
 
 use crate::common::free_port;
 use reqwest::Method;
 use serde_json::{Value, json};
+
+/// The console's effect for a peer liquidity deposit (or withdrawal) of `amount` minor units.
+fn liquidity(peer: &str, deposit: bool, amount: u64) -> opdesk::tui::app::Effect {
+    opdesk::tui::app::Effect::Run(OpCommand::MovePeerLiquidity {
+        peer: peer.into(),
+        liquidity: LiquidityMove::of(deposit, MoneyValue::new(amount).unwrap()),
+    })
+}
+
+/// The console's effect for a settlement: we `paid` the peer (or it paid us) `amount` minor units.
+fn settlement(peer: &str, paid: bool, amount: u64) -> opdesk::tui::app::Effect {
+    opdesk::tui::app::Effect::Run(OpCommand::SettlePeer {
+        peer: peer.into(),
+        settlement: NewSettlement {
+            direction: if paid { Direction::Paid } else { Direction::Received },
+            amount: MoneyValue::new(amount).unwrap(),
+            id: None,
+        },
+    })
+}
 
 fn tmux(args: &[&str]) -> String {
     let out = Command::new("tmux")
@@ -504,14 +533,24 @@ async fn the_embedded_and_the_attached_desk_answer_alike() {
     let (_, pending) = ase.admin(Method::GET, "/grants?state=pending", None).await;
     let id = pending[0]["id"].as_str().unwrap().to_owned();
     assert_eq!(
-        run(&remote, Effect::Approve(id.clone())).await,
+        run(&remote, Effect::Run(OpCommand::ApproveGrant { id: id.clone() })).await,
         Some(Reply::Done(format!("grant {} approved", short_id(&id))))
     );
-    let again = run(&local, Effect::Approve(id.clone())).await;
+    let again = run(&local, Effect::Run(OpCommand::ApproveGrant { id: id.clone() })).await;
     assert_eq!(again, Some(Reply::Failed(format!("grant {id} is already approved"))));
-    assert_eq!(run(&remote, Effect::Approve(id.clone())).await, again);
     assert_eq!(
-        run(&remote, Effect::Reject(id.clone(), None)).await,
+        run(&remote, Effect::Run(OpCommand::ApproveGrant { id: id.clone() })).await,
+        again
+    );
+    assert_eq!(
+        run(
+            &remote,
+            Effect::Run(OpCommand::RejectGrant {
+                id: id.clone(),
+                reason: None
+            })
+        )
+        .await,
         again,
         "a rejection too"
     );
@@ -530,21 +569,33 @@ async fn the_embedded_and_the_attached_desk_answer_alike() {
 
     // other refusals are worded alike too
     for e in [
-        Effect::Revoke("no-such-grant".into()),
-        Effect::Complete("no-such-payment".into()),
-        Effect::Retry("no-such-payment".into()),
-        Effect::RetryWebhook(424_242),
-        Effect::GenerateKey("no-such-wallet".into()),
-        Effect::Move {
+        Effect::Run(OpCommand::RevokeGrant {
+            id: "no-such-grant".into(),
+        }),
+        Effect::Run(OpCommand::CompleteIncoming {
+            id: "no-such-payment".into(),
+        }),
+        Effect::Run(OpCommand::RetryOutgoing {
+            id: "no-such-payment".into(),
+        }),
+        Effect::Run(OpCommand::RetryWebhook { seq: 424_242 }),
+        Effect::Run(OpCommand::AddKey {
+            wallet: "no-such-wallet".into(),
+            key: AddKey {
+                jwk: None,
+                generate: true,
+            },
+        }),
+        Effect::Run(OpCommand::Withdraw {
             wallet: "alice".into(),
-            deposit: false,
-            amount: u64::MAX / 2,
-        },
-        Effect::CreateWallet {
+            funds: Move::of(MoneyValue::new(u64::MAX / 2).unwrap()),
+        }),
+        Effect::Run(OpCommand::CreateWallet(CreateWallet {
             name: "alice".into(),
             asset_code: "USD".into(),
             asset_scale: 2,
-        },
+            public_name: None,
+        })),
     ] {
         let (l, r) = (run(&local, e.clone()).await, run(&remote, e.clone()).await);
         assert!(matches!(l, Some(Reply::Failed(_))), "{e:?}: {l:?}");
@@ -560,11 +611,7 @@ async fn the_embedded_and_the_attached_desk_answer_alike() {
         )
         .await;
     assert_eq!(status, 201, "{added}");
-    let deposit = Effect::PeerLiquidity {
-        peer: "runtime".into(),
-        deposit: true,
-        amount: 1000,
-    };
+    let deposit = liquidity("runtime", true, 1000);
     assert_eq!(
         run(&remote, deposit.clone()).await,
         Some(Reply::Done(
@@ -575,11 +622,7 @@ async fn the_embedded_and_the_attached_desk_answer_alike() {
         panic!("the embedded desk deposits too")
     };
     assert!(text.ends_with("now 20.00 USD, 20.00 USD available to send"), "{text}");
-    let settle = Effect::Settle {
-        peer: "runtime".into(),
-        paid: false,
-        amount: 250,
-    };
+    let settle = settlement("runtime", false, 250);
     let (l, r) = (run(&local, settle.clone()).await, run(&remote, settle).await);
     assert_eq!(
         l,
@@ -594,36 +637,15 @@ async fn the_embedded_and_the_attached_desk_answer_alike() {
         ))
     );
     for e in [
-        Effect::PeerLiquidity {
-            peer: "runtime".into(),
-            deposit: false,
-            amount: 5000,
-        },
-        Effect::PeerLiquidity {
-            peer: "no-such-peer".into(),
-            deposit: true,
-            amount: 1,
-        },
-        Effect::Settle {
-            peer: "no-such-peer".into(),
-            paid: true,
-            amount: 1,
-        },
+        liquidity("runtime", false, 5000),
+        liquidity("no-such-peer", true, 1),
+        settlement("no-such-peer", true, 1),
     ] {
         let (l, r) = (run(&local, e.clone()).await, run(&remote, e.clone()).await);
         assert!(matches!(l, Some(Reply::Failed(_))), "{e:?}: {l:?}");
         assert_eq!(l, r, "{e:?}");
     }
-    let Some(Reply::Failed(text)) = run(
-        &remote,
-        Effect::PeerLiquidity {
-            peer: "runtime".into(),
-            deposit: false,
-            amount: 5000,
-        },
-    )
-    .await
-    else {
+    let Some(Reply::Failed(text)) = run(&remote, liquidity("runtime", false, 5000)).await else {
         panic!("a withdrawal past the liquidity is refused")
     };
     assert!(
@@ -719,7 +741,12 @@ async fn a_dead_webhook_shows_in_the_console_and_re_driving_makes_it_pending() {
     );
 
     // re-driven: pending again with a fresh budget (the deliverer then tries it at once)
-    let again = local.retry_webhook(d.event_seq).await.unwrap();
+    let again: opdesk::webhooks::DeliveryRow = local
+        .run(OpCommand::RetryWebhook { seq: d.event_seq })
+        .await
+        .unwrap()
+        .try_into()
+        .unwrap();
     assert_eq!((again.state, again.attempts), (DeliveryState::Pending, 0));
     // it dies again (one attempt); re-driving through the console's effects says what happened
     loop {
@@ -735,7 +762,7 @@ async fn a_dead_webhook_shows_in_the_console_and_re_driving_makes_it_pending() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     assert_eq!(
-        run(&remote, Effect::RetryDeadWebhooks).await,
+        run(&remote, Effect::Run(OpCommand::RetryDeadWebhooks)).await,
         Some(Reply::Done("1 dead webhook delivery will be sent again".into()))
     );
 }
@@ -918,7 +945,7 @@ async fn desks_run_every_operation_on_the_desk_in_view_and_tell_of_the_others() 
     // until one comes through)
     'ready: for n in 0..40 {
         let name = format!("dora{n}");
-        desks.create_wallet(wallet(&name)).await.unwrap();
+        desks.run(OpCommand::CreateWallet(wallet(&name))).await.unwrap();
         while let Some(f) = feed_within(&mut feed, Duration::from_millis(500)).await {
             if matches!(&f, Feed::Event(DomainEvent::WalletCreated { name: w, .. }) if *w == name) {
                 break 'ready;

@@ -266,7 +266,8 @@ async fn an_approved_grant_shows_every_step_with_its_request() {
         ("interaction_opened", request_id(&seen, "GET", &interact_path, 200, 0)),
         (
             "decided",
-            request_id(&seen, "POST", &format!("/admin/grants/{id}/approve"), 200, 0),
+            // the operator's command, sent by the admin client
+            request_id(&seen, "POST", "/admin/commands", 200, 0),
         ),
         ("finish_redirect", request_id(&seen, "GET", &interact_path, 303, 0)),
         ("continued", request_id(&seen, "POST", &cont_path, 200, 0)),
@@ -368,7 +369,6 @@ impl TestAseRef {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_rejected_grant_shows_the_decision_by_an_attached_console_and_the_rejection_redirect() {
-    use opdesk::tui::desk::Desk as _;
     let ase = TestAse::spawn().await;
     let client = ase.demo_client().await;
     let mut events = ase.state.bus.subscribe();
@@ -389,17 +389,16 @@ async fn a_rejected_grant_shows_the_decision_by_an_attached_console_and_the_reje
     let id = list[0]["id"].as_str().unwrap().to_owned();
 
     // an attached console rejects it (through the admin API)
+    use opdesk::tui::desk::Desk as _;
     let remote = opdesk::console::remote::Remote::new(
         opdesk::admin::AdminClient::new(&ase.base, &ase.admin_token).unwrap(),
         opdesk::console::remote::Source::Fixed,
     );
     remote
-        .reject(
-            &id,
-            opdesk::control::dto::Reject {
-                reason: Some("not today".into()),
-            },
-        )
+        .run(opdesk::control::Command::RejectGrant {
+            id: id.clone(),
+            reason: Some("not today".into()),
+        })
         .await
         .unwrap();
     // the console's detail fetches the grant with its timeline the same way
@@ -425,7 +424,7 @@ async fn a_rejected_grant_shows_the_decision_by_an_attached_console_and_the_reje
     requests(&mut events, &mut seen);
     assert_eq!(
         decided["requestId"],
-        request_id(&seen, "POST", &format!("/admin/grants/{id}/reject"), 200, 0).as_str()
+        request_id(&seen, "POST", "/admin/commands", 200, 0).as_str()
     );
 
     // the client continues anyway: refused, and the timeline says how (the same refusal twice is one step)

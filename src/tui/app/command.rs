@@ -93,6 +93,7 @@ impl App {
         let mut words = text.split_whitespace();
         let head = words.next().unwrap_or("");
         let arg = words.next();
+        let rest = text.get(head.len()..).unwrap_or("").trim();
         match head {
             "" => Vec::new(),
             "q" | "quit" => self.act(Action::Quit),
@@ -105,10 +106,15 @@ impl App {
             "desk" => self.desk_command(arg),
             other => match Pane::from_name(other) {
                 Some(p) => self.act(Action::Goto(p)),
-                None => {
+                // the pane in view's own commands
+                None => match self.pane {
+                    Pane::Wallets => wallets::pane_command(self, other, rest),
+                    _ => None,
+                }
+                .unwrap_or_else(|| {
                     self.flash(Level::Warn, format!("unknown command {other:?}; try :help"));
                     Vec::new()
-                }
+                }),
             },
         }
     }

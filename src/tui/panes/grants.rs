@@ -11,6 +11,7 @@ use ratatui::{
 };
 
 use crate::{
+    control::Command,
     gnap::{
         service::GrantView,
         timeline::{GrantStep, short},
@@ -179,7 +180,7 @@ pub fn act(app: &mut App, a: Action) -> Vec<Effect> {
                     short_id(&g.id),
                     g.client_name.clone().unwrap_or_else(|| g.client.clone())
                 );
-                let e = Effect::Approve(g.id.clone());
+                let e = Effect::Run(Command::ApproveGrant { id: g.id.clone() });
                 app.ask(q, e)
             }
             Some(g) => {
@@ -205,7 +206,7 @@ pub fn act(app: &mut App, a: Action) -> Vec<Effect> {
             Some(g) if g.state.can_revoke() => {
                 let (q, e) = (
                     format!("Revoke grant {} and all its tokens?", short_id(&g.id)),
-                    Effect::Revoke(g.id.clone()),
+                    Effect::Run(Command::RevokeGrant { id: g.id.clone() }),
                 );
                 app.ask(q, e)
             }
@@ -228,6 +229,6 @@ pub fn submit_reason(app: &mut App, grant: String, text: &str) -> Vec<Effect> {
     let reason = Some(text.trim().to_owned()).filter(|r| !r.is_empty());
     app.ask(
         format!("Reject grant {}?", short_id(&grant)),
-        Effect::Reject(grant, reason),
+        Effect::Run(Command::RejectGrant { id: grant, reason }),
     )
 }

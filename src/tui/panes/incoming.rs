@@ -10,6 +10,7 @@ use ratatui::{
 
 use crate::{
     ase::incoming::IncomingView,
+    control::Command,
     states::IncomingState,
     text::sanitize,
     tui::{
@@ -154,7 +155,7 @@ pub fn act(app: &mut App, a: Action) -> Vec<Effect> {
                         "Complete incoming payment {}? It will accept no more money.",
                         short_id(&id)
                     ),
-                    Effect::Complete(id),
+                    Effect::Run(Command::CompleteIncoming { id }),
                 )
             }
             Some(p) => {

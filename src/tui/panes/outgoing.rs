@@ -10,6 +10,7 @@ use ratatui::{
 
 use crate::{
     ase::outgoing::OutgoingView,
+    control::Command,
     text::sanitize,
     tui::{
         action::Action,
@@ -138,7 +139,10 @@ pub fn act(app: &mut App, a: Action) -> Vec<Effect> {
         Action::Retry => match app.selected_outgoing() {
             Some(p) if p.state.can_retry() => {
                 let id = p.payment.id.rsplit('/').next().unwrap_or("").to_owned();
-                app.ask(format!("Retry outgoing payment {}?", short_id(&id)), Effect::Retry(id))
+                app.ask(
+                    format!("Retry outgoing payment {}?", short_id(&id)),
+                    Effect::Run(Command::RetryOutgoing { id }),
+                )
             }
             Some(_) => {
                 app.flash(Level::Warn, "only failed payments can be retried");
@@ -151,7 +155,7 @@ pub fn act(app: &mut App, a: Action) -> Vec<Effect> {
                 let id = p.payment.id.rsplit('/').next().unwrap_or("").to_owned();
                 app.ask(
                     format!("Cancel outgoing payment {}?", short_id(&id)),
-                    Effect::Cancel(id),
+                    Effect::Run(Command::CancelOutgoing { id }),
                 )
             }
             Some(_) => {

@@ -16,8 +16,12 @@ use ratatui::{
 use time::Duration;
 
 use crate::{
-    control::dto::PeerView,
-    money::format_minor,
+    ase::liquidity::Direction,
+    control::{
+        Command,
+        dto::{LiquidityMove, NewSettlement, PeerView},
+    },
+    money::{Value, format_minor},
     text::sanitize,
     tui::{
         action::Action,
@@ -390,21 +394,25 @@ pub fn act(app: &mut App, a: Action) -> Vec<Effect> {
 
 /// An amount from the liquidity prompt: confirm before moving the peer's liquidity.
 pub fn submit_amount(app: &mut App, peer: String, deposit: bool, scale: u8, code: String, text: &str) -> Vec<Effect> {
-    let Some(amount) = parse_major(text.trim(), scale).filter(|a| *a > 0) else {
+    let Some(value) = parse_major(text.trim(), scale)
+        .filter(|a| *a > 0)
+        .and_then(|a| Value::new(a).ok())
+    else {
         app.flash(
             Level::Warn,
             format!("not an amount with at most {scale} decimals: {:?}", text.trim()),
         );
         return Vec::new();
     };
-    let shown = format!("{} {}", format_minor(i128::from(amount), scale), sanitize(&code));
+    let shown = format!("{} {}", format_minor(i128::from(value.get()), scale), sanitize(&code));
     let name = sanitize(&peer);
     let question = if deposit {
         format!("Deposit {shown} of liquidity for peer {name}?")
     } else {
         format!("Withdraw {shown} of peer {name}'s liquidity?")
     };
-    app.ask(question, Effect::PeerLiquidity { peer, deposit, amount })
+    let liquidity = LiquidityMove::of(deposit, value);
+    app.ask(question, Effect::Run(Command::MovePeerLiquidity { peer, liquidity }))
 }
 
 /// `paid AMOUNT` or `received AMOUNT` from the settlement prompt: confirm before recording it.
@@ -417,11 +425,15 @@ pub fn submit_settlement(app: &mut App, peer: String, scale: u8, code: String, t
                 "received" | "r" => Some(false),
                 _ => None,
             };
-            paid.zip(parse_major(amount, scale).filter(|a| *a > 0))
+            paid.zip(
+                parse_major(amount, scale)
+                    .filter(|a| *a > 0)
+                    .and_then(|a| Value::new(a).ok()),
+            )
         }
         _ => None,
     };
-    let Some((paid, amount)) = parsed else {
+    let Some((paid, value)) = parsed else {
         app.flash(
             Level::Warn,
             format!(
@@ -431,14 +443,19 @@ pub fn submit_settlement(app: &mut App, peer: String, scale: u8, code: String, t
         );
         return Vec::new();
     };
-    let shown = format!("{} {}", format_minor(i128::from(amount), scale), sanitize(&code));
+    let shown = format!("{} {}", format_minor(i128::from(value.get()), scale), sanitize(&code));
     let name = sanitize(&peer);
     let question = if paid {
         format!("Record that we paid peer {name} {shown} outside ILP?")
     } else {
         format!("Record that peer {name} paid us {shown} outside ILP?")
     };
-    app.ask(question, Effect::Settle { peer, paid, amount })
+    let settlement = NewSettlement {
+        direction: if paid { Direction::Paid } else { Direction::Received },
+        amount: value,
+        id: None,
+    };
+    app.ask(question, Effect::Run(Command::SettlePeer { peer, settlement }))
 }
 
 #[cfg(test)]
@@ -511,11 +528,10 @@ mod tests {
         typed(&mut a, "25");
         assert_eq!(
             a.update(key('y')),
-            vec![Effect::PeerLiquidity {
+            vec![Effect::Run(Command::MovePeerLiquidity {
                 peer: "happy-life".into(),
-                deposit: true,
-                amount: 2500
-            }]
+                liquidity: LiquidityMove::of(true, Value::new(2500).unwrap())
+            })]
         );
         a.update(key('-'));
         typed(&mut a, "10.5");
@@ -524,11 +540,10 @@ mod tests {
         a.update(Msg::Key(KeyEvent::new(KeyCode::Right, KeyModifiers::NONE)));
         assert_eq!(
             a.update(Msg::Key(KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE))),
-            vec![Effect::PeerLiquidity {
+            vec![Effect::Run(Command::MovePeerLiquidity {
                 peer: "happy-life".into(),
-                deposit: false,
-                amount: 1050
-            }]
+                liquidity: LiquidityMove::of(false, Value::new(1050).unwrap())
+            })]
         );
         a.update(key('-'));
         assert!(typed(&mut a, "1.234").is_empty());
@@ -546,11 +561,14 @@ mod tests {
         );
         assert_eq!(
             a.update(key('y')),
-            vec![Effect::Settle {
+            vec![Effect::Run(Command::SettlePeer {
                 peer: "happy-life".into(),
-                paid: true,
-                amount: 2500
-            }]
+                settlement: NewSettlement {
+                    direction: Direction::Paid,
+                    amount: Value::new(2500).unwrap(),
+                    id: None
+                }
+            })]
         );
         a.update(key('S'));
         typed(&mut a, "Received 0.75");
@@ -560,11 +578,14 @@ mod tests {
         );
         assert_eq!(
             a.update(key('y')),
-            vec![Effect::Settle {
+            vec![Effect::Run(Command::SettlePeer {
                 peer: "happy-life".into(),
-                paid: false,
-                amount: 75
-            }]
+                settlement: NewSettlement {
+                    direction: Direction::Received,
+                    amount: Value::new(75).unwrap(),
+                    id: None
+                }
+            })]
         );
         for bad in ["25", "gave 25", "paid", "paid 0", "paid 1.234"] {
             a.update(key('S'));

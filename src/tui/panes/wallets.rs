@@ -8,7 +8,11 @@ use ratatui::{
 };
 
 use crate::{
-    money::format_minor,
+    control::{
+        Command,
+        dto::{AddKey, CreateWallet, Move},
+    },
+    money::{Value, format_minor},
     text::sanitize,
     tui::{
         action::Action,
@@ -120,7 +124,13 @@ pub fn act(app: &mut App, a: Action) -> Vec<Effect> {
             };
             app.ask(
                 format!("Generate a key pair for {name} and publish its public key?"),
-                Effect::GenerateKey(name),
+                Effect::Run(Command::AddKey {
+                    wallet: name,
+                    key: AddKey {
+                        jwk: None,
+                        generate: true,
+                    },
+                }),
             )
         }
         _ => Vec::new(),
@@ -132,10 +142,13 @@ pub fn submit_key(app: &mut App, wallet: String, text: &str) -> Vec<Effect> {
     match crate::httpsig::jwk::parse_input(text) {
         Ok(jwk) => app.ask(
             format!("Add key {} to {wallet}?", sanitize(&jwk.kid)),
-            Effect::AddKey {
+            Effect::Run(Command::AddKey {
                 wallet,
-                text: text.trim().to_owned(),
-            },
+                key: AddKey {
+                    jwk: Some(serde_json::Value::String(text.trim().to_owned())),
+                    generate: false,
+                },
+            }),
         ),
         Err(e) => {
             app.flash(Level::Warn, sanitize(&e.to_string()));
@@ -151,11 +164,12 @@ pub fn submit_new(app: &mut App, text: &str) -> Vec<Effect> {
         [name, code] | [name, code, _] => {
             let scale = parts.get(2).map_or(Ok(2), |s| s.parse::<u8>());
             match scale {
-                Ok(scale) => vec![Effect::CreateWallet {
+                Ok(scale) => vec![Effect::Run(Command::CreateWallet(CreateWallet {
                     name: (*name).to_owned(),
                     asset_code: code.to_uppercase(),
                     asset_scale: scale,
-                }],
+                    public_name: None,
+                }))],
                 Err(_) => {
                     app.flash(Level::Warn, "the scale must be a number from 0 to 255");
                     Vec::new()
@@ -174,18 +188,25 @@ pub fn submit_new(app: &mut App, text: &str) -> Vec<Effect> {
 
 /// An amount from the deposit/withdraw prompt: confirm before moving money.
 pub fn submit_amount(app: &mut App, wallet: String, deposit: bool, scale: u8, code: String, text: &str) -> Vec<Effect> {
-    match parse_major(text.trim(), scale) {
-        Some(amount) if amount > 0 => {
+    match parse_major(text.trim(), scale).and_then(|a| Value::new(a).ok()) {
+        Some(value) if value.get() > 0 => {
+            let amount = value.get();
             let verb = if deposit { "Deposit" } else { "Withdraw" };
             let prep = if deposit { "into" } else { "from" };
             let shown = format_minor(i128::from(amount), scale);
             app.ask(
                 format!("{verb} {shown} {code} {prep} {wallet}?"),
-                Effect::Move {
-                    wallet,
-                    deposit,
-                    amount,
-                },
+                Effect::Run(if deposit {
+                    Command::Deposit {
+                        wallet,
+                        funds: Move::of(value),
+                    }
+                } else {
+                    Command::Withdraw {
+                        wallet,
+                        funds: Move::of(value),
+                    }
+                }),
             )
         }
         _ => {
@@ -211,6 +232,20 @@ pub fn command(app: &mut App, arg: Option<&str>) -> Vec<Effect> {
         }
     }
     Vec::new()
+}
+
+/// The Wallets pane's own `:` commands, on the wallet selected: `:public-name TEXT` sets the name it shows
+/// payers (`:public-name` alone clears it). `None`: not one of them.
+pub fn pane_command(app: &mut App, head: &str, rest: &str) -> Option<Vec<Effect>> {
+    if head != "public-name" {
+        return None;
+    }
+    let Some(wallet) = selected(app).map(|w| w.wallet.name.clone()) else {
+        app.flash(Level::Warn, "select a wallet first");
+        return Some(Vec::new());
+    };
+    let public_name = (!rest.is_empty()).then(|| rest.to_owned());
+    Some(vec![Effect::Run(Command::SetPublicName { wallet, public_name })])
 }
 
 /// Parses `10`, `10.5` or `10.50` as minor units of an asset with `scale` decimals.
@@ -272,11 +307,12 @@ mod tests {
         );
         assert_eq!(
             typed(&mut a, "dave usd 2"),
-            vec![Effect::CreateWallet {
+            vec![Effect::Run(Command::CreateWallet(CreateWallet {
                 name: "dave".into(),
                 asset_code: "USD".into(),
-                asset_scale: 2
-            }]
+                asset_scale: 2,
+                public_name: None
+            }))]
         );
         let wallet = {
             let w = crate::wallet::Wallet {
@@ -308,22 +344,47 @@ mod tests {
             }
         };
         a.update(Msg::Reply(Reply::Wallets(vec![wallet])));
+        // the pane's own `:` command names the selected wallet for payers, or clears the name
+        a.update(key(':'));
+        assert_eq!(
+            typed(&mut a, "public-name Dave's Donuts"),
+            vec![Effect::Run(Command::SetPublicName {
+                wallet: "dave".into(),
+                public_name: Some("Dave's Donuts".into())
+            })]
+        );
+        a.update(key(':'));
+        assert_eq!(
+            typed(&mut a, "public-name"),
+            vec![Effect::Run(Command::SetPublicName {
+                wallet: "dave".into(),
+                public_name: None
+            })]
+        );
         a.update(key('+'));
         assert!(typed(&mut a, "12.5").is_empty(), "asks first");
         assert!(matches!(&a.overlay, Some(Overlay::Confirm(c)) if c.question.contains("12.50 USD")));
         assert_eq!(
             a.update(key('y')),
-            vec![Effect::Move {
+            vec![Effect::Run(Command::Deposit {
                 wallet: "dave".into(),
-                deposit: true,
-                amount: 1250
-            }]
+                funds: Move::of(Value::new(1250).unwrap())
+            })]
         );
         a.update(key('-'));
         assert!(typed(&mut a, "1.234").is_empty());
         assert!(a.overlay.is_none() && a.flash.is_some(), "a bad amount is a warning");
         a.update(key('K'));
-        assert_eq!(a.update(key('y')), vec![Effect::GenerateKey("dave".into())]);
+        assert_eq!(
+            a.update(key('y')),
+            vec![Effect::Run(Command::AddKey {
+                wallet: "dave".into(),
+                key: AddKey {
+                    jwk: None,
+                    generate: true
+                }
+            })]
+        );
         a.update(Msg::Reply(Reply::KeyGenerated {
             wallet: "dave".into(),
             kid: "k".into(),
@@ -355,10 +416,13 @@ mod tests {
         );
         assert_eq!(
             a.update(key('y')),
-            vec![Effect::AddKey {
+            vec![Effect::Run(Command::AddKey {
                 wallet: "dave".into(),
-                text: shown
-            }]
+                key: AddKey {
+                    jwk: Some(serde_json::Value::String(shown)),
+                    generate: false
+                }
+            })]
         );
     }
 }

@@ -14,6 +14,7 @@ use ratatui::{
 use time::Duration;
 
 use crate::{
+    control::Command,
     states::DeliveryState,
     text::sanitize,
     tui::{
@@ -156,7 +157,7 @@ pub fn act(app: &mut App, a: Action) -> Vec<Effect> {
             Some(d) if d.state.can_redrive() => {
                 let seq = d.event_seq;
                 let question = format!("Re-drive the webhook for event {seq} ({})?", sanitize(&d.kind));
-                app.ask(question, Effect::RetryWebhook(seq))
+                app.ask(question, Effect::Run(Command::RetryWebhook { seq }))
             }
             Some(d) => {
                 let seq = d.event_seq;
@@ -178,7 +179,7 @@ pub fn act(app: &mut App, a: Action) -> Vec<Effect> {
             }
             app.ask(
                 "Re-drive every dead webhook delivery?".to_owned(),
-                Effect::RetryDeadWebhooks,
+                Effect::Run(Command::RetryDeadWebhooks),
             )
         }
         _ => Vec::new(),

@@ -1,0 +1,264 @@
+//! Operator actions as data: one [`Command`] per thing an operator can change, and [`execute`], the one place that
+//! runs them over the [`Services`]. The admin API carries commands (`POST /admin/commands`, and its REST paths as
+//! a table onto them), its client sends them, the console's effects and the CLI build them, and every desk — the
+//! embedded server, an attached one, the workshop's two — runs them through `run(Command)`. Adding an action is a
+//! variant here, its arm in [`execute`], and where a person gives it (a CLI subcommand, a console key).
+
+use serde::{Deserialize, Serialize};
+
+use super::{
+    Cause, Error, Services,
+    dto::{AddKey, CreateWallet, KeyAdded, LiquidityMove, Move, Moved, NewPeer, NewSettlement, PeerMoved, PeerView},
+};
+use crate::{
+    ase::{incoming::IncomingView, outgoing::OutgoingView, peers::PeerPatch},
+    gnap::service::GrantView,
+    ledger::Movement,
+    wallet::Wallet,
+    webhooks::DeliveryRow,
+};
+
+/// Something an operator changes. Serialised as `{"command": "approveGrant", "id": "…"}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "command", rename_all = "camelCase", rename_all_fields = "camelCase")]
+pub enum Command {
+    /// Approve a pending grant as the resource owner.
+    ApproveGrant {
+        id: String,
+    },
+    /// Reject a pending grant, optionally saying why.
+    RejectGrant {
+        id: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+    },
+    /// Revoke a grant and all its tokens.
+    RevokeGrant {
+        id: String,
+    },
+    /// Complete an incoming payment: it takes no more money.
+    CompleteIncoming {
+        id: String,
+    },
+    /// Send a failed outgoing payment again.
+    RetryOutgoing {
+        id: String,
+    },
+    /// Cancel an outgoing payment that has not finished.
+    CancelOutgoing {
+        id: String,
+    },
+    CreateWallet(CreateWallet),
+    /// Set (or with `None` clear) the `publicName` a wallet address shows.
+    SetPublicName {
+        wallet: String,
+        #[serde(default)]
+        public_name: Option<String>,
+    },
+    /// Money into a wallet from outside the ASE.
+    Deposit {
+        wallet: String,
+        funds: Move,
+    },
+    /// Money out of a wallet to outside the ASE.
+    Withdraw {
+        wallet: String,
+        funds: Move,
+    },
+    /// Register a client key on a wallet, or generate a key pair.
+    AddKey {
+        wallet: String,
+        key: AddKey,
+    },
+    RemoveKey {
+        wallet: String,
+        kid: String,
+    },
+    CreatePeer(NewPeer),
+    UpdatePeer {
+        name: String,
+        patch: PeerPatch,
+    },
+    RemovePeer {
+        name: String,
+    },
+    /// Deposit or withdraw a peer's liquidity.
+    MovePeerLiquidity {
+        peer: String,
+        liquidity: LiquidityMove,
+    },
+    /// Record a settlement with a peer.
+    SettlePeer {
+        peer: String,
+        settlement: NewSettlement,
+    },
+    /// Re-drive the webhook delivery of event `seq`.
+    RetryWebhook {
+        seq: i64,
+    },
+    /// Re-drive every dead webhook delivery.
+    RetryDeadWebhooks,
+}
+
+/// What a command came to. Serialised as `{"outcome": "grant", "value": …}`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "outcome", content = "value", rename_all = "camelCase")]
+pub enum Outcome {
+    Grant(Box<GrantView>),
+    Incoming(Box<IncomingView>),
+    Outgoing(Box<OutgoingView>),
+    Wallet(Wallet),
+    Moved(Box<Moved>),
+    KeyAdded(KeyAdded),
+    Peer(Box<PeerView>),
+    PeerMoved(Box<PeerMoved>),
+    Delivery(DeliveryRow),
+    /// How many deliveries were re-driven.
+    Retried(usize),
+    /// Done; nothing to show (a removal).
+    Done,
+}
+
+impl Outcome {
+    /// The JSON body the admin API's REST path for the command answers (none: `204 No Content`).
+    pub fn body(&self) -> Option<String> {
+        let v = match self {
+            Self::Grant(g) => serde_json::to_string(g),
+            Self::Incoming(i) => serde_json::to_string(i),
+            Self::Outgoing(o) => serde_json::to_string(o),
+            Self::Wallet(w) => serde_json::to_string(w),
+            Self::Moved(m) => serde_json::to_string(m),
+            Self::KeyAdded(k) => serde_json::to_string(k),
+            Self::Peer(p) => serde_json::to_string(p),
+            Self::PeerMoved(m) => serde_json::to_string(m),
+            Self::Delivery(d) => serde_json::to_string(d),
+            Self::Retried(n) => Ok(serde_json::json!({ "retried": n }).to_string()),
+            Self::Done => return None,
+        };
+        // these types always serialise
+        v.ok()
+    }
+}
+
+/// An outcome of another kind than the command gives (a server of another version, or a bug).
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("unexpected answer to a command: {0}")]
+pub struct UnexpectedOutcome(pub String);
+
+/// `T::try_from(outcome)`: the value of an outcome of the kind a caller expects.
+macro_rules! outcome_values {
+    ($($variant:ident => $t:ty, $unwrap:expr;)*) => {$(
+        impl TryFrom<Outcome> for $t {
+            type Error = UnexpectedOutcome;
+
+            fn try_from(o: Outcome) -> Result<Self, UnexpectedOutcome> {
+                match o {
+                    Outcome::$variant(v) => Ok($unwrap(v)),
+                    other => Err(UnexpectedOutcome(format!("{other:?}").chars().take(80).collect())),
+                }
+            }
+        }
+    )*};
+}
+
+outcome_values! {
+    Grant => GrantView, |v: Box<GrantView>| *v;
+    Incoming => IncomingView, |v: Box<IncomingView>| *v;
+    Outgoing => OutgoingView, |v: Box<OutgoingView>| *v;
+    Wallet => Wallet, |v| v;
+    Moved => Moved, |v: Box<Moved>| *v;
+    KeyAdded => KeyAdded, |v| v;
+    Peer => PeerView, |v: Box<PeerView>| *v;
+    PeerMoved => PeerMoved, |v: Box<PeerMoved>| *v;
+    Delivery => DeliveryRow, |v| v;
+    Retried => usize, |v| v;
+}
+
+impl TryFrom<Outcome> for () {
+    type Error = UnexpectedOutcome;
+
+    fn try_from(o: Outcome) -> Result<(), UnexpectedOutcome> {
+        match o {
+            Outcome::Done => Ok(()),
+            other => Err(UnexpectedOutcome(format!("{other:?}").chars().take(80).collect())),
+        }
+    }
+}
+
+impl Command {
+    /// Whether the command makes something new (its REST path answers `201 Created`).
+    pub fn creates(&self) -> bool {
+        matches!(self, Self::CreateWallet(_) | Self::AddKey { .. } | Self::CreatePeer(_))
+    }
+}
+
+/// Runs `cmd` over the services; `by` says who gave it (grant decisions record it in the grant's timeline).
+pub async fn execute(s: &Services, cmd: Command, by: Cause) -> Result<Outcome, Error> {
+    use super::{funds, grants, keys, liquidity, payments, peers, wallets, webhooks};
+    Ok(match cmd {
+        Command::ApproveGrant { id } => Outcome::Grant(Box::new(grants::approve_grant(s, &id, by).await?)),
+        Command::RejectGrant { id, reason } => {
+            let body = super::dto::Reject { reason };
+            Outcome::Grant(Box::new(grants::reject_grant(s, &id, body, by).await?))
+        }
+        Command::RevokeGrant { id } => Outcome::Grant(Box::new(grants::revoke_grant(s, &id, by).await?)),
+        Command::CompleteIncoming { id } => Outcome::Incoming(Box::new(payments::complete_incoming(s, &id).await?)),
+        Command::RetryOutgoing { id } => Outcome::Outgoing(Box::new(payments::retry_outgoing(s, &id).await?)),
+        Command::CancelOutgoing { id } => Outcome::Outgoing(Box::new(payments::cancel_outgoing(s, &id).await?)),
+        Command::CreateWallet(body) => Outcome::Wallet(wallets::create_wallet(s, body).await?),
+        Command::SetPublicName { wallet, public_name } => {
+            Outcome::Wallet(s.wallets.set_public_name(&wallet, public_name).await?)
+        }
+        Command::Deposit { wallet, funds } => {
+            Outcome::Moved(Box::new(funds::move_funds(s, &wallet, funds, Movement::Deposit).await?))
+        }
+        Command::Withdraw { wallet, funds } => Outcome::Moved(Box::new(
+            funds::move_funds(s, &wallet, funds, Movement::Withdrawal).await?,
+        )),
+        Command::AddKey { wallet, key } => Outcome::KeyAdded(keys::add_key(s, &wallet, key).await?),
+        Command::RemoveKey { wallet, kid } => {
+            keys::remove_key(s, &wallet, &kid).await?;
+            Outcome::Done
+        }
+        Command::CreatePeer(body) => Outcome::Peer(Box::new(peers::create_peer(s, body).await?)),
+        Command::UpdatePeer { name, patch } => Outcome::Peer(Box::new(peers::update_peer(s, &name, patch).await?)),
+        Command::RemovePeer { name } => {
+            peers::remove_peer(s, &name).await?;
+            Outcome::Done
+        }
+        Command::MovePeerLiquidity { peer, liquidity: m } => {
+            Outcome::PeerMoved(Box::new(liquidity::move_peer_liquidity(s, &peer, m).await?))
+        }
+        Command::SettlePeer { peer, settlement } => {
+            Outcome::PeerMoved(Box::new(liquidity::settle_peer(s, &peer, settlement).await?))
+        }
+        Command::RetryWebhook { seq } => Outcome::Delivery(webhooks::retry_webhook(s, seq).await?),
+        Command::RetryDeadWebhooks => Outcome::Retried(webhooks::retry_dead_webhooks(s).await?),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn commands_are_tagged_json() {
+        let c: Command = serde_json::from_value(serde_json::json!({
+            "command": "deposit", "wallet": "alice", "funds": {"value": "100", "transferId": "t-1"}
+        }))
+        .unwrap();
+        assert!(
+            matches!(&c, Command::Deposit { wallet, funds } if wallet == "alice" && funds.transfer_id.as_deref() == Some("t-1"))
+        );
+        let back = serde_json::to_value(&c).unwrap();
+        assert_eq!(back["command"], "deposit");
+        let c: Command =
+            serde_json::from_value(serde_json::json!({"command": "setPublicName", "wallet": "bob"})).unwrap();
+        assert!(matches!(c, Command::SetPublicName { public_name: None, .. }));
+        assert!(serde_json::from_value::<Command>(serde_json::json!({"command": "launchMissiles"})).is_err());
+        let o = serde_json::to_value(Outcome::Retried(3)).unwrap();
+        assert_eq!(o, serde_json::json!({"outcome": "retried", "value": 3}));
+        assert_eq!(Outcome::Retried(3).body().unwrap(), r#"{"retried":3}"#);
+        assert!(Outcome::Done.body().is_none());
+    }
+}
