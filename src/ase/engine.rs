@@ -50,6 +50,7 @@ use crate::{
 };
 
 mod liquidity;
+mod record;
 mod remote;
 mod tx;
 

@@ -228,6 +228,35 @@ fn top_level_modules_import_each_other_without_cycles() {
     assert!(found.is_empty(), "import cycles:\n{}", explain.join("\n"));
 }
 
+/// The most non-test lines a file of `src/` may have: a file a reader can hold.
+const MAX_LINES: usize = 800;
+
+#[test]
+fn no_file_is_over_800_lines_of_non_test_code() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let files = sources::rust_files(&root.join("src"));
+    let mut test_only = BTreeSet::new();
+    let mut sizes = Vec::new();
+    for f in &files {
+        let rel = f.strip_prefix(root).unwrap().to_string_lossy().replace('\\', "/");
+        let source = std::fs::read_to_string(f).unwrap();
+        let s = sources::non_test_lines(&source);
+        let dir = rel.strip_suffix(".rs").unwrap().to_owned();
+        test_only.extend(s.test_modules.iter().map(|m| format!("{dir}/{m}.rs")));
+        sizes.push((rel, s.lines.len()));
+    }
+    let over: Vec<String> = sizes
+        .into_iter()
+        .filter(|(rel, n)| *n > MAX_LINES && !test_only.contains(rel))
+        .map(|(rel, n)| format!("{rel}: {n}"))
+        .collect();
+    assert!(
+        over.is_empty(),
+        "files over {MAX_LINES} non-test lines:\n{}",
+        over.join("\n")
+    );
+}
+
 #[test]
 fn the_rules_read_imports_and_find_cycles() {
     let code = "use crate::{a::{B, C}, d, self};\nfn f() { crate::e::g(); }\n";
