@@ -28,7 +28,7 @@ use time::{Duration, OffsetDateTime};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
-use super::{incoming::state_of, outgoing::OutgoingError, remote::Remote};
+use super::{incoming::state_of, remote::Remote};
 use crate::{
     clock::{SharedClock, format_ts, parse_ts},
     events::{DomainEvent, EventBus, EventRecord},
@@ -88,6 +88,15 @@ pub enum EngineError {
     /// on the books already (see `remote`).
     #[error("outgoing payment {0} moved on since its packets were sent")]
     Moved(String),
+    /// No such outgoing payment (an operator's cancel or retry).
+    #[error("unknown outgoing payment")]
+    NotFound,
+    /// The payment's state refuses the operator's action (`reason` is the error code).
+    #[error("{message}")]
+    Refused { reason: &'static str, message: String },
+    /// Stored data that does not read back (a server fault).
+    #[error("{0}")]
+    Internal(String),
 }
 
 impl EngineError {
@@ -95,7 +104,12 @@ impl EngineError {
     pub fn is_full(&self) -> bool {
         match self {
             Self::Store(s) | Self::Ledger(LedgerError::Store(s)) => s.is_full(),
-            Self::Ledger(_) | Self::Money(_) | Self::Moved(_) => false,
+            Self::Ledger(_)
+            | Self::Money(_)
+            | Self::Moved(_)
+            | Self::NotFound
+            | Self::Refused { .. }
+            | Self::Internal(_) => false,
         }
     }
 }
@@ -576,16 +590,16 @@ impl Engine {
     }
 
     /// The operator cancels a payment that has not sent anything yet; its reservation is released.
-    pub async fn cancel(&self, id: &str) -> Result<OutgoingRow, OutgoingError> {
+    pub async fn cancel(&self, id: &str) -> Result<OutgoingRow, EngineError> {
         let pid = id.to_owned();
         let now = self.clock.now();
         let out = self
             .store
             .call(move |conn| {
                 let tx = store::immediate(conn)?;
-                let p = repo::outgoing(&tx, &pid)?.ok_or(OutgoingError::NotFound)?;
+                let p = repo::outgoing(&tx, &pid)?.ok_or(EngineError::NotFound)?;
                 if !p.state.can_cancel(p.sent_amount == 0) {
-                    return Err(OutgoingError::Refused {
+                    return Err(EngineError::Refused {
                         reason: "invalid_state",
                         message: format!(
                             "only a payment that has sent nothing can be cancelled; this one is {} with {} sent",
@@ -595,7 +609,7 @@ impl Engine {
                 }
                 // a packet on its way may still be fulfilled, and then it must be booked: not while it flies
                 if store::peers::payment_in_flight(&tx, &pid, &format_ts(now))? {
-                    return Err(OutgoingError::Refused {
+                    return Err(EngineError::Refused {
                         reason: "in_flight",
                         message: "a packet of this payment is on its way to the receiver; cancel again once it \
                                   is answered (in a few seconds)"
@@ -616,7 +630,7 @@ impl Engine {
                 let event = DomainEvent::OutgoingPaymentCancelled { id: p.id.clone() };
                 let recorded = store::outbox::append(&tx, &format_ts(now), event)?;
                 tx.commit()?;
-                Ok::<_, OutgoingError>((p, balances, recorded))
+                Ok::<_, EngineError>((p, balances, recorded))
             })
             .await?;
         self.bus.publish_recorded([out.2]);
@@ -626,22 +640,22 @@ impl Engine {
 
     /// The operator retries a failed payment: a new attempt with a fresh reservation of what is left to send,
     /// if its quote and receiver still allow it and its grant still has room.
-    pub async fn retry(&self, id: &str) -> Result<OutgoingRow, OutgoingError> {
+    pub async fn retry(&self, id: &str) -> Result<OutgoingRow, EngineError> {
         let pid = id.to_owned();
         let now = self.clock.now();
         let p = self
             .store
             .call(move |conn| {
                 let tx = store::immediate(conn)?;
-                let p = repo::outgoing(&tx, &pid)?.ok_or(OutgoingError::NotFound)?;
+                let p = repo::outgoing(&tx, &pid)?.ok_or(EngineError::NotFound)?;
                 if !p.state.can_retry() {
-                    return Err(OutgoingError::Refused {
+                    return Err(EngineError::Refused {
                         reason: "invalid_state",
                         message: format!("only a failed payment can be retried; this one is {}", p.state),
                     });
                 }
                 if let Some(reason) = blocked(&tx, &p, now)? {
-                    return Err(OutgoingError::Refused {
+                    return Err(EngineError::Refused {
                         reason: "not_retryable",
                         message: reason.1,
                     });
@@ -660,7 +674,7 @@ impl Engine {
                     &format_ts(now),
                 )? {
                     Err(f) => {
-                        return Err(OutgoingError::Refused {
+                        return Err(EngineError::Refused {
                             reason: f.0,
                             message: f.1,
                         });
@@ -671,7 +685,7 @@ impl Engine {
                 }
                 let p = reread(&tx, &p.id)?;
                 tx.commit()?;
-                Ok::<_, OutgoingError>(p)
+                Ok::<_, EngineError>(p)
             })
             .await?;
         self.wake.notify_one();

@@ -6,7 +6,11 @@ use super::{
     dto::{Listed, PaymentFilter},
 };
 use crate::{
-    ase::{incoming::IncomingView, outgoing::OutgoingView, quotes::QuoteDto},
+    ase::{
+        incoming::IncomingView,
+        outgoing::{OutgoingError, OutgoingView},
+        quotes::QuoteDto,
+    },
     store::payments::{Page, PageQuery},
 };
 
@@ -83,12 +87,14 @@ pub async fn show_outgoing(s: &Services, id: &str) -> Result<OutgoingView, Error
 
 pub async fn cancel_outgoing(s: &Services, id: &str) -> Result<OutgoingView, Error> {
     let p = s.outgoing.get(id).await?;
-    Ok(s.outgoing.view(&s.engine.cancel(&p.id).await?))
+    let p = s.engine.cancel(&p.id).await.map_err(OutgoingError::from)?;
+    Ok(s.outgoing.view(&p))
 }
 
 pub async fn retry_outgoing(s: &Services, id: &str) -> Result<OutgoingView, Error> {
     let p = s.outgoing.get(id).await?;
-    Ok(s.outgoing.view(&s.engine.retry(&p.id).await?))
+    let p = s.engine.retry(&p.id).await.map_err(OutgoingError::from)?;
+    Ok(s.outgoing.view(&p))
 }
 
 pub async fn list_quotes(s: &Services, f: PaymentFilter) -> Result<Listed<QuoteDto>, Error> {

@@ -443,7 +443,9 @@ impl From<EngineError> for ApiError {
             EngineError::Ledger(l) => l.into(),
             EngineError::Money(m) => m.into(),
             EngineError::Store(s) => Self::internal(&s),
-            e @ EngineError::Moved(_) => Self::internal(&e),
+            e @ (EngineError::Moved(_) | EngineError::Internal(_)) => Self::internal(&e),
+            // an operator's cancel or retry: worded as the payment's own refusals
+            e @ (EngineError::NotFound | EngineError::Refused { .. }) => OutgoingError::from(e).into(),
         }
     }
 }

@@ -122,20 +122,20 @@ pub(super) fn receiver(
 }
 
 /// A retried payment counts its full debit against its grant again: refuse if that would pass a limit.
-pub(super) fn check_grant_room(tx: &SqlConnection, p: &OutgoingRow) -> Result<(), OutgoingError> {
+pub(super) fn check_grant_room(tx: &SqlConnection, p: &OutgoingRow) -> Result<(), EngineError> {
     let Some(gid) = &p.grant_id else { return Ok(()) };
     let Some(g) = store::grants::grant(tx, gid)? else {
         return Ok(());
     };
     let access: Vec<AccessItem> =
-        serde_json::from_str(&g.access).map_err(|e| OutgoingError::Internal(format!("stored access: {e}")))?;
+        serde_json::from_str(&g.access).map_err(|e| EngineError::Internal(format!("stored access: {e}")))?;
     let Some(limits) = access.iter().find_map(|i| match i {
         AccessItem::OutgoingPayment { limits: Some(l), .. } => Some(l.clone()),
         _ => None,
     }) else {
         return Ok(());
     };
-    let created = parse_ts(&p.created_at).map_err(|e| OutgoingError::Internal(format!("stored createdAt: {e}")))?;
+    let created = parse_ts(&p.created_at).map_err(|e| EngineError::Internal(format!("stored createdAt: {e}")))?;
     let (from, to) = match limits.interval.as_deref().map(str::parse::<RepeatingInterval>) {
         Some(Ok(iv)) => match iv.window_at(created) {
             Ok(Some((s, e))) => (format_ts(s), format_ts(e)),
@@ -152,7 +152,7 @@ pub(super) fn check_grant_room(tx: &SqlConnection, p: &OutgoingRow) -> Result<()
             .is_some_and(|l| spent + extra > i128::from(l.value.get()))
     };
     if over(&limits.debit_amount, sd, extra_debit) || over(&limits.receive_amount, sr, extra_receive) {
-        return Err(OutgoingError::Refused {
+        return Err(EngineError::Refused {
             reason: "limit_exceeded",
             message: "retrying would pass the grant's limit for this interval".into(),
         });

@@ -142,7 +142,7 @@ pub enum OutgoingError {
     #[error(transparent)]
     Ledger(#[from] LedgerError),
     #[error(transparent)]
-    Engine(#[from] EngineError),
+    Engine(EngineError),
     #[error(transparent)]
     Money(#[from] MoneyError),
     #[error(transparent)]
@@ -150,6 +150,18 @@ pub enum OutgoingError {
     /// Stored data that does not read back (a server fault).
     #[error("{0}")]
     Internal(String),
+}
+
+/// The engine's refusals of an operator's cancel or retry are the payment's own; its faults stay its.
+impl From<EngineError> for OutgoingError {
+    fn from(e: EngineError) -> Self {
+        match e {
+            EngineError::NotFound => Self::NotFound,
+            EngineError::Refused { reason, message } => Self::Refused { reason, message },
+            EngineError::Internal(m) => Self::Internal(m),
+            e => Self::Engine(e),
+        }
+    }
 }
 
 impl From<crate::store::db::Error> for OutgoingError {
