@@ -602,11 +602,16 @@ pub async fn run_migrate(settings: &Settings) -> Result<()> {
 
 /// Prints the version and resolved paths.
 pub fn print_version(settings: &Settings) {
-    println!("opdesk {}", env!("CARGO_PKG_VERSION"));
-    println!("config:   {}", settings.paths.config_file.display());
-    println!("data:     {}", settings.paths.data_dir.display());
-    println!("database: {}", settings.store_location());
-    println!("log:      {}", settings.paths.log_file.display());
+    let text = format!(
+        "opdesk {}\nconfig:   {}\ndata:     {}\ndatabase: {}\nlog:      {}\n",
+        env!("CARGO_PKG_VERSION"),
+        settings.paths.config_file.display(),
+        settings.paths.data_dir.display(),
+        settings.store_location(),
+        settings.paths.log_file.display()
+    );
+    // a reader that stops early (`| head -1`) is no error
+    let _ = std::io::stdout().write_all(text.as_bytes());
 }
 
 /// Where operator commands go.

@@ -132,7 +132,7 @@ pub struct Listed<T> {
     pub next_cursor: Option<String>,
 }
 
-/// `POST /admin/peers`: an ILP peer (see `[[ilp.peers]]` in the README for what each field does).
+/// `POST /admin/peers`: an ILP peer (see `[[ilp.peers]]` in `docs/CONFIGURATION.md` for what each field does).
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct NewPeer {

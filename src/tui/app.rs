@@ -48,48 +48,7 @@ pub const PAGE: u32 = 200;
 /// Requests and log lines kept in memory.
 pub const RING: usize = 2000;
 
-/// What the header shows about the server the console shows: embedded in this process, or attached to.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct ServerInfo {
-    pub version: String,
-    pub listen: String,
-    pub public_url: String,
-    pub ilp_address: Option<String>,
-    pub database: String,
-    /// Whether the server has a webhook URL configured (the Webhooks pane says so when not).
-    pub webhooks_enabled: bool,
-    /// The server this console attached to (none: embedded in this process).
-    pub attached: Option<Attached>,
-}
-
-impl ServerInfo {
-    /// The header for the server `v` describes, reached as `attached` (none: embedded).
-    pub fn of(v: crate::control::dto::ServerView, attached: Option<Attached>) -> Self {
-        Self {
-            version: v.version,
-            listen: v.listen,
-            public_url: v.public_url,
-            ilp_address: v.ilp_address,
-            database: v.database,
-            webhooks_enabled: v.webhooks_enabled,
-            attached,
-        }
-    }
-}
-
-/// Where an attached console reaches its server.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Attached {
-    /// The admin API's base URL.
-    pub url: String,
-    pub pid: Option<u32>,
-}
-
-/// A wallet with its balance and key count.
-pub type WalletRow = crate::control::dto::WalletSummary;
-
-/// Counters and balances for the overview.
-pub type OverviewData = crate::control::dto::Overview;
+pub use super::desk::{Attached, OverviewData, ServerInfo, WalletRow};
 
 /// One HTTP exchange in the request log.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

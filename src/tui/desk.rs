@@ -8,7 +8,6 @@ use std::{collections::BTreeMap, future::Future, sync::Arc};
 use time::OffsetDateTime;
 use tokio::sync::mpsc;
 
-use super::app::{OverviewData, ServerInfo, WalletRow};
 use crate::{
     ase::{incoming::IncomingView, outgoing::GrantSpent, outgoing::OutgoingView, quotes::QuoteDto},
     control::{
@@ -20,6 +19,49 @@ use crate::{
     states::DeliveryState,
     webhooks::DeliveryRow,
 };
+
+/// What the header shows about the server the console shows: embedded in this process, or attached to.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ServerInfo {
+    pub version: String,
+    pub listen: String,
+    pub public_url: String,
+    pub ilp_address: Option<String>,
+    pub database: String,
+    /// Whether the server has a webhook URL configured (the Webhooks pane says so when not).
+    pub webhooks_enabled: bool,
+    /// The server this console attached to (none: embedded in this process).
+    pub attached: Option<Attached>,
+}
+
+impl ServerInfo {
+    /// The header for the server `v` describes, reached as `attached` (none: embedded).
+    pub fn of(v: crate::control::dto::ServerView, attached: Option<Attached>) -> Self {
+        Self {
+            version: v.version,
+            listen: v.listen,
+            public_url: v.public_url,
+            ilp_address: v.ilp_address,
+            database: v.database,
+            webhooks_enabled: v.webhooks_enabled,
+            attached,
+        }
+    }
+}
+
+/// Where an attached console reaches its server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Attached {
+    /// The admin API's base URL.
+    pub url: String,
+    pub pid: Option<u32>,
+}
+
+/// A wallet with its balance and key count.
+pub type WalletRow = crate::control::dto::WalletSummary;
+
+/// Counters and balances for the overview.
+pub type OverviewData = crate::control::dto::Overview;
 
 /// Why an operation did not happen, in words for the flash line.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -474,7 +474,7 @@ fn tiny_terminals_do_not_panic() {
     }
 }
 
-/// The README's key table as the keymap produces it.
+/// The console guide's key table (docs/CONSOLE.md) as the keymap produces it.
 fn key_table() -> String {
     let mut out = String::from("| keys | where | what |\n|---|---|---|\n");
     for b in &Keymap::default().bindings {
@@ -496,11 +496,11 @@ fn key_table() -> String {
 
 #[test]
 fn the_readme_key_table_matches_the_keymap() {
-    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/CONSOLE.md")).unwrap();
     let table = key_table();
     assert!(
         readme.contains(&table),
-        "README.md's key table is stale; it should read:\n{table}"
+        "docs/CONSOLE.md's key table is stale; it should read:\n{table}"
     );
 }
 

@@ -240,6 +240,10 @@ pub fn pane_command(app: &mut App, head: &str, rest: &str) -> Option<Vec<Effect>
     if head != "public-name" {
         return None;
     }
+    if app.readonly {
+        app.flash(Level::Warn, "read-only mode");
+        return Some(Vec::new());
+    }
     let Some(wallet) = selected(app).map(|w| w.wallet.name.clone()) else {
         app.flash(Level::Warn, "select a wallet first");
         return Some(Vec::new());
@@ -361,6 +365,12 @@ mod tests {
                 public_name: None
             })]
         );
+        // a read-only console changes nothing
+        a.readonly = true;
+        a.update(key(':'));
+        assert!(typed(&mut a, "public-name Mallory").is_empty());
+        assert!(a.flash.as_ref().is_some_and(|f| f.text.contains("read-only")));
+        a.readonly = false;
         a.update(key('+'));
         assert!(typed(&mut a, "12.5").is_empty(), "asks first");
         assert!(matches!(&a.overlay, Some(Overlay::Confirm(c)) if c.question.contains("12.50 USD")));
