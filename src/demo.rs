@@ -104,7 +104,7 @@ pub struct Paid {
 /// ASE's console), then waits until the incoming payment there is completed.
 pub async fn pay_across(public_url: &str, key_pem: &str, to: &str, amount: u64) -> Result<Paid> {
     let d = demo_client(public_url, key_pem)?;
-    let to = to.trim_end_matches('/');
+    let to = crate::names::wallet_url(to);
     let wallet = d.call(Method::GET, to, None, None).await?;
     let text = |v: &Value, k: &str| {
         v[k].as_str()

@@ -1,6 +1,7 @@
-//! Wallet address names: the one rule for what a wallet may be called (1 to 64 of `a-z 0-9 - _ .`,
-//! starting with a letter or digit, not a path the server owns). A leaf: `settings` checks
-//! `[ilp] client_wallet` with it and the wallet service checks every new wallet.
+//! Wallet address names and URLs: the one rule for what a wallet may be called (1 to 64 of `a-z 0-9 - _ .`,
+//! starting with a letter or digit, not a path the server owns), and the one way a wallet address URL is
+//! compared ([`wallet_url`]). A leaf: `settings` checks `[ilp] client_wallet` with it and the wallet service
+//! checks every new wallet.
 
 /// Path prefixes the server owns; a wallet may not be named after one.
 pub const RESERVED_NAMES: &[&str] = &[
@@ -24,6 +25,12 @@ pub const RESERVED_NAMES: &[&str] = &[
 pub struct BadName {
     pub name: String,
     pub reason: &'static str,
+}
+
+/// A wallet address URL as it is compared and stored: without trailing slashes (clients write
+/// `https://ase.example/alice/` and `https://ase.example/alice` for the same wallet).
+pub fn wallet_url(url: &str) -> &str {
+    url.trim_end_matches('/')
 }
 
 /// Checks a wallet name: 1..=64 of `a-z 0-9 - _ .`, starting with a letter or digit, not reserved.

@@ -296,8 +296,7 @@ impl Wallets {
 
     /// The wallet a URL names, if it is one of ours (`{public}/{name}`, trailing slash tolerated).
     pub async fn by_url(&self, url: &str) -> Result<Option<Wallet>, WalletError> {
-        let Some(name) = url
-            .trim_end_matches('/')
+        let Some(name) = crate::names::wallet_url(url)
             .strip_prefix(&*self.public_url)
             .and_then(|r| r.strip_prefix('/'))
             .filter(|n| !n.is_empty() && !n.contains('/'))

@@ -270,7 +270,7 @@ impl ClientRef {
                 if parsed.query().is_some() {
                     return Err(GnapError::invalid_client("client wallet address must not have a query"));
                 }
-                Ok(Client::Wallet(u.trim_end_matches('/').to_owned()))
+                Ok(Client::Wallet(crate::names::wallet_url(&u).to_owned()))
             }
             Self::Jwk(JwkClient { jwk }) => {
                 jwk.verifying_key()

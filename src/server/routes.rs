@@ -31,7 +31,7 @@ pub async fn list_request(
     type_name: &str,
 ) -> Result<(String, Option<String>, PageQuery), ApiError> {
     let q = ListQuery::parse(query)?;
-    let wallet_url = q.wallet_address.trim_end_matches('/').to_owned();
+    let wallet_url = crate::names::wallet_url(&q.wallet_address).to_owned();
     let scope = auth.require(type_name, Action::List, &wallet_url)?;
     let wallet = wallet_of(s, &wallet_url).await?;
     Ok((wallet.id, auth.owner_filter(&scope), q.page))

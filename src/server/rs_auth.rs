@@ -120,16 +120,17 @@ impl RsAuth {
             self.token.access.iter().find(|i| {
                 i.type_name() == type_name
                     && i.actions().contains(&a)
-                    && i.identifier().is_none_or(|id| id.trim_end_matches('/') == wallet_url)
+                    && i.identifier()
+                        .is_none_or(|id| crate::names::wallet_url(id) == wallet_url)
             })
         };
         let scope = |item: &AccessItem, all: bool| Scope {
             all,
             wallet_owner: item
                 .identifier()
-                .is_some_and(|id| id.trim_end_matches('/') == wallet_url)
+                .is_some_and(|id| crate::names::wallet_url(id) == wallet_url)
                 && (self.token.owner_approved
-                    || matches!(&self.token.client, Client::Wallet(u) if u.trim_end_matches('/') == wallet_url)),
+                    || matches!(&self.token.client, Client::Wallet(u) if crate::names::wallet_url(u) == wallet_url)),
             item: item.clone(),
         };
         if let Some(item) = all_action.and_then(matching) {

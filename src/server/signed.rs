@@ -162,7 +162,7 @@ impl Verifier {
                 Err(httpsig::Error::UnknownKey(keyid.to_owned()))
             }
             Client::Wallet(url) => {
-                let jwks = format!("{}/jwks.json", url.trim_end_matches('/'));
+                let jwks = format!("{}/jwks.json", crate::names::wallet_url(url));
                 let found = self.keys.key(url, keyid).await;
                 signed.notes.key(match &found {
                     Ok(k) => KeyOutcome::Found {

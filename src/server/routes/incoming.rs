@@ -28,7 +28,7 @@ pub fn routes() -> Router<AppState> {
 
 async fn create(State(s): State<AppState>, auth: RsAuth) -> Result<Response, ApiError> {
     let req: CreateIncoming = parse_body(&auth)?;
-    let wallet_url = req.wallet_address.trim_end_matches('/').to_owned();
+    let wallet_url = crate::names::wallet_url(&req.wallet_address).to_owned();
     auth.require("incoming-payment", Action::Create, &wallet_url)?;
     let wallet = wallet_of(&s, &wallet_url).await?;
     let row = s.incoming.create(&wallet, Some(auth.client_id.clone()), req).await?;

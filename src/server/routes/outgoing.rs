@@ -29,7 +29,7 @@ pub fn routes() -> Router<AppState> {
 
 async fn create(State(s): State<AppState>, auth: RsAuth) -> Result<Response, ApiError> {
     let req: CreateOutgoing = parse_body(&auth)?;
-    let wallet_url = req.wallet_address.trim_end_matches('/').to_owned();
+    let wallet_url = crate::names::wallet_url(&req.wallet_address).to_owned();
     let scope = auth.require("outgoing-payment", Action::Create, &wallet_url)?;
     let source = match (req.quote_id, req.incoming_payment, req.debit_amount) {
         (Some(q), None, None) => Source::Quote(q),
