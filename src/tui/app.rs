@@ -15,9 +15,9 @@ use super::{
     pane::Pane,
     panes::{grants, incoming, log, outgoing, peers, quotes, requests, wallets, webhooks},
     widgets::{
-        confirm::Confirm,
+        confirm::{Answer, Confirm},
         help, json,
-        prompt::{Prompt, PromptKind},
+        prompt::{Prompt, PromptKind, Typed},
     },
 };
 use crate::{
@@ -673,8 +673,38 @@ impl App {
             return vec![Effect::Quit];
         }
         match self.overlay.clone() {
-            Some(Overlay::Prompt(p)) => return self.on_prompt_key(p, k),
-            Some(Overlay::Confirm(c)) => return self.on_confirm_key(c, k),
+            Some(Overlay::Prompt(p)) => {
+                return match p.on_key(k, self.command_history.last().map(String::as_str)) {
+                    Typed::Submit(p) => {
+                        self.overlay = None;
+                        self.submit_prompt(p)
+                    }
+                    Typed::Cancel => {
+                        self.overlay = None;
+                        Vec::new()
+                    }
+                    Typed::Open(p) => {
+                        self.overlay = Some(Overlay::Prompt(p));
+                        Vec::new()
+                    }
+                };
+            }
+            Some(Overlay::Confirm(c)) => {
+                return match c.on_key(k) {
+                    Answer::Yes(e) => {
+                        self.overlay = None;
+                        vec![e]
+                    }
+                    Answer::No => {
+                        self.overlay = None;
+                        Vec::new()
+                    }
+                    Answer::Open(c) => {
+                        self.overlay = Some(Overlay::Confirm(c));
+                        Vec::new()
+                    }
+                };
+            }
             Some(Overlay::Help) => {
                 if matches!(k.code, KeyCode::Esc | KeyCode::Char('?') | KeyCode::Char('q')) {
                     self.overlay = None;

@@ -4,6 +4,26 @@
 use super::*;
 
 impl App {
+    /// Opens the confirm dialog: `effect` runs only after a yes.
+    pub(in crate::tui) fn ask(&mut self, question: String, effect: Effect) -> Vec<Effect> {
+        self.overlay = Some(Overlay::Confirm(Confirm::new(question, effect)));
+        Vec::new()
+    }
+
+    /// Opens an empty prompt of `kind`.
+    pub(in crate::tui) fn open_prompt(&mut self, kind: PromptKind) -> Vec<Effect> {
+        self.overlay = Some(Overlay::Prompt(Prompt::new(kind, "")));
+        Vec::new()
+    }
+
+    /// Text pasted into the terminal: into the open prompt at its cursor (as one clean line), else ignored.
+    pub(in crate::tui) fn on_paste(&mut self, text: &str) -> Vec<Effect> {
+        if let Some(Overlay::Prompt(p)) = &mut self.overlay {
+            p.line.insert_str(text);
+        }
+        Vec::new()
+    }
+
     /// The help or raw JSON overlay's extent at the current size: (lines of content, lines its box shows).
     pub fn overlay_extent(&self) -> Option<(usize, usize)> {
         let area = ratatui::layout::Rect::new(0, 0, self.size.0, self.size.1);

@@ -11,10 +11,7 @@ use ratatui::{
 };
 
 use super::centered_fixed;
-use crate::tui::{
-    app::{App, Effect, Overlay},
-    theme::Theme,
-};
+use crate::tui::{app::Effect, theme::Theme};
 
 /// A dangerous action waiting for a yes. Defaults to No.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -24,37 +21,40 @@ pub struct Confirm {
     pub yes: bool,
 }
 
-impl App {
-    /// A key while the confirm dialog is open.
-    pub(in crate::tui) fn on_confirm_key(&mut self, mut c: Confirm, k: KeyEvent) -> Vec<Effect> {
-        match k.code {
-            KeyCode::Char('y') | KeyCode::Char('Y') => {
-                self.overlay = None;
-                return vec![c.effect];
-            }
-            KeyCode::Char('n') | KeyCode::Char('N') | KeyCode::Esc | KeyCode::Char('q') => {
-                self.overlay = None;
-                return Vec::new();
-            }
-            KeyCode::Left | KeyCode::Right | KeyCode::Tab | KeyCode::Char('h') | KeyCode::Char('l') => c.yes = !c.yes,
-            KeyCode::Enter => {
-                self.overlay = None;
-                return if c.yes { vec![c.effect] } else { Vec::new() };
-            }
-            _ => {}
-        }
-        self.overlay = Some(Overlay::Confirm(c));
-        Vec::new()
-    }
+/// What a key did to the dialog.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Answer {
+    /// Yes: run the effect.
+    Yes(Effect),
+    /// No, or closed.
+    No,
+    /// Still open, as it is now.
+    Open(Confirm),
+}
 
-    /// Opens the confirm dialog: `effect` runs only after a yes.
-    pub(in crate::tui) fn ask(&mut self, question: String, effect: Effect) -> Vec<Effect> {
-        self.overlay = Some(Overlay::Confirm(Confirm {
+impl Confirm {
+    /// A dialog asking `question` before `effect`, defaulting to No.
+    pub fn new(question: String, effect: Effect) -> Self {
+        Self {
             question,
             effect,
             yes: false,
-        }));
-        Vec::new()
+        }
+    }
+
+    /// A key while the dialog is open: the answer, or the dialog as it stands.
+    pub fn on_key(mut self, k: KeyEvent) -> Answer {
+        match k.code {
+            KeyCode::Char('y') | KeyCode::Char('Y') => Answer::Yes(self.effect),
+            KeyCode::Char('n') | KeyCode::Char('N') | KeyCode::Esc | KeyCode::Char('q') => Answer::No,
+            KeyCode::Enter if self.yes => Answer::Yes(self.effect),
+            KeyCode::Enter => Answer::No,
+            KeyCode::Left | KeyCode::Right | KeyCode::Tab | KeyCode::Char('h') | KeyCode::Char('l') => {
+                self.yes = !self.yes;
+                Answer::Open(self)
+            }
+            _ => Answer::Open(self),
+        }
     }
 }
 

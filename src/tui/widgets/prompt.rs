@@ -13,10 +13,7 @@ use ratatui::{
 };
 
 use super::line_edit::LineEdit;
-use crate::{
-    text::sanitize,
-    tui::app::{App, Effect, Overlay},
-};
+use crate::text::sanitize;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PromptKind {
@@ -92,49 +89,43 @@ pub const COMMANDS: &[&str] = &[
     "quit",
 ];
 
-impl App {
-    /// Opens an empty prompt of `kind`.
-    pub(in crate::tui) fn open_prompt(&mut self, kind: PromptKind) -> Vec<Effect> {
-        self.overlay = Some(Overlay::Prompt(Prompt::new(kind, "")));
-        Vec::new()
-    }
+/// What a key did to the prompt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Typed {
+    /// Enter: the text is given.
+    Submit(Prompt),
+    /// Esc: closed, nothing given.
+    Cancel,
+    /// Still open, as it is now.
+    Open(Prompt),
+}
 
-    /// Text pasted into the terminal: into the open prompt at its cursor (as one clean line), else ignored.
-    pub(in crate::tui) fn on_paste(&mut self, text: &str) -> Vec<Effect> {
-        if let Some(Overlay::Prompt(p)) = &mut self.overlay {
-            p.line.insert_str(text);
-        }
-        Vec::new()
-    }
-
-    /// A key while the prompt is open.
-    pub(in crate::tui) fn on_prompt_key(&mut self, mut p: Prompt, k: KeyEvent) -> Vec<Effect> {
+impl Prompt {
+    /// A key while the prompt is open; `last_command` is what Up brings back in a `:` prompt.
+    pub fn on_key(mut self, k: KeyEvent, last_command: Option<&str>) -> Typed {
         match k.code {
-            KeyCode::Esc => {
-                self.overlay = None;
-                return Vec::new();
-            }
-            KeyCode::Enter => {
-                self.overlay = None;
-                return self.submit_prompt(p);
-            }
-            KeyCode::Tab if p.kind == PromptKind::Command => {
-                let matches: Vec<&str> = COMMANDS.iter().copied().filter(|c| c.starts_with(p.text())).collect();
+            KeyCode::Esc => return Typed::Cancel,
+            KeyCode::Enter => return Typed::Submit(self),
+            KeyCode::Tab if self.kind == PromptKind::Command => {
+                let matches: Vec<&str> = COMMANDS
+                    .iter()
+                    .copied()
+                    .filter(|c| c.starts_with(self.text()))
+                    .collect();
                 if let [only] = matches.as_slice() {
-                    p.line.set(only);
+                    self.line.set(only);
                 }
             }
-            KeyCode::Up if p.kind == PromptKind::Command => {
-                if let Some(last) = self.command_history.last() {
-                    p.line.set(last);
+            KeyCode::Up if self.kind == PromptKind::Command => {
+                if let Some(last) = last_command {
+                    self.line.set(last);
                 }
             }
             _ => {
-                p.line.on_key(&k);
+                self.line.on_key(&k);
             }
         }
-        self.overlay = Some(Overlay::Prompt(p));
-        Vec::new()
+        Typed::Open(self)
     }
 }
 
