@@ -11,6 +11,7 @@ pub mod app;
 pub mod control;
 pub mod desk;
 pub mod desks;
+pub mod effect;
 pub mod keymap;
 pub mod pane;
 pub mod panes;

@@ -26,7 +26,7 @@ use crate::{
         outgoing::{GrantSpent, OutgoingView},
         quotes::QuoteDto,
     },
-    control::{Command, dto::PeerView},
+    control::dto::PeerView,
     events::DomainEvent,
     gnap::{service::GrantView, timeline::GrantStep},
     webhooks::DeliveryRow,
@@ -88,34 +88,7 @@ impl<T> Default for Rows<T> {
     }
 }
 
-/// What the control task should load.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Load {
-    pub pane: Pane,
-    /// Only failed payments (Outgoing), dead deliveries (Webhooks), open grants (Grants: closed ones hidden).
-    pub failed_only: bool,
-    /// Continue after this id (appends to the loaded rows).
-    pub cursor: Option<String>,
-    /// The pane's `/` filter, matched by the store (panes paged from the store; none for inverted filters).
-    pub q: Option<String>,
-}
-
-/// A command for the control task. `update` only emits them.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Effect {
-    Load(Load),
-    /// Fetch one grant's timeline (the Grants detail shows it).
-    LoadTimeline(String),
-    /// An operator command, confirmed where it needs it.
-    Run(Command),
-    Demo,
-    /// A console over several desks: show the one with this name.
-    SwitchDesk(String),
-    /// Give the terminal back to the shell and stop until resumed (the run loop's business, not the control
-    /// task's).
-    Suspend,
-    Quit,
-}
+pub use super::effect::{Effect, Load};
 
 /// A reply from the control task.
 #[derive(Debug, Clone, PartialEq)]
@@ -303,12 +276,7 @@ pub struct App {
     pub quit: bool,
 }
 
-/// The last eight characters of a resource id or URL (UUIDv7 ids share their leading time bits).
-pub fn short_id(url: &str) -> String {
-    let id = url.rsplit('/').next().unwrap_or(url);
-    let n = id.chars().count();
-    id.chars().skip(n.saturating_sub(8)).collect()
-}
+pub use super::widgets::short_id;
 
 impl App {
     pub fn new(info: ServerInfo, keymap: Keymap, readonly: bool, now: OffsetDateTime) -> Self {
@@ -889,6 +857,7 @@ mod tests {
     use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
     use super::{fixtures::*, *};
+    use crate::control::Command;
 
     fn app() -> App {
         App::new(ServerInfo::default(), Keymap::default(), false, now())

@@ -42,7 +42,7 @@ pub fn draw(app: &App, theme: &Theme, f: &mut Frame) {
     draw_hints(app, theme, f, hints);
     draw_flash(app, theme, f, flash);
     match &app.overlay {
-        Some(Overlay::Help) => widgets::help::draw(app, theme, f, area),
+        Some(Overlay::Help) => widgets::help::draw(&app.keymap, app.readonly, app.overlay_scroll, theme, f, area),
         Some(Overlay::Detail) => panes::draw_detail(app, theme, f, centered(area, 90, 85)),
         Some(Overlay::Json(j)) => widgets::json::draw(j, app.overlay_scroll, f, area),
         Some(Overlay::Confirm(c)) => widgets::confirm::draw(c, theme, f, area),

@@ -37,3 +37,10 @@ pub fn centered_fixed(area: Rect, w: u16, h: u16) -> Rect {
         height: h,
     }
 }
+
+/// The last eight characters of a resource id or URL (UUIDv7 ids share their leading time bits).
+pub fn short_id(url: &str) -> String {
+    let id = url.rsplit('/').next().unwrap_or(url);
+    let n = id.chars().count();
+    id.chars().skip(n.saturating_sub(8)).collect()
+}

@@ -2,8 +2,62 @@
 //! help, the raw JSON of the selection, the detail views.
 
 use super::*;
+use crate::tui::widgets::table::TableView;
 
 impl App {
+    /// What `pane`'s table shows: its title (with its filters), whether the store has more rows past the loaded
+    /// page, what it says when empty, the rows the filter keeps and the one selected.
+    pub fn table_view(&self, pane: Pane) -> TableView {
+        let mut title = format!(" {} ", pane.title());
+        if pane == Pane::Outgoing && self.failed_only {
+            title.push_str("[failed] ");
+        }
+        if pane == Pane::Webhooks && self.dead_only {
+            title.push_str(&format!("[{}] ", crate::states::DeliveryState::Dead));
+        }
+        if pane == Pane::Grants && self.all_grants {
+            title.push_str("[all] ");
+        }
+        if pane == Pane::Webhooks && !self.info.webhooks_enabled {
+            title.push_str("[no webhook URL] ");
+        }
+        if let Some(f) = self.filters.get(&pane) {
+            title.push_str(&format!("[/{}{}] ", if f.invert { "!" } else { "" }, f.text));
+        }
+        let more = match pane {
+            Pane::Incoming => self.incoming.next_cursor.is_some(),
+            Pane::Outgoing => self.outgoing.next_cursor.is_some(),
+            Pane::Quotes => self.quotes.next_cursor.is_some(),
+            Pane::Webhooks => self.webhooks.next_cursor.is_some(),
+            _ => false,
+        };
+        let empty = if self.filters.contains_key(&pane) {
+            "nothing matches the filter (Esc clears it)"
+        } else if pane == Pane::Webhooks && !self.info.webhooks_enabled {
+            "no webhook URL is configured: set [webhooks] url in config.toml"
+        } else if pane == Pane::Grants && !self.all_grants {
+            "no open grants (F shows revoked, rejected and expired ones too)"
+        } else if pane == Pane::Webhooks && self.dead_only {
+            "no dead deliveries (F shows them all)"
+        } else if pane == Pane::Webhooks {
+            "no deliveries yet: each durable event is delivered to the webhook URL"
+        } else {
+            "nothing here yet"
+        };
+        TableView {
+            title,
+            more,
+            empty,
+            visible: self.visible_indices(pane),
+            selected: self.selected(pane),
+        }
+    }
+
+    /// What this session saw happen to resource `id`: (when, what), oldest first.
+    pub fn history_of(&self, id: &str) -> &[(String, String)] {
+        self.history.get(&short_id(id)).map_or(&[], Vec::as_slice)
+    }
+
     /// Opens the confirm dialog: `effect` runs only after a yes.
     pub(in crate::tui) fn ask(&mut self, question: String, effect: Effect) -> Vec<Effect> {
         self.overlay = Some(Overlay::Confirm(Confirm::new(question, effect)));
@@ -28,7 +82,7 @@ impl App {
     pub fn overlay_extent(&self) -> Option<(usize, usize)> {
         let area = ratatui::layout::Rect::new(0, 0, self.size.0, self.size.1);
         match &self.overlay {
-            Some(Overlay::Help) => Some((help::len(self), help::visible(area))),
+            Some(Overlay::Help) => Some((help::len(&self.keymap, self.readonly), help::visible(area))),
             Some(Overlay::Json(j)) => Some((json::lines(j, area).len(), json::visible(area))),
             Some(Overlay::Detail) => {
                 // styles do not change how lines wrap

@@ -31,11 +31,10 @@ use crate::{
 pub fn draw(app: &App, theme: &Theme, f: &mut Frame, area: Rect) {
     let w = &app.grants;
     table(
-        app,
+        &app.table_view(Pane::Grants),
         theme,
         f,
         area,
-        Pane::Grants,
         &["ID", "STATE", "CLIENT", "ACCESS", "TOKENS", "CREATED"],
         &[
             Constraint::Length(9),

@@ -32,11 +32,10 @@ pub fn draw(app: &App, theme: &Theme, f: &mut Frame, area: Rect) {
     let w = &app.incoming;
     let gauge_width = if area.width >= 110 { 20 } else { 10 };
     table(
-        app,
+        &app.table_view(Pane::Incoming),
         theme,
         f,
         area,
-        Pane::Incoming,
         &["ID", "WALLET", "STATE", "RECEIVED", "PROGRESS", "EXPIRES"],
         &[
             Constraint::Length(9),
@@ -136,7 +135,7 @@ pub fn detail<'a>(app: &'a App, theme: &Theme) -> Option<(String, Vec<Line<'a>>)
             "ilp secrets masked (s reveals)".into()
         },
     ));
-    lines.extend(history(app, theme, &p.payment.id));
+    lines.extend(history(app.history_of(&p.payment.id), theme));
     Some((title, lines))
 }
 

@@ -20,11 +20,10 @@ use crate::{
 pub fn draw(app: &App, theme: &Theme, f: &mut Frame, area: Rect) {
     let w = &app.log;
     table(
-        app,
+        &app.table_view(Pane::Log),
         theme,
         f,
         area,
-        Pane::Log,
         &["LINE"],
         &[Constraint::Min(10)],
         (true, false, w.items.len()),

@@ -30,11 +30,10 @@ pub fn draw(app: &App, theme: &Theme, f: &mut Frame, area: Rect) {
     let w = &app.outgoing;
     let gauge_width = if area.width >= 110 { 16 } else { 8 };
     table(
-        app,
+        &app.table_view(Pane::Outgoing),
         theme,
         f,
         area,
-        Pane::Outgoing,
         &["ID", "FROM", "STATE", "SENT", "PROGRESS", "FAILURE"],
         &[
             Constraint::Length(9),
@@ -124,7 +123,7 @@ pub fn detail<'a>(app: &'a App, theme: &Theme) -> Option<(String, Vec<Line<'a>>)
     ));
     lines.push(kv(theme, "created", p.payment.created_at.clone()));
     lines.push(kv(theme, "updated", p.updated_at.clone()));
-    lines.extend(history(app, theme, &p.payment.id));
+    lines.extend(history(app.history_of(&p.payment.id), theme));
     Some((title, lines))
 }
 

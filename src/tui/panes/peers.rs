@@ -111,11 +111,10 @@ pub fn draw(app: &App, theme: &Theme, f: &mut Frame, area: Rect) {
     let titles: Vec<&str> = COLUMNS.iter().map(|c| c.title).collect();
     let widths: Vec<Constraint> = COLUMNS.iter().map(|c| c.width).collect();
     table(
-        app,
+        &app.table_view(Pane::Peers),
         theme,
         f,
         area,
-        Pane::Peers,
         &titles,
         &widths,
         (p.loaded, p.loading, p.items.len()),

@@ -21,11 +21,10 @@ use crate::{
 pub fn draw(app: &App, theme: &Theme, f: &mut Frame, area: Rect) {
     let w = &app.quotes;
     table(
-        app,
+        &app.table_view(Pane::Quotes),
         theme,
         f,
         area,
-        Pane::Quotes,
         &["ID", "FROM", "DEBIT", "RECEIVE", "RATE", "EXPIRES"],
         &[
             Constraint::Length(9),

@@ -25,11 +25,10 @@ use crate::{
 pub fn draw(app: &App, theme: &Theme, f: &mut Frame, area: Rect) {
     let w = &app.requests;
     table(
-        app,
+        &app.table_view(Pane::Requests),
         theme,
         f,
         area,
-        Pane::Requests,
         &["AT", "METHOD", "PATH", "STATUS", "LATENCY", "CLIENT", "SIG"],
         &[
             Constraint::Length(13),

@@ -27,11 +27,10 @@ use crate::{
 pub fn draw(app: &App, theme: &Theme, f: &mut Frame, area: Rect) {
     let w = &app.wallets;
     table(
-        app,
+        &app.table_view(Pane::Wallets),
         theme,
         f,
         area,
-        Pane::Wallets,
         &[
             "NAME",
             "ASSET",

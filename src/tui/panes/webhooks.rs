@@ -40,11 +40,10 @@ pub fn draw(app: &App, theme: &Theme, f: &mut Frame, area: Rect) {
     // event types run to 24 characters; narrow screens cut them to leave the last outcome some room
     let type_width = if area.width >= 100 { 26 } else { 18 };
     table(
-        app,
+        &app.table_view(Pane::Webhooks),
         theme,
         f,
         area,
-        Pane::Webhooks,
         &["EVENT", "TYPE", "STATE", "ATTEMPTS", "NEXT ATTEMPT", "LAST"],
         &[
             Constraint::Length(7),

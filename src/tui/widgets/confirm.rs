@@ -11,7 +11,7 @@ use ratatui::{
 };
 
 use super::centered_fixed;
-use crate::tui::{app::Effect, theme::Theme};
+use crate::tui::{effect::Effect, theme::Theme};
 
 /// A dangerous action waiting for a yes. Defaults to No.
 #[derive(Debug, Clone, PartialEq, Eq)]

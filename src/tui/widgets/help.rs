@@ -9,7 +9,10 @@ use ratatui::{
 };
 
 use super::centered;
-use crate::tui::{app::App, keymap::Scope, theme::Theme};
+use crate::tui::{
+    keymap::{Keymap, Scope},
+    theme::Theme,
+};
 
 /// The box the help takes in `area`.
 pub fn boxed(area: Rect) -> Rect {
@@ -21,27 +24,22 @@ pub fn visible(area: Rect) -> usize {
     usize::from(boxed(area).height.saturating_sub(3))
 }
 
-/// The number of rows the help lists.
-pub fn len(app: &App) -> usize {
-    app.keymap
-        .bindings
-        .iter()
-        .filter(|b| !(app.readonly && b.dangerous))
-        .count()
+/// The number of rows the help lists (dangerous bindings hidden from a `readonly` console).
+pub fn len(keymap: &Keymap, readonly: bool) -> usize {
+    keymap.bindings.iter().filter(|b| !(readonly && b.dangerous)).count()
 }
 
-/// Draws the help table over the middle of `area`, from row `app.overlay_scroll` (clamped).
-pub fn draw(app: &App, theme: &Theme, f: &mut Frame, area: Rect) {
+/// Draws the help table over the middle of `area`, from row `scroll` (clamped).
+pub fn draw(keymap: &Keymap, readonly: bool, scroll: usize, theme: &Theme, f: &mut Frame, area: Rect) {
     let r = boxed(area);
     f.render_widget(Clear, r);
-    let (total, shown) = (len(app), visible(area));
-    let scroll = app.overlay_scroll.min(total.saturating_sub(shown));
+    let (total, shown) = (len(keymap, readonly), visible(area));
+    let scroll = scroll.min(total.saturating_sub(shown));
     let mut rows = Vec::new();
-    for b in app
-        .keymap
+    for b in keymap
         .bindings
         .iter()
-        .filter(|b| !(app.readonly && b.dangerous))
+        .filter(|b| !(readonly && b.dangerous))
         .skip(scroll)
     {
         let scope = match b.scope {

@@ -3,20 +3,17 @@
 
 use ratatui::text::{Line, Span};
 
-use crate::tui::{
-    app::{App, short_id},
-    theme::Theme,
-};
+use crate::tui::theme::Theme;
 
 /// `key` padded to a column, then `v`.
 pub fn kv<'a>(theme: &Theme, k: &'a str, v: String) -> Line<'a> {
     Line::from(vec![Span::styled(format!("{k:<14}"), theme.dim), Span::raw(v)])
 }
 
-/// A blank line, a `history` heading and what this session saw happen to resource `id`.
-pub fn history<'a>(app: &App, theme: &Theme, id: &str) -> Vec<Line<'a>> {
+/// A blank line, a `history` heading and what this session saw happen to a resource (`seen`: when, what).
+pub fn history<'a>(seen: &[(String, String)], theme: &Theme) -> Vec<Line<'a>> {
     let mut lines = vec![Line::from(""), Line::from(Span::styled("history", theme.header))];
-    for (at, what) in app.history.get(&short_id(id)).cloned().unwrap_or_default() {
+    for (at, what) in seen.iter().cloned() {
         lines.push(Line::from(vec![
             Span::styled(format!("{} ", at.get(11..23).unwrap_or("")), theme.dim),
             Span::raw(what),

@@ -9,12 +9,20 @@ use ratatui::{
     widgets::{Block, Borders, Cell, Paragraph, Row, Table},
 };
 
-use crate::{
-    states::DeliveryState,
-    tui::{app::App, pane::Pane, theme::Theme},
-};
+use crate::tui::theme::Theme;
 
-fn right_title(app: &App, pane: Pane, loaded: bool, loading: bool, shown: usize, total: usize) -> String {
+/// What a pane's table shows of the console's state (`App::table_view`): its title, whether more rows wait past
+/// the loaded page, what it says when empty, the rows the filter keeps and the one selected.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TableView {
+    pub title: String,
+    pub more: bool,
+    pub empty: &'static str,
+    pub visible: Vec<usize>,
+    pub selected: usize,
+}
+
+fn right_title(more: bool, loaded: bool, loading: bool, shown: usize, total: usize) -> String {
     let state = if loading {
         "loading…".to_owned()
     } else if !loaded {
@@ -24,52 +32,24 @@ fn right_title(app: &App, pane: Pane, loaded: bool, loading: bool, shown: usize,
     } else {
         format!("{shown} of {total} rows")
     };
-    let more = match pane {
-        Pane::Incoming if app.incoming.next_cursor.is_some() => " (more)",
-        Pane::Outgoing if app.outgoing.next_cursor.is_some() => " (more)",
-        Pane::Quotes if app.quotes.next_cursor.is_some() => " (more)",
-        Pane::Webhooks if app.webhooks.next_cursor.is_some() => " (more)",
-        _ => "",
-    };
-    format!(" {state}{more} ")
-}
-
-fn title(app: &App, pane: Pane) -> String {
-    let mut t = format!(" {} ", pane.title());
-    if pane == Pane::Outgoing && app.failed_only {
-        t.push_str("[failed] ");
-    }
-    if pane == Pane::Webhooks && app.dead_only {
-        t.push_str(&format!("[{}] ", DeliveryState::Dead));
-    }
-    if pane == Pane::Grants && app.all_grants {
-        t.push_str("[all] ");
-    }
-    if pane == Pane::Webhooks && !app.info.webhooks_enabled {
-        t.push_str("[no webhook URL] ");
-    }
-    if let Some(f) = app.filters.get(&pane) {
-        t.push_str(&format!("[/{}{}] ", if f.invert { "!" } else { "" }, f.text));
-    }
-    t
+    format!(" {state}{} ", if more { " (more)" } else { "" })
 }
 
 /// A table of the visible window: `cells(i)` formats row `i` of the pane's items.
 #[allow(clippy::too_many_arguments)]
 pub fn table<'a>(
-    app: &App,
+    view: &TableView,
     theme: &Theme,
     f: &mut Frame,
     area: Rect,
-    pane: Pane,
     header: &[&'a str],
     widths: &[Constraint],
     (loaded, loading, total): (bool, bool, usize),
     cells: impl Fn(usize) -> Vec<Cell<'a>>,
 ) {
-    let visible = app.visible_indices(pane);
+    let visible = &view.visible;
     let height = usize::from(area.height.saturating_sub(3));
-    let selected = app.selected(pane).min(visible.len().saturating_sub(1));
+    let selected = view.selected.min(visible.len().saturating_sub(1));
     let (from, to) = window(visible.len(), selected, height);
     let rows: Vec<Row> = visible[from..to]
         .iter()
@@ -84,8 +64,8 @@ pub fn table<'a>(
         })
         .collect();
     let block = pane_block(
-        title(app, pane),
-        right_title(app, pane, loaded, loading, visible.len(), total),
+        view.title.clone(),
+        right_title(view.more, loaded, loading, visible.len(), total),
         theme,
     );
     let empty = rows.is_empty();
@@ -96,19 +76,7 @@ pub fn table<'a>(
         area,
     );
     if empty && loaded && area.height > 4 {
-        let msg = if app.filters.contains_key(&pane) {
-            "nothing matches the filter (Esc clears it)"
-        } else if pane == Pane::Webhooks && !app.info.webhooks_enabled {
-            "no webhook URL is configured: set [webhooks] url in config.toml"
-        } else if pane == Pane::Grants && !app.all_grants {
-            "no open grants (F shows revoked, rejected and expired ones too)"
-        } else if pane == Pane::Webhooks && app.dead_only {
-            "no dead deliveries (F shows them all)"
-        } else if pane == Pane::Webhooks {
-            "no deliveries yet: each durable event is delivered to the webhook URL"
-        } else {
-            "nothing here yet"
-        };
+        let msg = view.empty;
         let r = Rect {
             x: area.x + 2,
             y: area.y + 2,
