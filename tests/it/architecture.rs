@@ -17,12 +17,10 @@ const LEAVES: &[&str] = &[
     "money", "interval", "ids", "clock", "text", "states", "egress", "files", "events", "names", "rates",
 ];
 
-/// The top-level modules each top-level module imports, with a file that does it: module → (imported →
-/// file). Also every non-edge file that names `axum`, `StatusCode` or `crate::server`.
-fn read_src() -> (BTreeMap<String, BTreeMap<String, String>>, Vec<String>) {
+/// Every non-test file of `src/` (test-only module files left out): its path from the crate root and its
+/// non-test lines (number, code without comments).
+fn scan_src() -> Vec<(String, Vec<(usize, String)>)> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut graph: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
-    let mut http = Vec::new();
     let files = sources::rust_files(&root.join("src"));
     assert!(files.len() > 40, "found the sources");
     let mut test_only = BTreeSet::new();
@@ -36,10 +34,16 @@ fn read_src() -> (BTreeMap<String, BTreeMap<String, String>>, Vec<String>) {
         let code: Vec<(usize, String)> = s.lines.into_iter().map(|l| (l.number, l.code)).collect();
         scanned.push((rel, code));
     }
-    for (rel, code) in scanned {
-        if test_only.contains(&rel) {
-            continue;
-        }
+    scanned.retain(|(rel, _)| !test_only.contains(rel));
+    scanned
+}
+
+/// The top-level modules each top-level module imports, with a file that does it: module → (imported →
+/// file). Also every non-edge file that names `axum`, `StatusCode` or `crate::server`.
+fn read_src() -> (BTreeMap<String, BTreeMap<String, String>>, Vec<String>) {
+    let mut graph: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
+    let mut http = Vec::new();
+    for (rel, code) in scan_src() {
         let module = module_of(&rel);
         for (number, line) in &code {
             if !EDGE.contains(&module.as_str())
@@ -210,7 +214,12 @@ fn leaves_import_only_leaves() {
 fn top_level_modules_import_each_other_without_cycles() {
     let (graph, _) = read_src();
     let found = cycles(&graph);
-    let explain: Vec<String> = found
+    assert!(found.is_empty(), "import cycles:\n{}", explain(&graph, &found));
+}
+
+/// Each circle with the imports that close it and a file that makes each.
+fn explain(graph: &BTreeMap<String, BTreeMap<String, String>>, found: &[Vec<String>]) -> String {
+    let lines: Vec<String> = found
         .iter()
         .map(|scc| {
             let inner: Vec<String> = scc
@@ -225,7 +234,7 @@ fn top_level_modules_import_each_other_without_cycles() {
             format!("{scc:?}:\n{}", inner.join("\n"))
         })
         .collect();
-    assert!(found.is_empty(), "import cycles:\n{}", explain.join("\n"));
+    lines.join("\n")
 }
 
 /// The paths a piece of code names from `crate::`, `super::` and `self::`, each as its segments, with the groups
@@ -310,20 +319,10 @@ fn unit(root: &Path, absolute: &[String]) -> Option<String> {
 fn child_graph() -> BTreeMap<String, BTreeMap<String, String>> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut graph: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
-    let mut test_only = BTreeSet::new();
-    let mut scanned = Vec::new();
-    for f in sources::rust_files(&root.join("src")) {
-        let rel = f.strip_prefix(root).unwrap().to_string_lossy().replace('\\', "/");
-        let source = std::fs::read_to_string(&f).unwrap();
-        let s = sources::non_test_lines(&source);
-        let dir = rel.strip_suffix(".rs").unwrap().to_owned();
-        test_only.extend(s.test_modules.iter().map(|m| format!("{dir}/{m}.rs")));
-        let code: String = s.lines.iter().map(|l| format!("{}\n", l.code)).collect();
-        scanned.push((rel, code));
-    }
-    for (rel, code) in scanned {
+    for (rel, lines) in scan_src() {
+        let code: String = lines.iter().map(|(_, l)| format!("{l}\n")).collect();
         let here = module_path(&rel);
-        if test_only.contains(&rel) || here.len() < 2 {
+        if here.len() < 2 {
             continue;
         }
         let from = format!("{}::{}", here[0], here[1]);
@@ -366,27 +365,14 @@ const CIRCLES_LEFT: &[(&[&str], &str)] = &[(
 #[test]
 fn child_modules_import_each_other_without_cycles() {
     let graph = child_graph();
-    let found = cycles(&graph);
-    let explain: Vec<String> = found
-        .iter()
+    let left: Vec<Vec<String>> = cycles(&graph)
+        .into_iter()
         .filter(|scc| !CIRCLES_LEFT.iter().any(|(left, _)| scc.iter().eq(left.iter())))
-        .map(|scc| {
-            let inner: Vec<String> = scc
-                .iter()
-                .flat_map(|m| {
-                    graph[m]
-                        .iter()
-                        .filter(|(t, _)| scc.contains(t))
-                        .map(move |(t, f)| format!("  {m} -> {t} ({f})"))
-                })
-                .collect();
-            format!("{scc:?}:\n{}", inner.join("\n"))
-        })
         .collect();
     assert!(
-        explain.is_empty(),
+        left.is_empty(),
         "import cycles between child modules:\n{}",
-        explain.join("\n")
+        explain(&graph, &left)
     );
 }
 
@@ -412,22 +398,10 @@ const MAX_LINES: usize = 800;
 
 #[test]
 fn no_file_is_over_800_lines_of_non_test_code() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let files = sources::rust_files(&root.join("src"));
-    let mut test_only = BTreeSet::new();
-    let mut sizes = Vec::new();
-    for f in &files {
-        let rel = f.strip_prefix(root).unwrap().to_string_lossy().replace('\\', "/");
-        let source = std::fs::read_to_string(f).unwrap();
-        let s = sources::non_test_lines(&source);
-        let dir = rel.strip_suffix(".rs").unwrap().to_owned();
-        test_only.extend(s.test_modules.iter().map(|m| format!("{dir}/{m}.rs")));
-        sizes.push((rel, s.lines.len()));
-    }
-    let over: Vec<String> = sizes
+    let over: Vec<String> = scan_src()
         .into_iter()
-        .filter(|(rel, n)| *n > MAX_LINES && !test_only.contains(rel))
-        .map(|(rel, n)| format!("{rel}: {n}"))
+        .filter(|(_, lines)| lines.len() > MAX_LINES)
+        .map(|(rel, lines)| format!("{rel}: {}", lines.len()))
         .collect();
     assert!(
         over.is_empty(),

@@ -166,6 +166,11 @@ fn event_id(e: &DomainEvent) -> Option<String> {
     })
 }
 
+/// `v` minor units of an event's asset, in words (`12.34 USD`); the bare number when the asset is not one.
+fn minor(v: i64, code: &str, scale: u8) -> String {
+    Asset::new(code, scale).map_or_else(|_| v.to_string(), |a| a.format(v.into()))
+}
+
 /// A domain event in a few words.
 pub fn describe_event(e: &DomainEvent) -> String {
     use DomainEvent::*;
@@ -203,12 +208,11 @@ pub fn describe_event(e: &DomainEvent) -> String {
             asset_scale,
             ..
         } => {
-            let money =
-                |v: i64| Asset::new(asset_code, *asset_scale).map_or_else(|_| v.to_string(), |a| a.format(v.into()));
+            let money = |v: &i64| minor(*v, asset_code, *asset_scale);
             format!(
                 "{movement} of {} for {wallet}, balance {}",
-                money(*amount),
-                money(*balance)
+                money(amount),
+                money(balance)
             )
         }
         WalletReceived {
@@ -219,12 +223,11 @@ pub fn describe_event(e: &DomainEvent) -> String {
             asset_code,
             asset_scale,
         } => {
-            let money =
-                |v: i64| Asset::new(asset_code, *asset_scale).map_or_else(|_| v.to_string(), |a| a.format(v.into()));
+            let money = |v: &i64| minor(*v, asset_code, *asset_scale);
             format!(
                 "{wallet} received {} (SPSP), {} in all on connection {}",
-                money(*amount),
-                money(*received),
+                money(amount),
+                money(received),
                 short_id(connection)
             )
         }
