@@ -7,6 +7,7 @@ pub mod engine;
 pub mod exchange;
 pub mod incoming;
 pub mod liquidity;
+pub mod metadata;
 pub mod outgoing;
 pub mod peers;
 pub mod quotes;

@@ -8,10 +8,10 @@
 
 use std::sync::Arc;
 
-use serde_json::Value;
 use time::Duration;
 
 use crate::{
+    ase::metadata::Metadata,
     clock::{SharedClock, format_ts, parse_ts},
     events::{DomainEvent, EventBus},
     ids,
@@ -101,7 +101,7 @@ impl IncomingPayments {
             incoming_amount: r.incoming_amount.map(amount),
             received_amount: amount(r.received_amount),
             expires_at: r.expires_at.clone(),
-            metadata: r.metadata.as_deref().and_then(|m| serde_json::from_str(m).ok()),
+            metadata: r.metadata.as_deref().and_then(Metadata::from_stored),
             created_at: r.created_at.clone(),
             methods: None,
         }
@@ -157,7 +157,10 @@ impl IncomingPayments {
                 t
             }
         };
-        let metadata = req.metadata.map(|m| Value::Object(m).to_string());
+        let metadata = req
+            .metadata
+            .and_then(Metadata::of_object)
+            .map(|m| m.as_str().to_owned());
         let now_s = format_ts(now);
         let row = IncomingRow {
             id: ids::new_id(),

@@ -19,6 +19,7 @@ use time::OffsetDateTime;
 
 use super::quotes::{Priced, Quotes};
 use crate::{
+    ase::metadata::Metadata,
     clock::{SharedClock, format_ts, parse_ts},
     events::{DomainEvent, EventBus},
     gnap::model::Limits,
@@ -146,7 +147,7 @@ impl OutgoingPayments {
             receive_amount: amount(r.receive_amount.into(), &receive),
             debit_amount: amount(r.debit_amount.into(), &debit),
             sent_amount: amount(r.sent_amount.into(), &debit),
-            metadata: r.metadata.as_deref().and_then(|m| serde_json::from_str(m).ok()),
+            metadata: r.metadata.as_deref().and_then(Metadata::from_stored),
             created_at: r.created_at.clone(),
             grant_spent_debit_amount: None,
             grant_spent_receive_amount: None,
@@ -223,7 +224,7 @@ impl OutgoingPayments {
         let (win_from, win_to) = window(grant.as_ref().and_then(|g| g.limits.as_ref()), now)?;
         let w = wallet.clone();
         let id = ids::new_id();
-        let metadata = metadata.map(|m| JsonValue::Object(m).to_string());
+        let metadata = metadata.and_then(Metadata::of_object).map(|m| m.as_str().to_owned());
         let this = self.clone();
         let created = self
             .store

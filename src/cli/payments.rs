@@ -99,7 +99,7 @@ fn mask_secrets(p: &mut crate::ase::incoming::IncomingView) {
 }
 
 /// The client's metadata as one line of JSON (control characters escaped), if there is any.
-fn metadata_line(label: &str, m: Option<&serde_json::Value>) -> String {
+fn metadata_line(label: &str, m: Option<&crate::ase::metadata::Metadata>) -> String {
     m.map(|m| format!("  {label}{m}\n")).unwrap_or_default()
 }
 

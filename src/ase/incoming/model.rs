@@ -39,7 +39,7 @@ pub struct IncomingPaymentDto {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expires_at: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub metadata: Option<Value>,
+    pub metadata: Option<crate::ase::metadata::Metadata>,
     pub created_at: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub methods: Option<Vec<Value>>,

@@ -43,7 +43,7 @@ pub struct OutgoingPaymentDto {
     pub debit_amount: Amount,
     pub sent_amount: Amount,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub metadata: Option<JsonValue>,
+    pub metadata: Option<crate::ase::metadata::Metadata>,
     pub created_at: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub grant_spent_debit_amount: Option<Amount>,
