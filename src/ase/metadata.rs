@@ -44,9 +44,14 @@ impl Serialize for Metadata {
     }
 }
 
+/// Read as a value and written back compact: a raw value cannot be read from the buffered content of a
+/// flattened struct (`IncomingView` flattens the payment), and only clients read metadata back.
 impl<'de> Deserialize<'de> for Metadata {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        Box::<RawValue>::deserialize(d).map(Self)
+        let v = Value::deserialize(d)?;
+        serde_json::value::to_raw_value(&v)
+            .map(Self)
+            .map_err(serde::de::Error::custom)
     }
 }
 
@@ -67,6 +72,18 @@ mod tests {
         assert_eq!(wrapped, format!("[{text}]"));
         let back: Vec<Metadata> = serde_json::from_str(&wrapped).unwrap();
         assert_eq!(back[0], md);
+        // also inside a flattened struct, as the operator views carry payments
+        #[derive(Deserialize)]
+        struct Inner {
+            metadata: Metadata,
+        }
+        #[derive(Deserialize)]
+        struct Outer {
+            #[serde(flatten)]
+            inner: Inner,
+        }
+        let o: Outer = serde_json::from_str(&format!(r#"{{"metadata": {text}, "x": 1}}"#)).unwrap();
+        assert_eq!(o.inner.metadata, md);
         assert_eq!(Metadata::from_stored(&text), Some(md));
         assert_eq!(Metadata::from_stored("not json"), None);
     }
