@@ -17,7 +17,7 @@ use reqwest::{Method, StatusCode};
 use serde::{Serialize, de::DeserializeOwned};
 
 use crate::control::{
-    Command, Outcome,
+    Command, Found, Outcome, Query,
     dto::{Listed, Overview, PaymentFilter, PeerView, ServerView, WalletDetail, WalletSummary},
 };
 use crate::{
@@ -232,6 +232,11 @@ impl AdminClient {
     /// Runs an operator command on the server (`POST /admin/commands`).
     pub async fn run(&self, cmd: &Command) -> Result<Outcome, ClientError> {
         self.post("/commands", cmd).await
+    }
+
+    /// Reads a view from the server (`POST /admin/queries`).
+    pub async fn ask(&self, q: &Query) -> Result<Found, ClientError> {
+        self.post("/queries", q).await
     }
 
     pub async fn list_wallets(&self) -> Result<Vec<Wallet>, ClientError> {

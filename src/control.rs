@@ -13,6 +13,7 @@ pub mod keys;
 pub mod liquidity;
 pub mod payments;
 pub mod peers;
+pub mod query;
 pub mod views;
 pub mod wallets;
 pub mod webhooks;
@@ -33,6 +34,7 @@ pub use payments::{
     show_outgoing, show_quote,
 };
 pub use peers::{create_peer, ensure_client_wallet, list_peers, remove_peer, show_peer, update_peer};
+pub use query::{Found, Query, answer};
 pub use views::{grant_spending, overview, server_view, wallet_summaries};
 pub use wallets::{balances, create_wallet, list_wallets, show_wallet};
 pub use webhooks::{list_webhooks, retry_dead_webhooks, retry_webhook};

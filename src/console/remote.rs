@@ -6,7 +6,6 @@
 //! sequence number seen).
 
 use std::{
-    collections::BTreeMap,
     path::PathBuf,
     sync::{Arc, RwLock},
     time::Duration,
@@ -18,19 +17,13 @@ use tokio::sync::mpsc;
 
 use crate::{
     admin::{AdminClient, AdminEvent, ClientError},
-    ase::{incoming::IncomingView, outgoing::GrantSpent, outgoing::OutgoingView, quotes::QuoteDto},
-    control::{
-        Command, Outcome,
-        dto::{Listed, PaymentFilter, PeerView},
-    },
-    gnap::{service::GrantView, timeline::Actor},
+    control::{Command, Found, Outcome, Query},
+    gnap::timeline::Actor,
     owner::{self, Record},
-    states::DeliveryState,
     tui::{
-        app::{Attached, OverviewData, ServerInfo, WalletRow},
+        app::{Attached, ServerInfo},
         desk::{Answer, Desk, DeskError, FEED_CAPACITY, Feed},
     },
-    webhooks::DeliveryRow,
 };
 
 /// How the console found its server, and so how it finds it again.
@@ -223,55 +216,12 @@ impl Desk for Remote {
         rx
     }
 
-    async fn overview(&self) -> Answer<OverviewData> {
-        self.inner.client().overview().await.map_err(|e| self.failed(e))
-    }
-
-    async fn wallets(&self) -> Answer<Vec<WalletRow>> {
-        self.inner.client().wallet_summaries().await.map_err(|e| self.failed(e))
-    }
-
-    async fn grants(&self, all: bool) -> Answer<(Vec<GrantView>, BTreeMap<String, GrantSpent>)> {
-        let c = self.inner.client();
-        let grants = c.list_grants(None, all).await.map_err(|e| self.failed(e))?;
-        Ok((grants, c.grant_spending().await.map_err(|e| self.failed(e))?))
-    }
-
-    async fn incoming(&self, f: PaymentFilter) -> Answer<Listed<IncomingView>> {
-        self.inner.client().list_incoming(&f).await.map_err(|e| self.failed(e))
-    }
-
-    async fn outgoing(&self, f: PaymentFilter) -> Answer<Listed<OutgoingView>> {
-        self.inner.client().list_outgoing(&f).await.map_err(|e| self.failed(e))
-    }
-
-    async fn quotes(&self, f: PaymentFilter) -> Answer<Listed<QuoteDto>> {
-        self.inner.client().list_quotes(&f).await.map_err(|e| self.failed(e))
-    }
-
-    async fn grant(&self, id: &str) -> Answer<GrantView> {
-        self.inner.client().show_grant(id).await.map_err(|e| self.failed(e))
+    async fn ask(&self, q: Query) -> Answer<Found> {
+        self.inner.client().ask(&q).await.map_err(|e| self.failed(e))
     }
 
     async fn run(&self, cmd: Command) -> Answer<Outcome> {
         self.inner.client().run(&cmd).await.map_err(|e| self.failed(e))
-    }
-
-    async fn webhooks(
-        &self,
-        state: Option<DeliveryState>,
-        before: Option<i64>,
-        first: usize,
-    ) -> Answer<Vec<DeliveryRow>> {
-        self.inner
-            .client()
-            .list_webhooks(state.map(DeliveryState::as_str), before, Some(first))
-            .await
-            .map_err(|e| self.failed(e))
-    }
-
-    async fn peers(&self) -> Answer<Vec<PeerView>> {
-        self.inner.client().list_peers().await.map_err(|e| self.failed(e))
     }
 
     fn demo(&self) -> Answer<()> {

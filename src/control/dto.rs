@@ -102,7 +102,7 @@ pub struct Reject {
 }
 
 /// `GET /admin/{incoming-payments,outgoing-payments,quotes}?wallet=&state=&cursor=&first=&q=`
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PaymentFilter {
     #[serde(default, skip_serializing_if = "Option::is_none")]

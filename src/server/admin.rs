@@ -45,6 +45,12 @@ async fn run_command(s: State<AppState>, Caller(by): Caller, Json(cmd): Json<Com
     Ok(Json(control::execute(&s, cmd, by).await?).into_response())
 }
 
+/// `POST /admin/queries`: reads one [`control::Query`] and answers what it found (`{"found", "value"}`). What
+/// attached consoles send.
+async fn run_query(s: State<AppState>, Json(q): Json<control::Query>) -> Result<Response, ApiError> {
+    Ok(Json(control::answer(&s, q).await?).into_response())
+}
+
 /// A REST path onto a command: the outcome's own body, `201 Created` for what the command creates, `204 No
 /// Content` when it has nothing to show.
 async fn command(s: &AppState, Caller(by): Caller, cmd: Command) -> Result<Response, ApiError> {
@@ -68,6 +74,7 @@ async fn command(s: &AppState, Caller(by): Caller, cmd: Command) -> Result<Respo
 pub fn routes(state: AppState) -> Router<AppState> {
     Router::new()
         .route("/commands", post(run_command))
+        .route("/queries", post(run_query))
         .route("/wallets", get(list_wallets).post(create_wallet))
         .route("/wallets/{name}", get(show_wallet))
         .route("/wallets/{name}/keys", get(list_keys).post(add_key))

@@ -14,7 +14,7 @@ use super::{
 use crate::{
     ase::liquidity::Direction,
     control::{
-        Command, Outcome, Services,
+        Command, Found, Outcome, Query, Services,
         dto::{PaymentFilter, PeerView},
     },
     money::format_minor,
@@ -33,9 +33,10 @@ async fn load<D: Desk>(d: &D, l: Load) -> Answer<Reply> {
         methods: Some(false),
     };
     let append = l.cursor.is_some();
-    Ok(match l.pane {
-        Pane::Overview => Reply::Overview(d.overview().await?),
-        Pane::Wallets => Reply::Wallets(d.wallets().await?),
+    let page = usize::try_from(PAGE).unwrap_or(200);
+    let query = match l.pane {
+        Pane::Overview => Query::Overview,
+        Pane::Wallets => Query::Wallets,
         Pane::Incoming => {
             // an incoming payment's state is worked out, not stored: a filter naming one asks for that state
             let mut f = filter(None);
@@ -45,48 +46,50 @@ async fn load<D: Desk>(d: &D, l: Load) -> Answer<Reply> {
                     Err(_) => f.q = Some(q),
                 }
             }
-            let l = d.incoming(f).await?;
-            Reply::Incoming {
-                rows: l.items,
-                next: l.next_cursor,
-                append,
-            }
+            Query::Incoming { filter: f }
         }
-        Pane::Grants => {
-            // for Grants, `failed_only` is "open grants only" (the default; `F` shows closed ones too)
-            let (grants, spent) = d.grants(!l.failed_only).await?;
-            Reply::Grants(grants, spent.into_iter().collect())
-        }
-        Pane::Outgoing => {
-            let state = l.failed_only.then(|| OutgoingState::Failed.to_string());
-            let l = d.outgoing(filter(state)).await?;
-            Reply::Outgoing {
-                rows: l.items,
-                next: l.next_cursor,
-                append,
-            }
-        }
-        Pane::Quotes => {
-            let l = d.quotes(filter(None)).await?;
-            Reply::Quotes {
-                rows: l.items,
-                next: l.next_cursor,
-                append,
-            }
-        }
-        Pane::Webhooks => {
-            let state = l.failed_only.then_some(DeliveryState::Dead);
-            let before = l.cursor.as_deref().and_then(|c| c.parse::<i64>().ok());
-            let page = usize::try_from(PAGE).unwrap_or(200);
-            let rows = d.webhooks(state, before, page).await?;
+        // for Grants, `failed_only` is "open grants only" (the default; `F` shows closed ones too)
+        Pane::Grants => Query::Grants { all: !l.failed_only },
+        Pane::Outgoing => Query::Outgoing {
+            filter: filter(l.failed_only.then(|| OutgoingState::Failed.to_string())),
+        },
+        Pane::Quotes => Query::Quotes { filter: filter(None) },
+        Pane::Webhooks => Query::Webhooks {
+            state: l.failed_only.then(|| DeliveryState::Dead.to_string()),
+            before: l.cursor.as_deref().and_then(|c| c.parse::<i64>().ok()),
+            first: page,
+        },
+        Pane::Peers => Query::Peers,
+        Pane::Requests | Pane::Log => return Ok(Reply::Done(String::new())),
+    };
+    Ok(match d.ask(query).await? {
+        Found::Overview(o) => Reply::Overview(*o),
+        Found::Wallets(w) => Reply::Wallets(w),
+        Found::Grants(grants, spent) => Reply::Grants(grants, spent.into_iter().collect()),
+        Found::Grant(g) => Reply::Timeline(g.id.clone(), g.timeline),
+        Found::Incoming(l) => Reply::Incoming {
+            rows: l.items,
+            next: l.next_cursor,
+            append,
+        },
+        Found::Outgoing(l) => Reply::Outgoing {
+            rows: l.items,
+            next: l.next_cursor,
+            append,
+        },
+        Found::Quotes(l) => Reply::Quotes {
+            rows: l.items,
+            next: l.next_cursor,
+            append,
+        },
+        Found::Webhooks(rows) => {
             // a full page: the next one starts before the oldest shown
             let next = (rows.len() == page)
                 .then(|| rows.last().map(|r| r.event_seq.to_string()))
                 .flatten();
             Reply::Webhooks { rows, next, append }
         }
-        Pane::Peers => Reply::Peers(d.peers().await?),
-        Pane::Requests | Pane::Log => Reply::Done(String::new()),
+        Found::Peers(p) => Reply::Peers(p),
     })
 }
 
@@ -200,7 +203,11 @@ pub async fn run_effect(s: &Arc<Services>, e: Effect) -> Option<Reply> {
 pub async fn run<D: Desk>(d: &D, e: Effect) -> Option<Reply> {
     let r = match e {
         Effect::Load(l) => load(d, l).await,
-        Effect::LoadTimeline(id) => d.grant(&id).await.map(|g| Reply::Timeline(id, g.timeline)),
+        Effect::LoadTimeline(id) => match d.ask(Query::Grant { id: id.clone() }).await {
+            Ok(Found::Grant(g)) => Ok(Reply::Timeline(id, g.timeline)),
+            Ok(_) => Err(crate::tui::desk::DeskError::Refused("an unexpected answer".into())),
+            Err(e) => Err(e),
+        },
         Effect::Run(cmd) => d.run(cmd.clone()).await.map(|o| done(&cmd, o)),
         Effect::Demo => match d.demo() {
             Ok(()) => return None,

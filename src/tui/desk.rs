@@ -3,21 +3,14 @@
 //! edge: the console itself speaks no HTTP). The control task maps effects onto these operations and the
 //! loop reads the [`Feed`], so every pane and action behaves the same in both modes.
 
-use std::{collections::BTreeMap, future::Future, sync::Arc};
+use std::{future::Future, sync::Arc};
 
 use time::OffsetDateTime;
 use tokio::sync::mpsc;
 
 use crate::{
-    ase::{incoming::IncomingView, outgoing::GrantSpent, outgoing::OutgoingView, quotes::QuoteDto},
-    control::{
-        self, Command, Outcome, Services,
-        dto::{Listed, PaymentFilter, PeerView},
-    },
+    control::{self, Command, Found, Outcome, Query, Services},
     events::DomainEvent,
-    gnap::service::GrantView,
-    states::DeliveryState,
-    webhooks::DeliveryRow,
 };
 
 /// What the header shows about the server the console shows: embedded in this process, or attached to.
@@ -134,29 +127,12 @@ pub trait Desk: Clone + Send + Sync + 'static {
     fn now(&self) -> OffsetDateTime;
     /// Starts the event source; it stops when the receiver is dropped.
     fn feed(&self) -> mpsc::Receiver<Feed>;
-    fn overview(&self) -> impl Future<Output = Answer<OverviewData>> + Send;
-    fn wallets(&self) -> impl Future<Output = Answer<Vec<WalletRow>>> + Send;
-    /// Grants, and what each active outgoing-payment grant has spent in its current interval.
-    /// The grants (every one with `all`, else the open ones) and what each has spent.
-    fn grants(&self, all: bool) -> impl Future<Output = Answer<(Vec<GrantView>, BTreeMap<String, GrantSpent>)>> + Send;
-    fn incoming(&self, f: PaymentFilter) -> impl Future<Output = Answer<Listed<IncomingView>>> + Send;
-    fn outgoing(&self, f: PaymentFilter) -> impl Future<Output = Answer<Listed<OutgoingView>>> + Send;
-    fn quotes(&self, f: PaymentFilter) -> impl Future<Output = Answer<Listed<QuoteDto>>> + Send;
-    /// One grant with its timeline (the Grants detail).
-    fn grant(&self, id: &str) -> impl Future<Output = Answer<GrantView>> + Send;
+    /// Reads a view.
+    fn ask(&self, q: Query) -> impl Future<Output = Answer<Found>> + Send;
     /// Runs an operator command.
     fn run(&self, cmd: Command) -> impl Future<Output = Answer<Outcome>> + Send;
-    /// Webhook deliveries newest first, optionally in one state, before sequence number `before`.
-    fn webhooks(
-        &self,
-        state: Option<DeliveryState>,
-        before: Option<i64>,
-        first: usize,
-    ) -> impl Future<Output = Answer<Vec<DeliveryRow>>> + Send;
     /// Starts the demo scenario in the background, or says why it cannot run here.
     fn demo(&self) -> Answer<()>;
-    /// The ILP peers with their account balances (tokens never shown).
-    fn peers(&self) -> impl Future<Output = Answer<Vec<PeerView>>> + Send;
     /// The desks this console switches between (none: it shows one ASE).
     fn desks(&self) -> Option<DeskList> {
         None
@@ -166,12 +142,6 @@ pub trait Desk: Clone + Send + Sync + 'static {
         let _ = name;
         std::future::ready(Err(DeskError::Refused("this console shows one desk".into())))
     }
-}
-
-/// A delivery as the admin API answers it: without the body it sends (not part of the operator's view).
-fn as_served(mut d: DeliveryRow) -> DeliveryRow {
-    d.body.clear();
-    d
 }
 
 /// A refusal in the words the admin API would answer with, so both modes say the same.
@@ -216,55 +186,14 @@ impl Desk for Arc<Services> {
         rx
     }
 
-    async fn overview(&self) -> Answer<OverviewData> {
-        control::overview(self).await.map_err(refused)
-    }
-
-    async fn wallets(&self) -> Answer<Vec<WalletRow>> {
-        control::wallet_summaries(self).await.map_err(refused)
-    }
-
-    async fn grants(&self, all: bool) -> Answer<(Vec<GrantView>, BTreeMap<String, GrantSpent>)> {
-        let grants = control::list_grants(self, None, all).await.map_err(refused)?;
-        Ok((grants, control::grant_spending(self).await.map_err(refused)?))
-    }
-
-    async fn incoming(&self, f: PaymentFilter) -> Answer<Listed<IncomingView>> {
-        control::list_incoming(self, f).await.map_err(refused)
-    }
-
-    async fn outgoing(&self, f: PaymentFilter) -> Answer<Listed<OutgoingView>> {
-        control::list_outgoing(self, f).await.map_err(refused)
-    }
-
-    async fn quotes(&self, f: PaymentFilter) -> Answer<Listed<QuoteDto>> {
-        control::list_quotes(self, f).await.map_err(refused)
-    }
-
-    async fn grant(&self, id: &str) -> Answer<GrantView> {
-        control::show_grant(self, id).await.map_err(refused)
+    async fn ask(&self, q: Query) -> Answer<Found> {
+        control::answer(self, q).await.map_err(refused)
     }
 
     async fn run(&self, cmd: Command) -> Answer<Outcome> {
         control::execute(self, cmd, control::Cause::console())
             .await
             .map_err(refused)
-    }
-
-    async fn webhooks(
-        &self,
-        state: Option<DeliveryState>,
-        before: Option<i64>,
-        first: usize,
-    ) -> Answer<Vec<DeliveryRow>> {
-        let rows = control::list_webhooks(self, state.map(|s| s.to_string()), before, Some(first))
-            .await
-            .map_err(refused)?;
-        Ok(rows.into_iter().map(as_served).collect())
-    }
-
-    async fn peers(&self) -> Answer<Vec<PeerView>> {
-        control::list_peers(self).await.map_err(refused)
     }
 
     fn demo(&self) -> Answer<()> {

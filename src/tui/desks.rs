@@ -4,31 +4,21 @@
 //! every desk: the one in view passes through; of the others only the events an operator would want to hear
 //! about (payments finishing, grants waiting) come through as [`Feed::Elsewhere`], for the flash line.
 
-use std::{
-    collections::BTreeMap,
-    sync::{
-        Arc,
-        atomic::{AtomicUsize, Ordering},
-    },
+use std::sync::{
+    Arc,
+    atomic::{AtomicUsize, Ordering},
 };
 
 use time::OffsetDateTime;
 use tokio::sync::mpsc;
 
 use super::{
-    app::{OverviewData, ServerInfo, WalletRow},
+    app::ServerInfo,
     desk::{Answer, Desk, DeskError, DeskList, FEED_CAPACITY, Feed},
 };
 use crate::{
-    ase::{incoming::IncomingView, outgoing::GrantSpent, outgoing::OutgoingView, quotes::QuoteDto},
-    control::{
-        Command, Outcome,
-        dto::{Listed, PaymentFilter, PeerView},
-    },
+    control::{Command, Found, Outcome, Query},
     events::DomainEvent,
-    gnap::service::GrantView,
-    states::DeliveryState,
-    webhooks::DeliveryRow,
 };
 
 /// Several named desks, one in view (a handle: clones share which one).
@@ -136,53 +126,16 @@ impl<D: Desk> Desk for Desks<D> {
         rx
     }
 
-    async fn overview(&self) -> Answer<OverviewData> {
-        self.active().overview().await
-    }
-
-    async fn wallets(&self) -> Answer<Vec<WalletRow>> {
-        self.active().wallets().await
-    }
-
-    async fn grants(&self, all: bool) -> Answer<(Vec<GrantView>, BTreeMap<String, GrantSpent>)> {
-        self.active().grants(all).await
-    }
-
-    async fn incoming(&self, f: PaymentFilter) -> Answer<Listed<IncomingView>> {
-        self.active().incoming(f).await
-    }
-
-    async fn outgoing(&self, f: PaymentFilter) -> Answer<Listed<OutgoingView>> {
-        self.active().outgoing(f).await
-    }
-
-    async fn quotes(&self, f: PaymentFilter) -> Answer<Listed<QuoteDto>> {
-        self.active().quotes(f).await
-    }
-
-    async fn grant(&self, id: &str) -> Answer<GrantView> {
-        self.active().grant(id).await
+    async fn ask(&self, q: Query) -> Answer<Found> {
+        self.active().ask(q).await
     }
 
     async fn run(&self, cmd: Command) -> Answer<Outcome> {
         self.active().run(cmd).await
     }
 
-    async fn webhooks(
-        &self,
-        state: Option<DeliveryState>,
-        before: Option<i64>,
-        first: usize,
-    ) -> Answer<Vec<DeliveryRow>> {
-        self.active().webhooks(state, before, first).await
-    }
-
     fn demo(&self) -> Answer<()> {
         self.active().demo()
-    }
-
-    async fn peers(&self) -> Answer<Vec<PeerView>> {
-        self.active().peers().await
     }
 
     fn desks(&self) -> Option<DeskList> {

@@ -145,6 +145,23 @@ async fn commands_are_data_on_the_admin_api() {
         assert!(body["error"]["code"].is_string(), "{bad}: {body}");
     }
     assert_eq!(ase.balance("alice").await, before);
+    // reads are data too: what the console loads, answered as found
+    let (s, found) = ase
+        .admin(Method::POST, "/queries", Some(r#"{"query":"wallets"}"#))
+        .await;
+    assert_eq!((s, found["found"].as_str()), (200, Some("wallets")), "{found}");
+    assert!(
+        found["value"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|w| w["wallet"]["publicName"] == "Alice's Apples"),
+        "{found}"
+    );
+    let (s, body) = ase
+        .admin(Method::POST, "/queries", Some(r#"{"query":"everything"}"#))
+        .await;
+    assert_eq!(s, 400, "{body}");
 }
 
 #[tokio::test]

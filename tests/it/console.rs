@@ -988,18 +988,18 @@ async fn desks_run_every_operation_on_the_desk_in_view_and_tell_of_the_others() 
     // switched: operations and events follow the desk in view
     let (info, list) = desks.switch("b").await.unwrap();
     assert_eq!((info.public_url.as_str(), list.current()), (b.base.as_str(), "b"));
-    let names: Vec<String> = desks
-        .wallets()
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|w| w.wallet.name)
-        .collect();
+    let Ok(opdesk::control::Found::Wallets(wallets)) = desks.ask(opdesk::control::Query::Wallets).await else {
+        panic!("the wallets of the desk in view")
+    };
+    let names: Vec<String> = wallets.into_iter().map(|w| w.wallet.name).collect();
     assert!(
         names.contains(&"emil".to_owned()) && !names.contains(&"dora".to_owned()),
         "{names:?}"
     );
-    assert!(desks.peers().await.unwrap().is_empty());
+    assert!(matches!(
+        desks.ask(opdesk::control::Query::Peers).await,
+        Ok(opdesk::control::Found::Peers(p)) if p.is_empty()
+    ));
     control::create_wallet(&b.state.services, wallet("fritz"))
         .await
         .unwrap();

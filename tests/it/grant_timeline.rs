@@ -402,7 +402,10 @@ async fn a_rejected_grant_shows_the_decision_by_an_attached_console_and_the_reje
         .await
         .unwrap();
     // the console's detail fetches the grant with its timeline the same way
-    let shown = remote.grant(&id).await.unwrap();
+    let Ok(opdesk::control::Found::Grant(shown)) = remote.ask(opdesk::control::Query::Grant { id: id.clone() }).await
+    else {
+        panic!("the grant with its timeline")
+    };
     assert_eq!(kinds_of(&shown), ["requested", "decided"]);
 
     let no_redirects = reqwest::Client::builder()
