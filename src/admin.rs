@@ -7,7 +7,7 @@
 pub mod sse;
 
 use std::{
-    collections::{BTreeMap, VecDeque},
+    collections::VecDeque,
     path::Path,
     time::{Duration, Instant},
 };
@@ -18,14 +18,10 @@ use serde::{Serialize, de::DeserializeOwned};
 
 use crate::control::{
     Command, Found, Outcome, Query,
-    dto::{Listed, Overview, PaymentFilter, PeerView, ServerView, WalletDetail, WalletSummary},
+    dto::{Listed, PaymentFilter, PeerView, ServerView, WalletDetail},
 };
 use crate::{
-    ase::{
-        incoming::IncomingView,
-        outgoing::{GrantSpent, OutgoingView},
-        quotes::QuoteDto,
-    },
+    ase::{incoming::IncomingView, outgoing::OutgoingView, quotes::QuoteDto},
     events::EventRecord,
     gnap::service::GrantView,
     httpsig::jwk::Jwks,
@@ -255,24 +251,9 @@ impl AdminClient {
         self.get("/balances").await
     }
 
-    /// The console's counters and every balance.
-    pub async fn overview(&self) -> Result<Overview, ClientError> {
-        self.get("/overview").await
-    }
-
     /// What the server is (version, pid, addresses, database).
     pub async fn server(&self) -> Result<ServerView, ClientError> {
         self.get("/server").await
-    }
-
-    /// Every wallet with its balance and key count.
-    pub async fn wallet_summaries(&self) -> Result<Vec<WalletSummary>, ClientError> {
-        self.get("/wallet-summaries").await
-    }
-
-    /// What each active outgoing-payment grant has spent in its current interval, by grant id.
-    pub async fn grant_spending(&self) -> Result<BTreeMap<String, GrantSpent>, ClientError> {
-        self.get("/grants/spending").await
     }
 
     pub async fn list_peers(&self) -> Result<Vec<PeerView>, ClientError> {

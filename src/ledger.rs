@@ -233,6 +233,34 @@ pub mod ops {
         insert(conn, AccountKind::Peer, Some(peer), asset, now)
     }
 
+    /// Money a STREAM packet brought in: a posted transfer of `value` from the account of the peer that carried it
+    /// to `account`, with `memo`. Returns the peer's account.
+    pub fn credit_from_peer(
+        conn: &Connection,
+        peer: &str,
+        asset: &Asset,
+        account: &str,
+        value: Value,
+        memo: String,
+        now: &str,
+    ) -> Result<String, LedgerError> {
+        let settlement = peer_account(conn, peer, asset, now)?;
+        create_transfer(
+            conn,
+            &NewTransfer {
+                id: format!("ilp-{}", crate::ids::new_id()),
+                debit: settlement.clone(),
+                credit: account.to_owned(),
+                amount: value,
+                pending: false,
+                kind: "payment".into(),
+                memo: Some(memo),
+            },
+            now,
+        )?;
+        Ok(settlement)
+    }
+
     /// The liquidity account of ILP peer `peer` in `asset`, created on first use.
     pub fn liquidity_account(conn: &Connection, peer: &str, asset: &Asset, now: &str) -> Result<String, LedgerError> {
         if let Some(id) = repo::liquidity_account(conn, peer, &asset.code, asset.scale)? {

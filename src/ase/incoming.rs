@@ -16,7 +16,7 @@ use crate::{
     events::{DomainEvent, EventBus},
     ids,
     ilp::receiver::{self, PaymentSnapshot, Refusal, StreamServer},
-    ledger::{self, Balance, LedgerError, NewTransfer},
+    ledger::{self, Balance, LedgerError},
     money::{Amount, Asset, Value as Money},
     states::IncomingState,
     store::{
@@ -261,20 +261,9 @@ impl IncomingPayments {
                         code: row.asset_code.clone(),
                         scale: row.asset_scale,
                     };
-                    let settlement = ledger::ops::peer_account(&tx, &peer, &asset, &now_s)?;
-                    ledger::ops::create_transfer(
-                        &tx,
-                        &NewTransfer {
-                            id: format!("ilp-{}", ids::new_id()),
-                            debit: settlement.clone(),
-                            credit: row.account_id.clone(),
-                            amount: value,
-                            pending: false,
-                            kind: "payment".into(),
-                            memo: Some(format!("{memo} to incoming payment {pid}")),
-                        },
-                        &now_s,
-                    )?;
+                    let memo = format!("{memo} to incoming payment {pid}");
+                    let settlement =
+                        ledger::ops::credit_from_peer(&tx, &peer, &asset, &row.account_id, value, memo, &now_s)?;
                     let received = row
                         .received_amount
                         .checked_add(value.as_i64())

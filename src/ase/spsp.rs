@@ -18,12 +18,11 @@ use std::sync::Arc;
 use crate::{
     clock::{SharedClock, format_ts},
     events::{DomainEvent, EventBus},
-    ids,
     ilp::{
         crypto::ReceiptSetup,
         receiver::{StreamServer, Target},
     },
-    ledger::{self, Balance, LedgerError, NewTransfer},
+    ledger::{self, Balance, LedgerError},
     money::{Asset, Value as Money},
     store::{self, Store, outbox, spsp as repo, wallets::WalletRow},
     wallet::Wallet,
@@ -187,20 +186,9 @@ impl Spsp {
                 let paid = u64::try_from(repo::received(&tx, &connection)?).unwrap_or(0);
                 let credit = || -> Result<_, LedgerError> {
                     let value = Money::new(amount)?;
-                    let settlement = ledger::ops::peer_account(&tx, &peer, &asset, &now)?;
-                    ledger::ops::create_transfer(
-                        &tx,
-                        &NewTransfer {
-                            id: format!("ilp-{}", ids::new_id()),
-                            debit: settlement.clone(),
-                            credit: wallet.account_id.clone(),
-                            amount: value,
-                            pending: false,
-                            kind: "payment".into(),
-                            memo: Some(format!("{memo} to wallet {} (SPSP)", wallet.name)),
-                        },
-                        &now,
-                    )?;
+                    let memo = format!("{memo} to wallet {} (SPSP)", wallet.name);
+                    let settlement =
+                        ledger::ops::credit_from_peer(&tx, &peer, &asset, &wallet.account_id, value, memo, &now)?;
                     i64::try_from(paid)
                         .ok()
                         .and_then(|p| p.checked_add(value.as_i64()))
