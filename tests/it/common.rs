@@ -30,9 +30,8 @@ pub fn use_postgres_for(dir: &Path) {
     // a collation that does not compare by bytes, as most clusters' (`en_US.UTF-8`) and managed services'
     // do: ICU's English puts `~` before digits, so every range, page and bound the schema means in byte order
     // is checked to say so (migration 0020)
-    let create = format!(
-        "CREATE DATABASE {name} TEMPLATE template0 LOCALE_PROVIDER icu ICU_LOCALE 'en-US' LOCALE 'C.UTF-8'"
-    );
+    let create =
+        format!("CREATE DATABASE {name} TEMPLATE template0 LOCALE_PROVIDER icu ICU_LOCALE 'en-US' LOCALE 'C.UTF-8'");
     let admin = cluster.clone();
     std::thread::spawn(move || {
         opdesk::store::db::Connection::connect_postgres(&admin)
