@@ -1,11 +1,12 @@
-//! The console's view model and its one state transition, `update`: keys, domain events, command replies
-//! and ticks go in; state changes and effects (commands for the control task) come out. No I/O, no locks,
-//! no awaiting — so every behaviour is testable without a terminal.
+//! The console's chrome and its one state transition, `update`: keys, domain events, command replies and
+//! ticks go in; state changes and effects (commands for the control task) come out. No I/O, no locks, no
+//! awaiting — so every behaviour is testable without a terminal. The chrome keeps what every pane shares
+//! (the desk, the pane in view, the overlay, the flash line) and reaches each pane's own state through
+//! [`View`].
 
-use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use ratatui::crossterm::event::{KeyCode, KeyEvent};
-use serde::Serialize;
 use time::OffsetDateTime;
 
 use super::{
@@ -13,19 +14,14 @@ use super::{
     desk::DeskList,
     keymap::{Key, Keymap},
     pane::Pane,
-    panes::{grants, incoming, log, outgoing, peers, quotes, requests, wallets, webhooks},
+    panes::{Cx, History, Out, Panes, View},
     widgets::{
         confirm::{Answer, Confirm},
-        help, json,
-        prompt::{Prompt, PromptKind, Typed},
+        prompt::{Prompt, Typed},
     },
 };
 use crate::{
-    ase::{
-        incoming::IncomingView,
-        outgoing::{GrantSpent, OutgoingView},
-        quotes::QuoteDto,
-    },
+    ase::{incoming::IncomingView, outgoing::OutgoingView, quotes::QuoteDto},
     control::dto::PeerView,
     events::DomainEvent,
     gnap::{service::GrantView, timeline::GrantStep},
@@ -37,58 +33,15 @@ mod command;
 mod events;
 mod replies;
 
-/// Seconds per bar of the requests/s sparkline, and bars.
-pub const REQUEST_BUCKET_SECS: i64 = 10;
-/// Resources whose history of events the console keeps (the detail views show it).
-pub const HISTORY_IDS: usize = 5_000;
-pub const REQUEST_BUCKETS: usize = 30;
-
 /// Rows kept per table (a page from the store; more are fetched with the keyset cursor when scrolled to).
 pub const PAGE: u32 = 200;
-/// Requests and log lines kept in memory.
-pub const RING: usize = 2000;
 
-pub use super::desk::{Attached, OverviewData, ServerInfo, WalletRow};
-
-/// One HTTP exchange in the request log.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct HttpRow {
-    /// The request's id (what a grant's timeline links to).
-    pub id: String,
-    /// When it arrived (microseconds).
-    pub at: String,
-    pub method: String,
-    pub path: String,
-    pub status: u16,
-    pub latency_us: u64,
-    pub client: Option<String>,
-    pub signature: Option<String>,
-    pub exchange: Option<crate::events::Exchange>,
-}
-
-/// A page of rows and where the store continues.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Rows<T> {
-    pub items: Vec<T>,
-    pub next_cursor: Option<String>,
-    pub selected: usize,
-    pub loading: bool,
-    pub loaded: bool,
-}
-
-impl<T> Default for Rows<T> {
-    fn default() -> Self {
-        Self {
-            items: Vec::new(),
-            next_cursor: None,
-            selected: 0,
-            loading: false,
-            loaded: false,
-        }
-    }
-}
-
-pub use super::effect::{Effect, Load};
+pub use super::{
+    desk::{Attached, OverviewData, ServerInfo, WalletRow},
+    effect::{Effect, Load},
+    panes::{Filter, Level, requests::HttpRow},
+    widgets::short_id,
+};
 
 /// A reply from the control task.
 #[derive(Debug, Clone, PartialEq)]
@@ -101,7 +54,7 @@ pub enum Reply {
         append: bool,
     },
     /// Grants, and what each outgoing-payment grant has spent in its current interval.
-    Grants(Vec<GrantView>, HashMap<String, GrantSpent>),
+    Grants(Vec<GrantView>, HashMap<String, crate::ase::outgoing::GrantSpent>),
     /// One grant's timeline, by grant id.
     Timeline(String, Vec<GrantStep>),
     Outgoing {
@@ -158,13 +111,6 @@ pub enum Msg {
     Elsewhere(String, DomainEvent),
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Level {
-    Info,
-    Warn,
-    Error,
-}
-
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Flash {
     pub level: Level,
@@ -181,31 +127,7 @@ pub enum Overlay {
     Prompt(Prompt),
 }
 
-/// A text filter on a pane (`/`), optionally inverted (`!`).
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Filter {
-    pub text: String,
-    pub invert: bool,
-}
-
-impl Filter {
-    pub fn parse(s: &str) -> Option<Self> {
-        let (invert, text) = match s.strip_prefix('!') {
-            Some(t) => (true, t),
-            None => (false, s),
-        };
-        (!text.is_empty()).then(|| Self {
-            text: text.to_lowercase(),
-            invert,
-        })
-    }
-
-    pub fn keeps(&self, haystack: &str) -> bool {
-        haystack.to_lowercase().contains(&self.text) != self.invert
-    }
-}
-
-/// The view model.
+/// The view model: the chrome, and every pane's own state in [`Panes`].
 #[derive(Debug, Clone)]
 pub struct App {
     pub info: ServerInfo,
@@ -215,58 +137,19 @@ pub struct App {
     pub started_at: OffsetDateTime,
     pub pane: Pane,
     pub overlay: Option<Overlay>,
-    /// The first line the help or raw JSON overlay shows (set back to 0 when one opens).
+    /// The first line the help, detail or raw JSON overlay shows (set back to 0 when one opens).
     pub overlay_scroll: usize,
     pub frozen: bool,
     /// Events that arrived while frozen.
     pub missed: u64,
     pub flash: Option<Flash>,
-    pub filters: HashMap<Pane, Filter>,
-    pub failed_only: bool,
-    pub reveal_secret: bool,
-    pub overview: OverviewData,
-    pub wallets: Rows<WalletRow>,
-    pub incoming: Rows<IncomingView>,
-    pub grants: Rows<GrantView>,
-    /// Spent amounts of outgoing-payment grants in their current interval.
-    pub grant_spent: HashMap<String, GrantSpent>,
-    /// The timeline of the grant whose detail is open (grant id, steps), fetched when it opens.
-    pub grant_timeline: Option<(String, Vec<GrantStep>)>,
-    pub outgoing: Rows<OutgoingView>,
-    pub quotes: Rows<QuoteDto>,
-    pub requests: Rows<HttpRow>,
-    pub log: Rows<String>,
-    pub webhooks: Rows<DeliveryRow>,
-    pub peers: Rows<PeerView>,
-    /// When the Peers pane last asked for its rows (reloaded every few seconds while in view).
-    pub peers_load_at: Option<OffsetDateTime>,
-    /// Each peer's packets (both ways) at the last load, and when: the next load gives its packets per second.
-    pub peer_counts: HashMap<String, (u64, OffsetDateTime)>,
-    /// Packets per second through each peer between the last two loads.
-    pub peer_rates: HashMap<String, f64>,
+    pub panes: Panes,
+    /// What this session saw happen to each resource (the detail views show it).
+    pub history: History,
+    /// When each pane that paces its reloads last asked for its rows.
+    pub load_at: HashMap<Pane, OffsetDateTime>,
     /// The desks a console over several ASEs switches between (none: it shows one).
     pub desks: Option<DeskList>,
-    /// The Webhooks pane shows only dead deliveries.
-    pub dead_only: bool,
-    /// The Grants pane shows closed grants (revoked, rejected, expired) too (`F`, `:grants all`).
-    pub all_grants: bool,
-    /// When the Webhooks pane last asked for its rows (reloads are spaced out).
-    pub webhooks_load_at: Option<OffsetDateTime>,
-    /// When the overview counters were last asked for, and whether that is still unanswered (reloads are
-    /// spaced out: under load, events mark them stale thousands of times a second).
-    pub overview_load_at: Option<OffsetDateTime>,
-    pub overview_loading: bool,
-    /// Recent domain events for the overview, newest first.
-    pub recent: VecDeque<(String, String)>,
-    /// Per-resource history seen this session (for detail views), for the [`HISTORY_IDS`] resources last seen
-    /// first (`history_order`, oldest first): a console left open under load would otherwise keep every id.
-    pub history: HashMap<String, Vec<(String, String)>>,
-    pub history_order: VecDeque<String>,
-    /// Request timestamps (unix seconds) for the rate.
-    pub request_times: VecDeque<i64>,
-    /// Requests per ten seconds over the last five minutes (bucket start in unix seconds, count), by
-    /// arrival time, oldest first: the Overview's requests/s sparkline.
-    pub request_buckets: VecDeque<(i64, u32)>,
     pub stale: HashSet<Pane>,
     pub command_history: Vec<String>,
     /// Terminal size.
@@ -275,8 +158,6 @@ pub struct App {
     pub disconnected: Option<String>,
     pub quit: bool,
 }
-
-pub use super::widgets::short_id;
 
 impl App {
     pub fn new(info: ServerInfo, keymap: Keymap, readonly: bool, now: OffsetDateTime) -> Self {
@@ -292,41 +173,10 @@ impl App {
             frozen: false,
             missed: 0,
             flash: None,
-            filters: HashMap::new(),
-            failed_only: false,
-            reveal_secret: false,
-            overview: OverviewData::default(),
-            wallets: Rows::default(),
-            incoming: Rows::default(),
-            grants: Rows::default(),
-            grant_spent: HashMap::new(),
-            grant_timeline: None,
-            outgoing: Rows::default(),
-            quotes: Rows::default(),
-            requests: Rows {
-                loaded: true,
-                ..Rows::default()
-            },
-            log: Rows {
-                loaded: true,
-                ..Rows::default()
-            },
-            webhooks: Rows::default(),
-            peers: Rows::default(),
-            peers_load_at: None,
-            overview_load_at: None,
-            overview_loading: false,
-            peer_counts: HashMap::new(),
-            peer_rates: HashMap::new(),
+            panes: Panes::default(),
+            history: History::default(),
+            load_at: HashMap::new(),
             desks: None,
-            dead_only: false,
-            all_grants: false,
-            webhooks_load_at: None,
-            recent: VecDeque::new(),
-            history: HashMap::new(),
-            history_order: VecDeque::new(),
-            request_times: VecDeque::new(),
-            request_buckets: VecDeque::new(),
             stale: Pane::ALL.iter().copied().collect(),
             command_history: Vec::new(),
             size: (80, 24),
@@ -348,6 +198,46 @@ impl App {
         });
     }
 
+    /// What pane `p` reads of the chrome.
+    pub fn cx(&self, p: Pane) -> Cx<'_> {
+        Cx {
+            now: self.now,
+            started_at: self.started_at,
+            readonly: self.readonly,
+            in_view: p == self.pane,
+            info: &self.info,
+            history: &self.history,
+        }
+    }
+
+    /// Runs `f` on pane `p` with what it reads of the chrome.
+    pub(in crate::tui) fn with_pane<R>(&mut self, p: Pane, f: impl FnOnce(&mut dyn View, &Cx<'_>) -> R) -> R {
+        let Self {
+            panes,
+            info,
+            history,
+            now,
+            started_at,
+            readonly,
+            pane,
+            ..
+        } = self;
+        let cx = Cx {
+            now: *now,
+            started_at: *started_at,
+            readonly: *readonly,
+            in_view: p == *pane,
+            info,
+            history,
+        };
+        f(panes.view_mut(p), &cx)
+    }
+
+    /// The pane in view.
+    pub fn view(&self) -> &dyn View {
+        self.panes.view(self.pane)
+    }
+
     /// Rows a table shows at the current size (used for paging).
     pub fn page_rows(&self) -> usize {
         usize::from(self.size.1.saturating_sub(9)).max(1)
@@ -355,196 +245,95 @@ impl App {
 
     /// Pending grants (the header badge).
     pub fn pending_grants(&self) -> usize {
-        self.overview.pending_grants
+        self.panes.overview.data.pending_grants
     }
 
     /// The number of rows in `pane` after its filter.
     pub fn visible_len(&self, pane: Pane) -> usize {
-        self.visible_indices(pane).len()
-    }
-
-    /// Indices of the rows of `pane` that pass its filter.
-    pub fn visible_indices(&self, pane: Pane) -> Vec<usize> {
-        let filter = self.filters.get(&pane);
-        let keep = |s: String| filter.is_none_or(|f| f.keeps(&s));
-        fn pick<T>(items: &[T], keep: impl Fn(String) -> bool, haystack: impl Fn(&T) -> String) -> Vec<usize> {
-            (0..items.len()).filter(|&i| keep(haystack(&items[i]))).collect()
-        }
-        match pane {
-            Pane::Overview => Vec::new(),
-            Pane::Wallets => pick(&self.wallets.items, keep, wallets::haystack),
-            Pane::Incoming => pick(&self.incoming.items, keep, incoming::haystack),
-            Pane::Grants => pick(&self.grants.items, keep, grants::haystack),
-            Pane::Outgoing => pick(&self.outgoing.items, keep, outgoing::haystack),
-            Pane::Quotes => pick(&self.quotes.items, keep, quotes::haystack),
-            Pane::Requests => pick(&self.requests.items, keep, requests::haystack),
-            Pane::Log => pick(&self.log.items, keep, |l| log::haystack(l)),
-            Pane::Webhooks => pick(&self.webhooks.items, keep, webhooks::haystack),
-            Pane::Peers => pick(&self.peers.items, keep, peers::haystack),
-        }
-    }
-
-    pub(in crate::tui) fn selected_mut(&mut self) -> Option<&mut usize> {
-        Some(match self.pane {
-            Pane::Overview => return None,
-            Pane::Wallets => &mut self.wallets.selected,
-            Pane::Incoming => &mut self.incoming.selected,
-            Pane::Grants => &mut self.grants.selected,
-            Pane::Outgoing => &mut self.outgoing.selected,
-            Pane::Quotes => &mut self.quotes.selected,
-            Pane::Requests => &mut self.requests.selected,
-            Pane::Log => &mut self.log.selected,
-            Pane::Webhooks => &mut self.webhooks.selected,
-            Pane::Peers => &mut self.peers.selected,
-        })
+        self.panes.view(pane).list().map_or(0, |l| l.len())
     }
 
     /// The selection of `pane` as a position among its visible rows.
     pub fn selected(&self, pane: Pane) -> usize {
-        match pane {
-            Pane::Overview => 0,
-            Pane::Wallets => self.wallets.selected,
-            Pane::Incoming => self.incoming.selected,
-            Pane::Grants => self.grants.selected,
-            Pane::Outgoing => self.outgoing.selected,
-            Pane::Quotes => self.quotes.selected,
-            Pane::Requests => self.requests.selected,
-            Pane::Log => self.log.selected,
-            Pane::Webhooks => self.webhooks.selected,
-            Pane::Peers => self.peers.selected,
+        self.panes.view(pane).list().map_or(0, |l| l.selected())
+    }
+
+    /// What pane `p` asked for, carried out: effects out, the rest on the chrome.
+    pub(in crate::tui) fn apply(&mut self, p: Pane, outs: Vec<Out>) -> Vec<Effect> {
+        let mut effects = Vec::new();
+        for o in outs {
+            match o {
+                Out::Run(e) => effects.push(e),
+                Out::Confirm(question, e) => {
+                    self.overlay = Some(Overlay::Confirm(Confirm::new(question, e)));
+                }
+                Out::Prompt(kind) => self.overlay = Some(Overlay::Prompt(Prompt::new(kind, ""))),
+                Out::Flash(level, text) => self.flash(level, text),
+                Out::Reload => effects.push(self.load(p)),
+                Out::Show => self.pane = p,
+            }
         }
+        effects
     }
 
-    /// The row index (into `items`) of the selection.
-    pub(in crate::tui) fn selected_index(&self) -> Option<usize> {
-        self.visible_indices(self.pane).get(self.selected(self.pane)).copied()
-    }
-
-    pub fn selected_incoming(&self) -> Option<&IncomingView> {
-        (self.pane == Pane::Incoming)
-            .then(|| self.selected_index().and_then(|i| self.incoming.items.get(i)))
-            .flatten()
-    }
-    /// The fetch of the selected grant's timeline when its detail is open: always with `fresh` (the detail
-    /// opened, the grants changed), else only when the selection moved to another grant.
-    pub(in crate::tui) fn timeline_effect(&self, fresh: bool) -> Option<Effect> {
+    /// The fetch the open detail of the pane in view needs (a grant's timeline), if any.
+    pub(in crate::tui) fn detail_effect(&self, fresh: bool) -> Option<Effect> {
         if self.overlay != Some(Overlay::Detail) {
             return None;
         }
-        let g = self.selected_grant()?;
-        let shown = self.grant_timeline.as_ref().is_some_and(|(id, _)| *id == g.id);
-        (fresh || !shown).then(|| Effect::LoadTimeline(g.id.clone()))
-    }
-
-    /// The timeline of grant `id`, when it was fetched.
-    pub fn timeline_of(&self, id: &str) -> Option<&[GrantStep]> {
-        self.grant_timeline
-            .as_ref()
-            .filter(|(g, _)| g == id)
-            .map(|(_, steps)| steps.as_slice())
-    }
-
-    pub fn selected_grant(&self) -> Option<&GrantView> {
-        (self.pane == Pane::Grants)
-            .then(|| self.selected_index().and_then(|i| self.grants.items.get(i)))
-            .flatten()
-    }
-    pub fn selected_outgoing(&self) -> Option<&OutgoingView> {
-        (self.pane == Pane::Outgoing)
-            .then(|| self.selected_index().and_then(|i| self.outgoing.items.get(i)))
-            .flatten()
-    }
-    pub fn selected_peer(&self) -> Option<&PeerView> {
-        (self.pane == Pane::Peers)
-            .then(|| self.selected_index().and_then(|i| self.peers.items.get(i)))
-            .flatten()
-    }
-    pub fn selected_webhook(&self) -> Option<&DeliveryRow> {
-        (self.pane == Pane::Webhooks)
-            .then(|| self.selected_index().and_then(|i| self.webhooks.items.get(i)))
-            .flatten()
-    }
-
-    /// Whether `pane` shows only failed (Outgoing) or dead (Webhooks) rows.
-    pub fn only_failed(&self, pane: Pane) -> bool {
-        match pane {
-            Pane::Webhooks => self.dead_only,
-            Pane::Grants => !self.all_grants,
-            _ => self.failed_only,
-        }
+        self.view().detail_needs(fresh)
     }
 
     fn move_selection(&mut self, to: impl FnOnce(usize, usize) -> usize) -> Vec<Effect> {
-        let len = self.visible_len(self.pane);
-        let Some(sel) = self.selected_mut() else {
+        let Some(list) = self.panes.view_mut(self.pane).list_mut() else {
             return Vec::new();
         };
-        *sel = if len == 0 { 0 } else { to(*sel, len).min(len - 1) };
-        let at_end = len > 0 && *sel + 1 == len;
-        if let Some(e) = self.timeline_effect(false) {
+        let len = list.len();
+        let sel = if len == 0 {
+            0
+        } else {
+            to(list.selected(), len).min(len - 1)
+        };
+        list.select(sel);
+        let at_end = len > 0 && sel + 1 == len;
+        let more = list.next_cursor();
+        if let Some(e) = self.detail_effect(false) {
             return vec![e];
         }
         // scrolled to the end of what is loaded: fetch the next page from the store
-        if at_end {
-            let more = match self.pane {
-                Pane::Incoming => self.incoming.next_cursor.clone(),
-                Pane::Outgoing => self.outgoing.next_cursor.clone(),
-                Pane::Quotes => self.quotes.next_cursor.clone(),
-                Pane::Webhooks => self.webhooks.next_cursor.clone(),
-                _ => None,
-            };
-            if let Some(cursor) = more {
-                return vec![Effect::Load(Load {
-                    pane: self.pane,
-                    failed_only: self.only_failed(self.pane),
-                    cursor: Some(cursor),
-                    q: self.store_query(self.pane),
-                })];
-            }
+        match more.filter(|_| at_end) {
+            Some(cursor) => vec![Effect::Load(Load {
+                pane: self.pane,
+                failed_only: self.view().failed_only(),
+                cursor: Some(cursor),
+                q: self.store_query(self.pane),
+            })],
+            None => Vec::new(),
         }
-        Vec::new()
     }
 
     pub(in crate::tui) fn load(&mut self, pane: Pane) -> Effect {
         self.stale.remove(&pane);
-        match pane {
-            Pane::Wallets => self.wallets.loading = true,
-            Pane::Incoming => self.incoming.loading = true,
-            Pane::Grants => self.grants.loading = true,
-            Pane::Outgoing => self.outgoing.loading = true,
-            Pane::Quotes => self.quotes.loading = true,
-            Pane::Webhooks => {
-                self.webhooks.loading = true;
-                self.webhooks_load_at = Some(self.now);
-            }
-            Pane::Peers => {
-                self.peers.loading = true;
-                self.peers_load_at = Some(self.now);
-            }
-            Pane::Overview => {
-                self.overview_loading = true;
-                self.overview_load_at = Some(self.now);
-            }
-            _ => {}
+        if self.panes.view(pane).pace(&self.cx(pane)).is_some() {
+            self.load_at.insert(pane, self.now);
         }
+        let view = self.panes.view_mut(pane);
+        view.start_loading();
+        let failed_only = view.failed_only();
         Effect::Load(Load {
             pane,
-            failed_only: self.only_failed(pane),
+            failed_only,
             cursor: None,
             q: self.store_query(pane),
         })
     }
 
-    /// Whether `pane` pages its rows from the store (so its `/` filter is matched there, beyond the page).
-    pub fn searches_store(pane: Pane) -> bool {
-        matches!(pane, Pane::Incoming | Pane::Outgoing | Pane::Quotes)
-    }
-
     /// The `/` filter of `pane` as the store matches it: panes paged from the store, filters not inverted.
     pub fn store_query(&self, pane: Pane) -> Option<String> {
-        self.filters
-            .get(&pane)
-            .filter(|f| Self::searches_store(pane) && !f.invert)
+        let view = self.panes.view(pane);
+        view.list()
+            .and_then(|l| l.filter())
+            .filter(|f| view.searches_store() && !f.invert)
             .map(|f| f.text.clone())
     }
 
@@ -605,7 +394,7 @@ impl App {
             Msg::Reply(r) => self.on_reply(r),
             Msg::Tick(now) => self.on_tick(now),
             Msg::Log(line) => {
-                log::on_line(self, line);
+                self.panes.log.on_line(line);
                 Vec::new()
             }
             Msg::Elsewhere(desk, e) => {
@@ -987,7 +776,7 @@ mod tests {
             asset_code: "USD".into(),
             asset_scale: 2,
         }));
-        let (_, what) = a.recent.front().expect("a recent event");
+        let (_, what) = a.panes.overview.recent.front().expect("a recent event");
         assert!(what.starts_with("bob received 12.34 USD (SPSP)"), "{what}");
         assert!(what.contains("37.02 USD in all on connection c55ad015"), "{what}");
         assert!(a.stale.contains(&Pane::Wallets));
@@ -1006,7 +795,7 @@ mod tests {
             id: "i-1".into(),
             received: 400,
         }));
-        assert_eq!(a.incoming.items[0].payment.received_amount.value.get(), 400);
+        assert_eq!(a.panes.incoming.table.items[0].payment.received_amount.value.get(), 400);
         a.update(Msg::Event(DomainEvent::GrantPending {
             id: "g".into(),
             client: "c".into(),
@@ -1067,7 +856,7 @@ mod tests {
                 exchange: None,
             }));
         }
-        let paths: Vec<&str> = a.requests.items.iter().map(|r| r.path.as_str()).collect();
+        let paths: Vec<&str> = a.panes.requests.table.items.iter().map(|r| r.path.as_str()).collect();
         assert_eq!(paths, ["/3", "/2", "/1"]);
     }
 
@@ -1086,7 +875,7 @@ mod tests {
             signature: None,
             exchange: None,
         }));
-        assert!(a.requests.items.is_empty());
+        assert!(a.panes.requests.table.items.is_empty());
         assert_eq!(a.missed, 1);
         let effects = a.update(key('f'));
         assert!(!a.frozen);
@@ -1117,7 +906,7 @@ mod tests {
             a.update(key(c));
         }
         a.update(code(KeyCode::Enter));
-        assert_eq!(a.visible_indices(Pane::Incoming), vec![0]);
+        assert_eq!(a.panes.incoming.table.visible(), vec![0]);
         a.update(code(KeyCode::Esc));
         assert_eq!(a.visible_len(Pane::Incoming), 2);
         a.update(key(':'));
@@ -1126,7 +915,7 @@ mod tests {
         }
         let e = a.update(code(KeyCode::Enter));
         assert_eq!(a.pane, Pane::Outgoing);
-        assert!(a.failed_only);
+        assert!(a.panes.outgoing.failed_only);
         assert_eq!(
             e,
             vec![Effect::Load(Load {
@@ -1177,7 +966,7 @@ mod tests {
             next: Some("o-8".into()),
             append: false,
         }));
-        assert_eq!(a.outgoing.next_cursor.as_deref(), Some("o-8"));
+        assert_eq!(a.panes.outgoing.table.next_cursor.as_deref(), Some("o-8"));
         let e = a.update(key('j'));
         assert_eq!(
             e,
@@ -1193,7 +982,7 @@ mod tests {
         assert!(loads(a.update(code(KeyCode::Esc))).is_empty());
         filter(&mut a, "needle");
         assert_eq!(loads(a.update(code(KeyCode::Esc))), vec![None]);
-        assert!(!a.filters.contains_key(&Pane::Outgoing));
+        assert!(a.panes.outgoing.table.filter.is_none());
         // live-only panes filter in memory
         a.update(key('7'));
         assert!(filter(&mut a, "alice").iter().all(|e| !matches!(e, Effect::Load(_))));
@@ -1225,7 +1014,7 @@ mod tests {
             next: None,
             append: true,
         }));
-        assert_eq!(a.outgoing.items.len(), 4);
+        assert_eq!(a.panes.outgoing.table.items.len(), 4);
     }
 
     #[test]
@@ -1346,7 +1135,7 @@ mod tests {
             "F shows closed grants too"
         );
         assert!(
-            a.all_grants && !a.failed_only && !a.dead_only,
+            a.panes.grants.all && !a.panes.outgoing.failed_only && !a.panes.webhooks.dead_only,
             "the Grants filter is its own"
         );
         assert_eq!(grant_loads(&a.update(key('F'))), vec![true], "F hides them again");
@@ -1356,14 +1145,14 @@ mod tests {
             vec![true],
             "Esc hides them again"
         );
-        assert!(!a.all_grants);
+        assert!(!a.panes.grants.all);
         a.update(key('1'));
         a.update(key(':'));
         for c in "grants all".chars() {
             a.update(key(c));
         }
         assert_eq!(grant_loads(&a.update(code(KeyCode::Enter))), vec![false]);
-        assert_eq!((a.pane, a.all_grants), (Pane::Grants, true));
+        assert_eq!((a.pane, a.panes.grants.all), (Pane::Grants, true));
     }
 
     #[test]
@@ -1372,13 +1161,16 @@ mod tests {
         webhooks_loaded(&mut a);
         a.update(key('9'));
         assert_eq!(webhook_loads(&a.update(key('F'))), vec![true]);
-        assert!(a.dead_only && !a.failed_only, "the Outgoing filter is its own");
+        assert!(
+            a.panes.webhooks.dead_only && !a.panes.outgoing.failed_only,
+            "the Outgoing filter is its own"
+        );
         assert_eq!(
             webhook_loads(&a.update(code(KeyCode::Esc))),
             vec![false],
             "Esc shows all again"
         );
-        assert!(!a.dead_only);
+        assert!(!a.panes.webhooks.dead_only);
         a.update(key('1'));
         a.update(key(':'));
         for c in "webhooks d".chars() {
@@ -1394,7 +1186,7 @@ mod tests {
         }
         a.update(code(KeyCode::Enter));
         assert_eq!(
-            (a.pane, a.dead_only),
+            (a.pane, a.panes.webhooks.dead_only),
             (Pane::Webhooks, true),
             "the filter stays until F or Esc"
         );
@@ -1451,8 +1243,8 @@ mod tests {
         // a load never answered is given up on after ten seconds
         a.update(key('f'));
         let mut b = a.clone();
-        b.webhooks.loading = true;
-        b.webhooks_load_at = Some(at(40_000));
+        b.panes.webhooks.table.loading = true;
+        b.load_at.insert(Pane::Webhooks, at(40_000));
         assert!(webhook_loads(&b.update(Msg::Tick(at(45_000)))).is_empty());
         assert_eq!(webhook_loads(&b.update(Msg::Tick(at(50_000)))), vec![false]);
         // webhooks off: only events reload it

@@ -1,9 +1,12 @@
-//! The content area: routes drawing, the detail overlay, filtering and pane actions to the pane in view.
-//! Each pane lives in its own file under `panes/` and owns its table, its detail view and its own actions;
-//! panes draw with the shared widgets and never call back into `render`.
+//! The content area: the panes, each a [`View`] that owns its state (its list, cursor, filter, toggles and
+//! whatever it alone shows), draws itself, builds its detail view and turns the actions, prompt answers and
+//! `:` commands meant for it into [`Out`]s for the chrome. The chrome (`App`) keeps what all panes share —
+//! the pane in view, overlays, the flash line — and reads panes only through this trait. Each pane lives in
+//! its own file under `panes/` and draws with the shared widgets.
 
 pub mod grants;
 pub mod incoming;
+pub mod list;
 pub mod log;
 pub mod outgoing;
 pub mod overview;
@@ -13,37 +16,241 @@ pub mod requests;
 pub mod wallets;
 pub mod webhooks;
 
+use std::collections::{HashMap, VecDeque};
+
 use ratatui::{
     Frame,
     layout::Rect,
     text::Line,
     widgets::{Block, Clear, Paragraph, Wrap},
 };
+use time::OffsetDateTime;
 
-use super::{app::App, pane::Pane, theme::Theme};
+pub use self::list::{Filter, List, Row, Table};
+use super::{
+    action::Action,
+    desk::ServerInfo,
+    effect::Effect,
+    pane::{Pace, Pane},
+    theme::Theme,
+    widgets::{prompt::PromptKind, short_id},
+};
 
-/// Draws the pane in view into `area`.
-pub fn draw(app: &App, theme: &Theme, f: &mut Frame, area: Rect) {
-    match app.pane {
-        Pane::Overview => overview::draw(app, theme, f, area),
-        Pane::Wallets => wallets::draw(app, theme, f, area),
-        Pane::Incoming => incoming::draw(app, theme, f, area),
-        Pane::Grants => grants::draw(app, theme, f, area),
-        Pane::Outgoing => outgoing::draw(app, theme, f, area),
-        Pane::Quotes => quotes::draw(app, theme, f, area),
-        Pane::Requests => requests::draw(app, theme, f, area),
-        Pane::Log => log::draw(app, theme, f, area),
-        Pane::Webhooks => webhooks::draw(app, theme, f, area),
-        Pane::Peers => peers::draw(app, theme, f, area),
+/// How loud a flash line is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Level {
+    Info,
+    Warn,
+    Error,
+}
+
+/// What a pane asks of the chrome.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Out {
+    /// An effect for the control task, now.
+    Run(Effect),
+    /// Ask first; the effect runs only after a yes.
+    Confirm(String, Effect),
+    /// Ask for text; the answer comes back to the pane's [`View::submit`].
+    Prompt(PromptKind),
+    Flash(Level, String),
+    /// Load this pane's first page again.
+    Reload,
+    /// Show this pane.
+    Show,
+}
+
+/// A warning on the flash line, as a pane's only answer.
+pub fn warn(text: impl Into<String>) -> Vec<Out> {
+    vec![Out::Flash(Level::Warn, text.into())]
+}
+
+/// What the panes read of the chrome.
+#[derive(Debug, Clone, Copy)]
+pub struct Cx<'a> {
+    pub now: OffsetDateTime,
+    /// When the console started (the Overview's uptime).
+    pub started_at: OffsetDateTime,
+    pub readonly: bool,
+    /// The pane is the one in view.
+    pub in_view: bool,
+    pub info: &'a ServerInfo,
+    pub history: &'a History,
+}
+
+/// What this session saw happen to each resource (the detail views show it), for the [`History::IDS`]
+/// resources last seen: a console left open under load would otherwise keep every id.
+#[derive(Debug, Clone, Default)]
+pub struct History {
+    seen: HashMap<String, Vec<(String, String)>>,
+    order: VecDeque<String>,
+}
+
+impl History {
+    pub const IDS: usize = 5_000;
+    /// Entries kept per resource.
+    const PER_ID: usize = 50;
+
+    /// Resource `id` had `what` happen `at`.
+    pub fn remember(&mut self, id: &str, at: String, what: String) {
+        let key = short_id(id);
+        if !self.seen.contains_key(&key) {
+            self.order.push_back(key.clone());
+            while self.order.len() > Self::IDS {
+                if let Some(old) = self.order.pop_front() {
+                    self.seen.remove(&old);
+                }
+            }
+        }
+        let h = self.seen.entry(key).or_default();
+        h.push((at, what));
+        if h.len() > Self::PER_ID {
+            h.remove(0);
+        }
+    }
+
+    /// What happened to resource `id`: (when, what), oldest first.
+    pub fn of(&self, id: &str) -> &[(String, String)] {
+        self.seen.get(&short_id(id)).map_or(&[], Vec::as_slice)
+    }
+
+    pub fn len(&self) -> usize {
+        self.seen.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.seen.is_empty()
     }
 }
 
-/// The detail view of the selection in the current pane.
-pub fn draw_detail(app: &App, theme: &Theme, f: &mut Frame, area: Rect) {
+/// A pane: its state, how it draws, and what it does with what is meant for it.
+pub trait View {
+    /// Its list, when it has one (the chrome moves the cursor, filters and pages through it).
+    fn list(&self) -> Option<&dyn List>;
+    fn list_mut(&mut self) -> Option<&mut dyn List>;
+    fn draw(&self, cx: &Cx<'_>, theme: &Theme, f: &mut Frame, area: Rect);
+    /// The detail view of the selection: its title and lines (`None`: nothing selected).
+    fn detail(&self, _cx: &Cx<'_>, _theme: &Theme) -> Option<(String, Vec<Line<'_>>)> {
+        Some((
+            " detail ".to_owned(),
+            vec![Line::from("press y for the raw JSON of the selection")],
+        ))
+    }
+    /// The selection's name in the breadcrumbs while its detail is open.
+    fn crumb(&self) -> Option<String> {
+        None
+    }
+    /// A key's action meant for this pane.
+    fn act(&mut self, _a: Action, _cx: &Cx<'_>) -> Vec<Out> {
+        Vec::new()
+    }
+    /// The answer to a prompt this pane opened.
+    fn submit(&mut self, _kind: PromptKind, _text: &str, _cx: &Cx<'_>) -> Vec<Out> {
+        Vec::new()
+    }
+    /// Its own `:` command `head` (with the rest of the line); `None`: not one of them.
+    fn command(&mut self, _head: &str, _rest: &str, _cx: &Cx<'_>) -> Option<Vec<Out>> {
+        None
+    }
+    /// Its own `:` commands and what they do (the help lists them).
+    fn commands(&self) -> &'static [(&'static str, &'static str)] {
+        &[]
+    }
+    /// The narrowing it shows (`failed`, `dead`, `all`), for the breadcrumbs.
+    fn narrowed(&self) -> Option<String> {
+        None
+    }
+    /// Esc with no filter: drop the narrowing; true when there was one (the pane then reloads).
+    fn widen(&mut self) -> bool {
+        false
+    }
+    /// The narrowing as the store reads it (`Load::failed_only`).
+    fn failed_only(&self) -> bool {
+        false
+    }
+    /// Whether the store matches its `/` filter (it pages from the store, so a match may be past the page).
+    fn searches_store(&self) -> bool {
+        false
+    }
+    /// When it reloads on its own: its pace, and whether only while in view. `None`: after events, in view.
+    fn pace(&self, _cx: &Cx<'_>) -> Option<(Pace, bool)> {
+        None
+    }
+    /// Whether its last load is unanswered.
+    fn loading(&self) -> bool {
+        self.list().is_some_and(List::loading)
+    }
+    fn start_loading(&mut self) {
+        if let Some(l) = self.list_mut() {
+            l.start_loading();
+        }
+    }
+    /// What its open detail needs fetched: always with `fresh` (it opened, the rows changed), else only
+    /// when the selection moved to another row.
+    fn detail_needs(&self, _fresh: bool) -> Option<Effect> {
+        None
+    }
+}
+
+/// Every pane's state.
+#[derive(Debug, Clone, Default)]
+pub struct Panes {
+    pub overview: overview::Overview,
+    pub wallets: wallets::Wallets,
+    pub incoming: incoming::Incoming,
+    pub grants: grants::Grants,
+    pub outgoing: outgoing::Outgoing,
+    pub quotes: quotes::Quotes,
+    pub requests: requests::Requests,
+    pub log: log::Log,
+    pub webhooks: webhooks::Webhooks,
+    pub peers: peers::Peers,
+}
+
+impl Panes {
+    pub fn view(&self, p: Pane) -> &dyn View {
+        match p {
+            Pane::Overview => &self.overview,
+            Pane::Wallets => &self.wallets,
+            Pane::Incoming => &self.incoming,
+            Pane::Grants => &self.grants,
+            Pane::Outgoing => &self.outgoing,
+            Pane::Quotes => &self.quotes,
+            Pane::Requests => &self.requests,
+            Pane::Log => &self.log,
+            Pane::Webhooks => &self.webhooks,
+            Pane::Peers => &self.peers,
+        }
+    }
+
+    pub fn view_mut(&mut self, p: Pane) -> &mut dyn View {
+        match p {
+            Pane::Overview => &mut self.overview,
+            Pane::Wallets => &mut self.wallets,
+            Pane::Incoming => &mut self.incoming,
+            Pane::Grants => &mut self.grants,
+            Pane::Outgoing => &mut self.outgoing,
+            Pane::Quotes => &mut self.quotes,
+            Pane::Requests => &mut self.requests,
+            Pane::Log => &mut self.log,
+            Pane::Webhooks => &mut self.webhooks,
+            Pane::Peers => &mut self.peers,
+        }
+    }
+
+    /// Another desk is in view: nothing of the last one stays; the log is this console's own and stays.
+    pub fn clear(&mut self) {
+        let log = std::mem::take(&mut self.log);
+        *self = Self { log, ..Self::default() };
+    }
+}
+
+/// The detail view of `view`'s selection, drawn into `area` scrolled by `scroll`.
+pub fn draw_detail(view: &dyn View, cx: &Cx<'_>, scroll: usize, theme: &Theme, f: &mut Frame, area: Rect) {
     f.render_widget(Clear, area);
-    let (title, p) = detail_paragraph(app, theme);
+    let (title, p) = detail_paragraph(view, cx, theme);
     let (total, shown) = detail_extent(&p, area);
-    let scroll = app.overlay_scroll.min(total.saturating_sub(shown));
+    let scroll = scroll.min(total.saturating_sub(shown));
     let title = if total > shown {
         format!(
             "{} {}–{} of {total} (PgUp/PgDn) ",
@@ -68,20 +275,10 @@ pub fn detail_extent(p: &Paragraph<'_>, area: Rect) -> (usize, usize) {
     (p.line_count(inner), usize::from(area.height.saturating_sub(2)))
 }
 
-/// The detail view of the selection in the pane in view: its title, and its lines wrapped as drawn.
-pub fn detail_paragraph<'a>(app: &'a App, theme: &Theme) -> (String, Paragraph<'a>) {
-    let detail = match app.pane {
-        Pane::Incoming => incoming::detail(app, theme),
-        Pane::Grants => grants::detail(app, theme),
-        Pane::Outgoing => outgoing::detail(app, theme),
-        Pane::Requests => requests::detail(app, theme),
-        Pane::Webhooks => webhooks::detail(app, theme),
-        Pane::Peers => peers::detail(app, theme),
-        _ => Some((
-            " detail ".to_owned(),
-            vec![Line::from("press y for the raw JSON of the selection")],
-        )),
-    };
-    let (title, lines) = detail.unwrap_or_else(|| (" detail ".to_owned(), Vec::new()));
+/// The detail view of `view`'s selection: its title, and its lines wrapped as drawn.
+pub fn detail_paragraph<'a>(view: &'a dyn View, cx: &Cx<'_>, theme: &Theme) -> (String, Paragraph<'a>) {
+    let (title, lines) = view
+        .detail(cx, theme)
+        .unwrap_or_else(|| (" detail ".to_owned(), Vec::new()));
     (title, Paragraph::new(lines).wrap(Wrap { trim: false }))
 }

@@ -12,16 +12,13 @@ use ratatui::{
 
 use super::{
     action::Action,
-    app::{App, Level, Overlay, short_id, tab_labels},
+    app::{App, Level, Overlay, tab_labels},
     pane::Pane,
     panes,
     theme::Theme,
     widgets::{self, centered},
 };
-use crate::{
-    states::{DeliveryState, OutgoingState},
-    text::sanitize,
-};
+use crate::text::sanitize;
 
 /// Draws the whole screen.
 pub fn draw(app: &App, theme: &Theme, f: &mut Frame) {
@@ -37,13 +34,24 @@ pub fn draw(app: &App, theme: &Theme, f: &mut Frame) {
     .areas(area);
     draw_header(app, theme, f, header);
     draw_tabs(app, theme, f, tabs);
-    panes::draw(app, theme, f, content);
+    let cx = app.cx(app.pane);
+    app.view().draw(&cx, theme, f, content);
     draw_crumbs(app, theme, f, crumbs);
     draw_hints(app, theme, f, hints);
     draw_flash(app, theme, f, flash);
     match &app.overlay {
-        Some(Overlay::Help) => widgets::help::draw(&app.keymap, app.readonly, app.overlay_scroll, theme, f, area),
-        Some(Overlay::Detail) => panes::draw_detail(app, theme, f, centered(area, 90, 85)),
+        Some(Overlay::Help) => widgets::help::draw(
+            &app.keymap,
+            app.readonly,
+            (app.pane, app.view().commands()),
+            app.overlay_scroll,
+            theme,
+            f,
+            area,
+        ),
+        Some(Overlay::Detail) => {
+            panes::draw_detail(app.view(), &cx, app.overlay_scroll, theme, f, centered(area, 90, 85))
+        }
         Some(Overlay::Json(j)) => widgets::json::draw(j, app.overlay_scroll, f, area),
         Some(Overlay::Confirm(c)) => widgets::confirm::draw(c, theme, f, area),
         Some(Overlay::Prompt(p)) => widgets::prompt::draw(p, f, area),
@@ -152,28 +160,13 @@ fn draw_tabs(app: &App, theme: &Theme, f: &mut Frame, area: Rect) {
 
 fn draw_crumbs(app: &App, theme: &Theme, f: &mut Frame, area: Rect) {
     let mut parts = vec!["opdesk".to_owned(), app.pane.title().to_owned()];
-    if app.pane == Pane::Outgoing && app.failed_only {
-        parts.push(OutgoingState::Failed.to_string());
-    }
-    if app.pane == Pane::Webhooks && app.dead_only {
-        parts.push(DeliveryState::Dead.to_string());
-    }
-    if app.pane == Pane::Grants && app.all_grants {
-        parts.push("all".to_owned());
-    }
-    if let Some(filter) = app.filters.get(&app.pane) {
-        parts.push(format!("/{}{}", if filter.invert { "!" } else { "" }, filter.text));
+    let view = app.view();
+    parts.extend(view.narrowed());
+    if let Some(filter) = view.list().and_then(|l| l.filter()) {
+        parts.push(format!("/{}", filter.typed()));
     }
     if matches!(app.overlay, Some(Overlay::Detail | Overlay::Json(_))) {
-        let id = match app.pane {
-            Pane::Incoming => app.selected_incoming().map(|p| short_id(&p.payment.id)),
-            Pane::Grants => app.selected_grant().map(|g| short_id(&g.id)),
-            Pane::Outgoing => app.selected_outgoing().map(|p| short_id(&p.payment.id)),
-            Pane::Webhooks => app.selected_webhook().map(|d| format!("event {}", d.event_seq)),
-            Pane::Peers => app.selected_peer().map(|p| sanitize(&p.name)),
-            _ => None,
-        };
-        parts.push(id.unwrap_or_else(|| "detail".into()));
+        parts.push(view.crumb().unwrap_or_else(|| "detail".into()));
     }
     let missed = if app.frozen && app.missed > 0 {
         format!("   ({} events while frozen)", app.missed)

@@ -282,7 +282,7 @@ fn loaded(readonly: bool) -> App {
     // requests over the last five minutes (ten-second buckets), for the Overview's sparkline
     let end = now().unix_timestamp();
     for (ago, n) in [(0, 3), (10, 5), (20, 1), (60, 8), (120, 2), (200, 6), (290, 1)] {
-        a.request_buckets.push_front((end - ago, n));
+        a.panes.overview.request_buckets.push_front((end - ago, n));
     }
     a
 }
@@ -316,8 +316,7 @@ fn every_pane_empty_and_loaded_at_both_sizes() {
 fn filtered_detail_confirm_help_and_error_states() {
     let mut a = loaded(false);
     goto(&mut a, Pane::Incoming);
-    a.filters
-        .insert(Pane::Incoming, super::app::Filter::parse("carol").unwrap());
+    a.panes.incoming.table.filter = super::app::Filter::parse("carol");
     insta::assert_snapshot!("incoming_filtered_80x24", draw(&a, 80, 24));
 
     let mut a = loaded(false);
@@ -377,7 +376,7 @@ fn the_webhooks_pane_empty_off_dead_detail_and_confirm() {
 
     let mut a = loaded(false);
     goto(&mut a, Pane::Webhooks);
-    a.dead_only = true;
+    a.panes.webhooks.dead_only = true;
     a.update(Msg::Reply(Reply::Webhooks {
         rows: vec![delivery(101, "incomingPaymentCreated", "dead")],
         next: None,
@@ -590,7 +589,7 @@ fn the_header_shows_the_desk_in_view_and_the_other() {
     other.public_url = "http://127.0.0.1:4100".into();
     a.update(Msg::Reply(Reply::Switched(other, switched)));
     assert!(
-        a.wallets.items.is_empty() && a.peers.items.is_empty(),
+        a.panes.wallets.table.items.is_empty() && a.panes.peers.table.items.is_empty(),
         "nothing of the last desk stays"
     );
     let h = header(&a, 120);
@@ -694,7 +693,7 @@ fn grants_detail_shows_the_timeline() {
     use crate::gnap::timeline::{Actor, GrantStep, StepKind};
     let mut a = loaded(false);
     goto(&mut a, Pane::Grants);
-    let id = a.selected_grant().map(|g| g.id.clone()).unwrap();
+    let id = a.panes.grants.table.selection().map(|g| g.id.clone()).unwrap();
     let effects = a.act(super::action::Action::Open);
     assert_eq!(effects, vec![Effect::LoadTimeline(id.clone())]);
     let step =
@@ -764,12 +763,12 @@ fn grants_detail_shows_the_timeline() {
     assert_eq!(draw(&a, 80, 24), top);
     a.size = (120, 40);
     // the grants changing while the detail is open fetches the timeline again
-    let grants = a.grants.items.clone();
+    let grants = a.panes.grants.table.items.clone();
     let effects = a.update(Msg::Reply(Reply::Grants(grants, Default::default())));
     assert_eq!(effects, vec![Effect::LoadTimeline(id.clone())]);
     // another grant selected: its timeline, not this one's
     let effects = a.act(super::action::Action::Down);
-    let other = a.selected_grant().map(|g| g.id.clone()).unwrap();
+    let other = a.panes.grants.table.selection().map(|g| g.id.clone()).unwrap();
     assert_ne!(other, id);
     assert_eq!(effects, vec![Effect::LoadTimeline(other)]);
     assert!(draw(&a, 120, 40).contains("loading…"));
@@ -852,7 +851,7 @@ fn the_help_and_raw_json_overlays_scroll_at_80x24() {
     a.update(Msg::Resize(120, 40));
     let (total, shown) = a.overlay_extent().unwrap();
     assert_eq!(a.overlay_scroll, total.saturating_sub(shown), "clamped on resize");
-    assert_eq!(a.outgoing.selected, 0, "the rows underneath stay put");
+    assert_eq!(a.panes.outgoing.table.selected, 0, "the rows underneath stay put");
 }
 
 #[test]

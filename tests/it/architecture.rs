@@ -355,24 +355,14 @@ fn child_graph() -> BTreeMap<String, BTreeMap<String, String>> {
     graph
 }
 
-/// The circles between child modules still left, exactly, with why (each is an open piece of work).
-const CIRCLES_LEFT: &[(&[&str], &str)] = &[(
-    &["tui::app", "tui::panes"],
-    "the console's panes act on `App`, which calls them back: panes owning their state behind a pane trait \
-     (issue #32, item 2) breaks it",
-)];
-
 #[test]
 fn child_modules_import_each_other_without_cycles() {
     let graph = child_graph();
-    let left: Vec<Vec<String>> = cycles(&graph)
-        .into_iter()
-        .filter(|scc| !CIRCLES_LEFT.iter().any(|(left, _)| scc.iter().eq(left.iter())))
-        .collect();
+    let found = cycles(&graph);
     assert!(
-        left.is_empty(),
+        found.is_empty(),
         "import cycles between child modules:\n{}",
-        explain(&graph, &left)
+        explain(&graph, &found)
     );
 }
 

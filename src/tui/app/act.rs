@@ -1,75 +1,13 @@
 //! What the operator's actions do to the view model (`App::act`), and the overlays they open and scroll: the
-//! help, the raw JSON of the selection, the detail views.
+//! help, the raw JSON of the selection, the detail views. Actions meant for one pane go to that pane.
 
 use super::*;
-use crate::tui::widgets::table::TableView;
+use crate::tui::{
+    panes,
+    widgets::{help, json, prompt::PromptKind},
+};
 
 impl App {
-    /// What `pane`'s table shows: its title (with its filters), whether the store has more rows past the loaded
-    /// page, what it says when empty, the rows the filter keeps and the one selected.
-    pub fn table_view(&self, pane: Pane) -> TableView {
-        let mut title = format!(" {} ", pane.title());
-        if pane == Pane::Outgoing && self.failed_only {
-            title.push_str("[failed] ");
-        }
-        if pane == Pane::Webhooks && self.dead_only {
-            title.push_str(&format!("[{}] ", crate::states::DeliveryState::Dead));
-        }
-        if pane == Pane::Grants && self.all_grants {
-            title.push_str("[all] ");
-        }
-        if pane == Pane::Webhooks && !self.info.webhooks_enabled {
-            title.push_str("[no webhook URL] ");
-        }
-        if let Some(f) = self.filters.get(&pane) {
-            title.push_str(&format!("[/{}{}] ", if f.invert { "!" } else { "" }, f.text));
-        }
-        let more = match pane {
-            Pane::Incoming => self.incoming.next_cursor.is_some(),
-            Pane::Outgoing => self.outgoing.next_cursor.is_some(),
-            Pane::Quotes => self.quotes.next_cursor.is_some(),
-            Pane::Webhooks => self.webhooks.next_cursor.is_some(),
-            _ => false,
-        };
-        let empty = if self.filters.contains_key(&pane) {
-            "nothing matches the filter (Esc clears it)"
-        } else if pane == Pane::Webhooks && !self.info.webhooks_enabled {
-            "no webhook URL is configured: set [webhooks] url in config.toml"
-        } else if pane == Pane::Grants && !self.all_grants {
-            "no open grants (F shows revoked, rejected and expired ones too)"
-        } else if pane == Pane::Webhooks && self.dead_only {
-            "no dead deliveries (F shows them all)"
-        } else if pane == Pane::Webhooks {
-            "no deliveries yet: each durable event is delivered to the webhook URL"
-        } else {
-            "nothing here yet"
-        };
-        TableView {
-            title,
-            more,
-            empty,
-            visible: self.visible_indices(pane),
-            selected: self.selected(pane),
-        }
-    }
-
-    /// What this session saw happen to resource `id`: (when, what), oldest first.
-    pub fn history_of(&self, id: &str) -> &[(String, String)] {
-        self.history.get(&short_id(id)).map_or(&[], Vec::as_slice)
-    }
-
-    /// Opens the confirm dialog: `effect` runs only after a yes.
-    pub(in crate::tui) fn ask(&mut self, question: String, effect: Effect) -> Vec<Effect> {
-        self.overlay = Some(Overlay::Confirm(Confirm::new(question, effect)));
-        Vec::new()
-    }
-
-    /// Opens an empty prompt of `kind`.
-    pub(in crate::tui) fn open_prompt(&mut self, kind: PromptKind) -> Vec<Effect> {
-        self.overlay = Some(Overlay::Prompt(Prompt::new(kind, "")));
-        Vec::new()
-    }
-
     /// Text pasted into the terminal: into the open prompt at its cursor (as one clean line), else ignored.
     pub(in crate::tui) fn on_paste(&mut self, text: &str) -> Vec<Effect> {
         if let Some(Overlay::Prompt(p)) = &mut self.overlay {
@@ -78,19 +16,23 @@ impl App {
         Vec::new()
     }
 
-    /// The help or raw JSON overlay's extent at the current size: (lines of content, lines its box shows).
+    /// The help, detail or raw JSON overlay's extent at the current size: (lines of content, lines its box
+    /// shows).
     pub fn overlay_extent(&self) -> Option<(usize, usize)> {
         let area = ratatui::layout::Rect::new(0, 0, self.size.0, self.size.1);
         match &self.overlay {
-            Some(Overlay::Help) => Some((help::len(&self.keymap, self.readonly), help::visible(area))),
+            Some(Overlay::Help) => Some((
+                help::len(&self.keymap, self.readonly, (self.pane, self.view().commands())),
+                help::visible(area),
+            )),
             Some(Overlay::Json(j)) => Some((json::lines(j, area).len(), json::visible(area))),
             Some(Overlay::Detail) => {
                 // styles do not change how lines wrap
                 let theme = crate::tui::theme::Theme::monochrome();
-                let (_, p) = crate::tui::panes::detail_paragraph(self, &theme);
+                let (_, p) = panes::detail_paragraph(self.view(), &self.cx(self.pane), &theme);
                 // the box as render draws it, inside its border
                 let r = crate::tui::widgets::centered(area, 90, 85);
-                Some(crate::tui::panes::detail_extent(&p, r))
+                Some(panes::detail_extent(&p, r))
             }
             _ => None,
         }
@@ -141,6 +83,40 @@ impl App {
         self.overlay_scroll = 0;
     }
 
+    /// Shows pane `p`: it loads when events made it stale (the Webhooks pane when its pace says so).
+    fn goto(&mut self, p: Pane) -> Vec<Effect> {
+        self.pane = p;
+        self.overlay = None;
+        if self.frozen || matches!(p, Pane::Requests | Pane::Log) {
+            return Vec::new();
+        }
+        if p == Pane::Webhooks {
+            return self.reload_if_due(p).into_iter().collect();
+        }
+        if self.stale.contains(&p) {
+            return vec![self.load(p)];
+        }
+        Vec::new()
+    }
+
+    /// Esc: closes the overlay, else clears the pane's filter, else drops its narrowing.
+    fn back(&mut self) -> Vec<Effect> {
+        if self.overlay.take().is_some() {
+            return Vec::new();
+        }
+        let p = self.pane;
+        let searched = self.store_query(p).is_some();
+        let view = self.panes.view_mut(p);
+        if let Some(list) = view.list_mut().filter(|l| l.filter().is_some()) {
+            list.set_filter(None);
+            return if searched { vec![self.load(p)] } else { Vec::new() };
+        }
+        if view.widen() {
+            return vec![self.load(p)];
+        }
+        Vec::new()
+    }
+
     /// Carries out an action.
     pub fn act(&mut self, a: Action) -> Vec<Effect> {
         if self.scroll_overlay(a) {
@@ -167,12 +143,12 @@ impl App {
                 }
                 Vec::new()
             }
-            Action::Command => self.open_prompt(PromptKind::Command),
+            Action::Command => {
+                self.overlay = Some(Overlay::Prompt(Prompt::new(PromptKind::Command, "")));
+                Vec::new()
+            }
             Action::Filter => {
-                let text = self
-                    .filters
-                    .get(&self.pane)
-                    .map(|f| format!("{}{}", if f.invert { "!" } else { "" }, f.text));
+                let text = self.view().list().and_then(|l| l.filter()).map(Filter::typed);
                 self.overlay = Some(Overlay::Prompt(Prompt::new(
                     PromptKind::Filter,
                     &text.unwrap_or_default(),
@@ -181,17 +157,7 @@ impl App {
             }
             Action::NextPane => self.act(Action::Goto(self.pane.next())),
             Action::PrevPane => self.act(Action::Goto(self.pane.prev())),
-            Action::Goto(p) => {
-                self.pane = p;
-                self.overlay = None;
-                if p == Pane::Webhooks {
-                    return webhooks::reload(self).into_iter().collect();
-                }
-                if self.stale.contains(&p) && !self.frozen && !matches!(p, Pane::Requests | Pane::Log) {
-                    return vec![self.load(p)];
-                }
-                Vec::new()
-            }
+            Action::Goto(p) => self.goto(p),
             Action::Up => self.move_selection(|s, _| s.saturating_sub(1)),
             Action::Down => self.move_selection(|s, _| s + 1),
             Action::Top => self.move_selection(|_, _| 0),
@@ -201,37 +167,13 @@ impl App {
             Action::HalfPageUp => self.move_selection(|s, _| s.saturating_sub(page / 2)),
             Action::HalfPageDown => self.move_selection(|s, _| s + page / 2),
             Action::Open => {
-                if self.selected_index().is_some() && !matches!(self.pane, Pane::Overview | Pane::Log) {
+                let selected = self.view().list().is_some_and(|l| l.has_selection());
+                if selected && !matches!(self.pane, Pane::Overview | Pane::Log) {
                     self.open_overlay(Overlay::Detail);
                 }
-                self.timeline_effect(true).into_iter().collect()
+                self.detail_effect(true).into_iter().collect()
             }
-            Action::Back => {
-                if self.overlay.take().is_some() {
-                    return Vec::new();
-                }
-                if self.filters.contains_key(&self.pane) {
-                    let searched = self.store_query(self.pane).is_some();
-                    self.filters.remove(&self.pane);
-                    if searched {
-                        return vec![self.load(self.pane)];
-                    }
-                } else {
-                    if self.pane == Pane::Outgoing && self.failed_only {
-                        self.failed_only = false;
-                        return vec![self.load(Pane::Outgoing)];
-                    }
-                    if self.pane == Pane::Grants && self.all_grants {
-                        self.all_grants = false;
-                        return vec![self.load(Pane::Grants)];
-                    }
-                    if self.pane == Pane::Webhooks && self.dead_only {
-                        self.dead_only = false;
-                        return vec![self.load(Pane::Webhooks)];
-                    }
-                }
-                Vec::new()
-            }
+            Action::Back => self.back(),
             Action::Freeze => {
                 self.frozen = !self.frozen;
                 if self.frozen {
@@ -248,19 +190,16 @@ impl App {
                 self.resync_all()
             }
             Action::RawJson => {
-                if let Some(json) = self.selection_json() {
+                let json = self
+                    .view()
+                    .list()
+                    .and_then(|l| l.selection_json())
+                    .and_then(|v| serde_json::to_string_pretty(&v).ok());
+                if let Some(json) = json {
                     self.open_overlay(Overlay::Json(json));
                 }
                 Vec::new()
             }
-            Action::NewWallet | Action::Deposit | Action::Withdraw | Action::GenerateKey | Action::AddKey => {
-                wallets::act(self, a)
-            }
-            Action::Reveal | Action::Complete => incoming::act(self, a),
-            Action::Approve | Action::Reject | Action::Revoke | Action::AllGrants => grants::act(self, a),
-            Action::FailedOnly | Action::Retry | Action::Cancel => outgoing::act(self, a),
-            Action::DeadOnly | Action::Redrive | Action::RedriveDead => webhooks::act(self, a),
-            Action::PeerDeposit | Action::PeerWithdraw | Action::Settle => peers::act(self, a),
             Action::NextDesk => match &self.desks {
                 Some(d) if d.names.len() > 1 => vec![Effect::SwitchDesk(d.next().to_owned())],
                 _ => {
@@ -290,22 +229,12 @@ impl App {
                 );
                 vec![Effect::Demo]
             }
+            // the pane in view's own actions (the keymap offers each only where it applies)
+            _ => {
+                let p = self.pane;
+                let outs = self.with_pane(p, |v, cx| v.act(a, cx));
+                self.apply(p, outs)
+            }
         }
-    }
-
-    fn selection_json(&self) -> Option<String> {
-        let i = self.selected_index()?;
-        let v = match self.pane {
-            Pane::Wallets => serde_json::to_value(self.wallets.items.get(i)?),
-            Pane::Incoming => serde_json::to_value(self.incoming.items.get(i)?),
-            Pane::Grants => serde_json::to_value(self.grants.items.get(i)?),
-            Pane::Outgoing => serde_json::to_value(self.outgoing.items.get(i)?),
-            Pane::Quotes => serde_json::to_value(self.quotes.items.get(i)?),
-            Pane::Requests => serde_json::to_value(self.requests.items.get(i)?),
-            Pane::Webhooks => serde_json::to_value(self.webhooks.items.get(i)?),
-            Pane::Peers => serde_json::to_value(self.peers.items.get(i)?),
-            _ => return None,
-        };
-        v.ok().and_then(|v| serde_json::to_string_pretty(&v).ok())
     }
 }

@@ -7,7 +7,6 @@ use crate::{
     tui::{
         action::Action,
         pane::Pane,
-        panes::{grants, outgoing, peers, wallets, webhooks},
         widgets::prompt::{Prompt, PromptKind},
     },
 };
@@ -16,45 +15,30 @@ impl App {
     /// Enter in the prompt: a filter, a `:` command, or the answer to a pane's prompt.
     pub(in crate::tui) fn submit_prompt(&mut self, p: Prompt) -> Vec<Effect> {
         let text = p.text().to_owned();
-        let text = text.as_str();
-        match p.kind {
-            PromptKind::Filter => {
-                let searched = self.store_query(self.pane);
-                match Filter::parse(text.trim()) {
-                    Some(f) => {
-                        self.filters.insert(self.pane, f);
-                    }
-                    None => {
-                        self.filters.remove(&self.pane);
-                    }
-                }
-                if let Some(s) = self.selected_mut() {
-                    *s = 0;
-                }
-                // a pane paged from the store asks the store (a match may be beyond the loaded page)
-                if App::searches_store(self.pane) && self.store_query(self.pane) != searched {
-                    return vec![self.load(self.pane)];
-                }
-                Vec::new()
-            }
-            PromptKind::Reason(grant) => grants::submit_reason(self, grant, text),
-            PromptKind::Command => self.command(text.trim()),
-            PromptKind::NewWallet => wallets::submit_new(self, text),
-            PromptKind::PublicKey(wallet) => wallets::submit_key(self, wallet, text),
-            PromptKind::Amount {
-                wallet,
-                deposit,
-                scale,
-                code,
-            } => wallets::submit_amount(self, wallet, deposit, scale, code, text),
-            PromptKind::PeerAmount {
-                peer,
-                deposit,
-                scale,
-                code,
-            } => peers::submit_amount(self, peer, deposit, scale, code, text),
-            PromptKind::Settlement { peer, scale, code } => peers::submit_settlement(self, peer, scale, code, text),
+        let pane = match &p.kind {
+            PromptKind::Filter => return self.set_filter(text.trim()),
+            PromptKind::Command => return self.command(text.trim()),
+            PromptKind::Reason(_) => Pane::Grants,
+            PromptKind::NewWallet | PromptKind::PublicKey(_) | PromptKind::Amount { .. } => Pane::Wallets,
+            PromptKind::PeerAmount { .. } | PromptKind::Settlement { .. } => Pane::Peers,
+        };
+        let outs = self.with_pane(pane, |v, cx| v.submit(p.kind, &text, cx));
+        self.apply(pane, outs)
+    }
+
+    /// A `/` filter on the pane in view; a pane paged from the store asks the store (a match may be beyond
+    /// the loaded page).
+    fn set_filter(&mut self, text: &str) -> Vec<Effect> {
+        let p = self.pane;
+        let searched = self.store_query(p);
+        let Some(list) = self.panes.view_mut(p).list_mut() else {
+            return Vec::new();
+        };
+        list.set_filter(Filter::parse(text));
+        if self.view().searches_store() && self.store_query(p) != searched {
+            return vec![self.load(p)];
         }
+        Vec::new()
     }
 
     /// `:desk NAME` shows the desk named (or the only one starting with) NAME; `:desk` the next one.
@@ -94,28 +78,35 @@ impl App {
         let head = words.next().unwrap_or("");
         let arg = words.next();
         let rest = text.get(head.len()..).unwrap_or("").trim();
-        match head {
-            "" => Vec::new(),
-            "q" | "quit" => self.act(Action::Quit),
-            "help" => self.act(Action::Help),
-            "demo" => self.act(Action::Demo),
-            "outgoing" if arg == Some(OutgoingState::Failed.as_str()) => outgoing::show_failed(self),
-            "webhooks" if arg == Some(DeliveryState::Dead.as_str()) => webhooks::show_dead(self),
-            "grants" if arg == Some("all") => grants::show_all(self),
-            "wallet" => wallets::command(self, arg),
-            "desk" => self.desk_command(arg),
+        let (pane, outs) = match head {
+            "" => return Vec::new(),
+            "q" | "quit" => return self.act(Action::Quit),
+            "help" => return self.act(Action::Help),
+            "demo" => return self.act(Action::Demo),
+            "desk" => return self.desk_command(arg),
+            "outgoing" if arg == Some(OutgoingState::Failed.as_str()) => {
+                (Pane::Outgoing, self.panes.outgoing.show_failed())
+            }
+            "webhooks" if arg == Some(DeliveryState::Dead.as_str()) => {
+                (Pane::Webhooks, self.panes.webhooks.show_dead())
+            }
+            "grants" if arg == Some("all") => (Pane::Grants, self.panes.grants.show_all()),
+            "wallet" => (Pane::Wallets, self.panes.wallets.show(arg)),
             other => match Pane::from_name(other) {
-                Some(p) => self.act(Action::Goto(p)),
+                Some(p) => return self.act(Action::Goto(p)),
                 // the pane in view's own commands
-                None => match self.pane {
-                    Pane::Wallets => wallets::pane_command(self, other, rest),
-                    _ => None,
+                None => {
+                    let p = self.pane;
+                    match self.with_pane(p, |v, cx| v.command(other, rest, cx)) {
+                        Some(outs) => (p, outs),
+                        None => {
+                            self.flash(Level::Warn, format!("unknown command {other:?}; try :help"));
+                            return Vec::new();
+                        }
+                    }
                 }
-                .unwrap_or_else(|| {
-                    self.flash(Level::Warn, format!("unknown command {other:?}; try :help"));
-                    Vec::new()
-                }),
             },
-        }
+        };
+        self.apply(pane, outs)
     }
 }

@@ -2,63 +2,57 @@
 //! stale otherwise (reloaded on the next tick), the recent-events list and each resource's history, and
 //! counting while frozen. Pane-specific row updates live in the pane files.
 
-use super::{App, Effect, Level, short_id};
-use crate::{
-    events::DomainEvent,
-    money::Asset,
-    tui::{
-        pane::Pane,
-        panes::{incoming, outgoing, overview, requests, wallets},
-    },
-};
+use super::{App, Effect, HttpRow, Level, short_id};
+use crate::{events::DomainEvent, money::Asset, tui::pane::Pane};
 
 impl App {
+    /// Resource `id` had `what` happen now: its history, and the Overview's recent events.
     fn remember(&mut self, id: &str, what: String) {
         let at = crate::clock::format_ts(self.now);
-        let key = short_id(id);
-        if !self.history.contains_key(&key) {
-            self.history_order.push_back(key.clone());
-            while self.history_order.len() > super::HISTORY_IDS {
-                if let Some(old) = self.history_order.pop_front() {
-                    self.history.remove(&old);
-                }
-            }
-        }
-        let h = self.history.entry(key).or_default();
-        h.push((at.clone(), what.clone()));
-        if h.len() > 50 {
-            h.remove(0);
-        }
-        self.recent.push_front((at, what));
-        self.recent.truncate(100);
+        self.history.remember(id, at.clone(), what.clone());
+        self.panes.overview.remember(at, what);
     }
 
-    /// Counts a request that arrived at `at` (unix seconds) into its ten-second bucket.
-    fn count_request(&mut self, at: i64) {
-        let bucket = at - at.rem_euclid(super::REQUEST_BUCKET_SECS);
-        match self.request_buckets.iter_mut().rev().find(|(b, _)| *b <= bucket) {
-            Some((b, n)) if *b == bucket => *n = n.saturating_add(1),
-            _ => {
-                let i = self.request_buckets.partition_point(|(b, _)| *b < bucket);
-                self.request_buckets.insert(i, (bucket, 1));
-            }
+    /// A request was served: the Requests pane lists it, the Overview counts it (and keeps it if refused).
+    fn on_request(&mut self, e: &DomainEvent) {
+        let DomainEvent::HttpRequest {
+            id,
+            received_at,
+            method,
+            path,
+            status,
+            latency_us,
+            client,
+            signature,
+            exchange,
+        } = e
+        else {
+            return;
+        };
+        let at = crate::clock::parse_ts(received_at).unwrap_or(self.now).unix_timestamp();
+        let row = || HttpRow {
+            id: id.clone(),
+            at: received_at.clone(),
+            method: method.clone(),
+            path: path.clone(),
+            status: *status,
+            latency_us: *latency_us,
+            client: client.clone(),
+            signature: signature.clone(),
+            exchange: exchange.as_deref().cloned(),
+        };
+        let refused = (*status >= 400 && !self.frozen).then(row);
+        self.panes.overview.on_request(self.now, at, refused);
+        if self.frozen {
+            self.missed += 1;
+            return;
         }
-        let keep = super::REQUEST_BUCKETS + 1;
-        while self.request_buckets.len() > keep {
-            self.request_buckets.pop_front();
-        }
+        self.panes.requests.on_request(row(), self.pane == Pane::Requests);
     }
 
     pub(super) fn on_event(&mut self, e: DomainEvent) -> Vec<Effect> {
-        if let DomainEvent::HttpRequest { received_at, .. } = &e {
-            self.request_times.push_back(self.now.unix_timestamp());
-            let at = crate::clock::parse_ts(received_at).unwrap_or(self.now).unix_timestamp();
-            self.count_request(at);
-            if self.frozen {
-                self.missed += 1;
-                return Vec::new();
-            }
-            requests::on_request(self, &e);
+        if let DomainEvent::HttpRequest { .. } = &e {
+            self.on_request(&e);
             return Vec::new();
         }
         // a durable event may have queued a webhook delivery (the pane reloads at its own pace)
@@ -74,11 +68,15 @@ impl App {
         }
         match &e {
             DomainEvent::IncomingPaymentReceived { id, received } => {
-                incoming::on_received(self, id, *received);
+                if !self.panes.incoming.on_received(id, *received) {
+                    self.stale.insert(Pane::Incoming);
+                }
                 self.remember(id, format!("received {received}"));
             }
             DomainEvent::OutgoingPaymentProgress { id, sent } => {
-                outgoing::on_progress(self, id, *sent);
+                if !self.panes.outgoing.on_progress(id, *sent) {
+                    self.stale.insert(Pane::Outgoing);
+                }
                 self.remember(id, format!("sent {sent}"));
             }
             DomainEvent::BalanceChanged {
@@ -87,8 +85,12 @@ impl App {
                 balance,
                 pending_debits,
             } => {
-                wallets::on_balance_changed(self, account_id, *balance, *pending_debits);
-                overview::on_balance_changed(self, account_id, *balance, *pending_debits);
+                self.panes
+                    .wallets
+                    .on_balance_changed(account_id, *balance, *pending_debits);
+                self.panes
+                    .overview
+                    .on_balance_changed(account_id, *balance, *pending_debits);
                 // not a wallet's: a peer's position or liquidity may have moved (the pane paces its reload)
                 if wallet.is_none() {
                     self.stale.insert(Pane::Peers);

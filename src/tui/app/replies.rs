@@ -1,15 +1,11 @@
 //! Replies from the control task and the slow tick into the view model: loaded pages replace (or extend)
 //! a pane's rows with the selection kept on its row, outcomes go to the flash line and resync, and the tick
-//! ages the flash line and the request rate and reloads what events made stale.
+//! ages the flash line and reloads what events made stale, each pane at its own pace.
 
 use time::OffsetDateTime;
 
-use super::{App, Effect, Level, Overlay, Reply, Rows, ServerInfo};
-use crate::tui::{
-    desk::DeskList,
-    pane::Pane,
-    panes::{overview, peers, webhooks},
-};
+use super::{App, Effect, Level, Overlay, Reply, ServerInfo};
+use crate::tui::{desk::DeskList, pane::Pane};
 
 impl App {
     pub(super) fn on_tick(&mut self, now: OffsetDateTime) -> Vec<Effect> {
@@ -17,29 +13,37 @@ impl App {
         if self.flash.as_ref().is_some_and(|f| f.until <= now) {
             self.flash = None;
         }
-        let cutoff = now.unix_timestamp() - 10;
-        while self.request_times.front().is_some_and(|t| *t < cutoff) {
-            self.request_times.pop_front();
-        }
+        self.panes.overview.on_tick(now);
         if self.frozen {
             return Vec::new();
         }
-        // reload what changed, at most once per tick: the pane in view; the overview counters, the Webhooks
-        // and the Peers pane pace themselves
+        // reload what changed, at most once per tick: the pane in view; the panes with a pace of their own
+        // (the overview counters, Webhooks, Peers) when it says so
         let mut out = Vec::new();
         let p = self.pane;
-        if self.stale.contains(&p)
-            && !matches!(
-                p,
-                Pane::Overview | Pane::Requests | Pane::Log | Pane::Webhooks | Pane::Peers
-            )
-        {
+        let paced = self.view().pace(&self.cx(p)).is_some();
+        if self.stale.contains(&p) && !paced && !matches!(p, Pane::Requests | Pane::Log) {
             out.push(self.load(p));
         }
-        out.extend(overview::reload(self));
-        out.extend(webhooks::reload(self));
-        out.extend(peers::reload(self));
+        for p in Pane::ALL {
+            out.extend(self.reload_if_due(p));
+        }
         out
+    }
+
+    /// The reload of a pane that paces its own, if one is due now.
+    pub(super) fn reload_if_due(&mut self, p: Pane) -> Option<Effect> {
+        if self.frozen {
+            return None;
+        }
+        let view = self.panes.view(p);
+        let (pace, in_view_only) = view.pace(&self.cx(p))?;
+        if in_view_only && p != self.pane {
+            return None;
+        }
+        let stale = self.stale.contains(&p);
+        pace.due(self.now, self.load_at.get(&p).copied(), view.loading(), stale)
+            .then(|| self.load(p))
     }
 
     /// Another desk is in view: nothing of the last one stays on screen; every pane reloads from the new one.
@@ -48,26 +52,8 @@ impl App {
         self.flash(Level::Info, format!("desk {}", desks.current()));
         self.desks = Some(desks);
         self.disconnected = None;
-        self.overview = Default::default();
-        self.wallets = Rows::default();
-        self.incoming = Rows::default();
-        self.grants = Rows::default();
-        self.grant_spent.clear();
-        self.outgoing = Rows::default();
-        self.quotes = Rows::default();
-        self.webhooks = Rows::default();
-        self.peers = Rows::default();
-        self.peer_counts.clear();
-        self.peer_rates.clear();
-        self.requests = Rows {
-            loaded: true,
-            ..Rows::default()
-        };
-        self.recent.clear();
-        self.history.clear();
-        self.history_order.clear();
-        self.request_times.clear();
-        self.request_buckets.clear();
+        self.panes.clear();
+        self.history = Default::default();
         if matches!(
             self.overlay,
             Some(Overlay::Detail | Overlay::Json(_) | Overlay::Confirm(_))
@@ -77,77 +63,27 @@ impl App {
         self.resync_all()
     }
 
-    /// Requests per second in each ten-second bucket of the last five minutes (oldest first, ending with the
-    /// bucket of now).
-    pub fn request_history(&self) -> Vec<f64> {
-        let now = self.now.unix_timestamp();
-        let last = now - now.rem_euclid(super::REQUEST_BUCKET_SECS);
-        let n = i64::try_from(super::REQUEST_BUCKETS).unwrap_or(30);
-        (0..n)
-            .map(|i| {
-                let b = last - (n - 1 - i) * super::REQUEST_BUCKET_SECS;
-                let count = self
-                    .request_buckets
-                    .iter()
-                    .find(|(s, _)| *s == b)
-                    .map_or(0, |(_, c)| *c);
-                f64::from(count) / super::REQUEST_BUCKET_SECS as f64
-            })
-            .collect()
-    }
-
-    /// Requests per second over the last ten seconds.
-    pub fn request_rate(&self) -> f64 {
-        self.request_times.len() as f64 / 10.0
-    }
-
     pub(super) fn on_reply(&mut self, r: Reply) -> Vec<Effect> {
-        fn set<T: Clone>(
-            rows: &mut Rows<T>,
-            items: Vec<T>,
-            next: Option<String>,
-            append: bool,
-            id: impl Fn(&T) -> String,
-        ) {
-            let keep = rows.items.get(rows.selected).map(&id);
-            if append {
-                rows.items.extend(items);
-            } else {
-                rows.items = items;
-                if let Some(k) = keep {
-                    rows.selected = rows.items.iter().position(|x| id(x) == k).unwrap_or(rows.selected);
-                }
-            }
-            rows.selected = rows.selected.min(rows.items.len().saturating_sub(1));
-            rows.next_cursor = next;
-            rows.loading = false;
-            rows.loaded = true;
-        }
+        let p = &mut self.panes;
         match r {
             Reply::Overview(o) => {
-                self.overview = o;
-                self.overview_loading = false;
+                p.overview.data = o;
+                p.overview.loading = false;
             }
-            Reply::Wallets(w) => set(&mut self.wallets, w, None, false, |x| x.wallet.name.clone()),
-            Reply::Incoming { rows, next, append } => {
-                set(&mut self.incoming, rows, next, append, |x| x.payment.id.clone())
-            }
+            Reply::Wallets(w) => p.wallets.table.set(w, None, false),
+            Reply::Incoming { rows, next, append } => p.incoming.table.set(rows, next, append),
             Reply::Grants(g, spent) => {
-                set(&mut self.grants, g, None, false, |x| x.id.clone());
-                self.grant_spent = spent;
-                return self.timeline_effect(true).into_iter().collect();
+                p.grants.table.set(g, None, false);
+                p.grants.spent = spent;
+                return self.detail_effect(true).into_iter().collect();
             }
-            Reply::Timeline(id, steps) => self.grant_timeline = Some((id, steps)),
-            Reply::Outgoing { rows, next, append } => {
-                set(&mut self.outgoing, rows, next, append, |x| x.payment.id.clone())
-            }
-            Reply::Quotes { rows, next, append } => set(&mut self.quotes, rows, next, append, |x| x.id.clone()),
-            Reply::Webhooks { rows, next, append } => {
-                set(&mut self.webhooks, rows, next, append, |x| x.event_seq.to_string())
-            }
-            Reply::Peers(p) => {
-                set(&mut self.peers, p, None, false, |x| x.name.clone());
-                peers::on_loaded(self);
+            Reply::Timeline(id, steps) => p.grants.timeline = Some((id, steps)),
+            Reply::Outgoing { rows, next, append } => p.outgoing.table.set(rows, next, append),
+            Reply::Quotes { rows, next, append } => p.quotes.table.set(rows, next, append),
+            Reply::Webhooks { rows, next, append } => p.webhooks.table.set(rows, next, append),
+            Reply::Peers(rows) => {
+                p.peers.table.set(rows, None, false);
+                p.peers.on_loaded(self.now);
             }
             Reply::Switched(info, desks) => return self.switched(info, desks),
             Reply::Done(text) => {

@@ -3,6 +3,8 @@
 //! and revoking — each behind a confirm. Closed grants (revoked, rejected, expired) are hidden unless `F`
 //! (or `:grants all`) shows them.
 
+use std::collections::HashMap;
+
 use ratatui::{
     Frame,
     layout::{Constraint, Rect},
@@ -10,7 +12,9 @@ use ratatui::{
     widgets::Cell,
 };
 
+use super::{Cx, List, Out, Row, Table, View};
 use crate::{
+    ase::outgoing::GrantSpent,
     control::Command,
     gnap::{
         service::GrantView,
@@ -20,124 +24,240 @@ use crate::{
     text::sanitize,
     tui::{
         action::Action,
-        app::{App, Effect, Level, short_id},
+        effect::Effect,
         pane::Pane,
         theme::Theme,
-        widgets::{kv::kv, prompt::PromptKind, table::table, time::relative},
+        widgets::{kv::kv, prompt::PromptKind, short_id, table::table, time::relative},
     },
 };
 
-/// Draws the grants table into `area`.
-pub fn draw(app: &App, theme: &Theme, f: &mut Frame, area: Rect) {
-    let w = &app.grants;
-    table(
-        &app.table_view(Pane::Grants),
-        theme,
-        f,
-        area,
-        &["ID", "STATE", "CLIENT", "ACCESS", "TOKENS", "CREATED"],
-        &[
-            Constraint::Length(9),
-            Constraint::Length(10),
-            Constraint::Min(16),
-            Constraint::Length(22),
-            Constraint::Length(7),
-            Constraint::Length(10),
-        ],
-        (w.loaded, w.loading, w.items.len()),
-        |i| {
-            let g = &w.items[i];
-            let live = g.tokens.iter().filter(|t| t.revoked_at.is_none()).count();
-            let state_style = if g.state == GrantState::Pending {
-                theme.danger
-            } else {
-                theme.state(g.state)
-            };
-            vec![
-                Cell::from(short_id(&g.id)),
-                Cell::from(g.state.as_str()).style(state_style),
-                Cell::from(sanitize(&g.client_name.clone().unwrap_or_else(|| g.client.clone()))),
-                Cell::from(g.access.iter().map(|a| a.type_name()).collect::<Vec<_>>().join(",")),
-                Cell::from(live.to_string()),
-                Cell::from(relative(&g.created_at, app.now)).style(theme.dim),
-            ]
-        },
-    );
+/// The Grants pane's state.
+#[derive(Debug, Clone, Default)]
+pub struct Grants {
+    pub table: Table<GrantView>,
+    /// Spent amounts of outgoing-payment grants in their current interval.
+    pub spent: HashMap<String, GrantSpent>,
+    /// The timeline of the grant whose detail is open (grant id, steps), fetched when it opens.
+    pub timeline: Option<(String, Vec<GrantStep>)>,
+    /// Closed grants (revoked, rejected, expired) are shown too (`F`, `:grants all`).
+    pub all: bool,
 }
 
-/// The text a `/` filter matches a row against.
-pub fn haystack(g: &GrantView) -> String {
-    format!(
-        "{} {} {} {}",
-        g.id,
-        g.state,
-        g.client,
-        g.client_name.clone().unwrap_or_default()
-    )
+impl Row for GrantView {
+    fn haystack(&self) -> String {
+        format!(
+            "{} {} {} {}",
+            self.id,
+            self.state,
+            self.client,
+            self.client_name.clone().unwrap_or_default()
+        )
+    }
+    fn key(&self) -> String {
+        self.id.clone()
+    }
 }
 
-/// The detail view's title and lines, if a grant is selected.
-pub fn detail<'a>(app: &'a App, theme: &Theme) -> Option<(String, Vec<Line<'a>>)> {
-    let g = app.selected_grant()?;
-    let mut lines: Vec<Line> = Vec::new();
-    let title = format!(" grant {} ", short_id(&g.id));
-    lines.push(Line::from(vec![
-        Span::styled(format!("{:<14}", "state"), theme.dim),
-        Span::styled(g.state.as_str(), theme.state(g.state)),
-    ]));
-    for d in &g.description {
-        lines.push(Line::from(sanitize(d)));
+impl Grants {
+    /// The timeline of grant `id`, when it was fetched.
+    pub fn timeline_of(&self, id: &str) -> Option<&[GrantStep]> {
+        self.timeline
+            .as_ref()
+            .filter(|(g, _)| g == id)
+            .map(|(_, steps)| steps.as_slice())
     }
-    lines.push(Line::from(""));
-    lines.push(kv(theme, "id", g.id.clone()));
-    lines.push(kv(theme, "created", g.created_at.clone()));
-    if let Some(e) = &g.interaction_expires_at {
-        lines.push(kv(theme, "decide by", format!("{e} ({})", relative(e, app.now))));
+
+    /// Shows closed grants too (`:grants all`).
+    pub fn show_all(&mut self) -> Vec<Out> {
+        self.all = true;
+        self.table.selected = 0;
+        vec![Out::Show, Out::Reload]
     }
-    if let Some(fu) = &g.finish_uri {
-        lines.push(kv(theme, "finish", sanitize(fu)));
+}
+
+impl View for Grants {
+    fn list(&self) -> Option<&dyn List> {
+        Some(&self.table)
     }
-    if let Some(r) = &g.decision_reason {
-        lines.push(kv(theme, "reason", sanitize(r)));
+    fn list_mut(&mut self) -> Option<&mut dyn List> {
+        Some(&mut self.table)
     }
-    if let Some(sp) = app.grant_spent.get(&g.id) {
-        let amount =
-            |a: &Option<crate::money::Amount>| a.as_ref().map(ToString::to_string).unwrap_or_else(|| "nothing".into());
-        lines.push(kv(
+    fn narrowed(&self) -> Option<String> {
+        self.all.then(|| "all".to_owned())
+    }
+    fn widen(&mut self) -> bool {
+        std::mem::take(&mut self.all)
+    }
+    /// Open grants only, unless `F` shows them all.
+    fn failed_only(&self) -> bool {
+        !self.all
+    }
+    fn detail_needs(&self, fresh: bool) -> Option<Effect> {
+        let g = self.table.selection()?;
+        let shown = self.timeline.as_ref().is_some_and(|(id, _)| *id == g.id);
+        (fresh || !shown).then(|| Effect::LoadTimeline(g.id.clone()))
+    }
+
+    /// The grants table.
+    fn draw(&self, cx: &Cx<'_>, theme: &Theme, f: &mut Frame, area: Rect) {
+        let w = &self.table;
+        let empty = if self.all {
+            "nothing here yet"
+        } else {
+            "no open grants (F shows revoked, rejected and expired ones too)"
+        };
+        let tags: Vec<String> = self.narrowed().into_iter().collect();
+        table(
+            &w.view(Pane::Grants, &tags, empty),
             theme,
-            "spent",
-            format!(
-                "{} debited, {} received (this interval)",
-                amount(&sp.spent_debit_amount),
-                amount(&sp.spent_receive_amount)
-            ),
-        ));
+            f,
+            area,
+            &["ID", "STATE", "CLIENT", "ACCESS", "TOKENS", "CREATED"],
+            &[
+                Constraint::Length(9),
+                Constraint::Length(10),
+                Constraint::Min(16),
+                Constraint::Length(22),
+                Constraint::Length(7),
+                Constraint::Length(10),
+            ],
+            (w.loaded, w.loading, w.items.len()),
+            |i| {
+                let g = &w.items[i];
+                let live = g.tokens.iter().filter(|t| t.revoked_at.is_none()).count();
+                let state_style = if g.state == GrantState::Pending {
+                    theme.danger
+                } else {
+                    theme.state(g.state)
+                };
+                vec![
+                    Cell::from(short_id(&g.id)),
+                    Cell::from(g.state.as_str()).style(state_style),
+                    Cell::from(sanitize(&g.client_name.clone().unwrap_or_else(|| g.client.clone()))),
+                    Cell::from(g.access.iter().map(|a| a.type_name()).collect::<Vec<_>>().join(",")),
+                    Cell::from(live.to_string()),
+                    Cell::from(relative(&g.created_at, cx.now)).style(theme.dim),
+                ]
+            },
+        );
     }
-    for t in &g.tokens {
-        let state = TokenState::of(t.revoked_at.is_some());
+
+    fn crumb(&self) -> Option<String> {
+        self.table.selection().map(|g| short_id(&g.id))
+    }
+
+    fn detail(&self, cx: &Cx<'_>, theme: &Theme) -> Option<(String, Vec<Line<'_>>)> {
+        let g = self.table.selection()?;
+        let mut lines: Vec<Line> = Vec::new();
+        let title = format!(" grant {} ", short_id(&g.id));
         lines.push(Line::from(vec![
-            Span::styled(format!("{:<14}", "token"), theme.dim),
-            Span::raw(format!("{} ", t.hint)),
-            Span::styled(state.as_str(), theme.state(state)),
-            Span::styled(format!(" expires {}", relative(&t.expires_at, app.now)), theme.dim),
+            Span::styled(format!("{:<14}", "state"), theme.dim),
+            Span::styled(g.state.as_str(), theme.state(g.state)),
         ]));
-    }
-    if g.state.can_decide() && !app.readonly {
+        for d in &g.description {
+            lines.push(Line::from(sanitize(d)));
+        }
         lines.push(Line::from(""));
-        lines.push(Line::from(Span::styled("a approve · x reject", theme.danger)));
-    }
-    lines.push(Line::from(""));
-    lines.push(Line::from(Span::styled("timeline", theme.header)));
-    match app.timeline_of(&g.id) {
-        None => lines.push(Line::from(Span::styled("loading…", theme.dim))),
-        Some([]) => lines.push(Line::from(Span::styled("no steps recorded", theme.dim))),
-        Some(steps) => {
-            for s in steps {
-                lines.extend(step_lines(theme, s));
+        lines.push(kv(theme, "id", g.id.clone()));
+        lines.push(kv(theme, "created", g.created_at.clone()));
+        if let Some(e) = &g.interaction_expires_at {
+            lines.push(kv(theme, "decide by", format!("{e} ({})", relative(e, cx.now))));
+        }
+        if let Some(fu) = &g.finish_uri {
+            lines.push(kv(theme, "finish", sanitize(fu)));
+        }
+        if let Some(r) = &g.decision_reason {
+            lines.push(kv(theme, "reason", sanitize(r)));
+        }
+        if let Some(sp) = self.spent.get(&g.id) {
+            let amount = |a: &Option<crate::money::Amount>| {
+                a.as_ref().map(ToString::to_string).unwrap_or_else(|| "nothing".into())
+            };
+            lines.push(kv(
+                theme,
+                "spent",
+                format!(
+                    "{} debited, {} received (this interval)",
+                    amount(&sp.spent_debit_amount),
+                    amount(&sp.spent_receive_amount)
+                ),
+            ));
+        }
+        for t in &g.tokens {
+            let state = TokenState::of(t.revoked_at.is_some());
+            lines.push(Line::from(vec![
+                Span::styled(format!("{:<14}", "token"), theme.dim),
+                Span::raw(format!("{} ", t.hint)),
+                Span::styled(state.as_str(), theme.state(state)),
+                Span::styled(format!(" expires {}", relative(&t.expires_at, cx.now)), theme.dim),
+            ]));
+        }
+        if g.state.can_decide() && !cx.readonly {
+            lines.push(Line::from(""));
+            lines.push(Line::from(Span::styled("a approve · x reject", theme.danger)));
+        }
+        lines.push(Line::from(""));
+        lines.push(Line::from(Span::styled("timeline", theme.header)));
+        match self.timeline_of(&g.id) {
+            None => lines.push(Line::from(Span::styled("loading…", theme.dim))),
+            Some([]) => lines.push(Line::from(Span::styled("no steps recorded", theme.dim))),
+            Some(steps) => {
+                for s in steps {
+                    lines.extend(step_lines(theme, s));
+                }
             }
         }
+        Some((title, lines))
     }
-    Some((title, lines))
+
+    /// Approve, reject and revoke the selected grant; show or hide closed grants (`F`).
+    fn act(&mut self, a: Action, _cx: &Cx<'_>) -> Vec<Out> {
+        let already = |g: &GrantView| super::warn(format!("grant {} is already {}", short_id(&g.id), g.state));
+        match a {
+            Action::AllGrants => {
+                self.all = !self.all;
+                self.table.selected = 0;
+                vec![Out::Reload]
+            }
+            Action::Approve => match self.table.selection() {
+                Some(g) if g.state.can_decide() => {
+                    let q = format!(
+                        "Approve grant {} for {}?",
+                        short_id(&g.id),
+                        g.client_name.clone().unwrap_or_else(|| g.client.clone())
+                    );
+                    vec![Out::Confirm(q, Effect::Run(Command::ApproveGrant { id: g.id.clone() }))]
+                }
+                Some(g) => already(g),
+                None => Vec::new(),
+            },
+            Action::Reject => match self.table.selection() {
+                Some(g) if g.state.can_decide() => vec![Out::Prompt(PromptKind::Reason(g.id.clone()))],
+                Some(g) => already(g),
+                None => Vec::new(),
+            },
+            Action::Revoke => match self.table.selection() {
+                Some(g) if g.state.can_revoke() => vec![Out::Confirm(
+                    format!("Revoke grant {} and all its tokens?", short_id(&g.id)),
+                    Effect::Run(Command::RevokeGrant { id: g.id.clone() }),
+                )],
+                _ => Vec::new(),
+            },
+            _ => Vec::new(),
+        }
+    }
+
+    /// The reason typed for rejecting a grant: confirm before rejecting.
+    fn submit(&mut self, kind: PromptKind, text: &str, _cx: &Cx<'_>) -> Vec<Out> {
+        let PromptKind::Reason(grant) = kind else {
+            return Vec::new();
+        };
+        let reason = Some(text.trim().to_owned()).filter(|r| !r.is_empty());
+        vec![Out::Confirm(
+            format!("Reject grant {}?", short_id(&grant)),
+            Effect::Run(Command::RejectGrant { id: grant, reason }),
+        )]
+    }
 }
 
 /// A step of a grant's timeline: time, step, details (client text sanitized), `×N until` for repeats and the
@@ -162,72 +282,4 @@ fn step_lines<'a>(theme: &Theme, s: &GrantStep) -> Vec<Line<'a>> {
             .map(|m| Line::from(Span::styled(format!("{:14}{}", "", sanitize(m)), theme.dim))),
     );
     out
-}
-
-/// Approve, reject and revoke the selected grant; show or hide closed grants (`F`).
-pub fn act(app: &mut App, a: Action) -> Vec<Effect> {
-    match a {
-        Action::AllGrants => {
-            app.all_grants = !app.all_grants;
-            app.grants.selected = 0;
-            vec![app.load(Pane::Grants)]
-        }
-        Action::Approve => match app.selected_grant() {
-            Some(g) if g.state.can_decide() => {
-                let q = format!(
-                    "Approve grant {} for {}?",
-                    short_id(&g.id),
-                    g.client_name.clone().unwrap_or_else(|| g.client.clone())
-                );
-                let e = Effect::Run(Command::ApproveGrant { id: g.id.clone() });
-                app.ask(q, e)
-            }
-            Some(g) => {
-                let text = format!("grant {} is already {}", short_id(&g.id), g.state);
-                app.flash(Level::Warn, text);
-                Vec::new()
-            }
-            None => Vec::new(),
-        },
-        Action::Reject => match app.selected_grant() {
-            Some(g) if g.state.can_decide() => {
-                let id = g.id.clone();
-                app.open_prompt(PromptKind::Reason(id))
-            }
-            Some(g) => {
-                let text = format!("grant {} is already {}", short_id(&g.id), g.state);
-                app.flash(Level::Warn, text);
-                Vec::new()
-            }
-            None => Vec::new(),
-        },
-        Action::Revoke => match app.selected_grant() {
-            Some(g) if g.state.can_revoke() => {
-                let (q, e) = (
-                    format!("Revoke grant {} and all its tokens?", short_id(&g.id)),
-                    Effect::Run(Command::RevokeGrant { id: g.id.clone() }),
-                );
-                app.ask(q, e)
-            }
-            _ => Vec::new(),
-        },
-        _ => Vec::new(),
-    }
-}
-
-/// `:grants all`: the Grants pane with closed grants (revoked, rejected, expired) too.
-pub fn show_all(app: &mut App) -> Vec<Effect> {
-    app.all_grants = true;
-    app.pane = Pane::Grants;
-    app.grants.selected = 0;
-    vec![app.load(Pane::Grants)]
-}
-
-/// The reason typed for rejecting `grant`: confirm before rejecting.
-pub fn submit_reason(app: &mut App, grant: String, text: &str) -> Vec<Effect> {
-    let reason = Some(text.trim().to_owned()).filter(|r| !r.is_empty());
-    app.ask(
-        format!("Reject grant {}?", short_id(&grant)),
-        Effect::Run(Command::RejectGrant { id: grant, reason }),
-    )
 }

@@ -8,6 +8,7 @@ use ratatui::{
     widgets::Cell,
 };
 
+use super::{Cx, List, Out, Row, Table, View};
 use crate::{
     ase::incoming::IncomingView,
     control::Command,
@@ -15,166 +16,197 @@ use crate::{
     text::sanitize,
     tui::{
         action::Action,
-        app::{App, Effect, Level, short_id},
+        effect::Effect,
         pane::Pane,
         theme::Theme,
         widgets::{
             gauge::gauge,
             kv::{history, kv},
+            short_id,
             table::table,
             time::relative,
         },
     },
 };
 
-/// Draws the incoming payments table into `area`.
-pub fn draw(app: &App, theme: &Theme, f: &mut Frame, area: Rect) {
-    let w = &app.incoming;
-    let gauge_width = if area.width >= 110 { 20 } else { 10 };
-    table(
-        &app.table_view(Pane::Incoming),
-        theme,
-        f,
-        area,
-        &["ID", "WALLET", "STATE", "RECEIVED", "PROGRESS", "EXPIRES"],
-        &[
-            Constraint::Length(9),
-            Constraint::Length(12),
-            Constraint::Length(10),
-            Constraint::Length(14),
-            Constraint::Min(u16::try_from(gauge_width + 5).unwrap_or(15)),
-            Constraint::Length(12),
-        ],
-        (w.loaded, w.loading, w.items.len()),
-        |i| {
-            let p = &w.items[i];
-            let progress = match &p.payment.incoming_amount {
-                Some(total) => gauge(p.payment.received_amount.value.get(), total.value.get(), gauge_width),
-                None => "open amount".to_owned(),
-            };
-            let expires = match (p.state, &p.payment.expires_at) {
-                (IncomingState::Pending, Some(e)) => relative(e, app.now),
-                _ => String::new(),
-            };
-            vec![
-                Cell::from(short_id(&p.payment.id)),
-                Cell::from(sanitize(&p.wallet)),
-                Cell::from(p.state.as_str()).style(theme.state(p.state)),
-                Cell::from(p.payment.received_amount.to_string()),
-                Cell::from(progress).style(theme.state(p.state)),
-                Cell::from(expires).style(theme.dim),
-            ]
-        },
-    );
+/// The Incoming pane's state.
+#[derive(Debug, Clone, Default)]
+pub struct Incoming {
+    pub table: Table<IncomingView>,
+    /// The detail shows that the shared secret would be revealed (`s`).
+    pub reveal_secret: bool,
 }
 
-/// The text a `/` filter matches a row against.
-pub fn haystack(p: &IncomingView) -> String {
-    let metadata = p.payment.metadata.as_ref().map(|m| m.to_string()).unwrap_or_default();
-    format!(
-        "{} {} {} {} {metadata}",
-        p.payment.id,
-        p.wallet,
-        p.state,
-        p.client.as_deref().unwrap_or_default()
-    )
-}
-
-/// The detail view's title and lines, if a payment is selected.
-pub fn detail<'a>(app: &'a App, theme: &Theme) -> Option<(String, Vec<Line<'a>>)> {
-    let p = app.selected_incoming()?;
-    let mut lines: Vec<Line> = Vec::new();
-    let title = format!(" incoming payment {} ", short_id(&p.payment.id));
-    lines.push(kv(theme, "id", p.payment.id.clone()));
-    lines.push(kv(theme, "wallet", p.payment.wallet_address.clone()));
-    lines.push(Line::from(vec![
-        Span::styled(format!("{:<14}", "state"), theme.dim),
-        Span::styled(p.state.as_str(), theme.state(p.state)),
-    ]));
-    lines.push(kv(theme, "received", p.payment.received_amount.to_string()));
-    lines.push(kv(
-        theme,
-        "expected",
-        p.payment
-            .incoming_amount
+impl Row for IncomingView {
+    fn haystack(&self) -> String {
+        let metadata = self
+            .payment
+            .metadata
             .as_ref()
-            .map(ToString::to_string)
-            .unwrap_or_else(|| "an open amount".into()),
-    ));
-    if let Some(total) = &p.payment.incoming_amount {
-        lines.push(kv(
-            theme,
-            "progress",
-            gauge(p.payment.received_amount.value.get(), total.value.get(), 30),
-        ));
+            .map(|m| m.to_string())
+            .unwrap_or_default();
+        format!(
+            "{} {} {} {} {metadata}",
+            self.payment.id,
+            self.wallet,
+            self.state,
+            self.client.as_deref().unwrap_or_default()
+        )
     }
-    lines.push(kv(
-        theme,
-        "expires",
-        p.payment
-            .expires_at
-            .clone()
-            .map(|e| format!("{e} ({})", relative(&e, app.now)))
-            .unwrap_or_default(),
-    ));
-    lines.push(kv(theme, "created", p.payment.created_at.clone()));
-    lines.push(kv(
-        theme,
-        "client",
-        p.client.clone().unwrap_or_else(|| "(operator)".into()),
-    ));
-    if let Some(m) = &p.payment.metadata {
-        lines.push(kv(theme, "metadata", sanitize(&m.to_string())));
-    }
-    lines.push(kv(
-        theme,
-        "methods",
-        if app.reveal_secret {
-            "ilp (secret shown: s hides)".into()
-        } else {
-            "ilp secrets masked (s reveals)".into()
-        },
-    ));
-    lines.extend(history(app.history_of(&p.payment.id), theme));
-    Some((title, lines))
-}
-
-/// Complete the selected payment (after a confirm) and reveal/mask the shared secret.
-pub fn act(app: &mut App, a: Action) -> Vec<Effect> {
-    match a {
-        Action::Reveal => {
-            app.reveal_secret = !app.reveal_secret;
-            Vec::new()
-        }
-        Action::Complete => match app.selected_incoming() {
-            Some(p) if p.state.is_open() => {
-                let id = p.payment.id.rsplit('/').next().unwrap_or("").to_owned();
-                app.ask(
-                    format!(
-                        "Complete incoming payment {}? It will accept no more money.",
-                        short_id(&id)
-                    ),
-                    Effect::Run(Command::CompleteIncoming { id }),
-                )
-            }
-            Some(p) => {
-                let s = p.state;
-                app.flash(Level::Warn, format!("this incoming payment is {s}"));
-                Vec::new()
-            }
-            None => Vec::new(),
-        },
-        _ => Vec::new(),
+    fn key(&self) -> String {
+        self.payment.id.clone()
     }
 }
 
-/// Money arrived: update the row in place, or mark the pane stale if it is not loaded.
-pub fn on_received(app: &mut App, id: &str, received: i64) {
-    if let Some(row) = app.incoming.items.iter_mut().find(|r| r.payment.id.ends_with(id)) {
+impl Incoming {
+    /// Money arrived at payment `id`: its row updated in place; false when it is not loaded.
+    pub fn on_received(&mut self, id: &str, received: i64) -> bool {
+        let Some(row) = self.table.items.iter_mut().find(|r| r.payment.id.ends_with(id)) else {
+            return false;
+        };
         if let Ok(v) = crate::money::Value::from_i64(received) {
             row.payment.received_amount.value = v;
         }
-    } else {
-        app.stale.insert(Pane::Incoming);
+        true
+    }
+}
+
+impl View for Incoming {
+    fn list(&self) -> Option<&dyn List> {
+        Some(&self.table)
+    }
+    fn list_mut(&mut self) -> Option<&mut dyn List> {
+        Some(&mut self.table)
+    }
+    fn searches_store(&self) -> bool {
+        true
+    }
+
+    /// The incoming payments table.
+    fn draw(&self, cx: &Cx<'_>, theme: &Theme, f: &mut Frame, area: Rect) {
+        let w = &self.table;
+        let gauge_width = if area.width >= 110 { 20 } else { 10 };
+        table(
+            &w.view(Pane::Incoming, &[], "nothing here yet"),
+            theme,
+            f,
+            area,
+            &["ID", "WALLET", "STATE", "RECEIVED", "PROGRESS", "EXPIRES"],
+            &[
+                Constraint::Length(9),
+                Constraint::Length(12),
+                Constraint::Length(10),
+                Constraint::Length(14),
+                Constraint::Min(u16::try_from(gauge_width + 5).unwrap_or(15)),
+                Constraint::Length(12),
+            ],
+            (w.loaded, w.loading, w.items.len()),
+            |i| {
+                let p = &w.items[i];
+                let progress = match &p.payment.incoming_amount {
+                    Some(total) => gauge(p.payment.received_amount.value.get(), total.value.get(), gauge_width),
+                    None => "open amount".to_owned(),
+                };
+                let expires = match (p.state, &p.payment.expires_at) {
+                    (IncomingState::Pending, Some(e)) => relative(e, cx.now),
+                    _ => String::new(),
+                };
+                vec![
+                    Cell::from(short_id(&p.payment.id)),
+                    Cell::from(sanitize(&p.wallet)),
+                    Cell::from(p.state.as_str()).style(theme.state(p.state)),
+                    Cell::from(p.payment.received_amount.to_string()),
+                    Cell::from(progress).style(theme.state(p.state)),
+                    Cell::from(expires).style(theme.dim),
+                ]
+            },
+        );
+    }
+
+    fn crumb(&self) -> Option<String> {
+        self.table.selection().map(|p| short_id(&p.payment.id))
+    }
+
+    fn detail(&self, cx: &Cx<'_>, theme: &Theme) -> Option<(String, Vec<Line<'_>>)> {
+        let p = self.table.selection()?;
+        let mut lines: Vec<Line> = Vec::new();
+        let title = format!(" incoming payment {} ", short_id(&p.payment.id));
+        lines.push(kv(theme, "id", p.payment.id.clone()));
+        lines.push(kv(theme, "wallet", p.payment.wallet_address.clone()));
+        lines.push(Line::from(vec![
+            Span::styled(format!("{:<14}", "state"), theme.dim),
+            Span::styled(p.state.as_str(), theme.state(p.state)),
+        ]));
+        lines.push(kv(theme, "received", p.payment.received_amount.to_string()));
+        lines.push(kv(
+            theme,
+            "expected",
+            p.payment
+                .incoming_amount
+                .as_ref()
+                .map(ToString::to_string)
+                .unwrap_or_else(|| "an open amount".into()),
+        ));
+        if let Some(total) = &p.payment.incoming_amount {
+            lines.push(kv(
+                theme,
+                "progress",
+                gauge(p.payment.received_amount.value.get(), total.value.get(), 30),
+            ));
+        }
+        lines.push(kv(
+            theme,
+            "expires",
+            p.payment
+                .expires_at
+                .clone()
+                .map(|e| format!("{e} ({})", relative(&e, cx.now)))
+                .unwrap_or_default(),
+        ));
+        lines.push(kv(theme, "created", p.payment.created_at.clone()));
+        lines.push(kv(
+            theme,
+            "client",
+            p.client.clone().unwrap_or_else(|| "(operator)".into()),
+        ));
+        if let Some(m) = &p.payment.metadata {
+            lines.push(kv(theme, "metadata", sanitize(&m.to_string())));
+        }
+        lines.push(kv(
+            theme,
+            "methods",
+            if self.reveal_secret {
+                "ilp (secret shown: s hides)".into()
+            } else {
+                "ilp secrets masked (s reveals)".into()
+            },
+        ));
+        lines.extend(history(cx.history.of(&p.payment.id), theme));
+        Some((title, lines))
+    }
+
+    /// Complete the selected payment (after a confirm) and reveal/mask the shared secret.
+    fn act(&mut self, a: Action, _cx: &Cx<'_>) -> Vec<Out> {
+        match a {
+            Action::Reveal => {
+                self.reveal_secret = !self.reveal_secret;
+                Vec::new()
+            }
+            Action::Complete => match self.table.selection() {
+                Some(p) if p.state.is_open() => {
+                    let id = p.payment.id.rsplit('/').next().unwrap_or("").to_owned();
+                    vec![Out::Confirm(
+                        format!(
+                            "Complete incoming payment {}? It will accept no more money.",
+                            short_id(&id)
+                        ),
+                        Effect::Run(Command::CompleteIncoming { id }),
+                    )]
+                }
+                Some(p) => super::warn(format!("this incoming payment is {}", p.state)),
+                None => Vec::new(),
+            },
+            _ => Vec::new(),
+        }
     }
 }

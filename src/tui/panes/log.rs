@@ -6,38 +6,59 @@ use ratatui::{
     widgets::Cell,
 };
 
+use super::{Cx, List, Table, View};
 use crate::{
     text::sanitize,
-    tui::{
-        app::{App, RING},
-        pane::Pane,
-        theme::Theme,
-        widgets::table::table,
-    },
+    tui::{pane::Pane, theme::Theme, widgets::table::table},
 };
 
-/// Draws the log lines into `area`.
-pub fn draw(app: &App, theme: &Theme, f: &mut Frame, area: Rect) {
-    let w = &app.log;
-    table(
-        &app.table_view(Pane::Log),
-        theme,
-        f,
-        area,
-        &["LINE"],
-        &[Constraint::Min(10)],
-        (true, false, w.items.len()),
-        |i| vec![Cell::from(sanitize(&w.items[i]))],
-    );
+/// Log lines kept.
+pub const RING: usize = 2000;
+
+/// The Log pane's state: the lines, newest first.
+#[derive(Debug, Clone)]
+pub struct Log {
+    pub table: Table<String>,
 }
 
-/// The text a `/` filter matches a line against.
-pub fn haystack(line: &str) -> String {
-    line.to_owned()
+impl Default for Log {
+    fn default() -> Self {
+        Self { table: Table::live() }
+    }
 }
 
-/// A new log line goes on top; the oldest fall off the ring.
-pub fn on_line(app: &mut App, line: String) {
-    app.log.items.insert(0, line);
-    app.log.items.truncate(RING);
+impl Log {
+    /// A new line goes on top; the oldest fall off the ring.
+    pub fn on_line(&mut self, line: String) {
+        self.table.items.insert(0, line);
+        self.table.items.truncate(RING);
+    }
+}
+
+impl View for Log {
+    fn list(&self) -> Option<&dyn List> {
+        Some(&self.table)
+    }
+    fn list_mut(&mut self) -> Option<&mut dyn List> {
+        Some(&mut self.table)
+    }
+    /// A line has no more to it than the table shows.
+    fn detail(&self, _cx: &Cx<'_>, _theme: &Theme) -> Option<(String, Vec<ratatui::text::Line<'_>>)> {
+        None
+    }
+
+    /// The log lines.
+    fn draw(&self, _cx: &Cx<'_>, theme: &Theme, f: &mut Frame, area: Rect) {
+        let w = &self.table;
+        table(
+            &w.view(Pane::Log, &[], "nothing here yet"),
+            theme,
+            f,
+            area,
+            &["LINE"],
+            &[Constraint::Min(10)],
+            (true, false, w.items.len()),
+            |i| vec![Cell::from(sanitize(&w.items[i]))],
+        );
+    }
 }

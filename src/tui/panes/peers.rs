@@ -15,6 +15,9 @@ use ratatui::{
 };
 use time::Duration;
 
+use std::collections::HashMap;
+
+use super::{Cx, List, Out, Row, Table, View, warn};
 use crate::{
     ase::liquidity::Direction,
     control::{
@@ -25,7 +28,7 @@ use crate::{
     text::sanitize,
     tui::{
         action::Action,
-        app::{App, Effect, Level},
+        effect::Effect,
         pane::{Pace, Pane},
         panes::wallets::parse_major,
         theme::Theme,
@@ -44,7 +47,7 @@ const PACE: Pace = Pace {
 struct Column {
     title: &'static str,
     width: Constraint,
-    cell: fn(&PeerView, &App, &Theme) -> Cell<'static>,
+    cell: fn(&PeerView, &Peers, &Theme) -> Cell<'static>,
 }
 
 /// The table's columns, left to right: at 80 columns every one shows and ROUTES takes what is left. Where
@@ -93,7 +96,7 @@ const COLUMNS: &[Column] = &[
     Column {
         title: "PKT/S",
         width: Constraint::Length(5),
-        cell: |p, a, t| match a.peer_rates.get(&p.name) {
+        cell: |p, a, t| match a.rates.get(&p.name) {
             Some(r) => Cell::from(rate(*r)),
             None => Cell::from("-").style(t.dim),
         },
@@ -104,26 +107,6 @@ const COLUMNS: &[Column] = &[
         cell: |p, _, _| Cell::from(sanitize(&p.routes.join(" "))),
     },
 ];
-
-/// Draws the peers table into `area`.
-pub fn draw(app: &App, theme: &Theme, f: &mut Frame, area: Rect) {
-    let p = &app.peers;
-    let titles: Vec<&str> = COLUMNS.iter().map(|c| c.title).collect();
-    let widths: Vec<Constraint> = COLUMNS.iter().map(|c| c.width).collect();
-    table(
-        &app.table_view(Pane::Peers),
-        theme,
-        f,
-        area,
-        &titles,
-        &widths,
-        (p.loaded, p.loading, p.items.len()),
-        |i| {
-            let peer = &p.items[i];
-            COLUMNS.iter().map(|c| (c.cell)(peer, app, theme)).collect()
-        },
-    );
-}
 
 fn asset(p: &PeerView) -> String {
     format!("{}/{}", sanitize(&p.asset_code), p.asset_scale)
@@ -176,33 +159,286 @@ fn last_reject_words(p: &PeerView) -> String {
     }
 }
 
-/// Records a load's packet counts at `now` and computes each peer's packets per second since the load
-/// before (a peer seen once has no rate yet).
-pub fn on_loaded(app: &mut App) {
-    let now = app.now;
-    let mut rates = std::collections::HashMap::new();
-    let mut seen = std::collections::HashMap::new();
-    for p in &app.peers.items {
-        let total = p.packets_in.total + p.packets_out.total;
-        if let Some((before, at)) = app.peer_counts.get(&p.name) {
-            let secs = (now - *at).as_seconds_f64();
-            if secs <= 0.0 {
-                // reloaded within the same instant: keep the reading and the last rate
-                if let Some(r) = app.peer_rates.get(&p.name) {
-                    rates.insert(p.name.clone(), *r);
-                }
-                seen.insert(p.name.clone(), (*before, *at));
-                continue;
-            }
-            // fewer than before: the server restarted (counters start again); no rate until the next load
-            if total >= *before {
-                rates.insert(p.name.clone(), (total - before) as f64 / secs);
-            }
-        }
-        seen.insert(p.name.clone(), (total, now));
+/// The Peers pane's state.
+#[derive(Debug, Clone, Default)]
+pub struct Peers {
+    pub table: Table<PeerView>,
+    /// Each peer's packets (both ways) at the last load, and when: the next load gives its packets per second.
+    pub counts: HashMap<String, (u64, time::OffsetDateTime)>,
+    /// Packets per second through each peer between the last two loads.
+    pub rates: HashMap<String, f64>,
+}
+
+impl Row for PeerView {
+    /// The text a `/` filter matches a row against.
+    fn haystack(&self) -> String {
+        let p = self;
+        format!(
+            "{} {} {} {} {} {}",
+            p.name,
+            p.source,
+            p.asset_code,
+            p.ilp_address.as_deref().unwrap_or_default(),
+            p.outgoing_endpoint.as_deref().unwrap_or_default(),
+            p.routes.join(" ")
+        )
     }
-    app.peer_rates = rates;
-    app.peer_counts = seen;
+    fn key(&self) -> String {
+        self.name.clone()
+    }
+}
+
+impl Peers {
+    /// Records a load's packet counts at `now` and computes each peer's packets per second since the load
+    /// before (a peer seen once has no rate yet).
+    pub fn on_loaded(&mut self, now: time::OffsetDateTime) {
+        let mut rates = std::collections::HashMap::new();
+        let mut seen = std::collections::HashMap::new();
+        for p in &self.table.items {
+            let total = p.packets_in.total + p.packets_out.total;
+            if let Some((before, at)) = self.counts.get(&p.name) {
+                let secs = (now - *at).as_seconds_f64();
+                if secs <= 0.0 {
+                    // reloaded within the same instant: keep the reading and the last rate
+                    if let Some(r) = self.rates.get(&p.name) {
+                        rates.insert(p.name.clone(), *r);
+                    }
+                    seen.insert(p.name.clone(), (*before, *at));
+                    continue;
+                }
+                // fewer than before: the server restarted (counters start again); no rate until the next load
+                if total >= *before {
+                    rates.insert(p.name.clone(), (total - before) as f64 / secs);
+                }
+            }
+            seen.insert(p.name.clone(), (total, now));
+        }
+        self.rates = rates;
+        self.counts = seen;
+    }
+}
+
+impl View for Peers {
+    fn list(&self) -> Option<&dyn List> {
+        Some(&self.table)
+    }
+    fn list_mut(&mut self) -> Option<&mut dyn List> {
+        Some(&mut self.table)
+    }
+    /// Only while in view: after balance changes at most once a second, every five seconds anyway, never
+    /// while a recent load is unanswered.
+    fn pace(&self, _cx: &Cx<'_>) -> Option<(Pace, bool)> {
+        Some((PACE, true))
+    }
+
+    /// Draws the peers table into `area`.
+    fn draw(&self, _cx: &Cx<'_>, theme: &Theme, f: &mut Frame, area: Rect) {
+        let p = &self.table;
+        let titles: Vec<&str> = COLUMNS.iter().map(|c| c.title).collect();
+        let widths: Vec<Constraint> = COLUMNS.iter().map(|c| c.width).collect();
+        table(
+            &p.view(Pane::Peers, &[], "nothing here yet"),
+            theme,
+            f,
+            area,
+            &titles,
+            &widths,
+            (p.loaded, p.loading, p.items.len()),
+            |i| {
+                let peer = &p.items[i];
+                COLUMNS.iter().map(|c| (c.cell)(peer, self, theme)).collect()
+            },
+        );
+    }
+
+    fn crumb(&self) -> Option<String> {
+        self.table.selection().map(|p| sanitize(&p.name))
+    }
+
+    /// The detail view's title and lines, if a peer is selected.
+    fn detail(&self, _cx: &Cx<'_>, theme: &Theme) -> Option<(String, Vec<Line<'_>>)> {
+        let p = self.table.selection()?;
+        let none = || "(none)".to_owned();
+        let title = format!(" peer {} ", sanitize(&p.name));
+        // what the operator manages first (the detail is cut at the bottom on small terminals), then the
+        // traffic, then how the peer is defined
+        let lines = vec![
+            kv(
+                theme,
+                "name",
+                format!("{} (defined in {})", sanitize(&p.name), sanitize(&p.source)),
+            ),
+            kv(theme, "asset", asset(p)),
+            kv(
+                theme,
+                "position",
+                format!("{}: {}", money(p, p.position), position_words(p)),
+            ),
+            kv(theme, "owed", format!("{} (what we owe it now)", money(p, p.owed))),
+            kv(
+                theme,
+                "liquidity",
+                format!("{} (what it lets us owe it)", money(p, p.liquidity)),
+            ),
+            kv(
+                theme,
+                "in flight",
+                format!("{} (sent, outcome not recorded yet)", money(p, p.in_flight)),
+            ),
+            kv(theme, "send limit", sending_words(p)),
+            kv(theme, "credit", credit_words(p)),
+            kv(
+                theme,
+                "packets/s",
+                self.rates.get(&p.name).map_or_else(
+                    || "- (known after the next reload)".to_owned(),
+                    |r| format!("{} (both ways, between the last two reloads)", rate(*r)),
+                ),
+            ),
+            kv(theme, "packets in", packets_words(p, false)),
+            kv(theme, "packets out", packets_words(p, true)),
+            kv(theme, "last reject", last_reject_words(p)),
+            kv(
+                theme,
+                "ILP address",
+                p.ilp_address.as_deref().map_or_else(none, sanitize),
+            ),
+            kv(
+                theme,
+                "receives",
+                if p.receives {
+                    format!("yes ({} incoming token(s) at POST /ilp)", p.incoming_tokens)
+                } else {
+                    "no (no incoming token)".to_owned()
+                },
+            ),
+            kv(
+                theme,
+                "sends to",
+                p.outgoing_endpoint.as_deref().map_or_else(none, sanitize),
+            ),
+            kv(
+                theme,
+                "routes",
+                if p.routes.is_empty() {
+                    none()
+                } else {
+                    sanitize(&p.routes.join(", "))
+                },
+            ),
+            kv(theme, "max packet", max_packet(p)),
+            kv(
+                theme,
+                "created",
+                format!(
+                    "{} (updated {})",
+                    p.created_at.as_deref().map_or_else(none, sanitize),
+                    p.updated_at.as_deref().map_or_else(none, sanitize)
+                ),
+            ),
+        ];
+        Some((title, lines))
+    }
+
+    /// Deposit or withdraw liquidity, record a settlement: each asks for an amount (major units, like the Wallets
+    /// pane's deposit), then for a confirmation.
+    fn act(&mut self, a: Action, _cx: &Cx<'_>) -> Vec<Out> {
+        let Some(p) = self.table.selection() else {
+            return Vec::new();
+        };
+        let (peer, scale, code) = (p.name.clone(), p.asset_scale, p.asset_code.clone());
+        let kind = match a {
+            Action::PeerDeposit | Action::PeerWithdraw => PromptKind::PeerAmount {
+                peer,
+                deposit: a == Action::PeerDeposit,
+                scale,
+                code,
+            },
+            Action::Settle => PromptKind::Settlement { peer, scale, code },
+            _ => return Vec::new(),
+        };
+        vec![Out::Prompt(kind)]
+    }
+
+    fn submit(&mut self, kind: PromptKind, text: &str, _cx: &Cx<'_>) -> Vec<Out> {
+        match kind {
+            PromptKind::PeerAmount {
+                peer,
+                deposit,
+                scale,
+                code,
+            } => submit_amount(peer, deposit, scale, code, text),
+            PromptKind::Settlement { peer, scale, code } => submit_settlement(peer, scale, code, text),
+            _ => Vec::new(),
+        }
+    }
+}
+
+/// An amount from the liquidity prompt: confirm before moving the peer's liquidity.
+fn submit_amount(peer: String, deposit: bool, scale: u8, code: String, text: &str) -> Vec<Out> {
+    let Some(value) = parse_major(text.trim(), scale)
+        .filter(|a| *a > 0)
+        .and_then(|a| Value::new(a).ok())
+    else {
+        return warn(format!(
+            "not an amount with at most {scale} decimals: {:?}",
+            text.trim()
+        ));
+    };
+    let shown = format!("{} {}", format_minor(i128::from(value.get()), scale), sanitize(&code));
+    let name = sanitize(&peer);
+    let question = if deposit {
+        format!("Deposit {shown} of liquidity for peer {name}?")
+    } else {
+        format!("Withdraw {shown} of peer {name}'s liquidity?")
+    };
+    let liquidity = LiquidityMove::of(deposit, value);
+    vec![Out::Confirm(
+        question,
+        Effect::Run(Command::MovePeerLiquidity { peer, liquidity }),
+    )]
+}
+
+/// `paid AMOUNT` or `received AMOUNT` from the settlement prompt: confirm before recording it.
+fn submit_settlement(peer: String, scale: u8, code: String, text: &str) -> Vec<Out> {
+    let words: Vec<&str> = text.split_whitespace().collect();
+    let parsed = match words.as_slice() {
+        [dir, amount] => {
+            let paid = match dir.to_lowercase().as_str() {
+                "paid" | "p" => Some(true),
+                "received" | "r" => Some(false),
+                _ => None,
+            };
+            paid.zip(
+                parse_major(amount, scale)
+                    .filter(|a| *a > 0)
+                    .and_then(|a| Value::new(a).ok()),
+            )
+        }
+        _ => None,
+    };
+    let Some((paid, value)) = parsed else {
+        return warn(format!(
+            "say who paid and how much, e.g. paid 25.00 or received 25.00 (got {:?})",
+            text.trim()
+        ));
+    };
+    let shown = format!("{} {}", format_minor(i128::from(value.get()), scale), sanitize(&code));
+    let name = sanitize(&peer);
+    let question = if paid {
+        format!("Record that we paid peer {name} {shown} outside ILP?")
+    } else {
+        format!("Record that peer {name} paid us {shown} outside ILP?")
+    };
+    let settlement = NewSettlement {
+        direction: if paid { Direction::Paid } else { Direction::Received },
+        amount: value,
+        id: None,
+    };
+    vec![Out::Confirm(
+        question,
+        Effect::Run(Command::SettlePeer { peer, settlement }),
+    )]
 }
 
 /// An amount in minor units of the peer's asset, in major units.
@@ -262,201 +498,6 @@ fn max_packet(p: &PeerView) -> String {
         .map_or_else(|| "-".to_owned(), |m| format_minor(i128::from(m), p.asset_scale))
 }
 
-/// The text a `/` filter matches a row against.
-pub fn haystack(p: &PeerView) -> String {
-    format!(
-        "{} {} {} {} {} {}",
-        p.name,
-        p.source,
-        p.asset_code,
-        p.ilp_address.as_deref().unwrap_or_default(),
-        p.outgoing_endpoint.as_deref().unwrap_or_default(),
-        p.routes.join(" ")
-    )
-}
-
-/// The detail view's title and lines, if a peer is selected.
-pub fn detail<'a>(app: &'a App, theme: &Theme) -> Option<(String, Vec<Line<'a>>)> {
-    let p = app.selected_peer()?;
-    let none = || "(none)".to_owned();
-    let title = format!(" peer {} ", sanitize(&p.name));
-    // what the operator manages first (the detail is cut at the bottom on small terminals), then the
-    // traffic, then how the peer is defined
-    let lines = vec![
-        kv(
-            theme,
-            "name",
-            format!("{} (defined in {})", sanitize(&p.name), sanitize(&p.source)),
-        ),
-        kv(theme, "asset", asset(p)),
-        kv(
-            theme,
-            "position",
-            format!("{}: {}", money(p, p.position), position_words(p)),
-        ),
-        kv(theme, "owed", format!("{} (what we owe it now)", money(p, p.owed))),
-        kv(
-            theme,
-            "liquidity",
-            format!("{} (what it lets us owe it)", money(p, p.liquidity)),
-        ),
-        kv(
-            theme,
-            "in flight",
-            format!("{} (sent, outcome not recorded yet)", money(p, p.in_flight)),
-        ),
-        kv(theme, "send limit", sending_words(p)),
-        kv(theme, "credit", credit_words(p)),
-        kv(
-            theme,
-            "packets/s",
-            app.peer_rates.get(&p.name).map_or_else(
-                || "- (known after the next reload)".to_owned(),
-                |r| format!("{} (both ways, between the last two reloads)", rate(*r)),
-            ),
-        ),
-        kv(theme, "packets in", packets_words(p, false)),
-        kv(theme, "packets out", packets_words(p, true)),
-        kv(theme, "last reject", last_reject_words(p)),
-        kv(
-            theme,
-            "ILP address",
-            p.ilp_address.as_deref().map_or_else(none, sanitize),
-        ),
-        kv(
-            theme,
-            "receives",
-            if p.receives {
-                format!("yes ({} incoming token(s) at POST /ilp)", p.incoming_tokens)
-            } else {
-                "no (no incoming token)".to_owned()
-            },
-        ),
-        kv(
-            theme,
-            "sends to",
-            p.outgoing_endpoint.as_deref().map_or_else(none, sanitize),
-        ),
-        kv(
-            theme,
-            "routes",
-            if p.routes.is_empty() {
-                none()
-            } else {
-                sanitize(&p.routes.join(", "))
-            },
-        ),
-        kv(theme, "max packet", max_packet(p)),
-        kv(
-            theme,
-            "created",
-            format!(
-                "{} (updated {})",
-                p.created_at.as_deref().map_or_else(none, sanitize),
-                p.updated_at.as_deref().map_or_else(none, sanitize)
-            ),
-        ),
-    ];
-    Some((title, lines))
-}
-
-/// The pane's reload, if one is due: only while it is in view and live, after balance changes (stale) at
-/// most once a second, every few seconds anyway, never while a recent load is unanswered.
-pub fn reload(app: &mut App) -> Option<Effect> {
-    if app.pane != Pane::Peers || app.frozen {
-        return None;
-    }
-    let stale = app.stale.contains(&Pane::Peers);
-    PACE.due(app.now, app.peers_load_at, app.peers.loading, stale)
-        .then(|| app.load(Pane::Peers))
-}
-
-/// Deposit or withdraw liquidity, record a settlement: each asks for an amount (major units, like the Wallets
-/// pane's deposit), then for a confirmation.
-pub fn act(app: &mut App, a: Action) -> Vec<Effect> {
-    let Some(p) = app.selected_peer() else {
-        return Vec::new();
-    };
-    let (peer, scale, code) = (p.name.clone(), p.asset_scale, p.asset_code.clone());
-    let kind = match a {
-        Action::PeerDeposit | Action::PeerWithdraw => PromptKind::PeerAmount {
-            peer,
-            deposit: a == Action::PeerDeposit,
-            scale,
-            code,
-        },
-        Action::Settle => PromptKind::Settlement { peer, scale, code },
-        _ => return Vec::new(),
-    };
-    app.open_prompt(kind)
-}
-
-/// An amount from the liquidity prompt: confirm before moving the peer's liquidity.
-pub fn submit_amount(app: &mut App, peer: String, deposit: bool, scale: u8, code: String, text: &str) -> Vec<Effect> {
-    let Some(value) = parse_major(text.trim(), scale)
-        .filter(|a| *a > 0)
-        .and_then(|a| Value::new(a).ok())
-    else {
-        app.flash(
-            Level::Warn,
-            format!("not an amount with at most {scale} decimals: {:?}", text.trim()),
-        );
-        return Vec::new();
-    };
-    let shown = format!("{} {}", format_minor(i128::from(value.get()), scale), sanitize(&code));
-    let name = sanitize(&peer);
-    let question = if deposit {
-        format!("Deposit {shown} of liquidity for peer {name}?")
-    } else {
-        format!("Withdraw {shown} of peer {name}'s liquidity?")
-    };
-    let liquidity = LiquidityMove::of(deposit, value);
-    app.ask(question, Effect::Run(Command::MovePeerLiquidity { peer, liquidity }))
-}
-
-/// `paid AMOUNT` or `received AMOUNT` from the settlement prompt: confirm before recording it.
-pub fn submit_settlement(app: &mut App, peer: String, scale: u8, code: String, text: &str) -> Vec<Effect> {
-    let words: Vec<&str> = text.split_whitespace().collect();
-    let parsed = match words.as_slice() {
-        [dir, amount] => {
-            let paid = match dir.to_lowercase().as_str() {
-                "paid" | "p" => Some(true),
-                "received" | "r" => Some(false),
-                _ => None,
-            };
-            paid.zip(
-                parse_major(amount, scale)
-                    .filter(|a| *a > 0)
-                    .and_then(|a| Value::new(a).ok()),
-            )
-        }
-        _ => None,
-    };
-    let Some((paid, value)) = parsed else {
-        app.flash(
-            Level::Warn,
-            format!(
-                "say who paid and how much, e.g. paid 25.00 or received 25.00 (got {:?})",
-                text.trim()
-            ),
-        );
-        return Vec::new();
-    };
-    let shown = format!("{} {}", format_minor(i128::from(value.get()), scale), sanitize(&code));
-    let name = sanitize(&peer);
-    let question = if paid {
-        format!("Record that we paid peer {name} {shown} outside ILP?")
-    } else {
-        format!("Record that peer {name} paid us {shown} outside ILP?")
-    };
-    let settlement = NewSettlement {
-        direction: if paid { Direction::Paid } else { Direction::Received },
-        amount: value,
-        id: None,
-    };
-    app.ask(question, Effect::Run(Command::SettlePeer { peer, settlement }))
-}
-
 #[cfg(test)]
 mod tests {
     use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
@@ -465,7 +506,7 @@ mod tests {
     use crate::{
         events::DomainEvent,
         tui::{
-            app::{Load, Msg, Overlay, Reply, ServerInfo, fixtures::now},
+            app::{App, Load, Msg, Overlay, Reply, ServerInfo, fixtures::now},
             keymap::Keymap,
         },
     };
@@ -670,25 +711,29 @@ mod tests {
     #[test]
     fn packets_per_second_come_from_two_loads() {
         let mut a = on_peers(false);
-        assert!(a.peer_rates.is_empty(), "one load: no rate yet");
+        assert!(a.panes.peers.rates.is_empty(), "one load: no rate yet");
         let mut p = peer("happy-life");
         p.packets_in.total = 30;
         p.packets_out.total = 20;
         a.update(Msg::Tick(now() + time::Duration::seconds(5)));
         a.update(Msg::Reply(Reply::Peers(vec![p.clone()])));
-        assert_eq!(a.peer_rates.get("happy-life"), Some(&10.0));
+        assert_eq!(a.panes.peers.rates.get("happy-life"), Some(&10.0));
         a.update(Msg::Reply(Reply::Peers(vec![p.clone()])));
-        assert_eq!(a.peer_rates.get("happy-life"), Some(&10.0), "the same instant keeps it");
+        assert_eq!(
+            a.panes.peers.rates.get("happy-life"),
+            Some(&10.0),
+            "the same instant keeps it"
+        );
         let mut restarted = p.clone();
         restarted.packets_in.total = 1;
         restarted.packets_out.total = 0;
         a.update(Msg::Tick(now() + time::Duration::seconds(10)));
         a.update(Msg::Reply(Reply::Peers(vec![restarted])));
         assert!(
-            a.peer_rates.is_empty(),
+            a.panes.peers.rates.is_empty(),
             "a restarted server: no rate until the next load"
         );
-        assert_eq!(a.peer_counts.get("happy-life").map(|c| c.0), Some(1));
+        assert_eq!(a.panes.peers.counts.get("happy-life").map(|c| c.0), Some(1));
         assert_eq!(rate(10.0), "10");
         assert_eq!(rate(0.4), "0.4");
         assert_eq!(rate(1234.0), "1.2k");

@@ -7,52 +7,79 @@ use ratatui::{
     widgets::Cell,
 };
 
+use super::{Cx, List, Row, Table, View};
 use crate::{
     ase::quotes::QuoteDto,
     tui::{
-        app::{App, short_id},
         pane::Pane,
         theme::Theme,
-        widgets::{table::table, time::relative},
+        widgets::{short_id, table::table, time::relative},
     },
 };
 
-/// Draws the quotes table into `area`.
-pub fn draw(app: &App, theme: &Theme, f: &mut Frame, area: Rect) {
-    let w = &app.quotes;
-    table(
-        &app.table_view(Pane::Quotes),
-        theme,
-        f,
-        area,
-        &["ID", "FROM", "DEBIT", "RECEIVE", "RATE", "EXPIRES"],
-        &[
-            Constraint::Length(9),
-            Constraint::Length(10),
-            Constraint::Length(14),
-            Constraint::Length(14),
-            Constraint::Length(8),
-            Constraint::Min(10),
-        ],
-        (w.loaded, w.loading, w.items.len()),
-        |i| {
-            let q = &w.items[i];
-            let exp = relative(&q.expires_at, app.now);
-            let style = if exp.ends_with("ago") {
-                theme.failed
-            } else {
-                theme.pending
-            };
-            vec![
-                Cell::from(short_id(&q.id)),
-                Cell::from(short_id(&q.wallet_address)),
-                Cell::from(q.debit_amount.to_string()),
-                Cell::from(q.receive_amount.to_string()),
-                Cell::from(rate(q)),
-                Cell::from(exp).style(style),
-            ]
-        },
-    );
+/// The Quotes pane's state.
+#[derive(Debug, Clone, Default)]
+pub struct Quotes {
+    pub table: Table<QuoteDto>,
+}
+
+impl Row for QuoteDto {
+    fn haystack(&self) -> String {
+        format!("{} {} {}", self.id, self.wallet_address, self.receiver)
+    }
+    fn key(&self) -> String {
+        self.id.clone()
+    }
+}
+
+impl View for Quotes {
+    fn list(&self) -> Option<&dyn List> {
+        Some(&self.table)
+    }
+    fn list_mut(&mut self) -> Option<&mut dyn List> {
+        Some(&mut self.table)
+    }
+    fn searches_store(&self) -> bool {
+        true
+    }
+
+    /// Draws the quotes table into `area`.
+    fn draw(&self, cx: &Cx<'_>, theme: &Theme, f: &mut Frame, area: Rect) {
+        let w = &self.table;
+        table(
+            &w.view(Pane::Quotes, &[], "nothing here yet"),
+            theme,
+            f,
+            area,
+            &["ID", "FROM", "DEBIT", "RECEIVE", "RATE", "EXPIRES"],
+            &[
+                Constraint::Length(9),
+                Constraint::Length(10),
+                Constraint::Length(14),
+                Constraint::Length(14),
+                Constraint::Length(8),
+                Constraint::Min(10),
+            ],
+            (w.loaded, w.loading, w.items.len()),
+            |i| {
+                let q = &w.items[i];
+                let exp = relative(&q.expires_at, cx.now);
+                let style = if exp.ends_with("ago") {
+                    theme.failed
+                } else {
+                    theme.pending
+                };
+                vec![
+                    Cell::from(short_id(&q.id)),
+                    Cell::from(short_id(&q.wallet_address)),
+                    Cell::from(q.debit_amount.to_string()),
+                    Cell::from(q.receive_amount.to_string()),
+                    Cell::from(rate(q)),
+                    Cell::from(exp).style(style),
+                ]
+            },
+        );
+    }
 }
 
 /// What one major unit of the debit asset delivers in major units of the receive asset, fees included, to
@@ -70,11 +97,6 @@ pub fn rate(q: &QuoteDto) -> String {
         Some(v) => format!("{}.{:04}", v / 10_000, v % 10_000),
         None => "-".into(),
     }
-}
-
-/// The text a `/` filter matches a row against.
-pub fn haystack(q: &QuoteDto) -> String {
-    format!("{} {} {}", q.id, q.wallet_address, q.receiver)
 }
 
 #[cfg(test)]

@@ -9,133 +9,194 @@ use ratatui::{
     text::{Line, Span},
     widgets::Cell,
 };
+use serde::Serialize;
 
+use super::{Cx, List, Row, Table, View};
 use crate::{
-    events::{DomainEvent, requests::SignatureReport},
+    events::requests::SignatureReport,
     text::sanitize,
     tui::{
-        app::{App, HttpRow, RING},
         pane::Pane,
         theme::Theme,
         widgets::{kv::kv, table::table},
     },
 };
 
-/// Draws the request log into `area`.
-pub fn draw(app: &App, theme: &Theme, f: &mut Frame, area: Rect) {
-    let w = &app.requests;
-    table(
-        &app.table_view(Pane::Requests),
-        theme,
-        f,
-        area,
-        &["AT", "METHOD", "PATH", "STATUS", "LATENCY", "CLIENT", "SIG"],
-        &[
-            Constraint::Length(13),
-            Constraint::Length(7),
-            Constraint::Min(20),
-            Constraint::Length(6),
-            Constraint::Length(9),
-            Constraint::Length(12),
-            Constraint::Length(4),
-        ],
-        (true, false, w.items.len()),
-        |i| {
-            let r = &w.items[i];
-            let style = match r.status {
-                200..=299 | 303 => theme.ok,
-                400..=499 => theme.pending,
-                _ => theme.failed,
-            };
-            let (sig, sig_style) = match r.signature.as_deref() {
-                None => ("", theme.dim),
-                Some("ok") => ("ok", theme.ok),
-                Some(_) => ("✗", theme.failed),
-            };
-            vec![
-                Cell::from(r.at.get(11..23).unwrap_or("").to_owned()).style(theme.dim),
-                Cell::from(r.method.clone()),
-                Cell::from(sanitize(&r.path)),
-                Cell::from(r.status.to_string()).style(style),
-                Cell::from(format!("{:.1} ms", r.latency_us as f64 / 1000.0)),
-                Cell::from(sanitize(
-                    r.client
-                        .as_deref()
-                        .map(|c| c.rsplit('/').next().unwrap_or(c))
-                        .unwrap_or(""),
-                )),
-                Cell::from(sig).style(sig_style),
-            ]
-        },
-    );
+/// Requests kept.
+pub const RING: usize = 2000;
+
+/// One HTTP exchange in the request log.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct HttpRow {
+    /// The request's id (what a grant's timeline links to).
+    pub id: String,
+    /// When it arrived (microseconds).
+    pub at: String,
+    pub method: String,
+    pub path: String,
+    pub status: u16,
+    pub latency_us: u64,
+    pub client: Option<String>,
+    pub signature: Option<String>,
+    pub exchange: Option<crate::events::Exchange>,
 }
 
-/// The text a `/` filter matches a row against.
-pub fn haystack(r: &HttpRow) -> String {
-    format!("{} {} {}", r.method, r.path, r.status)
+impl Row for HttpRow {
+    fn haystack(&self) -> String {
+        format!("{} {} {}", self.method, self.path, self.status)
+    }
+    fn key(&self) -> String {
+        self.id.clone()
+    }
 }
 
-/// The detail view's title and lines, if a request is selected.
-pub fn detail<'a>(app: &'a App, theme: &Theme) -> Option<(String, Vec<Line<'a>>)> {
-    let r = app
-        .visible_indices(Pane::Requests)
-        .get(app.selected(Pane::Requests))
-        .and_then(|&i| app.requests.items.get(i))?;
-    let mut lines: Vec<Line> = Vec::new();
-    let title = format!(" {} {} → {} ", r.method, sanitize(&r.path), r.status);
-    lines.push(kv(theme, "at", r.at.clone()));
-    lines.push(kv(theme, "latency", format!("{:.2} ms", r.latency_us as f64 / 1000.0)));
-    lines.push(kv(
-        theme,
-        "client",
-        sanitize(r.client.as_deref().unwrap_or("(unsigned)")),
-    ));
-    lines.push(kv(
-        theme,
-        "signature",
-        sanitize(r.signature.as_deref().unwrap_or("(none)")),
-    ));
-    match &r.exchange {
-        None => lines.push(Line::from(Span::styled(
-            "headers and bodies were not captured for this request",
-            theme.dim,
-        ))),
-        Some(x) => {
-            if let Some(report) = &x.signature_report {
-                lines.extend(report_lines(theme, report));
-            }
-            lines.push(Line::from(""));
-            lines.push(Line::from(Span::styled(
-                format!("request  {} {}", r.method, sanitize(&x.target)),
-                theme.header,
-            )));
-            for (k, v) in &x.request_headers {
-                lines.push(Line::from(vec![
-                    Span::styled(format!("{k}: "), theme.dim),
-                    Span::raw(sanitize(v)),
-                ]));
-            }
-            for l in x.request_body.lines() {
-                lines.push(Line::from(sanitize(l)));
-            }
-            lines.push(Line::from(""));
-            lines.push(Line::from(Span::styled(format!("response {}", r.status), theme.header)));
-            for (k, v) in &x.response_headers {
-                lines.push(Line::from(vec![
-                    Span::styled(format!("{k}: "), theme.dim),
-                    Span::raw(sanitize(v)),
-                ]));
-            }
-            for l in x.response_body.lines() {
-                lines.push(Line::from(sanitize(l)));
-            }
-            if let Some(d) = &x.detail {
-                lines.push(Line::from(""));
-                lines.push(kv(theme, "why (operator only)", sanitize(d)));
-            }
+/// The Requests pane's state: the requests, newest by arrival first.
+#[derive(Debug, Clone)]
+pub struct Requests {
+    pub table: Table<HttpRow>,
+}
+
+impl Default for Requests {
+    fn default() -> Self {
+        Self { table: Table::live() }
+    }
+}
+
+impl Requests {
+    /// A request was served: it goes on top of the log (by arrival), and the cursor stays on the row it was
+    /// on while the pane is `in_view`.
+    pub fn on_request(&mut self, row: HttpRow, in_view: bool) {
+        // newest first by arrival (requests finish, and are told of, in another order than they arrive)
+        let pos = self
+            .table
+            .items
+            .iter()
+            .position(|r| r.at < row.at)
+            .unwrap_or(self.table.items.len());
+        self.table.items.insert(pos, row);
+        self.table.items.truncate(RING);
+        if in_view && self.table.selected > 0 && pos <= self.table.selected {
+            self.table.selected = (self.table.selected + 1).min(self.table.items.len() - 1);
         }
     }
-    Some((title, lines))
+}
+
+impl View for Requests {
+    fn list(&self) -> Option<&dyn List> {
+        Some(&self.table)
+    }
+    fn list_mut(&mut self) -> Option<&mut dyn List> {
+        Some(&mut self.table)
+    }
+
+    /// Draws the request log into `area`.
+    fn draw(&self, _cx: &Cx<'_>, theme: &Theme, f: &mut Frame, area: Rect) {
+        let w = &self.table;
+        table(
+            &w.view(Pane::Requests, &[], "nothing here yet"),
+            theme,
+            f,
+            area,
+            &["AT", "METHOD", "PATH", "STATUS", "LATENCY", "CLIENT", "SIG"],
+            &[
+                Constraint::Length(13),
+                Constraint::Length(7),
+                Constraint::Min(20),
+                Constraint::Length(6),
+                Constraint::Length(9),
+                Constraint::Length(12),
+                Constraint::Length(4),
+            ],
+            (true, false, w.items.len()),
+            |i| {
+                let r = &w.items[i];
+                let style = match r.status {
+                    200..=299 | 303 => theme.ok,
+                    400..=499 => theme.pending,
+                    _ => theme.failed,
+                };
+                let (sig, sig_style) = match r.signature.as_deref() {
+                    None => ("", theme.dim),
+                    Some("ok") => ("ok", theme.ok),
+                    Some(_) => ("✗", theme.failed),
+                };
+                vec![
+                    Cell::from(r.at.get(11..23).unwrap_or("").to_owned()).style(theme.dim),
+                    Cell::from(r.method.clone()),
+                    Cell::from(sanitize(&r.path)),
+                    Cell::from(r.status.to_string()).style(style),
+                    Cell::from(format!("{:.1} ms", r.latency_us as f64 / 1000.0)),
+                    Cell::from(sanitize(
+                        r.client
+                            .as_deref()
+                            .map(|c| c.rsplit('/').next().unwrap_or(c))
+                            .unwrap_or(""),
+                    )),
+                    Cell::from(sig).style(sig_style),
+                ]
+            },
+        );
+    }
+
+    /// The detail view's title and lines, if a request is selected.
+    fn detail(&self, _cx: &Cx<'_>, theme: &Theme) -> Option<(String, Vec<Line<'_>>)> {
+        let r = self.table.selection()?;
+        let mut lines: Vec<Line> = Vec::new();
+        let title = format!(" {} {} → {} ", r.method, sanitize(&r.path), r.status);
+        lines.push(kv(theme, "at", r.at.clone()));
+        lines.push(kv(theme, "latency", format!("{:.2} ms", r.latency_us as f64 / 1000.0)));
+        lines.push(kv(
+            theme,
+            "client",
+            sanitize(r.client.as_deref().unwrap_or("(unsigned)")),
+        ));
+        lines.push(kv(
+            theme,
+            "signature",
+            sanitize(r.signature.as_deref().unwrap_or("(none)")),
+        ));
+        match &r.exchange {
+            None => lines.push(Line::from(Span::styled(
+                "headers and bodies were not captured for this request",
+                theme.dim,
+            ))),
+            Some(x) => {
+                if let Some(report) = &x.signature_report {
+                    lines.extend(report_lines(theme, report));
+                }
+                lines.push(Line::from(""));
+                lines.push(Line::from(Span::styled(
+                    format!("request  {} {}", r.method, sanitize(&x.target)),
+                    theme.header,
+                )));
+                for (k, v) in &x.request_headers {
+                    lines.push(Line::from(vec![
+                        Span::styled(format!("{k}: "), theme.dim),
+                        Span::raw(sanitize(v)),
+                    ]));
+                }
+                for l in x.request_body.lines() {
+                    lines.push(Line::from(sanitize(l)));
+                }
+                lines.push(Line::from(""));
+                lines.push(Line::from(Span::styled(format!("response {}", r.status), theme.header)));
+                for (k, v) in &x.response_headers {
+                    lines.push(Line::from(vec![
+                        Span::styled(format!("{k}: "), theme.dim),
+                        Span::raw(sanitize(v)),
+                    ]));
+                }
+                for l in x.response_body.lines() {
+                    lines.push(Line::from(sanitize(l)));
+                }
+                if let Some(d) = &x.detail {
+                    lines.push(Line::from(""));
+                    lines.push(kv(theme, "why (operator only)", sanitize(d)));
+                }
+            }
+        }
+        Some((title, lines))
+    }
 }
 
 /// The signature debugger's report: the verdict and every reason first, then what was checked.
@@ -227,47 +288,4 @@ pub fn report_lines<'a>(theme: &Theme, r: &SignatureReport) -> Vec<Line<'a>> {
         }
     }
     lines
-}
-
-/// A request was served: it goes on top of the log, and the selection stays on the row it was on.
-pub fn on_request(app: &mut App, e: &DomainEvent) {
-    let DomainEvent::HttpRequest {
-        id,
-        received_at,
-        method,
-        path,
-        status,
-        latency_us,
-        client,
-        signature,
-        exchange,
-    } = e
-    else {
-        return;
-    };
-    // newest first by arrival (requests finish, and are told of, in another order than they arrive)
-    let pos = app
-        .requests
-        .items
-        .iter()
-        .position(|r| r.at < *received_at)
-        .unwrap_or(app.requests.items.len());
-    app.requests.items.insert(
-        pos,
-        HttpRow {
-            id: id.clone(),
-            at: received_at.clone(),
-            method: method.clone(),
-            path: path.clone(),
-            status: *status,
-            latency_us: *latency_us,
-            client: client.clone(),
-            signature: signature.clone(),
-            exchange: exchange.as_deref().cloned(),
-        },
-    );
-    app.requests.items.truncate(RING);
-    if app.pane == Pane::Requests && app.requests.selected > 0 && pos <= app.requests.selected {
-        app.requests.selected = (app.requests.selected + 1).min(app.requests.items.len() - 1);
-    }
 }

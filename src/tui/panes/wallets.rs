@@ -7,6 +7,7 @@ use ratatui::{
     widgets::Cell,
 };
 
+use super::{Cx, List, Out, Row, Table, View, warn};
 use crate::{
     control::{
         Command,
@@ -16,130 +17,73 @@ use crate::{
     text::sanitize,
     tui::{
         action::Action,
-        app::{App, Effect, Level, WalletRow},
+        desk::WalletRow,
+        effect::Effect,
         pane::Pane,
         theme::Theme,
         widgets::{prompt::PromptKind, table::table},
     },
 };
 
-/// Draws the wallets table into `area`.
-pub fn draw(app: &App, theme: &Theme, f: &mut Frame, area: Rect) {
-    let w = &app.wallets;
-    table(
-        &app.table_view(Pane::Wallets),
-        theme,
-        f,
-        area,
-        &[
-            "NAME",
-            "ASSET",
-            "BALANCE",
-            "RESERVED",
-            "AVAILABLE",
-            "KEYS",
-            "PUBLIC NAME",
-        ],
-        &[
-            Constraint::Length(14),
-            Constraint::Length(7),
-            Constraint::Length(14),
-            Constraint::Length(12),
-            Constraint::Length(14),
-            Constraint::Length(5),
-            Constraint::Min(10),
-        ],
-        (w.loaded, w.loading, w.items.len()),
-        |i| {
-            let r = &w.items[i];
-            let s = r.wallet.asset_scale;
-            vec![
-                Cell::from(sanitize(&r.wallet.name)),
-                Cell::from(format!("{}/{}", r.wallet.asset_code, s)),
-                Cell::from(format_minor(r.balance.balance.into(), s)),
-                Cell::from(format_minor(r.balance.pending_debits.into(), s)).style(theme.dim),
-                Cell::from(format_minor(r.balance.available.into(), s)),
-                Cell::from(r.keys.to_string()),
-                Cell::from(sanitize(&r.wallet.public_name.clone().unwrap_or_default())).style(theme.dim),
-            ]
-        },
-    );
+/// The Wallets pane's state.
+#[derive(Debug, Clone, Default)]
+pub struct Wallets {
+    pub table: Table<WalletRow>,
 }
 
-/// The text a `/` filter matches a row against.
-pub fn haystack(w: &WalletRow) -> String {
-    format!(
-        "{} {} {}",
-        w.wallet.name,
-        w.wallet.asset_code,
-        w.wallet.public_name.clone().unwrap_or_default()
-    )
-}
-
-/// A balance changed: update the wallet's row in place.
-pub fn on_balance_changed(app: &mut App, account_id: &str, balance: i64, pending_debits: i64) {
-    for w in app
-        .wallets
-        .items
-        .iter_mut()
-        .filter(|w| w.balance.account_id == account_id)
-    {
-        w.balance.balance = balance;
-        w.balance.pending_debits = pending_debits;
-        w.balance.available = balance - pending_debits;
+impl Row for WalletRow {
+    fn haystack(&self) -> String {
+        format!(
+            "{} {} {}",
+            self.wallet.name,
+            self.wallet.asset_code,
+            self.wallet.public_name.clone().unwrap_or_default()
+        )
+    }
+    fn key(&self) -> String {
+        self.wallet.name.clone()
     }
 }
 
-/// The selected wallet, if the Wallets pane is in view.
-fn selected(app: &App) -> Option<&WalletRow> {
-    (app.pane == Pane::Wallets)
-        .then(|| app.selected_index().and_then(|i| app.wallets.items.get(i)))
-        .flatten()
-}
+impl Wallets {
+    /// A balance changed: the wallet's row updated in place.
+    pub fn on_balance_changed(&mut self, account_id: &str, balance: i64, pending_debits: i64) {
+        for w in self
+            .table
+            .items
+            .iter_mut()
+            .filter(|w| w.balance.account_id == account_id)
+        {
+            w.balance.balance = balance;
+            w.balance.pending_debits = pending_debits;
+            w.balance.available = balance - pending_debits;
+        }
+    }
 
-/// New wallet, deposit, withdraw and generate key.
-pub fn act(app: &mut App, a: Action) -> Vec<Effect> {
-    match a {
-        Action::NewWallet => app.open_prompt(PromptKind::NewWallet),
-        Action::Deposit | Action::Withdraw => {
-            let Some(w) = selected(app) else {
-                return Vec::new();
-            };
-            let kind = PromptKind::Amount {
-                wallet: w.wallet.name.clone(),
-                deposit: a == Action::Deposit,
-                scale: w.wallet.asset_scale,
-                code: w.wallet.asset_code.clone(),
-            };
-            app.open_prompt(kind)
+    /// `:wallet [NAME]`: this pane, with `NAME` selected.
+    pub fn show(&mut self, name: Option<&str>) -> Vec<Out> {
+        let mut out = vec![Out::Show];
+        if let Some(name) = name {
+            match self.table.items.iter().position(|w| w.wallet.name == name) {
+                Some(i) => {
+                    self.table.filter = None;
+                    self.table.selected = i;
+                }
+                None => out.extend(warn(format!("no wallet {name:?}"))),
+            }
         }
-        Action::AddKey => match selected(app).map(|w| w.wallet.name.clone()) {
-            Some(name) => app.open_prompt(PromptKind::PublicKey(name)),
-            None => Vec::new(),
-        },
-        Action::GenerateKey => {
-            let Some(name) = selected(app).map(|w| w.wallet.name.clone()) else {
-                return Vec::new();
-            };
-            app.ask(
-                format!("Generate a key pair for {name} and publish its public key?"),
-                Effect::Run(Command::AddKey {
-                    wallet: name,
-                    key: AddKey {
-                        jwk: None,
-                        generate: true,
-                    },
-                }),
-            )
-        }
-        _ => Vec::new(),
+        out
+    }
+
+    fn selected_name(&self) -> Option<String> {
+        self.table.selection().map(|w| w.wallet.name.clone())
     }
 }
 
 /// The public key typed or pasted for `wallet`: checked here (the reason is flashed), then confirmed.
-pub fn submit_key(app: &mut App, wallet: String, text: &str) -> Vec<Effect> {
+fn submit_key(wallet: String, text: &str) -> Vec<Out> {
     match crate::httpsig::jwk::parse_input(text) {
-        Ok(jwk) => app.ask(
+        Ok(jwk) => vec![Out::Confirm(
             format!("Add key {} to {wallet}?", sanitize(&jwk.kid)),
             Effect::Run(Command::AddKey {
                 wallet,
@@ -148,107 +92,175 @@ pub fn submit_key(app: &mut App, wallet: String, text: &str) -> Vec<Effect> {
                     generate: false,
                 },
             }),
-        ),
-        Err(e) => {
-            app.flash(Level::Warn, sanitize(&e.to_string()));
-            Vec::new()
-        }
+        )],
+        Err(e) => warn(sanitize(&e.to_string())),
     }
 }
 
 /// `name ASSET [scale]` from the new-wallet prompt.
-pub fn submit_new(app: &mut App, text: &str) -> Vec<Effect> {
+fn submit_new(text: &str) -> Vec<Out> {
     let parts: Vec<&str> = text.split_whitespace().collect();
     match parts.as_slice() {
-        [name, code] | [name, code, _] => {
-            let scale = parts.get(2).map_or(Ok(2), |s| s.parse::<u8>());
-            match scale {
-                Ok(scale) => vec![Effect::Run(Command::CreateWallet(CreateWallet {
-                    name: (*name).to_owned(),
-                    asset_code: code.to_uppercase(),
-                    asset_scale: scale,
-                    public_name: None,
-                }))],
-                Err(_) => {
-                    app.flash(Level::Warn, "the scale must be a number from 0 to 255");
-                    Vec::new()
-                }
-            }
-        }
-        _ => {
-            app.flash(
-                Level::Warn,
-                "give a name, an asset code and optionally a scale: dave USD 2",
-            );
-            Vec::new()
-        }
+        [name, code] | [name, code, _] => match parts.get(2).map_or(Ok(2), |s| s.parse::<u8>()) {
+            Ok(scale) => vec![Out::Run(Effect::Run(Command::CreateWallet(CreateWallet {
+                name: (*name).to_owned(),
+                asset_code: code.to_uppercase(),
+                asset_scale: scale,
+                public_name: None,
+            })))],
+            Err(_) => warn("the scale must be a number from 0 to 255"),
+        },
+        _ => warn("give a name, an asset code and optionally a scale: dave USD 2"),
     }
 }
 
 /// An amount from the deposit/withdraw prompt: confirm before moving money.
-pub fn submit_amount(app: &mut App, wallet: String, deposit: bool, scale: u8, code: String, text: &str) -> Vec<Effect> {
+fn submit_amount(wallet: String, deposit: bool, scale: u8, code: String, text: &str) -> Vec<Out> {
     match parse_major(text.trim(), scale).and_then(|a| Value::new(a).ok()) {
         Some(value) if value.get() > 0 => {
-            let amount = value.get();
             let verb = if deposit { "Deposit" } else { "Withdraw" };
             let prep = if deposit { "into" } else { "from" };
-            let shown = format_minor(i128::from(amount), scale);
-            app.ask(
+            let shown = format_minor(i128::from(value.get()), scale);
+            let funds = Move::of(value);
+            vec![Out::Confirm(
                 format!("{verb} {shown} {code} {prep} {wallet}?"),
                 Effect::Run(if deposit {
-                    Command::Deposit {
-                        wallet,
-                        funds: Move::of(value),
-                    }
+                    Command::Deposit { wallet, funds }
                 } else {
-                    Command::Withdraw {
-                        wallet,
-                        funds: Move::of(value),
-                    }
+                    Command::Withdraw { wallet, funds }
                 }),
-            )
+            )]
         }
-        _ => {
-            app.flash(
-                Level::Warn,
-                format!("not an amount with at most {scale} decimals: {:?}", text.trim()),
-            );
-            Vec::new()
-        }
+        _ => warn(format!(
+            "not an amount with at most {scale} decimals: {:?}",
+            text.trim()
+        )),
     }
 }
 
-/// `:wallet [NAME]`: the Wallets pane, with `NAME` selected.
-pub fn command(app: &mut App, arg: Option<&str>) -> Vec<Effect> {
-    app.pane = Pane::Wallets;
-    if let Some(name) = arg {
-        match app.wallets.items.iter().position(|w| w.wallet.name == name) {
-            Some(i) => {
-                app.filters.remove(&Pane::Wallets);
-                app.wallets.selected = i;
-            }
-            None => app.flash(Level::Warn, format!("no wallet {name:?}")),
+impl View for Wallets {
+    fn list(&self) -> Option<&dyn List> {
+        Some(&self.table)
+    }
+    fn list_mut(&mut self) -> Option<&mut dyn List> {
+        Some(&mut self.table)
+    }
+
+    /// Draws the wallets table into `area`.
+    fn draw(&self, _cx: &Cx<'_>, theme: &Theme, f: &mut Frame, area: Rect) {
+        let w = &self.table;
+        table(
+            &w.view(Pane::Wallets, &[], "nothing here yet"),
+            theme,
+            f,
+            area,
+            &[
+                "NAME",
+                "ASSET",
+                "BALANCE",
+                "RESERVED",
+                "AVAILABLE",
+                "KEYS",
+                "PUBLIC NAME",
+            ],
+            &[
+                Constraint::Length(14),
+                Constraint::Length(7),
+                Constraint::Length(14),
+                Constraint::Length(12),
+                Constraint::Length(14),
+                Constraint::Length(5),
+                Constraint::Min(10),
+            ],
+            (w.loaded, w.loading, w.items.len()),
+            |i| {
+                let r = &w.items[i];
+                let s = r.wallet.asset_scale;
+                vec![
+                    Cell::from(sanitize(&r.wallet.name)),
+                    Cell::from(format!("{}/{}", r.wallet.asset_code, s)),
+                    Cell::from(format_minor(r.balance.balance.into(), s)),
+                    Cell::from(format_minor(r.balance.pending_debits.into(), s)).style(theme.dim),
+                    Cell::from(format_minor(r.balance.available.into(), s)),
+                    Cell::from(r.keys.to_string()),
+                    Cell::from(sanitize(&r.wallet.public_name.clone().unwrap_or_default())).style(theme.dim),
+                ]
+            },
+        );
+    }
+
+    /// New wallet, deposit, withdraw and generate key.
+    fn act(&mut self, a: Action, _cx: &Cx<'_>) -> Vec<Out> {
+        match a {
+            Action::NewWallet => vec![Out::Prompt(PromptKind::NewWallet)],
+            Action::Deposit | Action::Withdraw => match self.table.selection() {
+                Some(w) => vec![Out::Prompt(PromptKind::Amount {
+                    wallet: w.wallet.name.clone(),
+                    deposit: a == Action::Deposit,
+                    scale: w.wallet.asset_scale,
+                    code: w.wallet.asset_code.clone(),
+                })],
+                None => Vec::new(),
+            },
+            Action::AddKey => self
+                .selected_name()
+                .map(|name| vec![Out::Prompt(PromptKind::PublicKey(name))])
+                .unwrap_or_default(),
+            Action::GenerateKey => match self.selected_name() {
+                Some(name) => vec![Out::Confirm(
+                    format!("Generate a key pair for {name} and publish its public key?"),
+                    Effect::Run(Command::AddKey {
+                        wallet: name,
+                        key: AddKey {
+                            jwk: None,
+                            generate: true,
+                        },
+                    }),
+                )],
+                None => Vec::new(),
+            },
+            _ => Vec::new(),
         }
     }
-    Vec::new()
-}
 
-/// The Wallets pane's own `:` commands, on the wallet selected: `:public-name TEXT` sets the name it shows
-/// payers (`:public-name` alone clears it). `None`: not one of them.
-pub fn pane_command(app: &mut App, head: &str, rest: &str) -> Option<Vec<Effect>> {
-    if head != "public-name" {
-        return None;
+    fn submit(&mut self, kind: PromptKind, text: &str, _cx: &Cx<'_>) -> Vec<Out> {
+        match kind {
+            PromptKind::NewWallet => submit_new(text),
+            PromptKind::PublicKey(wallet) => submit_key(wallet, text),
+            PromptKind::Amount {
+                wallet,
+                deposit,
+                scale,
+                code,
+            } => submit_amount(wallet, deposit, scale, code, text),
+            _ => Vec::new(),
+        }
     }
-    if app.readonly {
-        app.flash(Level::Warn, "read-only mode");
-        return Some(Vec::new());
+
+    /// `:public-name TEXT` sets the name the selected wallet shows payers (`:public-name` alone clears it).
+    fn command(&mut self, head: &str, rest: &str, cx: &Cx<'_>) -> Option<Vec<Out>> {
+        if head != "public-name" {
+            return None;
+        }
+        if cx.readonly {
+            return Some(warn("read-only mode"));
+        }
+        let Some(wallet) = self.selected_name() else {
+            return Some(warn("select a wallet first"));
+        };
+        let public_name = (!rest.is_empty()).then(|| rest.to_owned());
+        Some(vec![Out::Run(Effect::Run(Command::SetPublicName {
+            wallet,
+            public_name,
+        }))])
     }
-    let Some(wallet) = selected(app).map(|w| w.wallet.name.clone()) else {
-        app.flash(Level::Warn, "select a wallet first");
-        return Some(Vec::new());
-    };
-    let public_name = (!rest.is_empty()).then(|| rest.to_owned());
-    Some(vec![Effect::Run(Command::SetPublicName { wallet, public_name })])
+
+    fn commands(&self) -> &'static [(&'static str, &'static str)] {
+        &[(
+            "public-name TEXT",
+            "the name the selected wallet shows payers (alone: clears it)",
+        )]
+    }
 }
 
 /// Parses `10`, `10.5` or `10.50` as minor units of an asset with `scale` decimals.
@@ -271,7 +283,7 @@ mod tests {
 
     use super::*;
     use crate::tui::{
-        app::{Msg, Overlay, Reply, ServerInfo, fixtures::now},
+        app::{App, Msg, Overlay, Reply, ServerInfo, fixtures::now},
         keymap::Keymap,
     };
 

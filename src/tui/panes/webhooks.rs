@@ -13,13 +13,14 @@ use ratatui::{
 };
 use time::Duration;
 
+use super::{Cx, List, Out, Row, Table, View};
 use crate::{
     control::Command,
     states::DeliveryState,
     text::sanitize,
     tui::{
         action::Action,
-        app::{App, Effect, Level},
+        effect::Effect,
         pane::{Pace, Pane},
         theme::Theme,
         widgets::{kv::kv, table::table, time::relative},
@@ -34,45 +35,206 @@ const PACE: Pace = Pace {
     give_up: Duration::seconds(10),
 };
 
-/// Draws the deliveries table into `area`.
-pub fn draw(app: &App, theme: &Theme, f: &mut Frame, area: Rect) {
-    let w = &app.webhooks;
-    // event types run to 24 characters; narrow screens cut them to leave the last outcome some room
-    let type_width = if area.width >= 100 { 26 } else { 18 };
-    table(
-        &app.table_view(Pane::Webhooks),
-        theme,
-        f,
-        area,
-        &["EVENT", "TYPE", "STATE", "ATTEMPTS", "NEXT ATTEMPT", "LAST"],
-        &[
-            Constraint::Length(7),
-            Constraint::Length(type_width),
-            Constraint::Length(9),
-            Constraint::Length(8),
-            Constraint::Length(12),
-            Constraint::Min(10),
-        ],
-        (w.loaded, w.loading, w.items.len()),
-        |i| {
-            let d = &w.items[i];
-            let (last, last_style) = last(d, theme);
-            vec![
-                Cell::from(d.event_seq.to_string()),
-                Cell::from(sanitize(&d.kind)),
-                Cell::from(d.state.as_str()).style(theme.state(d.state)),
-                Cell::from(d.attempts.to_string()),
-                Cell::from(next_attempt(app, d)).style(theme.pending),
-                Cell::from(last).style(last_style),
-            ]
-        },
-    );
+/// The Webhooks pane's state.
+#[derive(Debug, Clone, Default)]
+pub struct Webhooks {
+    pub table: Table<DeliveryRow>,
+    /// Only dead deliveries (`F`, `:webhooks dead`).
+    pub dead_only: bool,
+}
+
+impl Row for DeliveryRow {
+    /// The text a `/` filter matches a row against.
+    fn haystack(&self) -> String {
+        let d = self;
+        format!(
+            "{} {} {} {} {}",
+            d.event_seq,
+            d.event_id,
+            d.kind,
+            d.state,
+            d.last_error.as_deref().unwrap_or_default()
+        )
+    }
+    fn key(&self) -> String {
+        self.event_seq.to_string()
+    }
+}
+
+impl Webhooks {
+    /// `:webhooks dead`: only dead deliveries.
+    pub fn show_dead(&mut self) -> Vec<Out> {
+        self.dead_only = true;
+        self.table.selected = 0;
+        vec![Out::Show, Out::Reload]
+    }
+
+    fn tags(&self, cx: &Cx<'_>) -> Vec<String> {
+        let mut tags: Vec<String> = self.narrowed().into_iter().collect();
+        if !cx.info.webhooks_enabled {
+            tags.push("no webhook URL".to_owned());
+        }
+        tags
+    }
+
+    fn empty(&self, cx: &Cx<'_>) -> &'static str {
+        if !cx.info.webhooks_enabled {
+            "no webhook URL is configured: set [webhooks] url in config.toml"
+        } else if self.dead_only {
+            "no dead deliveries (F shows them all)"
+        } else {
+            "no deliveries yet: each durable event is delivered to the webhook URL"
+        }
+    }
+}
+
+impl View for Webhooks {
+    fn list(&self) -> Option<&dyn List> {
+        Some(&self.table)
+    }
+    fn list_mut(&mut self) -> Option<&mut dyn List> {
+        Some(&mut self.table)
+    }
+    fn narrowed(&self) -> Option<String> {
+        self.dead_only.then(|| DeliveryState::Dead.to_string())
+    }
+    fn widen(&mut self) -> bool {
+        std::mem::take(&mut self.dead_only)
+    }
+    fn failed_only(&self) -> bool {
+        self.dead_only
+    }
+    /// Only while in view: after durable events (stale) at most once a second, every few seconds when
+    /// webhooks are on, and never while a recent load is unanswered.
+    fn pace(&self, cx: &Cx<'_>) -> Option<(Pace, bool)> {
+        let poll = PACE.poll.filter(|_| cx.info.webhooks_enabled);
+        Some((Pace { poll, ..PACE }, true))
+    }
+
+    /// Draws the deliveries table into `area`.
+    fn draw(&self, cx: &Cx<'_>, theme: &Theme, f: &mut Frame, area: Rect) {
+        let w = &self.table;
+        // event types run to 24 characters; narrow screens cut them to leave the last outcome some room
+        let type_width = if area.width >= 100 { 26 } else { 18 };
+        table(
+            &w.view(Pane::Webhooks, &self.tags(cx), self.empty(cx)),
+            theme,
+            f,
+            area,
+            &["EVENT", "TYPE", "STATE", "ATTEMPTS", "NEXT ATTEMPT", "LAST"],
+            &[
+                Constraint::Length(7),
+                Constraint::Length(type_width),
+                Constraint::Length(9),
+                Constraint::Length(8),
+                Constraint::Length(12),
+                Constraint::Min(10),
+            ],
+            (w.loaded, w.loading, w.items.len()),
+            |i| {
+                let d = &w.items[i];
+                let (last, last_style) = last(d, theme);
+                vec![
+                    Cell::from(d.event_seq.to_string()),
+                    Cell::from(sanitize(&d.kind)),
+                    Cell::from(d.state.as_str()).style(theme.state(d.state)),
+                    Cell::from(d.attempts.to_string()),
+                    Cell::from(next_attempt(cx, d)).style(theme.pending),
+                    Cell::from(last).style(last_style),
+                ]
+            },
+        );
+    }
+
+    fn crumb(&self) -> Option<String> {
+        self.table.selection().map(|d| format!("event {}", d.event_seq))
+    }
+
+    /// The detail view's title and lines, if a delivery is selected.
+    fn detail(&self, cx: &Cx<'_>, theme: &Theme) -> Option<(String, Vec<Line<'_>>)> {
+        let d = self.table.selection()?;
+        let title = format!(" webhook for event {} ", d.event_seq);
+        let mut lines = vec![
+            Line::from(vec![
+                Span::styled(format!("{:<14}", "state"), theme.dim),
+                Span::styled(d.state.as_str(), theme.state(d.state)),
+            ]),
+            kv(theme, "event", d.event_seq.to_string()),
+            kv(theme, "event id", sanitize(&d.event_id)),
+            kv(theme, "type", sanitize(&d.kind)),
+            kv(theme, "attempts", d.attempts.to_string()),
+        ];
+        let next = if d.state == DeliveryState::Pending {
+            format!("{} ({})", d.next_attempt_at, relative(&d.next_attempt_at, cx.now))
+        } else {
+            "(none)".to_owned()
+        };
+        lines.push(kv(theme, "next attempt", next));
+        lines.push(kv(
+            theme,
+            "last status",
+            d.last_status.map_or_else(|| "(none)".to_owned(), |s| s.to_string()),
+        ));
+        lines.push(Line::from(vec![
+            Span::styled(format!("{:<14}", "last error"), theme.dim),
+            match &d.last_error {
+                Some(e) => Span::styled(sanitize(e), theme.failed),
+                None => Span::raw("(none)"),
+            },
+        ]));
+        lines.push(kv(theme, "created", d.created_at.clone()));
+        lines.push(kv(theme, "updated", d.updated_at.clone()));
+        if !cx.info.webhooks_enabled {
+            lines.push(Line::from(""));
+            lines.push(Line::from(Span::styled(
+                "no webhook URL is configured ([webhooks] url): nothing is sent",
+                theme.dim,
+            )));
+        }
+        Some((title, lines))
+    }
+
+    /// Only dead deliveries (`F`), re-drive the selected one (`R`) or every dead one (`A`).
+    fn act(&mut self, a: Action, _cx: &Cx<'_>) -> Vec<Out> {
+        match a {
+            Action::DeadOnly => {
+                self.dead_only = !self.dead_only;
+                self.table.selected = 0;
+                vec![Out::Reload]
+            }
+            Action::Redrive => match self.table.selection() {
+                Some(d) if d.state.can_redrive() => {
+                    let seq = d.event_seq;
+                    let question = format!("Re-drive the webhook for event {seq} ({})?", sanitize(&d.kind));
+                    vec![Out::Confirm(question, Effect::Run(Command::RetryWebhook { seq }))]
+                }
+                Some(d) => super::warn(format!("the webhook for event {} was already delivered", d.event_seq)),
+                None => Vec::new(),
+            },
+            Action::RedriveDead => {
+                let w = &self.table;
+                let none_dead =
+                    w.loaded && w.next_cursor.is_none() && !w.items.iter().any(|d| d.state == DeliveryState::Dead);
+                if none_dead {
+                    return vec![Out::Flash(
+                        super::Level::Info,
+                        "no dead webhook deliveries to re-drive".to_owned(),
+                    )];
+                }
+                vec![Out::Confirm(
+                    "Re-drive every dead webhook delivery?".to_owned(),
+                    Effect::Run(Command::RetryDeadWebhooks),
+                )]
+            }
+            _ => Vec::new(),
+        }
+    }
 }
 
 /// When a pending delivery's next attempt is due, relative to now (nothing for the others).
-fn next_attempt(app: &App, d: &DeliveryRow) -> String {
+fn next_attempt(cx: &Cx<'_>, d: &DeliveryRow) -> String {
     if d.state == DeliveryState::Pending {
-        relative(&d.next_attempt_at, app.now)
+        relative(&d.next_attempt_at, cx.now)
     } else {
         String::new()
     }
@@ -86,124 +248,4 @@ fn last(d: &DeliveryRow, theme: &Theme) -> (String, Style) {
         (None, Some(s)) => (s.to_string(), theme.failed),
         (None, None) => (String::new(), theme.dim),
     }
-}
-
-/// The text a `/` filter matches a row against.
-pub fn haystack(d: &DeliveryRow) -> String {
-    format!(
-        "{} {} {} {} {}",
-        d.event_seq,
-        d.event_id,
-        d.kind,
-        d.state,
-        d.last_error.as_deref().unwrap_or_default()
-    )
-}
-
-/// The detail view's title and lines, if a delivery is selected.
-pub fn detail<'a>(app: &'a App, theme: &Theme) -> Option<(String, Vec<Line<'a>>)> {
-    let d = app.selected_webhook()?;
-    let title = format!(" webhook for event {} ", d.event_seq);
-    let mut lines = vec![
-        Line::from(vec![
-            Span::styled(format!("{:<14}", "state"), theme.dim),
-            Span::styled(d.state.as_str(), theme.state(d.state)),
-        ]),
-        kv(theme, "event", d.event_seq.to_string()),
-        kv(theme, "event id", sanitize(&d.event_id)),
-        kv(theme, "type", sanitize(&d.kind)),
-        kv(theme, "attempts", d.attempts.to_string()),
-    ];
-    let next = if d.state == DeliveryState::Pending {
-        format!("{} ({})", d.next_attempt_at, relative(&d.next_attempt_at, app.now))
-    } else {
-        "(none)".to_owned()
-    };
-    lines.push(kv(theme, "next attempt", next));
-    lines.push(kv(
-        theme,
-        "last status",
-        d.last_status.map_or_else(|| "(none)".to_owned(), |s| s.to_string()),
-    ));
-    lines.push(Line::from(vec![
-        Span::styled(format!("{:<14}", "last error"), theme.dim),
-        match &d.last_error {
-            Some(e) => Span::styled(sanitize(e), theme.failed),
-            None => Span::raw("(none)"),
-        },
-    ]));
-    lines.push(kv(theme, "created", d.created_at.clone()));
-    lines.push(kv(theme, "updated", d.updated_at.clone()));
-    if !app.info.webhooks_enabled {
-        lines.push(Line::from(""));
-        lines.push(Line::from(Span::styled(
-            "no webhook URL is configured ([webhooks] url): nothing is sent",
-            theme.dim,
-        )));
-    }
-    Some((title, lines))
-}
-
-/// Only dead deliveries (`F`), re-drive the selected one (`R`) or every dead one (`A`).
-pub fn act(app: &mut App, a: Action) -> Vec<Effect> {
-    match a {
-        Action::DeadOnly => {
-            app.dead_only = !app.dead_only;
-            app.webhooks.selected = 0;
-            vec![app.load(Pane::Webhooks)]
-        }
-        Action::Redrive => match app.selected_webhook() {
-            Some(d) if d.state.can_redrive() => {
-                let seq = d.event_seq;
-                let question = format!("Re-drive the webhook for event {seq} ({})?", sanitize(&d.kind));
-                app.ask(question, Effect::Run(Command::RetryWebhook { seq }))
-            }
-            Some(d) => {
-                let seq = d.event_seq;
-                app.flash(
-                    Level::Warn,
-                    format!("the webhook for event {seq} was already delivered"),
-                );
-                Vec::new()
-            }
-            None => Vec::new(),
-        },
-        Action::RedriveDead => {
-            let w = &app.webhooks;
-            let none_dead =
-                w.loaded && w.next_cursor.is_none() && !w.items.iter().any(|d| d.state == DeliveryState::Dead);
-            if none_dead {
-                app.flash(Level::Info, "no dead webhook deliveries to re-drive");
-                return Vec::new();
-            }
-            app.ask(
-                "Re-drive every dead webhook delivery?".to_owned(),
-                Effect::Run(Command::RetryDeadWebhooks),
-            )
-        }
-        _ => Vec::new(),
-    }
-}
-
-/// `:webhooks dead`: the Webhooks pane with only dead deliveries.
-pub fn show_dead(app: &mut App) -> Vec<Effect> {
-    app.dead_only = true;
-    app.pane = Pane::Webhooks;
-    app.webhooks.selected = 0;
-    vec![app.load(Pane::Webhooks)]
-}
-
-/// The pane's reload, if one is due: only while it is in view and live, after durable events (stale) at most
-/// once a second, every few seconds when webhooks are on, and never while a recent load is unanswered.
-pub fn reload(app: &mut App) -> Option<Effect> {
-    if app.pane != Pane::Webhooks || app.frozen {
-        return None;
-    }
-    let stale = app.stale.contains(&Pane::Webhooks);
-    let pace = Pace {
-        poll: PACE.poll.filter(|_| app.info.webhooks_enabled),
-        ..PACE
-    };
-    pace.due(app.now, app.webhooks_load_at, app.webhooks.loading, stale)
-        .then(|| app.load(Pane::Webhooks))
 }

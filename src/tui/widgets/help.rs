@@ -1,5 +1,6 @@
 //! The `?` help overlay: every keymap row (dangerous ones hidden in read-only mode) with where it applies,
-//! scrolled by the movement keys while open, with a scrollbar when the rows outrun the box.
+//! then the `:` commands of the pane in view, scrolled by the movement keys while open, with a scrollbar
+//! when the rows outrun the box.
 
 use ratatui::{
     Frame,
@@ -11,8 +12,12 @@ use ratatui::{
 use super::centered;
 use crate::tui::{
     keymap::{Keymap, Scope},
+    pane::Pane,
     theme::Theme,
 };
+
+/// The pane in view and its own `:` commands (command, what it does).
+pub type Commands<'a> = (Pane, &'a [(&'static str, &'static str)]);
 
 /// The box the help takes in `area`.
 pub fn boxed(area: Rect) -> Rect {
@@ -25,35 +30,46 @@ pub fn visible(area: Rect) -> usize {
 }
 
 /// The number of rows the help lists (dangerous bindings hidden from a `readonly` console).
-pub fn len(keymap: &Keymap, readonly: bool) -> usize {
-    keymap.bindings.iter().filter(|b| !(readonly && b.dangerous)).count()
+pub fn len(keymap: &Keymap, readonly: bool, commands: Commands<'_>) -> usize {
+    keymap.bindings.iter().filter(|b| !(readonly && b.dangerous)).count() + commands.1.len()
 }
 
 /// Draws the help table over the middle of `area`, from row `scroll` (clamped).
-pub fn draw(keymap: &Keymap, readonly: bool, scroll: usize, theme: &Theme, f: &mut Frame, area: Rect) {
+pub fn draw(
+    keymap: &Keymap,
+    readonly: bool,
+    commands: Commands<'_>,
+    scroll: usize,
+    theme: &Theme,
+    f: &mut Frame,
+    area: Rect,
+) {
     let r = boxed(area);
     f.render_widget(Clear, r);
-    let (total, shown) = (len(keymap, readonly), visible(area));
+    let (total, shown) = (len(keymap, readonly, commands), visible(area));
     let scroll = scroll.min(total.saturating_sub(shown));
-    let mut rows = Vec::new();
-    for b in keymap
-        .bindings
-        .iter()
-        .filter(|b| !(readonly && b.dangerous))
-        .skip(scroll)
-    {
+    let keys = keymap.bindings.iter().filter(|b| !(readonly && b.dangerous)).map(|b| {
         let scope = match b.scope {
             Scope::Global => "global".to_owned(),
             Scope::Pane(p) => p.name().to_owned(),
         };
         let keys = b.keys.iter().map(|k| k.label()).collect::<Vec<_>>().join(" ");
         let style = if b.dangerous { theme.danger } else { Style::new() };
-        rows.push(Row::new(vec![
+        Row::new(vec![
             Cell::from(keys),
             Cell::from(scope).style(theme.dim),
             Cell::from(b.description).style(style),
-        ]));
-    }
+        ])
+    });
+    let (pane, own) = commands;
+    let own = own.iter().map(|(c, what)| {
+        Row::new(vec![
+            Cell::from(format!(":{c}")),
+            Cell::from(pane.name()).style(theme.dim),
+            Cell::from(*what),
+        ])
+    });
+    let rows: Vec<Row> = keys.chain(own).skip(scroll).collect();
     let title = if total > shown {
         format!(
             " help {}–{} of {total} — j/k PgUp/PgDn g/G scroll, Esc closes ",

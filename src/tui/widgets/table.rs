@@ -11,7 +11,7 @@ use ratatui::{
 
 use crate::tui::theme::Theme;
 
-/// What a pane's table shows of the console's state (`App::table_view`): its title, whether more rows wait past
+/// What a pane's table shows of its state (`Table::view`): its title, whether more rows wait past
 /// the loaded page, what it says when empty, the rows the filter keeps and the one selected.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TableView {
