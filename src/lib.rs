@@ -27,6 +27,7 @@ pub mod metrics;
 pub mod money;
 pub mod names;
 pub mod owner;
+pub mod passphrase;
 pub mod rates;
 pub mod seed;
 pub mod server;

@@ -14,7 +14,18 @@ const EDGE: &[&str] = &["server", "admin", "app", "cli", "demo", "lib", "main"];
 
 /// Modules that import no other module of the crate except each other.
 const LEAVES: &[&str] = &[
-    "money", "interval", "ids", "clock", "text", "states", "egress", "files", "events", "names", "rates",
+    "money",
+    "interval",
+    "ids",
+    "clock",
+    "text",
+    "states",
+    "egress",
+    "files",
+    "events",
+    "names",
+    "rates",
+    "passphrase",
 ];
 
 /// Every non-test file of `src/` (test-only module files left out): its path from the crate root and its
