@@ -93,6 +93,7 @@ struct Raw {
     server: ServerSettings,
     metrics: RawMetrics,
     gnap: GnapSettings,
+    consent: ConsentSettings,
     client_keys: ClientKeySettings,
     egress: EgressSettings,
     resource_server: ResourceServerSettings,
@@ -195,6 +196,31 @@ pub struct GnapSettings {
     /// Grants with a `read-all` action need the resource owner's consent (and, for incoming payments, an
     /// `identifier`). Off by default: other ASEs look receivers up with non-interactive `read-all` grants.
     pub read_all_interaction: bool,
+}
+
+/// Who decides an interactive grant (`[consent] decide`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Decider {
+    /// The operator only: the console, the CLI, the admin API.
+    Operator,
+    /// The wallet's owner on the interaction page, for wallets with an owner passphrase (the operator decides
+    /// for the others).
+    Owner,
+    /// Whoever comes first: the owner on the page (wallets with a passphrase) or the operator.
+    Either,
+}
+
+/// `[consent]`: who decides interactive grants, and how failed sign-ins on the interaction page are slowed.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConsentSettings {
+    pub decide: Decider,
+    /// Failed sign-ins allowed on one grant's page within `failure_window_secs`.
+    pub max_failures_per_grant: u32,
+    /// Failed sign-ins allowed for one wallet's owner, on any page, within `failure_window_secs`.
+    pub max_failures_per_wallet: u32,
+    pub failure_window_secs: u32,
 }
 
 /// `[client_keys]`: how long client key sets (and failures to fetch them) are remembered.
@@ -393,6 +419,7 @@ pub struct Settings {
     pub server: ServerSettings,
     pub metrics: MetricsSettings,
     pub gnap: GnapSettings,
+    pub consent: ConsentSettings,
     pub client_keys: ClientKeySettings,
     pub egress: EgressSettings,
     pub resource_server: ResourceServerSettings,
@@ -732,6 +759,7 @@ impl Settings {
             server: raw.server,
             metrics,
             gnap: raw.gnap,
+            consent: raw.consent,
             client_keys: raw.client_keys,
             egress: raw.egress,
             resource_server: raw.resource_server,
