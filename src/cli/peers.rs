@@ -5,13 +5,13 @@
 use color_eyre::eyre::Result;
 
 use super::{
-    Backend, LiquidityAction, OneLine, PeersCmd, SettleDirection, dispatch,
-    print::{emit, list},
+    Backend, LiquidityAction, OneLine, PeersCmd, SettleDirection,
+    print::{Columns, Human, emit, show},
 };
 use crate::{
     ase::{liquidity::Direction, peers::PeerPatch},
     control::{
-        self,
+        Command, Query,
         dto::{LiquidityMove, NewPeer, NewSettlement, PeerMoved, PeerView},
     },
     money::{Value, format_minor},
@@ -20,59 +20,8 @@ use crate::{
 /// `peers list|show|add|update|remove`.
 pub(super) async fn peers(b: &Backend, cmd: PeersCmd, json: bool) -> Result<()> {
     match cmd {
-        PeersCmd::List => {
-            let ps = dispatch!(b, c => c.list_peers(), l => control::list_peers(&l.state))?;
-            list(
-                json,
-                &ps,
-                &[
-                    "NAME",
-                    "ASSET",
-                    "SOURCE",
-                    "RECEIVES",
-                    "SENDS TO",
-                    "ROUTES",
-                    "BALANCE",
-                    "LIQUIDITY",
-                    "AVAILABLE",
-                    "CREDIT",
-                ],
-                |p| {
-                    vec![
-                        p.name.clone(),
-                        format!("{}/{}", p.asset_code, p.asset_scale),
-                        p.source.clone(),
-                        if p.receives {
-                            format!(
-                                "yes ({} token{})",
-                                p.incoming_tokens,
-                                if p.incoming_tokens == 1 { "" } else { "s" }
-                            )
-                        } else {
-                            "no".into()
-                        },
-                        p.outgoing_endpoint.clone().unwrap_or_default(),
-                        p.routes.join(","),
-                        format_minor(p.peer_account_balance.into(), p.asset_scale),
-                        format_minor(p.liquidity.into(), p.asset_scale),
-                        p.available_to_send
-                            .map_or_else(|| "-".into(), |a| format_minor(a.into(), p.asset_scale)),
-                        match p.credit_limit {
-                            Some(l) => format!(
-                                "{}/{}",
-                                format_minor(p.credit_used.into(), p.asset_scale),
-                                format_minor(l.into(), p.asset_scale)
-                            ),
-                            None => format!("{}/-", format_minor(p.credit_used.into(), p.asset_scale)),
-                        },
-                    ]
-                },
-            )
-        }
-        PeersCmd::Show { name } => {
-            let p = dispatch!(b, c => c.show_peer(&name), l => control::show_peer(&l.state, &name))?;
-            emit(json, &p, || peer_text(&p))
-        }
+        PeersCmd::List => b.show(Query::Peers, json).await,
+        PeersCmd::Show { name } => b.show(Query::Peer { name }, json).await,
         PeersCmd::Add {
             name,
             asset,
@@ -91,8 +40,7 @@ pub(super) async fn peers(b: &Backend, cmd: PeersCmd, json: bool) -> Result<()> 
                 routes: fields.route,
                 max_packet_amount: fields.max_packet_amount,
             };
-            let p: PeerView = b.run(control::Command::CreatePeer(body)).await?;
-            emit(json, &p, || peer_text(&p))
+            show(json, &b.run::<PeerView>(Command::CreatePeer(body)).await?)
         }
         PeersCmd::Update {
             name,
@@ -138,8 +86,7 @@ pub(super) async fn peers(b: &Backend, cmd: PeersCmd, json: bool) -> Result<()> 
                     fields.max_packet_amount.map(Some)
                 },
             };
-            let p: PeerView = b.run(control::Command::UpdatePeer { name, patch }).await?;
-            emit(json, &p, || peer_text(&p))
+            show(json, &b.run::<PeerView>(Command::UpdatePeer { name, patch }).await?)
         }
         PeersCmd::Liquidity {
             name,
@@ -161,7 +108,7 @@ pub(super) async fn peers(b: &Backend, cmd: PeersCmd, json: bool) -> Result<()> 
                 },
             };
             let moved: PeerMoved = b
-                .run(control::Command::MovePeerLiquidity {
+                .run(Command::MovePeerLiquidity {
                     peer: name,
                     liquidity: body,
                 })
@@ -198,7 +145,7 @@ pub(super) async fn peers(b: &Backend, cmd: PeersCmd, json: bool) -> Result<()> 
                 id,
             };
             let moved: PeerMoved = b
-                .run(control::Command::SettlePeer {
+                .run(Command::SettlePeer {
                     peer: name,
                     settlement: body,
                 })
@@ -220,7 +167,7 @@ pub(super) async fn peers(b: &Backend, cmd: PeersCmd, json: bool) -> Result<()> 
             })
         }
         PeersCmd::Remove { name } => {
-            b.run::<()>(control::Command::RemovePeer { name: name.clone() }).await?;
+            b.run::<()>(Command::RemovePeer { name: name.clone() }).await?;
             emit(json, &serde_json::json!({ "removed": name }), || {
                 format!("removed peer {name}\n")
             })
@@ -262,40 +209,72 @@ fn position_words(p: &PeerView) -> String {
     }
 }
 
-/// One peer, for people; a generated token is printed once, with what to do with it.
-fn peer_text(p: &PeerView) -> String {
-    let mut out = format!(
-        "{} ({})\n  asset:           {}/{}\n  ILP address:     {}\n  incoming tokens: {}\n  sends to:        {}\n  routes:          {}\n  max packet:      {}\n  balance:         {}\n",
-        p.name,
-        p.source,
-        p.asset_code,
-        p.asset_scale,
-        p.ilp_address.as_deref().unwrap_or("-"),
-        p.incoming_tokens,
-        p.outgoing_endpoint.as_deref().unwrap_or("-"),
-        if p.routes.is_empty() {
-            "-".into()
-        } else {
-            p.routes.join(", ")
-        },
-        p.max_packet_amount.map_or_else(|| "no limit".into(), |m| m.to_string()),
-        format_minor(p.peer_account_balance.into(), p.asset_scale),
-    );
-    out.push_str(&format!(
-        "  position:        {} ({})\n  liquidity:       {}\n  in flight:       {}\n  available:       {}\n  credit limit:    {}\n  credit used:     {}\n",
-        format_minor(p.position.into(), p.asset_scale),
-        position_words(p),
-        format_minor(p.liquidity.into(), p.asset_scale),
-        format_minor(p.in_flight.into(), p.asset_scale),
-        available(p),
-        p.credit_limit
-            .map_or_else(|| "no limit".into(), |l| format_minor(l.into(), p.asset_scale)),
-        format_minor(p.credit_used.into(), p.asset_scale),
-    ));
-    for t in &p.generated_incoming_tokens {
+impl Human for PeerView {
+    const COLUMNS: Columns<Self> = &[
+        ("NAME", |p| p.name.clone()),
+        ("ASSET", |p| format!("{}/{}", p.asset_code, p.asset_scale)),
+        ("SOURCE", |p| p.source.clone()),
+        ("RECEIVES", |p| {
+            let s = if p.incoming_tokens == 1 { "" } else { "s" };
+            if p.receives {
+                format!("yes ({} token{s})", p.incoming_tokens)
+            } else {
+                "no".into()
+            }
+        }),
+        ("SENDS TO", |p| p.outgoing_endpoint.clone().unwrap_or_default()),
+        ("ROUTES", |p| p.routes.join(",")),
+        ("BALANCE", |p| {
+            format_minor(p.peer_account_balance.into(), p.asset_scale)
+        }),
+        ("LIQUIDITY", |p| format_minor(p.liquidity.into(), p.asset_scale)),
+        ("AVAILABLE", |p| {
+            let available = p.available_to_send.map(|a| format_minor(a.into(), p.asset_scale));
+            available.unwrap_or_else(|| "-".into())
+        }),
+        ("CREDIT", |p| {
+            let limit = p.credit_limit.map(|l| format_minor(l.into(), p.asset_scale));
+            let used = format_minor(p.credit_used.into(), p.asset_scale);
+            format!("{used}/{}", limit.unwrap_or_else(|| "-".into()))
+        }),
+    ];
+
+    /// One peer; a generated token is printed once, with what to do with it.
+    fn card(&self) -> String {
+        let p = self;
+        let mut out = format!(
+            "{} ({})\n  asset:           {}/{}\n  ILP address:     {}\n  incoming tokens: {}\n  sends to:        {}\n  routes:          {}\n  max packet:      {}\n  balance:         {}\n",
+            p.name,
+            p.source,
+            p.asset_code,
+            p.asset_scale,
+            p.ilp_address.as_deref().unwrap_or("-"),
+            p.incoming_tokens,
+            p.outgoing_endpoint.as_deref().unwrap_or("-"),
+            if p.routes.is_empty() {
+                "-".into()
+            } else {
+                p.routes.join(", ")
+            },
+            p.max_packet_amount.map_or_else(|| "no limit".into(), |m| m.to_string()),
+            format_minor(p.peer_account_balance.into(), p.asset_scale),
+        );
         out.push_str(&format!(
-            "  generated incoming token (shown once; the peer sends it as its bearer token to our /ilp):\n    {t}\n"
+            "  position:        {} ({})\n  liquidity:       {}\n  in flight:       {}\n  available:       {}\n  credit limit:    {}\n  credit used:     {}\n",
+            format_minor(p.position.into(), p.asset_scale),
+            position_words(p),
+            format_minor(p.liquidity.into(), p.asset_scale),
+            format_minor(p.in_flight.into(), p.asset_scale),
+            available(p),
+            p.credit_limit
+                .map_or_else(|| "no limit".into(), |l| format_minor(l.into(), p.asset_scale)),
+            format_minor(p.credit_used.into(), p.asset_scale),
         ));
+        for t in &p.generated_incoming_tokens {
+            out.push_str(&format!(
+                "  generated incoming token (shown once; the peer sends it as its bearer token to our /ilp):\n    {t}\n"
+            ));
+        }
+        out
     }
-    out
 }
