@@ -1,7 +1,8 @@
 //! The typed HTTP client for the admin API (`crate::server::admin`), which the CLI and attached consoles
-//! drive, with its event stream (`GET /admin/events`, server-sent events parsed by [`sse`]). Errors keep the
-//! server's envelope so callers can show the server's own words; an unreachable server is its own variant
-//! so the CLI can fall back to the data dir. [`find_holder`] says who serves a data dir: the one way the CLI
+//! drive: `run(Command)` and `ask(Query)` (`POST /admin/commands`, `/admin/queries`), and its event stream
+//! (`GET /admin/events`, server-sent events parsed by [`sse`]). Errors keep the server's envelope so callers
+//! can show the server's own words; an unreachable server is its own variant so the CLI can fall back to the
+//! data dir. [`find_holder`] says who serves a data dir: the one way the CLI
 //! and the console decide between attaching to a server and opening the data dir themselves.
 
 pub mod sse;

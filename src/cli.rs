@@ -1,9 +1,9 @@
 //! The command line: clap definitions, and the entry points of the operator commands (`wallets`, `keys`,
-//! `deposit`, `withdraw`, `balances`, `grants`, payments, `peers`, `webhooks`), which talk to a running instance through
-//! the admin API — or, when none answers, open the data dir directly and run the same commands and queries
-//! in-process ([`Backend`]: `run(Command)` and `ask(Query)` either way); and `backup`, which copies the database file on the server's host
-//! whether or not a server runs. Each noun group's commands live in a submodule; output is a
-//! table, or JSON with `--json`. This module and `main.rs` are the only places allowed to print (never
+//! `deposit`, `withdraw`, `balances`, `grants`, payments, `peers`, `webhooks`), which talk to a running instance
+//! through the admin API — or, when none answers, open the data dir directly and run the same commands and
+//! queries in-process ([`Backend`]: `run(Command)` and `ask(Query)` either way); and `backup`, which copies the
+//! database file on the server's host whether or not a server runs. Each noun group's commands live in a
+//! submodule; output is a table or a card, or JSON with `--json`. This module and `main.rs` are the only places allowed to print (never
 //! while a console owns the terminal). Everything printed for people goes through [`print`], which strips
 //! control characters from every cell and line: grants, payments and peers carry client- and peer-supplied
 //! text. `--json` output is serde's, which escapes control characters.

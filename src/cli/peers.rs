@@ -51,40 +51,19 @@ pub(super) async fn peers(b: &Backend, cmd: PeersCmd, json: bool) -> Result<()> 
             credit_limit,
             no_credit_limit,
         } => {
-            let credit_limit = if no_credit_limit {
-                Some(None)
-            } else {
-                credit_limit.as_deref().map(minor).transpose()?.map(Some)
-            };
             let patch = PeerPatch {
-                credit_limit,
-                ilp_address: if no_ilp_address {
-                    Some(None)
-                } else {
-                    fields.ilp_address.map(Some)
-                },
+                credit_limit: set_or_clear(no_credit_limit, credit_limit.as_deref().map(minor).transpose()?),
+                ilp_address: set_or_clear(no_ilp_address, fields.ilp_address),
                 incoming_tokens: (!fields.incoming_tokens.is_empty()).then_some(fields.incoming_tokens),
                 generate_incoming_token: fields.generate_incoming_token,
-                outgoing_endpoint: if no_outgoing {
-                    Some(None)
-                } else {
-                    fields.outgoing_endpoint.map(Some)
-                },
-                outgoing_token: if no_outgoing {
-                    Some(None)
-                } else {
-                    fields.outgoing_token.map(Some)
-                },
+                outgoing_endpoint: set_or_clear(no_outgoing, fields.outgoing_endpoint),
+                outgoing_token: set_or_clear(no_outgoing, fields.outgoing_token),
                 routes: if no_outgoing {
                     Some(Vec::new())
                 } else {
                     (!fields.route.is_empty()).then_some(fields.route)
                 },
-                max_packet_amount: if no_max_packet_amount {
-                    Some(None)
-                } else {
-                    fields.max_packet_amount.map(Some)
-                },
+                max_packet_amount: set_or_clear(no_max_packet_amount, fields.max_packet_amount),
             };
             show(json, &b.run::<PeerView>(Command::UpdatePeer { name, patch }).await?)
         }
@@ -95,17 +74,11 @@ pub(super) async fn peers(b: &Backend, cmd: PeersCmd, json: bool) -> Result<()> 
             id,
         } => {
             let value = minor(&amount)?;
-            let body = match action {
-                LiquidityAction::Deposit => LiquidityMove {
-                    deposit: Some(value),
-                    withdraw: None,
-                    transfer_id: id,
-                },
-                LiquidityAction::Withdraw => LiquidityMove {
-                    deposit: None,
-                    withdraw: Some(value),
-                    transfer_id: id,
-                },
+            let deposit = action == LiquidityAction::Deposit;
+            let body = LiquidityMove {
+                deposit: deposit.then_some(value),
+                withdraw: (!deposit).then_some(value),
+                transfer_id: id,
             };
             let moved: PeerMoved = b
                 .run(Command::MovePeerLiquidity {
@@ -115,10 +88,7 @@ pub(super) async fn peers(b: &Backend, cmd: PeersCmd, json: bool) -> Result<()> 
                 .await?;
             let p = &moved.peer;
             emit(json, &moved, || {
-                let verb = match action {
-                    LiquidityAction::Deposit => "deposited",
-                    LiquidityAction::Withdraw => "withdrew",
-                };
+                let verb = if deposit { "deposited" } else { "withdrew" };
                 format!(
                     "{verb} {} {} for peer {}: liquidity {}, owed {}, available to send {}\n",
                     format_minor(moved.transfer.amount.into(), p.asset_scale),
@@ -173,6 +143,11 @@ pub(super) async fn peers(b: &Backend, cmd: PeersCmd, json: bool) -> Result<()> 
             })
         }
     }
+}
+
+/// A patch field: cleared (`--no-…`), set to the flag's value, or left as it is (no flag).
+fn set_or_clear<T>(clear: bool, value: Option<T>) -> Option<Option<T>> {
+    if clear { Some(None) } else { value.map(Some) }
 }
 
 /// An amount argument: whole minor units of the link's asset.

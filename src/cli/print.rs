@@ -130,6 +130,20 @@ mod tests {
     }
 
     #[test]
+    fn a_types_columns_feed_the_table() {
+        #[derive(Serialize)]
+        struct Row(u8);
+        impl Human for Row {
+            const COLUMNS: Columns<Self> = &[
+                ("N", |r| r.0.to_string()),
+                ("TWICE", |r| (2 * u16::from(r.0)).to_string()),
+            ];
+        }
+        assert_eq!(table(&[Row(1), Row(50)]), "N   TWICE\n1   2\n50  100\n");
+        assert_eq!(table::<Row>(&[]), "N  TWICE\n");
+    }
+
+    #[test]
     fn table_cells_are_sanitised_before_measuring() {
         let t = render(&["A", "B"], vec![vec!["x\u{1b}[2J\u{7}".into(), "y\u{9b}\nz".into()]]);
         assert_eq!(t, "A     B\nx[2J  yz\n");

@@ -1,6 +1,7 @@
 //! The operator API under `/admin`: served only to loopback peers presenting the bearer token kept in the
-//! data dir. Handlers are thin calls into the command layer ([`crate::control`]) the CLI and the console use
-//! too; `crate::admin` is the typed HTTP client the CLI drives it with (bodies in `control::dto`).
+//! data dir. `POST /admin/commands` and `/admin/queries` carry the command layer's [`Command`]s and [`Query`]s
+//! ([`crate::control`]), which the CLI and the console use too; every other path but the event stream is a thin
+//! table onto one of them. `crate::admin` is the typed HTTP client the CLI and attached consoles drive it with.
 
 use std::net::SocketAddr;
 
