@@ -1,7 +1,8 @@
 //! The typed HTTP client for the admin API (`crate::server::admin`), which the CLI and attached consoles
-//! drive, with its event stream (`GET /admin/events`, server-sent events parsed by [`sse`]). Errors keep the
-//! server's envelope so callers can show the server's own words; an unreachable server is its own variant
-//! so the CLI can fall back to the data dir. [`find_holder`] says who serves a data dir: the one way the CLI
+//! drive: `run(Command)` and `ask(Query)` (`POST /admin/commands`, `/admin/queries`), and its event stream
+//! (`GET /admin/events`, server-sent events parsed by [`sse`]). Errors keep the server's envelope so callers
+//! can show the server's own words; an unreachable server is its own variant so the CLI can fall back to the
+//! data dir. [`find_holder`] says who serves a data dir: the one way the CLI
 //! and the console decide between attaching to a server and opening the data dir themselves.
 
 pub mod sse;
@@ -13,22 +14,13 @@ use std::{
 };
 
 use futures_util::Stream;
-use reqwest::{Method, StatusCode};
+use reqwest::StatusCode;
 use serde::{Serialize, de::DeserializeOwned};
 
-use crate::control::{
-    Command, Found, Outcome, Query,
-    dto::{Listed, PaymentFilter, PeerView, ServerView, WalletDetail},
-};
 use crate::{
-    ase::{incoming::IncomingView, outgoing::OutgoingView, quotes::QuoteDto},
+    control::{Command, Found, Outcome, Query},
     events::EventRecord,
-    gnap::service::GrantView,
-    httpsig::jwk::Jwks,
-    ledger::Balance,
     owner::{self, DirLock, Record},
-    wallet::Wallet,
-    webhooks::DeliveryRow,
 };
 
 #[derive(Debug, thiserror::Error)]
@@ -75,8 +67,8 @@ impl AdminClient {
     pub fn new(base: &str, token: &str) -> Result<Self, ClientError> {
         let http = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
-            .connect_timeout(std::time::Duration::from_secs(2))
-            .timeout(std::time::Duration::from_secs(30))
+            .connect_timeout(Duration::from_secs(2))
+            .timeout(Duration::from_secs(30))
             .build()
             .map_err(|e| ClientError::Protocol(e.to_string()))?;
         let stream = reqwest::Client::builder()
@@ -174,55 +166,31 @@ impl AdminClient {
         }))
     }
 
-    async fn send<B: Serialize, T: DeserializeOwned>(
-        &self,
-        method: Method,
-        path: &str,
-        body: Option<&B>,
-    ) -> Result<Option<T>, ClientError> {
-        let mut req = self
-            .http
-            .request(method, format!("{}{path}", self.base))
-            .bearer_auth(&self.token);
-        if let Some(a) = self.actor {
-            req = req.header(crate::gnap::timeline::ACTOR_HEADER, a.as_str());
-        }
-        if let Some(b) = body {
-            req = req.json(b);
-        }
-        let res = req.send().await.map_err(|e| self.unreachable(&e))?;
-        let status = res.status();
-        let bytes = res.bytes().await.map_err(|e| ClientError::Protocol(e.to_string()))?;
-        if status == StatusCode::NO_CONTENT {
-            return Ok(None);
-        }
-        if !status.is_success() {
-            return Err(api_error(status, &bytes));
-        }
-        serde_json::from_slice(&bytes)
-            .map(Some)
-            .map_err(|e| ClientError::Protocol(e.to_string()))
-    }
-
     /// Whether the server answers the admin API within `within` (a stopped or hung one does not: its
     /// kernel still accepts the connection).
-    pub async fn answers(&self, within: std::time::Duration) -> Result<(), ClientError> {
-        match tokio::time::timeout(within, self.balances()).await {
+    pub async fn answers(&self, within: Duration) -> Result<(), ClientError> {
+        match tokio::time::timeout(within, self.ask(&Query::Server)).await {
             Ok(r) => r.map(|_| ()),
             Err(_) => Err(ClientError::Unreachable(self.base.clone())),
         }
     }
 
-    async fn get<T: DeserializeOwned>(&self, path: &str) -> Result<T, ClientError> {
-        self.send::<(), T>(Method::GET, path, None)
-            .await?
-            .ok_or_else(|| ClientError::Protocol("empty body".into()))
-    }
-
     async fn post<B: Serialize, T: DeserializeOwned>(&self, path: &str, body: &B) -> Result<T, ClientError> {
-        self.send(Method::POST, path, Some(body))
-            .await?
-            .ok_or_else(|| ClientError::Protocol("empty body".into()))
+        let mut req = self
+            .http
+            .post(format!("{}{path}", self.base))
+            .bearer_auth(&self.token)
+            .json(body);
+        if let Some(a) = self.actor {
+            req = req.header(crate::gnap::timeline::ACTOR_HEADER, a.as_str());
+        }
+        let res = req.send().await.map_err(|e| self.unreachable(&e))?;
+        let status = res.status();
+        let bytes = res.bytes().await.map_err(|e| ClientError::Protocol(e.to_string()))?;
+        if !status.is_success() {
+            return Err(api_error(status, &bytes));
+        }
+        serde_json::from_slice(&bytes).map_err(|e| ClientError::Protocol(e.to_string()))
     }
 
     /// Runs an operator command on the server (`POST /admin/commands`).
@@ -233,158 +201,6 @@ impl AdminClient {
     /// Reads a view from the server (`POST /admin/queries`).
     pub async fn ask(&self, q: &Query) -> Result<Found, ClientError> {
         self.post("/queries", q).await
-    }
-
-    pub async fn list_wallets(&self) -> Result<Vec<Wallet>, ClientError> {
-        self.get("/wallets").await
-    }
-
-    pub async fn show_wallet(&self, name: &str) -> Result<WalletDetail, ClientError> {
-        self.get(&format!("/wallets/{name}")).await
-    }
-
-    pub async fn list_keys(&self, name: &str) -> Result<Jwks, ClientError> {
-        self.get(&format!("/wallets/{name}/keys")).await
-    }
-
-    pub async fn balances(&self) -> Result<Vec<Balance>, ClientError> {
-        self.get("/balances").await
-    }
-
-    /// What the server is (version, pid, addresses, database).
-    pub async fn server(&self) -> Result<ServerView, ClientError> {
-        self.get("/server").await
-    }
-
-    pub async fn list_peers(&self) -> Result<Vec<PeerView>, ClientError> {
-        self.get("/peers").await
-    }
-
-    pub async fn show_peer(&self, name: &str) -> Result<PeerView, ClientError> {
-        self.get(&format!("/peers/{name}")).await
-    }
-
-    /// Grants in `state`, or every grant (`all`), or the open ones.
-    pub async fn list_grants(&self, state: Option<&str>, all: bool) -> Result<Vec<GrantView>, ClientError> {
-        match state {
-            Some(st) => self.get(&format!("/grants?state={st}")).await,
-            None if all => self.get("/grants?all=true").await,
-            None => self.get("/grants").await,
-        }
-    }
-
-    pub async fn show_grant(&self, id: &str) -> Result<GrantView, ClientError> {
-        self.get(&format!("/grants/{id}")).await
-    }
-
-    fn query(f: &PaymentFilter) -> String {
-        let mut parts = Vec::new();
-        for (k, v) in [
-            ("wallet", &f.wallet),
-            ("state", &f.state),
-            ("cursor", &f.cursor),
-            ("q", &f.q),
-        ] {
-            if let Some(v) = v {
-                parts.push(format!(
-                    "{k}={}",
-                    url::form_urlencoded::byte_serialize(v.as_bytes()).collect::<String>()
-                ));
-            }
-        }
-        if let Some(n) = f.first {
-            parts.push(format!("first={n}"));
-        }
-        if parts.is_empty() {
-            String::new()
-        } else {
-            format!("?{}", parts.join("&"))
-        }
-    }
-
-    pub async fn list_incoming(&self, f: &PaymentFilter) -> Result<Listed<IncomingView>, ClientError> {
-        self.get(&format!("/incoming-payments{}", Self::query(f))).await
-    }
-
-    pub async fn show_incoming(&self, id: &str) -> Result<IncomingView, ClientError> {
-        self.get(&format!("/incoming-payments/{id}")).await
-    }
-
-    pub async fn list_outgoing(&self, f: &PaymentFilter) -> Result<Listed<OutgoingView>, ClientError> {
-        self.get(&format!("/outgoing-payments{}", Self::query(f))).await
-    }
-
-    pub async fn show_outgoing(&self, id: &str) -> Result<OutgoingView, ClientError> {
-        self.get(&format!("/outgoing-payments/{id}")).await
-    }
-
-    pub async fn list_quotes(&self, f: &PaymentFilter) -> Result<Listed<QuoteDto>, ClientError> {
-        self.get(&format!("/quotes{}", Self::query(f))).await
-    }
-
-    pub async fn show_quote(&self, id: &str) -> Result<QuoteDto, ClientError> {
-        self.get(&format!("/quotes/{id}")).await
-    }
-
-    /// The server's recent requests, newest first, after request `cursor` (paging).
-    pub async fn list_requests(
-        &self,
-        cursor: Option<&str>,
-        limit: Option<usize>,
-    ) -> Result<Listed<crate::events::requests::RequestSummary>, ClientError> {
-        let mut q = Vec::new();
-        if let Some(c) = cursor {
-            q.push(format!(
-                "cursor={}",
-                url::form_urlencoded::byte_serialize(c.as_bytes()).collect::<String>()
-            ));
-        }
-        if let Some(l) = limit {
-            q.push(format!("limit={l}"));
-        }
-        let query = if q.is_empty() {
-            String::new()
-        } else {
-            format!("?{}", q.join("&"))
-        };
-        self.get(&format!("/requests{query}")).await
-    }
-
-    /// One recent request with its signature report.
-    pub async fn show_request(&self, id: &str) -> Result<crate::events::requests::RequestDetail, ClientError> {
-        self.get(&format!(
-            "/requests/{}",
-            url::form_urlencoded::byte_serialize(id.as_bytes()).collect::<String>()
-        ))
-        .await
-    }
-
-    /// Deliveries newest first, optionally in one state, before sequence number `before` (paging).
-    pub async fn list_webhooks(
-        &self,
-        state: Option<&str>,
-        before: Option<i64>,
-        first: Option<usize>,
-    ) -> Result<Vec<DeliveryRow>, ClientError> {
-        let mut q = Vec::new();
-        if let Some(st) = state {
-            q.push(format!(
-                "state={}",
-                url::form_urlencoded::byte_serialize(st.as_bytes()).collect::<String>()
-            ));
-        }
-        if let Some(b) = before {
-            q.push(format!("before={b}"));
-        }
-        if let Some(n) = first {
-            q.push(format!("first={n}"));
-        }
-        let q = if q.is_empty() {
-            String::new()
-        } else {
-            format!("?{}", q.join("&"))
-        };
-        self.get(&format!("/webhooks{q}")).await
     }
 }
 

@@ -1,9 +1,9 @@
 //! The command line: clap definitions, and the entry points of the operator commands (`wallets`, `keys`,
-//! `deposit`, `withdraw`, `balances`, `grants`, payments, `peers`, `webhooks`), which talk to a running instance through
-//! the admin API — or, when none answers, open the data dir directly and call the same operations
-//! in-process ([`Backend`], [`dispatch!`]); and `backup`, which copies the database file on the server's host
-//! whether or not a server runs. Each noun group's commands live in a submodule; output is a
-//! table, or JSON with `--json`. This module and `main.rs` are the only places allowed to print (never
+//! `deposit`, `withdraw`, `balances`, `grants`, payments, `peers`, `webhooks`), which talk to a running instance
+//! through the admin API — or, when none answers, open the data dir directly and run the same commands and
+//! queries in-process ([`Backend`]: `run(Command)` and `ask(Query)` either way); and `backup`, which copies the
+//! database file on the server's host whether or not a server runs. Each noun group's commands live in a
+//! submodule; output is a table or a card, or JSON with `--json`. This module and `main.rs` are the only places allowed to print (never
 //! while a console owns the terminal). Everything printed for people goes through [`print`], which strips
 //! control characters from every cell and line: grants, payments and peers carry client- and peer-supplied
 //! text. `--json` output is serde's, which escapes control characters.
@@ -665,6 +665,19 @@ impl Backend {
         };
         Ok(T::try_from(outcome)?)
     }
+
+    /// Reads a view from the server or the data dir, whichever this is (errors worded alike).
+    async fn ask(&self, q: control::Query) -> Result<control::Found> {
+        Ok(match self {
+            Self::Remote(c) => c.ask(&q).await.map_err(remote)?,
+            Self::Local(l) => control::answer(&l.state, q).await.map_err(api)?,
+        })
+    }
+
+    /// Reads a view and prints what it found.
+    async fn show(&self, q: control::Query, json: bool) -> Result<()> {
+        print::found(json, &self.ask(q).await?)
+    }
 }
 
 /// The admin token for `--connect`: from `--token-file`, else `OPDESK_ADMIN_TOKEN`.
@@ -726,18 +739,6 @@ fn not_found_hint(cmd: &Command) -> Option<&'static str> {
     })
 }
 
-/// Runs `$remote` on the admin API's client or `$local` on the in-process services, whichever `$backend`
-/// is, and words either error alike.
-macro_rules! dispatch {
-    ($backend:expr, $remote:ident => $r:expr, $local:ident => $l:expr) => {
-        match $backend {
-            $crate::cli::Backend::Remote($remote) => $r.await.map_err($crate::cli::remote),
-            $crate::cli::Backend::Local($local) => $l.await.map_err($crate::cli::api),
-        }
-    };
-}
-use dispatch;
-
 /// Runs an operator command; a command that changes something says on stderr which way it went.
 pub async fn run_operator(cmd: Command, settings: Settings, global: &Global) -> Result<()> {
     let (backend, way) = Backend::connect(&settings, global).await?;
@@ -772,7 +773,7 @@ async fn operate(b: &Backend, cmd: Command, json: bool) -> Result<()> {
         Command::Keys(c) => wallets::keys(b, c, json).await,
         Command::Deposit(m) => wallets::move_funds(b, m, Movement::Deposit, json).await,
         Command::Withdraw(m) => wallets::move_funds(b, m, Movement::Withdrawal, json).await,
-        Command::Balances => wallets::balances(b, json).await,
+        Command::Balances => b.show(control::Query::Balances, json).await,
         Command::Grants(c) => grants::grants(b, c, json).await,
         Command::Incoming(c) => payments::incoming(b, c, json).await,
         Command::Outgoing(c) => payments::outgoing(b, c, json).await,

@@ -25,19 +25,12 @@ use tokio_util::sync::CancellationToken;
 /// Who gives a command (console, CLI, admin API) and the admin request behind it, for the grant's timeline.
 pub use crate::gnap::timeline::{Actor, Cause};
 pub use command::{Command, Outcome, execute};
-pub use funds::move_funds;
-pub use grants::{approve_grant, list_grants, reject_grant, revoke_grant, show_grant};
-pub use keys::{add_key, list_keys, remove_key};
-pub use liquidity::{move_peer_liquidity, settle_peer};
-pub use payments::{
-    cancel_outgoing, complete_incoming, list_incoming, list_outgoing, list_quotes, retry_outgoing, show_incoming,
-    show_outgoing, show_quote,
-};
-pub use peers::{create_peer, ensure_client_wallet, list_peers, remove_peer, show_peer, update_peer};
+pub use liquidity::move_peer_liquidity;
+pub use payments::list_incoming;
+pub use peers::{create_peer, ensure_client_wallet, list_peers, update_peer};
 pub use query::{Found, Query, answer};
-pub use views::{grant_spending, overview, server_view, wallet_summaries};
-pub use wallets::{balances, create_wallet, list_wallets, show_wallet};
-pub use webhooks::{list_webhooks, retry_dead_webhooks, retry_webhook};
+pub use views::{overview, server_view};
+pub use wallets::create_wallet;
 
 use crate::{
     ase::{

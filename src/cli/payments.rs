@@ -1,96 +1,62 @@
-//! Operator commands on payments: `incoming`, `outgoing` and `quotes` (list a page, show one, act on one).
-//! Prints only through [`super::print`].
+//! Operator commands on payments: `incoming`, `outgoing` and `quotes` (list a page, show one, act on one), and
+//! how payments and quotes read for people. Prints only through [`super::print`].
 
 use color_eyre::eyre::Result;
 
 use super::{
-    Backend, IncomingCmd, ListArgs, OutgoingCmd, QuotesCmd, dispatch,
-    print::{emit, page},
+    Backend, IncomingCmd, ListArgs, OutgoingCmd, QuotesCmd,
+    print::{self, Columns, Human, show},
 };
-use crate::control::{self, dto::PaymentFilter};
+use crate::{
+    ase::{incoming::IncomingView, metadata::Metadata, outgoing::OutgoingView, quotes::QuoteDto},
+    control::{Command, Found, Query, dto::PaymentFilter},
+};
 
 /// An id from an id or a resource URL.
 fn id_of(s: &str) -> String {
     s.trim_end_matches('/').rsplit('/').next().unwrap_or(s).to_owned()
 }
 
-/// The admin API's list filter from the list flags.
+/// The list filter from the list flags.
 fn filter(list: ListArgs, state: Option<String>) -> PaymentFilter {
     PaymentFilter {
         wallet: list.wallet,
         state,
         cursor: list.cursor,
         first: list.first,
-        q: None,
-        methods: None,
+        ..PaymentFilter::default()
     }
 }
 
 /// `incoming list|show|complete`.
 pub(super) async fn incoming(b: &Backend, cmd: IncomingCmd, json: bool) -> Result<()> {
-    let one = match cmd {
-        IncomingCmd::List { list, state, reveal } => {
-            let f = filter(list, state);
-            let mut l = dispatch!(b, c => c.list_incoming(&f), l => control::list_incoming(&l.state, f.clone()))?;
-            if !reveal {
-                l.items.iter_mut().for_each(mask_secrets);
-            }
-            return page(
-                json,
-                &l,
-                &["ID", "WALLET", "STATE", "RECEIVED", "EXPECTED", "EXPIRES"],
-                |p| {
-                    vec![
-                        id_of(&p.payment.id),
-                        p.wallet.clone(),
-                        p.state.to_string(),
-                        p.payment.received_amount.to_string(),
-                        p.payment
-                            .incoming_amount
-                            .as_ref()
-                            .map(ToString::to_string)
-                            .unwrap_or_else(|| "open".into()),
-                        p.payment.expires_at.clone().unwrap_or_default(),
-                    ]
-                },
-            );
-        }
-        IncomingCmd::Show { id, reveal } => {
-            let id = id_of(&id);
-            let mut one = dispatch!(b, c => c.show_incoming(&id), l => control::show_incoming(&l.state, &id))?;
-            if !reveal {
-                mask_secrets(&mut one);
-            }
-            one
-        }
+    let (query, reveal) = match cmd {
+        IncomingCmd::List { list, state, reveal } => (
+            Query::Incoming {
+                filter: filter(list, state),
+            },
+            reveal,
+        ),
+        IncomingCmd::Show { id, reveal } => (Query::IncomingPayment { id: id_of(&id) }, reveal),
         IncomingCmd::Complete { id } => {
             let id = id_of(&id);
-            b.run(control::Command::CompleteIncoming { id }).await?
+            return show(json, &b.run::<IncomingView>(Command::CompleteIncoming { id }).await?);
         }
     };
-    emit(json, &one, || {
-        let mut out = format!(
-            "{}  [{}]\n  wallet:   {}\n  received: {} of {}\n  expires:  {}\n  client:   {}\n",
-            one.payment.id,
-            one.state,
-            one.payment.wallet_address,
-            one.payment.received_amount,
-            one.payment
-                .incoming_amount
-                .as_ref()
-                .map(ToString::to_string)
-                .unwrap_or_else(|| "an open amount".into()),
-            one.payment.expires_at.clone().unwrap_or_else(|| "never".into()),
-            one.client.clone().unwrap_or_else(|| "(operator)".into()),
-        );
-        out.push_str(&metadata_line("metadata: ", one.payment.metadata.as_ref()));
-        out
-    })
+    let mut found = b.ask(query).await?;
+    if !reveal {
+        match &mut found {
+            Found::Incoming(l) => l.items.iter_mut().for_each(mask_secrets),
+            Found::IncomingPayment(p) => mask_secrets(p),
+            _ => {}
+        }
+    }
+    print::found(json, &found)
 }
 
 /// Replaces every `sharedSecret` in the payment's `methods` with the request log's masked form (the JSON
 /// keeps its shape; `--reveal` skips this).
-fn mask_secrets(p: &mut crate::ase::incoming::IncomingView) {
+fn mask_secrets(p: &mut IncomingView) {
     for m in p.payment.methods.iter_mut().flatten() {
         if let Some(secret) = m.get_mut("sharedSecret").filter(|s| s.is_string()) {
             *secret = serde_json::Value::String(crate::server::request_log::MASKED.to_owned());
@@ -99,96 +65,126 @@ fn mask_secrets(p: &mut crate::ase::incoming::IncomingView) {
 }
 
 /// The client's metadata as one line of JSON (control characters escaped), if there is any.
-fn metadata_line(label: &str, m: Option<&crate::ase::metadata::Metadata>) -> String {
+fn metadata_line(label: &str, m: Option<&Metadata>) -> String {
     m.map(|m| format!("  {label}{m}\n")).unwrap_or_default()
+}
+
+impl Human for IncomingView {
+    const COLUMNS: Columns<Self> = &[
+        ("ID", |p| id_of(&p.payment.id)),
+        ("WALLET", |p| p.wallet.clone()),
+        ("STATE", |p| p.state.to_string()),
+        ("RECEIVED", |p| p.payment.received_amount.to_string()),
+        ("EXPECTED", |p| {
+            let expected = p.payment.incoming_amount.as_ref();
+            expected.map_or_else(|| "open".into(), ToString::to_string)
+        }),
+        ("EXPIRES", |p| p.payment.expires_at.clone().unwrap_or_default()),
+    ];
+
+    fn card(&self) -> String {
+        let p = &self.payment;
+        let mut out = format!(
+            "{}  [{}]\n  wallet:   {}\n  received: {} of {}\n  expires:  {}\n  client:   {}\n",
+            p.id,
+            self.state,
+            p.wallet_address,
+            p.received_amount,
+            p.incoming_amount
+                .as_ref()
+                .map_or_else(|| "an open amount".into(), ToString::to_string),
+            p.expires_at.clone().unwrap_or_else(|| "never".into()),
+            self.client.clone().unwrap_or_else(|| "(operator)".into()),
+        );
+        out.push_str(&metadata_line("metadata: ", p.metadata.as_ref()));
+        out
+    }
 }
 
 /// `outgoing list|show|cancel|retry`.
 pub(super) async fn outgoing(b: &Backend, cmd: OutgoingCmd, json: bool) -> Result<()> {
-    let one = match cmd {
+    let cmd = match cmd {
         OutgoingCmd::List { list, state } => {
-            let f = filter(list, state);
-            let l = dispatch!(b, c => c.list_outgoing(&f), l => control::list_outgoing(&l.state, f.clone()))?;
-            return page(json, &l, &["ID", "WALLET", "STATE", "SENT", "DEBIT", "FAILURE"], |p| {
-                vec![
-                    id_of(&p.payment.id),
-                    p.wallet.clone(),
-                    p.state.to_string(),
-                    p.payment.sent_amount.to_string(),
-                    p.payment.debit_amount.to_string(),
-                    p.failure_reason.clone().unwrap_or_default(),
-                ]
-            });
+            return b
+                .show(
+                    Query::Outgoing {
+                        filter: filter(list, state),
+                    },
+                    json,
+                )
+                .await;
         }
-        OutgoingCmd::Show { id } => {
-            let id = id_of(&id);
-            dispatch!(b, c => c.show_outgoing(&id), l => control::show_outgoing(&l.state, &id))?
-        }
-        OutgoingCmd::Cancel { id } => {
-            let id = id_of(&id);
-            b.run(control::Command::CancelOutgoing { id }).await?
-        }
-        OutgoingCmd::Retry { id } => {
-            let id = id_of(&id);
-            b.run(control::Command::RetryOutgoing { id }).await?
-        }
+        OutgoingCmd::Show { id } => return b.show(Query::OutgoingPayment { id: id_of(&id) }, json).await,
+        OutgoingCmd::Cancel { id } => Command::CancelOutgoing { id: id_of(&id) },
+        OutgoingCmd::Retry { id } => Command::RetryOutgoing { id: id_of(&id) },
     };
-    emit(json, &one, || {
+    show(json, &b.run::<OutgoingView>(cmd).await?)
+}
+
+impl Human for OutgoingView {
+    const COLUMNS: Columns<Self> = &[
+        ("ID", |p| id_of(&p.payment.id)),
+        ("WALLET", |p| p.wallet.clone()),
+        ("STATE", |p| p.state.to_string()),
+        ("SENT", |p| p.payment.sent_amount.to_string()),
+        ("DEBIT", |p| p.payment.debit_amount.to_string()),
+        ("FAILURE", |p| p.failure_reason.clone().unwrap_or_default()),
+    ];
+
+    fn card(&self) -> String {
+        let p = &self.payment;
         let mut out = format!(
             "{}  [{}]\n  from:      {}\n  to:        {}\n  debit:     {}\n  receive:   {}\n  sent:      {}\n  delivered: {}\n  attempts:  {}\n  created:   {}\n  updated:   {}\n",
-            one.payment.id,
-            one.state,
-            one.payment.wallet_address,
-            one.payment.receiver,
-            one.payment.debit_amount,
-            one.payment.receive_amount,
-            one.payment.sent_amount,
-            one.delivered_amount,
-            one.attempts,
-            one.payment.created_at,
-            one.updated_at,
+            p.id,
+            self.state,
+            p.wallet_address,
+            p.receiver,
+            p.debit_amount,
+            p.receive_amount,
+            p.sent_amount,
+            self.delivered_amount,
+            self.attempts,
+            p.created_at,
+            self.updated_at,
         );
-        if let Some(r) = &one.failure_reason {
-            let label = if one.state.is_sending() {
+        if let Some(r) = &self.failure_reason {
+            let label = if self.state.is_sending() {
                 "waiting:  "
             } else {
                 "failure:  "
             };
-            out.push_str(&format!(
-                "  {label} {r}: {}\n",
-                one.failure_message.clone().unwrap_or_default()
-            ));
+            let message = self.failure_message.as_deref().unwrap_or_default();
+            out.push_str(&format!("  {label} {r}: {message}\n"));
         }
-        out.push_str(&metadata_line("metadata:  ", one.payment.metadata.as_ref()));
+        out.push_str(&metadata_line("metadata:  ", p.metadata.as_ref()));
         out
-    })
+    }
 }
 
 /// `quotes list|show`.
 pub(super) async fn quotes(b: &Backend, cmd: QuotesCmd, json: bool) -> Result<()> {
-    let one = match cmd {
-        QuotesCmd::List { list } => {
-            let f = filter(list, None);
-            let l = dispatch!(b, c => c.list_quotes(&f), l => control::list_quotes(&l.state, f.clone()))?;
-            return page(json, &l, &["ID", "WALLET", "DEBIT", "RECEIVE", "EXPIRES"], |q| {
-                vec![
-                    id_of(&q.id),
-                    id_of(&q.wallet_address),
-                    q.debit_amount.to_string(),
-                    q.receive_amount.to_string(),
-                    q.expires_at.clone(),
-                ]
-            });
-        }
-        QuotesCmd::Show { id } => {
-            let id = id_of(&id);
-            dispatch!(b, c => c.show_quote(&id), l => control::show_quote(&l.state, &id))?
-        }
+    let query = match cmd {
+        QuotesCmd::List { list } => Query::Quotes {
+            filter: filter(list, None),
+        },
+        QuotesCmd::Show { id } => Query::Quote { id: id_of(&id) },
     };
-    emit(json, &one, || {
+    b.show(query, json).await
+}
+
+impl Human for QuoteDto {
+    const COLUMNS: Columns<Self> = &[
+        ("ID", |q| id_of(&q.id)),
+        ("WALLET", |q| id_of(&q.wallet_address)),
+        ("DEBIT", |q| q.debit_amount.to_string()),
+        ("RECEIVE", |q| q.receive_amount.to_string()),
+        ("EXPIRES", |q| q.expires_at.clone()),
+    ];
+
+    fn card(&self) -> String {
         format!(
             "{}\n  from:    {}\n  to:      {}\n  debit:   {}\n  receive: {}\n  expires: {}\n",
-            one.id, one.wallet_address, one.receiver, one.debit_amount, one.receive_amount, one.expires_at
+            self.id, self.wallet_address, self.receiver, self.debit_amount, self.receive_amount, self.expires_at
         )
-    })
+    }
 }

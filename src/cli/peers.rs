@@ -5,13 +5,13 @@
 use color_eyre::eyre::Result;
 
 use super::{
-    Backend, LiquidityAction, OneLine, PeersCmd, SettleDirection, dispatch,
-    print::{emit, list},
+    Backend, LiquidityAction, OneLine, PeersCmd, SettleDirection,
+    print::{Columns, Human, emit, show},
 };
 use crate::{
     ase::{liquidity::Direction, peers::PeerPatch},
     control::{
-        self,
+        Command, Query,
         dto::{LiquidityMove, NewPeer, NewSettlement, PeerMoved, PeerView},
     },
     money::{Value, format_minor},
@@ -20,59 +20,8 @@ use crate::{
 /// `peers list|show|add|update|remove`.
 pub(super) async fn peers(b: &Backend, cmd: PeersCmd, json: bool) -> Result<()> {
     match cmd {
-        PeersCmd::List => {
-            let ps = dispatch!(b, c => c.list_peers(), l => control::list_peers(&l.state))?;
-            list(
-                json,
-                &ps,
-                &[
-                    "NAME",
-                    "ASSET",
-                    "SOURCE",
-                    "RECEIVES",
-                    "SENDS TO",
-                    "ROUTES",
-                    "BALANCE",
-                    "LIQUIDITY",
-                    "AVAILABLE",
-                    "CREDIT",
-                ],
-                |p| {
-                    vec![
-                        p.name.clone(),
-                        format!("{}/{}", p.asset_code, p.asset_scale),
-                        p.source.clone(),
-                        if p.receives {
-                            format!(
-                                "yes ({} token{})",
-                                p.incoming_tokens,
-                                if p.incoming_tokens == 1 { "" } else { "s" }
-                            )
-                        } else {
-                            "no".into()
-                        },
-                        p.outgoing_endpoint.clone().unwrap_or_default(),
-                        p.routes.join(","),
-                        format_minor(p.peer_account_balance.into(), p.asset_scale),
-                        format_minor(p.liquidity.into(), p.asset_scale),
-                        p.available_to_send
-                            .map_or_else(|| "-".into(), |a| format_minor(a.into(), p.asset_scale)),
-                        match p.credit_limit {
-                            Some(l) => format!(
-                                "{}/{}",
-                                format_minor(p.credit_used.into(), p.asset_scale),
-                                format_minor(l.into(), p.asset_scale)
-                            ),
-                            None => format!("{}/-", format_minor(p.credit_used.into(), p.asset_scale)),
-                        },
-                    ]
-                },
-            )
-        }
-        PeersCmd::Show { name } => {
-            let p = dispatch!(b, c => c.show_peer(&name), l => control::show_peer(&l.state, &name))?;
-            emit(json, &p, || peer_text(&p))
-        }
+        PeersCmd::List => b.show(Query::Peers, json).await,
+        PeersCmd::Show { name } => b.show(Query::Peer { name }, json).await,
         PeersCmd::Add {
             name,
             asset,
@@ -91,8 +40,7 @@ pub(super) async fn peers(b: &Backend, cmd: PeersCmd, json: bool) -> Result<()> 
                 routes: fields.route,
                 max_packet_amount: fields.max_packet_amount,
             };
-            let p: PeerView = b.run(control::Command::CreatePeer(body)).await?;
-            emit(json, &p, || peer_text(&p))
+            show(json, &b.run::<PeerView>(Command::CreatePeer(body)).await?)
         }
         PeersCmd::Update {
             name,
@@ -103,43 +51,21 @@ pub(super) async fn peers(b: &Backend, cmd: PeersCmd, json: bool) -> Result<()> 
             credit_limit,
             no_credit_limit,
         } => {
-            let credit_limit = if no_credit_limit {
-                Some(None)
-            } else {
-                credit_limit.as_deref().map(minor).transpose()?.map(Some)
-            };
             let patch = PeerPatch {
-                credit_limit,
-                ilp_address: if no_ilp_address {
-                    Some(None)
-                } else {
-                    fields.ilp_address.map(Some)
-                },
+                credit_limit: set_or_clear(no_credit_limit, credit_limit.as_deref().map(minor).transpose()?),
+                ilp_address: set_or_clear(no_ilp_address, fields.ilp_address),
                 incoming_tokens: (!fields.incoming_tokens.is_empty()).then_some(fields.incoming_tokens),
                 generate_incoming_token: fields.generate_incoming_token,
-                outgoing_endpoint: if no_outgoing {
-                    Some(None)
-                } else {
-                    fields.outgoing_endpoint.map(Some)
-                },
-                outgoing_token: if no_outgoing {
-                    Some(None)
-                } else {
-                    fields.outgoing_token.map(Some)
-                },
+                outgoing_endpoint: set_or_clear(no_outgoing, fields.outgoing_endpoint),
+                outgoing_token: set_or_clear(no_outgoing, fields.outgoing_token),
                 routes: if no_outgoing {
                     Some(Vec::new())
                 } else {
                     (!fields.route.is_empty()).then_some(fields.route)
                 },
-                max_packet_amount: if no_max_packet_amount {
-                    Some(None)
-                } else {
-                    fields.max_packet_amount.map(Some)
-                },
+                max_packet_amount: set_or_clear(no_max_packet_amount, fields.max_packet_amount),
             };
-            let p: PeerView = b.run(control::Command::UpdatePeer { name, patch }).await?;
-            emit(json, &p, || peer_text(&p))
+            show(json, &b.run::<PeerView>(Command::UpdatePeer { name, patch }).await?)
         }
         PeersCmd::Liquidity {
             name,
@@ -148,30 +74,21 @@ pub(super) async fn peers(b: &Backend, cmd: PeersCmd, json: bool) -> Result<()> 
             id,
         } => {
             let value = minor(&amount)?;
-            let body = match action {
-                LiquidityAction::Deposit => LiquidityMove {
-                    deposit: Some(value),
-                    withdraw: None,
-                    transfer_id: id,
-                },
-                LiquidityAction::Withdraw => LiquidityMove {
-                    deposit: None,
-                    withdraw: Some(value),
-                    transfer_id: id,
-                },
+            let deposit = action == LiquidityAction::Deposit;
+            let body = LiquidityMove {
+                deposit: deposit.then_some(value),
+                withdraw: (!deposit).then_some(value),
+                transfer_id: id,
             };
             let moved: PeerMoved = b
-                .run(control::Command::MovePeerLiquidity {
+                .run(Command::MovePeerLiquidity {
                     peer: name,
                     liquidity: body,
                 })
                 .await?;
             let p = &moved.peer;
             emit(json, &moved, || {
-                let verb = match action {
-                    LiquidityAction::Deposit => "deposited",
-                    LiquidityAction::Withdraw => "withdrew",
-                };
+                let verb = if deposit { "deposited" } else { "withdrew" };
                 format!(
                     "{verb} {} {} for peer {}: liquidity {}, owed {}, available to send {}\n",
                     format_minor(moved.transfer.amount.into(), p.asset_scale),
@@ -198,7 +115,7 @@ pub(super) async fn peers(b: &Backend, cmd: PeersCmd, json: bool) -> Result<()> 
                 id,
             };
             let moved: PeerMoved = b
-                .run(control::Command::SettlePeer {
+                .run(Command::SettlePeer {
                     peer: name,
                     settlement: body,
                 })
@@ -220,12 +137,17 @@ pub(super) async fn peers(b: &Backend, cmd: PeersCmd, json: bool) -> Result<()> 
             })
         }
         PeersCmd::Remove { name } => {
-            b.run::<()>(control::Command::RemovePeer { name: name.clone() }).await?;
+            b.run::<()>(Command::RemovePeer { name: name.clone() }).await?;
             emit(json, &serde_json::json!({ "removed": name }), || {
                 format!("removed peer {name}\n")
             })
         }
     }
+}
+
+/// A patch field: cleared (`--no-…`), set to the flag's value, or left as it is (no flag).
+fn set_or_clear<T>(clear: bool, value: Option<T>) -> Option<Option<T>> {
+    if clear { Some(None) } else { value.map(Some) }
 }
 
 /// An amount argument: whole minor units of the link's asset.
@@ -262,40 +184,72 @@ fn position_words(p: &PeerView) -> String {
     }
 }
 
-/// One peer, for people; a generated token is printed once, with what to do with it.
-fn peer_text(p: &PeerView) -> String {
-    let mut out = format!(
-        "{} ({})\n  asset:           {}/{}\n  ILP address:     {}\n  incoming tokens: {}\n  sends to:        {}\n  routes:          {}\n  max packet:      {}\n  balance:         {}\n",
-        p.name,
-        p.source,
-        p.asset_code,
-        p.asset_scale,
-        p.ilp_address.as_deref().unwrap_or("-"),
-        p.incoming_tokens,
-        p.outgoing_endpoint.as_deref().unwrap_or("-"),
-        if p.routes.is_empty() {
-            "-".into()
-        } else {
-            p.routes.join(", ")
-        },
-        p.max_packet_amount.map_or_else(|| "no limit".into(), |m| m.to_string()),
-        format_minor(p.peer_account_balance.into(), p.asset_scale),
-    );
-    out.push_str(&format!(
-        "  position:        {} ({})\n  liquidity:       {}\n  in flight:       {}\n  available:       {}\n  credit limit:    {}\n  credit used:     {}\n",
-        format_minor(p.position.into(), p.asset_scale),
-        position_words(p),
-        format_minor(p.liquidity.into(), p.asset_scale),
-        format_minor(p.in_flight.into(), p.asset_scale),
-        available(p),
-        p.credit_limit
-            .map_or_else(|| "no limit".into(), |l| format_minor(l.into(), p.asset_scale)),
-        format_minor(p.credit_used.into(), p.asset_scale),
-    ));
-    for t in &p.generated_incoming_tokens {
+impl Human for PeerView {
+    const COLUMNS: Columns<Self> = &[
+        ("NAME", |p| p.name.clone()),
+        ("ASSET", |p| format!("{}/{}", p.asset_code, p.asset_scale)),
+        ("SOURCE", |p| p.source.clone()),
+        ("RECEIVES", |p| {
+            let s = if p.incoming_tokens == 1 { "" } else { "s" };
+            if p.receives {
+                format!("yes ({} token{s})", p.incoming_tokens)
+            } else {
+                "no".into()
+            }
+        }),
+        ("SENDS TO", |p| p.outgoing_endpoint.clone().unwrap_or_default()),
+        ("ROUTES", |p| p.routes.join(",")),
+        ("BALANCE", |p| {
+            format_minor(p.peer_account_balance.into(), p.asset_scale)
+        }),
+        ("LIQUIDITY", |p| format_minor(p.liquidity.into(), p.asset_scale)),
+        ("AVAILABLE", |p| {
+            let available = p.available_to_send.map(|a| format_minor(a.into(), p.asset_scale));
+            available.unwrap_or_else(|| "-".into())
+        }),
+        ("CREDIT", |p| {
+            let limit = p.credit_limit.map(|l| format_minor(l.into(), p.asset_scale));
+            let used = format_minor(p.credit_used.into(), p.asset_scale);
+            format!("{used}/{}", limit.unwrap_or_else(|| "-".into()))
+        }),
+    ];
+
+    /// One peer; a generated token is printed once, with what to do with it.
+    fn card(&self) -> String {
+        let p = self;
+        let mut out = format!(
+            "{} ({})\n  asset:           {}/{}\n  ILP address:     {}\n  incoming tokens: {}\n  sends to:        {}\n  routes:          {}\n  max packet:      {}\n  balance:         {}\n",
+            p.name,
+            p.source,
+            p.asset_code,
+            p.asset_scale,
+            p.ilp_address.as_deref().unwrap_or("-"),
+            p.incoming_tokens,
+            p.outgoing_endpoint.as_deref().unwrap_or("-"),
+            if p.routes.is_empty() {
+                "-".into()
+            } else {
+                p.routes.join(", ")
+            },
+            p.max_packet_amount.map_or_else(|| "no limit".into(), |m| m.to_string()),
+            format_minor(p.peer_account_balance.into(), p.asset_scale),
+        );
         out.push_str(&format!(
-            "  generated incoming token (shown once; the peer sends it as its bearer token to our /ilp):\n    {t}\n"
+            "  position:        {} ({})\n  liquidity:       {}\n  in flight:       {}\n  available:       {}\n  credit limit:    {}\n  credit used:     {}\n",
+            format_minor(p.position.into(), p.asset_scale),
+            position_words(p),
+            format_minor(p.liquidity.into(), p.asset_scale),
+            format_minor(p.in_flight.into(), p.asset_scale),
+            available(p),
+            p.credit_limit
+                .map_or_else(|| "no limit".into(), |l| format_minor(l.into(), p.asset_scale)),
+            format_minor(p.credit_used.into(), p.asset_scale),
         ));
+        for t in &p.generated_incoming_tokens {
+            out.push_str(&format!(
+                "  generated incoming token (shown once; the peer sends it as its bearer token to our /ilp):\n    {t}\n"
+            ));
+        }
+        out
     }
-    out
 }

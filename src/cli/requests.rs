@@ -9,71 +9,62 @@ use http::{HeaderMap, HeaderName, HeaderValue, Method};
 
 use super::{
     Backend, OneLine, RequestsCmd, SigExplainArgs,
-    print::{emit, page},
+    print::{Columns, Human, emit},
 };
 use crate::{
-    control::dto::Listed,
+    control::Query,
     egress::{self, Egress},
-    events::requests::{RequestDetail, SignatureReport},
+    events::requests::{RequestDetail, RequestSummary, SignatureReport},
     httpsig::{self, Jwks, KeyOutcome, Policy},
 };
 
 /// `requests list|show`: through the running server only, since the log lives in its memory.
 pub(super) async fn requests(b: &Backend, cmd: RequestsCmd, json: bool) -> Result<()> {
-    let Backend::Remote(c) = b else {
+    if let Backend::Local(_) = b {
         return Err(OneLine::new(
             "the request log lives in the running server's memory, and no server holds this data dir",
         )
         .hint("start `opdesk serve` or the console, or give --connect")
         .into());
-    };
-    match cmd {
-        RequestsCmd::List { cursor, limit } => {
-            let listed: Listed<_> = c
-                .list_requests(cursor.as_deref(), Some(limit))
-                .await
-                .map_err(super::remote)?;
-            page(
-                json,
-                &listed,
-                &["ID", "AT", "METHOD", "PATH", "STATUS", "LATENCY", "CLIENT", "SIG"],
-                |r| {
-                    vec![
-                        r.id.clone(),
-                        r.received_at.clone(),
-                        r.method.clone(),
-                        r.path.clone(),
-                        r.status.to_string(),
-                        format!("{:.1} ms", r.latency_us as f64 / 1000.0),
-                        r.client.clone().unwrap_or_default(),
-                        r.signature.clone().unwrap_or_default(),
-                    ]
-                },
-            )
-        }
-        RequestsCmd::Show { id } => {
-            let d = c.show_request(&id).await.map_err(super::remote)?;
-            emit(json, &d, || detail_text(&d))
-        }
     }
+    let query = match cmd {
+        RequestsCmd::List { cursor, limit } => Query::Requests { cursor, limit },
+        RequestsCmd::Show { id } => Query::Request { id },
+    };
+    b.show(query, json).await
 }
 
-fn detail_text(d: &RequestDetail) -> String {
-    let s = &d.summary;
-    let mut out = format!("request {}\n", s.id);
-    let _ = writeln!(out, "  {} {} → {}", s.method, s.path, s.status);
-    let _ = writeln!(out, "  at         {}", s.received_at);
-    let _ = writeln!(out, "  latency    {:.2} ms", s.latency_us as f64 / 1000.0);
-    let _ = writeln!(out, "  client     {}", s.client.as_deref().unwrap_or("(unsigned)"));
-    let _ = writeln!(out, "  signature  {}", s.signature.as_deref().unwrap_or("(none)"));
-    match &d.report {
-        Some(r) => {
-            out.push('\n');
-            out.push_str(&report_text(r));
+impl Human for RequestSummary {
+    const COLUMNS: Columns<Self> = &[
+        ("ID", |r| r.id.clone()),
+        ("AT", |r| r.received_at.clone()),
+        ("METHOD", |r| r.method.clone()),
+        ("PATH", |r| r.path.clone()),
+        ("STATUS", |r| r.status.to_string()),
+        ("LATENCY", |r| format!("{:.1} ms", r.latency_us as f64 / 1000.0)),
+        ("CLIENT", |r| r.client.clone().unwrap_or_default()),
+        ("SIG", |r| r.signature.clone().unwrap_or_default()),
+    ];
+}
+
+impl Human for RequestDetail {
+    fn card(&self) -> String {
+        let s = &self.summary;
+        let mut out = format!("request {}\n", s.id);
+        let _ = writeln!(out, "  {} {} → {}", s.method, s.path, s.status);
+        let _ = writeln!(out, "  at         {}", s.received_at);
+        let _ = writeln!(out, "  latency    {:.2} ms", s.latency_us as f64 / 1000.0);
+        let _ = writeln!(out, "  client     {}", s.client.as_deref().unwrap_or("(unsigned)"));
+        let _ = writeln!(out, "  signature  {}", s.signature.as_deref().unwrap_or("(none)"));
+        match &self.report {
+            Some(r) => {
+                out.push('\n');
+                out.push_str(&report_text(r));
+            }
+            None => out.push_str("\nnot a signed request: nothing to explain\n"),
         }
-        None => out.push_str("\nnot a signed request: nothing to explain\n"),
+        out
     }
-    out
 }
 
 /// A report for people: Components, Parameters, Key, Digest, Signature base (verbatim), Verdict.

@@ -1,5 +1,6 @@
 //! Operator commands on wallet addresses and their money: `wallets`, `keys`, `deposit`, `withdraw` and
-//! `balances`. Prints only through [`super::print`].
+//! `balances` (which is a query: `super::operate` asks it), and how wallets, keys and balances read for people.
+//! Prints only through [`super::print`].
 
 use std::path::PathBuf;
 
@@ -7,14 +8,15 @@ use clap::Subcommand;
 use color_eyre::eyre::{Result, WrapErr, eyre};
 
 use super::{
-    Backend, MoveArgs, OneLine, dispatch,
-    print::{emit, list, table},
+    Backend, MoveArgs, OneLine,
+    print::{Columns, Human, emit, table},
 };
 use crate::{
     control::{
-        self,
-        dto::{AddKey, CreateWallet, KeyAdded, Move, Moved},
+        self, Query,
+        dto::{AddKey, CreateWallet, KeyAdded, Move, Moved, WalletDetail},
     },
+    httpsig::jwk::{Jwk, Jwks},
     ledger::{Balance, Movement},
     money::{Asset, Value, format_minor},
     wallet::Wallet,
@@ -69,18 +71,8 @@ pub enum KeysCmd {
 /// `wallets list|create|show|public-name`.
 pub(super) async fn wallets(b: &Backend, cmd: WalletsCmd, json: bool) -> Result<()> {
     match cmd {
-        WalletsCmd::List => {
-            let ws = dispatch!(b, c => c.list_wallets(), l => control::list_wallets(&l.state))?;
-            list(json, &ws, &["NAME", "ASSET", "URL", "PUBLIC NAME", "DEMO"], |w| {
-                vec![
-                    w.name.clone(),
-                    format!("{}/{}", w.asset_code, w.asset_scale),
-                    w.url.clone(),
-                    w.public_name.clone().unwrap_or_default(),
-                    if w.demo { "demo".into() } else { String::new() },
-                ]
-            })
-        }
+        WalletsCmd::List => b.show(Query::WalletAddresses, json).await,
+        WalletsCmd::Show { name } => b.show(Query::Wallet { name }, json).await,
         WalletsCmd::Create {
             name,
             asset,
@@ -118,41 +110,13 @@ pub(super) async fn wallets(b: &Backend, cmd: WalletsCmd, json: bool) -> Result<
                 None => format!("{} shows no public name\n", w.url),
             })
         }
-        WalletsCmd::Show { name } => {
-            let d = dispatch!(b, c => c.show_wallet(&name), l => control::show_wallet(&l.state, &name))?;
-            emit(json, &d, || {
-                let mut out = format!(
-                    "{}\n  asset:     {}/{}\n  balance:   {}\n  available: {}\n  keys:\n",
-                    d.wallet.url,
-                    d.wallet.asset_code,
-                    d.wallet.asset_scale,
-                    money(d.balance.balance, &d.balance),
-                    money(d.balance.available, &d.balance),
-                );
-                for k in &d.keys {
-                    out.push_str(&format!("    {}\n", k.kid));
-                }
-                out
-            })
-        }
     }
 }
 
 /// `keys list|add|generate|remove`.
 pub(super) async fn keys(b: &Backend, cmd: KeysCmd, json: bool) -> Result<()> {
     match cmd {
-        KeysCmd::List { wallet } => {
-            let ks = dispatch!(b, c => c.list_keys(&wallet), l => control::list_keys(&l.state, &wallet))?;
-            emit(json, &ks, || {
-                table(
-                    &["KID", "ALG", "X"],
-                    ks.keys
-                        .iter()
-                        .map(|k| vec![k.kid.clone(), k.alg.clone(), k.x.clone()])
-                        .collect(),
-                )
-            })
-        }
+        KeysCmd::List { wallet } => b.show(Query::Keys { wallet }, json).await,
         KeysCmd::Add { wallet, jwk } => {
             let text = if jwk == "-" {
                 let mut text = String::new();
@@ -222,29 +186,6 @@ pub(super) async fn keys(b: &Backend, cmd: KeysCmd, json: bool) -> Result<()> {
     }
 }
 
-/// `balances`: every account.
-pub(super) async fn balances(b: &Backend, json: bool) -> Result<()> {
-    let bs = dispatch!(b, c => c.balances(), l => control::balances(&l.state))?;
-    list(
-        json,
-        &bs,
-        &["ACCOUNT", "KIND", "ASSET", "BALANCE", "RESERVED", "AVAILABLE"],
-        |x| {
-            vec![
-                x.wallet.clone().unwrap_or_else(|| match &x.peer {
-                    Some(peer) => format!("(peer {peer})"),
-                    None => format!("({})", x.kind),
-                }),
-                x.kind.clone(),
-                format!("{}/{}", x.asset_code, x.asset_scale),
-                format_minor(x.balance.into(), x.asset_scale),
-                format_minor(x.pending_debits.into(), x.asset_scale),
-                format_minor(x.available.into(), x.asset_scale),
-            ]
-        },
-    )
-}
-
 /// `deposit` and `withdraw`: money between a wallet and the settlement account.
 pub(super) async fn move_funds(b: &Backend, m: MoveArgs, movement: Movement, json: bool) -> Result<()> {
     let value = Value::parse(&m.amount).map_err(|_| {
@@ -280,6 +221,64 @@ pub(super) async fn move_funds(b: &Backend, m: MoveArgs, movement: Movement, jso
             money(moved.balance.balance, &moved.balance)
         )
     })
+}
+
+impl Human for Wallet {
+    const COLUMNS: Columns<Self> = &[
+        ("NAME", |w| w.name.clone()),
+        ("ASSET", |w| format!("{}/{}", w.asset_code, w.asset_scale)),
+        ("URL", |w| w.url.clone()),
+        ("PUBLIC NAME", |w| w.public_name.clone().unwrap_or_default()),
+        ("DEMO", |w| if w.demo { "demo".into() } else { String::new() }),
+    ];
+}
+
+impl Human for WalletDetail {
+    fn card(&self) -> String {
+        let (w, b) = (&self.wallet, &self.balance);
+        let mut out = format!(
+            "{}\n  asset:     {}/{}\n  balance:   {}\n  available: {}\n  keys:\n",
+            w.url,
+            w.asset_code,
+            w.asset_scale,
+            money(b.balance, b),
+            money(b.available, b),
+        );
+        for k in &self.keys {
+            out.push_str(&format!("    {}\n", k.kid));
+        }
+        out
+    }
+}
+
+impl Human for Jwk {
+    const COLUMNS: Columns<Self> = &[
+        ("KID", |k| k.kid.clone()),
+        ("ALG", |k| k.alg.clone()),
+        ("X", |k| k.x.clone()),
+    ];
+}
+
+impl Human for Jwks {
+    fn card(&self) -> String {
+        table(&self.keys)
+    }
+}
+
+impl Human for Balance {
+    const COLUMNS: Columns<Self> = &[
+        ("ACCOUNT", |x| {
+            x.wallet.clone().unwrap_or_else(|| match &x.peer {
+                Some(peer) => format!("(peer {peer})"),
+                None => format!("({})", x.kind),
+            })
+        }),
+        ("KIND", |x| x.kind.clone()),
+        ("ASSET", |x| format!("{}/{}", x.asset_code, x.asset_scale)),
+        ("BALANCE", |x| format_minor(x.balance.into(), x.asset_scale)),
+        ("RESERVED", |x| format_minor(x.pending_debits.into(), x.asset_scale)),
+        ("AVAILABLE", |x| format_minor(x.available.into(), x.asset_scale)),
+    ];
 }
 
 /// `v` minor units in the balance's asset, for people.

@@ -1,63 +1,70 @@
-//! Operator commands on webhook deliveries (`webhooks list|retry`). Prints only through [`super::print`].
+//! Operator commands on webhook deliveries (`webhooks list|retry`) and how a delivery reads for people. Prints
+//! only through [`super::print`].
 
 use color_eyre::eyre::Result;
 
 use super::{
-    Backend, WebhooksCmd, dispatch,
-    print::{emit, list},
+    Backend, WebhooksCmd,
+    print::{Columns, Human, emit, show},
 };
-use crate::{control, states::DeliveryState, webhooks::DeliveryRow};
+use crate::{
+    control::{Command, Query},
+    states::DeliveryState,
+    webhooks::DeliveryRow,
+};
 
-fn delivery_text(d: &DeliveryRow) -> String {
-    let mut out = format!(
-        "event {} ({}, id {})  [{}]\n  attempts: {}, next: {}\n",
-        d.event_seq, d.kind, d.event_id, d.state, d.attempts, d.next_attempt_at
-    );
-    if let Some(e) = &d.last_error {
-        out.push_str(&format!("  last error: {e}\n"));
+impl Human for DeliveryRow {
+    const COLUMNS: Columns<Self> = &[
+        ("EVENT", |d| d.event_seq.to_string()),
+        ("TYPE", |d| d.kind.clone()),
+        ("STATE", |d| d.state.to_string()),
+        ("ATTEMPTS", |d| d.attempts.to_string()),
+        ("NEXT ATTEMPT", |d| {
+            if d.state == DeliveryState::Pending {
+                d.next_attempt_at.clone()
+            } else {
+                "-".into()
+            }
+        }),
+        ("LAST ERROR", |d| d.last_error.clone().unwrap_or_else(|| "-".into())),
+    ];
+
+    fn card(&self) -> String {
+        let mut out = format!(
+            "event {} ({}, id {})  [{}]\n  attempts: {}, next: {}\n",
+            self.event_seq, self.kind, self.event_id, self.state, self.attempts, self.next_attempt_at
+        );
+        if let Some(e) = &self.last_error {
+            out.push_str(&format!("  last error: {e}\n"));
+        }
+        out
     }
-    out
 }
 
 /// `webhooks list|retry`.
 pub(super) async fn webhooks(b: &Backend, cmd: WebhooksCmd, json: bool) -> Result<()> {
     match cmd {
         WebhooksCmd::List { state, first } => {
-            let ds = dispatch!(
-                b,
-                c => c.list_webhooks(state.as_deref(), None, first),
-                l => control::list_webhooks(&l.state, state.clone(), None, first)
-            )?;
-            list(
-                json,
-                &ds,
-                &["EVENT", "TYPE", "STATE", "ATTEMPTS", "NEXT ATTEMPT", "LAST ERROR"],
-                |d| {
-                    vec![
-                        d.event_seq.to_string(),
-                        d.kind.clone(),
-                        d.state.to_string(),
-                        d.attempts.to_string(),
-                        if d.state == DeliveryState::Pending {
-                            d.next_attempt_at.clone()
-                        } else {
-                            "-".into()
-                        },
-                        d.last_error.clone().unwrap_or_else(|| "-".into()),
-                    ]
+            let first = first.unwrap_or(50);
+            b.show(
+                Query::Webhooks {
+                    state,
+                    before: None,
+                    first,
                 },
+                json,
             )
+            .await
         }
         WebhooksCmd::Retry { dead: true, .. } => {
-            let n: usize = b.run(control::Command::RetryDeadWebhooks).await?;
+            let n: usize = b.run(Command::RetryDeadWebhooks).await?;
             emit(json, &serde_json::json!({ "retried": n }), || {
                 format!("{n} dead deliveries will be sent again\n")
             })
         }
         WebhooksCmd::Retry { seq, .. } => {
             let seq = seq.unwrap_or_default();
-            let d: DeliveryRow = b.run(control::Command::RetryWebhook { seq }).await?;
-            emit(json, &d, || delivery_text(&d))
+            show(json, &b.run::<DeliveryRow>(Command::RetryWebhook { seq }).await?)
         }
     }
 }

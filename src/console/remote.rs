@@ -121,7 +121,9 @@ fn desk_error(e: ClientError) -> DeskError {
 }
 
 async fn server_info(client: &AdminClient) -> Answer<ServerInfo> {
-    let v = client.server().await.map_err(desk_error)?;
+    let Found::Server(v) = client.ask(&Query::Server).await.map_err(desk_error)? else {
+        return Err(DeskError::Refused("an unexpected answer".into()));
+    };
     let attached = Attached {
         url: client.url().to_owned(),
         pid: Some(v.pid),

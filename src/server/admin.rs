@@ -1,12 +1,13 @@
 //! The operator API under `/admin`: served only to loopback peers presenting the bearer token kept in the
-//! data dir. Handlers are thin calls into the command layer ([`crate::control`]) the CLI and the console use
-//! too; `crate::admin` is the typed HTTP client the CLI drives it with (bodies in `control::dto`).
+//! data dir. `POST /admin/commands` and `/admin/queries` carry the command layer's [`Command`]s and [`Query`]s
+//! ([`crate::control`]), which the CLI and the console use too; every other path but the event stream is a thin
+//! table onto one of them. `crate::admin` is the typed HTTP client the CLI and attached consoles drive it with.
 
 use std::net::SocketAddr;
 
 use axum::{
     Router,
-    extract::{ConnectInfo, Path, Query, Request, State},
+    extract::{ConnectInfo, Path, Query as Params, Request, State},
     http::{HeaderValue, StatusCode, header},
     middleware::{self, Next},
     response::{
@@ -18,8 +19,8 @@ use axum::{
 
 use crate::{
     control::{
-        self, Command,
-        dto::{AddKey, CreateWallet, GrantFilter, LiquidityMove, Move, NewPeer, NewSettlement, PaymentFilter, Reject},
+        self, Command, Found, Query,
+        dto::{GrantFilter, Reject},
     },
     gnap::timeline::{ACTOR_HEADER, Actor, Cause},
     server::{error::ApiError, extract::Json, request_log::RequestId, state::AppState},
@@ -45,71 +46,199 @@ async fn run_command(s: State<AppState>, Caller(by): Caller, Json(cmd): Json<Com
     Ok(Json(control::execute(&s, cmd, by).await?).into_response())
 }
 
-/// `POST /admin/queries`: reads one [`control::Query`] and answers what it found (`{"found", "value"}`). What
-/// attached consoles send.
-async fn run_query(s: State<AppState>, Json(q): Json<control::Query>) -> Result<Response, ApiError> {
-    Ok(Json(control::answer(&s, q).await?).into_response())
+/// `POST /admin/queries`: reads one [`Query`] and answers what it found (`{"found", "value"}`). What attached
+/// consoles and the CLI send.
+async fn run_query(State(s): State<AppState>, Json(q): Json<Query>) -> Result<Response, ApiError> {
+    Ok(Json(answer(&s, q).await?).into_response())
+}
+
+/// Answers a query: the recent requests here (the log lives in this server's memory), the rest in the
+/// command layer.
+async fn answer(s: &AppState, q: Query) -> Result<Found, ApiError> {
+    Ok(match q {
+        Query::Requests { cursor, limit } => {
+            let (items, next_cursor) = s.request_log.list(cursor.as_deref(), limit.min(1000));
+            Found::Requests(control::dto::Listed { items, next_cursor })
+        }
+        Query::Request { id } => Found::Request(Box::new(s.request_log.detail(&id).ok_or_else(|| {
+            ApiError::not_found(format!(
+                "no request {id} in the server's recent requests (it keeps the last {})",
+                s.settings.server.request_log_size
+            ))
+        })?)),
+        q => control::answer(s, q).await?,
+    })
+}
+
+/// A REST path onto a query: what it found, the payload alone.
+async fn read(State(s): State<AppState>, q: Query) -> Result<Response, ApiError> {
+    let body = answer(&s, q).await?.body().map_err(|e| ApiError::internal(&e))?;
+    Ok(json(StatusCode::OK, body))
 }
 
 /// A REST path onto a command: the outcome's own body, `201 Created` for what the command creates, `204 No
 /// Content` when it has nothing to show.
-async fn command(s: &AppState, Caller(by): Caller, cmd: Command) -> Result<Response, ApiError> {
+async fn command(State(s): State<AppState>, Caller(by): Caller, cmd: Command) -> Result<Response, ApiError> {
     let status = if cmd.creates() {
         StatusCode::CREATED
     } else {
         StatusCode::OK
     };
-    Ok(match control::execute(s, cmd, by).await?.body() {
-        Some(json) => (
-            status,
-            [(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))],
-            json,
-        )
-            .into_response(),
+    Ok(match control::execute(&s, cmd, by).await?.body() {
+        Some(body) => json(status, body),
         None => StatusCode::NO_CONTENT.into_response(),
     })
 }
 
-/// Admin routes (nested under `/admin`), guarded by loopback + bearer token.
+fn json(status: StatusCode, body: String) -> Response {
+    let content_type = [(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))];
+    (status, content_type, body).into_response()
+}
+
+type S = State<AppState>;
+type Id = Path<String>;
+
+/// Admin routes (nested under `/admin`), guarded by loopback + bearer token. Besides `/commands` and
+/// `/queries`, each path is a [`read`] of one query or a [`command`]: a table, nothing more.
 pub fn routes(state: AppState) -> Router<AppState> {
+    use Command as C;
+    use Query as Q;
     Router::new()
         .route("/commands", post(run_command))
         .route("/queries", post(run_query))
-        .route("/wallets", get(list_wallets).post(create_wallet))
-        .route("/wallets/{name}", get(show_wallet))
-        .route("/wallets/{name}/keys", get(list_keys).post(add_key))
-        .route("/wallets/{name}/keys/{kid}", delete(remove_key))
-        .route("/wallets/{name}/deposit", post(deposit))
-        .route("/wallets/{name}/withdraw", post(withdraw))
-        .route("/balances", get(balances))
-        .route("/overview", get(overview))
-        .route("/server", get(server_view))
-        .route("/wallet-summaries", get(wallet_summaries))
-        .route("/grants/spending", get(grant_spending))
-        .route("/peers", get(list_peers).post(create_peer))
-        .route("/peers/{name}", get(show_peer).patch(update_peer).delete(remove_peer))
-        .route("/peers/{name}/liquidity", post(peer_liquidity))
-        .route("/peers/{name}/settlements", post(settle_peer))
-        .route("/incoming-payments", get(list_incoming))
-        .route("/incoming-payments/{id}", get(show_incoming))
-        .route("/incoming-payments/{id}/complete", post(complete_incoming))
-        .route("/outgoing-payments", get(list_outgoing))
-        .route("/outgoing-payments/{id}", get(show_outgoing))
-        .route("/outgoing-payments/{id}/cancel", post(cancel_outgoing))
-        .route("/outgoing-payments/{id}/retry", post(retry_outgoing))
-        .route("/quotes", get(list_quotes))
-        .route("/quotes/{id}", get(show_quote))
-        .route("/grants", get(list_grants))
-        .route("/grants/{id}", get(show_grant))
-        .route("/grants/{id}/approve", post(approve_grant))
-        .route("/grants/{id}/reject", post(reject_grant))
-        .route("/grants/{id}/revoke", post(revoke_grant))
         .route("/events", get(events))
-        .route("/requests", get(list_requests))
-        .route("/requests/{id}", get(show_request))
-        .route("/webhooks", get(list_webhooks))
-        .route("/webhooks/retry-dead", post(retry_dead_webhooks))
-        .route("/webhooks/{seq}/retry", post(retry_webhook))
+        .route(
+            "/wallets",
+            get(|s: S| read(s, Q::WalletAddresses))
+                .post(|s: S, by, Json(w): Json<_>| command(s, by, C::CreateWallet(w))),
+        )
+        .route("/wallets/{name}", get(|s: S, Path(name)| read(s, Q::Wallet { name })))
+        .route(
+            "/wallets/{name}/keys",
+            get(|s: S, Path(wallet)| read(s, Q::Keys { wallet }))
+                .post(|s: S, by, Path(wallet), Json(key)| command(s, by, C::AddKey { wallet, key })),
+        )
+        .route(
+            "/wallets/{name}/keys/{kid}",
+            delete(|s: S, by, Path((wallet, kid))| command(s, by, C::RemoveKey { wallet, kid })),
+        )
+        .route(
+            "/wallets/{name}/deposit",
+            post(|s: S, by, Path(wallet), Json(funds)| command(s, by, C::Deposit { wallet, funds })),
+        )
+        .route(
+            "/wallets/{name}/withdraw",
+            post(|s: S, by, Path(wallet), Json(funds)| command(s, by, C::Withdraw { wallet, funds })),
+        )
+        .route("/balances", get(|s: S| read(s, Q::Balances)))
+        .route("/overview", get(|s: S| read(s, Q::Overview)))
+        .route("/server", get(|s: S| read(s, Q::Server)))
+        .route("/wallet-summaries", get(|s: S| read(s, Q::Wallets)))
+        .route(
+            "/grants",
+            get(|s: S, Params(f): Params<GrantFilter>| {
+                read(
+                    s,
+                    Q::Grants {
+                        all: f.all,
+                        state: f.state,
+                    },
+                )
+            }),
+        )
+        .route("/grants/spending", get(|s: S| read(s, Q::GrantSpending)))
+        .route("/grants/{id}", get(|s: S, Path(id)| read(s, Q::Grant { id })))
+        .route(
+            "/grants/{id}/approve",
+            post(|s: S, by, Path(id)| command(s, by, C::ApproveGrant { id })),
+        )
+        .route("/grants/{id}/reject", post(reject_grant))
+        .route(
+            "/grants/{id}/revoke",
+            post(|s: S, by, Path(id)| command(s, by, C::RevokeGrant { id })),
+        )
+        .route(
+            "/peers",
+            get(|s: S| read(s, Q::Peers)).post(|s: S, by, Json(p): Json<_>| command(s, by, C::CreatePeer(p))),
+        )
+        .route(
+            "/peers/{name}",
+            get(|s: S, Path(name)| read(s, Q::Peer { name }))
+                .patch(|s: S, by, Path(name), Json(patch)| command(s, by, C::UpdatePeer { name, patch }))
+                .delete(|s: S, by, Path(name)| command(s, by, C::RemovePeer { name })),
+        )
+        .route(
+            "/peers/{name}/liquidity",
+            post(|s: S, by, Path(peer), Json(liquidity)| command(s, by, C::MovePeerLiquidity { peer, liquidity })),
+        )
+        .route(
+            "/peers/{name}/settlements",
+            post(|s: S, by, Path(peer), Json(settlement)| command(s, by, C::SettlePeer { peer, settlement })),
+        )
+        .route(
+            "/incoming-payments",
+            get(|s: S, Params(filter)| read(s, Q::Incoming { filter })),
+        )
+        .route(
+            "/incoming-payments/{id}",
+            get(|s: S, Path(id)| read(s, Q::IncomingPayment { id })),
+        )
+        .route(
+            "/incoming-payments/{id}/complete",
+            post(|s: S, by, Path(id)| command(s, by, C::CompleteIncoming { id })),
+        )
+        .route(
+            "/outgoing-payments",
+            get(|s: S, Params(filter)| read(s, Q::Outgoing { filter })),
+        )
+        .route(
+            "/outgoing-payments/{id}",
+            get(|s: S, Path(id)| read(s, Q::OutgoingPayment { id })),
+        )
+        .route(
+            "/outgoing-payments/{id}/cancel",
+            post(|s: S, by, Path(id)| command(s, by, C::CancelOutgoing { id })),
+        )
+        .route(
+            "/outgoing-payments/{id}/retry",
+            post(|s: S, by, Path(id)| command(s, by, C::RetryOutgoing { id })),
+        )
+        .route("/quotes", get(|s: S, Params(filter)| read(s, Q::Quotes { filter })))
+        .route("/quotes/{id}", get(|s: S, Path(id)| read(s, Q::Quote { id })))
+        .route(
+            "/requests",
+            get(|s: S, Params(p): Params<RequestPage>| {
+                read(
+                    s,
+                    Q::Requests {
+                        cursor: p.cursor,
+                        limit: p.limit.unwrap_or(100),
+                    },
+                )
+            }),
+        )
+        .route("/requests/{id}", get(|s: S, Path(id)| read(s, Q::Request { id })))
+        .route(
+            "/webhooks",
+            get(|s: S, Params(w): Params<WebhookQuery>| {
+                read(
+                    s,
+                    Q::Webhooks {
+                        state: w.state,
+                        before: w.before,
+                        first: w.first.unwrap_or(50),
+                    },
+                )
+            }),
+        )
+        .route(
+            "/webhooks/retry-dead",
+            post(|s: S, by| command(s, by, C::RetryDeadWebhooks)),
+        )
+        .route(
+            "/webhooks/{seq}/retry",
+            post(|s: S, by, Path(seq)| command(s, by, C::RetryWebhook { seq })),
+        )
         .fallback(crate::server::error::not_found)
         .layer(middleware::from_fn_with_state(state, guard))
 }
@@ -160,7 +289,7 @@ async fn guard(State(state): State<AppState>, req: Request, next: Next) -> Respo
 /// keeps the connection alive every 15 s.
 async fn events(
     State(s): State<AppState>,
-    Query(q): Query<EventsQuery>,
+    Params(q): Params<EventsQuery>,
     headers: axum::http::HeaderMap,
 ) -> Result<impl IntoResponse, ApiError> {
     let last_id = headers
@@ -213,177 +342,6 @@ struct WebhookQuery {
     first: Option<usize>,
 }
 
-async fn list_webhooks(
-    State(s): State<AppState>,
-    Query(q): Query<WebhookQuery>,
-) -> Result<impl IntoResponse, ApiError> {
-    Ok(Json(control::list_webhooks(&s, q.state, q.before, q.first).await?))
-}
-
-async fn retry_webhook(s: State<AppState>, by: Caller, Path(seq): Path<i64>) -> Result<Response, ApiError> {
-    command(&s, by, Command::RetryWebhook { seq }).await
-}
-
-async fn retry_dead_webhooks(s: State<AppState>, by: Caller) -> Result<Response, ApiError> {
-    command(&s, by, Command::RetryDeadWebhooks).await
-}
-
-async fn list_wallets(State(s): State<AppState>) -> Result<impl IntoResponse, ApiError> {
-    Ok(Json(control::list_wallets(&s).await?))
-}
-
-async fn create_wallet(s: State<AppState>, by: Caller, Json(body): Json<CreateWallet>) -> Result<Response, ApiError> {
-    command(&s, by, Command::CreateWallet(body)).await
-}
-
-async fn show_wallet(State(s): State<AppState>, Path(name): Path<String>) -> Result<impl IntoResponse, ApiError> {
-    Ok(Json(control::show_wallet(&s, &name).await?))
-}
-
-async fn list_keys(State(s): State<AppState>, Path(name): Path<String>) -> Result<impl IntoResponse, ApiError> {
-    Ok(Json(control::list_keys(&s, &name).await?))
-}
-
-async fn add_key(
-    s: State<AppState>,
-    by: Caller,
-    Path(wallet): Path<String>,
-    Json(key): Json<AddKey>,
-) -> Result<Response, ApiError> {
-    command(&s, by, Command::AddKey { wallet, key }).await
-}
-
-async fn remove_key(
-    s: State<AppState>,
-    by: Caller,
-    Path((wallet, kid)): Path<(String, String)>,
-) -> Result<Response, ApiError> {
-    command(&s, by, Command::RemoveKey { wallet, kid }).await
-}
-
-async fn deposit(
-    s: State<AppState>,
-    by: Caller,
-    Path(wallet): Path<String>,
-    Json(funds): Json<Move>,
-) -> Result<Response, ApiError> {
-    command(&s, by, Command::Deposit { wallet, funds }).await
-}
-
-async fn withdraw(
-    s: State<AppState>,
-    by: Caller,
-    Path(wallet): Path<String>,
-    Json(funds): Json<Move>,
-) -> Result<Response, ApiError> {
-    command(&s, by, Command::Withdraw { wallet, funds }).await
-}
-
-async fn balances(State(s): State<AppState>) -> Result<impl IntoResponse, ApiError> {
-    Ok(Json(control::balances(&s).await?))
-}
-
-async fn overview(State(s): State<AppState>) -> Result<impl IntoResponse, ApiError> {
-    Ok(Json(control::overview(&s).await?))
-}
-
-async fn server_view(State(s): State<AppState>) -> impl IntoResponse {
-    Json(control::server_view(&s))
-}
-
-async fn wallet_summaries(State(s): State<AppState>) -> Result<impl IntoResponse, ApiError> {
-    Ok(Json(control::wallet_summaries(&s).await?))
-}
-
-async fn grant_spending(State(s): State<AppState>) -> Result<impl IntoResponse, ApiError> {
-    Ok(Json(control::grant_spending(&s).await?))
-}
-
-async fn list_peers(State(s): State<AppState>) -> Result<impl IntoResponse, ApiError> {
-    Ok(Json(control::list_peers(&s).await?))
-}
-
-async fn show_peer(State(s): State<AppState>, Path(name): Path<String>) -> Result<impl IntoResponse, ApiError> {
-    Ok(Json(control::show_peer(&s, &name).await?))
-}
-
-async fn create_peer(s: State<AppState>, by: Caller, Json(body): Json<NewPeer>) -> Result<Response, ApiError> {
-    command(&s, by, Command::CreatePeer(body)).await
-}
-
-async fn update_peer(
-    s: State<AppState>,
-    by: Caller,
-    Path(name): Path<String>,
-    Json(patch): Json<crate::ase::peers::PeerPatch>,
-) -> Result<Response, ApiError> {
-    command(&s, by, Command::UpdatePeer { name, patch }).await
-}
-
-async fn peer_liquidity(
-    s: State<AppState>,
-    by: Caller,
-    Path(peer): Path<String>,
-    Json(liquidity): Json<LiquidityMove>,
-) -> Result<Response, ApiError> {
-    command(&s, by, Command::MovePeerLiquidity { peer, liquidity }).await
-}
-
-async fn settle_peer(
-    s: State<AppState>,
-    by: Caller,
-    Path(peer): Path<String>,
-    Json(settlement): Json<NewSettlement>,
-) -> Result<Response, ApiError> {
-    command(&s, by, Command::SettlePeer { peer, settlement }).await
-}
-
-async fn remove_peer(s: State<AppState>, by: Caller, Path(name): Path<String>) -> Result<Response, ApiError> {
-    command(&s, by, Command::RemovePeer { name }).await
-}
-
-async fn list_incoming(
-    State(s): State<AppState>,
-    Query(f): Query<PaymentFilter>,
-) -> Result<impl IntoResponse, ApiError> {
-    Ok(Json(control::list_incoming(&s, f).await?))
-}
-
-async fn show_incoming(State(s): State<AppState>, Path(id): Path<String>) -> Result<impl IntoResponse, ApiError> {
-    Ok(Json(control::show_incoming(&s, &id).await?))
-}
-
-async fn complete_incoming(s: State<AppState>, by: Caller, Path(id): Path<String>) -> Result<Response, ApiError> {
-    command(&s, by, Command::CompleteIncoming { id }).await
-}
-
-async fn list_outgoing(
-    State(s): State<AppState>,
-    Query(f): Query<PaymentFilter>,
-) -> Result<impl IntoResponse, ApiError> {
-    Ok(Json(control::list_outgoing(&s, f).await?))
-}
-
-async fn show_outgoing(State(s): State<AppState>, Path(id): Path<String>) -> Result<impl IntoResponse, ApiError> {
-    Ok(Json(control::show_outgoing(&s, &id).await?))
-}
-
-async fn cancel_outgoing(s: State<AppState>, by: Caller, Path(id): Path<String>) -> Result<Response, ApiError> {
-    command(&s, by, Command::CancelOutgoing { id }).await
-}
-
-async fn retry_outgoing(s: State<AppState>, by: Caller, Path(id): Path<String>) -> Result<Response, ApiError> {
-    command(&s, by, Command::RetryOutgoing { id }).await
-}
-
-async fn list_quotes(State(s): State<AppState>, Query(f): Query<PaymentFilter>) -> Result<impl IntoResponse, ApiError> {
-    Ok(Json(control::list_quotes(&s, f).await?))
-}
-
-async fn show_quote(State(s): State<AppState>, Path(id): Path<String>) -> Result<impl IntoResponse, ApiError> {
-    Ok(Json(control::show_quote(&s, &id).await?))
-}
-
 /// `GET /admin/requests?cursor=ID&limit=N`: the server's recent requests, newest first.
 #[derive(Debug, serde::Deserialize)]
 struct RequestPage {
@@ -391,48 +349,15 @@ struct RequestPage {
     limit: Option<usize>,
 }
 
-async fn list_requests(State(s): State<AppState>, Query(q): Query<RequestPage>) -> impl IntoResponse {
-    let (items, next_cursor) = s
-        .request_log
-        .list(q.cursor.as_deref(), q.limit.unwrap_or(100).min(1000));
-    Json(control::dto::Listed { items, next_cursor })
-}
-
-/// `GET /admin/requests/{id}`: a request with its exchange (when captured) and its signature report.
-async fn show_request(State(s): State<AppState>, Path(id): Path<String>) -> Result<impl IntoResponse, ApiError> {
-    s.request_log.detail(&id).map(axum::Json).ok_or_else(|| {
-        ApiError::not_found(format!(
-            "no request {id} in the server's recent requests (it keeps the last {})",
-            s.settings.server.request_log_size
-        ))
-    })
-}
-
-async fn list_grants(State(s): State<AppState>, Query(q): Query<GrantFilter>) -> Result<impl IntoResponse, ApiError> {
-    Ok(Json(control::list_grants(&s, q.state, q.all).await?))
-}
-
-async fn show_grant(State(s): State<AppState>, Path(id): Path<String>) -> Result<impl IntoResponse, ApiError> {
-    Ok(Json(control::show_grant(&s, &id).await?))
-}
-
-async fn approve_grant(s: State<AppState>, by: Caller, Path(id): Path<String>) -> Result<Response, ApiError> {
-    command(&s, by, Command::ApproveGrant { id }).await
-}
-
-async fn reject_grant(
-    s: State<AppState>,
-    by: Caller,
-    Path(id): Path<String>,
-    body: axum::body::Bytes,
-) -> Result<Response, ApiError> {
+/// `POST /admin/grants/{id}/reject`: the body (`{"reason"}`) may be left out.
+async fn reject_grant(s: S, by: Caller, Path(id): Id, body: axum::body::Bytes) -> Result<Response, ApiError> {
     let body: Reject = if body.iter().all(u8::is_ascii_whitespace) {
         Reject::default()
     } else {
         serde_json::from_slice(&body).map_err(|e| ApiError::bad_request("invalid_request", e.to_string()))?
     };
     command(
-        &s,
+        s,
         by,
         Command::RejectGrant {
             id,
@@ -440,8 +365,4 @@ async fn reject_grant(
         },
     )
     .await
-}
-
-async fn revoke_grant(s: State<AppState>, by: Caller, Path(id): Path<String>) -> Result<Response, ApiError> {
-    command(&s, by, Command::RevokeGrant { id }).await
 }

@@ -8,7 +8,7 @@ use tokio::sync::mpsc;
 
 use super::{
     app::{Effect, Load, PAGE, Reply, short_id},
-    desk::{Answer, Desk},
+    desk::{Answer, Desk, DeskError},
     pane::Pane,
 };
 use crate::{
@@ -49,7 +49,10 @@ async fn load<D: Desk>(d: &D, l: Load) -> Answer<Reply> {
             Query::Incoming { filter: f }
         }
         // for Grants, `failed_only` is "open grants only" (the default; `F` shows closed ones too)
-        Pane::Grants => Query::Grants { all: !l.failed_only },
+        Pane::Grants => Query::Grants {
+            all: !l.failed_only,
+            state: None,
+        },
         Pane::Outgoing => Query::Outgoing {
             filter: filter(l.failed_only.then(|| OutgoingState::Failed.to_string())),
         },
@@ -65,8 +68,10 @@ async fn load<D: Desk>(d: &D, l: Load) -> Answer<Reply> {
     Ok(match d.ask(query).await? {
         Found::Overview(o) => Reply::Overview(*o),
         Found::Wallets(w) => Reply::Wallets(w),
-        Found::Grants(grants, spent) => Reply::Grants(grants, spent.into_iter().collect()),
-        Found::Grant(g) => Reply::Timeline(g.id.clone(), g.timeline),
+        Found::Grants(grants) => match d.ask(Query::GrantSpending).await? {
+            Found::GrantSpending(spent) => Reply::Grants(grants, spent.into_iter().collect()),
+            _ => return Err(unexpected()),
+        },
         Found::Incoming(l) => Reply::Incoming {
             rows: l.items,
             next: l.next_cursor,
@@ -90,7 +95,12 @@ async fn load<D: Desk>(d: &D, l: Load) -> Answer<Reply> {
             Reply::Webhooks { rows, next, append }
         }
         Found::Peers(p) => Reply::Peers(p),
+        _ => return Err(unexpected()),
     })
+}
+
+fn unexpected() -> DeskError {
+    DeskError::Refused("an unexpected answer".into())
 }
 
 /// What re-driving every dead delivery came to, in words for the flash line.
@@ -205,7 +215,7 @@ pub async fn run<D: Desk>(d: &D, e: Effect) -> Option<Reply> {
         Effect::Load(l) => load(d, l).await,
         Effect::LoadTimeline(id) => match d.ask(Query::Grant { id: id.clone() }).await {
             Ok(Found::Grant(g)) => Ok(Reply::Timeline(id, g.timeline)),
-            Ok(_) => Err(crate::tui::desk::DeskError::Refused("an unexpected answer".into())),
+            Ok(_) => Err(unexpected()),
             Err(e) => Err(e),
         },
         Effect::Run(cmd) => d.run(cmd.clone()).await.map(|o| done(&cmd, o)),
