@@ -12,8 +12,10 @@ use std::{
 use serde::Deserialize;
 use toml::{Table, Value};
 
+mod consent;
 mod ilp;
 
+pub use consent::{ConsentSettings, Decider};
 pub use ilp::{IlpSettings, PeerSettings, decode_secret};
 
 const DEFAULTS: &str = include_str!("../assets/config.toml");
@@ -196,31 +198,6 @@ pub struct GnapSettings {
     /// Grants with a `read-all` action need the resource owner's consent (and, for incoming payments, an
     /// `identifier`). Off by default: other ASEs look receivers up with non-interactive `read-all` grants.
     pub read_all_interaction: bool,
-}
-
-/// Who decides an interactive grant (`[consent] decide`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Decider {
-    /// The operator only: the console, the CLI, the admin API.
-    Operator,
-    /// The wallet's owner on the interaction page, for wallets with an owner passphrase (the operator decides
-    /// for the others).
-    Owner,
-    /// Whoever comes first: the owner on the page (wallets with a passphrase) or the operator.
-    Either,
-}
-
-/// `[consent]`: who decides interactive grants, and how failed sign-ins on the interaction page are slowed.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ConsentSettings {
-    pub decide: Decider,
-    /// Failed sign-ins allowed on one grant's page within `failure_window_secs`.
-    pub max_failures_per_grant: u32,
-    /// Failed sign-ins allowed for one wallet's owner, on any page, within `failure_window_secs`.
-    pub max_failures_per_wallet: u32,
-    pub failure_window_secs: u32,
 }
 
 /// `[client_keys]`: how long client key sets (and failures to fetch them) are remembered.
