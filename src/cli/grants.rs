@@ -23,7 +23,11 @@ fn grant_text(g: &GrantView) -> String {
     }
     for t in &g.tokens {
         let state = TokenState::of(t.revoked_at.is_some());
-        out.push_str(&format!("  token {} {state}, expires {}\n", t.hint, t.expires_at));
+        out.push_str(&format!(
+            "  token {} {state}, expires {}\n",
+            t.hint,
+            crate::clock::format_ts(t.expires_at)
+        ));
     }
     out
 }
@@ -52,7 +56,7 @@ pub(super) async fn grants(b: &Backend, cmd: GrantsCmd, json: bool) -> Result<()
                     g.state.to_string(),
                     g.client_name.clone().unwrap_or_else(|| g.client.clone()),
                     g.access.iter().map(|a| a.type_name()).collect::<Vec<_>>().join(","),
-                    g.created_at.clone(),
+                    crate::clock::format_ts(g.created_at),
                 ]
             });
         }

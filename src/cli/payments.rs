@@ -50,7 +50,7 @@ pub(super) async fn incoming(b: &Backend, cmd: IncomingCmd, json: bool) -> Resul
                             .as_ref()
                             .map(ToString::to_string)
                             .unwrap_or_else(|| "open".into()),
-                        p.payment.expires_at.clone().unwrap_or_default(),
+                        p.payment.expires_at.map(crate::clock::format_ts).unwrap_or_default(),
                     ]
                 },
             );
@@ -80,7 +80,9 @@ pub(super) async fn incoming(b: &Backend, cmd: IncomingCmd, json: bool) -> Resul
                 .as_ref()
                 .map(ToString::to_string)
                 .unwrap_or_else(|| "an open amount".into()),
-            one.payment.expires_at.clone().unwrap_or_else(|| "never".into()),
+            one.payment
+                .expires_at
+                .map_or_else(|| "never".into(), crate::clock::format_ts),
             one.client.clone().unwrap_or_else(|| "(operator)".into()),
         );
         out.push_str(&metadata_line("metadata: ", one.payment.metadata.as_ref()));
@@ -145,8 +147,8 @@ pub(super) async fn outgoing(b: &Backend, cmd: OutgoingCmd, json: bool) -> Resul
             one.payment.sent_amount,
             one.delivered_amount,
             one.attempts,
-            one.payment.created_at,
-            one.updated_at,
+            crate::clock::format_ts(one.payment.created_at),
+            crate::clock::format_ts(one.updated_at),
         );
         if let Some(r) = &one.failure_reason {
             let label = if one.state.is_sending() {
@@ -176,7 +178,7 @@ pub(super) async fn quotes(b: &Backend, cmd: QuotesCmd, json: bool) -> Result<()
                     id_of(&q.wallet_address),
                     q.debit_amount.to_string(),
                     q.receive_amount.to_string(),
-                    q.expires_at.clone(),
+                    crate::clock::format_ts(q.expires_at),
                 ]
             });
         }

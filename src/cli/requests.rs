@@ -40,7 +40,7 @@ pub(super) async fn requests(b: &Backend, cmd: RequestsCmd, json: bool) -> Resul
                 |r| {
                     vec![
                         r.id.clone(),
-                        r.received_at.clone(),
+                        crate::clock::format_ts_micros(r.received_at),
                         r.method.clone(),
                         r.path.clone(),
                         r.status.to_string(),
@@ -62,7 +62,7 @@ fn detail_text(d: &RequestDetail) -> String {
     let s = &d.summary;
     let mut out = format!("request {}\n", s.id);
     let _ = writeln!(out, "  {} {} → {}", s.method, s.path, s.status);
-    let _ = writeln!(out, "  at         {}", s.received_at);
+    let _ = writeln!(out, "  at         {}", crate::clock::format_ts_micros(s.received_at));
     let _ = writeln!(out, "  latency    {:.2} ms", s.latency_us as f64 / 1000.0);
     let _ = writeln!(out, "  client     {}", s.client.as_deref().unwrap_or("(unsigned)"));
     let _ = writeln!(out, "  signature  {}", s.signature.as_deref().unwrap_or("(none)"));

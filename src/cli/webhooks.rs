@@ -39,7 +39,7 @@ pub(super) async fn webhooks(b: &Backend, cmd: WebhooksCmd, json: bool) -> Resul
                         d.state.to_string(),
                         d.attempts.to_string(),
                         if d.state == DeliveryState::Pending {
-                            d.next_attempt_at.clone()
+                            crate::clock::format_ts(d.next_attempt_at)
                         } else {
                             "-".into()
                         },

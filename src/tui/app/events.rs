@@ -52,7 +52,7 @@ impl App {
     pub(super) fn on_event(&mut self, e: DomainEvent) -> Vec<Effect> {
         if let DomainEvent::HttpRequest { received_at, .. } = &e {
             self.request_times.push_back(self.now.unix_timestamp());
-            let at = crate::clock::parse_ts(received_at).unwrap_or(self.now).unix_timestamp();
+            let at = received_at.unix_timestamp();
             self.count_request(at);
             if self.frozen {
                 self.missed += 1;

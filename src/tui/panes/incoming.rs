@@ -113,11 +113,10 @@ pub fn detail<'a>(app: &'a App, theme: &Theme) -> Option<(String, Vec<Line<'a>>)
         "expires",
         p.payment
             .expires_at
-            .clone()
-            .map(|e| format!("{e} ({})", relative(&e, app.now)))
+            .map(|e| format!("{} ({})", crate::clock::format_ts(e), relative(&e, app.now)))
             .unwrap_or_default(),
     ));
-    lines.push(kv(theme, "created", p.payment.created_at.clone()));
+    lines.push(kv(theme, "created", crate::clock::format_ts(p.payment.created_at)));
     lines.push(kv(
         theme,
         "client",

@@ -352,8 +352,8 @@ pub fn detail<'a>(app: &'a App, theme: &Theme) -> Option<(String, Vec<Line<'a>>)
             "created",
             format!(
                 "{} (updated {})",
-                p.created_at.as_deref().map_or_else(none, sanitize),
-                p.updated_at.as_deref().map_or_else(none, sanitize)
+                p.created_at.map_or_else(none, crate::clock::format_ts),
+                p.updated_at.map_or_else(none, crate::clock::format_ts)
             ),
         ),
     ];

@@ -245,18 +245,19 @@ pub fn on_request(app: &mut App, e: &DomainEvent) {
     else {
         return;
     };
+    let received_at = crate::clock::format_ts_micros(*received_at);
     // newest first by arrival (requests finish, and are told of, in another order than they arrive)
     let pos = app
         .requests
         .items
         .iter()
-        .position(|r| r.at < *received_at)
+        .position(|r| r.at < received_at)
         .unwrap_or(app.requests.items.len());
     app.requests.items.insert(
         pos,
         HttpRow {
             id: id.clone(),
-            at: received_at.clone(),
+            at: received_at,
             method: method.clone(),
             path: path.clone(),
             status: *status,

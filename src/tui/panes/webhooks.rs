@@ -115,7 +115,11 @@ pub fn detail<'a>(app: &'a App, theme: &Theme) -> Option<(String, Vec<Line<'a>>)
         kv(theme, "attempts", d.attempts.to_string()),
     ];
     let next = if d.state == DeliveryState::Pending {
-        format!("{} ({})", d.next_attempt_at, relative(&d.next_attempt_at, app.now))
+        format!(
+            "{} ({})",
+            crate::clock::format_ts(d.next_attempt_at),
+            relative(&d.next_attempt_at, app.now)
+        )
     } else {
         "(none)".to_owned()
     };
@@ -132,8 +136,8 @@ pub fn detail<'a>(app: &'a App, theme: &Theme) -> Option<(String, Vec<Line<'a>>)
             None => Span::raw("(none)"),
         },
     ]));
-    lines.push(kv(theme, "created", d.created_at.clone()));
-    lines.push(kv(theme, "updated", d.updated_at.clone()));
+    lines.push(kv(theme, "created", crate::clock::format_ts(d.created_at)));
+    lines.push(kv(theme, "updated", crate::clock::format_ts(d.updated_at)));
     if !app.info.webhooks_enabled {
         lines.push(Line::from(""));
         lines.push(Line::from(Span::styled(
