@@ -1,7 +1,9 @@
 //! Time source. Services read "now" from an injected [`Clock`] so expiry logic and tests are deterministic.
 //!
-//! Also owns the one timestamp text format stored in SQLite (fixed-width RFC 3339 UTC, millisecond precision),
-//! which sorts lexically in time order.
+//! Also owns the one timestamp text format (fixed-width RFC 3339 UTC, millisecond precision, which sorts lexically
+//! in time order): the core carries `OffsetDateTime`, and text is made only where bytes leave — the database
+//! (`store::db::value`), the wire ([`wire`], for `#[serde(with = …)]`) and the screen. "Now" comes to the
+//! millisecond, the precision stored and sent, so that a time in memory equals the same time read back.
 
 use std::sync::{Arc, Mutex};
 
@@ -18,7 +20,7 @@ pub struct SystemClock;
 
 impl Clock for SystemClock {
     fn now(&self) -> OffsetDateTime {
-        OffsetDateTime::now_utc()
+        to_millis(OffsetDateTime::now_utc())
     }
 }
 
@@ -40,12 +42,21 @@ impl FixedClock {
 
 impl Clock for FixedClock {
     fn now(&self) -> OffsetDateTime {
-        self.0.lock().map(|t| *t).unwrap_or(OffsetDateTime::UNIX_EPOCH)
+        self.0
+            .lock()
+            .map(|t| to_millis(*t))
+            .unwrap_or(OffsetDateTime::UNIX_EPOCH)
     }
 }
 
 /// Shared handle to the clock in use.
 pub type SharedClock = Arc<dyn Clock>;
+
+/// `t` to the millisecond (the precision timestamps are stored and sent with).
+pub fn to_millis(t: OffsetDateTime) -> OffsetDateTime {
+    t.replace_nanosecond(t.nanosecond() / 1_000_000 * 1_000_000)
+        .unwrap_or(t)
+}
 
 /// Formats a timestamp as stored and sent: `2026-11-21T10:00:00.123Z`.
 pub fn format_ts(t: OffsetDateTime) -> String {

@@ -298,7 +298,7 @@ impl EventBus {
         let _ = self.tx.send(EventRecord {
             seq: None,
             id: None,
-            at: time::OffsetDateTime::now_utc(),
+            at: crate::clock::to_millis(time::OffsetDateTime::now_utc()),
             event,
         });
     }

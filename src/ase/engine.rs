@@ -134,7 +134,6 @@ struct StepOutcome {
 /// Appends the step's durable events (a payment finished, an incoming payment completed) to the outbox in
 /// the step's transaction, just before it commits.
 fn seal(tx: &SqlConnection, mut out: StepOutcome, now: OffsetDateTime) -> Result<StepOutcome, store::Error> {
-    let at = now;
     let mut events = Vec::new();
     if let (Some(p), Some(finished)) = (&out.payment, &out.finished) {
         events.push(match finished {
@@ -149,7 +148,7 @@ fn seal(tx: &SqlConnection, mut out: StepOutcome, now: OffsetDateTime) -> Result
         events.push(DomainEvent::IncomingPaymentCompleted { id: id.clone() });
     }
     for e in events {
-        out.recorded.push(store::outbox::append(tx, at, e)?);
+        out.recorded.push(store::outbox::append(tx, now, e)?);
     }
     Ok(out)
 }

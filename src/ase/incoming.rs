@@ -154,14 +154,14 @@ impl IncomingPayments {
                         self.max_lifetime.whole_seconds()
                     )));
                 }
-                t
+                // stored and sent to the millisecond: the row returned is the row read back
+                crate::clock::to_millis(t)
             }
         };
         let metadata = req
             .metadata
             .and_then(Metadata::of_object)
             .map(|m| m.as_str().to_owned());
-        let now_s = now;
         let row = IncomingRow {
             id: ids::new_id(),
             wallet_id: wallet.id.clone(),
@@ -175,8 +175,8 @@ impl IncomingPayments {
             completed: false,
             expires_at: Some(expires_at),
             metadata,
-            created_at: now_s,
-            updated_at: now_s,
+            created_at: now,
+            updated_at: now,
         };
         let stored = row.clone();
         let recorded = self
@@ -256,20 +256,19 @@ impl IncomingPayments {
                 // receipts) refuses the packet for good, and the dropped transaction writes nothing.
                 let credit = || -> Result<_, LedgerError> {
                     let value = Money::new(amount)?;
-                    let now_s = now;
                     let asset = Asset {
                         code: row.asset_code.clone(),
                         scale: row.asset_scale,
                     };
                     let memo = format!("{memo} to incoming payment {pid}");
                     let settlement =
-                        ledger::ops::credit_from_peer(&tx, &peer, &asset, &row.account_id, value, memo, now_s)?;
+                        ledger::ops::credit_from_peer(&tx, &peer, &asset, &row.account_id, value, memo, now)?;
                     let received = row
                         .received_amount
                         .checked_add(value.as_i64())
                         .ok_or(crate::money::MoneyError::Overflow)?;
                     let completed = row.incoming_amount.is_some_and(|target| received >= target);
-                    if !repo::credit_incoming(&tx, &pid, received, completed, now_s)? {
+                    if !repo::credit_incoming(&tx, &pid, received, completed, now)? {
                         return Err(LedgerError::Store(store::Error::Corrupt(format!(
                             "incoming payment {pid} changed under a write lock"
                         ))));
@@ -279,10 +278,10 @@ impl IncomingPayments {
                     let row = IncomingRow {
                         received_amount: received,
                         completed,
-                        updated_at: now_s,
+                        updated_at: now,
                         ..row.clone()
                     };
-                    let paid = repo::add_connection_received(&tx, &pid, &connection, value.as_i64(), now_s)?;
+                    let paid = repo::add_connection_received(&tx, &pid, &connection, value.as_i64(), now)?;
                     Ok((row, paid, balances))
                 };
                 let (row, paid, balances) = match credit() {
@@ -371,14 +370,14 @@ impl IncomingPayments {
             IncomingState::Expired => return Err(IncomingError::Expired),
             _ => {}
         }
-        let (i, now_s) = (row.id.clone(), now);
+        let (i, now) = (row.id.clone(), now);
         let recorded = self
             .store
             .call(move |c| {
                 let tx = store::immediate(c)?;
-                let recorded = if repo::complete_incoming(&tx, &i, now_s)? {
+                let recorded = if repo::complete_incoming(&tx, &i, now)? {
                     let event = DomainEvent::IncomingPaymentCompleted { id: i.clone() };
-                    Some(outbox::append(&tx, now_s, event)?)
+                    Some(outbox::append(&tx, now, event)?)
                 } else {
                     None
                 };

@@ -202,7 +202,6 @@ impl OutgoingPayments {
         request: Option<RequestKey>,
     ) -> Result<OutgoingPaymentDto, OutgoingError> {
         let now = self.clock.now();
-        let now_s = now;
         // a payment without a quote is priced now (fixed-send)
         let priced: Option<Priced> = match &source {
             Source::Incoming { receiver, debit } => Some(self.quotes.price(wallet, receiver, Some(debit), None).await?),
@@ -258,7 +257,7 @@ impl OutgoingPayments {
                     }
                     (None, Some(p)) => {
                         let url = receiver_url.clone().unwrap_or_default();
-                        if let Some(plan) = p.plan_row(&id, &url, now_s) {
+                        if let Some(plan) = p.plan_row(&id, &url, now) {
                             store::stream::insert_plan(&tx, &plan)?;
                         }
                         (
@@ -315,7 +314,7 @@ impl OutgoingPayments {
                 };
                 // reserve the debit from the sender's balance
                 let (state, reservation_id, payment_account_id, failure) =
-                    match super::engine::reserve(&tx, &id, &w.account_id, &debit_asset, debit, now_s)? {
+                    match super::engine::reserve(&tx, &id, &w.account_id, &debit_asset, debit, now)? {
                         Ok((r, a)) => (OutgoingState::Sending, Some(r), Some(a), None),
                         Err(f) => (OutgoingState::Failed, None, None, Some(f)),
                     };
@@ -343,10 +342,10 @@ impl OutgoingPayments {
                     failure_reason: failure.as_ref().map(|f| f.0.to_owned()),
                     failure_message: failure.as_ref().map(|f| f.1.clone()),
                     attempts: 0,
-                    next_attempt_at: state.is_sending().then_some(now_s),
+                    next_attempt_at: state.is_sending().then_some(now),
                     metadata: metadata.clone(),
-                    created_at: now_s,
-                    updated_at: now_s,
+                    created_at: now,
+                    updated_at: now,
                 };
                 repo::insert_outgoing(&tx, &row, grant.as_ref().map(|_| win_from.as_str()))?;
                 let balance = ledger::ops::balances(&tx, &[&w.account_id])?;
@@ -375,7 +374,7 @@ impl OutgoingPayments {
                 }
                 let recorded = events
                     .into_iter()
-                    .map(|e| store::outbox::append(&tx, now_s, e))
+                    .map(|e| store::outbox::append(&tx, now, e))
                     .collect::<Result<Vec<_>, _>>()?;
                 tx.commit()?;
                 Ok::<_, OutgoingError>(Created::New(Box::new((dto, balance, recorded))))

@@ -347,7 +347,7 @@ impl Quotes {
                 req.receive_amount.as_ref(),
             )
             .await?;
-        let now_s = self.clock.now();
+        let now = self.clock.now();
         let row = QuoteRow {
             id: ids::new_id(),
             wallet_id: wallet.id.clone(),
@@ -363,9 +363,9 @@ impl Quotes {
             receive_asset_scale: p.receive_asset.scale,
             fee: Value::new(p.fee)?.as_i64(),
             expires_at: self.expiry(&p),
-            created_at: now_s,
+            created_at: now,
         };
-        let plan = p.plan_row(&row.id, &row.receiver, now_s);
+        let plan = p.plan_row(&row.id, &row.receiver, now);
         let stored = row.clone();
         let recorded = self
             .store

@@ -414,7 +414,10 @@ pub fn parse_incoming(url: &str, body: &Json) -> Result<RemoteIncoming, String> 
         incoming_amount,
         received_amount: received,
         completed: body["completed"].as_bool().unwrap_or(false),
-        expires_at: body["expiresAt"].as_str().and_then(|s| crate::clock::parse_ts(s).ok()),
+        expires_at: body["expiresAt"]
+            .as_str()
+            .and_then(|s| crate::clock::parse_ts(s).ok())
+            .map(crate::clock::to_millis),
         ilp_address,
         shared_secret,
     })

@@ -316,7 +316,6 @@ impl Gnap {
         }
         let access: Vec<AccessItem> = req.access_token.map(|a| a.access).unwrap_or_default();
         let now = self.now();
-        let now_s = now;
         let continue_token = secret()?;
         let auto = interactive && self.inner.settings.auto_approve;
         let (client_url, client_jwk) = client_to_row(&client)?;
@@ -347,15 +346,15 @@ impl Gnap {
             continue_id: nonce()?,
             continue_token_hash: ids::sha256_hex(&continue_token),
             wait_secs: i64::from(self.inner.settings.wait_secs),
-            last_continued_at: now_s,
+            last_continued_at: now,
             decision_reason: auto.then(|| "auto_approve is on".to_owned()),
-            created_at: now_s,
-            updated_at: now_s,
+            created_at: now,
+            updated_at: now,
         };
         let new_token = if interactive {
             None
         } else {
-            Some(self.new_token(&row.id, None, now_s)?)
+            Some(self.new_token(&row.id, None, now)?)
         };
         let label = client_label(&client);
         let event = if new_token.is_some() {
@@ -484,7 +483,6 @@ impl Gnap {
         cause: Cause,
     ) -> Result<GrantResponse, GnapError> {
         let now = self.now();
-        let now_s = now;
         let id = grant_id.to_owned();
         let interaction_ttl = i64::from(self.inner.settings.interaction_expires_in_secs);
         let this = self.clone();
@@ -525,21 +523,21 @@ impl Gnap {
                     if now < last + Duration::seconds(g.wait_secs) {
                         return Err(GnapError::too_fast(g.wait_secs));
                     }
-                    repo::touch_continued(&tx, &g.id, now_s)?;
+                    repo::touch_continued(&tx, &g.id, now)?;
                     if g.state.can_decide() {
                         if now >= g.created_at + Duration::seconds(interaction_ttl) {
-                            expire(&tx, &g, now_s, &cause)?;
+                            expire(&tx, &g, now, &cause)?;
                             tx.commit()?;
                             return Err(GnapError::request_denied("the interaction expired"));
                         }
                         let polled = serde_json::json!({"state": g.state, "wait": g.wait_secs});
-                        repeat_step(&tx, &g.id, now_s, StepKind::Polled, &cause, &polled)?;
+                        repeat_step(&tx, &g.id, now, StepKind::Polled, &cause, &polled)?;
                         tx.commit()?;
                         return Ok(Err(g.wait_secs));
                     }
                 }
                 // approved: issue exactly once
-                if !repo::transition(&tx, &g.id, &[GrantState::Approved], GrantState::Finalized, now_s)? {
+                if !repo::transition(&tx, &g.id, &[GrantState::Approved], GrantState::Finalized, now)? {
                     return Err(GnapError::request_denied("the grant is not approved"));
                 }
                 let access = access_of(&g)?;
@@ -548,15 +546,15 @@ impl Gnap {
                     "state": GrantState::Finalized,
                     "tokenIssued": !access.is_empty(),
                 });
-                step(&tx, &g.id, now_s, StepKind::Continued, &cause, &continued)?;
+                step(&tx, &g.id, now, StepKind::Continued, &cause, &continued)?;
                 let issued = if access.is_empty() {
                     None
                 } else {
-                    let (t, value) = this.new_token(&g.id, None, now_s)?;
+                    let (t, value) = this.new_token(&g.id, None, now)?;
                     repo::insert_token(&tx, &t)?;
-                    step(&tx, &g.id, now_s, StepKind::TokenIssued, &cause, &token_detail(&t))?;
+                    step(&tx, &g.id, now, StepKind::TokenIssued, &cause, &token_detail(&t))?;
                     let event = DomainEvent::TokenIssued { grant_id: g.id.clone() };
-                    Some((t, value, outbox::append(&tx, now_s, event)?))
+                    Some((t, value, outbox::append(&tx, now, event)?))
                 };
                 tx.commit()?;
                 Ok(Ok((g, access, issued)))
@@ -702,7 +700,6 @@ impl Gnap {
     ) -> Result<GrantView, GnapError> {
         let id = grant_id.to_owned();
         let now = self.now();
-        let now_s = now;
         let ttl = i64::from(self.inner.settings.interaction_expires_in_secs);
         let interact_ref = if approve { Some(nonce()?) } else { None };
         let recorded = self
@@ -715,7 +712,7 @@ impl Gnap {
                     return Err(GnapError::conflict(format!("the grant is {}, not pending", g.state)));
                 }
                 if now >= g.created_at + Duration::seconds(ttl) {
-                    expire(&tx, &g, now_s, &cause)?;
+                    expire(&tx, &g, now, &cause)?;
                     tx.commit()?;
                     return Err(GnapError::conflict("the interaction expired"));
                 }
@@ -724,11 +721,11 @@ impl Gnap {
                 } else {
                     GrantState::Rejected
                 };
-                if !repo::decide(&tx, &id, to, interact_ref.as_deref(), reason.as_deref(), now_s)? {
+                if !repo::decide(&tx, &id, to, interact_ref.as_deref(), reason.as_deref(), now)? {
                     return Err(GnapError::conflict("the grant is no longer pending"));
                 }
                 let decided = serde_json::json!({"outcome": to, "reason": reason});
-                step(&tx, &id, now_s, StepKind::Decided, &cause, &decided)?;
+                step(&tx, &id, now, StepKind::Decided, &cause, &decided)?;
                 let event = if approve {
                     DomainEvent::GrantApproved { id: id.clone() }
                 } else {
@@ -737,7 +734,7 @@ impl Gnap {
                         reason: reason.clone(),
                     }
                 };
-                let recorded = outbox::append(&tx, now_s, event)?;
+                let recorded = outbox::append(&tx, now, event)?;
                 tx.commit()?;
                 Ok::<_, GnapError>(recorded)
             })

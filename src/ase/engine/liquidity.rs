@@ -71,10 +71,9 @@ impl Engine {
         let now = self.clock.now();
         let (id, message) = (p.id.clone(), why.to_owned());
         let next = now + Duration::milliseconds(RECHECK_MS);
-        let now_s = now;
         let waited = self
             .store
-            .call(move |c| repo::wait(c, &id, next, WAIT_REASON, &message, now_s))
+            .call(move |c| repo::wait(c, &id, next, WAIT_REASON, &message, now))
             .await;
         match waited {
             Ok(_) if p.failure_reason.as_deref() != Some(WAIT_REASON) => {

@@ -183,13 +183,12 @@ pub(super) fn complete_tx(
 }
 
 pub(super) fn release(tx: &SqlConnection, p: &OutgoingRow, now: OffsetDateTime) -> Result<Vec<Balance>, EngineError> {
-    let now_s = now;
     let mut touched = vec![p.account_id.clone()];
     if let Some(res) = &p.reservation_id
         && let Some(t) = ledger_repo::transfer(tx, res)?
         && t.state.is_pending()
     {
-        ledger::ops::void(tx, res, now_s)?;
+        ledger::ops::void(tx, res, now)?;
     }
     if let Some(acct) = &p.payment_account_id {
         let a = ledger::ops::account(tx, acct)?;
@@ -203,7 +202,7 @@ pub(super) fn release(tx: &SqlConnection, p: &OutgoingRow, now: OffsetDateTime) 
                 kind: "refund".into(),
                 memo: Some(format!("unsent part of outgoing payment {}", p.id)),
             };
-            ledger::ops::create_transfer(tx, &t, now_s)?;
+            ledger::ops::create_transfer(tx, &t, now)?;
         }
         touched.push(acct.clone());
     }
@@ -244,7 +243,6 @@ pub(super) fn packet_tx(
     packets: u32,
     interval_ms: u64,
 ) -> Result<StepOutcome, EngineError> {
-    let now_s = now;
     let Some(p) = repo::outgoing(tx, id)? else {
         return Ok(StepOutcome::default());
     };
@@ -267,7 +265,7 @@ pub(super) fn packet_tx(
     if let Some(res) = &p.reservation_id
         && ledger_repo::transfer(tx, res)?.is_some_and(|t| t.state.is_pending())
     {
-        ledger::ops::post(tx, res, None, now_s)?;
+        ledger::ops::post(tx, res, None, now)?;
     }
     let debit_asset = asset(&p.asset_code, p.asset_scale);
     let receive_asset = asset(&p.receive_asset_code, p.receive_asset_scale);
@@ -294,7 +292,7 @@ pub(super) fn packet_tx(
     // sender side: payment account → settlement of the debit asset
     let mut debit_settlement = None;
     if packet_debit > 0 {
-        let settle = ledger::ops::settlement_account(tx, &debit_asset, now_s)?;
+        let settle = ledger::ops::settlement_account(tx, &debit_asset, now)?;
         debit_settlement = Some(settle.clone());
         ledger::ops::create_transfer(
             tx,
@@ -307,7 +305,7 @@ pub(super) fn packet_tx(
                 kind: "payment".into(),
                 memo: None,
             },
-            now_s,
+            now,
         )?;
     }
     // receiver side: settlement of the receive asset → receiver wallet
@@ -315,7 +313,7 @@ pub(super) fn packet_tx(
     if deliver > 0 {
         let settle = match debit_settlement {
             Some(s) if receive_asset == debit_asset => s,
-            _ => ledger::ops::settlement_account(tx, &receive_asset, now_s)?,
+            _ => ledger::ops::settlement_account(tx, &receive_asset, now)?,
         };
         ledger::ops::create_transfer(
             tx,
@@ -328,18 +326,18 @@ pub(super) fn packet_tx(
                 kind: "payment".into(),
                 memo: None,
             },
-            now_s,
+            now,
         )?;
     }
     let new_received = r.received_amount + deliver;
     let receiver_done = r.incoming_amount.is_some_and(|i| new_received >= i);
     if deliver > 0 || receiver_done {
-        repo::credit_incoming(tx, &r.id, new_received, receiver_done, now_s)?;
+        repo::credit_incoming(tx, &r.id, new_received, receiver_done, now)?;
     }
     let new_delivered = p.delivered_amount + deliver;
     let done = new_sent >= p.debit_amount || new_delivered >= p.receive_amount || receiver_done;
     let next = (!done).then(|| now + Duration::milliseconds(i64::try_from(interval_ms).unwrap_or(0)));
-    repo::update_progress(tx, &p.id, new_sent, new_delivered, next, now_s)?;
+    repo::update_progress(tx, &p.id, new_sent, new_delivered, next, now)?;
     let mut finished = None;
     if done {
         complete_tx(tx, &p.id, now, &mut touched)?;

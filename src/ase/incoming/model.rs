@@ -19,6 +19,8 @@ pub struct CreateIncoming {
     pub wallet_address: String,
     #[serde(default)]
     pub incoming_amount: Option<Amount>,
+    /// Text on purpose: the client's own words, read by the service (`IncomingError::BadExpiry` says what is
+    /// wrong with them, where a typed field would fail the whole body with a generic JSON error).
     #[serde(default)]
     pub expires_at: Option<String>,
     #[serde(default)]
