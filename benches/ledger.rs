@@ -12,7 +12,7 @@ use opdesk::{
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-const NOW: &str = "2026-01-01T00:00:00.000Z";
+const NOW: time::OffsetDateTime = time::macros::datetime!(2026-01-01 00:00:00 UTC);
 
 fn bench(c: &mut Criterion) {
     let dir = tempfile::tempdir().expect("tempdir");

@@ -15,7 +15,7 @@ use crate::{
         engine::Engine, incoming::IncomingPayments, liquidity::PeerLiquidity, outgoing::OutgoingPayments, peers::Peers,
         quotes::Quotes, remote::Remote, spsp::Spsp, stream_receiver::Receiver,
     },
-    clock::{SharedClock, SystemClock, format_ts},
+    clock::{SharedClock, SystemClock},
     control::{self, Services},
     egress::Egress,
     events::EventBus,
@@ -251,9 +251,9 @@ impl AppCore {
 
     /// Records in the data dir how to reach the server whose admin API listens on `addr`.
     fn record(&self, addr: std::net::SocketAddr) -> std::io::Result<()> {
-        let started = crate::clock::format_ts(self.state.clock.now());
+        let started = self.state.clock.now();
         match self.lock.lock().as_deref_mut() {
-            Ok(Some(lock)) => lock.record(addr, &self.state.settings.public_url, &started),
+            Ok(Some(lock)) => lock.record(addr, &self.state.settings.public_url, started),
             _ => Err(std::io::Error::other("the data dir was given up")),
         }
     }
@@ -463,19 +463,18 @@ async fn prune_events(s: Arc<Services>, shutdown: CancellationToken) {
             _ = every.tick() => {}
         }
         let keep = &s.settings.store;
-        let before = format_ts(s.clock.now() - time::Duration::days(i64::from(keep.events_retain_days)));
+        let before = s.clock.now() - time::Duration::days(i64::from(keep.events_retain_days));
         let (count, hooks) = (keep.events_retain_count, s.webhooks.enabled());
         let mut total = 0;
         for _ in 0..PRUNE_BATCHES {
-            let before = before.clone();
             let pruned = s
                 .store
                 .call(move |c| {
                     let tx = store::immediate(c)?;
                     let floor = if hooks { store::webhooks::cursor(&tx)? } else { None };
-                    let n = store::outbox::prune(&tx, &before, count, floor, PRUNE_BATCH)?
-                        .max(store::webhooks::prune_delivered(&tx, &before, PRUNE_BATCH)?)
-                        .max(store::spsp::prune(&tx, &before, PRUNE_BATCH)?);
+                    let n = store::outbox::prune(&tx, before, count, floor, PRUNE_BATCH)?
+                        .max(store::webhooks::prune_delivered(&tx, before, PRUNE_BATCH)?)
+                        .max(store::spsp::prune(&tx, before, PRUNE_BATCH)?);
                     tx.commit()?;
                     Ok::<_, store::Error>(n)
                 })

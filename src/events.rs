@@ -162,7 +162,8 @@ pub enum DomainEvent {
         /// The request's id (time-ordered, unique across restarts): what a grant's timeline links to.
         id: String,
         /// When the request arrived (microseconds; strictly increasing in arrival order).
-        received_at: String,
+        #[serde(with = "crate::clock::wire::micros")]
+        received_at: time::OffsetDateTime,
         method: String,
         path: String,
         status: u16,
@@ -205,7 +206,8 @@ pub struct EventRecord {
     /// A durable event's unique id (webhook receivers de-duplicate by it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub id: Option<String>,
-    pub at: String,
+    #[serde(with = "crate::clock::wire")]
+    pub at: time::OffsetDateTime,
     pub event: DomainEvent,
 }
 
@@ -296,7 +298,7 @@ impl EventBus {
         let _ = self.tx.send(EventRecord {
             seq: None,
             id: None,
-            at: crate::clock::format_ts(time::OffsetDateTime::now_utc()),
+            at: crate::clock::to_millis(time::OffsetDateTime::now_utc()),
             event,
         });
     }

@@ -10,9 +10,10 @@
 
 use crate::store::Connection;
 use serde::{Deserialize, Serialize};
+use time::OffsetDateTime;
 
 use crate::{
-    clock::{SharedClock, format_ts},
+    clock::SharedClock,
     events::{DomainEvent, EventBus},
     ids,
     money::{Asset, MoneyError, Value},
@@ -160,8 +161,10 @@ pub struct Transfer {
     pub state: TransferState,
     pub posted_amount: Option<i64>,
     pub kind: String,
-    pub created_at: String,
-    pub resolved_at: Option<String>,
+    #[serde(with = "crate::clock::wire")]
+    pub created_at: time::OffsetDateTime,
+    #[serde(default, with = "crate::clock::wire::option")]
+    pub resolved_at: Option<time::OffsetDateTime>,
 }
 
 impl From<TransferRow> for Transfer {
@@ -189,7 +192,7 @@ pub mod ops {
         conn: &Connection,
         kind: AccountKind,
         asset: &Asset,
-        now: &str,
+        now: OffsetDateTime,
     ) -> Result<String, LedgerError> {
         insert(conn, kind, None, asset, now)
     }
@@ -199,7 +202,7 @@ pub mod ops {
         kind: AccountKind,
         peer: Option<&str>,
         asset: &Asset,
-        now: &str,
+        now: OffsetDateTime,
     ) -> Result<String, LedgerError> {
         let id = ids::new_id();
         repo::insert_account(
@@ -218,7 +221,7 @@ pub mod ops {
     }
 
     /// The settlement account of `asset`, created on first use.
-    pub fn settlement_account(conn: &Connection, asset: &Asset, now: &str) -> Result<String, LedgerError> {
+    pub fn settlement_account(conn: &Connection, asset: &Asset, now: OffsetDateTime) -> Result<String, LedgerError> {
         if let Some(id) = repo::settlement_account(conn, &asset.code, asset.scale)? {
             return Ok(id);
         }
@@ -226,7 +229,12 @@ pub mod ops {
     }
 
     /// The account of ILP peer `peer` in `asset`, created on first use.
-    pub fn peer_account(conn: &Connection, peer: &str, asset: &Asset, now: &str) -> Result<String, LedgerError> {
+    pub fn peer_account(
+        conn: &Connection,
+        peer: &str,
+        asset: &Asset,
+        now: OffsetDateTime,
+    ) -> Result<String, LedgerError> {
         if let Some(id) = repo::peer_account(conn, peer, &asset.code, asset.scale)? {
             return Ok(id);
         }
@@ -242,7 +250,7 @@ pub mod ops {
         account: &str,
         value: Value,
         memo: String,
-        now: &str,
+        now: OffsetDateTime,
     ) -> Result<String, LedgerError> {
         let settlement = peer_account(conn, peer, asset, now)?;
         create_transfer(
@@ -262,7 +270,12 @@ pub mod ops {
     }
 
     /// The liquidity account of ILP peer `peer` in `asset`, created on first use.
-    pub fn liquidity_account(conn: &Connection, peer: &str, asset: &Asset, now: &str) -> Result<String, LedgerError> {
+    pub fn liquidity_account(
+        conn: &Connection,
+        peer: &str,
+        asset: &Asset,
+        now: OffsetDateTime,
+    ) -> Result<String, LedgerError> {
         if let Some(id) = repo::liquidity_account(conn, peer, &asset.code, asset.scale)? {
             return Ok(id);
         }
@@ -285,7 +298,11 @@ pub mod ops {
     }
 
     /// Creates a posted or pending transfer. Returns the transfer and whether it was new.
-    pub fn create_transfer(conn: &Connection, t: &NewTransfer, now: &str) -> Result<(TransferRow, bool), LedgerError> {
+    pub fn create_transfer(
+        conn: &Connection,
+        t: &NewTransfer,
+        now: OffsetDateTime,
+    ) -> Result<(TransferRow, bool), LedgerError> {
         if let Some(existing) = repo::transfer(conn, &t.id)? {
             let was_pending = existing.state.is_pending() || existing.resolved_at.is_some();
             let same = existing.debit_account == t.debit
@@ -372,12 +389,17 @@ pub mod ops {
     }
 
     /// Posts a pending transfer, moving `amount` (default: all of it) and releasing the rest. Exactly once.
-    pub fn post(conn: &Connection, id: &str, amount: Option<Value>, now: &str) -> Result<TransferRow, LedgerError> {
+    pub fn post(
+        conn: &Connection,
+        id: &str,
+        amount: Option<Value>,
+        now: OffsetDateTime,
+    ) -> Result<TransferRow, LedgerError> {
         resolve(conn, id, amount, true, now)
     }
 
     /// Voids a pending transfer, releasing the reservation. Exactly once.
-    pub fn void(conn: &Connection, id: &str, now: &str) -> Result<TransferRow, LedgerError> {
+    pub fn void(conn: &Connection, id: &str, now: OffsetDateTime) -> Result<TransferRow, LedgerError> {
         resolve(conn, id, None, false, now)
     }
 
@@ -386,7 +408,7 @@ pub mod ops {
         id: &str,
         amount: Option<Value>,
         post: bool,
-        now: &str,
+        now: OffsetDateTime,
     ) -> Result<TransferRow, LedgerError> {
         let t = repo::transfer(conn, id)?.ok_or_else(|| LedgerError::UnknownTransfer(id.to_owned()))?;
         if !t.state.is_pending() {
@@ -533,7 +555,7 @@ impl Ledger {
         if let Some(id) = &transfer_id {
             check_transfer_id(id)?;
         }
-        let now = format_ts(self.clock.now());
+        let now = self.clock.now();
         let (transfer, balances, new, recorded) = self
             .store
             .call(move |conn| {
@@ -552,7 +574,7 @@ impl Ledger {
                     }
                     .into());
                 }
-                let settlement = ops::settlement_account(&tx, &asset, &now)?;
+                let settlement = ops::settlement_account(&tx, &asset, now)?;
                 let (debit, credit, kind) = match movement {
                     Movement::Deposit => (settlement, account_id.clone(), "deposit"),
                     Movement::Withdrawal => (account_id.clone(), settlement, "withdrawal"),
@@ -566,13 +588,13 @@ impl Ledger {
                     kind: kind.into(),
                     memo: None,
                 };
-                let (row, new) = ops::create_transfer(&tx, &t, &now)?;
+                let (row, new) = ops::create_transfer(&tx, &t, now)?;
                 let balances = ops::balances(&tx, &[&t.debit, &t.credit])?;
                 // a durable event, once: a repeat of the same transfer id moves nothing and says nothing
                 let recorded = match balances.iter().find(|b| b.kind == "wallet") {
                     Some(b) if new => Some(store::outbox::append(
                         &tx,
-                        &now,
+                        now,
                         DomainEvent::WalletFundsMoved {
                             wallet: b.wallet.clone().unwrap_or_default(),
                             movement: kind.into(),

@@ -37,7 +37,8 @@ pub struct Record {
     pub admin: String,
     pub public_url: String,
     pub version: String,
-    pub started_at: String,
+    #[serde(with = "crate::clock::wire")]
+    pub started_at: time::OffsetDateTime,
 }
 
 /// Why a data dir could not be taken.
@@ -58,7 +59,7 @@ fn held_line(dir: &Path, record: Option<&Record>) -> String {
             r.pid,
             r.admin,
             r.public_url,
-            r.started_at
+            crate::clock::format_ts(r.started_at)
         ),
         None => format!(
             "another opdesk process holds the data dir {} (an operator command, or a server still starting); try again",
@@ -108,13 +109,18 @@ impl DirLock {
     }
 
     /// Records the server that holds the lock (written atomically, 0600; a stale record is replaced).
-    pub fn record(&mut self, listening: SocketAddr, public_url: &str, started_at: &str) -> std::io::Result<()> {
+    pub fn record(
+        &mut self,
+        listening: SocketAddr,
+        public_url: &str,
+        started_at: time::OffsetDateTime,
+    ) -> std::io::Result<()> {
         let record = Record {
             pid: std::process::id(),
             admin: format!("http://{}", loopback_of(listening)),
             public_url: public_url.to_owned(),
             version: env!("CARGO_PKG_VERSION").to_owned(),
-            started_at: started_at.to_owned(),
+            started_at,
         };
         let json = serde_json::to_vec_pretty(&record).map_err(std::io::Error::other)?;
         files::write_private(&self.dir.join(RECORD_FILE), &json)?;
@@ -168,7 +174,11 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut first = DirLock::acquire(dir.path()).unwrap();
         first
-            .record("0.0.0.0:4660".parse().unwrap(), "http://x", "2026-11-24T00:00:00Z")
+            .record(
+                "0.0.0.0:4660".parse().unwrap(),
+                "http://x",
+                crate::clock::ts("2026-11-24T00:00:00Z"),
+            )
             .unwrap();
         let rec = read_record(dir.path()).unwrap();
         assert_eq!(rec.admin, "http://127.0.0.1:4660");
@@ -218,12 +228,16 @@ mod tests {
             admin: "http://127.0.0.1:1".into(),
             public_url: "http://old".into(),
             version: "0".into(),
-            started_at: "2020-01-01T00:00:00Z".into(),
+            started_at: crate::clock::ts("2020-01-01T00:00:00Z"),
         };
         files::write_private(&dir.path().join(RECORD_FILE), &serde_json::to_vec(&stale).unwrap()).unwrap();
         let mut lock = DirLock::acquire(dir.path()).unwrap();
-        lock.record("127.0.0.1:5".parse().unwrap(), "http://new", "now")
-            .unwrap();
+        lock.record(
+            "127.0.0.1:5".parse().unwrap(),
+            "http://new",
+            crate::clock::ts("2026-01-01T00:00:00Z"),
+        )
+        .unwrap();
         assert_eq!(read_record(dir.path()).unwrap().public_url, "http://new");
     }
 }

@@ -12,7 +12,7 @@ use ed25519_dalek::SigningKey;
 use serde::{Deserialize, Serialize};
 
 use crate::{
-    clock::{SharedClock, format_ts},
+    clock::SharedClock,
     events::{DomainEvent, EventBus},
     httpsig::{
         self,
@@ -68,7 +68,8 @@ pub struct Wallet {
     pub asset_scale: u8,
     pub account_id: String,
     pub demo: bool,
-    pub created_at: String,
+    #[serde(with = "crate::clock::wire")]
+    pub created_at: time::OffsetDateTime,
 }
 
 impl Wallet {
@@ -218,7 +219,7 @@ impl Wallets {
     pub async fn create(&self, new: NewWallet) -> Result<Wallet, WalletError> {
         validate_name(&new.name)?;
         check_public_name(new.public_name.as_deref())?;
-        let now = format_ts(self.clock.now());
+        let now = self.clock.now();
         let row = self
             .store
             .call(move |conn| {
@@ -226,8 +227,8 @@ impl Wallets {
                 if repo::by_name(&tx, &new.name)?.is_some() {
                     return Err(WalletError::Exists(new.name.clone()));
                 }
-                let account_id = ledger::ops::create_account(&tx, AccountKind::Wallet, &new.asset, &now)?;
-                ledger::ops::settlement_account(&tx, &new.asset, &now)?;
+                let account_id = ledger::ops::create_account(&tx, AccountKind::Wallet, &new.asset, now)?;
+                ledger::ops::settlement_account(&tx, &new.asset, now)?;
                 let row = repo::WalletRow {
                     id: ids::new_id(),
                     name: new.name.clone(),
@@ -236,14 +237,14 @@ impl Wallets {
                     asset_code: new.asset.code.clone(),
                     asset_scale: new.asset.scale,
                     demo: new.demo,
-                    created_at: now.clone(),
+                    created_at: now,
                 };
                 repo::insert(&tx, &row)?;
                 let event = DomainEvent::WalletCreated {
                     id: row.id.clone(),
                     name: row.name.clone(),
                 };
-                let recorded = outbox::append(&tx, &row.created_at, event)?;
+                let recorded = outbox::append(&tx, row.created_at, event)?;
                 tx.commit()?;
                 Ok((row, recorded))
             })
@@ -358,7 +359,7 @@ impl Wallets {
     pub async fn add_key(&self, name: &str, jwk: Jwk) -> Result<Jwk, WalletError> {
         let key = jwk.verifying_key()?;
         let public = Jwk::from_verifying_key(&jwk.kid, &key);
-        let now = format_ts(self.clock.now());
+        let now = self.clock.now();
         let n = name.to_owned();
         let stored = public.clone();
         let recorded = self
@@ -376,7 +377,7 @@ impl Wallets {
                     wallet: n.clone(),
                     kid: stored.kid.clone(),
                 };
-                let recorded = outbox::append(&tx, &now, event)?;
+                let recorded = outbox::append(&tx, now, event)?;
                 repo::insert_key(
                     &tx,
                     &repo::KeyRow {
@@ -384,7 +385,7 @@ impl Wallets {
                         wallet_id: w.id,
                         kid: stored.kid.clone(),
                         x: stored.x.clone(),
-                        created_at: now.clone(),
+                        created_at: now,
                     },
                 )?;
                 tx.commit()?;
@@ -408,7 +409,7 @@ impl Wallets {
 
     pub async fn remove_key(&self, name: &str, kid: &str) -> Result<(), WalletError> {
         let (n, k) = (name.to_owned(), kid.to_owned());
-        let now = format_ts(self.clock.now());
+        let now = self.clock.now();
         let recorded = self
             .store
             .call(move |conn| {
@@ -422,7 +423,7 @@ impl Wallets {
                 }
                 let recorded = outbox::append(
                     &tx,
-                    &now,
+                    now,
                     DomainEvent::KeyRemoved {
                         wallet: n.clone(),
                         kid: k.clone(),

@@ -14,7 +14,7 @@ use tokio::{sync::Notify, task::JoinSet};
 use tokio_util::sync::CancellationToken;
 
 use crate::{
-    clock::{SharedClock, format_ts},
+    clock::SharedClock,
     egress::{self, Egress},
     events::{EventBus, EventRecord},
     settings::WebhookSettings,
@@ -53,7 +53,7 @@ pub fn body_of(e: &EventRecord) -> String {
     json!({
         "id": e.id,
         "seq": e.seq,
-        "createdAt": e.at,
+        "createdAt": crate::clock::format_ts(e.at),
         "type": e.event.kind(),
         "event": e.event,
     })
@@ -128,13 +128,13 @@ impl Webhooks {
 
     /// Re-drives one delivery (dead or pending): due now with a fresh attempt budget.
     pub async fn retry(&self, seq: i64) -> Result<DeliveryRow, WebhookError> {
-        let now = format_ts(self.clock.now());
+        let now = self.clock.now();
         let row = self
             .store
             .call(move |c| {
                 let tx = store::immediate(c)?;
                 let row = repo::get(&tx, seq)?.ok_or(WebhookError::NotFound(seq))?;
-                if !repo::redrive(&tx, seq, &now)? {
+                if !repo::redrive(&tx, seq, now)? {
                     return Err(WebhookError::Delivered(row.event_seq));
                 }
                 let row = repo::get(&tx, seq)?.ok_or(WebhookError::NotFound(seq))?;
@@ -148,8 +148,8 @@ impl Webhooks {
 
     /// Re-drives every dead delivery; returns how many.
     pub async fn retry_dead(&self) -> Result<usize, WebhookError> {
-        let now = format_ts(self.clock.now());
-        let n = self.store.call(move |c| repo::redrive_dead(c, &now)).await?;
+        let now = self.clock.now();
+        let n = self.store.call(move |c| repo::redrive_dead(c, now)).await?;
         self.wake.notify_one();
         Ok(n)
     }
@@ -161,7 +161,7 @@ impl Webhooks {
     }
 
     /// When the attempt after `attempts` failed ones is due, or none when the budget is spent.
-    fn next_attempt(&self, attempts: i64) -> Option<String> {
+    fn next_attempt(&self, attempts: i64) -> Option<time::OffsetDateTime> {
         if attempts + 1 >= i64::from(self.settings.max_attempts.max(1)) {
             return None;
         }
@@ -172,7 +172,7 @@ impl Webhooks {
             .saturating_mul(1u64 << shift)
             .min(self.settings.retry_max_ms);
         let wait = time::Duration::milliseconds(i64::try_from(ms).unwrap_or(i64::MAX / 2));
-        Some(format_ts(self.clock.now() + wait))
+        Some(self.clock.now() + wait)
     }
 
     /// Delivers until `shutdown`. Does nothing when no URL is configured. An attempt cut short by shutdown
@@ -197,17 +197,17 @@ impl Webhooks {
             if shutdown.is_cancelled() {
                 break;
             }
-            let now = format_ts(self.clock.now());
+            let now = self.clock.now();
             let taken = self
                 .store
                 .call(move |c| {
                     let tx = store::immediate(c)?;
-                    let n = repo::take_from_outbox(&tx, &now, TAKE, body_of)?;
+                    let n = repo::take_from_outbox(&tx, now, TAKE, body_of)?;
                     tx.commit()?;
                     Ok::<_, store::Error>(n)
                 })
                 .await;
-            let now = format_ts(self.clock.now());
+            let now = self.clock.now();
             let full = matches!(taken, Ok(n) if n == TAKE);
             let due = match taken {
                 Ok(_) => {
@@ -215,10 +215,8 @@ impl Webhooks {
                     let lease = self
                         .store
                         .is_postgres()
-                        .then(|| format_ts(self.clock.now() + time::Duration::seconds(LEASE_SECS)));
-                    self.store
-                        .call(move |c| repo::due(c, &now, CONCURRENCY, lease.as_deref()))
-                        .await
+                        .then(|| self.clock.now() + time::Duration::seconds(LEASE_SECS));
+                    self.store.call(move |c| repo::due(c, now, CONCURRENCY, lease)).await
                 }
                 Err(e) => Err(e),
             };
@@ -241,9 +239,8 @@ impl Webhooks {
             if full {
                 continue;
             }
-            let next: Option<String> = self.store.call(|c| repo::next_due(c)).await.ok().flatten();
+            let next = self.store.call(|c| repo::next_due(c)).await.ok().flatten();
             let wait = next
-                .and_then(|t| crate::clock::parse_ts(&t).ok())
                 .map(|t| (t - self.clock.now()).clamp(time::Duration::ZERO, time::Duration::seconds(5)))
                 .and_then(|d| Duration::try_from(d).ok())
                 .unwrap_or(Duration::from_secs(5));
@@ -331,8 +328,8 @@ impl Webhooks {
                     tracing::info!(event = seq, error = %error, "webhook not delivered; will retry")
                 }
             }
-            let now = format_ts(self.clock.now());
-            if let Err(e) = self.store.call(move |c| repo::settle(c, seq, &attempt, &now)).await {
+            let now = self.clock.now();
+            if let Err(e) = self.store.call(move |c| repo::settle(c, seq, &attempt, now)).await {
                 tracing::warn!(event = seq, error = %e, "cannot record a webhook attempt; it will be sent again");
             }
         }

@@ -30,7 +30,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::{incoming::state_of, remote::Remote};
 use crate::{
-    clock::{SharedClock, format_ts, parse_ts},
+    clock::{SharedClock, format_ts},
     events::{DomainEvent, EventBus, EventRecord},
     gnap::model::AccessItem,
     ilp::{
@@ -134,7 +134,6 @@ struct StepOutcome {
 /// Appends the step's durable events (a payment finished, an incoming payment completed) to the outbox in
 /// the step's transaction, just before it commits.
 fn seal(tx: &SqlConnection, mut out: StepOutcome, now: OffsetDateTime) -> Result<StepOutcome, store::Error> {
-    let at = format_ts(now);
     let mut events = Vec::new();
     if let (Some(p), Some(finished)) = (&out.payment, &out.finished) {
         events.push(match finished {
@@ -149,7 +148,7 @@ fn seal(tx: &SqlConnection, mut out: StepOutcome, now: OffsetDateTime) -> Result
         events.push(DomainEvent::IncomingPaymentCompleted { id: id.clone() });
     }
     for e in events {
-        out.recorded.push(store::outbox::append(tx, &at, e)?);
+        out.recorded.push(store::outbox::append(tx, now, e)?);
     }
     Ok(out)
 }
@@ -345,8 +344,7 @@ impl Engine {
     }
 
     async fn until_next_due(&self) -> Option<StdDuration> {
-        let next = self.store.call(|c| repo::next_due(c)).await.ok().flatten()?;
-        let at = parse_ts(&next).ok()?;
+        let at = self.store.call(|c| repo::next_due(c)).await.ok().flatten()?;
         let d = at - self.clock.now();
         Some(if d.is_negative() {
             StdDuration::ZERO
@@ -372,21 +370,18 @@ impl Engine {
         let (packets, interval_ms) = self.settings.pacing();
         // several nodes on one database: a payment to another ASE is leased to this node while it works on
         // it, so that no other node sends its packets meanwhile (a dead node's lease runs out)
-        let lease = self
-            .store
-            .is_postgres()
-            .then(|| format_ts(self.clock.now() + REMOTE_LEASE));
-        let leased = lease.clone();
+        let lease = self.store.is_postgres().then(|| self.clock.now() + REMOTE_LEASE);
+        let leased = lease;
         let round = self
             .store
             .call(move |c| {
                 let mut tx = store::immediate(c)?;
-                let due = repo::due_outgoing(&tx, &format_ts(clock.now()), DUE_PER_ROUND)?;
+                let due = repo::due_outgoing(&tx, clock.now(), DUE_PER_ROUND)?;
                 let mut round = Vec::with_capacity(due.len());
                 for id in due {
                     match remote_of(&tx, &id) {
                         Ok(Some((p, plan))) => {
-                            if let Some(until) = &leased {
+                            if let Some(until) = leased {
                                 repo::lease_outgoing(&tx, &id, until)?;
                             }
                             round.push(Worked::Remote(p, plan));
@@ -433,17 +428,15 @@ impl Engine {
                     self.publish(out);
                 }
                 Worked::Remote(p, plan) => {
-                    let (id, due) = (p.id.clone(), p.next_attempt_at.clone());
-                    let mut held = lease.clone();
-                    if let Some(until) = &lease {
+                    let (id, due) = (p.id.clone(), p.next_attempt_at);
+                    let mut held = lease;
+                    if let Some(until) = lease {
                         // the round's leases began together and packets go out one after another: renew
                         // this one so that it lasts its packet, unless it ran out and another node has it
-                        let (pid, until, renewed) =
-                            (id.clone(), until.clone(), format_ts(self.clock.now() + REMOTE_LEASE));
-                        let r = renewed.clone();
+                        let (pid, renewed) = (id.clone(), self.clock.now() + REMOTE_LEASE);
                         match self
                             .store
-                            .call(move |c| repo::renew_outgoing(c, &pid, &until, &r))
+                            .call(move |c| repo::renew_outgoing(c, &pid, until, renewed))
                             .await
                         {
                             Ok(true) => held = Some(renewed),
@@ -463,7 +456,7 @@ impl Engine {
                     if let Some(until) = held {
                         let released = self
                             .store
-                            .call(move |c| repo::release_outgoing(c, &id, &until, due.as_deref()))
+                            .call(move |c| repo::release_outgoing(c, &id, until, due))
                             .await;
                         if let Err(e) = released {
                             tracing::warn!(error = %e, "a payment's lease could not be given back; it runs out");
@@ -517,7 +510,7 @@ impl Engine {
                     let shift = u32::try_from(p.attempts.clamp(0, 20)).unwrap_or(20);
                     let backoff = s.retry_base_ms.saturating_mul(1u64 << shift).min(s.retry_max_ms);
                     let next = now + Duration::milliseconds(i64::try_from(backoff).unwrap_or(i64::MAX / 2));
-                    repo::schedule_retry(&tx, &pid, &format_ts(next), &msg, &format_ts(now))?;
+                    repo::schedule_retry(&tx, &pid, next, &msg, now)?;
                     StepOutcome::default()
                 };
                 let out = seal(&tx, out, now)?;
@@ -570,14 +563,14 @@ impl Engine {
 
     /// Announces incoming payments whose expiry passed (once each).
     pub async fn announce_expiries(&self) {
-        let now = format_ts(self.clock.now());
+        let now = self.clock.now();
         let announced = self
             .store
             .call(move |c| {
                 let tx = store::immediate(c)?;
-                let recorded = repo::announce_expired(&tx, &now, 500)?
+                let recorded = repo::announce_expired(&tx, now, 500)?
                     .into_iter()
-                    .map(|id| store::outbox::append(&tx, &now, DomainEvent::IncomingPaymentExpired { id }))
+                    .map(|id| store::outbox::append(&tx, now, DomainEvent::IncomingPaymentExpired { id }))
                     .collect::<Result<Vec<_>, _>>()?;
                 tx.commit()?;
                 Ok::<_, store::Error>(recorded)
@@ -608,7 +601,7 @@ impl Engine {
                     });
                 }
                 // a packet on its way may still be fulfilled, and then it must be booked: not while it flies
-                if store::peers::payment_in_flight(&tx, &pid, &format_ts(now))? {
+                if store::peers::payment_in_flight(&tx, &pid, now)? {
                     return Err(EngineError::Refused {
                         reason: "in_flight",
                         message: "a packet of this payment is on its way to the receiver; cancel again once it \
@@ -624,11 +617,11 @@ impl Engine {
                     OutgoingState::Cancelled,
                     // the failure reason of a cancelled payment is the state's name
                     Some((OutgoingState::Cancelled.as_str(), "Cancelled by the operator.")),
-                    &format_ts(now),
+                    now,
                 )?;
                 let p = reread(&tx, &pid)?;
                 let event = DomainEvent::OutgoingPaymentCancelled { id: p.id.clone() };
-                let recorded = store::outbox::append(&tx, &format_ts(now), event)?;
+                let recorded = store::outbox::append(&tx, now, event)?;
                 tx.commit()?;
                 Ok::<_, EngineError>((p, balances, recorded))
             })
@@ -671,7 +664,7 @@ impl Engine {
                     remaining,
                     p.payment_account_id.as_deref(),
                     p.attempts + 1,
-                    &format_ts(now),
+                    now,
                 )? {
                     Err(f) => {
                         return Err(EngineError::Refused {
@@ -680,7 +673,7 @@ impl Engine {
                         });
                     }
                     Ok((reservation, account)) => {
-                        repo::restart(&tx, &p.id, &reservation, &account, &format_ts(now))?;
+                        repo::restart(&tx, &p.id, &reservation, &account, now)?;
                     }
                 }
                 let p = reread(&tx, &p.id)?;

@@ -12,7 +12,7 @@ use time::Duration;
 
 use crate::{
     ase::metadata::Metadata,
-    clock::{SharedClock, format_ts, parse_ts},
+    clock::{SharedClock, parse_ts},
     events::{DomainEvent, EventBus},
     ids,
     ilp::receiver::{self, PaymentSnapshot, Refusal, StreamServer},
@@ -100,9 +100,9 @@ impl IncomingPayments {
             completed: r.completed,
             incoming_amount: r.incoming_amount.map(amount),
             received_amount: amount(r.received_amount),
-            expires_at: r.expires_at.clone(),
+            expires_at: r.expires_at,
             metadata: r.metadata.as_deref().and_then(Metadata::from_stored),
-            created_at: r.created_at.clone(),
+            created_at: r.created_at,
             methods: None,
         }
     }
@@ -154,14 +154,14 @@ impl IncomingPayments {
                         self.max_lifetime.whole_seconds()
                     )));
                 }
-                t
+                // stored and sent to the millisecond: the row returned is the row read back
+                crate::clock::to_millis(t)
             }
         };
         let metadata = req
             .metadata
             .and_then(Metadata::of_object)
             .map(|m| m.as_str().to_owned());
-        let now_s = format_ts(now);
         let row = IncomingRow {
             id: ids::new_id(),
             wallet_id: wallet.id.clone(),
@@ -173,10 +173,10 @@ impl IncomingPayments {
             incoming_amount,
             received_amount: 0,
             completed: false,
-            expires_at: Some(format_ts(expires_at)),
+            expires_at: Some(expires_at),
             metadata,
-            created_at: now_s.clone(),
-            updated_at: now_s,
+            created_at: now,
+            updated_at: now,
         };
         let stored = row.clone();
         let recorded = self
@@ -188,7 +188,7 @@ impl IncomingPayments {
                     id: stored.id.clone(),
                     wallet: stored.wallet_name.clone(),
                 };
-                let recorded = outbox::append(&tx, &stored.created_at, event)?;
+                let recorded = outbox::append(&tx, stored.created_at, event)?;
                 tx.commit()?;
                 Ok::<_, store::Error>(recorded)
             })
@@ -256,20 +256,19 @@ impl IncomingPayments {
                 // receipts) refuses the packet for good, and the dropped transaction writes nothing.
                 let credit = || -> Result<_, LedgerError> {
                     let value = Money::new(amount)?;
-                    let now_s = format_ts(now);
                     let asset = Asset {
                         code: row.asset_code.clone(),
                         scale: row.asset_scale,
                     };
                     let memo = format!("{memo} to incoming payment {pid}");
                     let settlement =
-                        ledger::ops::credit_from_peer(&tx, &peer, &asset, &row.account_id, value, memo, &now_s)?;
+                        ledger::ops::credit_from_peer(&tx, &peer, &asset, &row.account_id, value, memo, now)?;
                     let received = row
                         .received_amount
                         .checked_add(value.as_i64())
                         .ok_or(crate::money::MoneyError::Overflow)?;
                     let completed = row.incoming_amount.is_some_and(|target| received >= target);
-                    if !repo::credit_incoming(&tx, &pid, received, completed, &now_s)? {
+                    if !repo::credit_incoming(&tx, &pid, received, completed, now)? {
                         return Err(LedgerError::Store(store::Error::Corrupt(format!(
                             "incoming payment {pid} changed under a write lock"
                         ))));
@@ -279,10 +278,10 @@ impl IncomingPayments {
                     let row = IncomingRow {
                         received_amount: received,
                         completed,
-                        updated_at: now_s.clone(),
+                        updated_at: now,
                         ..row.clone()
                     };
-                    let paid = repo::add_connection_received(&tx, &pid, &connection, value.as_i64(), &now_s)?;
+                    let paid = repo::add_connection_received(&tx, &pid, &connection, value.as_i64(), now)?;
                     Ok((row, paid, balances))
                 };
                 let (row, paid, balances) = match credit() {
@@ -300,7 +299,7 @@ impl IncomingPayments {
                 }
                 let recorded = if row.completed {
                     let event = DomainEvent::IncomingPaymentCompleted { id: row.id.clone() };
-                    Some(outbox::append(&tx, &format_ts(now), event)?)
+                    Some(outbox::append(&tx, now, event)?)
                 } else {
                     None
                 };
@@ -344,7 +343,7 @@ impl IncomingPayments {
             None => None,
             Some(st) => {
                 let st: IncomingState = st.parse().map_err(|_| IncomingError::BadStateFilter)?;
-                Some(repo::incoming_state_condition(st, &format_ts(self.clock.now())))
+                Some(repo::incoming_state_condition(st, self.clock.now()))
             }
         };
         self.store
@@ -355,9 +354,9 @@ impl IncomingPayments {
 
     /// How many incoming payments are open now.
     pub async fn count_open(&self) -> Result<usize, IncomingError> {
-        let now = format_ts(self.clock.now());
+        let now = self.clock.now();
         self.store
-            .call(move |c| repo::count_open_incoming(c, &now))
+            .call(move |c| repo::count_open_incoming(c, now))
             .await
             .map_err(IncomingError::from)
     }
@@ -371,14 +370,14 @@ impl IncomingPayments {
             IncomingState::Expired => return Err(IncomingError::Expired),
             _ => {}
         }
-        let (i, now_s) = (row.id.clone(), format_ts(now));
+        let (i, now) = (row.id.clone(), now);
         let recorded = self
             .store
             .call(move |c| {
                 let tx = store::immediate(c)?;
-                let recorded = if repo::complete_incoming(&tx, &i, &now_s)? {
+                let recorded = if repo::complete_incoming(&tx, &i, now)? {
                     let event = DomainEvent::IncomingPaymentCompleted { id: i.clone() };
-                    Some(outbox::append(&tx, &now_s, event)?)
+                    Some(outbox::append(&tx, now, event)?)
                 } else {
                     None
                 };

@@ -22,6 +22,7 @@
 //! operator change is one `BEGIN IMMEDIATE` transaction with its durable event in the outbox.
 
 use std::{collections::HashMap, sync::Arc};
+use time::OffsetDateTime;
 
 use crate::store::Connection;
 use serde::{Deserialize, Serialize};
@@ -29,7 +30,7 @@ use tokio::sync::Notify;
 
 use super::peers::Peer;
 use crate::{
-    clock::{SharedClock, format_ts},
+    clock::SharedClock,
     events::{DomainEvent, EventBus},
     ids,
     ledger::{self, LedgerError, Movement, NewTransfer, Transfer},
@@ -186,7 +187,7 @@ fn commit_transfer(
     peer: &str,
     asset: &Asset,
     in_flight: u64,
-    now: &str,
+    now: OffsetDateTime,
     new: bool,
     event: impl FnOnce(i64, i64) -> DomainEvent,
 ) -> Result<(Option<crate::events::EventRecord>, LiquidityStatus), LiquidityError> {
@@ -223,7 +224,7 @@ pub fn unclaim(conn: &Connection, claim: ClaimId) -> Result<(), store::Error> {
 }
 
 /// What is in flight through `peer` at `now`, every node's packets counted.
-fn in_flight_at(conn: &Connection, peer: &str, now: &str) -> Result<u64, store::Error> {
+fn in_flight_at(conn: &Connection, peer: &str, now: OffsetDateTime) -> Result<u64, store::Error> {
     Ok(u64::try_from(peers_repo::in_flight(conn, peer, now)?).unwrap_or(0))
 }
 
@@ -275,15 +276,15 @@ impl PeerLiquidity {
     pub async fn claim(&self, peer: &Peer, amount: u64, payment: &str) -> Result<Claimed, store::Error> {
         let now = self.clock.now();
         let (name, asset, payment) = (peer.name.clone(), peer.asset.clone(), payment.to_owned());
-        let (at, until) = (format_ts(now), format_ts(now + self.claim_ttl));
+        let (at, until) = (now, (now + self.claim_ttl));
         let id = ClaimId::new()?;
         let stored = i64::try_from(amount).unwrap_or(i64::MAX);
         self.store
             .call(move |c| {
                 let tx = store::immediate(c)?;
-                peers_repo::purge_claims(&tx, &name, &at)?;
+                peers_repo::purge_claims(&tx, &name, at)?;
                 let (limits, liquidity, position) = read(&tx, &name, &asset)?;
-                let in_flight = in_flight_at(&tx, &name, &at)?;
+                let in_flight = in_flight_at(&tx, &name, at)?;
                 if limits.send_limited && !fits(liquidity, position, in_flight, amount) {
                     return Ok(Claimed::NoRoom(format!(
                         "Peer {name} is out of liquidity: {} of {} available, the packet needs {}. Deposit liquidity to resume.",
@@ -292,7 +293,7 @@ impl PeerLiquidity {
                         asset.format(amount.into()),
                     )));
                 }
-                if !peers_repo::claim(&tx, &id.key(), &name, stored, &until, &payment)? {
+                if !peers_repo::claim(&tx, &id.key(), &name, stored, until, &payment)? {
                     return Ok(Claimed::Stopped);
                 }
                 tx.commit()?;
@@ -311,12 +312,12 @@ impl PeerLiquidity {
 
     /// The peer's limits and balances now.
     pub async fn status(&self, peer: &Peer) -> Result<LiquidityStatus, store::Error> {
-        let (name, asset, now) = (peer.name.clone(), peer.asset.clone(), format_ts(self.clock.now()));
+        let (name, asset, now) = (peer.name.clone(), peer.asset.clone(), self.clock.now());
         let (limits, liquidity, position, in_flight) = self
             .store
             .call(move |c| {
                 let (limits, liquidity, position) = read(c, &name, &asset)?;
-                Ok::<_, store::Error>((limits, liquidity, position, in_flight_at(c, &name, &now)?))
+                Ok::<_, store::Error>((limits, liquidity, position, in_flight_at(c, &name, now)?))
             })
             .await?;
         Ok(LiquidityStatus::of(&limits, liquidity, position, in_flight))
@@ -345,15 +346,15 @@ impl PeerLiquidity {
         if let Some(id) = &transfer_id {
             ledger::check_transfer_id(id)?;
         }
-        let now = format_ts(self.clock.now());
+        let now = self.clock.now();
         let (name, asset) = (peer.name.clone(), peer.asset.clone());
         let moved = self
             .store
             .call(move |conn| {
                 let tx = store::immediate(conn)?;
-                let in_flight = in_flight_at(&tx, &name, &now)?;
-                let liquidity = ledger::ops::liquidity_account(&tx, &name, &asset, &now)?;
-                let settlement = ledger::ops::settlement_account(&tx, &asset, &now)?;
+                let in_flight = in_flight_at(&tx, &name, now)?;
+                let liquidity = ledger::ops::liquidity_account(&tx, &name, &asset, now)?;
+                let settlement = ledger::ops::settlement_account(&tx, &asset, now)?;
                 let id = transfer_id.clone().unwrap_or_else(ids::new_id);
                 let (debit, credit, kind) = match movement {
                     Movement::Deposit => (settlement, liquidity, "liquidity_deposit"),
@@ -382,12 +383,12 @@ impl PeerLiquidity {
                     kind: kind.into(),
                     memo: Some(format!("liquidity of peer {name}")),
                 };
-                let (row, new) = ledger::ops::create_transfer(&tx, &t, &now)?;
+                let (row, new) = ledger::ops::create_transfer(&tx, &t, now)?;
                 if movement == Movement::Deposit {
-                    peers_repo::set_send_limited(&tx, &name, &now)?;
-                    pay_repo::wake_waiting(&tx, WAIT_REASON, &now)?;
+                    peers_repo::set_send_limited(&tx, &name, now)?;
+                    pay_repo::wake_waiting(&tx, WAIT_REASON, now)?;
                 }
-                let (recorded, status) = commit_transfer(tx, &name, &asset, in_flight, &now, new, |liquidity, _| {
+                let (recorded, status) = commit_transfer(tx, &name, &asset, in_flight, now, new, |liquidity, _| {
                     DomainEvent::PeerLiquidityChanged {
                         peer: name.clone(),
                         change: kind.into(),
@@ -421,15 +422,15 @@ impl PeerLiquidity {
         if let Some(id) = &id {
             ledger::check_transfer_id(id)?;
         }
-        let now = format_ts(self.clock.now());
+        let now = self.clock.now();
         let (name, asset) = (peer.name.clone(), peer.asset.clone());
         let (row, recorded, status) = self
             .store
             .call(move |conn| {
                 let tx = store::immediate(conn)?;
-                let in_flight = in_flight_at(&tx, &name, &now)?;
-                let account = ledger::ops::peer_account(&tx, &name, &asset, &now)?;
-                let settlement = ledger::ops::settlement_account(&tx, &asset, &now)?;
+                let in_flight = in_flight_at(&tx, &name, now)?;
+                let account = ledger::ops::peer_account(&tx, &name, &asset, now)?;
+                let settlement = ledger::ops::settlement_account(&tx, &asset, now)?;
                 let (debit, credit) = match direction {
                     Direction::Paid => (account, settlement),
                     Direction::Received => (settlement, account),
@@ -443,11 +444,11 @@ impl PeerLiquidity {
                     kind: "settlement".into(),
                     memo: Some(format!("settlement with peer {name}: {}", direction.as_str())),
                 };
-                let (row, new) = ledger::ops::create_transfer(&tx, &t, &now)?;
+                let (row, new) = ledger::ops::create_transfer(&tx, &t, now)?;
                 if direction == Direction::Paid {
-                    pay_repo::wake_waiting(&tx, WAIT_REASON, &now)?;
+                    pay_repo::wake_waiting(&tx, WAIT_REASON, now)?;
                 }
-                let (recorded, status) = commit_transfer(tx, &name, &asset, in_flight, &now, new, |_, position| {
+                let (recorded, status) = commit_transfer(tx, &name, &asset, in_flight, now, new, |_, position| {
                     DomainEvent::PeerSettled {
                         peer: name.clone(),
                         direction: direction.as_str().into(),
@@ -469,21 +470,21 @@ impl PeerLiquidity {
 
     /// Sets (or clears, `None`) what the peer may owe us, in minor units of its asset.
     pub async fn set_credit_limit(&self, peer: &Peer, limit: Option<Value>) -> Result<LiquidityStatus, LiquidityError> {
-        let now = format_ts(self.clock.now());
+        let now = self.clock.now();
         let (name, asset) = (peer.name.clone(), peer.asset.clone());
         let (recorded, status) = self
             .store
             .call(move |conn| {
                 let tx = store::immediate(conn)?;
-                let in_flight = in_flight_at(&tx, &name, &now)?;
+                let in_flight = in_flight_at(&tx, &name, now)?;
                 let limit = limit.map(Value::as_i64);
-                peers_repo::set_credit_limit(&tx, &name, limit, &now)?;
+                peers_repo::set_credit_limit(&tx, &name, limit, now)?;
                 let (limits, liquidity, position) = read(&tx, &name, &asset)?;
                 let event = DomainEvent::PeerCreditLimitChanged {
                     peer: name.clone(),
                     credit_limit: limit,
                 };
-                let recorded = store::outbox::append(&tx, &now, event)?;
+                let recorded = store::outbox::append(&tx, now, event)?;
                 tx.commit()?;
                 Ok::<_, LiquidityError>((recorded, LiquidityStatus::of(&limits, liquidity, position, in_flight)))
             })

@@ -20,7 +20,7 @@ use time::OffsetDateTime;
 use super::quotes::{Priced, Quotes};
 use crate::{
     ase::metadata::Metadata,
-    clock::{SharedClock, format_ts, parse_ts},
+    clock::{SharedClock, format_ts},
     events::{DomainEvent, EventBus},
     gnap::model::Limits,
     ids,
@@ -148,7 +148,7 @@ impl OutgoingPayments {
             debit_amount: amount(r.debit_amount.into(), &debit),
             sent_amount: amount(r.sent_amount.into(), &debit),
             metadata: r.metadata.as_deref().and_then(Metadata::from_stored),
-            created_at: r.created_at.clone(),
+            created_at: r.created_at,
             grant_spent_debit_amount: None,
             grant_spent_receive_amount: None,
         }
@@ -168,7 +168,7 @@ impl OutgoingPayments {
             failure_reason: r.failure_reason.clone(),
             failure_message: r.failure_message.clone(),
             attempts: r.attempts,
-            updated_at: r.updated_at.clone(),
+            updated_at: r.updated_at,
         }
     }
 
@@ -202,7 +202,6 @@ impl OutgoingPayments {
         request: Option<RequestKey>,
     ) -> Result<OutgoingPaymentDto, OutgoingError> {
         let now = self.clock.now();
-        let now_s = format_ts(now);
         // a payment without a quote is priced now (fixed-send)
         let priced: Option<Priced> = match &source {
             Source::Incoming { receiver, debit } => Some(self.quotes.price(wallet, receiver, Some(debit), None).await?),
@@ -241,7 +240,7 @@ impl OutgoingPayments {
                         if q.wallet_id != w.id {
                             return Err(OutgoingError::Quote("the quote belongs to another wallet".into()));
                         }
-                        if parse_ts(&q.expires_at).map_err(internal)? <= now {
+                        if q.expires_at <= now {
                             return Err(OutgoingError::Quote("the quote has expired".into()));
                         }
                         if repo::outgoing_by_quote(&tx, qid)?.is_some() {
@@ -258,7 +257,7 @@ impl OutgoingPayments {
                     }
                     (None, Some(p)) => {
                         let url = receiver_url.clone().unwrap_or_default();
-                        if let Some(plan) = p.plan_row(&id, &url, &now_s) {
+                        if let Some(plan) = p.plan_row(&id, &url, now) {
                             store::stream::insert_plan(&tx, &plan)?;
                         }
                         (
@@ -315,7 +314,7 @@ impl OutgoingPayments {
                 };
                 // reserve the debit from the sender's balance
                 let (state, reservation_id, payment_account_id, failure) =
-                    match super::engine::reserve(&tx, &id, &w.account_id, &debit_asset, debit, &now_s)? {
+                    match super::engine::reserve(&tx, &id, &w.account_id, &debit_asset, debit, now)? {
                         Ok((r, a)) => (OutgoingState::Sending, Some(r), Some(a), None),
                         Err(f) => (OutgoingState::Failed, None, None, Some(f)),
                     };
@@ -343,10 +342,10 @@ impl OutgoingPayments {
                     failure_reason: failure.as_ref().map(|f| f.0.to_owned()),
                     failure_message: failure.as_ref().map(|f| f.1.clone()),
                     attempts: 0,
-                    next_attempt_at: state.is_sending().then(|| now_s.clone()),
+                    next_attempt_at: state.is_sending().then_some(now),
                     metadata: metadata.clone(),
-                    created_at: now_s.clone(),
-                    updated_at: now_s.clone(),
+                    created_at: now,
+                    updated_at: now,
                 };
                 repo::insert_outgoing(&tx, &row, grant.as_ref().map(|_| win_from.as_str()))?;
                 let balance = ledger::ops::balances(&tx, &[&w.account_id])?;
@@ -375,7 +374,7 @@ impl OutgoingPayments {
                 }
                 let recorded = events
                     .into_iter()
-                    .map(|e| store::outbox::append(&tx, &now_s, e))
+                    .map(|e| store::outbox::append(&tx, now, e))
                     .collect::<Result<Vec<_>, _>>()?;
                 tx.commit()?;
                 Ok::<_, OutgoingError>(Created::New(Box::new((dto, balance, recorded))))

@@ -12,7 +12,7 @@ use serde::{Deserialize, Deserializer, Serialize};
 use tokio_util::sync::CancellationToken;
 
 use crate::{
-    clock::{SharedClock, format_ts},
+    clock::SharedClock,
     ilp::{
         Address, crypto,
         sender::{HttpTransport, Transport},
@@ -57,8 +57,8 @@ pub struct Peer {
     /// ILP address prefixes reached through this peer, as defined (see [`Peer::routes`]).
     pub defined_routes: Vec<String>,
     pub source: PeerSource,
-    pub created_at: Option<String>,
-    pub updated_at: Option<String>,
+    pub created_at: Option<time::OffsetDateTime>,
+    pub updated_at: Option<time::OffsetDateTime>,
     /// SHA-256 of each incoming token (compared in constant time).
     token_hashes: Vec<[u8; 32]>,
     outgoing: Option<Outgoing>,
@@ -106,8 +106,8 @@ impl Peer {
             max_packet_amount: r.max_packet_amount.and_then(|m| u64::try_from(m).ok()),
             defined_routes: r.routes.clone(),
             source: PeerSource::Admin,
-            created_at: Some(r.created_at.clone()),
-            updated_at: Some(r.updated_at.clone()),
+            created_at: Some(r.created_at),
+            updated_at: Some(r.updated_at),
             token_hashes: r
                 .incoming_token_hashes
                 .iter()
@@ -527,7 +527,7 @@ impl Peers {
         set: &PeerSet,
         mut def: PeerSettings,
         kept: Vec<String>,
-        created_at: Option<String>,
+        created_at: Option<time::OffsetDateTime>,
         generate: bool,
     ) -> Result<Saved, PeerError> {
         let generated_tokens = if generate { vec![generate_token()?] } else { Vec::new() };
@@ -551,7 +551,7 @@ impl Peers {
                 "another peer already uses that incoming token".into(),
             ));
         }
-        let now = format_ts(self.0.clock.now());
+        let now = self.0.clock.now();
         let row = PeerRow {
             name: def.name.clone(),
             ilp_address: def.ilp_address.clone(),
@@ -562,7 +562,7 @@ impl Peers {
             outgoing_token: def.outgoing_token.clone(),
             routes: def.routes.clone(),
             max_packet_amount,
-            created_at: created_at.unwrap_or_else(|| now.clone()),
+            created_at: created_at.unwrap_or(now),
             updated_at: now,
         };
         let stored = row.clone();

@@ -6,7 +6,7 @@
 //!
 //! The types (bodies, wire resources, views, errors) are in `model`; the handlers in `crate::server::routes`.
 
-use time::Duration;
+use time::{Duration, OffsetDateTime};
 
 use super::{
     exchange::Exchange,
@@ -14,7 +14,7 @@ use super::{
     remote::{Link, Remote, RemoteError, RemotePlan},
 };
 use crate::{
-    clock::{SharedClock, format_ts, parse_ts},
+    clock::SharedClock,
     events::{DomainEvent, EventBus},
     gnap::model::check_receiver,
     ids,
@@ -106,8 +106,8 @@ impl Quotes {
             receive_amount: Amount::new(Value::from_i64(q.receive_amount).unwrap_or_default(), &receive_asset),
             debit_amount: Amount::new(Value::from_i64(q.debit_amount).unwrap_or_default(), &debit_asset),
             method: "ilp".into(),
-            expires_at: q.expires_at.clone(),
-            created_at: q.created_at.clone(),
+            expires_at: q.expires_at,
+            created_at: q.created_at,
         }
     }
 
@@ -189,7 +189,7 @@ impl Quotes {
             )));
         }
         Ok(Priced {
-            receiver_expires_at: r.expires_at.clone(),
+            receiver_expires_at: r.expires_at,
             receiver: Some(r),
             remote: None,
             receive_asset: to,
@@ -221,11 +221,7 @@ impl Quotes {
         if r.completed {
             return Err(QuoteError::Receiver("the receiver is already completed".into()));
         }
-        if r.expires_at
-            .as_deref()
-            .and_then(|e| parse_ts(e).ok())
-            .is_some_and(|e| e <= self.clock.now())
-        {
+        if r.expires_at.is_some_and(|e| e <= self.clock.now()) {
             return Err(QuoteError::Receiver("the receiver has expired".into()));
         }
         let from = wallet.asset();
@@ -303,7 +299,7 @@ impl Quotes {
         }
         Ok(Priced {
             receiver: None,
-            receiver_expires_at: r.expires_at.clone(),
+            receiver_expires_at: r.expires_at,
             remote: Some(RemotePlan {
                 peer: probed.peer.name.clone(),
                 ilp_address: r.ilp_address.as_str().to_owned(),
@@ -326,12 +322,12 @@ impl Quotes {
     }
 
     /// When a quote priced now expires: its lifetime, never after the receiver's expiry.
-    pub fn expiry(&self, priced: &Priced) -> String {
+    pub fn expiry(&self, priced: &Priced) -> OffsetDateTime {
         let mut t = self.clock.now() + self.lifetime;
-        if let Some(e) = priced.receiver_expires_at.as_deref().and_then(|e| parse_ts(e).ok()) {
+        if let Some(e) = priced.receiver_expires_at {
             t = t.min(e);
         }
-        format_ts(t)
+        t
     }
 
     pub async fn create(
@@ -351,7 +347,7 @@ impl Quotes {
                 req.receive_amount.as_ref(),
             )
             .await?;
-        let now_s = format_ts(self.clock.now());
+        let now = self.clock.now();
         let row = QuoteRow {
             id: ids::new_id(),
             wallet_id: wallet.id.clone(),
@@ -367,9 +363,9 @@ impl Quotes {
             receive_asset_scale: p.receive_asset.scale,
             fee: Value::new(p.fee)?.as_i64(),
             expires_at: self.expiry(&p),
-            created_at: now_s.clone(),
+            created_at: now,
         };
-        let plan = p.plan_row(&row.id, &row.receiver, &now_s);
+        let plan = p.plan_row(&row.id, &row.receiver, now);
         let stored = row.clone();
         let recorded = self
             .store
@@ -383,7 +379,7 @@ impl Quotes {
                     id: stored.id.clone(),
                     wallet: stored.wallet_name.clone(),
                 };
-                let recorded = store::outbox::append(&tx, &stored.created_at, event)?;
+                let recorded = store::outbox::append(&tx, stored.created_at, event)?;
                 tx.commit()?;
                 Ok::<_, store::Error>(recorded)
             })

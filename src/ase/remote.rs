@@ -49,7 +49,7 @@ pub struct RemoteIncoming {
     pub incoming_amount: Option<u64>,
     pub received_amount: u64,
     pub completed: bool,
-    pub expires_at: Option<String>,
+    pub expires_at: Option<time::OffsetDateTime>,
     pub ilp_address: Address,
     pub shared_secret: Vec<u8>,
 }
@@ -414,7 +414,10 @@ pub fn parse_incoming(url: &str, body: &Json) -> Result<RemoteIncoming, String> 
         incoming_amount,
         received_amount: received,
         completed: body["completed"].as_bool().unwrap_or(false),
-        expires_at: body["expiresAt"].as_str().map(str::to_owned),
+        expires_at: body["expiresAt"]
+            .as_str()
+            .and_then(|s| crate::clock::parse_ts(s).ok())
+            .map(crate::clock::to_millis),
         ilp_address,
         shared_secret,
     })

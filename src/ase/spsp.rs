@@ -16,7 +16,7 @@ use serde::Serialize;
 use std::sync::Arc;
 
 use crate::{
-    clock::{SharedClock, format_ts},
+    clock::SharedClock,
     events::{DomainEvent, EventBus},
     ilp::{
         crypto::ReceiptSetup,
@@ -168,7 +168,7 @@ impl Spsp {
         amount: u64,
         memo: String,
     ) -> Result<WalletCredit, LedgerError> {
-        let now = format_ts(self.clock.now());
+        let now = self.clock.now();
         let (wid, connection, peer, peer_asset) = (
             wallet_id.to_owned(),
             connection.to_owned(),
@@ -188,12 +188,12 @@ impl Spsp {
                     let value = Money::new(amount)?;
                     let memo = format!("{memo} to wallet {} (SPSP)", wallet.name);
                     let settlement =
-                        ledger::ops::credit_from_peer(&tx, &peer, &asset, &wallet.account_id, value, memo, &now)?;
+                        ledger::ops::credit_from_peer(&tx, &peer, &asset, &wallet.account_id, value, memo, now)?;
                     i64::try_from(paid)
                         .ok()
                         .and_then(|p| p.checked_add(value.as_i64()))
                         .ok_or(crate::money::MoneyError::Overflow)?;
-                    let total = repo::add_received(&tx, &connection, &wallet.id, value.as_i64(), &now)?;
+                    let total = repo::add_received(&tx, &connection, &wallet.id, value.as_i64(), now)?;
                     let balances = ledger::ops::balances(&tx, &[settlement.as_str(), wallet.account_id.as_str()])?;
                     Ok((total, balances))
                 };
@@ -223,10 +223,9 @@ impl Spsp {
     /// Announces what SPSP connections paid since the last report: one durable `walletReceived` event per
     /// connection, appended in the transaction that marks the money announced. Returns the number of events.
     pub async fn report(&self) -> Result<usize, store::Error> {
-        let now = format_ts(self.clock.now());
+        let now = self.clock.now();
         let mut total = 0;
         loop {
-            let now = now.clone();
             let recorded = self
                 .store
                 .call(move |conn| {
@@ -245,7 +244,7 @@ impl Spsp {
                             asset_code: wallet.asset_code,
                             asset_scale: wallet.asset_scale,
                         };
-                        recorded.push(outbox::append(&tx, &now, event)?);
+                        recorded.push(outbox::append(&tx, now, event)?);
                     }
                     tx.commit()?;
                     Ok::<_, store::Error>((taken.len(), recorded))

@@ -390,10 +390,10 @@ mod tests {
             incoming_amount: None,
             received_amount: 12,
             completed: false,
-            expires_at: Some("2030-01-01T00:00:00.000Z".into()),
+            expires_at: Some(crate::clock::ts("2030-01-01T00:00:00.000Z")),
             metadata: None,
-            created_at: String::new(),
-            updated_at: String::new(),
+            created_at: at,
+            updated_at: at,
         };
         let before = PaymentSnapshot::of(&row, at - time::Duration::milliseconds(1), 0);
         assert_eq!(before.state, PaymentState::Pending);

@@ -21,7 +21,7 @@ impl Human for GrantView {
         ("ACCESS", |g| {
             g.access.iter().map(|a| a.type_name()).collect::<Vec<_>>().join(",")
         }),
-        ("CREATED", |g| g.created_at.clone()),
+        ("CREATED", |g| crate::clock::format_ts(g.created_at)),
     ];
 
     /// What it asks for in plain words, its decision and its tokens.
@@ -38,7 +38,11 @@ impl Human for GrantView {
         }
         for t in &self.tokens {
             let state = TokenState::of(t.revoked_at.is_some());
-            out.push_str(&format!("  token {} {state}, expires {}\n", t.hint, t.expires_at));
+            out.push_str(&format!(
+                "  token {} {state}, expires {}\n",
+                t.hint,
+                crate::clock::format_ts(t.expires_at)
+            ));
         }
         out
     }

@@ -79,7 +79,9 @@ impl Human for IncomingView {
             let expected = p.payment.incoming_amount.as_ref();
             expected.map_or_else(|| "open".into(), ToString::to_string)
         }),
-        ("EXPIRES", |p| p.payment.expires_at.clone().unwrap_or_default()),
+        ("EXPIRES", |p| {
+            p.payment.expires_at.map(crate::clock::format_ts).unwrap_or_default()
+        }),
     ];
 
     fn card(&self) -> String {
@@ -93,7 +95,7 @@ impl Human for IncomingView {
             p.incoming_amount
                 .as_ref()
                 .map_or_else(|| "an open amount".into(), ToString::to_string),
-            p.expires_at.clone().unwrap_or_else(|| "never".into()),
+            p.expires_at.map_or_else(|| "never".into(), crate::clock::format_ts),
             self.client.clone().unwrap_or_else(|| "(operator)".into()),
         );
         out.push_str(&metadata_line("metadata: ", p.metadata.as_ref()));
@@ -144,8 +146,8 @@ impl Human for OutgoingView {
             p.sent_amount,
             self.delivered_amount,
             self.attempts,
-            p.created_at,
-            self.updated_at,
+            crate::clock::format_ts(p.created_at),
+            crate::clock::format_ts(self.updated_at),
         );
         if let Some(r) = &self.failure_reason {
             let label = if self.state.is_sending() {
@@ -178,13 +180,18 @@ impl Human for QuoteDto {
         ("WALLET", |q| id_of(&q.wallet_address)),
         ("DEBIT", |q| q.debit_amount.to_string()),
         ("RECEIVE", |q| q.receive_amount.to_string()),
-        ("EXPIRES", |q| q.expires_at.clone()),
+        ("EXPIRES", |q| crate::clock::format_ts(q.expires_at)),
     ];
 
     fn card(&self) -> String {
         format!(
             "{}\n  from:    {}\n  to:      {}\n  debit:   {}\n  receive: {}\n  expires: {}\n",
-            self.id, self.wallet_address, self.receiver, self.debit_amount, self.receive_amount, self.expires_at
+            self.id,
+            self.wallet_address,
+            self.receiver,
+            self.debit_amount,
+            self.receive_amount,
+            crate::clock::format_ts(self.expires_at)
         )
     }
 }

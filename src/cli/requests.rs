@@ -37,7 +37,7 @@ pub(super) async fn requests(b: &Backend, cmd: RequestsCmd, json: bool) -> Resul
 impl Human for RequestSummary {
     const COLUMNS: Columns<Self> = &[
         ("ID", |r| r.id.clone()),
-        ("AT", |r| r.received_at.clone()),
+        ("AT", |r| crate::clock::format_ts_micros(r.received_at)),
         ("METHOD", |r| r.method.clone()),
         ("PATH", |r| r.path.clone()),
         ("STATUS", |r| r.status.to_string()),
@@ -52,7 +52,7 @@ impl Human for RequestDetail {
         let s = &self.summary;
         let mut out = format!("request {}\n", s.id);
         let _ = writeln!(out, "  {} {} → {}", s.method, s.path, s.status);
-        let _ = writeln!(out, "  at         {}", s.received_at);
+        let _ = writeln!(out, "  at         {}", crate::clock::format_ts_micros(s.received_at));
         let _ = writeln!(out, "  latency    {:.2} ms", s.latency_us as f64 / 1000.0);
         let _ = writeln!(out, "  client     {}", s.client.as_deref().unwrap_or("(unsigned)"));
         let _ = writeln!(out, "  signature  {}", s.signature.as_deref().unwrap_or("(none)"));

@@ -21,7 +21,7 @@ impl Human for DeliveryRow {
         ("ATTEMPTS", |d| d.attempts.to_string()),
         ("NEXT ATTEMPT", |d| {
             if d.state == DeliveryState::Pending {
-                d.next_attempt_at.clone()
+                crate::clock::format_ts(d.next_attempt_at)
             } else {
                 "-".into()
             }
@@ -32,7 +32,12 @@ impl Human for DeliveryRow {
     fn card(&self) -> String {
         let mut out = format!(
             "event {} ({}, id {})  [{}]\n  attempts: {}, next: {}\n",
-            self.event_seq, self.kind, self.event_id, self.state, self.attempts, self.next_attempt_at
+            self.event_seq,
+            self.kind,
+            self.event_id,
+            self.state,
+            self.attempts,
+            crate::clock::format_ts(self.next_attempt_at)
         );
         if let Some(e) = &self.last_error {
             out.push_str(&format!("  last error: {e}\n"));

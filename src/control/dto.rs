@@ -217,10 +217,18 @@ pub struct PeerView {
     /// What it owes us now: the negative part of the position.
     #[serde(default)]
     pub credit_used: u64,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub created_at: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub updated_at: Option<String>,
+    #[serde(
+        with = "crate::clock::wire::option",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub created_at: Option<time::OffsetDateTime>,
+    #[serde(
+        with = "crate::clock::wire::option",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub updated_at: Option<time::OffsetDateTime>,
     /// Packets it brought us at `POST /ilp` in this server process, and how they ended.
     #[serde(default)]
     pub packets_in: crate::ase::traffic::Packets,
@@ -275,8 +283,8 @@ impl PeerView {
             available_to_send: None,
             credit_limit: None,
             credit_used: crate::ase::liquidity::credit_used(balance),
-            created_at: p.created_at.clone(),
-            updated_at: p.updated_at.clone(),
+            created_at: p.created_at,
+            updated_at: p.updated_at,
             packets_in: Default::default(),
             packets_out: Default::default(),
             last_reject: None,

@@ -93,7 +93,7 @@ pub async fn activity(s: &Services) -> Result<Activity, Error> {
                 id: p.id.clone(),
                 wallet: p.wallet_name.clone(),
                 reason: p.failure_reason.clone(),
-                at: p.updated_at.clone(),
+                at: crate::clock::format_ts(p.updated_at),
             })
             .collect(),
     })

@@ -12,7 +12,8 @@ use super::Exchange;
 pub struct RequestSummary {
     pub id: String,
     /// When it arrived (microseconds).
-    pub received_at: String,
+    #[serde(with = "crate::clock::wire::micros")]
+    pub received_at: time::OffsetDateTime,
     pub method: String,
     pub path: String,
     pub status: u16,

@@ -24,7 +24,7 @@ use super::{
     timeline::{Actor, Cause, StepKind},
 };
 use crate::{
-    clock::{SharedClock, format_ts, parse_ts},
+    clock::SharedClock,
     events::{DomainEvent, EventBus},
     httpsig::{interaction_hash_std, jwk::Jwk},
     ids,
@@ -112,15 +112,11 @@ fn access_of(g: &repo::GrantRow) -> Result<Vec<AccessItem>, GnapError> {
     serde_json::from_str(&g.access).map_err(|e| GnapError::internal(&e))
 }
 
-fn ts(s: &str) -> Result<OffsetDateTime, GnapError> {
-    parse_ts(s).map_err(|e| GnapError::internal(&e))
-}
-
 /// Appends a step to grant `grant_id`'s timeline, in the caller's transaction.
 fn step(
     conn: &crate::store::Connection,
     grant_id: &str,
-    at: &str,
+    at: OffsetDateTime,
     kind: StepKind,
     cause: &Cause,
     detail: &serde_json::Value,
@@ -134,7 +130,7 @@ fn step(
 fn repeat_step(
     conn: &crate::store::Connection,
     grant_id: &str,
-    at: &str,
+    at: OffsetDateTime,
     kind: StepKind,
     cause: &Cause,
     detail: &serde_json::Value,
@@ -144,7 +140,7 @@ fn repeat_step(
     Ok(())
 }
 
-fn new_step<'a>(at: &'a str, kind: StepKind, cause: &'a Cause, detail: &'a str) -> repo::NewStep<'a> {
+fn new_step<'a>(at: OffsetDateTime, kind: StepKind, cause: &'a Cause, detail: &'a str) -> repo::NewStep<'a> {
     repo::NewStep {
         at,
         kind: kind.as_str(),
@@ -156,7 +152,12 @@ fn new_step<'a>(at: &'a str, kind: StepKind, cause: &'a Cause, detail: &'a str) 
 
 /// Rejects a pending grant whose interaction window passed, noticed by `cause` (a poll or a decision), and
 /// records the expiry on its timeline.
-fn expire(conn: &crate::store::Connection, g: &repo::GrantRow, now: &str, cause: &Cause) -> Result<(), GnapError> {
+fn expire(
+    conn: &crate::store::Connection,
+    g: &repo::GrantRow,
+    now: OffsetDateTime,
+    cause: &Cause,
+) -> Result<(), GnapError> {
     repo::decide(
         conn,
         &g.id,
@@ -315,7 +316,6 @@ impl Gnap {
         }
         let access: Vec<AccessItem> = req.access_token.map(|a| a.access).unwrap_or_default();
         let now = self.now();
-        let now_s = format_ts(now);
         let continue_token = secret()?;
         let auto = interactive && self.inner.settings.auto_approve;
         let (client_url, client_jwk) = client_to_row(&client)?;
@@ -346,15 +346,15 @@ impl Gnap {
             continue_id: nonce()?,
             continue_token_hash: ids::sha256_hex(&continue_token),
             wait_secs: i64::from(self.inner.settings.wait_secs),
-            last_continued_at: now_s.clone(),
+            last_continued_at: now,
             decision_reason: auto.then(|| "auto_approve is on".to_owned()),
-            created_at: now_s.clone(),
-            updated_at: now_s.clone(),
+            created_at: now,
+            updated_at: now,
         };
         let new_token = if interactive {
             None
         } else {
-            Some(self.new_token(&row.id, None, &now_s)?)
+            Some(self.new_token(&row.id, None, now)?)
         };
         let label = client_label(&client);
         let event = if new_token.is_some() {
@@ -391,7 +391,7 @@ impl Gnap {
                 step(
                     &tx,
                     &stored.id,
-                    &stored.created_at,
+                    stored.created_at,
                     StepKind::Requested,
                     &cause,
                     &requested,
@@ -401,7 +401,7 @@ impl Gnap {
                     step(
                         &tx,
                         &stored.id,
-                        &stored.created_at,
+                        stored.created_at,
                         StepKind::TokenIssued,
                         &cause,
                         &token_detail(t),
@@ -412,16 +412,9 @@ impl Gnap {
                     let policy = Cause::new(Actor::Policy, cause.request_id.clone());
                     let decided =
                         serde_json::json!({"outcome": GrantState::Approved, "reason": stored.decision_reason});
-                    step(
-                        &tx,
-                        &stored.id,
-                        &stored.created_at,
-                        StepKind::Decided,
-                        &policy,
-                        &decided,
-                    )?;
+                    step(&tx, &stored.id, stored.created_at, StepKind::Decided, &policy, &decided)?;
                 }
-                let recorded = outbox::append(&tx, &stored.created_at, event.clone())?;
+                let recorded = outbox::append(&tx, stored.created_at, event.clone())?;
                 tx.commit()?;
                 Ok::<_, GnapError>(recorded)
             })
@@ -490,7 +483,6 @@ impl Gnap {
         cause: Cause,
     ) -> Result<GrantResponse, GnapError> {
         let now = self.now();
-        let now_s = format_ts(now);
         let id = grant_id.to_owned();
         let interaction_ttl = i64::from(self.inner.settings.interaction_expires_in_secs);
         let this = self.clone();
@@ -527,25 +519,25 @@ impl Gnap {
                             "grant cannot be polled: continue with the interact_ref from the finish redirect",
                         ));
                     }
-                    let last = ts(&g.last_continued_at)?;
+                    let last = g.last_continued_at;
                     if now < last + Duration::seconds(g.wait_secs) {
                         return Err(GnapError::too_fast(g.wait_secs));
                     }
-                    repo::touch_continued(&tx, &g.id, &now_s)?;
+                    repo::touch_continued(&tx, &g.id, now)?;
                     if g.state.can_decide() {
-                        if now >= ts(&g.created_at)? + Duration::seconds(interaction_ttl) {
-                            expire(&tx, &g, &now_s, &cause)?;
+                        if now >= g.created_at + Duration::seconds(interaction_ttl) {
+                            expire(&tx, &g, now, &cause)?;
                             tx.commit()?;
                             return Err(GnapError::request_denied("the interaction expired"));
                         }
                         let polled = serde_json::json!({"state": g.state, "wait": g.wait_secs});
-                        repeat_step(&tx, &g.id, &now_s, StepKind::Polled, &cause, &polled)?;
+                        repeat_step(&tx, &g.id, now, StepKind::Polled, &cause, &polled)?;
                         tx.commit()?;
                         return Ok(Err(g.wait_secs));
                     }
                 }
                 // approved: issue exactly once
-                if !repo::transition(&tx, &g.id, &[GrantState::Approved], GrantState::Finalized, &now_s)? {
+                if !repo::transition(&tx, &g.id, &[GrantState::Approved], GrantState::Finalized, now)? {
                     return Err(GnapError::request_denied("the grant is not approved"));
                 }
                 let access = access_of(&g)?;
@@ -554,15 +546,15 @@ impl Gnap {
                     "state": GrantState::Finalized,
                     "tokenIssued": !access.is_empty(),
                 });
-                step(&tx, &g.id, &now_s, StepKind::Continued, &cause, &continued)?;
+                step(&tx, &g.id, now, StepKind::Continued, &cause, &continued)?;
                 let issued = if access.is_empty() {
                     None
                 } else {
-                    let (t, value) = this.new_token(&g.id, None, &now_s)?;
+                    let (t, value) = this.new_token(&g.id, None, now)?;
                     repo::insert_token(&tx, &t)?;
-                    step(&tx, &g.id, &now_s, StepKind::TokenIssued, &cause, &token_detail(&t))?;
+                    step(&tx, &g.id, now, StepKind::TokenIssued, &cause, &token_detail(&t))?;
                     let event = DomainEvent::TokenIssued { grant_id: g.id.clone() };
-                    Some((t, value, outbox::append(&tx, &now_s, event)?))
+                    Some((t, value, outbox::append(&tx, now, event)?))
                 };
                 tx.commit()?;
                 Ok(Ok((g, access, issued)))
@@ -619,7 +611,7 @@ impl Gnap {
         if matches!(e.fault, Fault::Internal | Fault::Unavailable) {
             return;
         }
-        let (id, now) = (grant_id.to_owned(), format_ts(self.now()));
+        let (id, now) = (grant_id.to_owned(), self.now());
         let detail = serde_json::json!({"error": e.code, "description": e.description});
         let written = self
             .inner
@@ -628,7 +620,7 @@ impl Gnap {
                 let tx = store::immediate(conn)?;
                 // a client alternating refusals cannot grow the timeline without end
                 if repo::grant(&tx, &id)?.is_some() && repo::step_count(&tx, &id)? < MAX_REFUSAL_STEPS {
-                    repeat_step(&tx, &id, &now, StepKind::ContinueRefused, &cause, &detail)?;
+                    repeat_step(&tx, &id, now, StepKind::ContinueRefused, &cause, &detail)?;
                 }
                 tx.commit()?;
                 Ok::<_, GnapError>(())
@@ -650,28 +642,28 @@ impl Gnap {
     /// Revokes a grant and all its tokens (client `DELETE /auth/continue/{id}` or the operator, as `cause`).
     pub async fn revoke_grant(&self, grant_id: &str, cause: Cause) -> Result<(), GnapError> {
         let id = grant_id.to_owned();
-        let now = format_ts(self.now());
+        let now = self.now();
         let recorded = self
             .inner
             .store
             .call(move |conn| {
                 let tx = store::immediate(conn)?;
-                if !repo::transition(&tx, &id, &GrantState::revocable(), GrantState::Revoked, &now)? {
+                if !repo::transition(&tx, &id, &GrantState::revocable(), GrantState::Revoked, now)? {
                     return Err(match repo::grant(&tx, &id)? {
                         None => GnapError::not_found("unknown grant"),
                         Some(_) => GnapError::invalid_continuation("the grant is already revoked"),
                     });
                 }
-                let tokens = repo::revoke_tokens_of_grant(&tx, &id, &now)?;
+                let tokens = repo::revoke_tokens_of_grant(&tx, &id, now)?;
                 step(
                     &tx,
                     &id,
-                    &now,
+                    now,
                     StepKind::GrantRevoked,
                     &cause,
                     &serde_json::json!({"tokens": tokens}),
                 )?;
-                let recorded = outbox::append(&tx, &now, DomainEvent::GrantRevoked { id: id.clone() })?;
+                let recorded = outbox::append(&tx, now, DomainEvent::GrantRevoked { id: id.clone() })?;
                 tx.commit()?;
                 Ok::<_, GnapError>(recorded)
             })
@@ -708,7 +700,6 @@ impl Gnap {
     ) -> Result<GrantView, GnapError> {
         let id = grant_id.to_owned();
         let now = self.now();
-        let now_s = format_ts(now);
         let ttl = i64::from(self.inner.settings.interaction_expires_in_secs);
         let interact_ref = if approve { Some(nonce()?) } else { None };
         let recorded = self
@@ -720,8 +711,8 @@ impl Gnap {
                 if !g.state.can_decide() {
                     return Err(GnapError::conflict(format!("the grant is {}, not pending", g.state)));
                 }
-                if now >= ts(&g.created_at)? + Duration::seconds(ttl) {
-                    expire(&tx, &g, &now_s, &cause)?;
+                if now >= g.created_at + Duration::seconds(ttl) {
+                    expire(&tx, &g, now, &cause)?;
                     tx.commit()?;
                     return Err(GnapError::conflict("the interaction expired"));
                 }
@@ -730,11 +721,11 @@ impl Gnap {
                 } else {
                     GrantState::Rejected
                 };
-                if !repo::decide(&tx, &id, to, interact_ref.as_deref(), reason.as_deref(), &now_s)? {
+                if !repo::decide(&tx, &id, to, interact_ref.as_deref(), reason.as_deref(), now)? {
                     return Err(GnapError::conflict("the grant is no longer pending"));
                 }
                 let decided = serde_json::json!({"outcome": to, "reason": reason});
-                step(&tx, &id, &now_s, StepKind::Decided, &cause, &decided)?;
+                step(&tx, &id, now, StepKind::Decided, &cause, &decided)?;
                 let event = if approve {
                     DomainEvent::GrantApproved { id: id.clone() }
                 } else {
@@ -743,7 +734,7 @@ impl Gnap {
                         reason: reason.clone(),
                     }
                 };
-                let recorded = outbox::append(&tx, &now_s, event)?;
+                let recorded = outbox::append(&tx, now, event)?;
                 tx.commit()?;
                 Ok::<_, GnapError>(recorded)
             })

@@ -235,12 +235,17 @@ pub struct GrantStep {
     /// 1, 2, … in order; 0 for a step derived when shown (not stored).
     pub seq: i64,
     /// When it happened (the first time, for a repeated step).
-    pub at: String,
+    #[serde(with = "crate::clock::wire")]
+    pub at: time::OffsetDateTime,
     /// How many times (polls, page reloads); 1 for most steps.
     pub count: i64,
     /// The last repeat's time, when `count` > 1.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub last_at: Option<String>,
+    #[serde(
+        with = "crate::clock::wire::option",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub last_at: Option<time::OffsetDateTime>,
     pub kind: StepKind,
     pub actor: Actor,
     /// The id of the HTTP request that caused it (`HttpRequest` events carry the same id).
@@ -393,10 +398,15 @@ impl GrantStep {
     }
 
     /// The time of day, `HH:MM:SS.mmm` (UTC), of `at`.
-    pub fn clock(at: &str) -> &str {
-        at.split_once('T')
-            .map(|(_, t)| t.trim_end_matches('Z'))
-            .map_or(at, |t| t.get(..12).unwrap_or(t))
+    pub fn clock(at: &time::OffsetDateTime) -> String {
+        let at = at.to_offset(time::UtcOffset::UTC);
+        format!(
+            "{:02}:{:02}:{:02}.{:03}",
+            at.hour(),
+            at.minute(),
+            at.second(),
+            at.millisecond()
+        )
     }
 
     /// The line of text `opdesk grants show ID --timeline` prints for this step (and its further lines).
@@ -407,7 +417,7 @@ impl GrantStep {
             line.push_str(&format!(
                 "  ×{} until {}",
                 self.count,
-                Self::clock(self.last_at.as_deref().unwrap_or(&self.at))
+                Self::clock(self.last_at.as_ref().unwrap_or(&self.at))
             ));
         }
         if let Some(r) = &self.request_id {
@@ -443,9 +453,9 @@ mod tests {
     fn a_polled_step_reads_with_its_count_and_request() {
         let step = GrantStep {
             seq: 2,
-            at: "2026-11-25T10:00:01.250Z".into(),
+            at: crate::clock::ts("2026-11-25T10:00:01.250Z"),
             count: 3,
-            last_at: Some("2026-11-25T10:00:03.500Z".into()),
+            last_at: Some(crate::clock::ts("2026-11-25T10:00:03.500Z")),
             kind: StepKind::Polled,
             actor: Actor::Client,
             request_id: Some("0193a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b".into()),

@@ -788,6 +788,7 @@ mod tests {
     struct PrepareJson {
         amount: String,
         execution_condition: String,
+        /// Text on purpose: the vector's ISO form, compared with the packet's ILP timestamp text.
         expires_at: String,
         destination: String,
         data: String,

@@ -100,10 +100,10 @@ async fn scrape(State(state): State<AppState>, req: Request) -> Response {
     let openmetrics = wants_openmetrics(req.headers());
     let now = state.clock.now();
     let window = time::Duration::seconds(i64::from(state.settings.gnap.interaction_expires_in_secs));
-    let (now, window_start) = (crate::clock::format_ts(now), crate::clock::format_ts(now - window));
+    let window_start = now - window;
     let stored = match state
         .store
-        .call(move |c| crate::store::stats::snapshot(c, &now, &window_start))
+        .call(move |c| crate::store::stats::snapshot(c, now, window_start))
         .await
     {
         Ok(s) => s,

@@ -214,7 +214,7 @@ impl RequestLog {
 pub struct RequestId {
     pub id: String,
     /// Arrival time, microseconds, strictly increasing in arrival order.
-    pub received_at: String,
+    pub received_at: time::OffsetDateTime,
 }
 
 /// The last arrival time handed out, in microseconds since the epoch.
@@ -236,7 +236,7 @@ impl RequestId {
     fn arrived() -> Self {
         Self {
             id: crate::ids::new_id(),
-            received_at: crate::clock::format_ts_micros(arrival()),
+            received_at: arrival(),
         }
     }
 }
@@ -371,7 +371,7 @@ pub async fn emit(State(state): State<AppState>, mut req: Request, next: Next) -
         state.request_log.push(Entry {
             summary: RequestSummary {
                 id: rid.id.clone(),
-                received_at: rid.received_at.clone(),
+                received_at: rid.received_at,
                 method: method.clone(),
                 path: path.clone(),
                 status,
@@ -412,7 +412,10 @@ mod tests {
         let a = RequestId::arrived();
         let b = RequestId::arrived();
         assert!(a.received_at < b.received_at && a.id < b.id);
-        assert_eq!(a.received_at.len(), "2026-11-21T10:00:00.123456Z".len());
+        assert_eq!(
+            crate::clock::format_ts_micros(a.received_at).len(),
+            "2026-11-21T10:00:00.123456Z".len()
+        );
     }
 
     #[test]
@@ -421,7 +424,7 @@ mod tests {
         let entry = |i: u32| Entry {
             summary: RequestSummary {
                 id: format!("id-{i}"),
-                received_at: format!("2026-11-25T10:00:0{i}.000000Z"),
+                received_at: crate::clock::ts(&format!("2026-11-25T10:00:0{i}.000000Z")),
                 method: "GET".into(),
                 path: format!("/{i}"),
                 status: 200,

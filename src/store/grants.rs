@@ -2,6 +2,7 @@
 //! continues, decisions and rotations stay exactly-once; callers check the rows affected.
 
 use super::db::{Connection, OptionalExtension, Row, params};
+use time::OffsetDateTime;
 
 use super::Error;
 use crate::states::GrantState;
@@ -25,10 +26,10 @@ pub struct GrantRow {
     pub continue_id: String,
     pub continue_token_hash: String,
     pub wait_secs: i64,
-    pub last_continued_at: String,
+    pub last_continued_at: OffsetDateTime,
     pub decision_reason: Option<String>,
-    pub created_at: String,
-    pub updated_at: String,
+    pub created_at: OffsetDateTime,
+    pub updated_at: OffsetDateTime,
 }
 
 const GRANT_COLS: &str = "id, state, client, client_jwk, access, subject, interactive, finish_uri, client_nonce, \
@@ -135,7 +136,13 @@ pub fn grants(
 }
 
 /// Moves a grant from `from` to `to`; returns whether it was in `from`.
-pub fn transition(conn: &Connection, id: &str, from: &[GrantState], to: GrantState, now: &str) -> Result<bool, Error> {
+pub fn transition(
+    conn: &Connection,
+    id: &str,
+    from: &[GrantState],
+    to: GrantState,
+    now: OffsetDateTime,
+) -> Result<bool, Error> {
     let placeholders = (0..from.len())
         .map(|i| format!("?{}", i + 4))
         .collect::<Vec<_>>()
@@ -156,7 +163,7 @@ pub fn decide(
     to: GrantState,
     interact_ref: Option<&str>,
     reason: Option<&str>,
-    now: &str,
+    now: OffsetDateTime,
 ) -> Result<bool, Error> {
     let n = conn
         .prepare_cached(
@@ -167,7 +174,7 @@ pub fn decide(
     Ok(n == 1)
 }
 
-pub fn touch_continued(conn: &Connection, id: &str, now: &str) -> Result<(), Error> {
+pub fn touch_continued(conn: &Connection, id: &str, now: OffsetDateTime) -> Result<(), Error> {
     conn.prepare_cached("UPDATE grants SET last_continued_at = ?2 WHERE id = ?1")?
         .execute(params![id, now])?;
     Ok(())
@@ -181,8 +188,8 @@ pub struct TokenRow {
     pub value_hint: String,
     pub manage_id: String,
     pub expires_in: i64,
-    pub created_at: String,
-    pub revoked_at: Option<String>,
+    pub created_at: OffsetDateTime,
+    pub revoked_at: Option<OffsetDateTime>,
     pub rotated_from: Option<String>,
 }
 
@@ -255,7 +262,7 @@ pub fn tokens_of_grant(conn: &Connection, grant_id: &str) -> Result<Vec<TokenRow
 }
 
 /// Revokes one live token; returns whether it was live.
-pub fn revoke_token(conn: &Connection, id: &str, now: &str) -> Result<bool, Error> {
+pub fn revoke_token(conn: &Connection, id: &str, now: OffsetDateTime) -> Result<bool, Error> {
     let n = conn
         .prepare_cached("UPDATE access_tokens SET revoked_at = ?2 WHERE id = ?1 AND revoked_at IS NULL")?
         .execute(params![id, now])?;
@@ -263,7 +270,7 @@ pub fn revoke_token(conn: &Connection, id: &str, now: &str) -> Result<bool, Erro
 }
 
 /// Revokes every live token of a grant; returns how many.
-pub fn revoke_tokens_of_grant(conn: &Connection, grant_id: &str, now: &str) -> Result<usize, Error> {
+pub fn revoke_tokens_of_grant(conn: &Connection, grant_id: &str, now: OffsetDateTime) -> Result<usize, Error> {
     Ok(conn
         .prepare_cached("UPDATE access_tokens SET revoked_at = ?2 WHERE grant_id = ?1 AND revoked_at IS NULL")?
         .execute(params![grant_id, now])?)
@@ -274,8 +281,8 @@ pub fn revoke_tokens_of_grant(conn: &Connection, grant_id: &str, now: &str) -> R
 pub struct StepRow {
     pub grant_id: String,
     pub seq: i64,
-    pub at: String,
-    pub last_at: String,
+    pub at: OffsetDateTime,
+    pub last_at: OffsetDateTime,
     pub count: i64,
     pub kind: String,
     pub actor: String,
@@ -287,7 +294,7 @@ pub struct StepRow {
 /// What a new step says; the store numbers it.
 #[derive(Debug, Clone, Copy)]
 pub struct NewStep<'a> {
-    pub at: &'a str,
+    pub at: OffsetDateTime,
     pub kind: &'a str,
     pub actor: &'a str,
     pub request_id: Option<&'a str>,

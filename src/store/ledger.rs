@@ -2,6 +2,7 @@
 //! the rules (asset match, overdraft, idempotency) live in the `ledger` service module above the store.
 
 use super::db::{Connection, OptionalExtension, Row, params};
+use time::OffsetDateTime;
 
 use super::Error;
 use crate::states::TransferState;
@@ -17,7 +18,7 @@ pub struct AccountRow {
     pub pending_debits: i64,
     pub pending_credits: i64,
     pub no_overdraft: bool,
-    pub created_at: String,
+    pub created_at: OffsetDateTime,
     /// The wallet address name when the account belongs to one.
     pub wallet: Option<String>,
     /// The ILP peer of a peer account (None for peer accounts from before schema v5).
@@ -35,8 +36,8 @@ pub struct TransferRow {
     pub posted_amount: Option<i64>,
     pub kind: String,
     pub memo: Option<String>,
-    pub created_at: String,
-    pub resolved_at: Option<String>,
+    pub created_at: OffsetDateTime,
+    pub resolved_at: Option<OffsetDateTime>,
 }
 
 const ACCOUNT_COLS: &str = "a.id, a.kind, a.asset_code, a.asset_scale, a.balance, a.pending_debits, \
@@ -69,7 +70,7 @@ pub struct NewAccount<'a> {
     pub no_overdraft: bool,
 }
 
-pub fn insert_account(conn: &Connection, a: &NewAccount<'_>, now: &str) -> Result<(), Error> {
+pub fn insert_account(conn: &Connection, a: &NewAccount<'_>, now: OffsetDateTime) -> Result<(), Error> {
     conn.prepare_cached(
         "INSERT INTO accounts (id, kind, peer, asset_code, asset_scale, no_overdraft, created_at) \
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
@@ -211,7 +212,7 @@ pub fn resolve_pending(
     id: &str,
     state: TransferState,
     posted_amount: Option<i64>,
-    now: &str,
+    now: OffsetDateTime,
 ) -> Result<bool, Error> {
     let n = conn
         .prepare_cached(

@@ -177,8 +177,10 @@ mod tests {
         migrate(&mut conn).unwrap();
         conn.execute_batch(
             "INSERT INTO accounts (id, kind, asset_code, asset_scale, balance, no_overdraft, created_at) VALUES \
-               ('w', 'wallet', 'USD', 2, 0, 1, 't'), ('s', 'settlement', 'USD', 2, 0, 0, 't'), \
-               ('p1', 'payment', 'USD', 2, 0, 1, 't'), ('p2', 'payment', 'USD', 2, 0, 1, 't');",
+               ('w', 'wallet', 'USD', 2, 0, 1, '2026-01-01T00:00:00.000Z'), \
+               ('s', 'settlement', 'USD', 2, 0, 0, '2026-01-01T00:00:00.000Z'), \
+               ('p1', 'payment', 'USD', 2, 0, 1, '2026-01-01T00:00:00.000Z'), \
+               ('p2', 'payment', 'USD', 2, 0, 1, '2026-01-01T00:00:00.000Z');",
         )
         .unwrap();
         let mut ids: Vec<String> = crate::store::ledger::standing_accounts(&conn)
@@ -275,19 +277,33 @@ mod tests {
                 id: "x".into(),
                 name: "x".into(),
             };
-            super::super::outbox::append(conn, "2026-11-25T00:00:00.000Z", e)
+            super::super::outbox::append(conn, crate::clock::ts("2026-11-25T00:00:00.000Z"), e)
                 .unwrap()
                 .seq
                 .unwrap()
         };
         // everything pruned: the mark keeps 3, the next event is 4, readers never see the mark
-        let conn = v8(&[(1, "a"), (2, "b"), (3, "c")], 3);
+        let conn = v8(
+            &[
+                (1, "2026-01-01T00:00:01.000Z"),
+                (2, "2026-01-01T00:00:02.000Z"),
+                (3, "2026-01-01T00:00:03.000Z"),
+            ],
+            3,
+        );
         assert_eq!(super::super::outbox::bounds(&conn).unwrap().1, 3);
         assert!(super::super::outbox::after(&conn, 0, 10).unwrap().is_empty());
         assert_eq!(append(&conn), 4);
         assert_eq!(super::super::outbox::after(&conn, 0, 10).unwrap().len(), 1);
         // rows kept: the same rows, no mark, numbering goes on
-        let conn = v8(&[(1, "a"), (2, "b"), (3, "c")], 1);
+        let conn = v8(
+            &[
+                (1, "2026-01-01T00:00:01.000Z"),
+                (2, "2026-01-01T00:00:02.000Z"),
+                (3, "2026-01-01T00:00:03.000Z"),
+            ],
+            1,
+        );
         let kept: Vec<i64> = super::super::outbox::after(&conn, 0, 10)
             .unwrap()
             .iter()

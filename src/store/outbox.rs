@@ -1,6 +1,8 @@
 //! The event outbox (`events`): durable domain events appended inside the transaction of the change they
 //! describe, read back by sequence number, and pruned by age and count.
 
+use time::OffsetDateTime;
+
 use super::db::{Connection, OptionalExtension, params};
 
 use super::Error;
@@ -19,7 +21,7 @@ const APPEND_LOCK: i64 = 0x6f70_6465_736b_0002;
 /// writer, so they do. On PostgreSQL concurrent transactions would commit out of order (11 visible after
 /// 12, and a reader past 12 never sees 11), so a transaction that appends takes a lock first, held until it
 /// ends: the numbers are handed out in commit order. The other nodes are notified at the commit.
-pub fn append(conn: &Connection, at: &str, event: DomainEvent) -> Result<EventRecord, Error> {
+pub fn append(conn: &Connection, at: OffsetDateTime, event: DomainEvent) -> Result<EventRecord, Error> {
     if conn.is_postgres() {
         let events = super::notify::Channel::Events.name();
         conn.query_row(
@@ -36,7 +38,7 @@ pub fn append(conn: &Connection, at: &str, event: DomainEvent) -> Result<EventRe
     Ok(EventRecord {
         seq: Some(seq),
         id: Some(id),
-        at: at.to_owned(),
+        at,
         event,
     })
 }
@@ -50,7 +52,7 @@ pub fn after(conn: &Connection, seq: i64, limit: usize) -> Result<Vec<EventRecor
         Ok((
             r.get::<_, i64>(0)?,
             r.get::<_, String>(1)?,
-            r.get::<_, String>(2)?,
+            r.get::<_, OffsetDateTime>(2)?,
             r.get::<_, String>(3)?,
         ))
     })?;
@@ -83,7 +85,13 @@ pub fn bounds(conn: &Connection) -> Result<(Option<i64>, i64), Error> {
 /// Events are appended in time order, so the age cut is found by walking from the oldest. At most `at_most`
 /// go at once, so that each call is a bounded transaction (its pages, its share of the WAL, the writer's
 /// time); the caller calls again while that many went. Returns how many went.
-pub fn prune(conn: &Connection, before: &str, keep: u64, floor: Option<i64>, at_most: u32) -> Result<usize, Error> {
+pub fn prune(
+    conn: &Connection,
+    before: OffsetDateTime,
+    keep: u64,
+    floor: Option<i64>,
+    at_most: u32,
+) -> Result<usize, Error> {
     let (oldest, newest) = bounds(conn)?;
     if oldest.is_none() {
         return Ok(0);
@@ -125,7 +133,7 @@ mod tests {
     fn events_come_back_in_order_after_a_sequence_number() {
         let c = db();
         for n in 0..5 {
-            let r = append(&c, &format!("2026-01-01T00:00:0{n}.000Z"), created(n)).unwrap();
+            let r = append(&c, crate::clock::ts(&format!("2026-01-01T00:00:0{n}.000Z")), created(n)).unwrap();
             assert_eq!(r.seq, Some(i64::from(n) + 1));
         }
         let got = after(&c, 2, 10).unwrap();
@@ -139,21 +147,38 @@ mod tests {
     fn pruning_keeps_the_newest_and_what_a_reader_still_needs() {
         let c = db();
         for n in 0..10 {
-            append(&c, &format!("2026-01-01T00:00:0{n}.000Z"), created(n)).unwrap();
+            append(&c, crate::clock::ts(&format!("2026-01-01T00:00:0{n}.000Z")), created(n)).unwrap();
         }
         // by age: the first three are older than :03
-        assert_eq!(prune(&c, "2026-01-01T00:00:03.000Z", 100, None, 1000).unwrap(), 3);
+        assert_eq!(
+            prune(&c, crate::clock::ts("2026-01-01T00:00:03.000Z"), 100, None, 1000).unwrap(),
+            3
+        );
         // by count, but the reader has only taken up to 5
-        assert_eq!(prune(&c, "2000-01-01T00:00:00.000Z", 2, Some(5), 1000).unwrap(), 2);
+        assert_eq!(
+            prune(&c, crate::clock::ts("2000-01-01T00:00:00.000Z"), 2, Some(5), 1000).unwrap(),
+            2
+        );
         assert_eq!(bounds(&c).unwrap(), (Some(6), 10));
         // a batch at a time
-        assert_eq!(prune(&c, "2000-01-01T00:00:00.000Z", 2, None, 2).unwrap(), 2);
-        assert_eq!(prune(&c, "2000-01-01T00:00:00.000Z", 2, None, 2).unwrap(), 1);
-        assert_eq!(prune(&c, "2000-01-01T00:00:00.000Z", 2, None, 2).unwrap(), 0);
+        assert_eq!(
+            prune(&c, crate::clock::ts("2000-01-01T00:00:00.000Z"), 2, None, 2).unwrap(),
+            2
+        );
+        assert_eq!(
+            prune(&c, crate::clock::ts("2000-01-01T00:00:00.000Z"), 2, None, 2).unwrap(),
+            1
+        );
+        assert_eq!(
+            prune(&c, crate::clock::ts("2000-01-01T00:00:00.000Z"), 2, None, 2).unwrap(),
+            0
+        );
         assert_eq!(bounds(&c).unwrap(), (Some(9), 10));
         // sequence numbers are never reused
         assert_eq!(
-            append(&c, "2026-01-02T00:00:00.000Z", created(11)).unwrap().seq,
+            append(&c, crate::clock::ts("2026-01-02T00:00:00.000Z"), created(11))
+                .unwrap()
+                .seq,
             Some(11)
         );
     }

@@ -2,9 +2,13 @@
 //! the cursor is a row id; UUIDv7 ids sort in creation order, so no OFFSET and no created_at index).
 
 use super::db::{Connection, OptionalExtension, Row, ToSql, params};
+use time::OffsetDateTime;
 
 use super::Error;
 use crate::states::{IncomingState, OutgoingState};
+
+mod due;
+pub use due::{due_outgoing, lease_outgoing, next_due, release_outgoing, renew_outgoing};
 
 /// Which page: `first` rows after `cursor` (older), or with `backward` the `last` rows before it (newer);
 /// with `search`, only rows whose id or wallet name (and, per table, client and metadata, or state, receiver,
@@ -149,13 +153,13 @@ fn page<T>(
 }
 
 /// The incoming-payment state filter at `now`.
-pub fn incoming_state_condition(state: IncomingState, now: &str) -> Condition {
+pub fn incoming_state_condition(state: IncomingState, now: OffsetDateTime) -> Condition {
     let sql = match state {
         IncomingState::Completed => "t.completed = 1 AND CAST(?5 AS TEXT) IS NOT NULL",
         IncomingState::Expired => "t.completed = 0 AND t.expires_at <= ?5",
         IncomingState::Pending => "t.completed = 0 AND (t.expires_at IS NULL OR t.expires_at > ?5)",
     };
-    (sql, now.to_owned())
+    (sql, crate::clock::format_ts(now))
 }
 
 // ---- incoming payments ----
@@ -172,10 +176,10 @@ pub struct IncomingRow {
     pub incoming_amount: Option<i64>,
     pub received_amount: i64,
     pub completed: bool,
-    pub expires_at: Option<String>,
+    pub expires_at: Option<OffsetDateTime>,
     pub metadata: Option<String>,
-    pub created_at: String,
-    pub updated_at: String,
+    pub created_at: OffsetDateTime,
+    pub updated_at: OffsetDateTime,
 }
 
 const INCOMING: Source<IncomingRow> = Source {
@@ -242,7 +246,7 @@ pub fn list_incoming(
 }
 
 /// Marks an incoming payment completed; false if it already was.
-pub fn complete_incoming(conn: &Connection, id: &str, now: &str) -> Result<bool, Error> {
+pub fn complete_incoming(conn: &Connection, id: &str, now: OffsetDateTime) -> Result<bool, Error> {
     let n = conn
         .prepare_cached("UPDATE incoming_payments SET completed = 1, updated_at = ?2 WHERE id = ?1 AND completed = 0")?
         .execute(params![id, now])?;
@@ -266,8 +270,8 @@ pub struct QuoteRow {
     pub receive_asset_code: String,
     pub receive_asset_scale: u8,
     pub fee: i64,
-    pub expires_at: String,
-    pub created_at: String,
+    pub expires_at: OffsetDateTime,
+    pub created_at: OffsetDateTime,
 }
 
 const QUOTE: Source<QuoteRow> = Source {
@@ -358,10 +362,10 @@ pub struct OutgoingRow {
     pub failure_reason: Option<String>,
     pub failure_message: Option<String>,
     pub attempts: i64,
-    pub next_attempt_at: Option<String>,
+    pub next_attempt_at: Option<OffsetDateTime>,
     pub metadata: Option<String>,
-    pub created_at: String,
-    pub updated_at: String,
+    pub created_at: OffsetDateTime,
+    pub updated_at: OffsetDateTime,
 }
 
 const OUTGOING: Source<OutgoingRow> = Source {
@@ -543,8 +547,8 @@ pub fn update_progress(
     id: &str,
     sent: i64,
     delivered: i64,
-    next_attempt_at: Option<&str>,
-    now: &str,
+    next_attempt_at: Option<OffsetDateTime>,
+    now: OffsetDateTime,
 ) -> Result<bool, Error> {
     let n = conn
         .prepare_cached(
@@ -562,7 +566,7 @@ pub fn set_state(
     from: OutgoingState,
     to: OutgoingState,
     failure: Option<(&str, &str)>,
-    now: &str,
+    now: OffsetDateTime,
 ) -> Result<bool, Error> {
     let n = conn
         .prepare_cached(
@@ -575,7 +579,13 @@ pub fn set_state(
 }
 
 /// A retry after a transient failure: one more attempt, not before `next`.
-pub fn schedule_retry(conn: &Connection, id: &str, next: &str, message: &str, now: &str) -> Result<bool, Error> {
+pub fn schedule_retry(
+    conn: &Connection,
+    id: &str,
+    next: OffsetDateTime,
+    message: &str,
+    now: OffsetDateTime,
+) -> Result<bool, Error> {
     let n = conn
         .prepare_cached(
             "UPDATE outgoing_payments SET attempts = attempts + 1, next_attempt_at = ?2, failure_message = ?3, \
@@ -586,7 +596,14 @@ pub fn schedule_retry(conn: &Connection, id: &str, next: &str, message: &str, no
 }
 
 /// A sending payment waits (no attempt counted) until `next`, with `reason` and `message` telling why.
-pub fn wait(conn: &Connection, id: &str, next: &str, reason: &str, message: &str, now: &str) -> Result<bool, Error> {
+pub fn wait(
+    conn: &Connection,
+    id: &str,
+    next: OffsetDateTime,
+    reason: &str,
+    message: &str,
+    now: OffsetDateTime,
+) -> Result<bool, Error> {
     let n = conn
         .prepare_cached(
             "UPDATE outgoing_payments SET next_attempt_at = ?2, failure_reason = ?3, failure_message = ?4, \
@@ -597,7 +614,7 @@ pub fn wait(conn: &Connection, id: &str, next: &str, reason: &str, message: &str
 }
 
 /// A sending payment that waited for `reason` goes on: the reason and its message are cleared.
-pub fn end_wait(conn: &Connection, id: &str, reason: &str, now: &str) -> Result<bool, Error> {
+pub fn end_wait(conn: &Connection, id: &str, reason: &str, now: OffsetDateTime) -> Result<bool, Error> {
     let n = conn
         .prepare_cached(
             "UPDATE outgoing_payments SET failure_reason = NULL, failure_message = NULL, updated_at = ?3 \
@@ -608,7 +625,7 @@ pub fn end_wait(conn: &Connection, id: &str, reason: &str, now: &str) -> Result<
 }
 
 /// Every sending payment waiting for `reason` is due at `now`; returns how many.
-pub fn wake_waiting(conn: &Connection, reason: &str, now: &str) -> Result<usize, Error> {
+pub fn wake_waiting(conn: &Connection, reason: &str, now: OffsetDateTime) -> Result<usize, Error> {
     Ok(conn
         .prepare_cached(
             "UPDATE outgoing_payments SET next_attempt_at = ?2 \
@@ -618,7 +635,13 @@ pub fn wake_waiting(conn: &Connection, reason: &str, now: &str) -> Result<usize,
 }
 
 /// A new attempt at a failed payment with a fresh reservation.
-pub fn restart(conn: &Connection, id: &str, reservation_id: &str, account_id: &str, now: &str) -> Result<bool, Error> {
+pub fn restart(
+    conn: &Connection,
+    id: &str,
+    reservation_id: &str,
+    account_id: &str,
+    now: OffsetDateTime,
+) -> Result<bool, Error> {
     let n = conn
         .prepare_cached(
             "UPDATE outgoing_payments SET state = 'sending', reservation_id = ?2, account_id = ?3, \
@@ -629,74 +652,14 @@ pub fn restart(conn: &Connection, id: &str, reservation_id: &str, account_id: &s
     Ok(n == 1)
 }
 
-/// `outgoing_payments` read through `outgoing_due`, the partial index of sending payments by due time.
-/// SQLite's planner, with no statistics, prefers `outgoing_by_state (state, id)` for the engine's queries,
-/// and then reads and sorts every sending payment on each round; PostgreSQL plans from statistics and has no
-/// `INDEXED BY`.
-fn sending_by_due(conn: &Connection) -> &'static str {
-    if conn.is_postgres() {
-        "outgoing_payments"
-    } else {
-        "outgoing_payments INDEXED BY outgoing_due"
-    }
-}
-
-/// Ids of sending payments due at `now`, oldest due first.
-pub fn due_outgoing(conn: &Connection, now: &str, limit: u32) -> Result<Vec<String>, Error> {
-    let sql = format!(
-        "SELECT id FROM {} WHERE state = 'sending' AND next_attempt_at <= ?1 ORDER BY next_attempt_at LIMIT ?2",
-        sending_by_due(conn)
-    );
-    let mut stmt = conn.prepare_cached(&sql)?;
-    let rows = stmt
-        .query_map(params![now, limit], |r| r.get(0))?
-        .collect::<Result<Vec<String>, _>>()?;
-    Ok(rows)
-}
-
-/// Claims a sending payment for `until` (a lease: no other node finds it due before then); false when it
-/// is no longer sending.
-pub fn lease_outgoing(conn: &Connection, id: &str, until: &str) -> Result<bool, Error> {
-    let n = conn
-        .prepare_cached("UPDATE outgoing_payments SET next_attempt_at = ?2 WHERE id = ?1 AND state = 'sending'")?
-        .execute(params![id, until])?;
-    Ok(n == 1)
-}
-
-/// Renews a lease this node holds until `held` to last until `until`; false when it is no longer this
-/// node's (it ran out and another node leased the payment, or the payment stopped sending).
-pub fn renew_outgoing(conn: &Connection, id: &str, held: &str, until: &str) -> Result<bool, Error> {
-    let n = conn
-        .prepare_cached(
-            "UPDATE outgoing_payments SET next_attempt_at = ?3 WHERE id = ?1 AND state = 'sending' \
-             AND next_attempt_at = ?2",
-        )?
-        .execute(params![id, held, until])?;
-    Ok(n == 1)
-}
-
-/// Gives a lease back: the payment is due again at `due`, unless its work moved it on meanwhile (its next
-/// attempt is no longer the lease's end).
-pub fn release_outgoing(conn: &Connection, id: &str, until: &str, due: Option<&str>) -> Result<(), Error> {
-    conn.prepare_cached(
-        "UPDATE outgoing_payments SET next_attempt_at = ?3 WHERE id = ?1 AND state = 'sending' \
-         AND next_attempt_at = ?2",
-    )?
-    .execute(params![id, until, due])?;
-    Ok(())
-}
-
-/// When the next sending payment is due, if any.
-pub fn next_due(conn: &Connection) -> Result<Option<String>, Error> {
-    let sql = format!(
-        "SELECT MIN(next_attempt_at) FROM {} WHERE state = 'sending'",
-        sending_by_due(conn)
-    );
-    Ok(conn.prepare_cached(&sql)?.query_row([], |r| r.get(0))?)
-}
-
 /// Credits an incoming payment; completes it when `complete`.
-pub fn credit_incoming(conn: &Connection, id: &str, received: i64, complete: bool, now: &str) -> Result<bool, Error> {
+pub fn credit_incoming(
+    conn: &Connection,
+    id: &str,
+    received: i64,
+    complete: bool,
+    now: OffsetDateTime,
+) -> Result<bool, Error> {
     let n = conn
         .prepare_cached(
             "UPDATE incoming_payments SET received_amount = ?2, completed = CASE WHEN ?3 THEN 1 ELSE completed END, \
@@ -707,7 +670,7 @@ pub fn credit_incoming(conn: &Connection, id: &str, received: i64, complete: boo
 }
 
 /// Open incoming payments past their expiry that were not announced yet; marks them announced.
-pub fn announce_expired(conn: &Connection, now: &str, limit: u32) -> Result<Vec<String>, Error> {
+pub fn announce_expired(conn: &Connection, now: OffsetDateTime, limit: u32) -> Result<Vec<String>, Error> {
     let mut stmt = conn.prepare_cached(
         "UPDATE incoming_payments SET expiry_announced = 1 WHERE id IN (SELECT id FROM incoming_payments \
          WHERE completed = 0 AND expiry_announced = 0 AND expires_at <= ?1 LIMIT ?2) RETURNING id",
@@ -719,7 +682,7 @@ pub fn announce_expired(conn: &Connection, now: &str, limit: u32) -> Result<Vec<
 }
 
 /// Open (pending, unexpired) incoming payments.
-pub fn count_open_incoming(conn: &Connection, now: &str) -> Result<usize, Error> {
+pub fn count_open_incoming(conn: &Connection, now: OffsetDateTime) -> Result<usize, Error> {
     // waiting (neither completed nor announced expired, kept by triggers: `migrations/0014`) less those whose
     // expiry passed but is not announced yet (a short range of `incoming_open_by_expiry`)
     let n: i64 = conn
@@ -782,7 +745,7 @@ pub fn add_connection_received(
     id: &str,
     connection: &str,
     amount: i64,
-    now: &str,
+    now: OffsetDateTime,
 ) -> Result<i64, Error> {
     Ok(conn
         .prepare_cached(
@@ -833,8 +796,8 @@ mod tests {
             attempts: 0,
             next_attempt_at: None,
             metadata: None,
-            created_at: created_at.into(),
-            updated_at: created_at.into(),
+            created_at: crate::clock::ts(created_at),
+            updated_at: crate::clock::ts(created_at),
         }
     }
 
@@ -885,7 +848,7 @@ mod tests {
         check(&c);
         assert_eq!(grant_spent(&c, "g", DAY1, DAY2).unwrap().unwrap().0, 307);
         // progress while sending changes nothing counted; failing after a partial send counts what was sent
-        update_progress(&c, "p2", 60, 54, None, DAY1).unwrap();
+        update_progress(&c, "p2", 60, 54, None, crate::clock::ts(DAY1)).unwrap();
         check(&c);
         set_state(
             &c,
@@ -893,17 +856,33 @@ mod tests {
             OutgoingState::Sending,
             OutgoingState::Failed,
             Some(("x", "y")),
-            DAY1,
+            crate::clock::ts(DAY1),
         )
         .unwrap();
         check(&c);
         assert_eq!(grant_spent(&c, "g", DAY1, DAY2).unwrap().unwrap().0, 7 + 100 + 60);
         // a retry counts the whole payment again
-        assert!(restart(&c, "p2", "r2", "acc2", DAY1).unwrap());
+        assert!(restart(&c, "p2", "r2", "acc2", crate::clock::ts(DAY1)).unwrap());
         check(&c);
         assert_eq!(grant_spent(&c, "g", DAY1, DAY2).unwrap().unwrap().0, 307);
-        set_state(&c, "p3", OutgoingState::Sending, OutgoingState::Cancelled, None, DAY2).unwrap();
-        set_state(&c, "p1", OutgoingState::Sending, OutgoingState::Completed, None, DAY1).unwrap();
+        set_state(
+            &c,
+            "p3",
+            OutgoingState::Sending,
+            OutgoingState::Cancelled,
+            None,
+            crate::clock::ts(DAY2),
+        )
+        .unwrap();
+        set_state(
+            &c,
+            "p1",
+            OutgoingState::Sending,
+            OutgoingState::Completed,
+            None,
+            crate::clock::ts(DAY1),
+        )
+        .unwrap();
         check(&c);
         c.execute("DELETE FROM outgoing_payments WHERE id = 'p1'", []).unwrap();
         check(&c);

@@ -2,6 +2,7 @@
 //! every peer's sending limit flag and credit limit, keyed by name (see `migrations/0010`).
 
 use super::db::{Connection, OptionalExtension, Row, params};
+use time::OffsetDateTime;
 
 use super::Error;
 
@@ -18,8 +19,8 @@ pub struct PeerRow {
     pub outgoing_token: Option<String>,
     pub routes: Vec<String>,
     pub max_packet_amount: Option<i64>,
-    pub created_at: String,
-    pub updated_at: String,
+    pub created_at: OffsetDateTime,
+    pub updated_at: OffsetDateTime,
 }
 
 const COLS: &str = "name, ilp_address, asset_code, asset_scale, incoming_token_hashes, outgoing_endpoint, \
@@ -125,7 +126,7 @@ pub fn claim(
     id: &str,
     peer: &str,
     amount: i64,
-    expires_at: &str,
+    expires_at: OffsetDateTime,
     payment: &str,
 ) -> Result<bool, Error> {
     let n = conn
@@ -139,10 +140,10 @@ pub fn claim(
 }
 
 /// Whether a packet of `payment` may be on its way at `now`: a claim of it has not ended or expired.
-pub fn payment_in_flight(conn: &Connection, payment: &str, now: &str) -> Result<bool, Error> {
+pub fn payment_in_flight(conn: &Connection, payment: &str, now: OffsetDateTime) -> Result<bool, Error> {
     Ok(conn
         .prepare_cached("SELECT EXISTS (SELECT 1 FROM peer_claims WHERE payment = ?1 AND expires_at > ?2)")?
-        .query_row([payment, now], |r| r.get(0))?)
+        .query_row(params![payment, now], |r| r.get(0))?)
 }
 
 /// Ends a claim (its packet's outcome is committed, or it was not fulfilled); gone already is fine.
@@ -153,10 +154,10 @@ pub fn unclaim(conn: &Connection, id: &str) -> Result<(), Error> {
 }
 
 /// What is in flight through `peer` at `now`: its claims not expired yet.
-pub fn in_flight(conn: &Connection, peer: &str, now: &str) -> Result<i64, Error> {
+pub fn in_flight(conn: &Connection, peer: &str, now: OffsetDateTime) -> Result<i64, Error> {
     Ok(conn
         .prepare_cached("SELECT COALESCE(SUM(amount), 0) FROM peer_claims WHERE peer = ?1 AND expires_at > ?2")?
-        .query_row([peer, now], |r| r.get(0))?)
+        .query_row(params![peer, now], |r| r.get(0))?)
 }
 
 /// Deletes every claim: on SQLite at start, when the process that made them is gone (the data dir is held by
@@ -166,10 +167,10 @@ pub fn drop_claims(conn: &Connection) -> Result<usize, Error> {
 }
 
 /// Deletes `peer`'s claims that expired by `now` (their packets expired with a node that died).
-pub fn purge_claims(conn: &Connection, peer: &str, now: &str) -> Result<usize, Error> {
+pub fn purge_claims(conn: &Connection, peer: &str, now: OffsetDateTime) -> Result<usize, Error> {
     Ok(conn
         .prepare_cached("DELETE FROM peer_claims WHERE peer = ?1 AND expires_at <= ?2")?
-        .execute([peer, now])?)
+        .execute(params![peer, now])?)
 }
 
 pub fn limits(conn: &Connection, peer: &str) -> Result<PeerLimits, Error> {
@@ -203,7 +204,7 @@ pub fn all_limits(conn: &Connection) -> Result<Vec<(String, PeerLimits)>, Error>
 }
 
 /// Marks sending through `peer` as limited by its liquidity (idempotent).
-pub fn set_send_limited(conn: &Connection, peer: &str, now: &str) -> Result<(), Error> {
+pub fn set_send_limited(conn: &Connection, peer: &str, now: OffsetDateTime) -> Result<(), Error> {
     conn.prepare_cached(
         "INSERT INTO peer_limits (peer, send_limited, updated_at) VALUES (?1, 1, ?2) \
          ON CONFLICT (peer) DO UPDATE SET send_limited = 1, updated_at = excluded.updated_at",
@@ -213,7 +214,7 @@ pub fn set_send_limited(conn: &Connection, peer: &str, now: &str) -> Result<(), 
 }
 
 /// Sets or clears (`None`) what `peer` may owe us.
-pub fn set_credit_limit(conn: &Connection, peer: &str, limit: Option<i64>, now: &str) -> Result<(), Error> {
+pub fn set_credit_limit(conn: &Connection, peer: &str, limit: Option<i64>, now: OffsetDateTime) -> Result<(), Error> {
     conn.prepare_cached(
         "INSERT INTO peer_limits (peer, credit_limit, updated_at) VALUES (?1, ?2, ?3) \
          ON CONFLICT (peer) DO UPDATE SET credit_limit = excluded.credit_limit, updated_at = excluded.updated_at",

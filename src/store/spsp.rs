@@ -2,6 +2,7 @@
 //! of it `walletReceived` events have announced (see `migrations/0021`).
 
 use super::db::{Connection, OptionalExtension, params};
+use time::OffsetDateTime;
 
 use super::Error;
 
@@ -20,7 +21,7 @@ pub fn add_received(
     connection: &str,
     wallet_id: &str,
     amount: i64,
-    now: &str,
+    now: OffsetDateTime,
 ) -> Result<i64, Error> {
     Ok(conn
         .prepare_cached(
@@ -68,7 +69,7 @@ pub fn take_unreported(conn: &Connection, limit: u32) -> Result<Vec<Unreported>,
 }
 
 /// Deletes up to `limit` connections whose money was all announced and that last paid before `before`.
-pub fn prune(conn: &Connection, before: &str, limit: u32) -> Result<usize, Error> {
+pub fn prune(conn: &Connection, before: OffsetDateTime, limit: u32) -> Result<usize, Error> {
     Ok(conn
         .prepare_cached(
             "DELETE FROM spsp_connections WHERE connection_id IN (SELECT connection_id FROM spsp_connections \

@@ -3,6 +3,7 @@
 //! transaction; restart-safe because they are the stored truth, not counters kept in memory.
 
 use crate::store::Connection;
+use time::OffsetDateTime;
 
 use super::Error;
 use crate::states::{DeliveryState, GrantState, IncomingState, OutgoingState};
@@ -56,7 +57,7 @@ fn sums(conn: &Connection, table: &str, column: &str) -> Result<Vec<(String, u64
 
 /// Reads the snapshot at `now` (incoming payments past their `expires_at` then count as expired), with
 /// pending grants created at or before `window_start` shown as expired (their interaction window has passed).
-pub fn snapshot(conn: &mut Connection, now: &str, window_start: &str) -> Result<Snapshot, Error> {
+pub fn snapshot(conn: &mut Connection, now: OffsetDateTime, window_start: OffsetDateTime) -> Result<Snapshot, Error> {
     let tx = conn.savepoint()?;
     let grants: Vec<(GrantState, i64)> = {
         let mut stmt =

@@ -1,6 +1,7 @@
 //! Rows of `stream_plans`: how to pay a receiver on another ASE by STREAM (see `migrations/0004`).
 
 use super::db::{Connection, OptionalExtension, params};
+use time::OffsetDateTime;
 
 use super::Error;
 
@@ -18,7 +19,7 @@ pub struct StreamPlanRow {
     pub max_packet_amount: Option<i64>,
     /// In the peer's asset (the debit asset unless `link` says otherwise).
     pub source_amount: i64,
-    pub created_at: String,
+    pub created_at: OffsetDateTime,
     /// A cross-currency link through a peer in another asset (see `migrations/0009`).
     pub link: Option<PlanLink>,
 }
@@ -126,7 +127,7 @@ mod tests {
             minimum_rate: "99/100".into(),
             max_packet_amount: Some(1000),
             source_amount: 500,
-            created_at: "2026-01-01T00:00:00.000Z".into(),
+            created_at: crate::clock::ts("2026-01-01T00:00:00.000Z"),
             link: None,
         };
         insert_plan(&conn, &p).unwrap();

@@ -1,6 +1,7 @@
 //! Wallet address and wallet key rows.
 
 use super::db::{Connection, OptionalExtension, Row, params};
+use time::OffsetDateTime;
 
 use super::Error;
 
@@ -13,7 +14,7 @@ pub struct WalletRow {
     pub asset_code: String,
     pub asset_scale: u8,
     pub demo: bool,
-    pub created_at: String,
+    pub created_at: OffsetDateTime,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -22,7 +23,7 @@ pub struct KeyRow {
     pub wallet_id: String,
     pub kid: String,
     pub x: String,
-    pub created_at: String,
+    pub created_at: OffsetDateTime,
 }
 
 const COLS: &str = "w.id, w.name, w.public_name, w.account_id, a.asset_code, a.asset_scale, w.demo, w.created_at";

@@ -3,6 +3,7 @@
 
 use super::db::{Connection, OptionalExtension, Row, params};
 use serde::{Deserialize, Serialize};
+use time::OffsetDateTime;
 
 use super::{Error, meta, outbox};
 use crate::states::DeliveryState;
@@ -22,11 +23,14 @@ pub struct DeliveryRow {
     pub body: String,
     pub state: DeliveryState,
     pub attempts: i64,
-    pub next_attempt_at: String,
+    #[serde(with = "crate::clock::wire")]
+    pub next_attempt_at: OffsetDateTime,
     pub last_status: Option<i64>,
     pub last_error: Option<String>,
-    pub created_at: String,
-    pub updated_at: String,
+    #[serde(with = "crate::clock::wire")]
+    pub created_at: OffsetDateTime,
+    #[serde(with = "crate::clock::wire")]
+    pub updated_at: OffsetDateTime,
 }
 
 const COLUMNS: &str = "event_seq, event_id, type, body, state, attempts, next_attempt_at, last_status, last_error, \
@@ -70,7 +74,7 @@ pub fn start(conn: &Connection) -> Result<(), Error> {
 /// webhook does not replay history. Returns how many were queued.
 pub fn take_from_outbox(
     conn: &Connection,
-    now: &str,
+    now: OffsetDateTime,
     limit: usize,
     body: impl Fn(&crate::events::EventRecord) -> String,
 ) -> Result<usize, Error> {
@@ -103,7 +107,12 @@ pub fn take_from_outbox(
 
 /// Pending deliveries due at `now`, oldest first; with `lease`, claimed until then (several nodes on one
 /// database: no other node finds them due before the lease runs out, or their attempt is recorded).
-pub fn due(conn: &Connection, now: &str, limit: usize, lease: Option<&str>) -> Result<Vec<DeliveryRow>, Error> {
+pub fn due(
+    conn: &Connection,
+    now: OffsetDateTime,
+    limit: usize,
+    lease: Option<OffsetDateTime>,
+) -> Result<Vec<DeliveryRow>, Error> {
     let mut stmt = conn.prepare_cached(&format!(
         "SELECT {COLUMNS} FROM webhook_deliveries WHERE state = 'pending' AND next_attempt_at <= ?1 \
          ORDER BY next_attempt_at, event_seq LIMIT ?2"
@@ -123,7 +132,7 @@ pub fn due(conn: &Connection, now: &str, limit: usize, lease: Option<&str>) -> R
 }
 
 /// When the next pending delivery is due, if any.
-pub fn next_due(conn: &Connection) -> Result<Option<String>, Error> {
+pub fn next_due(conn: &Connection) -> Result<Option<OffsetDateTime>, Error> {
     Ok(conn
         .prepare_cached("SELECT min(next_attempt_at) FROM webhook_deliveries WHERE state = 'pending'")?
         .query_row([], |r| r.get(0))
@@ -139,12 +148,12 @@ pub enum Attempt {
     Failed {
         status: Option<i64>,
         error: String,
-        next: Option<String>,
+        next: Option<OffsetDateTime>,
     },
 }
 
 /// Records an attempt on a pending delivery.
-pub fn settle(conn: &Connection, seq: i64, attempt: &Attempt, now: &str) -> Result<(), Error> {
+pub fn settle(conn: &Connection, seq: i64, attempt: &Attempt, now: OffsetDateTime) -> Result<(), Error> {
     match attempt {
         Attempt::Delivered(status) => conn
             .prepare_cached(
@@ -202,7 +211,7 @@ pub fn get(conn: &Connection, seq: i64) -> Result<Option<DeliveryRow>, Error> {
 
 /// Re-drives a dead (or pending) delivery: pending again with a fresh attempt budget, due at `now`.
 /// Returns whether it changed (a delivered one stays delivered).
-pub fn redrive(conn: &Connection, seq: i64, now: &str) -> Result<bool, Error> {
+pub fn redrive(conn: &Connection, seq: i64, now: OffsetDateTime) -> Result<bool, Error> {
     let n = conn
         .prepare_cached(
             "UPDATE webhook_deliveries SET state = 'pending', attempts = 0, next_attempt_at = ?2, updated_at = ?2 \
@@ -213,7 +222,7 @@ pub fn redrive(conn: &Connection, seq: i64, now: &str) -> Result<bool, Error> {
 }
 
 /// Re-drives every dead delivery; returns how many.
-pub fn redrive_dead(conn: &Connection, now: &str) -> Result<usize, Error> {
+pub fn redrive_dead(conn: &Connection, now: OffsetDateTime) -> Result<usize, Error> {
     Ok(conn
         .prepare_cached(
             "UPDATE webhook_deliveries SET state = 'pending', attempts = 0, next_attempt_at = ?1, updated_at = ?1 \
@@ -223,7 +232,7 @@ pub fn redrive_dead(conn: &Connection, now: &str) -> Result<usize, Error> {
 }
 
 /// Deletes delivered deliveries last touched before `before`.
-pub fn prune_delivered(conn: &Connection, before: &str, at_most: u32) -> Result<usize, Error> {
+pub fn prune_delivered(conn: &Connection, before: OffsetDateTime, at_most: u32) -> Result<usize, Error> {
     Ok(conn
         .prepare_cached(
             "DELETE FROM webhook_deliveries WHERE event_seq IN (SELECT event_seq FROM webhook_deliveries \
@@ -237,6 +246,11 @@ mod tests {
     use super::*;
     use crate::events::DomainEvent;
 
+    /// The `n`th second of a test day.
+    fn t(n: u8) -> OffsetDateTime {
+        crate::clock::ts("2026-01-02T00:00:00.000Z") + time::Duration::seconds(i64::from(n))
+    }
+
     fn db() -> Connection {
         let mut c = Connection::open_in_memory().unwrap();
         super::super::migrations::migrate(&mut c).unwrap();
@@ -248,7 +262,7 @@ mod tests {
             id: n.to_string(),
             name: format!("w{n}"),
         };
-        outbox::append(c, "2026-01-01T00:00:00.000Z", e).unwrap();
+        outbox::append(c, crate::clock::ts("2026-01-01T00:00:00.000Z"), e).unwrap();
     }
 
     #[test]
@@ -257,19 +271,19 @@ mod tests {
         event(&c, 1);
         let body = |e: &crate::events::EventRecord| format!("{}", e.seq.unwrap());
         assert_eq!(
-            take_from_outbox(&c, "t0", 100, body).unwrap(),
+            take_from_outbox(&c, t(0), 100, body).unwrap(),
             0,
             "history is not replayed"
         );
         event(&c, 2);
         event(&c, 3);
-        assert_eq!(take_from_outbox(&c, "t1", 100, body).unwrap(), 2);
-        assert_eq!(take_from_outbox(&c, "t1", 100, body).unwrap(), 0, "each event once");
-        let due = due(&c, "t1", 10, None).unwrap();
+        assert_eq!(take_from_outbox(&c, t(1), 100, body).unwrap(), 2);
+        assert_eq!(take_from_outbox(&c, t(1), 100, body).unwrap(), 0, "each event once");
+        let due = due(&c, t(1), 10, None).unwrap();
         assert_eq!(due.iter().map(|d| d.event_seq).collect::<Vec<_>>(), vec![2, 3]);
         assert_eq!(due[0].body, "2");
         assert!(
-            super::due(&c, "t0", 10, None).unwrap().is_empty(),
+            super::due(&c, t(0), 10, None).unwrap().is_empty(),
             "not due before its time"
         );
     }
@@ -277,29 +291,26 @@ mod tests {
     #[test]
     fn failures_retry_until_dead_and_the_operator_redrives() {
         let c = db();
-        take_from_outbox(&c, "t0", 10, |_| String::new()).unwrap();
+        take_from_outbox(&c, t(0), 10, |_| String::new()).unwrap();
         event(&c, 1);
-        take_from_outbox(&c, "t0", 10, |_| "{}".into()).unwrap();
-        let fail = |next: Option<&str>| Attempt::Failed {
+        take_from_outbox(&c, t(0), 10, |_| "{}".into()).unwrap();
+        let fail = |next: Option<OffsetDateTime>| Attempt::Failed {
             status: Some(500),
             error: "HTTP 500".into(),
-            next: next.map(str::to_owned),
+            next,
         };
-        settle(&c, 1, &fail(Some("t5")), "t1").unwrap();
+        settle(&c, 1, &fail(Some(t(5))), t(1)).unwrap();
         let d = get(&c, 1).unwrap().unwrap();
-        assert_eq!(
-            (d.state.as_str(), d.attempts, d.next_attempt_at.as_str()),
-            ("pending", 1, "t5")
-        );
-        settle(&c, 1, &fail(None), "t6").unwrap();
+        assert_eq!((d.state.as_str(), d.attempts, d.next_attempt_at), ("pending", 1, t(5)));
+        settle(&c, 1, &fail(None), t(6)).unwrap();
         assert_eq!(get(&c, 1).unwrap().unwrap().state, DeliveryState::Dead);
-        assert!(due(&c, "t9", 10, None).unwrap().is_empty());
+        assert!(due(&c, t(9), 10, None).unwrap().is_empty());
         assert_eq!(list(&c, Some(DeliveryState::Dead), None, 10).unwrap().len(), 1);
-        assert!(redrive(&c, 1, "t7").unwrap());
+        assert!(redrive(&c, 1, t(7)).unwrap());
         let d = get(&c, 1).unwrap().unwrap();
         assert_eq!((d.state, d.attempts), (DeliveryState::Pending, 0));
-        settle(&c, 1, &Attempt::Delivered(204), "t8").unwrap();
-        assert!(!redrive(&c, 1, "t9").unwrap(), "a delivered event stays delivered");
-        assert_eq!(prune_delivered(&c, "t9", 100).unwrap(), 1);
+        settle(&c, 1, &Attempt::Delivered(204), t(8)).unwrap();
+        assert!(!redrive(&c, 1, t(9)).unwrap(), "a delivered event stays delivered");
+        assert_eq!(prune_delivered(&c, t(9), 100).unwrap(), 1);
     }
 }

@@ -562,7 +562,7 @@ pub mod fixtures {
             interactive: true,
             finish_uri: None,
             decision_reason: None,
-            created_at: "2026-11-21T11:59:00.000Z".into(),
+            created_at: crate::clock::ts("2026-11-21T11:59:00.000Z"),
             interaction_expires_at: None,
             description: vec!["Demo asks for:".into()],
             tokens: vec![],
@@ -578,9 +578,9 @@ pub mod fixtures {
                 completed: false,
                 incoming_amount: expected.map(usd),
                 received_amount: usd(received),
-                expires_at: Some("2026-11-21T13:00:00.000Z".into()),
+                expires_at: Some(crate::clock::ts("2026-11-21T13:00:00.000Z")),
                 metadata: None,
-                created_at: "2026-11-21T11:00:00.000Z".into(),
+                created_at: crate::clock::ts("2026-11-21T11:00:00.000Z"),
                 methods: None,
             },
             state: crate::states::IncomingState::Pending,
@@ -601,7 +601,7 @@ pub mod fixtures {
                 debit_amount: usd(100),
                 sent_amount: usd(0),
                 metadata: None,
-                created_at: "2026-11-21T11:00:00.000Z".into(),
+                created_at: crate::clock::ts("2026-11-21T11:00:00.000Z"),
                 grant_spent_debit_amount: None,
                 grant_spent_receive_amount: None,
             },
@@ -612,7 +612,7 @@ pub mod fixtures {
             failure_reason: (state == "failed").then(|| "insufficient_balance".into()),
             failure_message: None,
             attempts: 0,
-            updated_at: "2026-11-21T11:00:00.000Z".into(),
+            updated_at: crate::clock::ts("2026-11-21T11:00:00.000Z"),
         }
     }
 
@@ -632,11 +632,11 @@ pub mod fixtures {
                 S::Delivered => 1,
                 S::Dead => 8,
             },
-            next_attempt_at: "2026-11-21T12:00:30.000Z".into(),
+            next_attempt_at: crate::clock::ts("2026-11-21T12:00:30.000Z"),
             last_status: (state == S::Delivered).then_some(204),
             last_error: (state == S::Dead).then(|| "connection refused".into()),
-            created_at: "2026-11-21T11:58:00.000Z".into(),
-            updated_at: "2026-11-21T11:59:00.000Z".into(),
+            created_at: crate::clock::ts("2026-11-21T11:58:00.000Z"),
+            updated_at: crate::clock::ts("2026-11-21T11:59:00.000Z"),
         }
     }
 }
@@ -846,7 +846,7 @@ mod tests {
         for (n, at) in [(1, "10:00:00.000001"), (3, "10:00:00.000300"), (2, "10:00:00.000200")] {
             a.update(Msg::Event(DomainEvent::HttpRequest {
                 id: format!("01900000-0000-7000-8000-00000000000{n}"),
-                received_at: format!("2026-11-21T{at}Z"),
+                received_at: crate::clock::ts(&format!("2026-11-21T{at}Z")),
                 method: "GET".into(),
                 path: format!("/{n}"),
                 status: 200,
@@ -866,7 +866,7 @@ mod tests {
         a.update(key('f'));
         a.update(Msg::Event(DomainEvent::HttpRequest {
             id: "01900000-0000-7000-8000-000000000001".into(),
-            received_at: "2026-11-21T10:00:00.000001Z".into(),
+            received_at: crate::clock::ts("2026-11-21T10:00:00.000001Z"),
             method: "GET".into(),
             path: "/alice".into(),
             status: 200,

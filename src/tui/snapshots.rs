@@ -50,7 +50,7 @@ fn wallet_row(name: &str, code: &str, v: i64) -> WalletRow {
             asset_scale: 2,
             account_id: format!("acct-{name}"),
             demo: true,
-            created_at: "2026-11-21T10:00:00.000Z".into(),
+            created_at: crate::clock::ts("2026-11-21T10:00:00.000Z"),
         },
         balance: balance(name, code, v),
         keys: usize::from(name == "demo-client"),
@@ -109,8 +109,8 @@ fn quote(id: &str) -> QuoteDto {
         receive_amount: usd(900),
         debit_amount: usd(1000),
         method: "ilp".into(),
-        expires_at: "2026-11-21T12:04:10.000Z".into(),
-        created_at: "2026-11-21T11:59:10.000Z".into(),
+        expires_at: crate::clock::ts("2026-11-21T12:04:10.000Z"),
+        created_at: crate::clock::ts("2026-11-21T11:59:10.000Z"),
     }
 }
 
@@ -151,7 +151,7 @@ fn loaded(readonly: bool) -> App {
         "Demo client (demo) (http://127.0.0.1:4000/demo-client) asks for:".into(),
         "  - send payments from http://127.0.0.1:4000/alice (create, read): up to 5.00 USD debited per month".into(),
     ];
-    pending.interaction_expires_at = Some("2026-11-21T12:09:00.000Z".into());
+    pending.interaction_expires_at = Some(crate::clock::ts("2026-11-21T12:09:00.000Z"));
     let msgs = vec![
         Reply::Overview(OverviewData {
             pending_grants: 1,
@@ -249,7 +249,7 @@ fn loaded(readonly: bool) -> App {
     {
         a.update(Msg::Event(DomainEvent::HttpRequest {
             id: format!("01900000-0000-7000-8000-00000000000{i}"),
-            received_at: format!("2026-11-21T10:00:00.{:06}Z", 120_000 + i * 3_517),
+            received_at: crate::clock::ts(&format!("2026-11-21T10:00:00.{:06}Z", 120_000 + i * 3_517)),
             method: if i % 2 == 0 { "GET".into() } else { "POST".into() },
             path: (*path).into(),
             status: [200, 200, 201, 400][i],
@@ -419,7 +419,7 @@ fn a_refused_request_shows_the_operator_why() {
     let mut a = loaded(false);
     a.update(Msg::Event(DomainEvent::HttpRequest {
         id: "01900000-0000-7000-8000-000000000010".into(),
-        received_at: "2026-11-21T10:00:00.250125Z".into(),
+        received_at: crate::clock::ts("2026-11-21T10:00:00.250125Z"),
         method: "POST".into(),
         path: "/quotes".into(),
         status: 400,
@@ -658,7 +658,7 @@ fn the_signature_debugger_shows_the_verdict_and_what_was_checked() {
         let mut a = loaded(false);
         a.update(Msg::Event(DomainEvent::HttpRequest {
             id: "01900000-0000-7000-8000-000000000020".into(),
-            received_at: "2026-11-21T10:00:00.250125Z".into(),
+            received_at: crate::clock::ts("2026-11-21T10:00:00.250125Z"),
             method: "POST".into(),
             path: "/alice/incoming-payments".into(),
             status: if name == "ok" { 201 } else { 401 },
@@ -699,7 +699,7 @@ fn grants_detail_shows_the_timeline() {
     let step =
         |seq: i64, at: &str, kind: StepKind, actor: Actor, rid: Option<&str>, detail: serde_json::Value| GrantStep {
             seq,
-            at: format!("2026-11-21T11:{at}Z"),
+            at: crate::clock::ts(&format!("2026-11-21T11:{at}Z")),
             count: 1,
             last_at: None,
             kind,
@@ -717,7 +717,7 @@ fn grants_detail_shows_the_timeline() {
         serde_json::json!({"state": crate::states::GrantState::Pending, "wait": 5}),
     );
     polled.count = 12;
-    polled.last_at = Some("2026-11-21T11:59:57.300Z".into());
+    polled.last_at = Some(crate::clock::ts("2026-11-21T11:59:57.300Z"));
     let steps = vec![
         step(
             1,

@@ -13,7 +13,7 @@ use opdesk::{
 };
 use proptest::prelude::*;
 
-const NOW: &str = "2026-01-01T00:00:00.000Z";
+const NOW: time::OffsetDateTime = time::macros::datetime!(2026-01-01 00:00:00 UTC);
 
 #[derive(Debug, Clone)]
 enum Op {

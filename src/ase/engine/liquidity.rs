@@ -28,11 +28,8 @@ impl Engine {
         match liquidity.claim(peer, source, &p.id).await {
             Ok(Claimed::Room(claim)) => {
                 if p.failure_reason.as_deref() == Some(WAIT_REASON) {
-                    let (id, now) = (p.id.clone(), format_ts(self.clock.now()));
-                    let ended = self
-                        .store
-                        .call(move |c| repo::end_wait(c, &id, WAIT_REASON, &now))
-                        .await;
+                    let (id, now) = (p.id.clone(), self.clock.now());
+                    let ended = self.store.call(move |c| repo::end_wait(c, &id, WAIT_REASON, now)).await;
                     match ended {
                         Ok(_) => {
                             tracing::info!(payment = %p.id, peer = %peer.name, "the peer has liquidity again: the payment resumes")
@@ -73,11 +70,10 @@ impl Engine {
     async fn wait_for_liquidity(&self, p: &OutgoingRow, why: &str) {
         let now = self.clock.now();
         let (id, message) = (p.id.clone(), why.to_owned());
-        let next = format_ts(now + Duration::milliseconds(RECHECK_MS));
-        let now_s = format_ts(now);
+        let next = now + Duration::milliseconds(RECHECK_MS);
         let waited = self
             .store
-            .call(move |c| repo::wait(c, &id, &next, WAIT_REASON, &message, &now_s))
+            .call(move |c| repo::wait(c, &id, next, WAIT_REASON, &message, now))
             .await;
         match waited {
             Ok(_) if p.failure_reason.as_deref() != Some(WAIT_REASON) => {

@@ -447,9 +447,9 @@ impl Engine {
         }
         if unix_ms(now) < until_ms {
             let until = OffsetDateTime::from_unix_timestamp_nanos(i128::from(until_ms) * 1_000_000).unwrap_or(now);
-            let (pid, at) = (p.id.clone(), format_ts(until));
+            let (pid, at) = (p.id.clone(), until);
             tracing::info!(payment = %p.id, until = %at, "packets sent before a restart may still be in flight: the payment waits until they expired");
-            if let Err(e) = self.store.call(move |c| repo::lease_outgoing(c, &pid, &at)).await {
+            if let Err(e) = self.store.call(move |c| repo::lease_outgoing(c, &pid, at)).await {
                 self.transient(&p.id, "internal", &e.to_string()).await;
             }
             return true;
@@ -576,7 +576,6 @@ pub(super) fn remote_progress_tx(
         closed,
         ..
     } = sent;
-    let now_s = format_ts(now);
     let Some(p) = repo::outgoing(tx, id)? else {
         return Ok(StepOutcome::default());
     };
@@ -614,7 +613,7 @@ pub(super) fn remote_progress_tx(
     if let Some(res) = &p.reservation_id
         && ledger_repo::transfer(tx, res)?.is_some_and(|t| t.state.is_pending())
     {
-        ledger::ops::post(tx, res, None, &now_s)?;
+        ledger::ops::post(tx, res, None, now)?;
     }
     let debit_asset = asset(&p.asset_code, p.asset_scale);
     let source_total = u64::try_from(plan.source_amount).unwrap_or(0);
@@ -645,14 +644,14 @@ pub(super) fn remote_progress_tx(
             Some((l, _)) => asset(&l.asset_code, l.asset_scale),
             None => debit_asset.clone(),
         };
-        let peer = ledger::ops::peer_account(tx, &plan.peer, &peer_asset, &now_s)?;
+        let peer = ledger::ops::peer_account(tx, &plan.peer, &peer_asset, now)?;
         let memo = Some(format!("STREAM to {} ({} delivered)", p.receiver, delivered));
         let from = if link_rate.is_some() {
             // the conversion: the debit units into the ASE's side of the debit asset, the packet out of its
             // side of the peer's asset
             let converted = new_sent - p.sent_amount;
             if converted > 0 {
-                let settle = ledger::ops::settlement_account(tx, &debit_asset, &now_s)?;
+                let settle = ledger::ops::settlement_account(tx, &debit_asset, now)?;
                 ledger::ops::create_transfer(
                     tx,
                     &NewTransfer {
@@ -667,11 +666,11 @@ pub(super) fn remote_progress_tx(
                             peer_asset.code, plan.peer
                         )),
                     },
-                    &now_s,
+                    now,
                 )?;
                 touched.push(settle);
             }
-            ledger::ops::settlement_account(tx, &peer_asset, &now_s)?
+            ledger::ops::settlement_account(tx, &peer_asset, now)?
         } else {
             payment_account.clone()
         };
@@ -686,14 +685,14 @@ pub(super) fn remote_progress_tx(
                 kind: "payment".into(),
                 memo,
             },
-            &now_s,
+            now,
         )?;
         touched.push(from);
         touched.push(peer);
     }
     let done = new_delivered >= p.receive_amount || u64::try_from(new_peer_sent).unwrap_or(0) >= source_total;
-    let next = (!done).then(|| format_ts(now + Duration::milliseconds(i64::try_from(interval_ms).unwrap_or(0))));
-    repo::update_progress(tx, &p.id, new_sent, new_delivered, next.as_deref(), &now_s)?;
+    let next = (!done).then(|| now + Duration::milliseconds(i64::try_from(interval_ms).unwrap_or(0)));
+    repo::update_progress(tx, &p.id, new_sent, new_delivered, next, now)?;
     let mut finished = None;
     if done {
         // the fee stays with the ASE
@@ -701,7 +700,7 @@ pub(super) fn remote_progress_tx(
         let held = ledger::ops::account(tx, &payment_account)?.balance;
         let fee = fee.min(held);
         if fee > 0 {
-            let settle = ledger::ops::settlement_account(tx, &debit_asset, &now_s)?;
+            let settle = ledger::ops::settlement_account(tx, &debit_asset, now)?;
             ledger::ops::create_transfer(
                 tx,
                 &NewTransfer {
@@ -713,9 +712,9 @@ pub(super) fn remote_progress_tx(
                     kind: "fee".into(),
                     memo: Some(format!("fee of outgoing payment {}", p.id)),
                 },
-                &now_s,
+                now,
             )?;
-            repo::update_progress(tx, &p.id, new_sent + fee, new_delivered, None, &now_s)?;
+            repo::update_progress(tx, &p.id, new_sent + fee, new_delivered, None, now)?;
             touched.push(settle);
         }
         complete_tx(tx, &p.id, now, &mut touched)?;

@@ -12,7 +12,7 @@ pub fn reserve(
     sender: &str,
     asset: &Asset,
     amount: i64,
-    now: &str,
+    now: OffsetDateTime,
 ) -> Result<Result<(String, String), Failure>, LedgerError> {
     reserve_into(tx, payment_id, sender, asset, amount, None, 0, now)
 }
@@ -26,7 +26,7 @@ pub(super) fn reserve_into(
     amount: i64,
     reuse: Option<&str>,
     attempt: i64,
-    now: &str,
+    now: OffsetDateTime,
 ) -> Result<Result<(String, String), Failure>, LedgerError> {
     let account = ledger::ops::account(tx, sender)?;
     let available = account.balance.saturating_sub(account.pending_debits);
@@ -81,12 +81,15 @@ pub(super) fn receiver(
 ) -> Result<Result<Option<repo::IncomingRow>, Failure>, EngineError> {
     if let Some(q) = &p.quote_id
         && let Some(q) = repo::quote(tx, q)?
-        && parse_ts(&q.expires_at).is_ok_and(|e| e <= now)
+        && q.expires_at <= now
         && p.sent_amount == 0
     {
         return Ok(Err((
             "quote_expired",
-            format!("The quote expired at {} before the payment was sent.", q.expires_at),
+            format!(
+                "The quote expired at {} before the payment was sent.",
+                format_ts(q.expires_at)
+            ),
         )));
     }
     let Some(rid) = &p.incoming_payment_id else {
@@ -114,7 +117,7 @@ pub(super) fn receiver(
             "receiver_expired",
             format!(
                 "The receiver expired at {} and accepts no more money.",
-                r.expires_at.unwrap_or_default()
+                r.expires_at.map(format_ts).unwrap_or_default()
             ),
         )),
         _ => Ok(Some(r)),
@@ -135,9 +138,8 @@ pub(super) fn check_grant_room(tx: &SqlConnection, p: &OutgoingRow) -> Result<()
     }) else {
         return Ok(());
     };
-    let created = parse_ts(&p.created_at).map_err(|e| EngineError::Internal(format!("stored createdAt: {e}")))?;
     let (from, to) = match limits.interval.as_deref().map(str::parse::<RepeatingInterval>) {
-        Some(Ok(iv)) => match iv.window_at(created) {
+        Some(Ok(iv)) => match iv.window_at(p.created_at) {
             Ok(Some((s, e))) => (format_ts(s), format_ts(e)),
             _ => return Ok(()),
         },
@@ -176,25 +178,17 @@ pub(super) fn complete_tx(
 ) -> Result<(), EngineError> {
     let p = reread(tx, id)?;
     touched.extend(release(tx, &p, now)?.into_iter().map(|b| b.account_id));
-    repo::set_state(
-        tx,
-        id,
-        OutgoingState::Sending,
-        OutgoingState::Completed,
-        None,
-        &format_ts(now),
-    )?;
+    repo::set_state(tx, id, OutgoingState::Sending, OutgoingState::Completed, None, now)?;
     Ok(())
 }
 
 pub(super) fn release(tx: &SqlConnection, p: &OutgoingRow, now: OffsetDateTime) -> Result<Vec<Balance>, EngineError> {
-    let now_s = format_ts(now);
     let mut touched = vec![p.account_id.clone()];
     if let Some(res) = &p.reservation_id
         && let Some(t) = ledger_repo::transfer(tx, res)?
         && t.state.is_pending()
     {
-        ledger::ops::void(tx, res, &now_s)?;
+        ledger::ops::void(tx, res, now)?;
     }
     if let Some(acct) = &p.payment_account_id {
         let a = ledger::ops::account(tx, acct)?;
@@ -208,7 +202,7 @@ pub(super) fn release(tx: &SqlConnection, p: &OutgoingRow, now: OffsetDateTime) 
                 kind: "refund".into(),
                 memo: Some(format!("unsent part of outgoing payment {}", p.id)),
             };
-            ledger::ops::create_transfer(tx, &t, &now_s)?;
+            ledger::ops::create_transfer(tx, &t, now)?;
         }
         touched.push(acct.clone());
     }
@@ -229,7 +223,7 @@ pub(super) fn fail_tx(
         OutgoingState::Sending,
         OutgoingState::Failed,
         Some((failure.0, &failure.1)),
-        &format_ts(now),
+        now,
     )?;
     tracing::info!(payment = %p.id, reason = failure.0, "outgoing payment failed: {}", failure.1);
     Ok(StepOutcome {
@@ -249,7 +243,6 @@ pub(super) fn packet_tx(
     packets: u32,
     interval_ms: u64,
 ) -> Result<StepOutcome, EngineError> {
-    let now_s = format_ts(now);
     let Some(p) = repo::outgoing(tx, id)? else {
         return Ok(StepOutcome::default());
     };
@@ -272,7 +265,7 @@ pub(super) fn packet_tx(
     if let Some(res) = &p.reservation_id
         && ledger_repo::transfer(tx, res)?.is_some_and(|t| t.state.is_pending())
     {
-        ledger::ops::post(tx, res, None, &now_s)?;
+        ledger::ops::post(tx, res, None, now)?;
     }
     let debit_asset = asset(&p.asset_code, p.asset_scale);
     let receive_asset = asset(&p.receive_asset_code, p.receive_asset_scale);
@@ -299,7 +292,7 @@ pub(super) fn packet_tx(
     // sender side: payment account → settlement of the debit asset
     let mut debit_settlement = None;
     if packet_debit > 0 {
-        let settle = ledger::ops::settlement_account(tx, &debit_asset, &now_s)?;
+        let settle = ledger::ops::settlement_account(tx, &debit_asset, now)?;
         debit_settlement = Some(settle.clone());
         ledger::ops::create_transfer(
             tx,
@@ -312,7 +305,7 @@ pub(super) fn packet_tx(
                 kind: "payment".into(),
                 memo: None,
             },
-            &now_s,
+            now,
         )?;
     }
     // receiver side: settlement of the receive asset → receiver wallet
@@ -320,7 +313,7 @@ pub(super) fn packet_tx(
     if deliver > 0 {
         let settle = match debit_settlement {
             Some(s) if receive_asset == debit_asset => s,
-            _ => ledger::ops::settlement_account(tx, &receive_asset, &now_s)?,
+            _ => ledger::ops::settlement_account(tx, &receive_asset, now)?,
         };
         ledger::ops::create_transfer(
             tx,
@@ -333,18 +326,18 @@ pub(super) fn packet_tx(
                 kind: "payment".into(),
                 memo: None,
             },
-            &now_s,
+            now,
         )?;
     }
     let new_received = r.received_amount + deliver;
     let receiver_done = r.incoming_amount.is_some_and(|i| new_received >= i);
     if deliver > 0 || receiver_done {
-        repo::credit_incoming(tx, &r.id, new_received, receiver_done, &now_s)?;
+        repo::credit_incoming(tx, &r.id, new_received, receiver_done, now)?;
     }
     let new_delivered = p.delivered_amount + deliver;
     let done = new_sent >= p.debit_amount || new_delivered >= p.receive_amount || receiver_done;
-    let next = (!done).then(|| format_ts(now + Duration::milliseconds(i64::try_from(interval_ms).unwrap_or(0))));
-    repo::update_progress(tx, &p.id, new_sent, new_delivered, next.as_deref(), &now_s)?;
+    let next = (!done).then(|| now + Duration::milliseconds(i64::try_from(interval_ms).unwrap_or(0)));
+    repo::update_progress(tx, &p.id, new_sent, new_delivered, next, now)?;
     let mut finished = None;
     if done {
         complete_tx(tx, &p.id, now, &mut touched)?;

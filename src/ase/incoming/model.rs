@@ -6,7 +6,6 @@ use serde_json::{Map, Value};
 use time::OffsetDateTime;
 
 use crate::{
-    clock::parse_ts,
     ilp::receiver::Refusal,
     money::Amount,
     states::IncomingState,
@@ -20,6 +19,8 @@ pub struct CreateIncoming {
     pub wallet_address: String,
     #[serde(default)]
     pub incoming_amount: Option<Amount>,
+    /// Text on purpose: the client's own words, read by the service (`IncomingError::BadExpiry` says what is
+    /// wrong with them, where a typed field would fail the whole body with a generic JSON error).
     #[serde(default)]
     pub expires_at: Option<String>,
     #[serde(default)]
@@ -36,11 +37,16 @@ pub struct IncomingPaymentDto {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub incoming_amount: Option<Amount>,
     pub received_amount: Amount,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub expires_at: Option<String>,
+    #[serde(
+        with = "crate::clock::wire::option",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub expires_at: Option<time::OffsetDateTime>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<crate::ase::metadata::Metadata>,
-    pub created_at: String,
+    #[serde(with = "crate::clock::wire")]
+    pub created_at: time::OffsetDateTime,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub methods: Option<Vec<Value>>,
 }
@@ -81,11 +87,7 @@ pub enum IncomingError {
 
 /// The lifecycle state of a row at `now`.
 pub fn state_of(r: &IncomingRow, now: OffsetDateTime) -> IncomingState {
-    let expired = r
-        .expires_at
-        .as_deref()
-        .and_then(|e| parse_ts(e).ok())
-        .is_some_and(|e| e <= now);
+    let expired = r.expires_at.is_some_and(|e| e <= now);
     IncomingState::of(r.completed, expired)
 }
 

@@ -44,7 +44,8 @@ pub struct OutgoingPaymentDto {
     pub sent_amount: Amount,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<crate::ase::metadata::Metadata>,
-    pub created_at: String,
+    #[serde(with = "crate::clock::wire")]
+    pub created_at: time::OffsetDateTime,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub grant_spent_debit_amount: Option<Amount>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -64,7 +65,8 @@ pub struct OutgoingView {
     pub failure_reason: Option<String>,
     pub failure_message: Option<String>,
     pub attempts: i64,
-    pub updated_at: String,
+    #[serde(with = "crate::clock::wire")]
+    pub updated_at: time::OffsetDateTime,
 }
 
 /// `GET /outgoing-payment-grant`: both keys always present.

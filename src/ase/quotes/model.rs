@@ -2,6 +2,7 @@
 //! plan for a receiver on another ASE), and why a quote cannot be made.
 
 use serde::{Deserialize, Serialize};
+use time::OffsetDateTime;
 
 use crate::{
     ase::remote::{RemoteError, RemotePlan},
@@ -33,8 +34,10 @@ pub struct QuoteDto {
     pub receive_amount: Amount,
     pub debit_amount: Amount,
     pub method: String,
-    pub expires_at: String,
-    pub created_at: String,
+    #[serde(with = "crate::clock::wire")]
+    pub expires_at: time::OffsetDateTime,
+    #[serde(with = "crate::clock::wire")]
+    pub created_at: time::OffsetDateTime,
 }
 
 /// What a quote amounts to before it is stored (shared with outgoing payments created without a quote).
@@ -46,7 +49,7 @@ pub struct Priced {
     pub remote: Option<RemotePlan>,
     pub receive_asset: Asset,
     /// When the receiver expires, if it does.
-    pub receiver_expires_at: Option<String>,
+    pub receiver_expires_at: Option<time::OffsetDateTime>,
     pub debit: u64,
     pub receive: u64,
     pub fee: u64,
@@ -54,7 +57,7 @@ pub struct Priced {
 
 impl Priced {
     /// The `stream_plans` row for a remote receiver, stored under `id` (quote or payment id).
-    pub fn plan_row(&self, id: &str, receiver: &str, now: &str) -> Option<StreamPlanRow> {
+    pub fn plan_row(&self, id: &str, receiver: &str, now: OffsetDateTime) -> Option<StreamPlanRow> {
         let p = self.remote.as_ref()?;
         Some(StreamPlanRow {
             id: id.to_owned(),

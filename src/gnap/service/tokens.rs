@@ -21,7 +21,7 @@ impl Gnap {
         &self,
         grant_id: &str,
         rotated_from: Option<String>,
-        now: &str,
+        now: OffsetDateTime,
     ) -> Result<(repo::TokenRow, String), GnapError> {
         let value = secret()?;
         let row = repo::TokenRow {
@@ -86,7 +86,7 @@ impl Gnap {
     /// `POST /auth/token/{id}`: a new value and management URL with the same access; the old ones die.
     pub async fn rotate(&self, token_id: &str, cause: Cause) -> Result<RotateResponse, GnapError> {
         let id = token_id.to_owned();
-        let now = format_ts(self.now());
+        let now = self.now();
         let this = self.clone();
         let (t, value, access, grant_id, recorded) = self
             .inner
@@ -99,18 +99,18 @@ impl Gnap {
                 if !g.state.is_active() {
                     return Err(GnapError::unauthorized_client("the grant is no longer active"));
                 }
-                if !repo::revoke_token(&tx, &t.id, &now)? {
+                if !repo::revoke_token(&tx, &t.id, now)? {
                     return Err(GnapError::unauthorized_client("invalid access token"));
                 }
-                let (new, value) = this.new_token(&g.id, Some(t.id.clone()), &now)?;
+                let (new, value) = this.new_token(&g.id, Some(t.id.clone()), now)?;
                 repo::insert_token(&tx, &new)?;
                 let mut rotated = token_detail(&new);
                 rotated["fromTokenId"] = t.id.clone().into();
                 rotated["fromHint"] = format!("{}…", t.value_hint).into();
-                step(&tx, &g.id, &now, StepKind::TokenRotated, &cause, &rotated)?;
+                step(&tx, &g.id, now, StepKind::TokenRotated, &cause, &rotated)?;
                 let access = access_of(&g)?;
                 let event = DomainEvent::TokenRotated { grant_id: g.id.clone() };
-                let recorded = outbox::append(&tx, &now, event)?;
+                let recorded = outbox::append(&tx, now, event)?;
                 tx.commit()?;
                 Ok::<_, GnapError>((new, value, access, g.id, recorded))
             })
@@ -125,26 +125,19 @@ impl Gnap {
     /// `DELETE /auth/token/{id}`: idempotent (only the first revocation is a step of the grant's timeline).
     pub async fn revoke_token(&self, token_id: &str, cause: Cause) -> Result<(), GnapError> {
         let id = token_id.to_owned();
-        let now = format_ts(self.now());
+        let now = self.now();
         let (recorded, grant_id) = self
             .inner
             .store
             .call(move |conn| {
                 let tx = store::immediate(conn)?;
                 let (t, _) = repo::token_with_grant(&tx, &id)?.ok_or_else(|| GnapError::not_found("unknown token"))?;
-                let recorded = if repo::revoke_token(&tx, &t.id, &now)? {
-                    step(
-                        &tx,
-                        &t.grant_id,
-                        &now,
-                        StepKind::TokenRevoked,
-                        &cause,
-                        &token_detail(&t),
-                    )?;
+                let recorded = if repo::revoke_token(&tx, &t.id, now)? {
+                    step(&tx, &t.grant_id, now, StepKind::TokenRevoked, &cause, &token_detail(&t))?;
                     let event = DomainEvent::TokenRevoked {
                         grant_id: t.grant_id.clone(),
                     };
-                    Some(outbox::append(&tx, &now, event)?)
+                    Some(outbox::append(&tx, now, event)?)
                 } else {
                     None
                 };
@@ -201,7 +194,7 @@ impl Gnap {
             token_id: t.id.clone(),
             client: client_of(&g)?,
             access: access_of(&g)?,
-            expires_at: ts(&t.created_at)? + Duration::seconds(t.expires_in),
+            expires_at: t.created_at + Duration::seconds(t.expires_in),
             owner_approved: g.interactive,
         });
         // several nodes on PostgreSQL revoke behind each other's back: each reads every token from the

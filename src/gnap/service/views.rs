@@ -12,9 +12,12 @@ pub struct TokenView {
     /// The first characters of the value.
     pub hint: String,
     pub manage: String,
-    pub created_at: String,
-    pub expires_at: String,
-    pub revoked_at: Option<String>,
+    #[serde(with = "crate::clock::wire")]
+    pub created_at: time::OffsetDateTime,
+    #[serde(with = "crate::clock::wire")]
+    pub expires_at: time::OffsetDateTime,
+    #[serde(default, with = "crate::clock::wire::option")]
+    pub revoked_at: Option<time::OffsetDateTime>,
 }
 
 /// A grant as operators see it.
@@ -31,8 +34,10 @@ pub struct GrantView {
     pub interactive: bool,
     pub finish_uri: Option<String>,
     pub decision_reason: Option<String>,
-    pub created_at: String,
-    pub interaction_expires_at: Option<String>,
+    #[serde(with = "crate::clock::wire")]
+    pub created_at: time::OffsetDateTime,
+    #[serde(default, with = "crate::clock::wire::option")]
+    pub interaction_expires_at: Option<time::OffsetDateTime>,
     /// The request in plain words, one line per item.
     pub description: Vec<String>,
     pub tokens: Vec<TokenView>,
@@ -46,7 +51,7 @@ pub struct GrantView {
 pub enum InteractionOutcome {
     /// Waiting for the operator; show the description and keep waiting.
     Pending {
-        expires_at: String,
+        expires_at: time::OffsetDateTime,
     },
     /// Decided and the client gave a finish URI: send the browser there.
     Redirect(String),
@@ -79,7 +84,7 @@ impl Gnap {
             .map(serde_json::from_str)
             .transpose()
             .map_err(|e| GnapError::internal(&e))?;
-        let created = ts(&g.created_at)?;
+        let created = g.created_at;
         let expires = created + Duration::seconds(i64::from(self.inner.settings.interaction_expires_in_secs));
         let state = g.state.shown(self.now() >= expires);
         let client_name = self.client_name(&client).await;
@@ -101,18 +106,18 @@ impl Gnap {
             finish_uri: g.finish_uri,
             decision_reason: g.decision_reason,
             created_at: g.created_at,
-            interaction_expires_at: g.interactive.then(|| format_ts(expires)),
+            interaction_expires_at: g.interactive.then_some(expires),
             description,
             tokens: tokens
                 .into_iter()
                 .map(|t| {
-                    let expires_at = ts(&t.created_at).map(|c| format_ts(c + Duration::seconds(t.expires_in)));
+                    let expires_at = t.created_at + Duration::seconds(t.expires_in);
                     TokenView {
                         manage: self.manage_uri(&t.manage_id),
                         id: t.id,
                         hint: format!("{}…", t.value_hint),
                         created_at: t.created_at,
-                        expires_at: expires_at.unwrap_or_default(),
+                        expires_at,
                         revoked_at: t.revoked_at,
                     }
                 })
@@ -143,9 +148,9 @@ impl Gnap {
                 })
             })
             .collect();
-        let derived = |at: &str, kind: StepKind, detail: serde_json::Value| GrantStep {
+        let derived = |at: OffsetDateTime, kind: StepKind, detail: serde_json::Value| GrantStep {
             seq: 0,
-            at: at.to_owned(),
+            at,
             count: 1,
             last_at: None,
             kind,
@@ -155,14 +160,14 @@ impl Gnap {
             detail,
         };
         if view.state == GrantState::Expired && !out.iter().any(|s| s.kind == StepKind::Expired) {
-            let at = view.interaction_expires_at.clone().unwrap_or_default();
-            out.push(derived(&at, StepKind::Expired, serde_json::json!({"derived": true})));
+            let at = view.interaction_expires_at.unwrap_or(view.created_at);
+            out.push(derived(at, StepKind::Expired, serde_json::json!({"derived": true})));
         }
         let now = self.now();
         for t in view.tokens.iter().filter(|t| t.revoked_at.is_none()) {
-            if ts(&t.expires_at).is_ok_and(|e| e <= now) {
+            if t.expires_at <= now {
                 let detail = serde_json::json!({"tokenId": t.id, "hint": t.hint, "derived": true});
-                out.push(derived(&t.expires_at, StepKind::TokenExpired, detail));
+                out.push(derived(t.expires_at, StepKind::TokenExpired, detail));
             }
         }
         out
@@ -255,7 +260,7 @@ impl Gnap {
         let mut finished = None;
         let outcome = match view.state {
             GrantState::Pending => InteractionOutcome::Pending {
-                expires_at: view.interaction_expires_at.clone().unwrap_or_default(),
+                expires_at: view.interaction_expires_at.unwrap_or(view.created_at),
             },
             GrantState::Approved | GrantState::Finalized => {
                 let r = g.interact_ref.clone().unwrap_or_default();
@@ -321,12 +326,12 @@ impl Gnap {
             ),
         };
         let grant_id = g.id.clone();
-        let now = format_ts(self.now());
+        let now = self.now();
         self.inner
             .store
             .call(move |conn| {
                 let tx = store::immediate(conn)?;
-                repeat_step(&tx, &grant_id, &now, kind, &cause, &detail)?;
+                repeat_step(&tx, &grant_id, now, kind, &cause, &detail)?;
                 tx.commit()?;
                 Ok::<_, GnapError>(())
             })

@@ -94,8 +94,9 @@ pub async fn page_handler(state: &AppState, id: &str, nonce: &str, request_id: O
             &view.description,
             &format!(
                 "Waiting for the account holder to approve or reject this request in opdesk (grant {}). \
-                 This page updates by itself; the request expires at {expires_at}.",
-                view.grant_id
+                 This page updates by itself; the request expires at {}.",
+                view.grant_id,
+                crate::clock::format_ts(expires_at)
             ),
             true,
         ))

@@ -186,6 +186,21 @@ impl FromSql for f64 {
     }
 }
 
+/// A timestamp binds as the one stored text ([`crate::clock::format_ts`]: fixed width, so its text sorts in time
+/// order) on every backend.
+impl ToSql for time::OffsetDateTime {
+    fn to_sql(&self) -> Result<Value<'_>, String> {
+        Ok(Value::Text(Cow::Owned(crate::clock::format_ts(*self))))
+    }
+}
+
+impl FromSql for time::OffsetDateTime {
+    fn from_sql(v: ValueRef<'_>) -> Result<Self, String> {
+        let s = v.as_str()?;
+        crate::clock::parse_ts(s).map_err(|e| format!("timestamp {s:?}: {e}"))
+    }
+}
+
 /// A statement's parameters: `params![a, b]`, `[a, b]`, `()` or a slice of `&dyn ToSql`.
 pub trait Params {
     fn values(&self) -> Result<Vec<Value<'_>>>;

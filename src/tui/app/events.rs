@@ -29,7 +29,8 @@ impl App {
         else {
             return;
         };
-        let at = crate::clock::parse_ts(received_at).unwrap_or(self.now).unix_timestamp();
+        let at = received_at.unix_timestamp();
+        let received_at = crate::clock::format_ts_micros(*received_at);
         let row = || HttpRow {
             id: id.clone(),
             at: received_at.clone(),

@@ -159,9 +159,13 @@ impl View for Grants {
         }
         lines.push(Line::from(""));
         lines.push(kv(theme, "id", g.id.clone()));
-        lines.push(kv(theme, "created", g.created_at.clone()));
+        lines.push(kv(theme, "created", crate::clock::format_ts(g.created_at)));
         if let Some(e) = &g.interaction_expires_at {
-            lines.push(kv(theme, "decide by", format!("{e} ({})", relative(e, cx.now))));
+            lines.push(kv(
+                theme,
+                "decide by",
+                format!("{} ({})", crate::clock::format_ts(*e), relative(e, cx.now)),
+            ));
         }
         if let Some(fu) = &g.finish_uri {
             lines.push(kv(theme, "finish", sanitize(fu)));
@@ -270,7 +274,7 @@ fn step_lines<'a>(theme: &Theme, s: &GrantStep) -> Vec<Line<'a>> {
         Span::raw(sanitize(&head)),
     ];
     if s.count > 1 {
-        let last = GrantStep::clock(s.last_at.as_deref().unwrap_or(&s.at)).to_owned();
+        let last = GrantStep::clock(s.last_at.as_ref().unwrap_or(&s.at));
         spans.push(Span::styled(format!("  ×{} until {last}", s.count), theme.pending));
     }
     if let Some(r) = &s.request_id {

@@ -159,11 +159,10 @@ impl View for Incoming {
             "expires",
             p.payment
                 .expires_at
-                .clone()
-                .map(|e| format!("{e} ({})", relative(&e, cx.now)))
+                .map(|e| format!("{} ({})", crate::clock::format_ts(e), relative(&e, cx.now)))
                 .unwrap_or_default(),
         ));
-        lines.push(kv(theme, "created", p.payment.created_at.clone()));
+        lines.push(kv(theme, "created", crate::clock::format_ts(p.payment.created_at)));
         lines.push(kv(
             theme,
             "client",

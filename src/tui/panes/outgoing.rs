@@ -182,8 +182,8 @@ impl View for Outgoing {
             "grant",
             p.grant_id.clone().unwrap_or_else(|| "(none)".into()),
         ));
-        lines.push(kv(theme, "created", p.payment.created_at.clone()));
-        lines.push(kv(theme, "updated", p.updated_at.clone()));
+        lines.push(kv(theme, "created", crate::clock::format_ts(p.payment.created_at)));
+        lines.push(kv(theme, "updated", crate::clock::format_ts(p.updated_at)));
         lines.extend(history(cx.history.of(&p.payment.id), theme));
         Some((title, lines))
     }

@@ -332,8 +332,8 @@ impl View for Peers {
                 "created",
                 format!(
                     "{} (updated {})",
-                    p.created_at.as_deref().map_or_else(none, sanitize),
-                    p.updated_at.as_deref().map_or_else(none, sanitize)
+                    p.created_at.map_or_else(none, crate::clock::format_ts),
+                    p.updated_at.map_or_else(none, crate::clock::format_ts)
                 ),
             ),
         ];

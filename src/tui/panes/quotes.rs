@@ -113,8 +113,8 @@ mod tests {
             receive_amount: amount(receive),
             debit_amount: amount(debit),
             method: "ilp".into(),
-            expires_at: "2026-01-01T00:00:00Z".into(),
-            created_at: "2026-01-01T00:00:00Z".into(),
+            expires_at: crate::clock::ts("2026-01-01T00:00:00Z"),
+            created_at: crate::clock::ts("2026-01-01T00:00:00Z"),
         }
     }
 

@@ -339,7 +339,7 @@ mod tests {
                 asset_scale: 2,
                 account_id: "a".into(),
                 demo: false,
-                created_at: "2026-11-21T11:00:00.000Z".into(),
+                created_at: crate::clock::ts("2026-11-21T11:00:00.000Z"),
             };
             WalletRow {
                 wallet: w,

@@ -165,7 +165,11 @@ impl View for Webhooks {
             kv(theme, "attempts", d.attempts.to_string()),
         ];
         let next = if d.state == DeliveryState::Pending {
-            format!("{} ({})", d.next_attempt_at, relative(&d.next_attempt_at, cx.now))
+            format!(
+                "{} ({})",
+                crate::clock::format_ts(d.next_attempt_at),
+                relative(&d.next_attempt_at, cx.now)
+            )
         } else {
             "(none)".to_owned()
         };
@@ -182,8 +186,8 @@ impl View for Webhooks {
                 None => Span::raw("(none)"),
             },
         ]));
-        lines.push(kv(theme, "created", d.created_at.clone()));
-        lines.push(kv(theme, "updated", d.updated_at.clone()));
+        lines.push(kv(theme, "created", crate::clock::format_ts(d.created_at)));
+        lines.push(kv(theme, "updated", crate::clock::format_ts(d.updated_at)));
         if !cx.info.webhooks_enabled {
             lines.push(Line::from(""));
             lines.push(Line::from(Span::styled(

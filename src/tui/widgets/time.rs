@@ -4,9 +4,32 @@ use time::OffsetDateTime;
 
 use crate::clock::parse_ts;
 
+/// A moment shown relative to now: a timestamp, or its text (nothing shown when unreadable).
+pub trait When {
+    fn when(&self) -> Option<OffsetDateTime>;
+}
+
+impl When for OffsetDateTime {
+    fn when(&self) -> Option<OffsetDateTime> {
+        Some(*self)
+    }
+}
+
+impl When for str {
+    fn when(&self) -> Option<OffsetDateTime> {
+        parse_ts(self).ok()
+    }
+}
+
+impl When for String {
+    fn when(&self) -> Option<OffsetDateTime> {
+        self.as_str().when()
+    }
+}
+
 /// `in 4m 10s`, `3s ago`.
-pub fn relative(to: &str, now: OffsetDateTime) -> String {
-    let Ok(t) = parse_ts(to) else { return String::new() };
+pub fn relative<T: When + ?Sized>(to: &T, now: OffsetDateTime) -> String {
+    let Some(t) = to.when() else { return String::new() };
     let secs = (t - now).whole_seconds();
     let span = |s: i64| {
         let s = s.abs();
