@@ -1,6 +1,8 @@
 //! Rows of the owner's consent (see `migrations/0022`): a wallet owner's passphrase hash, the interaction page's
 //! sessions (a browser bound to one grant, signed in or not) and failed sign-ins.
 
+use time::OffsetDateTime;
+
 use super::db::{Connection, OptionalExtension, params};
 
 use super::Error;
@@ -14,7 +16,12 @@ pub fn passphrase(conn: &Connection, wallet_id: &str) -> Result<Option<String>, 
 }
 
 /// Sets (`Some`) or removes (`None`) `wallet_id`'s owner passphrase hash; true when something changed.
-pub fn set_passphrase(conn: &Connection, wallet_id: &str, hash: Option<&str>, now: &str) -> Result<bool, Error> {
+pub fn set_passphrase(
+    conn: &Connection,
+    wallet_id: &str,
+    hash: Option<&str>,
+    now: OffsetDateTime,
+) -> Result<bool, Error> {
     let n = match hash {
         Some(h) => conn
             .prepare_cached(
@@ -45,7 +52,7 @@ pub struct Session {
     pub csrf: String,
     /// The wallet whose owner signed in (none: not signed in).
     pub wallet_id: Option<String>,
-    pub expires_at: String,
+    pub expires_at: OffsetDateTime,
 }
 
 /// Opens a session for `grant_id`, known by `token_hash`.
@@ -54,8 +61,8 @@ pub fn open(
     token_hash: &str,
     grant_id: &str,
     csrf: &str,
-    now: &str,
-    expires_at: &str,
+    now: OffsetDateTime,
+    expires_at: OffsetDateTime,
 ) -> Result<(), Error> {
     conn.prepare_cached(
         "INSERT INTO consent_sessions (token_hash, grant_id, csrf, wallet_id, created_at, expires_at) \
@@ -66,7 +73,7 @@ pub fn open(
 }
 
 /// The session known by `token_hash`, unless it expired before `now`.
-pub fn session(conn: &Connection, token_hash: &str, now: &str) -> Result<Option<Session>, Error> {
+pub fn session(conn: &Connection, token_hash: &str, now: OffsetDateTime) -> Result<Option<Session>, Error> {
     Ok(conn
         .prepare_cached(
             "SELECT grant_id, csrf, wallet_id, expires_at FROM consent_sessions \
@@ -100,14 +107,19 @@ pub fn close_grant(conn: &Connection, grant_id: &str) -> Result<usize, Error> {
 }
 
 /// Records a failed sign-in for `wallet_id`'s owner on `grant_id`'s page.
-pub fn fail(conn: &Connection, id: &str, wallet_id: &str, grant_id: &str, at: &str) -> Result<(), Error> {
+pub fn fail(conn: &Connection, id: &str, wallet_id: &str, grant_id: &str, at: OffsetDateTime) -> Result<(), Error> {
     conn.prepare_cached("INSERT INTO consent_failures (id, wallet_id, grant_id, at) VALUES (?1, ?2, ?3, ?4)")?
         .execute(params![id, wallet_id, grant_id, at])?;
     Ok(())
 }
 
 /// Failed sign-ins since `since`: on `grant_id`'s page, and for `wallet_id`'s owner on any page.
-pub fn failures(conn: &Connection, grant_id: &str, wallet_id: &str, since: &str) -> Result<(u32, u32), Error> {
+pub fn failures(
+    conn: &Connection,
+    grant_id: &str,
+    wallet_id: &str,
+    since: OffsetDateTime,
+) -> Result<(u32, u32), Error> {
     let count = |sql: &str, key: &str| -> Result<u32, Error> {
         let n: i64 = conn.prepare_cached(sql)?.query_row(params![key, since], |r| r.get(0))?;
         Ok(u32::try_from(n).unwrap_or(u32::MAX))
@@ -125,7 +137,7 @@ pub fn failures(conn: &Connection, grant_id: &str, wallet_id: &str, since: &str)
 }
 
 /// Deletes up to `limit` sessions that expired before `now` and failures older than `before`.
-pub fn prune(conn: &Connection, now: &str, before: &str, limit: u32) -> Result<usize, Error> {
+pub fn prune(conn: &Connection, now: OffsetDateTime, before: OffsetDateTime, limit: u32) -> Result<usize, Error> {
     let sessions = conn
         .prepare_cached(
             "DELETE FROM consent_sessions WHERE token_hash IN \
