@@ -113,6 +113,12 @@ pub fn fail(conn: &Connection, id: &str, wallet_id: &str, grant_id: &str, at: Of
     Ok(())
 }
 
+/// Forgets the attempt `id` (recorded as failed until its passphrase checked out).
+pub fn forget_failure(conn: &Connection, id: &str) -> Result<(), Error> {
+    conn.prepare_cached("DELETE FROM consent_failures WHERE id = ?1")?.execute([id])?;
+    Ok(())
+}
+
 /// Failed sign-ins since `since`: on `grant_id`'s page, and for `wallet_id`'s owner on any page.
 pub fn failures(
     conn: &Connection,
