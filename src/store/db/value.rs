@@ -201,6 +201,30 @@ impl FromSql for time::OffsetDateTime {
     }
 }
 
+/// The ids of the main resources bind and read as their text.
+macro_rules! id_sql {
+    ($($t:ty),+) => {$(
+        impl ToSql for $t {
+            fn to_sql(&self) -> Result<Value<'_>, String> {
+                Ok(Value::Text(Cow::Borrowed(self.as_str())))
+            }
+        }
+
+        impl FromSql for $t {
+            fn from_sql(v: ValueRef<'_>) -> Result<Self, String> {
+                v.as_str().map(Self::from)
+            }
+        }
+    )+};
+}
+
+id_sql!(
+    crate::ids::GrantId,
+    crate::ids::IncomingPaymentId,
+    crate::ids::OutgoingPaymentId,
+    crate::ids::QuoteId
+);
+
 /// A statement's parameters: `params![a, b]`, `[a, b]`, `()` or a slice of `&dyn ToSql`.
 pub trait Params {
     fn values(&self) -> Result<Vec<Value<'_>>>;
