@@ -98,6 +98,8 @@ macro_rules! id_type {
 }
 
 id_type!(
+    /// A wallet address.
+    WalletId,
     /// A GNAP grant.
     GrantId,
     /// An incoming payment.

@@ -38,7 +38,7 @@ fn page_of(f: &PaymentFilter) -> Result<PageQuery, Error> {
 async fn wallet_id(s: &Services, f: &PaymentFilter) -> Result<Option<String>, Error> {
     match &f.wallet {
         None => Ok(None),
-        Some(name) => Ok(Some(s.wallets.get(name).await?.id)),
+        Some(name) => Ok(Some(s.wallets.get(name).await?.id.into())),
     }
 }
 

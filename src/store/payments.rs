@@ -167,7 +167,7 @@ pub fn incoming_state_condition(state: IncomingState, now: OffsetDateTime) -> Co
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IncomingRow {
     pub id: crate::ids::IncomingPaymentId,
-    pub wallet_id: String,
+    pub wallet_id: crate::ids::WalletId,
     pub wallet_name: String,
     pub account_id: String,
     pub asset_code: String,
@@ -258,7 +258,7 @@ pub fn complete_incoming(conn: &Connection, id: &str, now: OffsetDateTime) -> Re
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct QuoteRow {
     pub id: crate::ids::QuoteId,
-    pub wallet_id: String,
+    pub wallet_id: crate::ids::WalletId,
     pub wallet_name: String,
     pub asset_code: String,
     pub asset_scale: u8,
@@ -340,7 +340,7 @@ pub fn list_quotes(conn: &Connection, wallet_id: Option<&str>, q: &PageQuery) ->
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OutgoingRow {
     pub id: crate::ids::OutgoingPaymentId,
-    pub wallet_id: String,
+    pub wallet_id: crate::ids::WalletId,
     pub wallet_name: String,
     pub account_id: String,
     pub asset_code: String,

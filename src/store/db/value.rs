@@ -219,6 +219,7 @@ macro_rules! id_sql {
 }
 
 id_sql!(
+    crate::ids::WalletId,
     crate::ids::GrantId,
     crate::ids::IncomingPaymentId,
     crate::ids::OutgoingPaymentId,
