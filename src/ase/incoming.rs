@@ -370,7 +370,7 @@ impl IncomingPayments {
             IncomingState::Expired => return Err(IncomingError::Expired),
             _ => {}
         }
-        let (i, now) = (row.id.clone(), now);
+        let i = row.id.clone();
         let recorded = self
             .store
             .call(move |c| {

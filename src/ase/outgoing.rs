@@ -326,7 +326,7 @@ impl OutgoingPayments {
                     asset_code: w.asset_code.clone(),
                     asset_scale: w.asset_scale,
                     client: client.clone(),
-                    grant_id: (grant.as_ref().map(|g| g.grant_id.clone())).map(Into::into),
+                    grant_id: grant.as_ref().map(|g| g.grant_id.clone().into()),
                     quote_id: quote_id.clone().map(Into::into),
                     receiver,
                     incoming_payment_id: incoming_id,

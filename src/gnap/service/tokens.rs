@@ -26,7 +26,7 @@ impl Gnap {
         let value = secret()?;
         let row = repo::TokenRow {
             id: ids::new_id(),
-            grant_id: grant_id.to_owned().into(),
+            grant_id: grant_id.into(),
             value_hash: ids::sha256_hex(&value),
             value_hint: value.chars().take(6).collect(),
             manage_id: nonce()?,
