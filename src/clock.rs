@@ -89,7 +89,6 @@ pub fn parse_ts(s: &str) -> Result<OffsetDateTime, time::error::Parse> {
 
 /// A timestamp written in a test (`ts("2026-11-21T10:00:00Z")`).
 #[cfg(test)]
-#[allow(clippy::expect_used)]
 pub fn ts(s: &str) -> OffsetDateTime {
     parse_ts(s).expect("a test timestamp")
 }
@@ -105,7 +104,7 @@ pub mod wire {
     }
 
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<OffsetDateTime, D::Error> {
-        let text = std::borrow::Cow::<'de, str>::deserialize(d)?;
+        let text = String::deserialize(d)?;
         super::parse_ts(&text).map_err(|e| D::Error::custom(format!("timestamp {text:?}: {e}")))
     }
 

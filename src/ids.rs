@@ -1,5 +1,114 @@
 //! Identifiers: time-ordered UUIDv7 for every row, so inserts append to the B-tree and keyset pagination
-//! follows creation order.
+//! follows creation order; the ids of the main resources as their own types (text on the wire and in the
+//! database, the same bytes).
+
+/// An id type for one kind of resource: made by [`new_id`], read back from its text, shown and sent as that
+/// text (`serde(transparent)`), and read as a `&str` wherever text is wanted.
+macro_rules! id_type {
+    ($($(#[$doc:meta])* $name:ident),+ $(,)?) => {$(
+        $(#[$doc])*
+        #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
+        #[serde(transparent)]
+        pub struct $name(String);
+
+        impl $name {
+            /// A new time-ordered id.
+            pub fn generate() -> Self {
+                Self(new_id())
+            }
+
+            pub fn as_str(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl From<String> for $name {
+            fn from(s: String) -> Self {
+                Self(s)
+            }
+        }
+
+        impl From<&str> for $name {
+            fn from(s: &str) -> Self {
+                Self(s.to_owned())
+            }
+        }
+
+        impl From<$name> for String {
+            fn from(id: $name) -> Self {
+                id.0
+            }
+        }
+
+        impl std::ops::Deref for $name {
+            type Target = str;
+            fn deref(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl AsRef<str> for $name {
+            fn as_ref(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl std::borrow::Borrow<str> for $name {
+            fn borrow(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(&self.0)
+            }
+        }
+
+        impl PartialEq<str> for $name {
+            fn eq(&self, other: &str) -> bool {
+                self.0 == other
+            }
+        }
+
+        impl PartialEq<&str> for $name {
+            fn eq(&self, other: &&str) -> bool {
+                self.0 == *other
+            }
+        }
+
+        impl PartialEq<String> for $name {
+            fn eq(&self, other: &String) -> bool {
+                &self.0 == other
+            }
+        }
+
+        impl PartialEq<$name> for String {
+            fn eq(&self, other: &$name) -> bool {
+                self == &other.0
+            }
+        }
+
+        impl PartialEq<$name> for &str {
+            fn eq(&self, other: &$name) -> bool {
+                *self == other.0
+            }
+        }
+    )+};
+}
+
+id_type!(
+    /// A wallet address.
+    WalletId,
+    /// A GNAP grant.
+    GrantId,
+    /// An incoming payment.
+    IncomingPaymentId,
+    /// An outgoing payment.
+    OutgoingPaymentId,
+    /// A quote.
+    QuoteId,
+);
 
 /// A new time-ordered id in its canonical hyphenated text form. The random bits come from the thread's
 /// CSPRNG (uuid's `fast-rng`), seeded from the OS: no system call per id.

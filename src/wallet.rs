@@ -59,7 +59,7 @@ impl From<crate::store::db::Error> for WalletError {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Wallet {
-    pub id: String,
+    pub id: crate::ids::WalletId,
     pub name: String,
     /// The public URL that identifies this wallet address.
     pub url: String,
@@ -230,7 +230,7 @@ impl Wallets {
                 let account_id = ledger::ops::create_account(&tx, AccountKind::Wallet, &new.asset, now)?;
                 ledger::ops::settlement_account(&tx, &new.asset, now)?;
                 let row = repo::WalletRow {
-                    id: ids::new_id(),
+                    id: ids::WalletId::generate(),
                     name: new.name.clone(),
                     public_name: new.public_name.clone(),
                     account_id,
@@ -241,7 +241,7 @@ impl Wallets {
                 };
                 repo::insert(&tx, &row)?;
                 let event = DomainEvent::WalletCreated {
-                    id: row.id.clone(),
+                    id: row.id.to_string(),
                     name: row.name.clone(),
                 };
                 let recorded = outbox::append(&tx, row.created_at, event)?;

@@ -125,7 +125,7 @@ impl From<crate::store::db::Error> for EngineError {
 struct StepOutcome {
     payment: Option<OutgoingRow>,
     finished: Option<Result<(), String>>,
-    received: Option<(String, i64, bool)>,
+    received: Option<(crate::ids::IncomingPaymentId, i64, bool)>,
     balances: Vec<Balance>,
     /// The durable events [`seal`] appended to the outbox in the step's transaction.
     recorded: Vec<EventRecord>,
@@ -137,15 +137,17 @@ fn seal(tx: &SqlConnection, mut out: StepOutcome, now: OffsetDateTime) -> Result
     let mut events = Vec::new();
     if let (Some(p), Some(finished)) = (&out.payment, &out.finished) {
         events.push(match finished {
-            Ok(()) => DomainEvent::OutgoingPaymentCompleted { id: p.id.clone() },
+            Ok(()) => DomainEvent::OutgoingPaymentCompleted {
+                id: p.id.clone().into(),
+            },
             Err(reason) => DomainEvent::OutgoingPaymentFailed {
-                id: p.id.clone(),
+                id: p.id.clone().into(),
                 reason: reason.clone(),
             },
         });
     }
     if let Some((id, _, true)) = &out.received {
-        events.push(DomainEvent::IncomingPaymentCompleted { id: id.clone() });
+        events.push(DomainEvent::IncomingPaymentCompleted { id: id.clone().into() });
     }
     for e in events {
         out.recorded.push(store::outbox::append(tx, now, e)?);
@@ -548,7 +550,7 @@ impl Engine {
             && self.due_for_event(&p.id, final_event)
         {
             self.bus.publish(DomainEvent::OutgoingPaymentProgress {
-                id: p.id.clone(),
+                id: p.id.clone().into(),
                 sent: p.sent_amount,
             });
             self.bus.publish_all(out.balances.iter().map(Balance::event));
@@ -556,7 +558,10 @@ impl Engine {
         if let Some((id, received, completed)) = out.received
             && self.due_for_event(&format!("in-{id}"), completed || final_event)
         {
-            self.bus.publish(DomainEvent::IncomingPaymentReceived { id, received });
+            self.bus.publish(DomainEvent::IncomingPaymentReceived {
+                id: id.into(),
+                received,
+            });
         }
         self.bus.publish_recorded(out.recorded);
     }
@@ -620,7 +625,9 @@ impl Engine {
                     now,
                 )?;
                 let p = reread(&tx, &pid)?;
-                let event = DomainEvent::OutgoingPaymentCancelled { id: p.id.clone() };
+                let event = DomainEvent::OutgoingPaymentCancelled {
+                    id: p.id.clone().into(),
+                };
                 let recorded = store::outbox::append(&tx, now, event)?;
                 tx.commit()?;
                 Ok::<_, EngineError>((p, balances, recorded))

@@ -163,7 +163,7 @@ impl IncomingPayments {
             .and_then(Metadata::of_object)
             .map(|m| m.as_str().to_owned());
         let row = IncomingRow {
-            id: ids::new_id(),
+            id: ids::IncomingPaymentId::generate(),
             wallet_id: wallet.id.clone(),
             wallet_name: wallet.name.clone(),
             account_id: wallet.account_id.clone(),
@@ -185,7 +185,7 @@ impl IncomingPayments {
                 let tx = store::immediate(conn)?;
                 repo::insert_incoming(&tx, &stored)?;
                 let event = DomainEvent::IncomingPaymentCreated {
-                    id: stored.id.clone(),
+                    id: stored.id.clone().into(),
                     wallet: stored.wallet_name.clone(),
                 };
                 let recorded = outbox::append(&tx, stored.created_at, event)?;
@@ -298,7 +298,7 @@ impl IncomingPayments {
                     return Ok((StreamCredit::OverCreditLimit(why), Vec::new(), None));
                 }
                 let recorded = if row.completed {
-                    let event = DomainEvent::IncomingPaymentCompleted { id: row.id.clone() };
+                    let event = DomainEvent::IncomingPaymentCompleted { id: row.id.clone().into() };
                     Some(outbox::append(&tx, now, event)?)
                 } else {
                     None
@@ -310,7 +310,7 @@ impl IncomingPayments {
             .await?;
         if let StreamCredit::Credited(row, _) = &credit {
             self.bus.publish(DomainEvent::IncomingPaymentReceived {
-                id: row.id.clone(),
+                id: row.id.clone().into(),
                 received: row.received_amount,
             });
             self.bus.publish_recorded(recorded);
@@ -370,13 +370,13 @@ impl IncomingPayments {
             IncomingState::Expired => return Err(IncomingError::Expired),
             _ => {}
         }
-        let (i, now) = (row.id.clone(), now);
+        let i = row.id.clone();
         let recorded = self
             .store
             .call(move |c| {
                 let tx = store::immediate(c)?;
                 let recorded = if repo::complete_incoming(&tx, &i, now)? {
-                    let event = DomainEvent::IncomingPaymentCompleted { id: i.clone() };
+                    let event = DomainEvent::IncomingPaymentCompleted { id: i.clone().into() };
                     Some(outbox::append(&tx, now, event)?)
                 } else {
                     None

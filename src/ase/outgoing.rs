@@ -163,7 +163,7 @@ impl OutgoingPayments {
             payment: self.dto(r),
             state: r.state,
             wallet: r.wallet_name.clone(),
-            grant_id: r.grant_id.clone(),
+            grant_id: r.grant_id.clone().map(Into::into),
             delivered_amount: amount(r.delivered_amount.into(), &receive),
             failure_reason: r.failure_reason.clone(),
             failure_message: r.failure_message.clone(),
@@ -222,7 +222,7 @@ impl OutgoingPayments {
         };
         let (win_from, win_to) = window(grant.as_ref().and_then(|g| g.limits.as_ref()), now)?;
         let w = wallet.clone();
-        let id = ids::new_id();
+        let id = ids::OutgoingPaymentId::generate();
         let metadata = metadata.and_then(Metadata::of_object).map(|m| m.as_str().to_owned());
         let this = self.clone();
         let created = self
@@ -326,8 +326,8 @@ impl OutgoingPayments {
                     asset_code: w.asset_code.clone(),
                     asset_scale: w.asset_scale,
                     client: client.clone(),
-                    grant_id: grant.as_ref().map(|g| g.grant_id.clone()),
-                    quote_id: quote_id.clone(),
+                    grant_id: grant.as_ref().map(|g| g.grant_id.clone().into()),
+                    quote_id: quote_id.clone().map(Into::into),
                     receiver,
                     incoming_payment_id: incoming_id,
                     debit_amount: debit,
@@ -363,12 +363,12 @@ impl OutgoingPayments {
                     )?;
                 }
                 let mut events = vec![DomainEvent::OutgoingPaymentCreated {
-                    id: row.id.clone(),
+                    id: row.id.clone().into(),
                     wallet: row.wallet_name.clone(),
                 }];
                 if row.state == OutgoingState::Failed {
                     events.push(DomainEvent::OutgoingPaymentFailed {
-                        id: row.id.clone(),
+                        id: row.id.clone().into(),
                         reason: row.failure_reason.clone().unwrap_or_default(),
                     });
                 }

@@ -349,7 +349,7 @@ impl Quotes {
             .await?;
         let now = self.clock.now();
         let row = QuoteRow {
-            id: ids::new_id(),
+            id: ids::QuoteId::generate(),
             wallet_id: wallet.id.clone(),
             wallet_name: wallet.name.clone(),
             asset_code: wallet.asset_code.clone(),
@@ -376,7 +376,7 @@ impl Quotes {
                     store::stream::insert_plan(&tx, plan)?;
                 }
                 let event = DomainEvent::QuoteCreated {
-                    id: stored.id.clone(),
+                    id: stored.id.clone().into(),
                     wallet: stored.wallet_name.clone(),
                 };
                 let recorded = store::outbox::append(&tx, stored.created_at, event)?;

@@ -129,7 +129,7 @@ impl Spsp {
         let creds = self
             .stream
             .credentials_for(
-                &Target::Wallet(wallet.id.clone()),
+                &Target::Wallet(wallet.id.to_string()),
                 &wallet.asset_code,
                 wallet.asset_scale,
                 receipt,

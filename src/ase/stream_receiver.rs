@@ -378,7 +378,7 @@ mod tests {
 
     #[test]
     fn snapshot_of_a_row_applies_expiry_exactly_at_expires_at() {
-        let at = crate::clock::parse_ts("2030-01-01T00:00:00.000Z").unwrap();
+        let at = crate::clock::ts("2030-01-01T00:00:00.000Z");
         let row = IncomingRow {
             id: "x".into(),
             wallet_id: "w".into(),

@@ -38,7 +38,7 @@ fn page_of(f: &PaymentFilter) -> Result<PageQuery, Error> {
 async fn wallet_id(s: &Services, f: &PaymentFilter) -> Result<Option<String>, Error> {
     match &f.wallet {
         None => Ok(None),
-        Some(name) => Ok(Some(s.wallets.get(name).await?.id)),
+        Some(name) => Ok(Some(s.wallets.get(name).await?.id.into())),
     }
 }
 
@@ -61,7 +61,7 @@ pub async fn list_incoming(s: &Services, f: PaymentFilter) -> Result<Listed<Inco
         .list(wallet.as_deref(), None, f.state.as_deref(), page_of(&f)?)
         .await?;
     let methods = f.methods.unwrap_or(true);
-    Ok(listed(page, |r| r.id.clone(), |r| s.incoming.view(r, methods)))
+    Ok(listed(page, |r| r.id.clone().into(), |r| s.incoming.view(r, methods)))
 }
 
 pub async fn show_incoming(s: &Services, id: &str) -> Result<IncomingView, Error> {
@@ -78,7 +78,7 @@ pub async fn list_outgoing(s: &Services, f: PaymentFilter) -> Result<Listed<Outg
         .outgoing
         .list(wallet.as_deref(), None, f.state.clone(), page_of(&f)?)
         .await?;
-    Ok(listed(page, |r| r.id.clone(), |r| s.outgoing.view(r)))
+    Ok(listed(page, |r| r.id.clone().into(), |r| s.outgoing.view(r)))
 }
 
 pub async fn show_outgoing(s: &Services, id: &str) -> Result<OutgoingView, Error> {
@@ -103,7 +103,7 @@ pub async fn list_quotes(s: &Services, f: PaymentFilter) -> Result<Listed<QuoteD
     }
     let wallet = wallet_id(s, &f).await?;
     let page = s.quotes.list(wallet.as_deref(), page_of(&f)?).await?;
-    Ok(listed(page, |r| r.id.clone(), |r| s.quotes.dto(r)))
+    Ok(listed(page, |r| r.id.clone().into(), |r| s.quotes.dto(r)))
 }
 
 pub async fn show_quote(s: &Services, id: &str) -> Result<QuoteDto, Error> {

@@ -90,7 +90,7 @@ pub async fn activity(s: &Services) -> Result<Activity, Error> {
             .items
             .iter()
             .map(|p| FailedPayment {
-                id: p.id.clone(),
+                id: p.id.clone().into(),
                 wallet: p.wallet_name.clone(),
                 reason: p.failure_reason.clone(),
                 at: crate::clock::format_ts(p.updated_at),

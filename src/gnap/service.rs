@@ -320,7 +320,7 @@ impl Gnap {
         let auto = interactive && self.inner.settings.auto_approve;
         let (client_url, client_jwk) = client_to_row(&client)?;
         let row = repo::GrantRow {
-            id: ids::new_id(),
+            id: ids::GrantId::generate(),
             state: match (interactive, auto) {
                 (false, _) => GrantState::Finalized,
                 (true, true) => GrantState::Approved,
@@ -359,13 +359,15 @@ impl Gnap {
         let label = client_label(&client);
         let event = if new_token.is_some() {
             DomainEvent::TokenIssued {
-                grant_id: row.id.clone(),
+                grant_id: row.id.clone().into(),
             }
         } else if auto {
-            DomainEvent::GrantApproved { id: row.id.clone() }
+            DomainEvent::GrantApproved {
+                id: row.id.clone().into(),
+            }
         } else {
             DomainEvent::GrantPending {
-                id: row.id.clone(),
+                id: row.id.clone().into(),
                 client: label.clone(),
             }
         };
@@ -553,7 +555,9 @@ impl Gnap {
                     let (t, value) = this.new_token(&g.id, None, now)?;
                     repo::insert_token(&tx, &t)?;
                     step(&tx, &g.id, now, StepKind::TokenIssued, &cause, &token_detail(&t))?;
-                    let event = DomainEvent::TokenIssued { grant_id: g.id.clone() };
+                    let event = DomainEvent::TokenIssued {
+                        grant_id: g.id.clone().into(),
+                    };
                     Some((t, value, outbox::append(&tx, now, event)?))
                 };
                 tx.commit()?;

@@ -34,7 +34,7 @@ pub async fn list_request(
     let wallet_url = crate::names::wallet_url(&q.wallet_address).to_owned();
     let scope = auth.require(type_name, Action::List, &wallet_url)?;
     let wallet = wallet_of(s, &wallet_url).await?;
-    Ok((wallet.id, auth.owner_filter(&scope), q.page))
+    Ok((wallet.id.into(), auth.owner_filter(&scope), q.page))
 }
 
 pub fn parse_body<T: serde::de::DeserializeOwned>(auth: &RsAuth) -> Result<T, ApiError> {

@@ -9,7 +9,7 @@ use crate::states::GrantState;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GrantRow {
-    pub id: String,
+    pub id: crate::ids::GrantId,
     pub state: GrantState,
     pub client: Option<String>,
     pub client_jwk: Option<String>,
@@ -183,7 +183,7 @@ pub fn touch_continued(conn: &Connection, id: &str, now: OffsetDateTime) -> Resu
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TokenRow {
     pub id: String,
-    pub grant_id: String,
+    pub grant_id: crate::ids::GrantId,
     pub value_hash: String,
     pub value_hint: String,
     pub manage_id: String,
@@ -279,7 +279,7 @@ pub fn revoke_tokens_of_grant(conn: &Connection, grant_id: &str, now: OffsetDate
 /// One step of a grant's life (see `migrations/0012`); `detail` is JSON.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StepRow {
-    pub grant_id: String,
+    pub grant_id: crate::ids::GrantId,
     pub seq: i64,
     pub at: OffsetDateTime,
     pub last_at: OffsetDateTime,

@@ -166,8 +166,8 @@ pub fn incoming_state_condition(state: IncomingState, now: OffsetDateTime) -> Co
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IncomingRow {
-    pub id: String,
-    pub wallet_id: String,
+    pub id: crate::ids::IncomingPaymentId,
+    pub wallet_id: crate::ids::WalletId,
     pub wallet_name: String,
     pub account_id: String,
     pub asset_code: String,
@@ -257,14 +257,14 @@ pub fn complete_incoming(conn: &Connection, id: &str, now: OffsetDateTime) -> Re
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct QuoteRow {
-    pub id: String,
-    pub wallet_id: String,
+    pub id: crate::ids::QuoteId,
+    pub wallet_id: crate::ids::WalletId,
     pub wallet_name: String,
     pub asset_code: String,
     pub asset_scale: u8,
     pub client: Option<String>,
     pub receiver: String,
-    pub incoming_payment_id: Option<String>,
+    pub incoming_payment_id: Option<crate::ids::IncomingPaymentId>,
     pub debit_amount: i64,
     pub receive_amount: i64,
     pub receive_asset_code: String,
@@ -339,17 +339,17 @@ pub fn list_quotes(conn: &Connection, wallet_id: Option<&str>, q: &PageQuery) ->
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OutgoingRow {
-    pub id: String,
-    pub wallet_id: String,
+    pub id: crate::ids::OutgoingPaymentId,
+    pub wallet_id: crate::ids::WalletId,
     pub wallet_name: String,
     pub account_id: String,
     pub asset_code: String,
     pub asset_scale: u8,
     pub client: Option<String>,
-    pub grant_id: Option<String>,
-    pub quote_id: Option<String>,
+    pub grant_id: Option<crate::ids::GrantId>,
+    pub quote_id: Option<crate::ids::QuoteId>,
     pub receiver: String,
-    pub incoming_payment_id: Option<String>,
+    pub incoming_payment_id: Option<crate::ids::IncomingPaymentId>,
     pub debit_amount: i64,
     pub receive_amount: i64,
     pub receive_asset_code: String,

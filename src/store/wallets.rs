@@ -7,7 +7,7 @@ use super::Error;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WalletRow {
-    pub id: String,
+    pub id: crate::ids::WalletId,
     pub name: String,
     pub public_name: Option<String>,
     pub account_id: String,
@@ -20,7 +20,7 @@ pub struct WalletRow {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KeyRow {
     pub id: String,
-    pub wallet_id: String,
+    pub wallet_id: crate::ids::WalletId,
     pub kid: String,
     pub x: String,
     pub created_at: OffsetDateTime,

@@ -42,7 +42,7 @@ fn balance(wallet: &str, code: &str, v: i64) -> Balance {
 fn wallet_row(name: &str, code: &str, v: i64) -> WalletRow {
     WalletRow {
         wallet: Wallet {
-            id: format!("w-{name}"),
+            id: format!("w-{name}").into(),
             name: name.into(),
             url: format!("http://127.0.0.1:4000/{name}"),
             public_name: Some(format!("{name} (demo)")),

@@ -441,7 +441,7 @@ async fn a_search_finds_rows_beyond_the_loaded_page() {
                 expires_at: None,
                 metadata,
             };
-            s.incoming.create(&w, None, req).await.unwrap().id
+            String::from(s.incoming.create(&w, None, req).await.unwrap().id)
         }
     };
     // the oldest: carol's, with a note; then a page and more of bob's

@@ -119,7 +119,7 @@ async fn apply(w: &mut World, op: Op) {
                 metadata: None,
             };
             let row = s.incoming.create(&wl, None, req).await.unwrap();
-            w.incoming.push(row.id);
+            w.incoming.push(row.id.into());
         }
         Op::Pay { from, to, debit } => {
             let Some(target) = w.incoming.get(to % w.incoming.len().max(1)).cloned() else {

@@ -79,7 +79,7 @@ impl Engine {
             Ok(_) if p.failure_reason.as_deref() != Some(WAIT_REASON) => {
                 tracing::warn!(payment = %p.id, "{why}");
                 self.bus.publish(DomainEvent::OutgoingPaymentProgress {
-                    id: p.id.clone(),
+                    id: p.id.clone().into(),
                     sent: p.sent_amount,
                 });
             }

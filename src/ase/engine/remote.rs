@@ -80,8 +80,8 @@ impl Engine {
     pub(super) async fn remote_packet(&self, p: OutgoingRow, plan: StreamPlanRow) {
         let now = self.clock.now();
         let mut pending = self.connections.lock().ok().and_then(|mut m| {
-            let waiting = m.get(&p.id).is_some_and(|e| e.unrecorded.is_some());
-            if waiting { m.remove(&p.id) } else { None }
+            let waiting = m.get(p.id.as_str()).is_some_and(|e| e.unrecorded.is_some());
+            if waiting { m.remove(p.id.as_str()) } else { None }
         });
         if let Some(sent) = pending.as_mut().and_then(|e| e.unrecorded.take())
             && let Some(entry) = pending
@@ -95,7 +95,7 @@ impl Engine {
         // a new connection (after a restart, or a record that failed) first reads the payment's flight bound,
         // with the check whether the payment may go on; on a kept connection that check rides with the
         // window's bound write (one store call per window besides its record)
-        let fresh = !self.connections.lock().is_ok_and(|m| m.contains_key(&p.id));
+        let fresh = !self.connections.lock().is_ok_and(|m| m.contains_key(p.id.as_str()));
         // whether a fresh connection found a bound stored (it writes over it or removes it with its first window)
         let mut stored_bound = false;
         if fresh {
@@ -142,7 +142,7 @@ impl Engine {
                 .fail(&p.id, ("internal", "The payment's stored rates are invalid.".into()))
                 .await;
         };
-        let taken = self.connections.lock().ok().and_then(|mut m| m.remove(&p.id));
+        let taken = self.connections.lock().ok().and_then(|mut m| m.remove(p.id.as_str()));
         let mut entry = match taken {
             Some(e) => e,
             None => match self.open_connection(&remote, &peer, &plan).await {
@@ -594,7 +594,7 @@ pub(super) fn remote_progress_tx(
     // books already
     let committed = plan.link.as_ref().map_or(p.sent_amount, |l| l.sent);
     if u64::try_from(committed).ok() != Some(from) {
-        return Err(EngineError::Moved(p.id.clone()));
+        return Err(EngineError::Moved(p.id.clone().into()));
     }
     let link_rate = match &plan.link {
         Some(l) => match Rate::parse(&l.rate) {

@@ -26,7 +26,7 @@ impl Gnap {
         let value = secret()?;
         let row = repo::TokenRow {
             id: ids::new_id(),
-            grant_id: grant_id.to_owned(),
+            grant_id: grant_id.into(),
             value_hash: ids::sha256_hex(&value),
             value_hint: value.chars().take(6).collect(),
             manage_id: nonce()?,
@@ -109,7 +109,9 @@ impl Gnap {
                 rotated["fromHint"] = format!("{}…", t.value_hint).into();
                 step(&tx, &g.id, now, StepKind::TokenRotated, &cause, &rotated)?;
                 let access = access_of(&g)?;
-                let event = DomainEvent::TokenRotated { grant_id: g.id.clone() };
+                let event = DomainEvent::TokenRotated {
+                    grant_id: g.id.clone().into(),
+                };
                 let recorded = outbox::append(&tx, now, event)?;
                 tx.commit()?;
                 Ok::<_, GnapError>((new, value, access, g.id, recorded))
@@ -135,7 +137,7 @@ impl Gnap {
                 let recorded = if repo::revoke_token(&tx, &t.id, now)? {
                     step(&tx, &t.grant_id, now, StepKind::TokenRevoked, &cause, &token_detail(&t))?;
                     let event = DomainEvent::TokenRevoked {
-                        grant_id: t.grant_id.clone(),
+                        grant_id: t.grant_id.clone().into(),
                     };
                     Some(outbox::append(&tx, now, event)?)
                 } else {
@@ -190,7 +192,7 @@ impl Gnap {
             return Ok(None);
         }
         let info = Arc::new(TokenInfo {
-            grant_id: g.id.clone(),
+            grant_id: g.id.clone().into(),
             token_id: t.id.clone(),
             client: client_of(&g)?,
             access: access_of(&g)?,

@@ -96,7 +96,7 @@ impl Gnap {
             g.interactive,
         );
         Ok(GrantView {
-            id: g.id,
+            id: g.id.into(),
             state,
             client: client_label(&client),
             client_name,

@@ -42,7 +42,12 @@ async fn list(
 ) -> Result<Response, ApiError> {
     let (wallet, client, page) = list_request(&s, &q, &auth, "incoming-payment").await?;
     let page = s.incoming.list(Some(&wallet), client, None, page).await?;
-    Ok(Json(ListResponse::from_page(page, |r| r.id.clone(), |r| s.incoming.dto(&r))).into_response())
+    Ok(Json(ListResponse::from_page(
+        page,
+        |r| r.id.clone().into(),
+        |r| s.incoming.dto(&r),
+    ))
+    .into_response())
 }
 
 /// Authenticated: the full resource with `methods`. Without `Authorization`: the public view.

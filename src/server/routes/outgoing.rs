@@ -88,7 +88,12 @@ async fn list(
 ) -> Result<Response, ApiError> {
     let (wallet, client, page) = list_request(&s, &q, &auth, "outgoing-payment").await?;
     let page = s.outgoing.list(Some(&wallet), client, None, page).await?;
-    Ok(Json(ListResponse::from_page(page, |r| r.id.clone(), |r| s.outgoing.dto(&r))).into_response())
+    Ok(Json(ListResponse::from_page(
+        page,
+        |r| r.id.clone().into(),
+        |r| s.outgoing.dto(&r),
+    ))
+    .into_response())
 }
 
 async fn read(State(s): State<AppState>, Path(id): Path<String>, auth: RsAuth) -> Result<Response, ApiError> {

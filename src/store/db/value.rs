@@ -201,6 +201,31 @@ impl FromSql for time::OffsetDateTime {
     }
 }
 
+/// The ids of the main resources bind and read as their text.
+macro_rules! id_sql {
+    ($($t:ty),+) => {$(
+        impl ToSql for $t {
+            fn to_sql(&self) -> Result<Value<'_>, String> {
+                Ok(Value::Text(Cow::Borrowed(self.as_str())))
+            }
+        }
+
+        impl FromSql for $t {
+            fn from_sql(v: ValueRef<'_>) -> Result<Self, String> {
+                v.as_str().map(Self::from)
+            }
+        }
+    )+};
+}
+
+id_sql!(
+    crate::ids::WalletId,
+    crate::ids::GrantId,
+    crate::ids::IncomingPaymentId,
+    crate::ids::OutgoingPaymentId,
+    crate::ids::QuoteId
+);
+
 /// A statement's parameters: `params![a, b]`, `[a, b]`, `()` or a slice of `&dyn ToSql`.
 pub trait Params {
     fn values(&self) -> Result<Vec<Value<'_>>>;
@@ -256,3 +281,30 @@ macro_rules! array_params {
 }
 
 array_params!(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12);
+
+#[cfg(test)]
+mod tests {
+    use super::super::{Connection, params};
+    use crate::ids::QuoteId;
+
+    /// A timestamp is stored as its fixed-width text (so text order is time order) and reads back equal; an id
+    /// as its text.
+    #[test]
+    fn timestamps_and_ids_cross_as_their_text() {
+        let c = Connection::open_in_memory().unwrap();
+        let t = crate::clock::ts("2026-11-21T10:00:00.5+01:00");
+        let id = QuoteId::from("q-1");
+        let (text, back, same, id_text): (String, time::OffsetDateTime, QuoteId, String) = c
+            .query_row("SELECT ?1, ?1, ?2, ?2", params![t, id], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+            })
+            .unwrap();
+        assert_eq!(text, "2026-11-21T09:00:00.500Z");
+        assert_eq!((back, same, id_text.as_str()), (t, id, "q-1"));
+        assert!(
+            c.query_row("SELECT ?1", params!["not a time"], |r| r
+                .get::<_, time::OffsetDateTime>(0))
+                .is_err()
+        );
+    }
+}
