@@ -113,6 +113,7 @@ impl AppCore {
             clock.clone(),
             wallets.clone(),
             settings.gnap.clone(),
+            settings.consent.clone(),
             &settings.public_url,
         );
         let verifier = Arc::new(Verifier::new(

@@ -46,6 +46,8 @@ pub enum WalletError {
     #[error(transparent)]
     Ledger(#[from] LedgerError),
     #[error(transparent)]
+    Passphrase(#[from] crate::passphrase::PassphraseError),
+    #[error(transparent)]
     Store(#[from] store::Error),
 }
 
@@ -274,6 +276,32 @@ impl Wallets {
             .await?;
         self.forget(name);
         Ok(self.to_wallet(row))
+    }
+
+    /// Sets (`Some`) or removes (`None`) the owner passphrase of wallet `name`: its owner then decides its
+    /// grants on the interaction page (`[consent] decide`). Only the Argon2id hash is kept. True when the
+    /// wallet had or now has one.
+    pub async fn set_owner_passphrase(&self, name: &str, passphrase: Option<String>) -> Result<bool, WalletError> {
+        let hash = match passphrase {
+            Some(p) => {
+                crate::passphrase::check_shape(&p)?;
+                let h = tokio::task::spawn_blocking(move || crate::passphrase::hash(&p))
+                    .await
+                    .map_err(|e| crate::passphrase::PassphraseError::Hash(e.to_string()))??;
+                Some(h)
+            }
+            None => None,
+        };
+        let (n, now) = (name.to_owned(), crate::clock::to_millis(self.clock.now()));
+        self.store
+            .call(move |conn| {
+                let tx = store::immediate(conn)?;
+                let row = repo::by_name(&tx, &n)?.ok_or_else(|| WalletError::NotFound(n.clone()))?;
+                let changed = store::consent::set_passphrase(&tx, &row.id, hash.as_deref(), now)?;
+                tx.commit()?;
+                Ok::<_, WalletError>(changed)
+            })
+            .await
     }
 
     pub async fn get(&self, name: &str) -> Result<Wallet, WalletError> {

@@ -14,6 +14,7 @@ use super::{
 use crate::{
     control::{
         self, Query,
+        command::{OwnerPassphrase, PassphraseSet},
         dto::{AddKey, CreateWallet, KeyAdded, Move, Moved, WalletDetail},
     },
     httpsig::jwk::{Jwk, Jwks},
@@ -43,6 +44,33 @@ pub enum WalletsCmd {
     Show { name: String },
     /// Set the public name a wallet address shows payers; without a name, clear it.
     PublicName { name: String, public_name: Option<String> },
+    /// Set the owner passphrase of a wallet address: its owner then signs in on the interaction page and
+    /// decides its grants ([consent] decide). Asked for (twice) on a terminal, else read as one line of stdin.
+    Passphrase {
+        name: String,
+        /// Generate a passphrase and print it (this once).
+        #[arg(long, conflicts_with = "remove")]
+        generate: bool,
+        /// Remove the passphrase: the operator decides the wallet's grants again.
+        #[arg(long)]
+        remove: bool,
+    },
+}
+
+/// The passphrase a person gives for `wallet`: typed twice, unseen, on a terminal; one line of stdin otherwise.
+fn read_passphrase(wallet: &str) -> Result<String> {
+    use std::io::IsTerminal as _;
+    if !std::io::stdin().is_terminal() {
+        let mut line = String::new();
+        std::io::stdin().read_line(&mut line).wrap_err("cannot read stdin")?;
+        return Ok(line.trim_end_matches(['\n', '\r']).to_owned());
+    }
+    let first = rpassword::prompt_password(format!("new passphrase for {wallet}'s owner: ")).wrap_err("cannot read")?;
+    let again = rpassword::prompt_password("the same again: ").wrap_err("cannot read")?;
+    if first != again {
+        return Err(OneLine::new("the two passphrases differ; nothing was changed").into());
+    }
+    Ok(first)
 }
 
 #[derive(Debug, Subcommand)]
@@ -68,7 +96,7 @@ pub enum KeysCmd {
     Remove { wallet: String, kid: String },
 }
 
-/// `wallets list|create|show|public-name`.
+/// `wallets list|create|show|public-name|passphrase`.
 pub(super) async fn wallets(b: &Backend, cmd: WalletsCmd, json: bool) -> Result<()> {
     match cmd {
         WalletsCmd::List => b.show(Query::WalletAddresses, json).await,
@@ -108,6 +136,31 @@ pub(super) async fn wallets(b: &Backend, cmd: WalletsCmd, json: bool) -> Result<
             emit(json, &w, || match &w.public_name {
                 Some(p) => format!("{} shows the public name {p:?}\n", w.url),
                 None => format!("{} shows no public name\n", w.url),
+            })
+        }
+        WalletsCmd::Passphrase { name, generate, remove } => {
+            let passphrase = if remove {
+                OwnerPassphrase::Remove
+            } else if generate {
+                OwnerPassphrase::Generate
+            } else {
+                OwnerPassphrase::Set {
+                    passphrase: read_passphrase(&name)?,
+                }
+            };
+            let set: PassphraseSet = b
+                .run(control::Command::SetOwnerPassphrase {
+                    wallet: name,
+                    passphrase,
+                })
+                .await?;
+            emit(json, &set, || match (&set.generated, set.has_passphrase) {
+                (Some(p), _) => format!("passphrase for {}'s owner: {p}\n(shown this once)\n", set.wallet),
+                (None, true) => format!("{}'s owner now decides its grants with that passphrase\n", set.wallet),
+                (None, false) => format!(
+                    "{} has no owner passphrase: the operator decides its grants\n",
+                    set.wallet
+                ),
             })
         }
     }

@@ -55,6 +55,12 @@ pub enum Command {
         #[serde(default)]
         public_name: Option<String>,
     },
+    /// Set, generate or remove a wallet owner's passphrase (the owner then decides the wallet's grants on
+    /// the interaction page).
+    SetOwnerPassphrase {
+        wallet: String,
+        passphrase: OwnerPassphrase,
+    },
     /// Money into a wallet from outside the ASE.
     Deposit {
         wallet: String,
@@ -100,6 +106,38 @@ pub enum Command {
     RetryDeadWebhooks,
 }
 
+/// What becomes of a wallet owner's passphrase. Serialised as `{"action": "set", "passphrase": "…"}`,
+/// `{"action": "generate"}` or `{"action": "remove"}`.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "action", rename_all = "camelCase")]
+pub enum OwnerPassphrase {
+    Set { passphrase: String },
+    Generate,
+    Remove,
+}
+
+impl std::fmt::Debug for OwnerPassphrase {
+    /// Never the passphrase itself (commands are logged).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Set { .. } => "Set { passphrase: \"…\" }",
+            Self::Generate => "Generate",
+            Self::Remove => "Remove",
+        })
+    }
+}
+
+/// A wallet owner's passphrase after [`Command::SetOwnerPassphrase`]: whether the wallet has one, and a
+/// generated one (shown this once).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PassphraseSet {
+    pub wallet: String,
+    pub has_passphrase: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generated: Option<String>,
+}
+
 /// What a command came to. Serialised as `{"outcome": "grant", "value": …}`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "outcome", content = "value", rename_all = "camelCase")]
@@ -113,6 +151,7 @@ pub enum Outcome {
     Peer(Box<PeerView>),
     PeerMoved(Box<PeerMoved>),
     Delivery(DeliveryRow),
+    Passphrase(PassphraseSet),
     /// How many deliveries were re-driven.
     Retried(usize),
     /// Done; nothing to show (a removal).
@@ -132,6 +171,7 @@ impl Outcome {
             Self::Peer(p) => serde_json::to_string(p),
             Self::PeerMoved(m) => serde_json::to_string(m),
             Self::Delivery(d) => serde_json::to_string(d),
+            Self::Passphrase(p) => serde_json::to_string(p),
             Self::Retried(n) => Ok(serde_json::json!({ "retried": n }).to_string()),
             Self::Done => return None,
         };
@@ -171,6 +211,7 @@ outcome_values! {
     Peer => PeerView, |v: Box<PeerView>| *v;
     PeerMoved => PeerMoved, |v: Box<PeerMoved>| *v;
     Delivery => DeliveryRow, |v| v;
+    Passphrase => PassphraseSet, |v| v;
     Retried => usize, |v| v;
 }
 
@@ -208,6 +249,23 @@ pub async fn execute(s: &Services, cmd: Command, by: Cause) -> Result<Outcome, E
         Command::CreateWallet(body) => Outcome::Wallet(wallets::create_wallet(s, body).await?),
         Command::SetPublicName { wallet, public_name } => {
             Outcome::Wallet(s.wallets.set_public_name(&wallet, public_name).await?)
+        }
+        Command::SetOwnerPassphrase { wallet, passphrase } => {
+            let (given, generated) = match passphrase {
+                OwnerPassphrase::Set { passphrase } => (Some(passphrase), None),
+                OwnerPassphrase::Generate => {
+                    let p = crate::passphrase::generate().map_err(crate::wallet::WalletError::from)?;
+                    (Some(p.clone()), Some(p))
+                }
+                OwnerPassphrase::Remove => (None, None),
+            };
+            let has_passphrase = given.is_some();
+            s.wallets.set_owner_passphrase(&wallet, given).await?;
+            Outcome::Passphrase(PassphraseSet {
+                wallet,
+                has_passphrase,
+                generated,
+            })
         }
         Command::Deposit { wallet, funds } => {
             Outcome::Moved(Box::new(funds::move_funds(s, &wallet, funds, Movement::Deposit).await?))

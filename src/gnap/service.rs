@@ -28,16 +28,18 @@ use crate::{
     events::{DomainEvent, EventBus},
     httpsig::{interaction_hash_std, jwk::Jwk},
     ids,
-    settings::GnapSettings,
+    settings::{ConsentSettings, GnapSettings},
     states::GrantState,
     store::{self, Store, grants as repo, outbox},
     wallet::{Wallet, Wallets},
 };
 
 /// How long a token check is cached for the resource server (revocation and rotation clear it at once).
+mod consent;
 mod tokens;
 mod views;
 
+pub use consent::{COOKIE, OwnerPage, OwnerStep, Refusal};
 pub use tokens::TokenInfo;
 pub use views::{GrantView, InteractionOutcome, InteractionView, TokenView};
 
@@ -52,6 +54,7 @@ struct Inner {
     clock: SharedClock,
     wallets: Wallets,
     settings: GnapSettings,
+    consent: ConsentSettings,
     public_url: String,
     token_cache: Mutex<TokenCache>,
 }
@@ -183,6 +186,7 @@ impl Gnap {
         clock: SharedClock,
         wallets: Wallets,
         settings: GnapSettings,
+        consent: ConsentSettings,
         public_url: &str,
     ) -> Self {
         if settings.auto_approve {
@@ -198,6 +202,7 @@ impl Gnap {
                 clock,
                 wallets,
                 settings,
+                consent,
                 public_url: public_url.trim_end_matches('/').to_owned(),
                 token_cache: Mutex::new(TokenCache::default()),
             }),
@@ -679,7 +684,22 @@ impl Gnap {
 
     /// The resource owner approves a pending grant (console, admin API, CLI — never the client).
     pub async fn approve(&self, grant_id: &str, cause: Cause) -> Result<GrantView, GnapError> {
+        self.operator_decides(grant_id, &cause).await?;
         self.decide(grant_id, true, None, cause).await
+    }
+
+    /// Refuses an operator's decision on a grant `[consent] decide = "owner"` gives to the account holder.
+    async fn operator_decides(&self, grant_id: &str, cause: &Cause) -> Result<(), GnapError> {
+        if cause.actor == Actor::Owner || self.inner.consent.decide != crate::settings::Decider::Owner {
+            return Ok(());
+        }
+        let g = self.grant_row(grant_id).await?;
+        if g.state.can_decide() && !self.operator_may_decide(&g).await? {
+            return Err(GnapError::conflict(
+                "the account holder decides this grant on the interaction page ([consent] decide = \"owner\")",
+            ));
+        }
+        Ok(())
     }
 
     /// The resource owner rejects a pending grant, optionally saying why.
@@ -692,6 +712,7 @@ impl Gnap {
                 "the reason must be at most 500 printable characters",
             ));
         }
+        self.operator_decides(grant_id, &cause).await?;
         self.decide(grant_id, false, reason, cause).await
     }
 

@@ -18,6 +18,8 @@ pub enum Actor {
     Client,
     /// The resource owner's browser, on the interaction page.
     Browser,
+    /// The wallet's owner, signed in on the interaction page.
+    Owner,
     /// An operator in the console (embedded or attached).
     Console,
     /// An operator with the `opdesk` CLI.
@@ -34,6 +36,7 @@ impl Actor {
     pub const ALL: &'static [Self] = &[
         Self::Client,
         Self::Browser,
+        Self::Owner,
         Self::Console,
         Self::Cli,
         Self::AdminApi,
@@ -46,6 +49,7 @@ impl Actor {
         match self {
             Self::Client => "client",
             Self::Browser => "browser",
+            Self::Owner => "owner",
             Self::Console => "console",
             Self::Cli => "cli",
             Self::AdminApi => "admin_api",
@@ -59,6 +63,7 @@ impl Actor {
         match self {
             Self::Client => "client",
             Self::Browser => "browser",
+            Self::Owner => "owner on the page",
             Self::Console => "console",
             Self::Cli => "CLI",
             Self::AdminApi => "admin API",

@@ -280,6 +280,10 @@ impl From<WalletError> for ApiError {
                 Self::bad_request("invalid_request", e.to_string())
             }
             WalletError::Key(k) => Self::bad_request("invalid_key", k.to_string()),
+            WalletError::Passphrase(crate::passphrase::PassphraseError::Shape) => {
+                Self::bad_request("invalid_request", e.to_string())
+            }
+            WalletError::Passphrase(p) => Self::internal(&p),
             WalletError::Money(m) => m.into(),
             WalletError::Ledger(l) => l.into(),
             WalletError::Store(s) => Self::internal(&s),

@@ -115,7 +115,8 @@ pub fn fail(conn: &Connection, id: &str, wallet_id: &str, grant_id: &str, at: Of
 
 /// Forgets the attempt `id` (recorded as failed until its passphrase checked out).
 pub fn forget_failure(conn: &Connection, id: &str) -> Result<(), Error> {
-    conn.prepare_cached("DELETE FROM consent_failures WHERE id = ?1")?.execute([id])?;
+    conn.prepare_cached("DELETE FROM consent_failures WHERE id = ?1")?
+        .execute([id])?;
     Ok(())
 }
 

@@ -85,6 +85,11 @@ pub enum Reply {
         kid: String,
         pem: String,
     },
+    /// A generated owner passphrase: show it once.
+    PassphraseGenerated {
+        wallet: String,
+        passphrase: String,
+    },
 }
 
 /// Everything the loop feeds into `update`.

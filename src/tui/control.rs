@@ -179,6 +179,16 @@ fn done(cmd: &Command, o: Outcome) -> Reply {
                 pem: k.private_key_pem.unwrap_or_default(),
             };
         }
+        (Command::SetOwnerPassphrase { wallet, .. }, Outcome::Passphrase(p)) => match p.generated {
+            Some(passphrase) => {
+                return Reply::PassphraseGenerated {
+                    wallet: wallet.clone(),
+                    passphrase,
+                };
+            }
+            None if p.has_passphrase => format!("{wallet}'s owner now decides its grants on the interaction page"),
+            None => format!("{wallet} has no owner passphrase: you decide its grants"),
+        },
         (Command::AddKey { wallet, .. }, Outcome::KeyAdded(k)) => {
             format!("added key {} to {wallet}", sanitize(&k.jwk.kid))
         }

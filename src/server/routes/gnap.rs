@@ -37,7 +37,10 @@ pub fn routes() -> Router<AppState> {
         .route("/auth", post(grant_request))
         .route("/auth/continue/{id}", post(continue_grant).delete(cancel))
         .route("/auth/token/{id}", post(rotate).delete(revoke))
-        .route("/auth/interact/{id}/{nonce}", get(interaction::page))
+        .route(
+            "/auth/interact/{id}/{nonce}",
+            get(interaction::get_page).post(interaction::post_page),
+        )
 }
 
 /// A signed request whose key-independent checks passed; failures are GNAP `invalid_client` errors.

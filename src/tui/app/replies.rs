@@ -97,6 +97,12 @@ impl App {
                 )));
                 return self.resync_all();
             }
+            Reply::PassphraseGenerated { wallet, passphrase } => {
+                self.open_overlay(Overlay::Json(format!(
+                    "The owner of {wallet} now signs in on the interaction page to decide its grants, with\n\
+                     this passphrase. It is shown this once — hand it over now:\n\n{passphrase}"
+                )));
+            }
         }
         Vec::new()
     }

@@ -11,6 +11,7 @@ use super::{Cx, List, Out, Row, Table, View, warn};
 use crate::{
     control::{
         Command,
+        command::OwnerPassphrase,
         dto::{AddKey, CreateWallet, Move},
     },
     money::{Value, format_minor},
@@ -237,9 +238,10 @@ impl View for Wallets {
         }
     }
 
-    /// `:public-name TEXT` sets the name the selected wallet shows payers (`:public-name` alone clears it).
+    /// `:public-name TEXT` sets the name the selected wallet shows payers (`:public-name` alone clears it);
+    /// `:passphrase` gives its owner a new passphrase (shown once), `:passphrase remove` takes it away.
     fn command(&mut self, head: &str, rest: &str, cx: &Cx<'_>) -> Option<Vec<Out>> {
-        if head != "public-name" {
+        if !matches!(head, "public-name" | "passphrase") {
             return None;
         }
         if cx.readonly {
@@ -248,18 +250,40 @@ impl View for Wallets {
         let Some(wallet) = self.selected_name() else {
             return Some(warn("select a wallet first"));
         };
-        let public_name = (!rest.is_empty()).then(|| rest.to_owned());
-        Some(vec![Out::Run(Effect::Run(Command::SetPublicName {
-            wallet,
-            public_name,
-        }))])
+        Some(match (head, rest) {
+            ("public-name", _) => {
+                let public_name = (!rest.is_empty()).then(|| rest.to_owned());
+                vec![Out::Run(Effect::Run(Command::SetPublicName { wallet, public_name }))]
+            }
+            (_, "") => vec![Out::Confirm(
+                format!("Give {wallet}'s owner a new passphrase? They then decide its grants on the interaction page."),
+                Effect::Run(Command::SetOwnerPassphrase {
+                    wallet,
+                    passphrase: OwnerPassphrase::Generate,
+                }),
+            )],
+            (_, "remove") => vec![Out::Confirm(
+                format!("Remove the owner passphrase of {wallet}? You then decide its grants."),
+                Effect::Run(Command::SetOwnerPassphrase {
+                    wallet,
+                    passphrase: OwnerPassphrase::Remove,
+                }),
+            )],
+            _ => warn("`:passphrase` generates one, `:passphrase remove` removes it"),
+        })
     }
 
     fn commands(&self) -> &'static [(&'static str, &'static str)] {
-        &[(
-            "public-name TEXT",
-            "the name the selected wallet shows payers (alone: clears it)",
-        )]
+        &[
+            (
+                "public-name TEXT",
+                "the name the selected wallet shows payers (alone: clears it)",
+            ),
+            (
+                "passphrase [remove]",
+                "a new owner passphrase for the selected wallet (shown once), or none",
+            ),
+        ]
     }
 }
 
