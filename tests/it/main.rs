@@ -22,6 +22,7 @@ mod ilp_receiver;
 mod ilp_sender;
 mod ledger_props;
 mod metrics;
+mod owner_consent;
 mod ownership;
 mod peer_liquidity;
 mod rs_api;
