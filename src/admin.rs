@@ -77,7 +77,7 @@ impl AdminClient {
             .read_timeout(STREAM_SILENCE)
             .build()
             .map_err(|e| ClientError::Protocol(e.to_string()))?;
-        let root = base.trim_end_matches('/').to_owned();
+        let root = crate::names::base_url(base);
         Ok(Self {
             http,
             stream,

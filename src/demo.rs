@@ -85,7 +85,7 @@ fn demo_client(public_url: &str, key_pem: &str) -> Result<Demo> {
     let kid = jwk::thumbprint(&key.verifying_key());
     Ok(Demo {
         c: SignedClient::new(key, &kid),
-        base: public_url.trim_end_matches('/').to_owned(),
+        base: crate::names::base_url(public_url),
     })
 }
 
@@ -133,7 +133,7 @@ pub async fn pay_across(public_url: &str, key_pem: &str, to: &str, amount: u64) 
     let ip = d
         .call(
             Method::POST,
-            &format!("{}/incoming-payments", resource.trim_end_matches('/')),
+            &format!("{}/incoming-payments", crate::names::base_url(&resource)),
             Some(&incoming),
             Some(json!({
                 "walletAddress": to,

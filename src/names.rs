@@ -33,6 +33,12 @@ pub fn wallet_url(url: &str) -> &str {
     url.trim_end_matches('/')
 }
 
+/// A base URL (the public URL, a resource or authorization server's, the admin API's) as opdesk keeps it: without
+/// trailing slashes, so `{base}/path` is always one slash.
+pub fn base_url(url: &str) -> String {
+    url.trim_end_matches('/').to_owned()
+}
+
 /// Checks a wallet name: 1..=64 of `a-z 0-9 - _ .`, starting with a letter or digit, not reserved.
 pub fn validate_name(name: &str) -> Result<(), BadName> {
     let bad = |reason| {

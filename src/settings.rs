@@ -617,7 +617,7 @@ impl Settings {
                     "must be an https URL when [tls] serves HTTPS".into(),
                 ));
             }
-            raw.public_url.trim_end_matches('/').to_owned()
+            crate::names::base_url(&raw.public_url)
         };
         let (data_dir, log_file) = if raw.data_dir.is_empty() {
             let d = dirs.ok_or(SettingsError::NoHome)?;

@@ -163,7 +163,7 @@ impl Wallets {
             store,
             bus,
             clock,
-            public_url: public_url.trim_end_matches('/').into(),
+            public_url: crate::names::base_url(public_url).into(),
             cache: Arc::new(RwLock::new(Cache::default())),
         }
     }

@@ -54,7 +54,7 @@ impl IncomingPayments {
             store,
             bus,
             clock,
-            public_url: public_url.trim_end_matches('/').to_owned(),
+            public_url: crate::names::base_url(public_url),
             max_lifetime: Duration::seconds(i64::try_from(max_lifetime_secs).unwrap_or(i64::MAX / 2)),
             stream,
         }

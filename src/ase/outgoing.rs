@@ -120,7 +120,7 @@ impl OutgoingPayments {
             bus,
             clock,
             quotes,
-            public_url: public_url.trim_end_matches('/').to_owned(),
+            public_url: crate::names::base_url(public_url),
             wake,
         }
     }

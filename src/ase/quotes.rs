@@ -60,7 +60,7 @@ impl Quotes {
             clock,
             exchange,
             incoming,
-            public_url: public_url.trim_end_matches('/').to_owned(),
+            public_url: crate::names::base_url(public_url),
             lifetime: Duration::seconds(i64::try_from(lifetime_secs).unwrap_or(3600)),
             remote: None,
         }

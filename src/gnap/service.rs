@@ -203,7 +203,7 @@ impl Gnap {
                 wallets,
                 settings,
                 consent,
-                public_url: public_url.trim_end_matches('/').to_owned(),
+                public_url: crate::names::base_url(public_url),
                 token_cache: Mutex::new(TokenCache::default()),
             }),
         }

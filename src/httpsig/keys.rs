@@ -176,7 +176,7 @@ struct PublicBase {
 
 impl PublicBase {
     fn parse(public_url: &str) -> Result<Self, KeyError> {
-        let url = parse_wallet_url(public_url.trim_end_matches('/'))
+        let url = parse_wallet_url(&crate::names::base_url(public_url))
             .map_err(|e| KeyError::InvalidUrl(format!("public URL: {e}")))?;
         Ok(Self {
             origin: url.origin(),
