@@ -46,12 +46,17 @@ pub enum DomainEvent {
         id: String,
         client: String,
     },
+    /// `by`: who decided (`owner` on the interaction page, `console`, `cli`, `admin_api`, `policy`).
     GrantApproved {
         id: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        by: Option<String>,
     },
     GrantRejected {
         id: String,
         reason: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        by: Option<String>,
     },
     GrantRevoked {
         id: String,

@@ -369,6 +369,7 @@ impl Gnap {
         } else if auto {
             DomainEvent::GrantApproved {
                 id: row.id.clone().into(),
+                by: Some(Actor::Policy.as_str().to_owned()),
             }
         } else {
             DomainEvent::GrantPending {
@@ -751,12 +752,14 @@ impl Gnap {
                 }
                 let decided = serde_json::json!({"outcome": to, "reason": reason});
                 step(&tx, &id, now, StepKind::Decided, &cause, &decided)?;
+                let by = Some(cause.actor.as_str().to_owned());
                 let event = if approve {
-                    DomainEvent::GrantApproved { id: id.clone() }
+                    DomainEvent::GrantApproved { id: id.clone(), by }
                 } else {
                     DomainEvent::GrantRejected {
                         id: id.clone(),
                         reason: reason.clone(),
+                        by,
                     }
                 };
                 let recorded = outbox::append(&tx, now, event)?;

@@ -263,7 +263,8 @@ fn headers(h: &HeaderMap) -> Vec<(String, String)> {
 /// What a masked secret reads as (here and in the CLI's incoming-payment output).
 pub const MASKED: &str = "…(masked)";
 
-/// Masks secrets inside JSON: access and continuation token values, shared secrets, private keys.
+/// Masks secrets inside JSON: access and continuation token values, shared secrets, private keys, owner
+/// passphrases.
 fn mask(v: &mut Value, parent: &str) {
     match v {
         Value::Object(map) => {
@@ -272,7 +273,10 @@ fn mask(v: &mut Value, parent: &str) {
                     ("value", Value::String(s)) if parent == "access_token" => {
                         *child = Value::String(format!("{}…", s.chars().take(6).collect::<String>()));
                     }
-                    ("sharedSecret" | "privateKeyPem" | "interact_ref", Value::String(_)) => {
+                    (
+                        "sharedSecret" | "privateKeyPem" | "interact_ref" | "passphrase" | "generated",
+                        Value::String(_),
+                    ) => {
                         *child = Value::String(MASKED.into());
                     }
                     _ => mask(child, k),
@@ -300,6 +304,7 @@ fn body_text(bytes: &Bytes) -> String {
             mask(&mut v, "");
             serde_json::to_string_pretty(&v).unwrap_or_default()
         }
+        Err(_) if is_form(bytes) => masked_form(bytes),
         Err(_) => {
             let text = String::from_utf8_lossy(bytes);
             let mut t: String = text.chars().take(2000).collect();
@@ -309,6 +314,30 @@ fn body_text(bytes: &Bytes) -> String {
             t
         }
     }
+}
+
+/// Whether `bytes` read as an HTML form's fields (`a=1&b=2`).
+fn is_form(bytes: &[u8]) -> bool {
+    !bytes.is_empty()
+        && bytes.contains(&b'=')
+        && bytes
+            .iter()
+            .all(|b| b.is_ascii_alphanumeric() || b"=&%+-_.~*".contains(b))
+}
+
+/// A form's fields, the interaction page's passphrase and CSRF token masked.
+fn masked_form(bytes: &[u8]) -> String {
+    let pairs = url::form_urlencoded::parse(bytes).map(|(k, v)| {
+        let v = if matches!(k.as_ref(), "passphrase" | "csrf") {
+            MASKED.into()
+        } else {
+            v
+        };
+        (k, v)
+    });
+    url::form_urlencoded::Serializer::new(String::new())
+        .extend_pairs(pairs)
+        .finish()
 }
 
 pub async fn emit(State(state): State<AppState>, mut req: Request, next: Next) -> Response {
@@ -460,6 +489,16 @@ mod tests {
         let none = RequestLog::new(0);
         none.push(log.entries.lock().expect("lock")[0].clone());
         assert!(none.list(None, 10).0.is_empty());
+    }
+
+    #[test]
+    fn form_passphrases_are_masked() {
+        let shown = body_text(&Bytes::from_static(b"csrf=abc&passphrase=correct+horse"));
+        assert!(!shown.contains("correct") && !shown.contains("abc"), "{shown}");
+        assert!(shown.contains("passphrase=") && shown.contains("masked"), "{shown}");
+        let mut v = serde_json::json!({"command": "setOwnerPassphrase", "passphrase": {"action": "set", "passphrase": "s3cret pass"}});
+        mask(&mut v, "");
+        assert_eq!(v["passphrase"]["passphrase"], MASKED);
     }
 
     #[test]

@@ -815,7 +815,10 @@ mod tests {
             "{effects:?}"
         );
         // while looking at Grants, a new grant reloads it on the next tick
-        a.update(Msg::Event(DomainEvent::GrantApproved { id: "g".into() }));
+        a.update(Msg::Event(DomainEvent::GrantApproved {
+            id: "g".into(),
+            by: None,
+        }));
         let effects = a.update(Msg::Tick(now()));
         assert!(
             effects

@@ -562,7 +562,10 @@ async fn the_embedded_and_the_attached_desk_answer_alike() {
     for feed in [&mut remote_feed, &mut local_feed] {
         assert_eq!(
             next_feed(feed).await,
-            Feed::Event(opdesk::events::DomainEvent::GrantApproved { id: id.clone() }),
+            Feed::Event(opdesk::events::DomainEvent::GrantApproved {
+                id: id.clone(),
+                by: None,
+            }),
             "both feeds carry the decision"
         );
     }

@@ -176,8 +176,20 @@ async fn the_owner_signs_in_and_approves_then_the_client_gets_its_token() {
     let stale = old.post(&page, &[("csrf", &token), ("decision", "approve")]).await;
     assert_eq!(stale.status, 403, "{}", stale.html);
 
+    let mut events = ase.state.bus.subscribe();
     let decided = b.post(&page, &[("csrf", &token), ("decision", "approve")]).await;
     assert_eq!(decided.status, 303, "{}", decided.html);
+    // the event (and so the webhook) says who decided
+    let by = loop {
+        match tokio::time::timeout(std::time::Duration::from_secs(2), events.recv()).await {
+            Ok(Ok(r)) => match r.event {
+                opdesk::events::DomainEvent::GrantApproved { by, .. } => break by,
+                _ => continue,
+            },
+            other => panic!("no GrantApproved event: {other:?}"),
+        }
+    };
+    assert_eq!(by.as_deref(), Some("owner"));
     let location = url::Url::parse(decided.location.as_deref().unwrap()).unwrap();
     assert!(location.as_str().starts_with("http://127.0.0.1:9/done?state=s&"));
     let q: std::collections::HashMap<_, _> = location.query_pairs().into_owned().collect();

@@ -152,7 +152,9 @@ fn affected(e: &DomainEvent) -> Vec<Pane> {
 fn event_id(e: &DomainEvent) -> Option<String> {
     use DomainEvent::*;
     Some(match e {
-        GrantPending { id, .. } | GrantApproved { id } | GrantRejected { id, .. } | GrantRevoked { id } => id.clone(),
+        GrantPending { id, .. } | GrantApproved { id, .. } | GrantRejected { id, .. } | GrantRevoked { id } => {
+            id.clone()
+        }
         TokenIssued { grant_id } | TokenRotated { grant_id } | TokenRevoked { grant_id } => grant_id.clone(),
         IncomingPaymentCreated { id, .. } | IncomingPaymentCompleted { id } | IncomingPaymentExpired { id } => {
             id.clone()
@@ -174,6 +176,19 @@ fn minor(v: i64, code: &str, scale: u8) -> String {
     Asset::new(code, scale).map_or_else(|_| v.to_string(), |a| a.format(v.into()))
 }
 
+/// Who decided a grant, in words: ` by the owner on the page`, ` with the CLI` (nothing when unknown).
+fn decided_by(by: Option<&str>) -> &'static str {
+    use crate::gnap::timeline::Actor;
+    match by.and_then(|b| b.parse::<Actor>().ok()) {
+        Some(Actor::Owner) => " by the owner on the page",
+        Some(Actor::Console) => " in the console",
+        Some(Actor::Cli) => " with the CLI",
+        Some(Actor::AdminApi) => " through the admin API",
+        Some(Actor::Policy) => " by auto_approve",
+        _ => "",
+    }
+}
+
 /// A domain event in a few words.
 pub fn describe_event(e: &DomainEvent) -> String {
     use DomainEvent::*;
@@ -186,8 +201,8 @@ pub fn describe_event(e: &DomainEvent) -> String {
             wallet.clone().unwrap_or_else(|| "an ASE account".into())
         ),
         GrantPending { id, client } => format!("grant {} from {client} is pending", short_id(id)),
-        GrantApproved { id } => format!("grant {} approved", short_id(id)),
-        GrantRejected { id, .. } => format!("grant {} rejected", short_id(id)),
+        GrantApproved { id, by } => format!("grant {} approved{}", short_id(id), decided_by(by.as_deref())),
+        GrantRejected { id, by, .. } => format!("grant {} rejected{}", short_id(id), decided_by(by.as_deref())),
         GrantRevoked { id } => format!("grant {} revoked", short_id(id)),
         TokenIssued { grant_id } => format!("token issued for grant {}", short_id(grant_id)),
         TokenRotated { grant_id } => format!("token rotated for grant {}", short_id(grant_id)),
