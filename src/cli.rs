@@ -276,6 +276,9 @@ pub struct WorkshopArgs {
     /// Serve without the console even on a terminal (one line per desk, then until Ctrl-C or SIGTERM).
     #[arg(long)]
     pub headless: bool,
+    /// A class: N seats (1–60), each with its wallets, keys, owner passphrase and a handout in DIR/handout.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u8).range(1..=60))]
+    pub seats: Option<u8>,
 }
 
 #[derive(Debug, Args)]

@@ -77,6 +77,7 @@ pub async fn run(cli: Cli) -> Result<()> {
                 dir: args.dir.unwrap_or_else(|| workshop::default_dir(&settings)),
                 ports: [args.cloud_nine_port, args.happy_life_port],
                 headless: args.headless,
+                seats: args.seats.unwrap_or(0),
             };
             workshop::run(opts, &cli.global, &settings).await
         }

@@ -304,6 +304,17 @@ impl Wallets {
             .await
     }
 
+    /// Whether wallet `name`'s owner has a passphrase.
+    pub async fn has_owner_passphrase(&self, name: &str) -> Result<bool, WalletError> {
+        let n = name.to_owned();
+        self.store
+            .call(move |conn| {
+                let row = repo::by_name(conn, &n)?.ok_or_else(|| WalletError::NotFound(n.clone()))?;
+                Ok::<_, WalletError>(store::consent::passphrase(conn, &row.id)?.is_some())
+            })
+            .await
+    }
+
     pub async fn get(&self, name: &str) -> Result<Wallet, WalletError> {
         if let Some(w) = self.cache.read().ok().and_then(|c| c.wallets.get(name).cloned()) {
             return Ok(w);

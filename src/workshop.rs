@@ -8,6 +8,8 @@
 //! `--headless` — it serves until SIGINT/SIGTERM and prints one line per desk.
 //! This module owns that set-up; it moves no money (see [`fund_peer`]).
 
+pub mod seats;
+
 use std::{
     collections::BTreeMap,
     io::{IsTerminal as _, Write as _},
@@ -52,6 +54,8 @@ pub struct Options {
     pub ports: [u16; 2],
     /// Serve without the console even on a terminal.
     pub headless: bool,
+    /// Seats of a class (0: none), see [`seats`].
+    pub seats: u8,
 }
 
 /// The default workshop dir: `opdesk-workshop` next to the data dir.
@@ -254,6 +258,30 @@ pub async fn run(opts: Options, global: &Global, base: &Settings) -> Result<()> 
         }
     }
 
+    let mut class = None;
+    if let [cloud, happy] = desks.as_slice()
+        && opts.seats > 0
+    {
+        let bases = seats::Bases {
+            cloud_nine: cloud.settings.public_url.clone(),
+            happy_life: happy.settings.public_url.clone(),
+        };
+        let made = seats::provision(
+            &opts.dir,
+            opts.seats,
+            &cloud.core.state.services,
+            &happy.core.state.services,
+            &bases,
+        )
+        .await
+        .wrap_err("cannot seat the class")?;
+        class = Some(format!(
+            "{} seats: handouts in {}",
+            made.len(),
+            opts.dir.join("handout").display()
+        ));
+    }
+
     let shutdown = CancellationToken::new();
     app::cancel_on_signals(shutdown.clone());
     // both ports first: a taken one stops the workshop before either desk serves
@@ -294,7 +322,7 @@ pub async fn run(opts: Options, global: &Global, base: &Settings) -> Result<()> 
         }
         None => {
             let mut out = std::io::stdout().lock();
-            for l in &lines {
+            for l in lines.iter().chain(&class) {
                 writeln!(out, "{l}")?;
             }
             writeln!(out, "opdesk workshop: serving both desks until Ctrl-C or SIGTERM")?;

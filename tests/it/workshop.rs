@@ -58,9 +58,15 @@ impl Drop for Workshop {
 
 /// `opdesk workshop --headless` on `dir` and the two ports; waits until both desks answer.
 async fn start(dir: &Path, ports: (u16, u16)) -> Workshop {
+    start_with(dir, ports, &[]).await
+}
+
+/// [`start`] with more arguments (`--seats N`).
+async fn start_with(dir: &Path, ports: (u16, u16), more: &[&str]) -> Workshop {
     let child = Command::new(env!("CARGO_BIN_EXE_opdesk"))
         .args(["workshop", "--headless", "--dir"])
         .arg(dir)
+        .args(more)
         .args([
             "--cloud-nine-port",
             &ports.0.to_string(),
@@ -210,5 +216,93 @@ async fn the_workshop_pays_across_its_two_desks_and_restarts_on_the_same_dirs() 
         (&serde_json::json!(100_000), &serde_json::json!(100_000 - 2500)),
         "the liquidity is deposited once, and the payment used some: {p}"
     );
+    stop(&mut child);
+}
+
+/// A seat's handout file.
+fn handout(dir: &Path, seat: &str, file: &str) -> String {
+    std::fs::read_to_string(dir.join("handout").join(seat).join(file)).unwrap_or_else(|e| panic!("{seat}/{file}: {e}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_class_gets_seats_and_handouts_and_keeps_them_across_starts() {
+    opdesk::egress::install_default_crypto_provider();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("base.toml"), "").unwrap();
+    let ports = (free_port(), free_port());
+    let mut child = start_with(dir.path(), ports, &["--seats", "2"]).await;
+    let nine = Desk::of(&dir.path().join("cloud-nine"), ports.0);
+    let happy = Desk::of(&dir.path().join("happy-life"), ports.1);
+    let (c9, hl) = (
+        format!("http://127.0.0.1:{}", ports.0),
+        format!("http://127.0.0.1:{}", ports.1),
+    );
+    let mut first = Vec::new();
+    for seat in ["seat01", "seat02"] {
+        let bru = handout(dir.path(), seat, "opdesk.bru");
+        let env = handout(dir.path(), seat, ".env");
+        let card = handout(dir.path(), seat, "card.txt");
+        let pem = handout(dir.path(), seat, "private.key");
+        assert!(bru.contains(&format!("senderWalletAddress: {c9}/{seat}\n")), "{bru}");
+        assert!(
+            bru.contains(&format!("receiverWalletAddress: {hl}/{seat}-shop\n")),
+            "{bru}"
+        );
+        assert!(bru.contains(&format!("signatureUrl: {hl}/workshop/sign\n")), "{bru}");
+        assert!(
+            env.contains(&format!("WALLET_ADDRESS={c9}/{seat}\n")) && env.contains("PRIVATE_KEY_PATH=private.key\n")
+        );
+        let kid = env
+            .lines()
+            .find_map(|l| l.strip_prefix("KEY_ID="))
+            .expect("KEY_ID")
+            .to_owned();
+        assert!(bru.contains(&format!("clientKeyId: {kid}\n")));
+        use base64::Engine as _;
+        let b64 = base64::engine::general_purpose::STANDARD.encode(pem.as_bytes());
+        assert!(
+            bru.contains(&format!("clientPrivateKey: {b64}\n")),
+            "the key as base64 of its PEM"
+        );
+        // the key the handout holds is the one the app wallet publishes
+        let key = opdesk::httpsig::jwk::from_pkcs8_pem(&pem).expect("a PKCS#8 key");
+        let jwks: Value = reqwest::get(format!("{hl}/{seat}-app/jwks.json"))
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let published = jwks["keys"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|k| k["kid"] == kid.as_str())
+            .expect("published");
+        let x = opdesk::httpsig::jwk::Jwk::from_verifying_key("", &key.verifying_key()).x;
+        assert_eq!(published["x"], x.as_str());
+        let passphrase = card
+            .lines()
+            .find_map(|l| l.strip_prefix("passphrase: "))
+            .expect("a passphrase line")
+            .to_owned();
+        assert_eq!(passphrase.len(), 19, "{passphrase}");
+        assert_eq!(balance_of(&nine.get("/balances").await, seat), 10_000);
+        assert!(happy.get(&format!("/wallets/{seat}-shop")).await.is_object());
+        first.push((seat, passphrase, pem));
+    }
+    let index = std::fs::read_to_string(dir.path().join("handout/index.html")).unwrap();
+    assert_eq!(index.matches("<pre>").count(), 2);
+
+    // again with a third seat: the first two keep their passphrases, keys and money; one more is seated
+    stop(&mut child);
+    let mut child = start_with(dir.path(), ports, &["--seats", "3"]).await;
+    for (seat, passphrase, pem) in &first {
+        assert!(handout(dir.path(), seat, "card.txt").contains(&format!("passphrase: {passphrase}\n")));
+        assert_eq!(&handout(dir.path(), seat, "private.key"), pem);
+        assert_eq!(balance_of(&nine.get("/balances").await, seat), 10_000, "funded once");
+        let keys = happy.get(&format!("/wallets/{seat}-app/keys")).await;
+        assert_eq!(keys["keys"].as_array().map(Vec::len), Some(1), "{keys}");
+    }
+    assert!(handout(dir.path(), "seat03", "card.txt").contains("passphrase: "));
     stop(&mut child);
 }

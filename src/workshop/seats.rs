@@ -1,0 +1,252 @@
+//! `opdesk workshop --seats N`: a class. Each seat `seatNN` gets, on cloud-nine, a wallet `seatNN` (USD/2, funded
+//! with 100.00 once) whose owner passphrase is generated; on happy-life, a shop wallet `seatNN-shop` to pay and
+//! a client wallet `seatNN-app` with an Ed25519 key. Each seat's handout goes to `DIR/handout/seatNN/`: a Bruno
+//! environment (`opdesk.bru`), the client's private key (`private.key`, PKCS#8 PEM), an `.env` for the SDK and a
+//! `card.txt`; `DIR/handout/index.html` prints every card. Running again keeps the seats, their keys and
+//! passphrases (kept in `DIR/seats.json` and the handouts) and adds the seats a larger N asks for.
+
+use std::{
+    collections::BTreeMap,
+    fmt::Write as _,
+    path::{Path, PathBuf},
+};
+
+use base64::Engine as _;
+use color_eyre::eyre::{Result, WrapErr};
+use serde::{Deserialize, Serialize};
+
+use crate::{
+    control::{
+        self, Command, Services,
+        command::OwnerPassphrase,
+        dto::{AddKey, CreateWallet, KeyAdded, Move},
+    },
+    files,
+    money::Value,
+    server::routes::interaction::escape,
+};
+
+/// The most seats a class has.
+pub const MAX_SEATS: u8 = 60;
+/// What each seat's wallet on cloud-nine starts with (100.00 USD).
+const FUNDS: u64 = 10_000;
+
+/// Where each desk is reached from the seats (the handouts' URLs): cloud-nine's and happy-life's public base.
+#[derive(Debug, Clone)]
+pub struct Bases {
+    pub cloud_nine: String,
+    pub happy_life: String,
+}
+
+/// One seat, as its handout shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Seat {
+    /// `seat07`
+    pub name: String,
+    pub passphrase: String,
+    pub key_id: String,
+    pub private_key_pem: String,
+}
+
+/// What the workshop dir keeps of the seats between runs: each owner's passphrase.
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct Kept {
+    passphrases: BTreeMap<String, String>,
+}
+
+/// The name of seat `n`: `seat07`.
+pub fn seat_name(n: u8) -> String {
+    format!("seat{n:02}")
+}
+
+fn handout_dir(dir: &Path, seat: &str) -> PathBuf {
+    dir.join("handout").join(seat)
+}
+
+fn read_kept(path: &Path) -> Result<Kept> {
+    match std::fs::read_to_string(path) {
+        Ok(t) => serde_json::from_str(&t).wrap_err_with(|| format!("{} is not a seat list", path.display())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Kept::default()),
+        Err(e) => Err(e).wrap_err_with(|| format!("cannot read {}", path.display())),
+    }
+}
+
+/// Wallet `name` (USD/2) on the desk `s`, created unless it exists; true when it was created now.
+async fn ensure_wallet(s: &Services, name: &str) -> Result<bool> {
+    if s.wallets.get(name).await.is_ok() {
+        return Ok(false);
+    }
+    let body = CreateWallet {
+        name: name.to_owned(),
+        asset_code: "USD".to_owned(),
+        asset_scale: 2,
+        public_name: None,
+    };
+    control::execute(s, Command::CreateWallet(body), control::Cause::cli()).await?;
+    Ok(true)
+}
+
+/// Runs `cmd` on `s` as the workshop's set-up.
+async fn run(s: &Services, cmd: Command) -> Result<control::Outcome> {
+    Ok(control::execute(s, cmd, control::Cause::cli()).await?)
+}
+
+/// Brings the class to `seats` seats on `cloud_nine` and `happy_life` and writes every handout; the seats.
+pub async fn provision(
+    dir: &Path,
+    seats: u8,
+    cloud_nine: &Services,
+    happy_life: &Services,
+    bases: &Bases,
+) -> Result<Vec<Seat>> {
+    let kept_path = dir.join("seats.json");
+    let mut kept = read_kept(&kept_path)?;
+    let mut out = Vec::new();
+    for n in 1..=seats.min(MAX_SEATS) {
+        let name = seat_name(n);
+        // the owner's wallet, funded once (the transfer id makes the deposit happen once)
+        ensure_wallet(cloud_nine, &name).await?;
+        let funds = Move {
+            transfer_id: Some(format!("workshop-{name}-funds")),
+            ..Move::of(Value::new(FUNDS)?)
+        };
+        run(
+            cloud_nine,
+            Command::Deposit {
+                wallet: name.clone(),
+                funds,
+            },
+        )
+        .await?;
+        let passphrase = match kept.passphrases.get(&name) {
+            Some(p) => p.clone(),
+            None => crate::passphrase::generate()?,
+        };
+        if kept.passphrases.get(&name) != Some(&passphrase) || !cloud_nine.wallets.has_owner_passphrase(&name).await? {
+            let set = OwnerPassphrase::Set {
+                passphrase: passphrase.clone(),
+            };
+            run(
+                cloud_nine,
+                Command::SetOwnerPassphrase {
+                    wallet: name.clone(),
+                    passphrase: set,
+                },
+            )
+            .await?;
+        }
+        kept.passphrases.insert(name.clone(), passphrase.clone());
+        // the shop, and the client app with its key (kept in the handout)
+        ensure_wallet(happy_life, &format!("{name}-shop")).await?;
+        let app = format!("{name}-app");
+        ensure_wallet(happy_life, &app).await?;
+        let (key_id, pem) = app_key(dir, &name, &app, happy_life).await?;
+        out.push(Seat {
+            name,
+            passphrase,
+            key_id,
+            private_key_pem: pem,
+        });
+    }
+    let text = serde_json::to_vec_pretty(&kept).wrap_err("seat list")?;
+    files::write_private(&kept_path, &text).wrap_err_with(|| format!("cannot write {}", kept_path.display()))?;
+    for s in &out {
+        write_handout(dir, s, bases)?;
+    }
+    let index = dir.join("handout").join("index.html");
+    std::fs::write(&index, index_html(&out, bases)).wrap_err_with(|| format!("cannot write {}", index.display()))?;
+    Ok(out)
+}
+
+/// The client key of seat `seat`'s app wallet `app`: the one its handout holds when the wallet publishes it,
+/// else a new pair (published, its private key written to the handout).
+async fn app_key(dir: &Path, seat: &str, app: &str, happy_life: &Services) -> Result<(String, String)> {
+    let path = handout_dir(dir, seat).join("private.key");
+    let published = happy_life.wallets.keys(app).await?.keys;
+    if let Ok(pem) = std::fs::read_to_string(&path) {
+        let key = crate::httpsig::jwk::from_pkcs8_pem(&pem).wrap_err_with(|| format!("{}", path.display()))?;
+        let public = crate::httpsig::jwk::Jwk::from_verifying_key("", &key.verifying_key());
+        if let Some(j) = published.iter().find(|j| j.x == public.x) {
+            return Ok((j.kid.clone(), pem));
+        }
+    }
+    let added: KeyAdded = run(
+        happy_life,
+        Command::AddKey {
+            wallet: app.to_owned(),
+            key: AddKey {
+                jwk: None,
+                generate: true,
+            },
+        },
+    )
+    .await?
+    .try_into()?;
+    let pem = added.private_key_pem.unwrap_or_default();
+    files::private_dir(&handout_dir(dir, seat))?;
+    files::write_private(&path, pem.as_bytes()).wrap_err_with(|| format!("cannot write {}", path.display()))?;
+    Ok((added.jwk.kid, pem))
+}
+
+/// The seat's URLs: its wallet, its shop, its app, the signing helper.
+fn urls(s: &Seat, b: &Bases) -> [(&'static str, String); 4] {
+    [
+        ("wallet", format!("{}/{}", b.cloud_nine, s.name)),
+        ("shop", format!("{}/{}-shop", b.happy_life, s.name)),
+        ("app", format!("{}/{}-app", b.happy_life, s.name)),
+        ("signer", format!("{}/workshop/sign", b.happy_life)),
+    ]
+}
+
+fn write_handout(dir: &Path, s: &Seat, b: &Bases) -> Result<()> {
+    let d = handout_dir(dir, &s.name);
+    files::private_dir(&d)?;
+    let [(_, wallet), (_, shop), (_, app), (_, signer)] = urls(s, b);
+    let key64 = base64::engine::general_purpose::STANDARD.encode(s.private_key_pem.as_bytes());
+    let bru = format!(
+        "vars {{\n  senderWalletAddress: {wallet}\n  receiverWalletAddress: {shop}\n  clientWalletAddress: {app}\n  \
+         clientKeyId: {}\n  clientPrivateKey: {key64}\n  signatureUrl: {signer}\n}}\n",
+        s.key_id
+    );
+    let env = format!(
+        "WALLET_ADDRESS={wallet}\nCLIENT_WALLET_ADDRESS={app}\nRECEIVER={shop}\nKEY_ID={}\nPRIVATE_KEY_PATH=private.key\n",
+        s.key_id
+    );
+    for (file, text) in [("opdesk.bru", bru), (".env", env), ("card.txt", card(s, b))] {
+        let p = d.join(file);
+        files::write_private(&p, text.as_bytes()).wrap_err_with(|| format!("cannot write {}", p.display()))?;
+    }
+    Ok(())
+}
+
+/// A seat's card: its URLs, the owner's passphrase, and the steps of the flow.
+fn card(s: &Seat, b: &Bases) -> String {
+    let mut t = format!("opdesk workshop — {}\n\n", s.name);
+    for (what, url) in urls(s, b) {
+        let _ = writeln!(t, "{what:<8} {url}");
+    }
+    let _ = writeln!(t, "key id   {}", s.key_id);
+    let _ = writeln!(t, "passphrase: {}", s.passphrase);
+    t.push_str(
+        "\nThe flow (the SDK with .env, or Bruno with opdesk.bru):\n\
+         1. read your wallet and the shop's wallet address\n\
+         2. get an incoming-payment grant from the shop's auth server and create an incoming payment\n\
+         3. get a quote grant from your wallet's auth server and create a quote\n\
+         4. ask for an outgoing-payment grant: open its interact.redirect in a browser, sign in with the\n   \
+         passphrase above and approve\n\
+         5. continue the grant, then create the outgoing payment: it pays the shop across ILP\n",
+    );
+    t
+}
+
+fn index_html(seats: &[Seat], b: &Bases) -> String {
+    let mut h = String::from(
+        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>opdesk workshop handouts</title>\
+         <style>pre{page-break-after:always;font-size:11pt}</style></head><body>",
+    );
+    for s in seats {
+        let _ = write!(h, "<pre>{}</pre>", escape(&card(s, b)));
+    }
+    h.push_str("</body></html>\n");
+    h
+}
