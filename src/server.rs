@@ -26,7 +26,13 @@ pub use state::AppState;
 
 /// Every route, with the body limit, timeout, request-log and metrics layers.
 pub fn router(state: AppState) -> Router {
+    let signer = if state.settings.workshop_signer {
+        routes::workshop::routes()
+    } else {
+        Router::new()
+    };
     let public = Router::new()
+        .merge(signer)
         .merge(routes::gnap::routes())
         .merge(routes::incoming::routes())
         .merge(routes::quotes::routes())

@@ -402,6 +402,9 @@ pub struct Settings {
     pub resource_server: ResourceServerSettings,
     pub engine: EngineSettings,
     pub webhooks: WebhookSettings,
+    /// Serve `POST /workshop/sign`, the class's signing helper: set by `opdesk workshop` on its happy-life desk,
+    /// never by a config file.
+    pub workshop_signer: bool,
     /// Console key overrides (`[keys]`) and colours (`[theme]`).
     pub keys: std::collections::BTreeMap<String, String>,
     pub theme: std::collections::BTreeMap<String, String>,
@@ -742,6 +745,7 @@ impl Settings {
             resource_server: raw.resource_server,
             engine: raw.engine,
             webhooks: raw.webhooks,
+            workshop_signer: false,
             keys: raw.keys,
             theme: raw.theme,
             ilp: raw.ilp,

@@ -90,6 +90,8 @@ fn desk_settings(dir: &Path, name: &str, port: u16, log_level: &str) -> Result<S
     let listen = SocketAddr::from(([127, 0, 0, 1], port));
     let mut settings = Settings::for_data_dir(&data, listen).wrap_err_with(|| format!("{}", config.display()))?;
     log_level.clone_into(&mut settings.log_level);
+    // the class's signing helper lives where the seats' client apps do
+    settings.workshop_signer = name == DESKS[1].0;
     Ok(settings)
 }
 

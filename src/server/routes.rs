@@ -7,6 +7,7 @@ pub mod interaction;
 pub mod outgoing;
 pub mod quotes;
 pub mod wallet;
+pub mod workshop;
 
 use std::collections::HashMap;
 

@@ -293,6 +293,58 @@ async fn a_class_gets_seats_and_handouts_and_keeps_them_across_starts() {
     let index = std::fs::read_to_string(dir.path().join("handout/index.html")).unwrap();
     assert_eq!(index.matches("<pre>").count(), 2);
 
+    // the signing helper signs a grant request as seat01's app, and happy-life accepts the signature
+    let env = handout(dir.path(), "seat01", ".env");
+    let kid = env.lines().find_map(|l| l.strip_prefix("KEY_ID=")).unwrap().to_owned();
+    use base64::Engine as _;
+    let key64 = base64::engine::general_purpose::STANDARD.encode(handout(dir.path(), "seat01", "private.key"));
+    let body = serde_json::json!({
+        "access_token": {"access": [{"type": "incoming-payment", "actions": ["create", "read"]}]},
+        "client": format!("{hl}/seat01-app"),
+    })
+    .to_string();
+    let ask = |key_id: &str, key: &str| {
+        serde_json::json!({"keyId": key_id, "base64Key": key, "request": {
+            "url": format!("{hl}/auth"), "method": "POST",
+            "headers": {"content-type": "application/json"}, "body": body}})
+    };
+    let http = reqwest::Client::new();
+    let signed: Value = http
+        .post(format!("{hl}/workshop/sign"))
+        .json(&ask(&kid, &key64))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let mut req = http
+        .post(format!("{hl}/auth"))
+        .header("content-type", "application/json")
+        .body(body.clone());
+    for h in ["Signature", "Signature-Input", "Content-Digest"] {
+        req = req.header(h, signed[h].as_str().unwrap_or_else(|| panic!("{h} in {signed}")));
+    }
+    let grant = req.send().await.unwrap();
+    assert_eq!(grant.status(), 200, "{}", grant.text().await.unwrap());
+    // any other key is refused: a stranger's, or seat01's id with another private key; cloud-nine has no helper
+    let stranger = opdesk::httpsig::jwk::to_pkcs8_pem(&opdesk::httpsig::jwk::generate().unwrap());
+    let stranger = base64::engine::general_purpose::STANDARD.encode(stranger);
+    let r = http
+        .post(format!("{hl}/workshop/sign"))
+        .json(&ask(&kid, &stranger))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 403);
+    let r = http
+        .post(format!("{c9}/workshop/sign"))
+        .json(&ask(&kid, &key64))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 404);
+
     // again with a third seat: the first two keep their passphrases, keys and money; one more is seated
     stop(&mut child);
     let mut child = start_with(dir.path(), ports, &["--seats", "3"]).await;
