@@ -564,9 +564,9 @@ async fn the_embedded_and_the_attached_desk_answer_alike() {
             next_feed(feed).await,
             Feed::Event(opdesk::events::DomainEvent::GrantApproved {
                 id: id.clone(),
-                by: None,
+                by: Some("console".into()),
             }),
-            "both feeds carry the decision"
+            "both feeds carry the decision, and who made it"
         );
     }
 
