@@ -453,7 +453,8 @@ const PRUNE_BATCH: u32 = 2_000;
 const PRUNE_BATCHES: usize = 1_000;
 
 /// Prunes the event outbox by age and count every 10 s (never events the webhook deliverer has not taken yet),
-/// and delivered webhook deliveries as old as the oldest events kept: in transactions of at most
+/// delivered webhook deliveries as old as the oldest events kept, expired interaction-page sessions and failed
+/// sign-ins older than a day: in transactions of at most
 /// [`PRUNE_BATCH`] rows, so that a busy server's backlog never becomes one transaction that holds the writer,
 /// the memory and the WAL (see `store::wal`).
 async fn prune_events(s: Arc<Services>, shutdown: CancellationToken) {
@@ -464,7 +465,8 @@ async fn prune_events(s: Arc<Services>, shutdown: CancellationToken) {
             _ = every.tick() => {}
         }
         let keep = &s.settings.store;
-        let before = s.clock.now() - time::Duration::days(i64::from(keep.events_retain_days));
+        let now = s.clock.now();
+        let before = now - time::Duration::days(i64::from(keep.events_retain_days));
         let (count, hooks) = (keep.events_retain_count, s.webhooks.enabled());
         let mut total = 0;
         for _ in 0..PRUNE_BATCHES {
@@ -475,7 +477,13 @@ async fn prune_events(s: Arc<Services>, shutdown: CancellationToken) {
                     let floor = if hooks { store::webhooks::cursor(&tx)? } else { None };
                     let n = store::outbox::prune(&tx, before, count, floor, PRUNE_BATCH)?
                         .max(store::webhooks::prune_delivered(&tx, before, PRUNE_BATCH)?)
-                        .max(store::spsp::prune(&tx, before, PRUNE_BATCH)?);
+                        .max(store::spsp::prune(&tx, before, PRUNE_BATCH)?)
+                        .max(store::consent::prune(
+                            &tx,
+                            now,
+                            now - time::Duration::days(1),
+                            PRUNE_BATCH,
+                        )?);
                     tx.commit()?;
                     Ok::<_, store::Error>(n)
                 })

@@ -243,6 +243,33 @@ async fn failed_sign_ins_are_limited_per_grant_even_for_the_right_passphrase() {
         .post(&other, &[("csrf", &token), ("passphrase", "correct horse battery")])
         .await;
     assert_eq!(r.status, 303, "{}", r.html);
+
+    // expired sessions and old failures are pruned; live ones are kept
+    let store = ase.state.store.clone();
+    let count = |sql: &'static str| {
+        let store = store.clone();
+        async move {
+            store
+                .call(move |c| Ok::<i64, opdesk::store::Error>(c.query_row(sql, [], |r| r.get(0))?))
+                .await
+                .unwrap()
+        }
+    };
+    let prune = |at: time::OffsetDateTime| {
+        let store = store.clone();
+        async move {
+            store
+                .call(move |c| opdesk::store::consent::prune(c, at, at - time::Duration::days(1), 100))
+                .await
+                .unwrap()
+        }
+    };
+    let now = time::OffsetDateTime::now_utc();
+    assert_eq!(prune(now).await, 0, "nothing has expired yet");
+    assert!(count("SELECT COUNT(*) FROM consent_sessions").await >= 2);
+    assert!(prune(now + time::Duration::days(2)).await >= 2);
+    assert_eq!(count("SELECT COUNT(*) FROM consent_sessions").await, 0);
+    assert_eq!(count("SELECT COUNT(*) FROM consent_failures").await, 0);
 }
 
 #[tokio::test]
