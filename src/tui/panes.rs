@@ -4,6 +4,18 @@
 //! the pane in view, overlays, the flash line — and reads panes only through this trait. Each pane lives in
 //! its own file under `panes/` and draws with the shared widgets.
 
+/// `View::list` and `View::list_mut` of a pane whose list is its `table` field.
+macro_rules! listed_by_table {
+    () => {
+        fn list(&self) -> Option<&dyn super::List> {
+            Some(&self.table)
+        }
+        fn list_mut(&mut self) -> Option<&mut dyn super::List> {
+            Some(&mut self.table)
+        }
+    };
+}
+
 pub mod grants;
 pub mod incoming;
 pub mod list;

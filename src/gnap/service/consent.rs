@@ -134,7 +134,7 @@ impl Gnap {
     }
 
     /// The grant behind the page `/auth/interact/{interact_id}/{nonce}`.
-    async fn page_grant(&self, interact_id: &str, nonce: &str) -> Result<repo::GrantRow, GnapError> {
+    pub(super) async fn page_grant(&self, interact_id: &str, nonce: &str) -> Result<repo::GrantRow, GnapError> {
         let id = interact_id.to_owned();
         let g = self
             .inner

@@ -230,19 +230,7 @@ impl Gnap {
         nonce: &str,
         cause: Cause,
     ) -> Result<InteractionView, GnapError> {
-        let id = interact_id.to_owned();
-        let g = self
-            .inner
-            .store
-            .call(move |c| Ok::<_, GnapError>(repo::grant_by_interact_id(c, &id)?))
-            .await?;
-        let g = g
-            .filter(|g| {
-                g.interact_nonce
-                    .as_deref()
-                    .is_some_and(|n| bool::from(n.as_bytes().ct_eq(nonce.as_bytes())))
-            })
-            .ok_or_else(|| GnapError::not_found("unknown interaction"))?;
+        let g = self.page_grant(interact_id, nonce).await?;
         let view = self.view(g.clone(), Vec::new()).await?;
         let redirect = |params: &[(&str, &str)]| -> Result<Option<String>, GnapError> {
             let Some(f) = &g.finish_uri else {

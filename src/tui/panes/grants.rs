@@ -12,7 +12,7 @@ use ratatui::{
     widgets::Cell,
 };
 
-use super::{Cx, List, Out, Row, Table, View};
+use super::{Cx, Out, Row, Table, View};
 use crate::{
     ase::outgoing::GrantSpent,
     control::Command,
@@ -76,12 +76,7 @@ impl Grants {
 }
 
 impl View for Grants {
-    fn list(&self) -> Option<&dyn List> {
-        Some(&self.table)
-    }
-    fn list_mut(&mut self) -> Option<&mut dyn List> {
-        Some(&mut self.table)
-    }
+    listed_by_table!();
     fn narrowed(&self) -> Option<String> {
         self.all.then(|| "all".to_owned())
     }

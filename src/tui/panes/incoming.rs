@@ -8,7 +8,7 @@ use ratatui::{
     widgets::Cell,
 };
 
-use super::{Cx, List, Out, Row, Table, View};
+use super::{Cx, Out, Row, Table, View};
 use crate::{
     ase::incoming::IncomingView,
     control::Command,
@@ -72,12 +72,7 @@ impl Incoming {
 }
 
 impl View for Incoming {
-    fn list(&self) -> Option<&dyn List> {
-        Some(&self.table)
-    }
-    fn list_mut(&mut self) -> Option<&mut dyn List> {
-        Some(&mut self.table)
-    }
+    listed_by_table!();
     fn searches_store(&self) -> bool {
         true
     }

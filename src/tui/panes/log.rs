@@ -6,7 +6,7 @@ use ratatui::{
     widgets::Cell,
 };
 
-use super::{Cx, List, Table, View};
+use super::{Cx, Table, View};
 use crate::{
     text::sanitize,
     tui::{pane::Pane, theme::Theme, widgets::table::table},
@@ -36,12 +36,7 @@ impl Log {
 }
 
 impl View for Log {
-    fn list(&self) -> Option<&dyn List> {
-        Some(&self.table)
-    }
-    fn list_mut(&mut self) -> Option<&mut dyn List> {
-        Some(&mut self.table)
-    }
+    listed_by_table!();
     /// A line has no more to it than the table shows.
     fn detail(&self, _cx: &Cx<'_>, _theme: &Theme) -> Option<(String, Vec<ratatui::text::Line<'_>>)> {
         None

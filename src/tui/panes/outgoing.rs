@@ -8,7 +8,7 @@ use ratatui::{
     widgets::Cell,
 };
 
-use super::{Cx, List, Out, Row, Table, View};
+use super::{Cx, Out, Row, Table, View};
 use crate::{
     ase::outgoing::OutgoingView,
     control::Command,
@@ -75,12 +75,7 @@ impl Outgoing {
 }
 
 impl View for Outgoing {
-    fn list(&self) -> Option<&dyn List> {
-        Some(&self.table)
-    }
-    fn list_mut(&mut self) -> Option<&mut dyn List> {
-        Some(&mut self.table)
-    }
+    listed_by_table!();
     fn searches_store(&self) -> bool {
         true
     }

@@ -17,7 +17,7 @@ use time::Duration;
 
 use std::collections::HashMap;
 
-use super::{Cx, List, Out, Row, Table, View, warn};
+use super::{Cx, Out, Row, Table, View, warn};
 use crate::{
     ase::liquidity::Direction,
     control::{
@@ -219,12 +219,7 @@ impl Peers {
 }
 
 impl View for Peers {
-    fn list(&self) -> Option<&dyn List> {
-        Some(&self.table)
-    }
-    fn list_mut(&mut self) -> Option<&mut dyn List> {
-        Some(&mut self.table)
-    }
+    listed_by_table!();
     /// Only while in view: after balance changes at most once a second, every five seconds anyway, never
     /// while a recent load is unanswered.
     fn pace(&self, _cx: &Cx<'_>) -> Option<(Pace, bool)> {

@@ -7,7 +7,7 @@ use ratatui::{
     widgets::Cell,
 };
 
-use super::{Cx, List, Row, Table, View};
+use super::{Cx, Row, Table, View};
 use crate::{
     ase::quotes::QuoteDto,
     tui::{
@@ -33,12 +33,7 @@ impl Row for QuoteDto {
 }
 
 impl View for Quotes {
-    fn list(&self) -> Option<&dyn List> {
-        Some(&self.table)
-    }
-    fn list_mut(&mut self) -> Option<&mut dyn List> {
-        Some(&mut self.table)
-    }
+    listed_by_table!();
     fn searches_store(&self) -> bool {
         true
     }

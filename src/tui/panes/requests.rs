@@ -11,7 +11,7 @@ use ratatui::{
 };
 use serde::Serialize;
 
-use super::{Cx, List, Row, Table, View};
+use super::{Cx, Row, Table, View};
 use crate::{
     events::requests::SignatureReport,
     text::sanitize,
@@ -82,12 +82,7 @@ impl Requests {
 }
 
 impl View for Requests {
-    fn list(&self) -> Option<&dyn List> {
-        Some(&self.table)
-    }
-    fn list_mut(&mut self) -> Option<&mut dyn List> {
-        Some(&mut self.table)
-    }
+    listed_by_table!();
 
     /// Draws the request log into `area`.
     fn draw(&self, _cx: &Cx<'_>, theme: &Theme, f: &mut Frame, area: Rect) {

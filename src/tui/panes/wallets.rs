@@ -7,7 +7,7 @@ use ratatui::{
     widgets::Cell,
 };
 
-use super::{Cx, List, Out, Row, Table, View, warn};
+use super::{Cx, Out, Row, Table, View, warn};
 use crate::{
     control::{
         Command,
@@ -140,12 +140,7 @@ fn submit_amount(wallet: String, deposit: bool, scale: u8, code: String, text: &
 }
 
 impl View for Wallets {
-    fn list(&self) -> Option<&dyn List> {
-        Some(&self.table)
-    }
-    fn list_mut(&mut self) -> Option<&mut dyn List> {
-        Some(&mut self.table)
-    }
+    listed_by_table!();
 
     /// Draws the wallets table into `area`.
     fn draw(&self, _cx: &Cx<'_>, theme: &Theme, f: &mut Frame, area: Rect) {

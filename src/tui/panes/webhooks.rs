@@ -13,7 +13,7 @@ use ratatui::{
 };
 use time::Duration;
 
-use super::{Cx, List, Out, Row, Table, View};
+use super::{Cx, Out, Row, Table, View};
 use crate::{
     control::Command,
     states::DeliveryState,
@@ -89,12 +89,7 @@ impl Webhooks {
 }
 
 impl View for Webhooks {
-    fn list(&self) -> Option<&dyn List> {
-        Some(&self.table)
-    }
-    fn list_mut(&mut self) -> Option<&mut dyn List> {
-        Some(&mut self.table)
-    }
+    listed_by_table!();
     fn narrowed(&self) -> Option<String> {
         self.dead_only.then(|| DeliveryState::Dead.to_string())
     }

@@ -4,15 +4,12 @@
 // sign-ins, a cross-site POST without the CSRF token, and client text with markup shown as text.
 // Skipped when no Chromium is installed (CI installs it: .ci/run).
 import assert from 'node:assert/strict'
-import { existsSync } from 'node:fs'
 import { createServer } from 'node:http'
 import { after, before, test } from 'node:test'
 import { isFinalizedGrant, isPendingGrant } from '@interledger/open-payments'
-import { chromium } from 'playwright-core'
-import { sdkClients, startOpdesk } from './harness.js'
+import { launchChromium, noChromium, sdkClients, startOpdesk } from './harness.js'
 
-const executablePath = process.env.CHROMIUM ?? '/usr/bin/chromium'
-const skip = existsSync(executablePath) ? false : `no Chromium at ${executablePath}`
+const skip = noChromium
 const PASSPHRASE = 'correct horse battery'
 
 let ase, client, browser, finish
@@ -38,11 +35,7 @@ before(async () => {
     })
     server.listen(0, '127.0.0.1', () => ok({ server, seen, base: `http://127.0.0.1:${server.address().port}` }))
   })
-  browser = await chromium.launch({
-    executablePath,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
-      '--disable-component-update', '--disable-sync']
-  })
+  browser = await launchChromium()
 })
 
 after(async () => {

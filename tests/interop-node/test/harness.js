@@ -2,7 +2,7 @@
 // PostgreSQL behind one URL: OPDESK_INTEROP_POSTGRES).
 import assert from 'node:assert/strict'
 import { spawn, spawnSync } from 'node:child_process'
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { createServer as createHttpServer } from 'node:http'
 import { connect, createServer } from 'node:net'
 import { tmpdir } from 'node:os'
@@ -16,7 +16,7 @@ import {
 
 const repo = resolve(import.meta.dirname, '../../..')
 
-async function freePort() {
+export async function freePort() {
   return new Promise((ok, fail) => {
     const s = createServer()
     s.once('error', fail)
@@ -284,4 +284,18 @@ export async function payRemote(ase, client, receiver, amounts = {}, { afterQuot
     if (Date.now() > deadline) throw new Error(`the outgoing payment did not finish: ${JSON.stringify(v.body)}`)
     await sleep(20)
   }
+}
+
+/** Debian's Chromium for the browser tests: its path (`CHROMIUM` overrides), and why a test skips without it. */
+export const chromiumPath = process.env.CHROMIUM ?? '/usr/bin/chromium'
+export const noChromium = existsSync(chromiumPath) ? false : `no Chromium at ${chromiumPath}`
+
+/** Headless Chromium, started as this machine needs it (no sandbox as root, no background connections). */
+export async function launchChromium() {
+  const { chromium } = await import('playwright-core')
+  return chromium.launch({
+    executablePath: chromiumPath,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
+      '--disable-component-update', '--disable-sync']
+  })
 }

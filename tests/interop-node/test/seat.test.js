@@ -5,30 +5,17 @@
 // Exact amounts on both desks. Skipped when no Chromium is installed (CI installs it: .ci/run).
 import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { createServer } from 'node:http'
-import { createServer as createNetServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { after, before, test } from 'node:test'
 import { createAuthenticatedClient, isFinalizedGrant, isPendingGrant } from '@interledger/open-payments'
-import { chromium } from 'playwright-core'
+import { freePort, launchChromium, noChromium } from './harness.js'
 
-const executablePath = process.env.CHROMIUM ?? '/usr/bin/chromium'
-const skip = existsSync(executablePath) ? false : `no Chromium at ${executablePath}`
+const skip = noChromium
 const bin = process.env.OPDESK_BIN ?? join(resolve(import.meta.dirname, '../../..'), 'target/debug/opdesk')
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
-
-async function freePort() {
-  return new Promise((ok, fail) => {
-    const s = createNetServer()
-    s.once('error', fail)
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address()
-      s.close(() => ok(port))
-    })
-  })
-}
 
 let dir, workshop, browser, finish, ports
 before(async () => {
@@ -58,11 +45,7 @@ before(async () => {
     const server = createServer((req, res) => res.end('back'))
     server.listen(0, '127.0.0.1', () => ok({ server, base: `http://127.0.0.1:${server.address().port}` }))
   })
-  browser = await chromium.launch({
-    executablePath,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
-      '--disable-component-update', '--disable-sync']
-  })
+  browser = await launchChromium()
 })
 
 after(async () => {
