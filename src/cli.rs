@@ -267,10 +267,10 @@ pub struct WorkshopArgs {
     /// (default: opdesk-workshop next to the default data dir).
     #[arg(long, value_name = "DIR")]
     pub dir: Option<PathBuf>,
-    /// cloud-nine's port on 127.0.0.1.
+    /// cloud-nine's port (on the --bind address).
     #[arg(long, default_value_t = 4000, value_name = "PORT")]
     pub cloud_nine_port: u16,
-    /// happy-life's port on 127.0.0.1.
+    /// happy-life's port (on the --bind address).
     #[arg(long, default_value_t = 4100, value_name = "PORT")]
     pub happy_life_port: u16,
     /// Serve without the console even on a terminal (one line per desk, then until Ctrl-C or SIGTERM).
@@ -279,6 +279,12 @@ pub struct WorkshopArgs {
     /// A class: N seats (1–60), each with its wallets, keys, owner passphrase and a handout in DIR/handout.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u8).range(1..=60))]
     pub seats: Option<u8>,
+    /// The address the desks listen on (0.0.0.0: every interface, for a room).
+    #[arg(long, default_value = "127.0.0.1", value_name = "ADDR")]
+    pub bind: std::net::IpAddr,
+    /// The host name or address the room reaches the desks by: every URL the desks and handouts give out.
+    #[arg(long, value_name = "HOST")]
+    pub public_host: Option<String>,
 }
 
 #[derive(Debug, Args)]

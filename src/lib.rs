@@ -78,6 +78,10 @@ pub async fn run(cli: Cli) -> Result<()> {
                 ports: [args.cloud_nine_port, args.happy_life_port],
                 headless: args.headless,
                 seats: args.seats.unwrap_or(0),
+                net: workshop::Net {
+                    bind: args.bind,
+                    public_host: args.public_host,
+                },
             };
             workshop::run(opts, &cli.global, &settings).await
         }

@@ -56,6 +56,49 @@ pub struct Options {
     pub headless: bool,
     /// Seats of a class (0: none), see [`seats`].
     pub seats: u8,
+    /// Where the desks listen and how the room reaches them.
+    pub net: Net,
+}
+
+/// Where the desks listen (`--bind`) and the host name the room reaches them by (`--public-host`, in every
+/// URL the desks and the handouts give out).
+#[derive(Debug, Clone)]
+pub struct Net {
+    pub bind: std::net::IpAddr,
+    pub public_host: Option<String>,
+}
+
+impl Default for Net {
+    fn default() -> Self {
+        Self {
+            bind: std::net::IpAddr::from([127, 0, 0, 1]),
+            public_host: None,
+        }
+    }
+}
+
+impl Net {
+    /// The address the desks reach each other at (ILP-over-HTTP): the bound one, or loopback when all are.
+    fn reach(&self) -> std::net::IpAddr {
+        if self.bind.is_unspecified() {
+            std::net::IpAddr::from([127, 0, 0, 1])
+        } else {
+            self.bind
+        }
+    }
+
+    /// The URL of the desk on `port` as the desks reach each other.
+    fn reach_url(&self, port: u16) -> String {
+        format!("http://{}", SocketAddr::new(self.reach(), port))
+    }
+
+    /// The public base URL of the desk on `port`.
+    fn public_url(&self, port: u16) -> String {
+        match &self.public_host {
+            Some(host) => format!("http://{host}:{port}"),
+            None => self.reach_url(port),
+        }
+    }
 }
 
 /// The default workshop dir: `opdesk-workshop` next to the data dir.
@@ -74,8 +117,8 @@ fn ilp_address(name: &str) -> String {
     format!("test.{name}")
 }
 
-/// A desk's settings: its data dir's own config.toml (written on first start), listening on `port`.
-fn desk_settings(dir: &Path, name: &str, port: u16, log_level: &str) -> Result<Settings> {
+/// A desk's settings: its data dir's own config.toml (written on first start), listening on `port` of `net`.
+fn desk_settings(dir: &Path, name: &str, port: u16, log_level: &str, net: &Net) -> Result<Settings> {
     let data = desk_dir(dir, name);
     files::private_dir(&data).wrap_err_with(|| format!("cannot create {}", data.display()))?;
     let config = data.join("config.toml");
@@ -87,9 +130,14 @@ fn desk_settings(dir: &Path, name: &str, port: u16, log_level: &str) -> Result<S
         );
         std::fs::write(&config, text).wrap_err_with(|| format!("cannot write {}", config.display()))?;
     }
-    let listen = SocketAddr::from(([127, 0, 0, 1], port));
+    let listen = SocketAddr::new(net.bind, port);
     let mut settings = Settings::for_data_dir(&data, listen).wrap_err_with(|| format!("{}", config.display()))?;
     log_level.clone_into(&mut settings.log_level);
+    settings.public_url = net.public_url(port);
+    if !net.reach().is_loopback() || net.public_host.is_some() {
+        // a room on a LAN: the desks fetch the seats' client keys (and pay each other) at private addresses
+        settings.egress.allow_private = toml::Value::Boolean(true);
+    }
     // the class's signing helper lives where the seats' client apps do
     settings.workshop_signer = name == DESKS[1].0;
     Ok(settings)
@@ -135,7 +183,8 @@ fn random_token() -> Result<String> {
 struct Link<'a> {
     other: &'a str,
     other_address: String,
-    other_port: u16,
+    /// The other's `/ilp`.
+    other_endpoint: String,
     /// What the other presents at our `/ilp`.
     incoming_token: String,
     /// What we present at the other's `/ilp`.
@@ -146,7 +195,7 @@ struct Link<'a> {
 /// (added by an earlier start) to this definition — never a second one. A peer of that name defined in
 /// config.toml is the operator's and is left alone.
 async fn ensure_peer(me: &Services, link: &Link<'_>) -> Result<()> {
-    let endpoint = format!("http://127.0.0.1:{}/ilp", link.other_port);
+    let endpoint = link.other_endpoint.clone();
     let existing = control::list_peers(me).await?;
     match existing.iter().find(|p| p.name == link.other) {
         Some(p) if p.source == "config" => {
@@ -234,7 +283,7 @@ pub async fn run(opts: Options, global: &Global, base: &Settings) -> Result<()> 
 
     let mut desks = Vec::new();
     for ((name, _), port) in DESKS.iter().zip(opts.ports) {
-        let settings = desk_settings(&opts.dir, name, port, &log_level)?;
+        let settings = desk_settings(&opts.dir, name, port, &log_level, &opts.net)?;
         let core = AppCore::open(settings.clone())
             .await
             .wrap_err_with(|| format!("cannot open the {name} desk"))?;
@@ -250,7 +299,7 @@ pub async fn run(opts: Options, global: &Global, base: &Settings) -> Result<()> 
             let l = Link {
                 other: other.name,
                 other_address: other.settings.ilp.address.clone(),
-                other_port: opts.ports[j],
+                other_endpoint: format!("{}/ilp", opts.net.reach_url(opts.ports[j])),
                 incoming_token: token(other.name, me.name),
                 outgoing_token: token(me.name, other.name),
             };
@@ -368,13 +417,13 @@ mod tests {
     #[test]
     fn a_desk_gets_its_ilp_address_once_and_keeps_the_operators_edits() {
         let dir = tempfile::tempdir().unwrap();
-        let s = desk_settings(dir.path(), "cloud-nine", 4711, "warn").unwrap();
+        let s = desk_settings(dir.path(), "cloud-nine", 4711, "warn", &Net::default()).unwrap();
         assert_eq!(s.ilp.address, "test.cloud-nine");
         assert_eq!(s.public_url, "http://127.0.0.1:4711");
         assert_eq!(s.paths.data_dir, dir.path().join("cloud-nine"));
         let config = dir.path().join("cloud-nine/config.toml");
         std::fs::write(&config, "[ilp]\naddress = \"test.elsewhere\"\n").unwrap();
-        let s = desk_settings(dir.path(), "cloud-nine", 4712, "warn").unwrap();
+        let s = desk_settings(dir.path(), "cloud-nine", 4712, "warn", &Net::default()).unwrap();
         assert_eq!((s.ilp.address.as_str(), s.listen.port()), ("test.elsewhere", 4712));
     }
 }

@@ -63,6 +63,11 @@ async fn start(dir: &Path, ports: (u16, u16)) -> Workshop {
 
 /// [`start`] with more arguments (`--seats N`).
 async fn start_with(dir: &Path, ports: (u16, u16), more: &[&str]) -> Workshop {
+    start_on(dir, ports, "127.0.0.1", more).await
+}
+
+/// [`start_with`], waiting for the desks at `host` (`--bind`).
+async fn start_on(dir: &Path, ports: (u16, u16), host: &str, more: &[&str]) -> Workshop {
     let child = Command::new(env!("CARGO_BIN_EXE_opdesk"))
         .args(["workshop", "--headless", "--dir"])
         .arg(dir)
@@ -82,7 +87,7 @@ async fn start_with(dir: &Path, ports: (u16, u16), more: &[&str]) -> Workshop {
     let child = Workshop(child);
     let deadline = Instant::now() + Duration::from_secs(30);
     for port in [ports.0, ports.1] {
-        while reqwest::get(format!("http://127.0.0.1:{port}/healthz")).await.is_err() {
+        while reqwest::get(format!("http://{host}:{port}/healthz")).await.is_err() {
             assert!(Instant::now() < deadline, "the workshop did not start on {port}");
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
@@ -356,5 +361,47 @@ async fn a_class_gets_seats_and_handouts_and_keeps_them_across_starts() {
         assert_eq!(keys["keys"].as_array().map(Vec::len), Some(1), "{keys}");
     }
     assert!(handout(dir.path(), "seat03", "card.txt").contains("passphrase: "));
+    stop(&mut child);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_room_reaches_the_desks_at_the_bound_address_by_the_public_host() {
+    opdesk::egress::install_default_crypto_provider();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("base.toml"), "").unwrap();
+    let ports = (free_port(), free_port());
+    let host = "127.0.0.2";
+    let args = ["--bind", host, "--public-host", host, "--seats", "1"];
+    let mut child = start_on(dir.path(), ports, host, &args).await;
+    let (c9, hl) = (
+        format!("http://{host}:{}", ports.0),
+        format!("http://{host}:{}", ports.1),
+    );
+    // every URL the desks give out names the public host
+    let wallet: Value = reqwest::get(format!("{c9}/seat01"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(wallet["id"], format!("{c9}/seat01"));
+    assert_eq!(wallet["authServer"], format!("{c9}/auth"));
+    assert!(handout(dir.path(), "seat01", "opdesk.bru").contains(&format!("signatureUrl: {hl}/workshop/sign")));
+    assert!(handout(dir.path(), "seat01", ".env").contains(&format!("RECEIVER={hl}/seat01-shop")));
+    // nothing listens on 127.0.0.1, and the desks pay each other at the bound address
+    assert!(
+        reqwest::get(format!("http://127.0.0.1:{}/healthz", ports.0))
+            .await
+            .is_err()
+    );
+    let nine = Desk {
+        base: c9.clone(),
+        token: std::fs::read_to_string(dir.path().join("cloud-nine/admin.token"))
+            .unwrap()
+            .trim()
+            .to_owned(),
+    };
+    let peers = nine.get("/peers").await;
+    assert_eq!(peers[0]["outgoingEndpoint"], format!("{hl}/ilp"), "{peers}");
     stop(&mut child);
 }
