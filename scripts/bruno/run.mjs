@@ -10,6 +10,11 @@
 // it, as the operator would in the console. A request passes when Bruno ran it and every one of its own tests
 // passed. Nothing of the collection is copied into this repository: it is read from the user's checkout, copied to
 // a scratch directory, and its own package.json installed there.
+//
+// `class` mode plays one seat of `opdesk workshop --seats 1` with nothing but its handout: the environment is the
+// seat's `opdesk.bru` (its wallets, its app's key, `signatureUrl` = the workshop's own signing helper), the flow is
+// `Examples/Open Payments`, and consent is given by the seat's owner on the interaction page (signing in with the
+// passphrase from `card.txt`, then Approve), as a person would in a browser.
 import { execFileSync, spawn } from 'node:child_process'
 import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { createServer } from 'node:net'
@@ -53,7 +58,7 @@ const SEQUENCE = [
 ]
 
 function usage(message) {
-  console.error(`${message}\nusage: bruno.sh COLLECTION_DIR [serve|workshop|both]`)
+  console.error(`${message}\nusage: bruno.sh COLLECTION_DIR [serve|workshop|class|both]`)
   process.exit(2)
 }
 
@@ -61,7 +66,7 @@ const [collectionArg, modeArg = 'both'] = process.argv.slice(2)
 if (!collectionArg) usage('the collection directory is missing')
 const source = resolve(collectionArg)
 if (!existsSync(join(source, 'bruno.json'))) usage(`${source} is not a Bruno collection (no bruno.json)`)
-if (!['serve', 'workshop', 'both'].includes(modeArg)) usage(`unknown mode ${modeArg}`)
+if (!['serve', 'workshop', 'class', 'both'].includes(modeArg)) usage(`unknown mode ${modeArg}`)
 const opdesk = process.env.OPDESK_BIN ?? join(repo, 'target/release/opdesk')
 if (!existsSync(opdesk)) usage(`no opdesk binary at ${opdesk} (build it, or set OPDESK_BIN)`)
 
@@ -130,12 +135,12 @@ async function startServe(work) {
 }
 
 /** Starts `opdesk workshop --headless`: cloud-nine sends; happy-life receives and holds the client wallet. */
-async function startWorkshop(work) {
+async function startWorkshop(work, more = []) {
   const dir = join(work, 'workshop')
   const [c9, hl] = [await freePort(), await freePort()]
   const child = spawn(
     opdesk,
-    ['workshop', '--headless', '--dir', dir, '--cloud-nine-port', String(c9), '--happy-life-port', String(hl)],
+    ['workshop', '--headless', '--dir', dir, '--cloud-nine-port', String(c9), '--happy-life-port', String(hl), ...more],
     { stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, RUST_LOG: process.env.RUST_LOG ?? 'warn' } }
   )
   const [sender, receiver] = [`http://127.0.0.1:${c9}`, `http://127.0.0.1:${hl}`]
@@ -150,8 +155,44 @@ async function startWorkshop(work) {
   }
 }
 
+/** Starts `opdesk workshop --headless --seats 1`: seat01 pays its shop; its handout is the environment. */
+async function startClass(work) {
+  const ase = await startWorkshop(work, ['--seats', '1'])
+  const seat = join(work, 'workshop', 'handout', 'seat01')
+  ase.handout = readFileSync(join(seat, 'opdesk.bru'), 'utf8')
+  ase.passphrase = readFileSync(join(seat, 'card.txt'), 'utf8').match(/^passphrase: (.+)$/m)[1]
+  return ase
+}
+
+/** The seat's owner approves on the interaction page at `redirect`: signs in with `passphrase`, then Approve. */
+async function approveAsOwner(redirect, passphrase) {
+  let cookie = ''
+  const send = async (init = {}) => {
+    const res = await fetch(redirect, { redirect: 'manual', ...init, headers: { ...(init.headers ?? {}), cookie } })
+    const set = res.headers.get('set-cookie')
+    if (set) cookie = set.split(';')[0]
+    return { status: res.status, html: await res.text() }
+  }
+  const csrf = (html) => html.match(/name="csrf" value="([^"]+)"/)?.[1]
+  const form = (fields) => ({
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams(fields).toString()
+  })
+  const page = await send()
+  const signIn = await send(form({ csrf: csrf(page.html), passphrase }))
+  if (signIn.status !== 303) return `sign-in answered ${signIn.status}`
+  const signedIn = await send()
+  const decided = await send(form({ csrf: csrf(signedIn.html), decision: 'approve' }))
+  return decided.status === 200 || decided.status === 303 ? 'approved by the owner on the page' : `decision answered ${decided.status}`
+}
+
 /** A Bruno environment file for `ase`: the variables the collection's requests start from. */
 async function writeEnvironment(file, ase, signatureUrl) {
+  if (ase.handout) {
+    writeFileSync(file, ase.handout.replace(/\n}\s*$/, '\n  assetCode: USD\n  assetScale: 2\n}\n'))
+    return
+  }
   const jwks = await (await fetch(`${ase.client.base}/demo-client/jwks.json`)).json()
   const pem = readFileSync(join(ase.client.dataDir, 'demo-client.pem'))
   const vars = {
@@ -233,7 +274,7 @@ async function runRequest(collection, request, envFile, report) {
 }
 
 async function runMode(mode, collection, work, signer) {
-  const ase = mode === 'serve' ? await startServe(work) : await startWorkshop(work)
+  const ase = mode === 'serve' ? await startServe(work) : mode === 'class' ? await startClass(work) : await startWorkshop(work)
   const envFile = join(work, `${mode}.bru`)
   await writeEnvironment(envFile, ase, signer.url)
   const report = join(work, 'report.json')
@@ -241,7 +282,7 @@ async function runMode(mode, collection, work, signer) {
   let passed = 0
   let total = 0
   try {
-    for (const step of SEQUENCE) {
+    for (const step of mode === 'class' ? [{ folder: 'Examples/Open Payments' }] : SEQUENCE) {
       const requests = step.request ? [step.request] : requestsOf(collection, step.folder)
       for (const request of requests) {
         const v = await runRequest(collection, request, envFile, report)
@@ -251,7 +292,9 @@ async function runMode(mode, collection, work, signer) {
         if (v.ok && v.tests === 0) line += '  (no tests)'
         if (v.notes.length > 0) line += `\n        ${v.notes.join('\n        ')}`
         const redirect = v.body?.interact?.redirect
-        if (redirect && v.body?.continue?.uri) {
+        if (redirect && v.body?.continue?.uri && ase.passphrase) {
+          line += `\n        consent: ${await approveAsOwner(redirect, ase.passphrase)}`
+        } else if (redirect && v.body?.continue?.uri) {
           const approved = approvePending(ase, v.body.continue.uri)
           line += `\n        consent: approved ${approved.join(', ') || 'nothing (none pending)'} with opdesk grants approve`
         }

@@ -31,14 +31,16 @@ pub struct SignRequest {
     request: ToSign,
 }
 
-/// The request to sign, as Bruno is about to send it.
+/// The request to sign, as Bruno is about to send it. Header values that are not text (a script's unset
+/// variable arrives as `null`) are left out; a body that is not text is signed as its compact JSON.
 #[derive(Debug, Deserialize)]
 pub struct ToSign {
     url: String,
     method: String,
-    headers: BTreeMap<String, String>,
     #[serde(default)]
-    body: Option<String>,
+    headers: BTreeMap<String, serde_json::Value>,
+    #[serde(default)]
+    body: Option<serde_json::Value>,
 }
 
 pub fn routes() -> Router<AppState> {
@@ -95,11 +97,16 @@ async fn sign(State(state): State<AppState>, Json(r): Json<SignRequest>) -> Resp
     };
     let mut headers = HeaderMap::new();
     for (k, v) in &r.request.headers {
+        let Some(v) = v.as_str() else { continue };
         if let (Ok(k), Ok(v)) = (HeaderName::from_bytes(k.as_bytes()), HeaderValue::from_str(v)) {
             headers.insert(k, v);
         }
     }
-    let body = r.request.body.unwrap_or_default();
+    let body = match r.request.body {
+        None | Some(serde_json::Value::Null) => String::new(),
+        Some(serde_json::Value::String(s)) => s,
+        Some(other) => other.to_string(),
+    };
     let created = state.clock.now().unix_timestamp();
     if let Err(e) = httpsig::sign_request(
         &method,
