@@ -99,7 +99,7 @@ impl App {
             }
             Reply::PassphraseGenerated { wallet, passphrase } => {
                 self.open_overlay(Overlay::Json(format!(
-                    "The owner of {wallet} now signs in on the interaction page to decide its grants, with\n\
+                    "The owner of {wallet} now signs in on the interaction page to decide its grants, with \
                      this passphrase. It is shown this once — hand it over now:\n\n{passphrase}"
                 )));
             }
