@@ -39,6 +39,7 @@ pub async fn run(settings: Settings, global: &Global) -> Result<()> {
         no_color: std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty()),
         keys: settings.keys.clone(),
         theme: settings.theme.clone(),
+        classroom: false,
     };
     if let Some(url) = &global.connect {
         let client = AdminClient::new(url, &cli::remote_token(global)?)?;

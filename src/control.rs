@@ -4,6 +4,7 @@
 //! given. Commands answer typed [`Error`]s and know nothing of HTTP or terminals; `dto` holds the bodies
 //! the admin API and its client share.
 
+pub mod classroom;
 pub mod command;
 pub mod dto;
 pub mod events;

@@ -19,6 +19,7 @@
 //! [`backup()`] copies the database consistently while a server keeps writing to it (SQLite's online backup).
 
 mod backup;
+pub mod classroom;
 pub mod consent;
 pub mod db;
 pub mod grants;

@@ -40,6 +40,7 @@ use crate::events::DomainEvent;
 use app::{App, Effect, Msg, ServerInfo};
 use desk::{Desk, Feed};
 use keymap::Keymap;
+use pane::Pane;
 use theme::Theme;
 
 /// Options of the console.
@@ -49,6 +50,8 @@ pub struct Options {
     pub no_color: bool,
     pub keys: BTreeMap<String, String>,
     pub theme: BTreeMap<String, String>,
+    /// A class is watched: the console opens on the Classroom, which is a tab.
+    pub classroom: bool,
 }
 
 /// The view model for the server `info` at `now`, with keymap and theme from `opts` (warnings go to the
@@ -58,6 +61,10 @@ pub fn build(info: ServerInfo, now: OffsetDateTime, opts: &Options) -> (App, The
     let (theme, theme_warnings) = Theme::load(opts.no_color, &opts.theme);
     warnings.extend(theme_warnings);
     let mut app = App::new(info, keymap, opts.readonly, now);
+    if opts.classroom {
+        app.classroom = true;
+        app.pane = Pane::Classroom;
+    }
     if !warnings.is_empty() {
         app.flash(app::Level::Warn, warnings.join("; "));
     }

@@ -5,7 +5,7 @@
 
 use std::{
     collections::HashMap,
-    sync::{Arc, RwLock},
+    sync::{Arc, Mutex, RwLock},
 };
 
 use ed25519_dalek::SigningKey;
@@ -117,6 +117,9 @@ pub struct Wallets {
     /// writer, so it invalidates the cache on every change; reads on the request path (every signed request)
     /// skip the store.
     cache: Arc<RwLock<Cache>>,
+    /// When each wallet's address document was first fetched since this server started (the Classroom
+    /// pane's "wallet read"): one entry per existing wallet at most. Not money, not kept across restarts.
+    first_reads: Arc<Mutex<HashMap<String, time::OffsetDateTime>>>,
 }
 
 #[derive(Debug, Default)]
@@ -165,7 +168,25 @@ impl Wallets {
             clock,
             public_url: crate::names::base_url(public_url).into(),
             cache: Arc::new(RwLock::new(Cache::default())),
+            first_reads: Arc::default(),
         }
+    }
+
+    /// Someone fetched `w`'s wallet address document (`GET /{name}`).
+    pub fn note_read(&self, w: &Wallet) {
+        if let Ok(mut reads) = self.first_reads.lock()
+            && !reads.contains_key(&w.name)
+        {
+            reads.insert(w.name.clone(), self.clock.now());
+        }
+    }
+
+    /// Every wallet whose document was fetched since this server started, with when it first was.
+    pub fn first_reads(&self) -> Vec<(String, time::OffsetDateTime)> {
+        self.first_reads
+            .lock()
+            .map(|r| r.iter().map(|(n, t)| (n.clone(), *t)).collect())
+            .unwrap_or_default()
     }
 
     fn forget(&self, name: &str) {

@@ -366,6 +366,7 @@ pub async fn run(opts: Options, global: &Global, base: &Settings) -> Result<()> 
                 no_color: std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty()),
                 keys: base.keys.clone(),
                 theme: base.theme.clone(),
+                classroom: opts.seats > 0,
             };
             let r = tui::run(desks, opts, logs, shutdown.clone()).await;
             shutdown.cancel();

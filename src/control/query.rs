@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{
     Error, Services,
+    classroom::SeatProgress,
     dto::{Listed, Overview, PaymentFilter, PeerView, ServerView, WalletDetail, WalletSummary},
 };
 use crate::{
@@ -98,6 +99,8 @@ pub enum Query {
     Request {
         id: String,
     },
+    /// A class's seats and the steps of the flow each has taken here (`opdesk workshop --seats N`).
+    Classroom,
 }
 
 /// `Found` with one variant per payload, and [`Found::body`]: the payload alone as JSON.
@@ -143,11 +146,12 @@ found! {
     Peer(Box<PeerView>),
     Requests(Listed<RequestSummary>),
     Request(Box<RequestDetail>),
+    Classroom(Vec<SeatProgress>),
 }
 
 /// Reads what `q` asks for.
 pub async fn answer(s: &Services, q: Query) -> Result<Found, Error> {
-    use super::{grants, payments, peers, views, wallets};
+    use super::{classroom, grants, payments, peers, views, wallets};
     Ok(match q {
         Query::Overview => Found::Overview(Box::new(views::overview(s).await?)),
         Query::Server => Found::Server(views::server_view(s)),
@@ -171,6 +175,7 @@ pub async fn answer(s: &Services, q: Query) -> Result<Found, Error> {
             rows.iter_mut().for_each(|d| d.body.clear());
             Found::Webhooks(rows)
         }
+        Query::Classroom => Found::Classroom(classroom::progress(s).await?),
         Query::Peers => Found::Peers(peers::list_peers(s).await?),
         Query::Peer { name } => Found::Peer(Box::new(peers::show_peer(s, &name).await?)),
         Query::Requests { .. } | Query::Request { .. } => {

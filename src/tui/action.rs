@@ -79,7 +79,7 @@ impl Action {
     /// Parses a name from `[keys]`.
     pub fn from_name(name: &str) -> Option<Self> {
         if let Some(p) = name.strip_prefix("goto-") {
-            return Pane::ALL.iter().copied().find(|x| x.name() == p).map(Self::Goto);
+            return Pane::EVERY.iter().copied().find(|x| x.name() == p).map(Self::Goto);
         }
         serde_json::from_value(serde_json::Value::String(name.to_owned())).ok()
     }

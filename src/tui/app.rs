@@ -75,6 +75,8 @@ pub enum Reply {
     },
     /// The ILP peers.
     Peers(Vec<PeerView>),
+    /// The class's seats and how far each has come.
+    Classroom(Vec<crate::control::classroom::SeatProgress>),
     /// Another desk is in view: its header, and the desks.
     Switched(ServerInfo, DeskList),
     Done(String),
@@ -155,6 +157,8 @@ pub struct App {
     pub load_at: HashMap<Pane, OffsetDateTime>,
     /// The desks a console over several ASEs switches between (none: it shows one).
     pub desks: Option<DeskList>,
+    /// A class is watched (`opdesk workshop --seats N`): the Classroom is a tab.
+    pub classroom: bool,
     pub stale: HashSet<Pane>,
     pub command_history: Vec<String>,
     /// Terminal size.
@@ -182,7 +186,8 @@ impl App {
             history: History::default(),
             load_at: HashMap::new(),
             desks: None,
-            stale: Pane::ALL.iter().copied().collect(),
+            classroom: false,
+            stale: Pane::EVERY.iter().copied().collect(),
             command_history: Vec::new(),
             size: (80, 24),
             disconnected: None,
@@ -204,6 +209,11 @@ impl App {
     }
 
     /// What pane `p` reads of the chrome.
+    /// The panes the tab bar shows.
+    pub fn tabs(&self) -> &'static [Pane] {
+        Pane::tabs(self.classroom)
+    }
+
     pub fn cx(&self, p: Pane) -> Cx<'_> {
         Cx {
             now: self.now,
@@ -403,6 +413,8 @@ impl App {
                 Vec::new()
             }
             Msg::Elsewhere(desk, e) => {
+                // a class spans the desks
+                self.stale.insert(Pane::Classroom);
                 let text = format!("{}: {}", desk, events::describe_event(&e));
                 let level = match e {
                     DomainEvent::OutgoingPaymentFailed { .. } => Level::Warn,
@@ -497,7 +509,10 @@ pub fn tab_label(p: Pane, app: &App) -> String {
     } else {
         String::new()
     };
-    format!(" {} {}{} ", p.digit(), p.title(), badge)
+    match p.digit() {
+        Some(d) => format!(" {d} {}{badge} ", p.title()),
+        None => format!(" {}{badge} ", p.title()),
+    }
 }
 
 /// The tab bar's labels for a bar `width` columns wide: every title when they fit; else the pane in view in
@@ -506,13 +521,13 @@ pub fn tab_labels(app: &App, width: u16) -> Vec<(Pane, String)> {
     let fits = |labels: &[(Pane, String)]| {
         labels.iter().map(|(_, l)| l.chars().count() + 1).sum::<usize>() <= usize::from(width)
     };
-    let full: Vec<_> = Pane::ALL.iter().map(|p| (*p, tab_label(*p, app))).collect();
+    let tabs = app.tabs();
+    let full: Vec<_> = tabs.iter().map(|p| (*p, tab_label(*p, app))).collect();
     if fits(&full) {
         return full;
     }
     let short = |letters: usize| -> Vec<(Pane, String)> {
-        Pane::ALL
-            .iter()
+        tabs.iter()
             .map(|p| {
                 if *p == app.pane {
                     return (*p, tab_label(*p, app));
@@ -522,11 +537,11 @@ pub fn tab_labels(app: &App, width: u16) -> Vec<(Pane, String)> {
                 } else {
                     String::new()
                 };
-                let title: String = p.title().chars().take(letters).collect();
-                let label = if letters == 0 {
-                    format!("{}{badge}", p.digit())
-                } else {
-                    format!("{} {title}{badge}", p.digit())
+                let title: String = p.title().chars().take(letters.max(3)).collect();
+                let label = match p.digit() {
+                    Some(d) if letters == 0 => format!("{d}{badge}"),
+                    Some(d) => format!("{d} {title}{badge}"),
+                    None => title,
                 };
                 (*p, label)
             })

@@ -63,6 +63,7 @@ async fn load<D: Desk>(d: &D, l: Load) -> Answer<Reply> {
             first: page,
         },
         Pane::Peers => Query::Peers,
+        Pane::Classroom => Query::Classroom,
         Pane::Requests | Pane::Log => return Ok(Reply::Done(String::new())),
     };
     Ok(match d.ask(query).await? {
@@ -95,6 +96,7 @@ async fn load<D: Desk>(d: &D, l: Load) -> Answer<Reply> {
             Reply::Webhooks { rows, next, append }
         }
         Found::Peers(p) => Reply::Peers(p),
+        Found::Classroom(c) => Reply::Classroom(c),
         _ => return Err(unexpected()),
     })
 }

@@ -1,8 +1,9 @@
 //! The desk switcher: one console over several ASEs (`opdesk workshop`'s two). [`Desks`] is itself a
 //! [`Desk`] that runs every operation on the desk in view, generic over the desks' own implementation (in
-//! process or attached), so nothing else in the console knows there is more than one. Its feed follows
-//! every desk: the one in view passes through; of the others only the events an operator would want to hear
-//! about (payments finishing, grants waiting) come through as [`Feed::Elsewhere`], for the flash line.
+//! process or attached), so nothing else in the console knows there is more than one — except the classroom
+//! query, which every desk answers for its part of the class. Its feed follows every desk: the one in view
+//! passes through; of the others only the events an operator would want to hear about (payments finishing,
+//! grants waiting) come through as [`Feed::Elsewhere`], for the flash line.
 
 use std::sync::{
     Arc,
@@ -126,8 +127,19 @@ impl<D: Desk> Desk for Desks<D> {
         rx
     }
 
+    /// On the desk in view, except the classroom: a class spans every desk, so each answers for its part.
     async fn ask(&self, q: Query) -> Answer<Found> {
-        self.active().ask(q).await
+        if q != Query::Classroom {
+            return self.active().ask(q).await;
+        }
+        let mut parts = Vec::new();
+        for (_, desk) in &self.inner.desks {
+            match desk.ask(Query::Classroom).await? {
+                Found::Classroom(p) => parts.push(p),
+                _ => return Err(DeskError::Refused("an unexpected answer".into())),
+            }
+        }
+        Ok(Found::Classroom(crate::control::classroom::merge(parts)))
     }
 
     async fn run(&self, cmd: Command) -> Answer<Outcome> {

@@ -334,9 +334,9 @@ impl Default for Keymap {
                 true,
             ),
         ];
-        for p in Pane::ALL.iter() {
+        for (p, digit) in Pane::ALL.iter().filter_map(|p| Some((p, p.digit()?))) {
             v.push(Binding {
-                keys: vec![Key::ch(p.digit())],
+                keys: vec![Key::ch(digit)],
                 scope: G,
                 action: Goto(*p),
                 description: match p {
@@ -350,6 +350,7 @@ impl Default for Keymap {
                     Pane::Log => "go to Log",
                     Pane::Webhooks => "go to Webhooks",
                     Pane::Peers => "go to Peers (liquidity, credit, settlements, traffic)",
+                    Pane::Classroom => "go to Classroom",
                 },
                 dangerous: false,
                 hint: false,

@@ -39,9 +39,12 @@ pub enum Pane {
     Log,
     Webhooks,
     Peers,
+    /// A class's seats (`opdesk workshop --seats N`): not a numbered pane; a tab while a class is watched.
+    Classroom,
 }
 
 impl Pane {
+    /// The numbered panes, in tab order.
     pub const ALL: [Pane; 10] = [
         Pane::Overview,
         Pane::Wallets,
@@ -55,6 +58,26 @@ impl Pane {
         Pane::Peers,
     ];
 
+    /// Every pane: the numbered ones, then the Classroom.
+    pub const EVERY: [Pane; 11] = [
+        Pane::Overview,
+        Pane::Wallets,
+        Pane::Incoming,
+        Pane::Grants,
+        Pane::Outgoing,
+        Pane::Quotes,
+        Pane::Requests,
+        Pane::Log,
+        Pane::Webhooks,
+        Pane::Peers,
+        Pane::Classroom,
+    ];
+
+    /// The panes the tab bar shows, in order: the numbered ones, and the Classroom while a class is watched.
+    pub fn tabs(classroom: bool) -> &'static [Pane] {
+        if classroom { &Self::EVERY } else { &Self::ALL }
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             Self::Overview => "overview",
@@ -67,6 +90,7 @@ impl Pane {
             Self::Log => "log",
             Self::Webhooks => "webhooks",
             Self::Peers => "peers",
+            Self::Classroom => "classroom",
         }
     }
 
@@ -82,29 +106,31 @@ impl Pane {
             Self::Log => "Log",
             Self::Webhooks => "Webhooks",
             Self::Peers => "Peers",
+            Self::Classroom => "Classroom",
         }
     }
 
-    pub fn index(self) -> usize {
-        Self::ALL.iter().position(|p| *p == self).unwrap_or(0)
+    /// The number key that shows it: `1`…`9`, then `0` for the tenth; none for the Classroom.
+    pub fn digit(self) -> Option<char> {
+        let i = Self::ALL.iter().position(|p| *p == self)?;
+        char::from_digit(u32::try_from((i + 1) % 10).ok()?, 10)
     }
 
-    /// The number key that shows it: `1`…`9`, then `0` for the tenth.
-    pub fn digit(self) -> char {
-        let n = u32::try_from((self.index() + 1) % 10).unwrap_or(0);
-        char::from_digit(n, 10).unwrap_or('0')
+    /// The tab after it among `tabs` (the first after the last).
+    pub fn next(self, tabs: &[Pane]) -> Pane {
+        let i = tabs.iter().position(|p| *p == self).unwrap_or(0);
+        tabs[(i + 1) % tabs.len().max(1)]
     }
 
-    pub fn next(self) -> Pane {
-        Self::ALL[(self.index() + 1) % Self::ALL.len()]
-    }
-
-    pub fn prev(self) -> Pane {
-        Self::ALL[(self.index() + Self::ALL.len() - 1) % Self::ALL.len()]
+    /// The tab before it among `tabs`.
+    pub fn prev(self, tabs: &[Pane]) -> Pane {
+        let n = tabs.len().max(1);
+        let i = tabs.iter().position(|p| *p == self).unwrap_or(0);
+        tabs[(i + n - 1) % n]
     }
 
     pub fn from_name(name: &str) -> Option<Pane> {
-        Self::ALL
+        Self::EVERY
             .iter()
             .copied()
             .find(|p| p.name() == name || p.name().starts_with(name) && !name.is_empty())

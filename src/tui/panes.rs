@@ -16,6 +16,7 @@ macro_rules! listed_by_table {
     };
 }
 
+pub mod classroom;
 pub mod grants;
 pub mod incoming;
 pub mod list;
@@ -217,6 +218,7 @@ pub struct Panes {
     pub log: log::Log,
     pub webhooks: webhooks::Webhooks,
     pub peers: peers::Peers,
+    pub classroom: classroom::Classroom,
 }
 
 impl Panes {
@@ -232,6 +234,7 @@ impl Panes {
             Pane::Log => &self.log,
             Pane::Webhooks => &self.webhooks,
             Pane::Peers => &self.peers,
+            Pane::Classroom => &self.classroom,
         }
     }
 
@@ -247,6 +250,7 @@ impl Panes {
             Pane::Log => &mut self.log,
             Pane::Webhooks => &mut self.webhooks,
             Pane::Peers => &mut self.peers,
+            Pane::Classroom => &mut self.classroom,
         }
     }
 

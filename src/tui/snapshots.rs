@@ -886,3 +886,55 @@ fn the_prompt_edits_like_a_line_editor_at_80x24() {
         "no prompt: paste does nothing"
     );
 }
+
+/// A class of 30 in mid-flow: each seat a step further than the one before it (in fives), seat 1 paid twice.
+fn class_of_thirty() -> Vec<crate::control::classroom::SeatProgress> {
+    use crate::control::classroom::{Done, SeatProgress};
+    let start = crate::clock::ts("2026-11-21T11:40:00Z");
+    (1..=30u8)
+        .map(|n| {
+            let mut p = SeatProgress {
+                seat: n,
+                steps: [None; 6],
+                approved_by_owner: 0,
+            };
+            let taken = usize::from(n.div_ceil(5)).min(6);
+            for (i, slot) in p.steps.iter_mut().enumerate().take(taken) {
+                let secs = i64::from(n) * 11 + i64::try_from(i).unwrap() * 97;
+                *slot = Some(Done {
+                    first_at: start + time::Duration::seconds(secs),
+                    count: if n == 1 && i == 5 { 2 } else { 1 },
+                });
+            }
+            if taken >= 5 {
+                p.approved_by_owner = 1;
+            }
+            p
+        })
+        .collect()
+}
+
+#[test]
+fn the_classroom_of_thirty_at_both_sizes() {
+    let mut a = App::new(info(), Keymap::default(), false, now());
+    a.classroom = true;
+    goto(&mut a, Pane::Classroom);
+    insta::assert_snapshot!("classroom_empty_80x24", draw(&a, 80, 24));
+    a.update(Msg::Reply(Reply::Classroom(class_of_thirty())));
+    let small = draw(&a, 80, 24);
+    assert!(
+        small.contains("Classroom [5/30 paid] [5 waiting for their owner]"),
+        "{small}"
+    );
+    insta::assert_snapshot!("classroom_loaded_80x24", small);
+    insta::assert_snapshot!("classroom_loaded_120x40", draw(&a, 120, 40));
+    // the cursor scrolls the seats below the fold into view, and the detail says who approved
+    for _ in 0..27 {
+        a.act(super::action::Action::Down);
+    }
+    insta::assert_snapshot!("classroom_scrolled_80x24", draw(&a, 80, 24));
+    a.act(super::action::Action::Open);
+    let detail = draw(&a, 120, 40);
+    assert!(detail.contains("by the owner on the interaction page"), "{detail}");
+    insta::assert_snapshot!("classroom_detail_120x40", detail);
+}

@@ -18,6 +18,7 @@ use serde::{Deserialize, Serialize};
 use crate::{
     control::{
         self, Command, Services,
+        classroom::{app_name, seat_name, shop_name},
         command::OwnerPassphrase,
         dto::{AddKey, CreateWallet, KeyAdded, Move},
     },
@@ -52,11 +53,6 @@ pub struct Seat {
 #[derive(Debug, Default, Serialize, Deserialize)]
 struct Kept {
     passphrases: BTreeMap<String, String>,
-}
-
-/// The name of seat `n`: `seat07`.
-pub fn seat_name(n: u8) -> String {
-    format!("seat{n:02}")
 }
 
 fn handout_dir(dir: &Path, seat: &str) -> PathBuf {
@@ -137,8 +133,8 @@ pub async fn provision(
         }
         kept.passphrases.insert(name.clone(), passphrase.clone());
         // the shop, and the client app with its key (kept in the handout)
-        ensure_wallet(happy_life, &format!("{name}-shop")).await?;
-        let app = format!("{name}-app");
+        ensure_wallet(happy_life, &shop_name(n)).await?;
+        let app = app_name(n);
         ensure_wallet(happy_life, &app).await?;
         let (key_id, pem) = app_key(dir, &name, &app, happy_life).await?;
         out.push(Seat {

@@ -5,6 +5,7 @@
 
 mod admin_api;
 mod architecture;
+mod classroom;
 mod cli;
 mod common;
 mod compat;

@@ -39,6 +39,7 @@ async fn document(
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     let w = state.wallets.get(&name).await?;
+    state.wallets.note_read(&w);
     if !state.spsp.enabled() {
         return Ok(cacheable(&state, state.wallets.document(&w)));
     }

@@ -155,8 +155,8 @@ impl App {
                 )));
                 Vec::new()
             }
-            Action::NextPane => self.act(Action::Goto(self.pane.next())),
-            Action::PrevPane => self.act(Action::Goto(self.pane.prev())),
+            Action::NextPane => self.act(Action::Goto(self.pane.next(self.tabs()))),
+            Action::PrevPane => self.act(Action::Goto(self.pane.prev(self.tabs()))),
             Action::Goto(p) => self.goto(p),
             Action::Up => self.move_selection(|s, _| s.saturating_sub(1)),
             Action::Down => self.move_selection(|s, _| s + 1),

@@ -56,9 +56,11 @@ impl App {
             self.on_request(&e);
             return Vec::new();
         }
-        // a durable event may have queued a webhook delivery (the pane reloads at its own pace)
+        // a durable event may have queued a webhook delivery or moved a seat of a class (both panes reload at
+        // their own pace)
         if e.is_durable() {
             self.stale.insert(Pane::Webhooks);
+            self.stale.insert(Pane::Classroom);
         }
         if self.frozen {
             self.missed += 1;

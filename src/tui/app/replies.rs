@@ -25,7 +25,7 @@ impl App {
         if self.stale.contains(&p) && !paced && !matches!(p, Pane::Requests | Pane::Log) {
             out.push(self.load(p));
         }
-        for p in Pane::ALL {
+        for p in Pane::EVERY {
             out.extend(self.reload_if_due(p));
         }
         out
@@ -84,6 +84,11 @@ impl App {
             Reply::Peers(rows) => {
                 p.peers.table.set(rows, None, false);
                 p.peers.on_loaded(self.now);
+            }
+            Reply::Classroom(rows) => {
+                if let Some(text) = p.classroom.on_loaded(rows) {
+                    self.flash(Level::Info, text);
+                }
             }
             Reply::Switched(info, desks) => return self.switched(info, desks),
             Reply::Done(text) => {

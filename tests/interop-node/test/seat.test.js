@@ -156,4 +156,28 @@ test('seat 07 pays its shop across ILP with only its handout, its owner approvin
   }
   assert.equal(balance.balance, 10000 - 1234)
   assert.equal(balance.pendingDebits, 0)
+
+  // the instructor's Classroom: each desk tells its part of seat 07's flow, in the order it was taken
+  const part = async (name, port) => {
+    const token = readFileSync(join(dir, name, 'admin.token'), 'utf8').trim()
+    const r = await fetch(`http://127.0.0.1:${port}/admin/queries`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ query: 'classroom' })
+    })
+    assert.equal(r.status, 200)
+    const found = await r.json()
+    assert.equal(found.found, 'classroom')
+    return found.value.find((s) => s.seat === 7)
+  }
+  const taken = (p) => p.steps.map((s) => (s === null ? '-' : '+')).join(' ')
+  // wallet read, incoming, quote, grant, approved, paid
+  const home = await part('cloud-nine', ports[0])
+  assert.equal(taken(home), '+ - + + + +', JSON.stringify(home))
+  assert.deepEqual(home.steps.slice(2).map((s) => s.count), [1, 1, 1, 1])
+  assert.equal(home.approvedByOwner, 1)
+  const at = home.steps.filter((s) => s !== null).map((s) => Date.parse(s.firstAt))
+  assert.deepEqual(at, [...at].sort((a, b) => a - b), 'the steps came in the order of the flow')
+  const shopPart = await part('happy-life', ports[1])
+  assert.equal(taken(shopPart), '+ + - - - -', JSON.stringify(shopPart))
 })
