@@ -76,10 +76,10 @@ impl Step {
     /// The step in words, as "waiting for …" reads it.
     pub fn words(self) -> &'static str {
         match self {
-            Self::WalletRead => "read the wallet address",
-            Self::Incoming => "create an incoming payment",
-            Self::Quote => "get a quote",
-            Self::GrantRequested => "request the outgoing grant",
+            Self::WalletRead => "its app to read the wallet address",
+            Self::Incoming => "an incoming payment on its shop",
+            Self::Quote => "a quote",
+            Self::GrantRequested => "its app to request the outgoing-payment grant",
             Self::Approved => "the owner's approval",
             Self::Paid => "the payment to complete",
         }
