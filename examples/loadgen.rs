@@ -35,7 +35,8 @@ use serde_json::json;
 mod support;
 
 use support::{
-    BoxError, RunPeer, cpu_time, demo_key, grant_token, ilp_connection, percentile, require_loopback, ticks_per_sec,
+    BoxError, RunPeer, cpu_time, demo_key, grant_token, ilp_connection, machine_busy, percentile, require_loopback,
+    ticks_per_sec,
 };
 
 /// Upper bound on requests per worker, so every loop is bounded in count as well as in time.
@@ -319,10 +320,14 @@ async fn run(args: Args) -> Result<(), BoxError> {
     let cpu = tokio::spawn(async move {
         let server = || (!server_pids.is_empty()).then(|| cpu_of(&server_pids)).flatten();
         tokio::time::sleep_until(measure_from.into()).await;
-        let start = (server(), cpu_time(me, ticks));
+        let start = (server(), cpu_time(me, ticks), machine_busy(ticks));
         tokio::time::sleep_until(deadline.into()).await;
         let used = |from: Option<Duration>, to: Option<Duration>| Some(to?.saturating_sub(from?));
-        (used(start.0, server()), used(start.1, cpu_time(me, ticks)))
+        (
+            used(start.0, server()),
+            used(start.1, cpu_time(me, ticks)),
+            used(start.2, machine_busy(ticks)),
+        )
     });
     let mut handles = Vec::with_capacity(args.connections);
     for conn in connections {
@@ -358,7 +363,7 @@ async fn run(args: Args) -> Result<(), BoxError> {
         bodies.extend(s.error_bodies);
     }
     latencies.sort_unstable();
-    let (server_cpu, own_cpu) = cpu.await?;
+    let (server_cpu, own_cpu, machine_cpu) = cpu.await?;
     if let Some(peer) = &peer {
         peer.remove(&plain).await;
     }
@@ -403,6 +408,7 @@ async fn run(args: Args) -> Result<(), BoxError> {
     };
     let cpu_per_request = per_request(server_cpu);
     let own_per_request = per_request(own_cpu);
+    let machine_per_request = per_request(machine_cpu);
     let cpu_share = server_cpu.map_or_else(
         || "n/a".to_owned(),
         |cpu| format!("{:.2} cores", cpu.as_secs_f64() / window),
@@ -410,6 +416,9 @@ async fn run(args: Args) -> Result<(), BoxError> {
     println!("throughput: {rps:.0} requests/s");
     println!("server CPU: {cpu_per_request} per request ({cpu_share} busy)");
     println!("load generator CPU: {own_per_request} per request (it shares the machine with the server)");
+    println!(
+        "whole machine CPU: {machine_per_request} per request (server, generator and anything else, e.g. PostgreSQL)"
+    );
     println!(
         "latency: mean {mean:.2} ms, p50 {}, p90 {}, p99 {}, max {}",
         ms(p50),
@@ -422,7 +431,7 @@ async fn run(args: Args) -> Result<(), BoxError> {
         println!("  error: {}", b.chars().take(300).collect::<String>());
     }
     println!(
-        "SUMMARY | {} | {} conns | {} s (+{} s warm-up) | {rps:.0} req/s | CPU {cpu_per_request}/req | generator CPU {own_per_request}/req | p50 {} | p90 {} | p99 {} | max {} | {ok} ok | {errors_all} errors ({by_status}) |",
+        "SUMMARY | {} | {} conns | {} s (+{} s warm-up) | {rps:.0} req/s | CPU {cpu_per_request}/req | generator CPU {own_per_request}/req | machine CPU {machine_per_request}/req | p50 {} | p90 {} | p99 {} | max {} | {ok} ok | {errors_all} errors ({by_status}) |",
         args.workload.describe(),
         args.connections,
         args.duration_secs,

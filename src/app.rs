@@ -400,9 +400,16 @@ pub async fn serve_with(
     tokio::spawn(prune_events(core.state.services.clone(), shutdown.clone()));
     let spsp_reports = tokio::spawn(report_spsp(core.state.spsp.clone(), shutdown.clone()));
     if let Some(w) = &core.wakers {
-        // several nodes on one database: every node's events and peer changes reach this one
-        store::notify::listen(core.state.settings.store.url.clone(), w.clone(), shutdown.clone())
-            .wrap_err("cannot start listening for other nodes' changes")?;
+        // several nodes on one database: every node's events and peer changes reach this one, and what
+        // they change that this one caches is forgotten here
+        let coherence = core.store.coherence().clone();
+        store::notify::listen(
+            core.state.settings.store.url.clone(),
+            w.clone(),
+            coherence,
+            shutdown.clone(),
+        )
+        .wrap_err("cannot start listening for other nodes' changes")?;
         let (bus, store) = (core.state.bus.clone(), core.store.clone());
         tokio::spawn(crate::control::events::follow_outbox(
             bus,

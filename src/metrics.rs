@@ -191,6 +191,12 @@ impl Metrics {
             "PostgreSQL jobs that lost several serialization races and then ran alone",
             store.exclusive.clone(),
         );
+        registry.register(
+            "opdesk_store_caches_trusted",
+            "1 while this node serves wallets, keys and tokens from memory (always on SQLite; on PostgreSQL while \
+             it hears the other nodes' changes), 0 while it reads them from the database",
+            store.caches_trusted.clone(),
+        );
         let wal = &store.wal;
         registry.register(
             "opdesk_store_wal_bytes",

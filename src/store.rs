@@ -25,7 +25,9 @@ pub mod db;
 pub mod grants;
 pub mod ledger;
 pub mod meta;
+mod meters;
 mod migrations;
+pub use meters::Meters;
 pub mod notify;
 pub mod outbox;
 pub mod payments;
@@ -283,45 +285,7 @@ pub struct Store {
     joiner: std::sync::Arc<std::sync::Mutex<Vec<thread::JoinHandle<()>>>>,
     meters: Meters,
     postgres: bool,
-}
-
-/// How busy the store thread is, for the metrics: the jobs waiting for it and how long each one took.
-#[derive(Debug, Clone)]
-pub struct Meters {
-    /// Jobs sent and not yet started.
-    pub queue_depth: prometheus_client::metrics::gauge::Gauge,
-    /// Seconds each job (one transaction, or one read) held the connection.
-    pub job_seconds: prometheus_client::metrics::histogram::Histogram,
-    /// Jobs per commit group (1: a job ran by itself).
-    pub group_jobs: prometheus_client::metrics::histogram::Histogram,
-    /// PostgreSQL transactions run again after losing a serialization race.
-    pub retries: prometheus_client::metrics::counter::Counter,
-    /// PostgreSQL jobs that lost [`OPTIMISTIC_ATTEMPTS`] races and then ran alone.
-    pub exclusive: prometheus_client::metrics::counter::Counter,
-    /// SQLite: the WAL's size and checkpoints.
-    pub wal: wal::WalMeters,
-}
-
-/// Store job durations: 10 µs to 2.5 s.
-const JOB_BUCKETS: [f64; 17] = [
-    0.000_01, 0.000_025, 0.000_05, 0.000_1, 0.000_25, 0.000_5, 0.001, 0.002_5, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
-    0.5, 1.0, 2.5,
-];
-
-/// Commit group sizes: 1 to [`MAX_GROUP`].
-const GROUP_BUCKETS: [f64; 7] = [1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0];
-
-impl Default for Meters {
-    fn default() -> Self {
-        Self {
-            queue_depth: prometheus_client::metrics::gauge::Gauge::default(),
-            job_seconds: prometheus_client::metrics::histogram::Histogram::new(JOB_BUCKETS),
-            group_jobs: prometheus_client::metrics::histogram::Histogram::new(GROUP_BUCKETS),
-            retries: prometheus_client::metrics::counter::Counter::default(),
-            exclusive: prometheus_client::metrics::counter::Counter::default(),
-            wal: wal::WalMeters::default(),
-        }
-    }
+    coherence: notify::Coherence,
 }
 
 /// What [`Store::open`] found.
@@ -408,6 +372,7 @@ impl Store {
         let store = Self {
             tx,
             joiner: std::sync::Arc::new(std::sync::Mutex::new(vec![handle])),
+            coherence: notify::Coherence::single(meters.caches_trusted.clone()),
             meters,
             postgres: false,
         };
@@ -463,6 +428,7 @@ impl Store {
         let store = Self {
             tx,
             joiner: std::sync::Arc::new(std::sync::Mutex::new(handles)),
+            coherence: notify::Coherence::cluster(meters.caches_trusted.clone()),
             meters,
             postgres: true,
         };
@@ -472,6 +438,11 @@ impl Store {
     /// Whether the store is PostgreSQL (else the SQLite file of the data dir).
     pub fn is_postgres(&self) -> bool {
         self.postgres
+    }
+
+    /// Whether the caches of what other nodes may change can be trusted, and who forgets what when told.
+    pub fn coherence(&self) -> &notify::Coherence {
+        &self.coherence
     }
 
     /// The store thread's queue depth and job durations.

@@ -22,7 +22,11 @@ use crate::{
     ledger::{self, AccountKind, LedgerError},
     money::{Asset, MoneyError},
     names::{BadName, validate_name},
-    store::{self, Store, outbox, wallets as repo},
+    store::{
+        self, Store,
+        notify::{self, Forget},
+        outbox, wallets as repo,
+    },
 };
 
 #[derive(Debug, thiserror::Error)]
@@ -113,9 +117,10 @@ pub struct Wallets {
     clock: SharedClock,
     /// Public base URL without a trailing slash.
     public_url: Arc<str>,
-    /// Wallets and their keys as last read (SQLite only, see [`Wallets::cached`]). This service is their only
-    /// writer, so it invalidates the cache on every change; reads on the request path (every signed request)
-    /// skip the store.
+    /// Wallets and their keys as last read, while the store's [`Coherence`](store::notify::Coherence) trusts
+    /// caches. This service is their only writer: it forgets what it changes, and on PostgreSQL tells every
+    /// other node to forget it too (in the change's transaction). Reads on the request path (every signed
+    /// request) skip the store.
     cache: Arc<RwLock<Cache>>,
     /// When each wallet's address document was first fetched since this server started (the Classroom
     /// pane's "wallet read"): one entry per existing wallet at most. Not money, not kept across restarts.
@@ -132,6 +137,23 @@ struct Cache {
 }
 
 impl Cache {
+    /// Forgets wallet `name` (every wallet: `None`); a read that began before does not fill the cache after.
+    fn forget(lock: &RwLock<Self>, name: Option<&str>) {
+        if let Ok(mut c) = lock.write() {
+            c.generation += 1;
+            match name {
+                Some(n) => {
+                    c.wallets.remove(n);
+                    c.keys.remove(n);
+                }
+                None => {
+                    c.wallets.clear();
+                    c.keys.clear();
+                }
+            }
+        }
+    }
+
     /// Remembers what a read that began at `generation` found, unless a change came in between.
     fn fill<T>(
         map: impl FnOnce(&mut Self) -> &mut HashMap<String, T>,
@@ -162,12 +184,19 @@ fn check_public_name(p: Option<&str>) -> Result<(), WalletError> {
 
 impl Wallets {
     pub fn new(store: Store, bus: EventBus, clock: SharedClock, public_url: &str) -> Self {
+        let cache: Arc<RwLock<Cache>> = Arc::default();
+        let told = cache.clone();
+        store.coherence().on_forget(move |what| match what {
+            Forget::Wallet(name) => Cache::forget(&told, Some(name)),
+            Forget::All => Cache::forget(&told, None),
+            Forget::Grant(_) => {}
+        });
         Self {
             store,
             bus,
             clock,
             public_url: crate::names::base_url(public_url).into(),
-            cache: Arc::new(RwLock::new(Cache::default())),
+            cache,
             first_reads: Arc::default(),
         }
     }
@@ -190,18 +219,14 @@ impl Wallets {
     }
 
     fn forget(&self, name: &str) {
-        if let Ok(mut c) = self.cache.write() {
-            c.generation += 1;
-            c.wallets.remove(name);
-            c.keys.remove(name);
-        }
+        Cache::forget(&self.cache, Some(name));
     }
 
-    /// Whether reads are kept: with one process as the only writer (SQLite). Several nodes on PostgreSQL
-    /// write behind each other's back, so each reads wallets and keys from the database every time: a key
-    /// removed on one node is refused on every node as soon as the removal commits.
+    /// Whether reads may be kept and served from memory: always in one process (SQLite); on PostgreSQL while
+    /// this node hears the others' changes, so that a key removed on one node is refused on every node as
+    /// soon as the removal commits.
     fn cached(&self) -> bool {
-        !self.store.is_postgres()
+        self.store.coherence().trusted()
     }
 
     fn generation(&self) -> u64 {
@@ -290,6 +315,7 @@ impl Wallets {
                 if !repo::set_public_name(&tx, &n, public_name.as_deref())? {
                     return Err(WalletError::NotFound(n.clone()));
                 }
+                notify::tell_forget(&tx, &Forget::Wallet(n.clone()))?;
                 let row = repo::by_name(&tx, &n)?.ok_or_else(|| WalletError::NotFound(n.clone()))?;
                 tx.commit()?;
                 Ok(row)
@@ -337,7 +363,9 @@ impl Wallets {
     }
 
     pub async fn get(&self, name: &str) -> Result<Wallet, WalletError> {
-        if let Some(w) = self.cache.read().ok().and_then(|c| c.wallets.get(name).cloned()) {
+        if self.cached()
+            && let Some(w) = self.cache.read().ok().and_then(|c| c.wallets.get(name).cloned())
+        {
             return Ok(w);
         }
         let generation = self.generation();
@@ -383,7 +411,9 @@ impl Wallets {
 
     /// The wallet's published keys as cached: the same `Arc` until they change (every signed request asks).
     pub async fn keys_shared(&self, name: &str) -> Result<Arc<Jwks>, WalletError> {
-        if let Some(k) = self.cache.read().ok().and_then(|c| c.keys.get(name).cloned()) {
+        if self.cached()
+            && let Some(k) = self.cache.read().ok().and_then(|c| c.keys.get(name).cloned())
+        {
             return Ok(k);
         }
         let generation = self.generation();
@@ -438,6 +468,7 @@ impl Wallets {
                     kid: stored.kid.clone(),
                 };
                 let recorded = outbox::append(&tx, now, event)?;
+                notify::tell_forget(&tx, &Forget::Wallet(n.clone()))?;
                 repo::insert_key(
                     &tx,
                     &repo::KeyRow {
@@ -481,6 +512,7 @@ impl Wallets {
                         kid: k.clone(),
                     });
                 }
+                notify::tell_forget(&tx, &Forget::Wallet(n.clone()))?;
                 let recorded = outbox::append(
                     &tx,
                     now,

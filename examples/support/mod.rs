@@ -199,3 +199,14 @@ pub async fn grant_token(client: &SignedClient, base: &str, access: Value) -> Re
         .ok_or_else(|| format!("no access_token.value in the grant: {body}"))?
         .to_owned())
 }
+
+/// The whole machine's busy CPU time so far (every core: user, nice, system, irq, softirq, steal; from
+/// `/proc/stat`): over a window, what the server, the generator and anything else (PostgreSQL) used.
+pub fn machine_busy(ticks_per_sec: f64) -> Option<Duration> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    let line = stat.lines().next()?.strip_prefix("cpu ")?;
+    let f: Vec<u64> = line.split_whitespace().filter_map(|v| v.parse().ok()).collect();
+    // user nice system idle iowait irq softirq steal
+    let busy = f.first()? + f.get(1)? + f.get(2)? + f.get(5)? + f.get(6)? + f.get(7).copied().unwrap_or(0);
+    Some(Duration::from_secs_f64(busy as f64 / ticks_per_sec))
+}

@@ -30,7 +30,11 @@ use crate::{
     ids,
     settings::{ConsentSettings, GnapSettings},
     states::GrantState,
-    store::{self, Store, grants as repo, outbox},
+    store::{
+        self, Store, grants as repo,
+        notify::{self, Forget},
+        outbox,
+    },
     wallet::{Wallet, Wallets},
 };
 
@@ -38,6 +42,8 @@ use crate::{
 mod consent;
 mod tokens;
 mod views;
+
+use tokens::TokenCache;
 
 pub use consent::{COOKIE, OwnerPage, OwnerStep, Refusal};
 pub use tokens::TokenInfo;
@@ -56,15 +62,7 @@ struct Inner {
     settings: GnapSettings,
     consent: ConsentSettings,
     public_url: String,
-    token_cache: Mutex<TokenCache>,
-}
-
-/// Live tokens by hash, as last read, with when they were read; `generation` is bumped by every
-/// invalidation, so that a read which began before a revocation never puts the token back.
-#[derive(Default)]
-struct TokenCache {
-    live: HashMap<String, (Arc<TokenInfo>, Instant)>,
-    generation: u64,
+    token_cache: Arc<Mutex<TokenCache>>,
 }
 
 /// The authorization server service. Cheap to clone.
@@ -195,6 +193,18 @@ impl Gnap {
                  Use this only for demos and tests."
             );
         }
+        let token_cache: Arc<Mutex<TokenCache>> = Arc::default();
+        let told = token_cache.clone();
+        store.coherence().on_forget(move |what| {
+            let grant = match what {
+                Forget::Grant(id) => Some(id.as_str()),
+                Forget::All => None,
+                Forget::Wallet(_) => return,
+            };
+            if let Ok(mut cache) = told.lock() {
+                cache.forget(grant);
+            }
+        });
         Self {
             inner: Arc::new(Inner {
                 store,
@@ -204,7 +214,7 @@ impl Gnap {
                 settings,
                 consent,
                 public_url: crate::names::base_url(public_url),
-                token_cache: Mutex::new(TokenCache::default()),
+                token_cache,
             }),
         }
     }
@@ -665,6 +675,7 @@ impl Gnap {
                     });
                 }
                 let tokens = repo::revoke_tokens_of_grant(&tx, &id, now)?;
+                notify::tell_forget(&tx, &Forget::Grant(id.clone()))?;
                 step(
                     &tx,
                     &id,

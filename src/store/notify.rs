@@ -1,9 +1,18 @@
 //! What one node tells the others through PostgreSQL's `LISTEN`/`NOTIFY`: the channels, the statement a
-//! transaction runs to notify one at its commit, and the listener thread that wakes this node's followers.
+//! transaction runs to notify one at its commit, and the listener thread that wakes this node's followers and
+//! keeps its caches coherent ([`Coherence`]: what to forget, and whether the caches may be trusted at all).
 //! On SQLite there is one process, and nothing to tell.
 
-use std::{sync::Arc, thread, time::Duration};
+use std::{
+    sync::{
+        Arc, Mutex,
+        atomic::{AtomicBool, Ordering},
+    },
+    thread,
+    time::Duration,
+};
 
+use prometheus_client::metrics::gauge::Gauge;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
@@ -19,17 +28,147 @@ pub enum Channel {
     Events,
     /// Peers were added, changed or removed.
     Peers,
+    /// What a node changed that other nodes may hold in a cache (the payload: a [`Forget`]).
+    Caches,
 }
 
 impl Channel {
-    const ALL: [Self; 2] = [Self::Events, Self::Peers];
+    const ALL: [Self; 3] = [Self::Events, Self::Peers, Self::Caches];
 
     /// The PostgreSQL channel's name.
     pub fn name(self) -> &'static str {
         match self {
             Self::Events => "opdesk_events",
             Self::Peers => "opdesk_peers",
+            Self::Caches => "opdesk_caches",
         }
+    }
+}
+
+/// What a cache must forget because a node changed it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Forget {
+    /// A wallet address (its document or its keys), by name.
+    Wallet(String),
+    /// The tokens of a grant, by grant id (revoked, rotated, or the grant revoked).
+    Grant(String),
+    /// Everything (notifications may have been missed).
+    All,
+}
+
+impl Forget {
+    fn payload(&self) -> String {
+        match self {
+            Self::Wallet(n) => format!("wallet:{n}"),
+            Self::Grant(id) => format!("grant:{id}"),
+            Self::All => "all".to_owned(),
+        }
+    }
+
+    /// A notification's payload; anything unknown forgets everything.
+    fn parse(payload: &str) -> Self {
+        match payload.split_once(':') {
+            Some(("wallet", n)) => Self::Wallet(n.to_owned()),
+            Some(("grant", id)) => Self::Grant(id.to_owned()),
+            _ => Self::All,
+        }
+    }
+}
+
+/// Tells every node (this one included) to forget `what` once the caller's transaction commits. Nothing on
+/// SQLite, where the one process forgets what it changes itself.
+pub fn tell_forget(conn: &Connection, what: &Forget) -> Result<(), Error> {
+    if conn.is_postgres() {
+        conn.query_row(
+            "SELECT pg_notify(CAST(?1 AS TEXT), CAST(?2 AS TEXT))",
+            [Channel::Caches.name(), &what.payload()],
+            |_| Ok(()),
+        )?;
+    }
+    Ok(())
+}
+
+type Forgetter = Box<dyn Fn(&Forget) + Send + Sync>;
+
+/// Whether this node's caches of what other nodes may change (wallets, keys, tokens) can be trusted, and
+/// who forgets what when told. A single process (SQLite) always can. A node of several (PostgreSQL) can only
+/// while its listener hears the others: until it first connects, and from the moment its connection breaks
+/// until it is back — when every cache forgets everything, since changes may have been missed — the caches
+/// are neither read nor filled, and every read goes to the database.
+#[derive(Clone)]
+pub struct Coherence {
+    inner: Arc<CoherenceInner>,
+}
+
+struct CoherenceInner {
+    hearing: AtomicBool,
+    forgetters: Mutex<Vec<Forgetter>>,
+    /// `hearing` for the metrics.
+    gauge: Gauge,
+}
+
+impl std::fmt::Debug for Coherence {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Coherence")
+            .field("trusted", &self.trusted())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Coherence {
+    /// One process alone: caches are always trusted (`gauge` says 1).
+    pub fn single(gauge: Gauge) -> Self {
+        Self::new(true, gauge)
+    }
+
+    /// One node of several: caches are trusted only while the listener hears the others (`gauge` says so).
+    pub fn cluster(gauge: Gauge) -> Self {
+        Self::new(false, gauge)
+    }
+
+    fn new(hearing: bool, gauge: Gauge) -> Self {
+        gauge.set(i64::from(hearing));
+        Self {
+            inner: Arc::new(CoherenceInner {
+                hearing: AtomicBool::new(hearing),
+                forgetters: Mutex::new(Vec::new()),
+                gauge,
+            }),
+        }
+    }
+
+    /// Whether caches may be read and filled now.
+    pub fn trusted(&self) -> bool {
+        self.inner.hearing.load(Ordering::Acquire)
+    }
+
+    /// `f` forgets what it is told to (it must not block: the listener calls it).
+    pub fn on_forget(&self, f: impl Fn(&Forget) + Send + Sync + 'static) {
+        if let Ok(mut v) = self.inner.forgetters.lock() {
+            v.push(Box::new(f));
+        }
+    }
+
+    /// Makes every cache forget `what`.
+    pub fn forget(&self, what: &Forget) {
+        if let Ok(v) = self.inner.forgetters.lock() {
+            for f in v.iter() {
+                f(what);
+            }
+        }
+    }
+
+    /// The listener hears the others (again): forget everything from before, then trust.
+    fn hearing(&self) {
+        self.forget(&Forget::All);
+        self.inner.hearing.store(true, Ordering::Release);
+        self.inner.gauge.set(1);
+    }
+
+    /// The listener lost the others: stop trusting at once.
+    fn deaf(&self) {
+        self.inner.hearing.store(false, Ordering::Release);
+        self.inner.gauge.set(0);
     }
 }
 
@@ -52,15 +191,14 @@ pub struct Wakers {
 impl Wakers {
     fn of(&self, channel: Channel) -> &Notify {
         match channel {
-            Channel::Events => &self.events,
+            Channel::Events | Channel::Caches => &self.events,
             Channel::Peers => &self.peers,
         }
     }
 
     fn wake_all(&self) {
-        for c in Channel::ALL {
-            self.of(c).notify_one();
-        }
+        self.events.notify_one();
+        self.peers.notify_one();
     }
 }
 
@@ -72,7 +210,12 @@ const RECONNECT_MAX: Duration = Duration::from_secs(30);
 /// Listens on every [`Channel`] with a connection of its own, on a thread of its own, and wakes `wakers`
 /// until `stop` is cancelled. A broken connection is made again with backoff; everything is woken then,
 /// since notifications may have been missed meanwhile (followers read what they missed from the database).
-pub fn listen(url: String, wakers: Wakers, stop: CancellationToken) -> std::io::Result<thread::JoinHandle<()>> {
+pub fn listen(
+    url: String,
+    wakers: Wakers,
+    coherence: Coherence,
+    stop: CancellationToken,
+) -> std::io::Result<thread::JoinHandle<()>> {
     thread::Builder::new().name("opdesk-pg-listen".into()).spawn(move || {
         let names: Vec<&str> = Channel::ALL.iter().map(|c| c.name()).collect();
         let mut pause = Duration::from_millis(250);
@@ -87,14 +230,18 @@ pub fn listen(url: String, wakers: Wakers, stop: CancellationToken) -> std::io::
                 }
             };
             pause = Duration::from_millis(250);
+            coherence.hearing();
             wakers.wake_all();
             while !stop.is_cancelled() {
                 match listener.wait(TICK) {
-                    Ok(channels) if channels.is_empty() && listener.is_closed() => break,
-                    Ok(channels) => {
+                    Ok(heard) if heard.is_empty() && listener.is_closed() => break,
+                    Ok(heard) => {
+                        for (_, payload) in heard.iter().filter(|(c, _)| c == Channel::Caches.name()) {
+                            coherence.forget(&Forget::parse(payload));
+                        }
                         for c in Channel::ALL
                             .into_iter()
-                            .filter(|c| channels.iter().any(|n| n == c.name()))
+                            .filter(|c| *c != Channel::Caches && heard.iter().any(|(n, _)| n == c.name()))
                         {
                             wakers.of(c).notify_one();
                         }
@@ -105,7 +252,9 @@ pub fn listen(url: String, wakers: Wakers, stop: CancellationToken) -> std::io::
                     }
                 }
             }
+            coherence.deaf();
         }
+        coherence.deaf();
     })
 }
 

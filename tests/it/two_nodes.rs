@@ -500,3 +500,124 @@ fn counter_changes_count_at_once_and_fold_into_their_rows() {
     assert_eq!(seen, ((1, 5), 2, (1, 5), 0, 5));
     store.close();
 }
+
+/// Whether `node` serves wallets, keys and tokens from memory now (its `opdesk_store_caches_trusted`).
+async fn trusts_caches(node: &Proc) -> bool {
+    let text = reqwest::get(format!("{}/metrics", node.base))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("opdesk_store_caches_trusted "))
+        .unwrap_or_else(|| panic!("no caches gauge in {text}"));
+    line.ends_with(" 1")
+}
+
+/// An incoming-payment token for `base` (through whichever node) and its grant's id (asked of `node`).
+async fn incoming_token(c: &SignedClient, base: &str, node: &Proc) -> (String, String) {
+    let token = crate::common::grant_token(c, base, json!([{"type": "incoming-payment", "actions": ["create"]}])).await;
+    let (_, grants) = admin(node, Method::GET, "/grants?state=finalized").await;
+    let newest = grants
+        .as_array()
+        .unwrap()
+        .iter()
+        .max_by_key(|g| g["createdAt"].as_str().unwrap_or_default().to_owned())
+        .expect("a finalized grant");
+    (token, newest["id"].as_str().unwrap().to_owned())
+}
+
+/// The status of an incoming payment created for bob with `token`, through whichever node the proxy picks
+/// (403: the token is not live; 401: the signature does not verify).
+async fn create_status(c: &SignedClient, base: &str, token: &str) -> u16 {
+    let r = c
+        .send(
+            Method::POST,
+            &format!("{base}/incoming-payments"),
+            Some(token),
+            Some(&json!({"walletAddress": format!("{base}/bob")})),
+        )
+        .await
+        .unwrap();
+    r.status
+}
+
+/// Each node keeps wallets, keys and tokens in memory, and forgets them the moment another node changes them
+/// (PostgreSQL `NOTIFY` in the change's transaction): a grant revoked on A is refused on B at once, with B's
+/// listener connection up; with it killed (B stops trusting its caches until it hears the others again, and
+/// then forgets everything); and a client key removed on A no longer verifies on B.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn caches_forget_at_once_what_another_node_changed() {
+    if postgres().is_none() {
+        return;
+    }
+    let Nodes { dir_a, a, b, proxy, .. } = Nodes::start("[metrics]\nenabled = true\n").await;
+    let base = proxy.url.clone();
+    let c = || client(dir_a.path());
+    eventually("B hears the other nodes", || trusts_caches(&b)).await;
+
+    // B serves the token, the client's key and bob from memory after the first create
+    let (token, grant) = incoming_token(&c(), &base, &a).await;
+    proxy.to(TO_B);
+    for _ in 0..3 {
+        assert_eq!(create_status(&c(), &base, &token).await, 201);
+    }
+    let (s, _) = admin(&a, Method::POST, &format!("/grants/{grant}/revoke")).await;
+    assert_eq!(s, 200);
+    assert_eq!(
+        create_status(&c(), &base, &token).await,
+        403,
+        "revoked on A: refused on B at once"
+    );
+
+    // B's listener connection killed: B stops trusting its caches at once, and refuses what A revokes
+    proxy.to(ALTERNATE);
+    let (token, grant) = incoming_token(&c(), &base, &a).await;
+    proxy.to(TO_B);
+    assert_eq!(create_status(&c(), &base, &token).await, 201);
+    let b_pid = b.child.id();
+    let url = postgres().unwrap();
+    let killed = tokio::task::spawn_blocking(move || {
+        let mut pg = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+        let name = format!("opdesk-listen-{b_pid}");
+        pg.query(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1",
+            &[&name],
+        )
+        .unwrap()
+        .len()
+    })
+    .await
+    .unwrap();
+    assert!(killed >= 1, "B's listener was found and killed");
+    // (B connects again within a second: this checks whichever it is in, deaf or hearing anew)
+    let (s, _) = admin(&a, Method::POST, &format!("/grants/{grant}/revoke")).await;
+    assert_eq!(s, 200);
+    assert_eq!(
+        create_status(&c(), &base, &token).await,
+        403,
+        "revoked on A while B's listener was down"
+    );
+    eventually("B hears the other nodes again", || trusts_caches(&b)).await;
+    assert_eq!(create_status(&c(), &base, &token).await, 403);
+
+    // a key removed on A: B no longer verifies signatures made with it
+    proxy.to(ALTERNATE);
+    let (token, _) = incoming_token(&c(), &base, &a).await;
+    proxy.to(TO_B);
+    assert_eq!(create_status(&c(), &base, &token).await, 201);
+    let kid = opdesk::httpsig::jwk::thumbprint(
+        &opdesk::httpsig::jwk::from_pkcs8_pem(&std::fs::read_to_string(dir_a.path().join("demo-client.pem")).unwrap())
+            .unwrap()
+            .verifying_key(),
+    );
+    let (s, body) = admin(&a, Method::DELETE, &format!("/wallets/demo-client/keys/{kid}")).await;
+    assert!(s < 300, "{s}: {body}");
+    assert_eq!(
+        create_status(&c(), &base, &token).await,
+        401,
+        "a key removed on A no longer verifies on B"
+    );
+}

@@ -102,6 +102,7 @@ impl Gnap {
                 if !repo::revoke_token(&tx, &t.id, now)? {
                     return Err(GnapError::unauthorized_client("invalid access token"));
                 }
+                notify::tell_forget(&tx, &Forget::Grant(g.id.to_string()))?;
                 let (new, value) = this.new_token(&g.id, Some(t.id.clone()), now)?;
                 repo::insert_token(&tx, &new)?;
                 let mut rotated = token_detail(&new);
@@ -135,6 +136,7 @@ impl Gnap {
                 let tx = store::immediate(conn)?;
                 let (t, _) = repo::token_with_grant(&tx, &id)?.ok_or_else(|| GnapError::not_found("unknown token"))?;
                 let recorded = if repo::revoke_token(&tx, &t.id, now)? {
+                    notify::tell_forget(&tx, &Forget::Grant(t.grant_id.to_string()))?;
                     step(&tx, &t.grant_id, now, StepKind::TokenRevoked, &cause, &token_detail(&t))?;
                     let event = DomainEvent::TokenRevoked {
                         grant_id: t.grant_id.clone().into(),
@@ -154,8 +156,7 @@ impl Gnap {
 
     pub(super) fn invalidate_grant(&self, grant_id: &str) {
         if let Ok(mut cache) = self.inner.token_cache.lock() {
-            cache.generation += 1;
-            cache.live.retain(|_, (info, _)| info.grant_id != grant_id);
+            cache.forget(Some(grant_id));
         }
     }
 
@@ -164,8 +165,9 @@ impl Gnap {
     pub async fn introspect(&self, value: &str) -> Result<Option<Arc<TokenInfo>>, GnapError> {
         let hash = ids::sha256_hex(value);
         let now = self.now();
+        let trusted = self.inner.store.coherence().trusted();
         let generation = match self.inner.token_cache.lock() {
-            Ok(cache) => {
+            Ok(cache) if trusted => {
                 if let Some((info, at)) = cache.live.get(&hash)
                     && at.elapsed() < TOKEN_CACHE_TTL
                 {
@@ -173,7 +175,7 @@ impl Gnap {
                 }
                 Some(cache.generation)
             }
-            Err(_) => None,
+            _ => None,
         };
         let h = hash.clone();
         let found = self
@@ -199,9 +201,9 @@ impl Gnap {
             expires_at: t.created_at + Duration::seconds(t.expires_in),
             owner_approved: g.interactive,
         });
-        // several nodes on PostgreSQL revoke behind each other's back: each reads every token from the
-        // database, so a revocation holds on every node as soon as it commits
-        if !self.inner.store.is_postgres()
+        // kept only while the coherence trusts caches (and a read that began before a revocation, here or told
+        // by another node, does not put the token back)
+        if self.inner.store.coherence().trusted()
             && let Ok(mut cache) = self.inner.token_cache.lock()
             && Some(cache.generation) == generation
         {
@@ -211,5 +213,26 @@ impl Gnap {
             cache.live.insert(hash, (info.clone(), Instant::now()));
         }
         Ok((info.expires_at > now).then_some(info))
+    }
+}
+
+/// Live tokens by hash, as last read, with when they were read; `generation` is bumped by every
+/// invalidation, so that a read which began before a revocation never puts the token back. Kept while the
+/// store's coherence trusts caches: on PostgreSQL, a node that revokes or rotates tells every node to forget
+/// the grant's tokens (in the revocation's transaction).
+#[derive(Default)]
+pub(super) struct TokenCache {
+    live: HashMap<String, (Arc<TokenInfo>, Instant)>,
+    generation: u64,
+}
+
+impl TokenCache {
+    /// Forgets the tokens of grant `id` (every token: `None`).
+    pub(super) fn forget(&mut self, grant: Option<&str>) {
+        self.generation += 1;
+        match grant {
+            Some(id) => self.live.retain(|_, (info, _)| info.grant_id != id),
+            None => self.live.clear(),
+        }
     }
 }

@@ -208,23 +208,28 @@ pub struct Listener(postgres::Client);
 impl Listener {
     /// Connects to `url` and listens on `channels` (names PostgreSQL takes as identifiers).
     pub fn connect(url: &str, channels: &[&str]) -> Result<Self> {
-        let mut client = postgres::Client::connect(url, postgres::NoTls)?;
+        let mut config: postgres::Config = url.parse()?;
+        // named, so that an operator (or a test) can tell the listener from the store's connections
+        config.application_name(&format!("opdesk-listen-{}", std::process::id()));
+        let mut client = config.connect(postgres::NoTls)?;
         for c in channels {
             client.batch_execute(&format!("LISTEN {c}"))?;
         }
         Ok(Self(client))
     }
 
-    /// The channels notified within `timeout` (none when it passed), each once, gathered from the
-    /// notifications that arrived together.
-    pub fn wait(&mut self, timeout: std::time::Duration) -> Result<Vec<String>> {
+    /// The notifications that arrived within `timeout` (none when it passed), with what had arrived with
+    /// them: each channel once with an empty payload (a wake-up), and every one with a payload (the caches'
+    /// channel names what to forget).
+    pub fn wait(&mut self, timeout: std::time::Duration) -> Result<Vec<(String, String)>> {
         use postgres::fallible_iterator::FallibleIterator as _;
-        let mut out: Vec<String> = Vec::new();
+        let mut out: Vec<(String, String)> = Vec::new();
         let mut got = self.0.notifications();
         let mut iter = got.timeout_iter(timeout);
         while let Some(n) = iter.next()? {
-            if !out.iter().any(|c| c == n.channel()) {
-                out.push(n.channel().to_owned());
+            let heard = (n.channel().to_owned(), n.payload().to_owned());
+            if !heard.1.is_empty() || !out.contains(&heard) {
+                out.push(heard);
             }
             // take what else has arrived already, without waiting again
             if iter.size_hint().0 == 0 {
