@@ -1,10 +1,11 @@
 //! What the load examples share: the loopback check, percentiles, a process's CPU time, a peer added for a
-//! run, STREAM connections into incoming payments, and non-interactive grants.
+//! run, STREAM connections into incoming payments, non-interactive grants, and a desk's balances.
 #![allow(dead_code)]
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
-use http::Method;
+use http::{HeaderMap, HeaderValue, Method, header};
 use opdesk::client::SignedClient;
 use serde_json::{Value, json};
 
@@ -209,4 +210,116 @@ pub fn machine_busy(ticks_per_sec: f64) -> Option<Duration> {
     // user nice system idle iowait irq softirq steal
     let busy = f.first()? + f.get(1)? + f.get(2)? + f.get(5)? + f.get(6)? + f.get(7).copied().unwrap_or(0);
     Some(Duration::from_secs_f64(busy as f64 / ticks_per_sec))
+/// Microseconds as milliseconds with one decimal.
+pub fn ms(us: u32) -> String {
+    format!("{:.1}", f64::from(us) / 1000.0)
+}
+
+/// `p50 / p90 / p99 / max` of `v` (µs), in ms.
+pub fn spread(v: &mut [u32]) -> [String; 4] {
+    v.sort_unstable();
+    let max = v.last().copied().unwrap_or(0);
+    [percentile(v, 50.0), percentile(v, 90.0), percentile(v, 99.0), max].map(ms)
+}
+
+/// Each wallet's (posted balance, pending debits) on one desk.
+pub type Balances = BTreeMap<String, (i64, i64)>;
+
+/// One desk's admin API (its URL from `server.json`, its token from the data dir), for checks around a run.
+pub struct DeskAdmin {
+    url: String,
+    token: String,
+}
+
+impl DeskAdmin {
+    pub fn of(data_dir: &std::path::Path) -> Option<Self> {
+        let record = opdesk::owner::read_record(data_dir)?;
+        let token = opdesk::app::read_admin_token(&data_dir.join("admin.token"))?;
+        require_loopback(&record.admin).ok()?;
+        Some(Self {
+            url: record.admin.trim_end_matches('/').to_owned(),
+            token,
+        })
+    }
+
+    /// Each wallet's (posted balance, pending debits).
+    pub async fn balances(&self, http: &opdesk::egress::Egress) -> Result<Balances, BoxError> {
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            header::AUTHORIZATION,
+            HeaderValue::from_str(&format!("Bearer {}", self.token))?,
+        );
+        headers.insert(header::ACCEPT, HeaderValue::from_static("application/json"));
+        let r = http
+            .send(
+                Method::GET,
+                &format!("{}/admin/balances", self.url),
+                headers,
+                Vec::new(),
+            )
+            .await?;
+        let v: Value = serde_json::from_slice(&r.body)?;
+        let mut out = BTreeMap::new();
+        for b in v.as_array().ok_or("the balances are not a list")? {
+            if let Some(w) = b["wallet"].as_str() {
+                let e: &mut (i64, i64) = out.entry(w.to_owned()).or_default();
+                e.0 += b["balance"].as_i64().unwrap_or(0);
+                e.1 += b["pendingDebits"].as_i64().unwrap_or(0);
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// One payment for [`check_ledgers`]: the paying wallet and what it sent, the paid wallet and what it received.
+pub struct Paid {
+    pub wallet_name: String,
+    pub shop_name: String,
+    pub sent: i64,
+    pub received: i64,
+}
+
+/// How long the ledgers may take to release what a payment had reserved and did not send.
+const SETTLE_WAIT: Duration = Duration::from_secs(15);
+
+/// The ledger check after payments from wallets of desk `desks.0` to wallets of `desks.1`, balances taken
+/// `before`: each payer went down by exactly what it sent, nothing left reserved; each payee up by exactly what
+/// it received. The problems found.
+pub async fn check_ledgers(
+    http: &opdesk::egress::Egress,
+    desks: &(DeskAdmin, DeskAdmin),
+    before: &(Balances, Balances),
+    paid: &[Paid],
+) -> Result<Vec<String>, BoxError> {
+    let until = std::time::Instant::now() + SETTLE_WAIT;
+    let mut after;
+    loop {
+        after = desks.0.balances(http).await?;
+        let reserved = paid.iter().any(|p| after.get(&p.wallet_name).is_some_and(|b| b.1 != 0));
+        if !reserved || std::time::Instant::now() > until {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let shops_after = desks.1.balances(http).await?;
+    let mut problems = Vec::new();
+    for p in paid {
+        let (b0, a) = (before.0.get(&p.wallet_name), after.get(&p.wallet_name));
+        match (b0, a) {
+            (Some(b0), Some(a)) if b0.0 - a.0 == p.sent && a.1 == 0 => {}
+            _ => problems.push(format!(
+                "{}: balance {b0:?} → {a:?} (balance, reserved), sent {}",
+                p.wallet_name, p.sent
+            )),
+        }
+        let (s0, s) = (before.1.get(&p.shop_name), shops_after.get(&p.shop_name));
+        match (s0, s) {
+            (Some(s0), Some(s)) if s.0 - s0.0 == p.received => {}
+            _ => problems.push(format!(
+                "{}: balance {s0:?} → {s:?}, received {}",
+                p.shop_name, p.received
+            )),
+        }
+    }
+    Ok(problems)
 }

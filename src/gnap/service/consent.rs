@@ -88,6 +88,22 @@ fn new_csrf() -> Result<String, GnapError> {
     ids::random_secret(24).map_err(|e| GnapError::internal(&e))
 }
 
+/// The passphrase checks that may run at once in this process (every desk of a workshop shares it). Each check
+/// takes tens of milliseconds of a core and 19 MiB; a class signing in at the same instant waits here for its
+/// turn instead of taking every core from the requests being served.
+fn hashing_slots() -> &'static tokio::sync::Semaphore {
+    static SLOTS: std::sync::OnceLock<tokio::sync::Semaphore> = std::sync::OnceLock::new();
+    SLOTS.get_or_init(|| {
+        let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
+        tokio::sync::Semaphore::new(slots_for(cores))
+    })
+}
+
+/// Half the cores, at least one.
+fn slots_for(cores: usize) -> usize {
+    cores.div_ceil(2).max(1)
+}
+
 fn same(a: &str, b: &str) -> bool {
     bool::from(a.as_bytes().ct_eq(b.as_bytes()))
 }
@@ -263,9 +279,11 @@ impl Gnap {
             return Ok(Err(Refusal::TooMany));
         };
         let typed = passphrase.to_owned();
+        let slot = hashing_slots().acquire().await.map_err(|e| GnapError::internal(&e))?;
         let ok = tokio::task::spawn_blocking(move || passphrase::verify(&typed, &hash))
             .await
             .map_err(|e| GnapError::internal(&e))?;
+        drop(slot);
         if !ok {
             tracing::warn!(grant = %g.id, wallet = %owner.name, "a failed sign-in on the interaction page");
             return Ok(Err(Refusal::WrongPassphrase));
@@ -322,5 +340,20 @@ impl Gnap {
             .call(move |c| Ok::<_, GnapError>(consent::close_grant(c, &id)?))
             .await?;
         Ok(Ok(self.interaction(interact_id, nonce, cause).await?))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn passphrase_checks_run_one_at_least_and_half_the_cores_at_most() {
+        let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
+        let slots = hashing_slots().available_permits();
+        assert!(
+            slots >= 1 && slots <= cores.div_ceil(2),
+            "{slots} slots on {cores} cores"
+        );
     }
 }
