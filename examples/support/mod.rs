@@ -210,6 +210,8 @@ pub fn machine_busy(ticks_per_sec: f64) -> Option<Duration> {
     // user nice system idle iowait irq softirq steal
     let busy = f.first()? + f.get(1)? + f.get(2)? + f.get(5)? + f.get(6)? + f.get(7).copied().unwrap_or(0);
     Some(Duration::from_secs_f64(busy as f64 / ticks_per_sec))
+}
+
 /// Microseconds as milliseconds with one decimal.
 pub fn ms(us: u32) -> String {
     format!("{:.1}", f64::from(us) / 1000.0)
