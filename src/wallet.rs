@@ -328,11 +328,15 @@ impl Wallets {
     /// Sets (`Some`) or removes (`None`) the owner passphrase of wallet `name`: its owner then decides its
     /// grants on the interaction page (`[consent] decide`). Only the Argon2id hash is kept. True when the
     /// wallet had or now has one.
-    pub async fn set_owner_passphrase(&self, name: &str, passphrase: Option<String>) -> Result<bool, WalletError> {
+    pub async fn set_owner_passphrase(
+        &self,
+        name: &str,
+        passphrase: Option<(String, crate::passphrase::Origin)>,
+    ) -> Result<bool, WalletError> {
         let hash = match passphrase {
-            Some(p) => {
+            Some((p, origin)) => {
                 crate::passphrase::check_shape(&p)?;
-                let h = tokio::task::spawn_blocking(move || crate::passphrase::hash(&p))
+                let h = tokio::task::spawn_blocking(move || crate::passphrase::hash(&p, origin))
                     .await
                     .map_err(|e| crate::passphrase::PassphraseError::Hash(e.to_string()))??;
                 Some(h)

@@ -251,11 +251,12 @@ pub async fn execute(s: &Services, cmd: Command, by: Cause) -> Result<Outcome, E
             Outcome::Wallet(s.wallets.set_public_name(&wallet, public_name).await?)
         }
         Command::SetOwnerPassphrase { wallet, passphrase } => {
+            use crate::passphrase::Origin;
             let (given, generated) = match passphrase {
-                OwnerPassphrase::Set { passphrase } => (Some(passphrase), None),
+                OwnerPassphrase::Set { passphrase } => (Some((passphrase, Origin::Chosen)), None),
                 OwnerPassphrase::Generate => {
                     let p = crate::passphrase::generate().map_err(crate::wallet::WalletError::from)?;
-                    (Some(p.clone()), Some(p))
+                    (Some((p.clone(), Origin::Generated)), Some(p))
                 }
                 OwnerPassphrase::Remove => (None, None),
             };

@@ -114,23 +114,30 @@ pub async fn provision(
             },
         )
         .await?;
-        let passphrase = match kept.passphrases.get(&name) {
-            Some(p) => p.clone(),
-            None => crate::passphrase::generate()?,
-        };
-        if kept.passphrases.get(&name) != Some(&passphrase) || !cloud_nine.wallets.has_owner_passphrase(&name).await? {
-            let set = OwnerPassphrase::Set {
-                passphrase: passphrase.clone(),
-            };
-            run(
-                cloud_nine,
-                Command::SetOwnerPassphrase {
+        // generated once (hashed lightly: ~79 random bits), kept in the seat list; set again, as given, only
+        // when the wallet lost it
+        let kept_one = kept.passphrases.get(&name).cloned();
+        let has_one = cloud_nine.wallets.has_owner_passphrase(&name).await?;
+        let passphrase = match kept_one {
+            Some(p) if has_one => p,
+            kept_one => {
+                let asked = match kept_one {
+                    Some(p) => OwnerPassphrase::Set { passphrase: p },
+                    None => OwnerPassphrase::Generate,
+                };
+                let cmd = Command::SetOwnerPassphrase {
                     wallet: name.clone(),
-                    passphrase: set,
-                },
-            )
-            .await?;
-        }
+                    passphrase: asked.clone(),
+                };
+                match (run(cloud_nine, cmd).await?, asked) {
+                    (_, OwnerPassphrase::Set { passphrase }) => passphrase,
+                    (control::Outcome::Passphrase(set), _) => set
+                        .generated
+                        .ok_or_else(|| color_eyre::eyre::eyre!("no passphrase was generated for {name}"))?,
+                    (other, _) => color_eyre::eyre::bail!("setting {name}'s passphrase answered {other:?}"),
+                }
+            }
+        };
         kept.passphrases.insert(name.clone(), passphrase.clone());
         // the shop, and the client app with its key (kept in the handout)
         ensure_wallet(happy_life, &shop_name(n)).await?;
