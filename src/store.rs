@@ -644,9 +644,9 @@ fn run_once(conn: &mut Connection, job: &mut Job, alone: bool) -> Result<bool, E
     };
     let begun = if alone {
         conn.execute_batch(&format!("SELECT pg_advisory_lock({RUN_LOCK})"))
-            .and_then(|()| conn.begin())
+            .and_then(|()| conn.begin_job(""))
     } else {
-        conn.begin_with(&format!("SELECT pg_advisory_lock_shared({RUN_LOCK})"))
+        conn.begin_job(&format!("SELECT pg_advisory_lock_shared({RUN_LOCK})"))
     };
     if let Err(e) = begun {
         // whichever statement failed: nothing of the job ran; end what may have begun, give the lock back
@@ -655,9 +655,13 @@ fn run_once(conn: &mut Connection, job: &mut Job, alone: bool) -> Result<bool, E
         return Err(Error::from(e));
     }
     job.run(conn);
-    let end = if conn.take_conflict() { "ROLLBACK" } else { "COMMIT" };
+    let conflicted = conn.take_conflict();
+    // a job whose write transaction ended uncommitted has its error to deliver: its work rolls back, and it
+    // is done (not run again)
+    let doomed = conn.take_doomed();
+    let end = if conflicted || doomed { "ROLLBACK" } else { "COMMIT" };
     match conn.end_then(end, &unlock) {
-        Ok(()) => Ok(end == "COMMIT"),
+        Ok(()) => Ok(!conflicted),
         Err(e) => {
             release_run_lock(conn, &unlock);
             match e.is_conflict() {
@@ -720,6 +724,8 @@ fn configure(conn: &rusqlite::Connection, opts: &Options) -> Result<(), Error> {
 pub enum Tx<'c> {
     Own(db::Transaction<'c>),
     InGroup(db::Savepoint<'c>),
+    /// PostgreSQL: the job's transaction itself.
+    Job(db::JobTx<'c>),
 }
 
 impl Tx<'_> {
@@ -729,6 +735,7 @@ impl Tx<'_> {
         match self {
             Self::Own(t) => t.commit()?,
             Self::InGroup(s) => s.commit()?,
+            Self::Job(j) => j.commit(),
         }
         Ok(())
     }
@@ -738,6 +745,7 @@ impl Tx<'_> {
         Ok(match self {
             Self::Own(t) => t.savepoint()?,
             Self::InGroup(s) => s.savepoint()?,
+            Self::Job(j) => j.savepoint()?,
         })
     }
 }
@@ -749,6 +757,7 @@ impl std::ops::Deref for Tx<'_> {
         match self {
             Self::Own(t) => t,
             Self::InGroup(s) => s,
+            Self::Job(j) => j,
         }
     }
 }
@@ -757,11 +766,13 @@ impl std::ops::Deref for Tx<'_> {
 /// or the group's, which began so), so every check-then-write inside it is serialised against all other
 /// writers.
 pub fn immediate(conn: &mut Connection) -> Result<Tx<'_>, Error> {
-    Ok(if conn.is_autocommit() {
-        Tx::Own(conn.transaction()?)
-    } else {
-        Tx::InGroup(conn.savepoint()?)
-    })
+    if conn.is_autocommit() {
+        return Ok(Tx::Own(conn.transaction()?));
+    }
+    if let Some(j) = conn.job_tx() {
+        return Ok(Tx::Job(j));
+    }
+    Ok(Tx::InGroup(conn.savepoint()?))
 }
 
 #[cfg(test)]

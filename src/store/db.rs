@@ -195,6 +195,8 @@ impl Connection {
                 cache: RefCell::new(HashMap::new()),
                 in_tx: Cell::new(false),
                 conflicted: Cell::new(false),
+                job_own: Cell::new(false),
+                doomed: Cell::new(false),
             })),
             depth: Cell::new(0),
         })
@@ -325,6 +327,41 @@ impl Connection {
         }
     }
 
+    /// PostgreSQL: [`Connection::begin_with`] for one job's transaction, which is the job's write transaction
+    /// too: the job's first [`JobTx`] needs no savepoint (two round trips fewer), and if it ends without
+    /// committing, [`Connection::take_doomed`] says the transaction must roll back.
+    pub fn begin_job(&self, first: &str) -> Result<()> {
+        let r = self.begin_with(first);
+        if let Backend::Pg(p) = &self.backend {
+            p.job_own.set(r.is_ok());
+            p.doomed.set(false);
+        }
+        r
+    }
+
+    /// The job's own write transaction, if this is a job's transaction and it has not had it yet.
+    pub fn job_tx(&self) -> Option<JobTx<'_>> {
+        match &self.backend {
+            Backend::Pg(p) if self.depth.get() == 0 && p.job_own.replace(false) => Some(JobTx {
+                conn: self,
+                done: false,
+            }),
+            _ => None,
+        }
+    }
+
+    /// Whether the job's own write transaction ended without committing (its work must not commit); clears
+    /// the mark.
+    pub fn take_doomed(&self) -> bool {
+        match &self.backend {
+            Backend::Sqlite(_) => false,
+            Backend::Pg(p) => {
+                p.job_own.set(false);
+                p.doomed.replace(false)
+            }
+        }
+    }
+
     /// Ends the open transaction with `end` (`COMMIT` or `ROLLBACK`), then runs `then` outside it, in one round
     /// trip. An error is the end's (or the connection's): `then` has not run.
     pub fn end_then(&self, end: &str, then: &str) -> Result<()> {
@@ -428,6 +465,38 @@ impl Drop for Transaction<'_> {
             && let Err(e) = self.conn.rollback()
         {
             tracing::warn!(error = %e, "rolling back a transaction failed");
+        }
+    }
+}
+
+/// A PostgreSQL job's write transaction when it is the job's transaction itself (see
+/// [`Connection::begin_job`]): `commit` keeps its work for the job's commit, at no cost; dropping it
+/// uncommitted dooms the transaction, which then rolls back.
+pub struct JobTx<'c> {
+    conn: &'c Connection,
+    done: bool,
+}
+
+impl JobTx<'_> {
+    pub fn commit(mut self) {
+        self.done = true;
+    }
+}
+
+impl std::ops::Deref for JobTx<'_> {
+    type Target = Connection;
+
+    fn deref(&self) -> &Connection {
+        self.conn
+    }
+}
+
+impl Drop for JobTx<'_> {
+    fn drop(&mut self) {
+        if !self.done
+            && let Backend::Pg(p) = &self.conn.backend
+        {
+            p.doomed.set(true);
         }
     }
 }

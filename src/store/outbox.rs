@@ -11,8 +11,8 @@ use crate::events::{DomainEvent, EventRecord};
 /// The type of a row that carries no event, only a sequence number (see `migrations/0011`): readers skip it.
 const MARK: &str = "_mark";
 
-/// The advisory lock a PostgreSQL transaction holds from its first event to its commit; the same statement
-/// notifies the other nodes (`super::notify::Channel::Events`) at the commit.
+/// The advisory lock a PostgreSQL transaction holds from its first event to its commit (written out in
+/// [`append`]'s statement, which also notifies the other nodes, `super::notify::Channel::Events`, at the commit).
 const APPEND_LOCK: i64 = 0x6f70_6465_736b_0002;
 
 /// Appends `event` at `at` inside the caller's transaction. Publish the returned record only after commit.
@@ -22,18 +22,24 @@ const APPEND_LOCK: i64 = 0x6f70_6465_736b_0002;
 /// 12, and a reader past 12 never sees 11), so a transaction that appends takes a lock first, held until it
 /// ends: the numbers are handed out in commit order. The other nodes are notified at the commit.
 pub fn append(conn: &Connection, at: OffsetDateTime, event: DomainEvent) -> Result<EventRecord, Error> {
-    if conn.is_postgres() {
-        let events = super::notify::Channel::Events.name();
-        conn.query_row(
-            &format!("SELECT pg_advisory_xact_lock({APPEND_LOCK}), pg_notify('{events}', '')"),
-            [],
-            |_| Ok(()),
-        )?;
-    }
     let id = crate::ids::new_id();
     let payload = serde_json::to_string(&event).map_err(|e| Error::Corrupt(format!("event payload: {e}")))?;
+    // on PostgreSQL the lock and the notification come with the insert, in its one round trip: the row
+    // source (taking the lock) is read before the row's number is drawn
+    static LOCKED: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+        format!(
+            "INSERT INTO events (id, at, type, payload) SELECT ?1, ?2, ?3, ?4 FROM \
+             (SELECT pg_advisory_xact_lock({APPEND_LOCK}), pg_notify('{}', '')) AS locked RETURNING seq",
+            super::notify::Channel::Events.name()
+        )
+    });
+    let sql = if conn.is_postgres() {
+        LOCKED.as_str()
+    } else {
+        "INSERT INTO events (id, at, type, payload) VALUES (?1, ?2, ?3, ?4) RETURNING seq"
+    };
     let seq: i64 = conn
-        .prepare_cached("INSERT INTO events (id, at, type, payload) VALUES (?1, ?2, ?3, ?4) RETURNING seq")?
+        .prepare_cached(sql)?
         .query_row(params![id, at, event.kind(), payload], |r| r.get(0))?;
     Ok(EventRecord {
         seq: Some(seq),

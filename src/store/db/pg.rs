@@ -253,6 +253,11 @@ pub struct Pg {
     pub(super) in_tx: Cell<bool>,
     /// A statement of the current job lost a serialization race: the job must run again.
     pub(super) conflicted: Cell<bool>,
+    /// The open transaction is one job's own ([`super::Connection::begin_job`]) and its first write
+    /// transaction has not begun: that one needs no savepoint.
+    pub(super) job_own: Cell<bool>,
+    /// The job's own write transaction ended without committing: the job's transaction must roll back.
+    pub(super) doomed: Cell<bool>,
 }
 
 impl Pg {
