@@ -26,8 +26,7 @@ cleanup() {
   rm -rf "$pgdir"
 }
 trap cleanup EXIT
-url=$("$here/pg-cluster.sh" start "$pgdir" 55490 | tail -1)
-n=0
+url=$("$here/pg-cluster.sh" start "$pgdir" 55490 2>/dev/null | tail -1)
 
 wait_up() {
   for _ in $(seq 1 200); do curl -sf "http://127.0.0.1:$1/healthz" >/dev/null && return 0; sleep 0.05; done
@@ -49,10 +48,11 @@ serve() {
   wait_up "$port"
 }
 
-fresh_db() {
-  n=$((n + 1))
-  "$psql" "$url" -qc "CREATE DATABASE b$n TEMPLATE template0 LC_COLLATE 'C' LC_CTYPE 'C'"
-  echo "b$n"
+fresh_db() { # (called in a subshell: the name must not depend on a counter)
+  local name
+  name="b$(date +%s%N)"
+  "$psql" "$url" -qc "CREATE DATABASE $name TEMPLATE template0 LC_COLLATE 'C' LC_CTYPE 'C'"
+  echo "$name"
 }
 
 load() { # label url data_dir pids workload

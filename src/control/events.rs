@@ -54,9 +54,10 @@ pub fn stream(s: Arc<Services>, after: Option<i64>, live: bool) -> mpsc::Receive
                 Some(last) => last,
                 None => return,
             },
-            // from now on: what is already in the outbox is not sent, but is the place to resume from
-            None => match s.store.call(|c| outbox::bounds(c)).await {
-                Ok((_, newest)) => newest,
+            // from now on: what is already in the outbox is not sent, but is the place to resume from (what
+            // committed before now is numbered first, so that it is not sent as if it came after)
+            None => match s.store.call(|c| newest_numbered(c)).await {
+                Ok(newest) => newest,
                 Err(e) => {
                     tracing::warn!(error = %e, "cannot read the event outbox");
                     let _ = tx.send(Item::Resync("the event outbox cannot be read".into())).await;
@@ -148,6 +149,12 @@ async fn replay(s: &Services, tx: &mpsc::Sender<Item>, after: i64, check_gap: bo
     }
 }
 
+/// The newest sequence number, once what has committed is numbered (PostgreSQL: [`outbox::sequence`]).
+fn newest_numbered(c: &mut crate::store::db::Connection) -> Result<i64, crate::store::Error> {
+    outbox::sequence(c)?;
+    Ok(outbox::bounds(c)?.1)
+}
+
 /// The longest the follower waits without a wake-up before it looks anyway.
 const LOOK_EVERY: Duration = Duration::from_secs(2);
 
@@ -157,8 +164,8 @@ const LOOK_EVERY: Duration = Duration::from_secs(2);
 /// every few seconds, in case a notification was lost.
 pub async fn follow_outbox(bus: EventBus, store: Store, wake: Arc<Notify>, stop: CancellationToken) {
     let mut last = loop {
-        match store.call(|c| outbox::bounds(c)).await {
-            Ok((_, newest)) => break newest,
+        match store.call(|c| newest_numbered(c)).await {
+            Ok(newest) => break newest,
             Err(e) => {
                 tracing::warn!(error = %e, "the event follower cannot read the outbox; trying again");
                 tokio::select! {
@@ -169,6 +176,10 @@ pub async fn follow_outbox(bus: EventBus, store: Store, wake: Arc<Notify>, stop:
         }
     };
     loop {
+        // what committed since is numbered first (by this node, or by another that holds the sequencer's lock)
+        if let Err(e) = store.call(|c| outbox::sequence(c)).await {
+            tracing::warn!(error = %e, "the event follower cannot number new events; trying again");
+        }
         loop {
             let from = last;
             match store.call(move |c| outbox::after(c, from, REPLAY_BATCH)).await {

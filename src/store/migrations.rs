@@ -30,6 +30,7 @@ const MIGRATIONS: &[M<'static>] = &[
     M::up(include_str!("../../migrations/0020_text_in_byte_order.sql")),
     M::up(include_str!("../../migrations/0021_spsp_connections.sql")),
     M::up(include_str!("../../migrations/0022_owner_consent.sql")),
+    M::up(include_str!("../../migrations/0023_events_pending.sql")),
 ];
 
 /// The PostgreSQL twins of [`MIGRATIONS`], in the same order.
@@ -56,6 +57,7 @@ const PG_MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/pg/0020_text_in_byte_order.sql"),
     include_str!("../../migrations/pg/0021_spsp_connections.sql"),
     include_str!("../../migrations/pg/0022_owner_consent.sql"),
+    include_str!("../../migrations/pg/0023_events_pending.sql"),
 ];
 
 const _: () = assert!(

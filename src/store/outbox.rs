@@ -11,42 +11,67 @@ use crate::events::{DomainEvent, EventRecord};
 /// The type of a row that carries no event, only a sequence number (see `migrations/0011`): readers skip it.
 const MARK: &str = "_mark";
 
-/// The advisory lock a PostgreSQL transaction holds from its first event to its commit (written out in
-/// [`append`]'s statement, which also notifies the other nodes, `super::notify::Channel::Events`, at the commit).
+/// The advisory lock PostgreSQL's sequencer holds while it numbers events ([`sequence`]).
 const APPEND_LOCK: i64 = 0x6f70_6465_736b_0002;
 
 /// Appends `event` at `at` inside the caller's transaction. Publish the returned record only after commit.
 ///
 /// Readers follow the outbox by sequence number, so numbers must become visible in order. SQLite has one
-/// writer, so they do. On PostgreSQL concurrent transactions would commit out of order (11 visible after
-/// 12, and a reader past 12 never sees 11), so a transaction that appends takes a lock first, held until it
-/// ends: the numbers are handed out in commit order. The other nodes are notified at the commit.
+/// writer, so they do: the event goes straight into `events` with its number. On PostgreSQL concurrent
+/// transactions would commit out of order (11 visible after 12, and a reader past 12 never sees 11), so the
+/// event goes into `events_pending`, without a number and without a lock, and the other nodes are notified at
+/// the commit; [`sequence`] numbers it once it has committed. The record then has no number (`seq: None`).
 pub fn append(conn: &Connection, at: OffsetDateTime, event: DomainEvent) -> Result<EventRecord, Error> {
     let id = crate::ids::new_id();
     let payload = serde_json::to_string(&event).map_err(|e| Error::Corrupt(format!("event payload: {e}")))?;
-    // on PostgreSQL the lock and the notification come with the insert, in its one round trip: the row
-    // source (taking the lock) is read before the row's number is drawn
-    static LOCKED: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
-        format!(
-            "INSERT INTO events (id, at, type, payload) SELECT ?1, ?2, ?3, ?4 FROM \
-             (SELECT pg_advisory_xact_lock({APPEND_LOCK}), pg_notify('{}', '')) AS locked RETURNING seq",
-            super::notify::Channel::Events.name()
-        )
-    });
-    let sql = if conn.is_postgres() {
-        LOCKED.as_str()
+    let seq = if conn.is_postgres() {
+        static PENDING: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+            format!(
+                "INSERT INTO events_pending (id, at, type, payload) SELECT ?1, ?2, ?3, ?4 \
+                 FROM (SELECT pg_notify('{}', '')) AS told",
+                super::notify::Channel::Events.name()
+            )
+        });
+        conn.prepare_cached(&PENDING)?
+            .execute(params![id, at, event.kind(), payload])?;
+        None
     } else {
-        "INSERT INTO events (id, at, type, payload) VALUES (?1, ?2, ?3, ?4) RETURNING seq"
+        let seq: i64 = conn
+            .prepare_cached("INSERT INTO events (id, at, type, payload) VALUES (?1, ?2, ?3, ?4) RETURNING seq")?
+            .query_row(params![id, at, event.kind(), payload], |r| r.get(0))?;
+        Some(seq)
     };
-    let seq: i64 = conn
-        .prepare_cached(sql)?
-        .query_row(params![id, at, event.kind(), payload], |r| r.get(0))?;
     Ok(EventRecord {
-        seq: Some(seq),
+        seq,
         id: Some(id),
         at,
         event,
     })
+}
+
+/// PostgreSQL: numbers the events that have committed to `events_pending`, moving them into `events` in id
+/// order, unless another node is doing so (then it will); how many it moved. Run as a job of its own: the
+/// lock is held to its commit, and the job sees only committed rows, so numbers become visible in the order
+/// they are drawn. The other nodes are told when there are new numbers. Nothing on SQLite.
+pub fn sequence(conn: &Connection) -> Result<usize, Error> {
+    if !conn.is_postgres() {
+        return Ok(0);
+    }
+    let locked: bool = conn.query_row(&format!("SELECT pg_try_advisory_xact_lock({APPEND_LOCK})"), [], |r| {
+        r.get(0)
+    })?;
+    if !locked {
+        return Ok(0);
+    }
+    let moved = conn.execute(
+        "WITH moved AS (DELETE FROM events_pending RETURNING id, at, type, payload) \
+         INSERT INTO events (id, at, type, payload) SELECT id, at, type, payload FROM moved ORDER BY id",
+        [],
+    )?;
+    if moved > 0 {
+        super::notify::tell(conn, super::notify::Channel::Events)?;
+    }
+    Ok(moved)
 }
 
 /// Up to `limit` events after `seq`, oldest first (marks skipped).

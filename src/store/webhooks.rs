@@ -63,6 +63,8 @@ pub fn cursor(conn: &Connection) -> Result<Option<i64>, Error> {
 /// history, and events from now on are delivered.
 pub fn start(conn: &Connection) -> Result<(), Error> {
     if cursor(conn)?.is_none() {
+        // what committed before now is history too (PostgreSQL numbers it first)
+        outbox::sequence(conn)?;
         let (_, newest) = outbox::bounds(conn)?;
         meta::set(conn, CURSOR, &newest.to_string())?;
     }
