@@ -56,7 +56,7 @@ pub fn stream(s: Arc<Services>, after: Option<i64>, live: bool) -> mpsc::Receive
             },
             // from now on: what is already in the outbox is not sent, but is the place to resume from (what
             // committed before now is numbered first, so that it is not sent as if it came after)
-            None => match s.store.call(|c| newest_numbered(c)).await {
+            None => match s.store.call(newest_numbered).await {
                 Ok(newest) => newest,
                 Err(e) => {
                     tracing::warn!(error = %e, "cannot read the event outbox");
@@ -164,7 +164,7 @@ const LOOK_EVERY: Duration = Duration::from_secs(2);
 /// every few seconds, in case a notification was lost.
 pub async fn follow_outbox(bus: EventBus, store: Store, wake: Arc<Notify>, stop: CancellationToken) {
     let mut last = loop {
-        match store.call(|c| newest_numbered(c)).await {
+        match store.call(newest_numbered).await {
             Ok(newest) => break newest,
             Err(e) => {
                 tracing::warn!(error = %e, "the event follower cannot read the outbox; trying again");
