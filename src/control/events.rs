@@ -155,6 +155,11 @@ fn newest_numbered(c: &mut crate::store::db::Connection) -> Result<i64, crate::s
     Ok(outbox::bounds(c)?.1)
 }
 
+/// How often the follower tries to number events while another node holds the sequencer's lock, and how long
+/// it waits between tries (past them, the next wake-up or look numbers them).
+const SEQUENCE_TRIES: usize = 50;
+const SEQUENCE_AGAIN: Duration = Duration::from_millis(5);
+
 /// The longest the follower waits without a wake-up before it looks anyway.
 const LOOK_EVERY: Duration = Duration::from_secs(2);
 
@@ -176,9 +181,17 @@ pub async fn follow_outbox(bus: EventBus, store: Store, wake: Arc<Notify>, stop:
         }
     };
     loop {
-        // what committed since is numbered first (by this node, or by another that holds the sequencer's lock)
-        if let Err(e) = store.call(|c| outbox::sequence(c)).await {
-            tracing::warn!(error = %e, "the event follower cannot number new events; trying again");
+        // what committed since is numbered first: by this node, or, while another holds the sequencer's lock,
+        // by that one (for what had committed when it began) and then by this one, trying again shortly
+        for _ in 0..SEQUENCE_TRIES {
+            match store.call(|c| outbox::sequence(c)).await {
+                Ok(Some(_)) => break,
+                Ok(None) => tokio::time::sleep(SEQUENCE_AGAIN).await,
+                Err(e) => {
+                    tracing::warn!(error = %e, "the event follower cannot number new events; trying again");
+                    break;
+                }
+            }
         }
         loop {
             let from = last;

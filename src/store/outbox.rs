@@ -19,20 +19,15 @@ const APPEND_LOCK: i64 = 0x6f70_6465_736b_0002;
 /// Readers follow the outbox by sequence number, so numbers must become visible in order. SQLite has one
 /// writer, so they do: the event goes straight into `events` with its number. On PostgreSQL concurrent
 /// transactions would commit out of order (11 visible after 12, and a reader past 12 never sees 11), so the
-/// event goes into `events_pending`, without a number and without a lock, and the other nodes are notified at
-/// the commit; [`sequence`] numbers it once it has committed. The record then has no number (`seq: None`).
+/// event goes into `events_pending`, without a number, a lock or a notification (a `NOTIFY` serialises the
+/// commits of every transaction that sends one); this node's event follower, woken in process when the
+/// record is published, numbers it with [`sequence`] once it has committed, and tells the other nodes. The
+/// record has no number (`seq: None`).
 pub fn append(conn: &Connection, at: OffsetDateTime, event: DomainEvent) -> Result<EventRecord, Error> {
     let id = crate::ids::new_id();
     let payload = serde_json::to_string(&event).map_err(|e| Error::Corrupt(format!("event payload: {e}")))?;
     let seq = if conn.is_postgres() {
-        static PENDING: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
-            format!(
-                "INSERT INTO events_pending (id, at, type, payload) SELECT ?1, ?2, ?3, ?4 \
-                 FROM (SELECT pg_notify('{}', '')) AS told",
-                super::notify::Channel::Events.name()
-            )
-        });
-        conn.prepare_cached(&PENDING)?
+        conn.prepare_cached("INSERT INTO events_pending (id, at, type, payload) VALUES (?1, ?2, ?3, ?4)")?
             .execute(params![id, at, event.kind(), payload])?;
         None
     } else {
@@ -50,18 +45,19 @@ pub fn append(conn: &Connection, at: OffsetDateTime, event: DomainEvent) -> Resu
 }
 
 /// PostgreSQL: numbers the events that have committed to `events_pending`, moving them into `events` in id
-/// order, unless another node is doing so (then it will); how many it moved. Run as a job of its own: the
-/// lock is held to its commit, and the job sees only committed rows, so numbers become visible in the order
-/// they are drawn. The other nodes are told when there are new numbers. Nothing on SQLite.
-pub fn sequence(conn: &Connection) -> Result<usize, Error> {
+/// order: how many it moved, or `None` when another node holds the sequencer's lock (it will number what had
+/// committed before it began; what committed after is the caller's to try again). Run as a job of its own:
+/// the lock is held to its commit, and the job sees only committed rows, so numbers become visible in the
+/// order they are drawn. The other nodes are told when there are new numbers. Nothing on SQLite.
+pub fn sequence(conn: &Connection) -> Result<Option<usize>, Error> {
     if !conn.is_postgres() {
-        return Ok(0);
+        return Ok(Some(0));
     }
     let locked: bool = conn.query_row(&format!("SELECT pg_try_advisory_xact_lock({APPEND_LOCK})"), [], |r| {
         r.get(0)
     })?;
     if !locked {
-        return Ok(0);
+        return Ok(None);
     }
     let moved = conn.execute(
         "WITH moved AS (DELETE FROM events_pending RETURNING id, at, type, payload) \
@@ -71,7 +67,7 @@ pub fn sequence(conn: &Connection) -> Result<usize, Error> {
     if moved > 0 {
         super::notify::tell(conn, super::notify::Channel::Events)?;
     }
-    Ok(moved)
+    Ok(Some(moved))
 }
 
 /// Up to `limit` events after `seq`, oldest first (marks skipped).
