@@ -27,7 +27,9 @@ pub mod ledger;
 pub mod meta;
 mod meters;
 mod migrations;
+mod pg_jobs;
 pub use meters::Meters;
+use pg_jobs::{queue_of, run_serializable};
 pub mod notify;
 pub mod outbox;
 pub mod payments;
@@ -213,6 +215,8 @@ trait Work: Send {
     fn run(&mut self, conn: &mut Connection);
     /// Hands the kept result over: as it is when its transaction committed (`Ok`), else the failure.
     fn deliver(self: Box<Self>, committed: Result<(), Error>);
+    /// The queue it waits in before its transaction begins (see [`Store::call_queued`]).
+    fn queue(&self) -> Option<i32>;
 }
 
 type Job = Box<dyn Work>;
@@ -221,6 +225,7 @@ struct Call<F, T, E, S> {
     f: F,
     out: Option<Result<T, E>>,
     send: S,
+    queue: Option<i32>,
 }
 
 impl<F, T, E, S> Work for Call<F, T, E, S>
@@ -240,6 +245,10 @@ where
             Ok(()) => this.out.unwrap_or_else(|| Err(E::from(Error::Closed))),
             Err(e) => Err(E::from(e)),
         });
+    }
+
+    fn queue(&self) -> Option<i32> {
+        self.queue
     }
 }
 
@@ -383,7 +392,7 @@ impl Store {
     /// build), then starts `opts.connections` threads, each with its own connection, taking jobs from one
     /// queue. Every job runs in a `SERIALIZABLE` transaction of its own (a closure's [`immediate`] is a
     /// savepoint inside it) and runs again when it lost a serialization race, alone after a few losses (see
-    /// [`run_serializable`]): concurrent jobs, on this node or another, behave as if they had run one at a
+    /// `pg_jobs::run_serializable`): concurrent jobs, on this node or another, behave as if they had run one at a
     /// time, as on SQLite.
     pub fn open_postgres(url: &str, opts: &Options) -> Result<(Self, Opened), Error> {
         // the driver blocks on a runtime of its own: connect off any async caller's thread
@@ -475,6 +484,31 @@ impl Store {
         rx.await.map_err(|_| E::from(Error::Closed))?
     }
 
+    /// [`Store::call`] for a job that writes a row every concurrent job of its kind writes too (a peer's
+    /// account, which every packet through the peer credits), named by `key`. On PostgreSQL such jobs queue
+    /// for the row before their transactions begin (an advisory lock per key, taken before the snapshot), so
+    /// they follow each other instead of losing serialization races and running again; on SQLite, where jobs
+    /// never race, it is [`Store::call`].
+    pub async fn call_queued<T, E, F>(&self, key: &str, f: F) -> Result<T, E>
+    where
+        F: FnMut(&mut Connection) -> Result<T, E> + Send + 'static,
+        T: Send + 'static,
+        E: From<Error> + Send + 'static,
+    {
+        let (reply, rx) = oneshot::channel();
+        let queue = self.postgres.then(|| queue_of(key));
+        self.send(Box::new(Call {
+            f,
+            out: None,
+            send: move |r| {
+                let _ = reply.send(r);
+            },
+            queue,
+        }))
+        .map_err(E::from)?;
+        rx.await.map_err(|_| E::from(Error::Closed))?
+    }
+
     /// Runs `f` on the store thread and blocks for the result (for synchronous callers such as the CLI).
     pub fn call_blocking<T, E, F>(&self, f: F) -> Result<T, E>
     where
@@ -515,7 +549,12 @@ where
     E: From<Error> + Send + 'static,
     S: FnOnce(Result<T, E>) + Send + 'static,
 {
-    Box::new(Call { f, out: None, send })
+    Box::new(Call {
+        f,
+        out: None,
+        send,
+        queue: None,
+    })
 }
 
 /// Runs one job, timing it.
@@ -574,124 +613,6 @@ fn run_group(conn: &mut Connection, jobs: Vec<Job>, m: &Meters) {
             }
         }
     }
-}
-
-/// Times a PostgreSQL job runs alongside others before it runs alone.
-const OPTIMISTIC_ATTEMPTS: u32 = 3;
-/// Times a job that runs alone may still lose a race (only to a client that is not opdesk) before it gives up.
-const EXCLUSIVE_ATTEMPTS: u32 = 3;
-/// The session advisory lock around every PostgreSQL job of every node: held shared while jobs run side by
-/// side, exclusive by a job that lost [`OPTIMISTIC_ATTEMPTS`] serialization races. PostgreSQL queues new
-/// shared requests behind a waiting exclusive one, so that job soon runs alone and cannot lose again.
-const RUN_LOCK: i64 = 0x6f70_6465_736b_0003;
-
-/// Runs a job on PostgreSQL in a `SERIALIZABLE` transaction of its own and delivers its result once that
-/// transaction committed. A job that lost a serialization race runs again after a short random pause; after
-/// [`OPTIMISTIC_ATTEMPTS`] it runs alone (see [`RUN_LOCK`]), so that under heavy contention jobs progress
-/// one at a time, as on SQLite, instead of failing. A connection found broken is opened again first.
-fn run_serializable(conn: &mut Connection, url: &str, mut job: Job, m: &Meters) {
-    m.queue_depth.dec();
-    m.group_jobs.observe(1.0);
-    let started = std::time::Instant::now();
-    if conn.is_broken() {
-        match Connection::connect_postgres(url) {
-            Ok(c) => *conn = c,
-            Err(e) => {
-                tracing::warn!(error = %e, "cannot reconnect to PostgreSQL");
-                job.deliver(Err(Error::from(e)));
-                return;
-            }
-        }
-    }
-    let mut attempt = 0;
-    let committed = loop {
-        attempt += 1;
-        let alone = attempt > OPTIMISTIC_ATTEMPTS;
-        if attempt == OPTIMISTIC_ATTEMPTS + 1 {
-            m.exclusive.inc();
-        }
-        let outcome = run_once(conn, &mut job, alone);
-        match outcome {
-            Ok(true) => break Ok(()),
-            Ok(false) => {}
-            Err(e) => break Err(e),
-        }
-        if attempt >= OPTIMISTIC_ATTEMPTS + EXCLUSIVE_ATTEMPTS {
-            tracing::warn!(attempts = attempt, "a transaction kept losing serialization races");
-            break Err(Error::Busy(
-                "the transaction kept conflicting with concurrent ones".into(),
-            ));
-        }
-        m.retries.inc();
-        if !alone && attempt < OPTIMISTIC_ATTEMPTS {
-            thread::sleep(backoff(attempt));
-        }
-    };
-    m.job_seconds.observe(started.elapsed().as_secs_f64());
-    job.deliver(committed);
-}
-
-/// One attempt of a job in its own `SERIALIZABLE` transaction, holding [`RUN_LOCK`] (exclusive when `alone`):
-/// whether it committed (`false`: it lost a serialization race and was rolled back). The lock is released
-/// whatever happens. Shared, it is taken by the transaction's first statement and given back right after its
-/// end, in the same round trips; exclusive, before the transaction begins (its snapshot is then taken after
-/// the wait, when no other job runs).
-fn run_once(conn: &mut Connection, job: &mut Job, alone: bool) -> Result<bool, Error> {
-    let unlock = if alone {
-        format!("SELECT pg_advisory_unlock({RUN_LOCK})")
-    } else {
-        format!("SELECT pg_advisory_unlock_shared({RUN_LOCK})")
-    };
-    let begun = if alone {
-        conn.execute_batch(&format!("SELECT pg_advisory_lock({RUN_LOCK})"))
-            .and_then(|()| conn.begin_job(""))
-    } else {
-        conn.begin_job(&format!("SELECT pg_advisory_lock_shared({RUN_LOCK})"))
-    };
-    if let Err(e) = begun {
-        // whichever statement failed: nothing of the job ran; end what may have begun, give the lock back
-        let _ = conn.rollback();
-        release_run_lock(conn, &unlock);
-        return Err(Error::from(e));
-    }
-    job.run(conn);
-    let conflicted = conn.take_conflict();
-    // a job whose write transaction ended uncommitted has its error to deliver: its work rolls back, and it
-    // is done (not run again)
-    let doomed = conn.take_doomed();
-    let end = if conflicted || doomed { "ROLLBACK" } else { "COMMIT" };
-    match conn.end_then(end, &unlock) {
-        Ok(()) => Ok(!conflicted),
-        Err(e) => {
-            release_run_lock(conn, &unlock);
-            match e.is_conflict() {
-                true => {
-                    conn.take_conflict();
-                    Ok(false)
-                }
-                false if end == "ROLLBACK" => Err(Error::from(e)),
-                false => Err(Error::Aborted(e.to_string())),
-            }
-        }
-    }
-}
-
-/// Gives [`RUN_LOCK`] back with `unlock` (a warning if this session did not hold it).
-fn release_run_lock(conn: &Connection, unlock: &str) {
-    if let Err(e) = conn.execute_batch(unlock) {
-        // the connection is broken, which released the lock with it
-        tracing::warn!(error = %e, "releasing the PostgreSQL run lock failed");
-    }
-}
-
-/// A random pause before attempt `attempt + 1`: up to 1 ms after the first conflict, doubling to 32 ms.
-fn backoff(attempt: u32) -> Duration {
-    let cap = 1_000u64 << attempt.min(5);
-    let mut b = [0u8; 8];
-    let jitter = getrandom::fill(&mut b)
-        .map(|()| u64::from_le_bytes(b))
-        .unwrap_or(cap / 2);
-    Duration::from_micros(jitter % cap)
 }
 
 /// Opens a commit group's transaction; `false` (logged) when SQLite refuses.

@@ -241,9 +241,11 @@ impl IncomingPayments {
         let peer = peer.to_owned();
         let peer_asset = peer_asset.clone();
         let connection = connection.to_owned();
+        // every packet through a peer credits from the peer's account: they queue for it (on PostgreSQL)
+        let queue = format!("peer:{peer}");
         let (credit, balances, recorded) = self
             .store
-            .call(move |conn| {
+            .call_queued(&queue, move |conn| {
                 let tx = store::immediate(conn)?;
                 let Some(row) = repo::incoming(&tx, &pid)? else {
                     return Ok((StreamCredit::Unknown, Vec::new(), None));

@@ -175,9 +175,11 @@ impl Spsp {
             peer.to_owned(),
             peer_asset.clone(),
         );
+        // every packet through a peer credits from the peer's account: they queue for it (on PostgreSQL)
+        let queue = format!("peer:{peer}");
         let (credit, balances) = self
             .store
-            .call(move |conn| {
+            .call_queued(&queue, move |conn| {
                 let tx = store::immediate(conn)?;
                 let Some(wallet) = store::wallets::by_id(&tx, &wid)? else {
                     return Ok((WalletCredit::Unknown, Vec::new()));

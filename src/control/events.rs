@@ -54,10 +54,11 @@ pub fn stream(s: Arc<Services>, after: Option<i64>, live: bool) -> mpsc::Receive
                 Some(last) => last,
                 None => return,
             },
-            // from now on: what is already in the outbox is not sent, but is the place to resume from (what
-            // committed before now is numbered first, so that it is not sent as if it came after)
-            None => match s.store.call(newest_numbered).await {
-                Ok(newest) => newest,
+            // from now on: what is already in the outbox is not sent, but is the place to resume from (on
+            // PostgreSQL, an event that committed but waits for its number comes after it: the reader
+            // subscribed first, and numbering it here could put it behind the place the reader starts from)
+            None => match s.store.call(|c| outbox::bounds(c)).await {
+                Ok((_, newest)) => newest,
                 Err(e) => {
                     tracing::warn!(error = %e, "cannot read the event outbox");
                     let _ = tx.send(Item::Resync("the event outbox cannot be read".into())).await;

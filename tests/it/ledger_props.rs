@@ -200,6 +200,15 @@ fn apply(conn: &mut Connection, w: &mut World, op: Op) {
                 }
                 Err(LedgerError::AlreadyResolved { .. }) => assert!(already),
                 Err(LedgerError::PostExceedsReserved { .. }) => assert!(part.unwrap() > amount),
+                // posting would take the credited balance past i64::MAX: refused, nothing written, still
+                // pending (the invariants below check the books)
+                Err(LedgerError::Money(_)) => assert!(
+                    post && !already
+                        && w.model
+                            .values()
+                            .any(|(balance, ..)| balance + i128::from(amount) > i128::from(i64::MAX)),
+                    "an overflow refused a post that fits"
+                ),
                 Err(e) => panic!("unexpected {e}"),
             }
         }

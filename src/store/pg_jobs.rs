@@ -1,0 +1,145 @@
+//! How a PostgreSQL node runs a store job: in a `SERIALIZABLE` transaction of its own, again after losing a
+//! serialization race, alone after losing a few ([`RUN_LOCK`]), queued behind the jobs that write the same hot
+//! row when it names one (`Store::call_queued`), and delivered once its transaction committed.
+
+use std::{thread, time::Duration};
+
+use super::{Connection, Error, Job, Meters};
+
+/// The queue of jobs that write the row `key` names: 32 bits of its FNV-1a hash (the same on every node).
+pub(super) fn queue_of(key: &str) -> i32 {
+    let h = key.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    });
+    i32::from_ne_bytes(((h >> 32) as u32 ^ h as u32).to_ne_bytes())
+}
+
+/// Times a PostgreSQL job runs alongside others before it runs alone.
+const OPTIMISTIC_ATTEMPTS: u32 = 3;
+/// Times a job that runs alone may still lose a race (only to a client that is not opdesk) before it gives up.
+const EXCLUSIVE_ATTEMPTS: u32 = 3;
+/// The session advisory lock around every PostgreSQL job of every node: held shared while jobs run side by
+/// side, exclusive by a job that lost [`OPTIMISTIC_ATTEMPTS`] serialization races. PostgreSQL queues new
+/// shared requests behind a waiting exclusive one, so that job soon runs alone and cannot lose again.
+const RUN_LOCK: i64 = 0x6f70_6465_736b_0003;
+
+/// Runs a job on PostgreSQL in a `SERIALIZABLE` transaction of its own and delivers its result once that
+/// transaction committed. A job that lost a serialization race runs again after a short random pause; after
+/// [`OPTIMISTIC_ATTEMPTS`] it runs alone (see [`RUN_LOCK`]), so that under heavy contention jobs progress
+/// one at a time, as on SQLite, instead of failing. A connection found broken is opened again first.
+pub(super) fn run_serializable(conn: &mut Connection, url: &str, mut job: Job, m: &Meters) {
+    m.queue_depth.dec();
+    m.group_jobs.observe(1.0);
+    let started = std::time::Instant::now();
+    if conn.is_broken() {
+        match Connection::connect_postgres(url) {
+            Ok(c) => *conn = c,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot reconnect to PostgreSQL");
+                job.deliver(Err(Error::from(e)));
+                return;
+            }
+        }
+    }
+    let mut attempt = 0;
+    let committed = loop {
+        attempt += 1;
+        let alone = attempt > OPTIMISTIC_ATTEMPTS;
+        if attempt == OPTIMISTIC_ATTEMPTS + 1 {
+            m.exclusive.inc();
+        }
+        let outcome = run_once(conn, &mut job, alone);
+        match outcome {
+            Ok(true) => break Ok(()),
+            Ok(false) => {}
+            Err(e) => break Err(e),
+        }
+        if attempt >= OPTIMISTIC_ATTEMPTS + EXCLUSIVE_ATTEMPTS {
+            tracing::warn!(attempts = attempt, "a transaction kept losing serialization races");
+            break Err(Error::Busy(
+                "the transaction kept conflicting with concurrent ones".into(),
+            ));
+        }
+        m.retries.inc();
+        if !alone && attempt < OPTIMISTIC_ATTEMPTS {
+            thread::sleep(backoff(attempt));
+        }
+    };
+    m.job_seconds.observe(started.elapsed().as_secs_f64());
+    job.deliver(committed);
+}
+
+/// One attempt of a job in its own `SERIALIZABLE` transaction, holding [`RUN_LOCK`] (exclusive when `alone`):
+/// whether it committed (`false`: it lost a serialization race and was rolled back). The lock is released
+/// whatever happens. Shared, it is taken by the transaction's first statement and given back right after its
+/// end, in the same round trips; exclusive, before the transaction begins (its snapshot is then taken after
+/// the wait, when no other job runs).
+fn run_once(conn: &mut Connection, job: &mut Job, alone: bool) -> Result<bool, Error> {
+    // a queued job waits for its row first, in a round trip of its own: before its snapshot (statements sent
+    // with the `BEGIN` would be part of its transaction), and before the run lock, in every order
+    let unqueue = match job.queue() {
+        Some(k) => {
+            conn.execute_batch(&format!("SELECT pg_advisory_lock({QUEUE_CLASS}, {k})"))?;
+            format!("; SELECT pg_advisory_unlock({QUEUE_CLASS}, {k})")
+        }
+        None => String::new(),
+    };
+    let unlock = if alone {
+        format!("SELECT pg_advisory_unlock({RUN_LOCK}){unqueue}")
+    } else {
+        format!("SELECT pg_advisory_unlock_shared({RUN_LOCK}){unqueue}")
+    };
+    let begun = if alone {
+        conn.execute_batch(&format!("SELECT pg_advisory_lock({RUN_LOCK})"))
+            .and_then(|()| conn.begin_job(""))
+    } else {
+        conn.begin_job(&format!("SELECT pg_advisory_lock_shared({RUN_LOCK})"))
+    };
+    if let Err(e) = begun {
+        // whichever statement failed: nothing of the job ran; end what may have begun, give the locks back
+        let _ = conn.rollback();
+        release_run_lock(conn, &unlock);
+        return Err(Error::from(e));
+    }
+    job.run(conn);
+    let conflicted = conn.take_conflict();
+    // a job whose write transaction ended uncommitted has its error to deliver: its work rolls back, and it
+    // is done (not run again)
+    let doomed = conn.take_doomed();
+    let end = if conflicted || doomed { "ROLLBACK" } else { "COMMIT" };
+    match conn.end_then(end, &unlock) {
+        Ok(()) => Ok(!conflicted),
+        Err(e) => {
+            release_run_lock(conn, &unlock);
+            match e.is_conflict() {
+                true => {
+                    conn.take_conflict();
+                    Ok(false)
+                }
+                false if end == "ROLLBACK" => Err(Error::from(e)),
+                false => Err(Error::Aborted(e.to_string())),
+            }
+        }
+    }
+}
+
+/// Gives [`RUN_LOCK`] back with `unlock` (a warning if this session did not hold it).
+/// The class (first key) of the advisory locks queued jobs wait on: `op`.
+const QUEUE_CLASS: i32 = 0x6f70;
+
+fn release_run_lock(conn: &Connection, unlock: &str) {
+    if let Err(e) = conn.execute_batch(unlock) {
+        // the connection is broken, which released the lock with it
+        tracing::warn!(error = %e, "releasing the PostgreSQL run lock failed");
+    }
+}
+
+/// A random pause before attempt `attempt + 1`: up to 1 ms after the first conflict, doubling to 32 ms.
+fn backoff(attempt: u32) -> Duration {
+    let cap = 1_000u64 << attempt.min(5);
+    let mut b = [0u8; 8];
+    let jitter = getrandom::fill(&mut b)
+        .map(|()| u64::from_le_bytes(b))
+        .unwrap_or(cap / 2);
+    Duration::from_micros(jitter % cap)
+}
