@@ -59,19 +59,15 @@ impl Pane {
     ];
 
     /// Every pane: the numbered ones, then the Classroom.
-    pub const EVERY: [Pane; 11] = [
-        Pane::Overview,
-        Pane::Wallets,
-        Pane::Incoming,
-        Pane::Grants,
-        Pane::Outgoing,
-        Pane::Quotes,
-        Pane::Requests,
-        Pane::Log,
-        Pane::Webhooks,
-        Pane::Peers,
-        Pane::Classroom,
-    ];
+    pub const EVERY: [Pane; 11] = {
+        let mut every = [Pane::Classroom; 11];
+        let mut i = 0;
+        while i < Self::ALL.len() {
+            every[i] = Self::ALL[i];
+            i += 1;
+        }
+        every
+    };
 
     /// The panes the tab bar shows, in order: the numbered ones, and the Classroom while a class is watched.
     pub fn tabs(classroom: bool) -> &'static [Pane] {
