@@ -5,7 +5,7 @@
 
 use std::{
     collections::HashMap,
-    sync::{Arc, Mutex, RwLock},
+    sync::{Arc, RwLock},
 };
 
 use ed25519_dalek::SigningKey;
@@ -124,7 +124,7 @@ pub struct Wallets {
     cache: Arc<RwLock<Cache>>,
     /// When each wallet's address document was first fetched since this server started (the Classroom
     /// pane's "wallet read"): one entry per existing wallet at most. Not money, not kept across restarts.
-    first_reads: Arc<Mutex<HashMap<String, time::OffsetDateTime>>>,
+    first_reads: Arc<RwLock<HashMap<String, time::OffsetDateTime>>>,
 }
 
 #[derive(Debug, Default)]
@@ -203,17 +203,19 @@ impl Wallets {
 
     /// Someone fetched `w`'s wallet address document (`GET /{name}`).
     pub fn note_read(&self, w: &Wallet) {
-        if let Ok(mut reads) = self.first_reads.lock()
-            && !reads.contains_key(&w.name)
-        {
-            reads.insert(w.name.clone(), self.clock.now());
+        // a shared look first: every GET of a wallet already read (nearly all of them) takes no write lock
+        if self.first_reads.read().is_ok_and(|r| r.contains_key(&w.name)) {
+            return;
+        }
+        if let Ok(mut reads) = self.first_reads.write() {
+            reads.entry(w.name.clone()).or_insert_with(|| self.clock.now());
         }
     }
 
     /// Every wallet whose document was fetched since this server started, with when it first was.
     pub fn first_reads(&self) -> Vec<(String, time::OffsetDateTime)> {
         self.first_reads
-            .lock()
+            .read()
             .map(|r| r.iter().map(|(n, t)| (n.clone(), *t)).collect())
             .unwrap_or_default()
     }

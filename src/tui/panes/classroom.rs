@@ -76,11 +76,16 @@ fn next_words(p: &SeatProgress) -> String {
 impl Classroom {
     /// A load's rows; the flash line's news when seats paid for the first time since the last load.
     pub fn on_loaded(&mut self, rows: Vec<SeatProgress>) -> Option<String> {
-        let had_paid =
-            |name: &str, items: &[SeatProgress]| items.iter().any(|p| p.name() == name && p.step(Step::Paid).is_some());
+        let had_paid: std::collections::HashSet<u8> = self
+            .table
+            .items
+            .iter()
+            .filter(|p| p.step(Step::Paid).is_some())
+            .map(|p| p.seat)
+            .collect();
         let first: Vec<String> = if self.table.loaded {
             rows.iter()
-                .filter(|p| p.step(Step::Paid).is_some() && !had_paid(&p.name(), &self.table.items))
+                .filter(|p| p.step(Step::Paid).is_some() && !had_paid.contains(&p.seat))
                 .map(SeatProgress::name)
                 .collect()
         } else {
