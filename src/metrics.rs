@@ -192,6 +192,11 @@ impl Metrics {
             store.exclusive.clone(),
         );
         registry.register(
+            "opdesk_store_commit_group_splits",
+            "PostgreSQL commit groups rolled back and run again job by job (a job could not share the group)",
+            store.group_splits.clone(),
+        );
+        registry.register(
             "opdesk_store_caches_trusted",
             "1 while this node serves wallets, keys and tokens from memory (always on SQLite; on PostgreSQL while \
              it hears the other nodes' changes), 0 while it reads them from the database",

@@ -29,7 +29,7 @@ mod meters;
 mod migrations;
 mod pg_jobs;
 pub use meters::Meters;
-use pg_jobs::{queue_of, run_serializable};
+use pg_jobs::queue_of;
 pub mod notify;
 pub mod outbox;
 pub mod payments;
@@ -390,10 +390,10 @@ impl Store {
 
     /// Connects to PostgreSQL at `url` (`postgres://…`): migrates the schema (or refuses one newer than this
     /// build), then starts `opts.connections` threads, each with its own connection, taking jobs from one
-    /// queue. Every job runs in a `SERIALIZABLE` transaction of its own (a closure's [`immediate`] is a
-    /// savepoint inside it) and runs again when it lost a serialization race, alone after a few losses (see
-    /// `pg_jobs::run_serializable`): concurrent jobs, on this node or another, behave as if they had run one at a
-    /// time, as on SQLite.
+    /// queue. The jobs a thread finds waiting run in one `SERIALIZABLE` transaction (a commit group); a job
+    /// that cannot share it, and every job of a group that lost a serialization race, runs in a transaction of
+    /// its own, again when it lost a race, alone after a few losses (see `pg_jobs`): concurrent jobs, on this
+    /// node or another, behave as if they had run one at a time, as on SQLite.
     pub fn open_postgres(url: &str, opts: &Options) -> Result<(Self, Opened), Error> {
         // the driver blocks on a runtime of its own: connect off any async caller's thread
         let connect = || -> Result<(bool, Vec<Connection>), Error> {
@@ -412,25 +412,11 @@ impl Store {
         let rx = std::sync::Arc::new(std::sync::Mutex::new(rx));
         let meters = Meters::default();
         let mut handles = Vec::new();
-        for (i, mut conn) in conns.into_iter().enumerate() {
+        for (i, conn) in conns.into_iter().enumerate() {
             let (rx, m, url) = (rx.clone(), meters.clone(), url.to_owned());
             let handle = thread::Builder::new()
                 .name(format!("opdesk-pg-{i}"))
-                .spawn(move || {
-                    loop {
-                        let msg = match rx.lock() {
-                            Ok(rx) => rx.recv(),
-                            Err(_) => break,
-                        };
-                        match msg {
-                            Ok(Msg::Job(job)) => run_serializable(&mut conn, &url, job, &m),
-                            Ok(Msg::Close) | Err(_) => break,
-                        }
-                    }
-                    if let Err(e) = conn.close() {
-                        tracing::debug!(error = %e, "closing a PostgreSQL connection");
-                    }
-                })
+                .spawn(move || pg_jobs::serve(conn, &url, &rx, &m))
                 .map_err(|e| Error::Corrupt(format!("cannot spawn a store thread: {e}")))?;
             handles.push(handle);
         }

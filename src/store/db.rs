@@ -197,6 +197,7 @@ impl Connection {
                 conflicted: Cell::new(false),
                 job_own: Cell::new(false),
                 doomed: Cell::new(false),
+                failed: Cell::new(false),
             })),
             depth: Cell::new(0),
         })
@@ -337,6 +338,26 @@ impl Connection {
             p.doomed.set(false);
         }
         r
+    }
+
+    /// PostgreSQL: the next job of a commit group begins, inside the group's open transaction: its first
+    /// [`JobTx`] needs no savepoint (if it ends uncommitted, [`Connection::take_doomed`] says the group must
+    /// roll back), and [`Connection::take_failed`] starts afresh.
+    pub fn next_group_job(&self) {
+        if let Backend::Pg(p) = &self.backend {
+            p.job_own.set(true);
+            p.doomed.set(false);
+            p.failed.set(false);
+        }
+    }
+
+    /// PostgreSQL: whether a statement failed since the last call (the open transaction may be aborted);
+    /// clears the mark.
+    pub fn take_failed(&self) -> bool {
+        match &self.backend {
+            Backend::Sqlite(_) => false,
+            Backend::Pg(p) => p.failed.replace(false),
+        }
     }
 
     /// The job's own write transaction, if this is a job's transaction and it has not had it yet.

@@ -16,6 +16,8 @@ pub struct Meters {
     pub retries: prometheus_client::metrics::counter::Counter,
     /// PostgreSQL jobs that lost several serialization races and then ran alone.
     pub exclusive: prometheus_client::metrics::counter::Counter,
+    /// PostgreSQL commit groups rolled back and run again job by job (a job could not share the group).
+    pub group_splits: prometheus_client::metrics::counter::Counter,
     /// SQLite: the WAL's size and checkpoints.
     pub wal: wal::WalMeters,
     /// 1 while this node's caches of shared rows are trusted (always on SQLite; on PostgreSQL while the
@@ -40,6 +42,7 @@ impl Default for Meters {
             group_jobs: prometheus_client::metrics::histogram::Histogram::new(GROUP_BUCKETS),
             retries: prometheus_client::metrics::counter::Counter::default(),
             exclusive: prometheus_client::metrics::counter::Counter::default(),
+            group_splits: prometheus_client::metrics::counter::Counter::default(),
             wal: wal::WalMeters::default(),
             caches_trusted: prometheus_client::metrics::gauge::Gauge::default(),
         }

@@ -1,10 +1,16 @@
-//! How a PostgreSQL node runs a store job: in a `SERIALIZABLE` transaction of its own, again after losing a
-//! serialization race, alone after losing a few ([`RUN_LOCK`]), queued behind the jobs that write the same hot
-//! row when it names one (`Store::call_queued`), and delivered once its transaction committed.
+//! How a PostgreSQL node runs store jobs: the jobs waiting together in one `SERIALIZABLE` transaction (a
+//! commit group, [`run_group`]), split into a transaction each when one of them cannot share it; a job again
+//! after losing a serialization race, alone after losing a few ([`RUN_LOCK`]); queued behind the jobs that
+//! write the same hot row when it names one (`Store::call_queued`); each delivered once its transaction
+//! committed.
 
-use std::{thread, time::Duration};
+use std::{
+    sync::{Mutex, mpsc},
+    thread,
+    time::Duration,
+};
 
-use super::{Connection, Error, Job, Meters};
+use super::{Connection, Error, Job, Meters, Msg};
 
 /// The queue of jobs that write the row `key` names: 32 bits of its FNV-1a hash (the same on every node).
 pub(super) fn queue_of(key: &str) -> i32 {
@@ -23,23 +29,148 @@ const EXCLUSIVE_ATTEMPTS: u32 = 3;
 /// shared requests behind a waiting exclusive one, so that job soon runs alone and cannot lose again.
 const RUN_LOCK: i64 = 0x6f70_6465_736b_0003;
 
+/// Most jobs committed together in one PostgreSQL transaction: enough to spread a transaction's fixed costs
+/// (its round trips, its commit record and flush, its serialization bookkeeping) over several jobs, few
+/// enough that a group that must run again job by job loses little.
+const MAX_GROUP: usize = 16;
+
+/// A connection thread's loop: takes the jobs waiting in `rx` (up to [`MAX_GROUP`]) and runs them as one
+/// commit group, then the queued ones (`Store::call_queued`) each by itself, until the store closes.
+pub(super) fn serve(mut conn: Connection, url: &str, rx: &Mutex<mpsc::Receiver<Msg>>, m: &Meters) {
+    let mut closing = false;
+    while !closing {
+        let mut jobs = Vec::new();
+        {
+            let Ok(rx) = rx.lock() else { break };
+            match rx.recv() {
+                Ok(Msg::Job(job)) => jobs.push(job),
+                Ok(Msg::Close) | Err(_) => break,
+            }
+            while jobs.len() < MAX_GROUP {
+                match rx.try_recv() {
+                    Ok(Msg::Job(job)) => jobs.push(job),
+                    Ok(Msg::Close) => {
+                        closing = true;
+                        break;
+                    }
+                    Err(_) => break,
+                }
+            }
+        }
+        m.queue_depth.dec_by(jobs.len() as i64);
+        let (queued, group): (Vec<Job>, Vec<Job>) = jobs.into_iter().partition(|j| j.queue().is_some());
+        run_group(&mut conn, url, group, m);
+        for job in queued {
+            m.group_jobs.observe(1.0);
+            run_serializable(&mut conn, url, job, m);
+        }
+    }
+    if let Err(e) = conn.close() {
+        tracing::debug!(error = %e, "closing a PostgreSQL connection");
+    }
+}
+
+/// Runs `jobs` in one `SERIALIZABLE` transaction, each job's first write transaction being part of it
+/// (no savepoint: a savepoint costs PostgreSQL two round trips), and delivers every result once it
+/// committed. When a job cannot share the transaction — a statement of it failed (which aborts a
+/// PostgreSQL transaction), its write transaction ended uncommitted, it lost a serialization race — or the
+/// commit fails on a live connection, the group rolls back and every job runs again by itself
+/// ([`run_serializable`]), so each one's outcome is what it would have been alone.
+fn run_group(conn: &mut Connection, url: &str, mut jobs: Vec<Job>, m: &Meters) {
+    if jobs.len() <= 1 {
+        for job in jobs {
+            m.group_jobs.observe(1.0);
+            run_serializable(conn, url, job, m);
+        }
+        return;
+    }
+    let started = std::time::Instant::now();
+    if let Err(e) = reconnect(conn, url) {
+        let why = e.to_string();
+        jobs.into_iter()
+            .for_each(|j| j.deliver(Err(Error::Aborted(why.clone()))));
+        return;
+    }
+    let unlock = format!("SELECT pg_advisory_unlock_shared({RUN_LOCK})");
+    if let Err(e) = conn.begin_with(&format!("SELECT pg_advisory_lock_shared({RUN_LOCK})")) {
+        let _ = conn.rollback();
+        release_run_lock(conn, &unlock);
+        tracing::debug!(error = %e, "a commit group could not begin: its jobs run one by one");
+        return one_by_one(conn, url, jobs, m);
+    }
+    let mut shared = true;
+    for job in &mut jobs {
+        conn.next_group_job();
+        job.run(conn);
+        // every mark read (each clears its own)
+        let (conflicted, doomed, failed) = (conn.take_conflict(), conn.take_doomed(), conn.take_failed());
+        if conflicted || doomed || failed {
+            shared = false;
+            break;
+        }
+    }
+    if !shared {
+        if let Err(e) = conn.end_then("ROLLBACK", &unlock) {
+            tracing::debug!(error = %e, "rolling back a commit group");
+            release_run_lock(conn, &unlock);
+        }
+        conn.take_conflict();
+        m.group_splits.inc();
+        return one_by_one(conn, url, jobs, m);
+    }
+    match conn.end_then("COMMIT", &unlock) {
+        Ok(()) => {
+            m.group_jobs.observe(jobs.len() as f64);
+            let each = started.elapsed().as_secs_f64() / jobs.len() as f64;
+            for job in jobs {
+                m.job_seconds.observe(each);
+                job.deliver(Ok(()));
+            }
+        }
+        Err(e) => {
+            release_run_lock(conn, &unlock);
+            conn.take_conflict();
+            if conn.is_broken() {
+                // whether the commit happened is unknown: say so to every job
+                let why = e.to_string();
+                jobs.into_iter()
+                    .for_each(|j| j.deliver(Err(Error::Aborted(why.clone()))));
+            } else {
+                m.group_splits.inc();
+                one_by_one(conn, url, jobs, m);
+            }
+        }
+    }
+}
+
+/// Runs a split group's jobs each in a transaction of its own, in their order.
+fn one_by_one(conn: &mut Connection, url: &str, jobs: Vec<Job>, m: &Meters) {
+    for job in jobs {
+        m.group_jobs.observe(1.0);
+        run_serializable(conn, url, job, m);
+    }
+}
+
+/// Opens the connection again if it was found broken.
+fn reconnect(conn: &mut Connection, url: &str) -> Result<(), Error> {
+    if conn.is_broken() {
+        *conn = Connection::connect_postgres(url).map_err(|e| {
+            tracing::warn!(error = %e, "cannot reconnect to PostgreSQL");
+            Error::from(e)
+        })?;
+    }
+    Ok(())
+}
+
 /// Runs a job on PostgreSQL in a `SERIALIZABLE` transaction of its own and delivers its result once that
 /// transaction committed. A job that lost a serialization race runs again after a short random pause; after
 /// [`OPTIMISTIC_ATTEMPTS`] it runs alone (see [`RUN_LOCK`]), so that under heavy contention jobs progress
 /// one at a time, as on SQLite, instead of failing. A connection found broken is opened again first.
-pub(super) fn run_serializable(conn: &mut Connection, url: &str, mut job: Job, m: &Meters) {
-    m.queue_depth.dec();
-    m.group_jobs.observe(1.0);
+fn run_serializable(conn: &mut Connection, url: &str, mut job: Job, m: &Meters) {
     let started = std::time::Instant::now();
-    if conn.is_broken() {
-        match Connection::connect_postgres(url) {
-            Ok(c) => *conn = c,
-            Err(e) => {
-                tracing::warn!(error = %e, "cannot reconnect to PostgreSQL");
-                job.deliver(Err(Error::from(e)));
-                return;
-            }
-        }
+    if let Err(e) = reconnect(conn, url) {
+        job.deliver(Err(e));
+        return;
     }
     let mut attempt = 0;
     let committed = loop {

@@ -621,3 +621,108 @@ async fn caches_forget_at_once_what_another_node_changed() {
         "a key removed on A no longer verifies on B"
     );
 }
+
+/// Runs `jobs` closures on `store` while its one connection is held, so that they queue up and the
+/// connection takes them as one commit group; returns each job's result, in order.
+fn run_as_group<T: Send + 'static>(
+    store: &opdesk::store::Store,
+    jobs: Vec<Box<dyn FnMut(&mut opdesk::store::db::Connection) -> Result<T, opdesk::store::Error> + Send>>,
+) -> Vec<Result<T, opdesk::store::Error>> {
+    let (release, held) = std::sync::mpsc::channel::<()>();
+    let (started, running) = std::sync::mpsc::channel::<()>();
+    std::thread::scope(|s| {
+        let holder = store.clone();
+        s.spawn(move || {
+            holder.call_blocking(move |_| {
+                let _ = started.send(());
+                let _ = held.recv_timeout(std::time::Duration::from_secs(20));
+                Ok::<_, opdesk::store::Error>(())
+            })
+        });
+        running.recv().unwrap();
+        let n = jobs.len() as i64;
+        let handles: Vec<_> = jobs
+            .into_iter()
+            .map(|job| {
+                let store = store.clone();
+                s.spawn(move || store.call_blocking(job))
+            })
+            .collect();
+        let waited = std::time::Instant::now();
+        while store.meters().queue_depth.get() < n {
+            assert!(
+                waited.elapsed() < std::time::Duration::from_secs(10),
+                "the jobs never queued"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+        release.send(()).unwrap();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    })
+}
+
+/// The jobs waiting for a PostgreSQL connection commit together in one transaction. A job that cannot share
+/// it — a statement of it failed (which aborts a PostgreSQL transaction), or it wrote and then gave up —
+/// gets its error alone: the group rolls back and every job runs again in a transaction of its own, so each
+/// outcome is the one it would have had alone, and nothing of a failed job is kept.
+#[test]
+fn jobs_waiting_together_commit_as_one_group_and_a_failing_one_fails_alone() {
+    if postgres().is_none() {
+        return;
+    }
+    use opdesk::store::{Error, db::params, immediate};
+    type Job = Box<dyn FnMut(&mut opdesk::store::db::Connection) -> Result<i64, Error> + Send>;
+    let store = fresh_store(1);
+    store
+        .call_blocking(|c| Ok::<_, Error>(c.execute_batch("CREATE TABLE g (n BIGINT PRIMARY KEY)")?))
+        .unwrap();
+    // each job inserts its number and answers its transaction's id
+    let insert = |n: i64| -> Job {
+        Box::new(move |c| {
+            let tx = immediate(c)?;
+            tx.execute("INSERT INTO g (n) VALUES (?1)", params![n])?;
+            let txid: i64 = tx.query_row("SELECT txid_current()", [], |r| r.get(0))?;
+            tx.commit()?;
+            Ok(txid)
+        })
+    };
+    let clean = run_as_group(&store, (0..12).map(insert).collect());
+    let txids: std::collections::BTreeSet<i64> = clean.iter().map(|r| *r.as_ref().unwrap()).collect();
+    assert_eq!(
+        txids.len(),
+        1,
+        "twelve jobs waiting together committed in one transaction"
+    );
+    assert_eq!(store.meters().group_splits.get(), 0);
+
+    let mut jobs: Vec<Job> = (100..112).map(insert).collect();
+    // a statement fails (the transaction it runs in is aborted)
+    jobs[4] = Box::new(|c| Ok(c.query_row("SELECT n FROM no_such_table", [], |r| r.get(0))?));
+    // a job writes, then gives up before committing
+    jobs[8] = Box::new(|c| {
+        let tx = immediate(c)?;
+        tx.execute("INSERT INTO g (n) VALUES (?1)", params![108])?;
+        Err(Error::Corrupt("job 8 gives up".into()))
+    });
+    let split = run_as_group(&store, jobs);
+    for (i, r) in split.iter().enumerate() {
+        match i {
+            4 => assert!(matches!(r, Err(Error::Sql(_))), "job 4: {r:?}"),
+            8 => assert!(matches!(r, Err(Error::Corrupt(_))), "job 8: {r:?}"),
+            _ => assert!(r.is_ok(), "job {i}: {r:?}"),
+        }
+    }
+    let txids: std::collections::BTreeSet<i64> = split.iter().filter_map(|r| r.as_ref().ok().copied()).collect();
+    assert_eq!(txids.len(), 10, "after the split each job committed by itself");
+    assert!(store.meters().group_splits.get() >= 1);
+    let kept: Vec<i64> = store
+        .call_blocking(|c| {
+            let mut st = c.prepare("SELECT n FROM g ORDER BY n")?;
+            let rows = st.query_map([], |r| r.get(0))?.collect::<Result<Vec<i64>, _>>()?;
+            Ok::<_, Error>(rows)
+        })
+        .unwrap();
+    let want: Vec<i64> = (0..12).chain((100..112).filter(|n| *n != 104 && *n != 108)).collect();
+    assert_eq!(kept, want, "every job's row once, none of the failed ones'");
+    store.close();
+}

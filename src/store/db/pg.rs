@@ -258,6 +258,8 @@ pub struct Pg {
     pub(super) job_own: Cell<bool>,
     /// The job's own write transaction ended without committing: the job's transaction must roll back.
     pub(super) doomed: Cell<bool>,
+    /// A statement failed since the mark was last taken: the transaction may be aborted.
+    pub(super) failed: Cell<bool>,
 }
 
 impl Pg {
@@ -310,10 +312,11 @@ impl Pg {
         Ok(stmt)
     }
 
-    /// Records a serialization failure of the running job.
+    /// Records a failed statement, and a serialization failure of the running job.
     pub(super) fn note<T>(&self, r: Result<T, postgres::Error>) -> Result<T> {
         r.map_err(|e| {
             let e = Error::Pg(e);
+            self.failed.set(true);
             if e.is_conflict() {
                 self.conflicted.set(true);
             }
