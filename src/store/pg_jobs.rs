@@ -35,7 +35,7 @@ const RUN_LOCK: i64 = 0x6f70_6465_736b_0003;
 const MAX_GROUP: usize = 16;
 
 /// A connection thread's loop: takes the jobs waiting in `rx` (up to [`MAX_GROUP`]) and runs them as one
-/// commit group, then the queued ones (`Store::call_queued`) each by itself, until the store closes.
+/// commit group, until the store closes.
 pub(super) fn serve(mut conn: Connection, url: &str, rx: &Mutex<mpsc::Receiver<Msg>>, m: &Meters) {
     let mut closing = false;
     while !closing {
@@ -58,19 +58,16 @@ pub(super) fn serve(mut conn: Connection, url: &str, rx: &Mutex<mpsc::Receiver<M
             }
         }
         m.queue_depth.dec_by(jobs.len() as i64);
-        let (queued, group): (Vec<Job>, Vec<Job>) = jobs.into_iter().partition(|j| j.queue().is_some());
-        run_group(&mut conn, url, group, m);
-        for job in queued {
-            m.group_jobs.observe(1.0);
-            run_serializable(&mut conn, url, job, m);
-        }
+        run_group(&mut conn, url, jobs, m);
     }
     if let Err(e) = conn.close() {
         tracing::debug!(error = %e, "closing a PostgreSQL connection");
     }
 }
 
-/// Runs `jobs` in one `SERIALIZABLE` transaction, each job's first write transaction being part of it
+/// Runs `jobs` in one `SERIALIZABLE` transaction — after waiting for the rows its queued jobs write
+/// (`Store::call_queued`: the packets through one peer run many to a transaction) — each job's first write
+/// transaction being part of it
 /// (no savepoint: a savepoint costs PostgreSQL two round trips), and delivers every result once it
 /// committed. When a job cannot share the transaction — a statement of it failed (which aborts a
 /// PostgreSQL transaction), its write transaction ended uncommitted, it lost a serialization race — or the
@@ -91,7 +88,27 @@ fn run_group(conn: &mut Connection, url: &str, mut jobs: Vec<Job>, m: &Meters) {
             .for_each(|j| j.deliver(Err(Error::Aborted(why.clone()))));
         return;
     }
-    let unlock = format!("SELECT pg_advisory_unlock_shared({RUN_LOCK})");
+    // the rows the group's queued jobs write: waited for first, before the snapshot and the run lock, in
+    // one order on every path (ascending), so that groups holding several never wait on each other in a circle
+    let mut keys: Vec<i32> = jobs.iter().filter_map(|j| j.queue()).collect();
+    keys.sort_unstable();
+    keys.dedup();
+    let mut unlock = format!("SELECT pg_advisory_unlock_shared({RUN_LOCK})");
+    for k in &keys {
+        unlock.push_str(&format!("; SELECT pg_advisory_unlock({QUEUE_CLASS}, {k})"));
+    }
+    if !keys.is_empty() {
+        let lock: Vec<String> = keys
+            .iter()
+            .map(|k| format!("SELECT pg_advisory_lock({QUEUE_CLASS}, {k})"))
+            .collect();
+        if let Err(e) = conn.execute_batch(&lock.join("; ")) {
+            // some of the locks may be held: give back what this session holds, then run the jobs one by one
+            let _ = conn.execute_batch("SELECT pg_advisory_unlock_all()");
+            tracing::debug!(error = %e, "a commit group could not queue for its rows: its jobs run one by one");
+            return one_by_one(conn, url, jobs, m);
+        }
+    }
     if let Err(e) = conn.begin_with(&format!("SELECT pg_advisory_lock_shared({RUN_LOCK})")) {
         let _ = conn.rollback();
         release_run_lock(conn, &unlock);

@@ -623,9 +623,11 @@ async fn caches_forget_at_once_what_another_node_changed() {
 }
 
 /// Runs `jobs` closures on `store` while its one connection is held, so that they queue up and the
-/// connection takes them as one commit group; returns each job's result, in order.
+/// connection takes them as one commit group (each queued behind the row `queue` names, when given); returns
+/// each job's result, in order.
 fn run_as_group<T: Send + 'static>(
     store: &opdesk::store::Store,
+    queue: Option<&str>,
     jobs: Vec<Box<dyn FnMut(&mut opdesk::store::db::Connection) -> Result<T, opdesk::store::Error> + Send>>,
 ) -> Vec<Result<T, opdesk::store::Error>> {
     let (release, held) = std::sync::mpsc::channel::<()>();
@@ -645,7 +647,13 @@ fn run_as_group<T: Send + 'static>(
             .into_iter()
             .map(|job| {
                 let store = store.clone();
-                s.spawn(move || store.call_blocking(job))
+                s.spawn(move || match queue {
+                    None => store.call_blocking(job),
+                    Some(key) => tokio::runtime::Builder::new_current_thread()
+                        .build()
+                        .unwrap()
+                        .block_on(store.call_queued(key, job)),
+                })
             })
             .collect();
         let waited = std::time::Instant::now();
@@ -686,7 +694,7 @@ fn jobs_waiting_together_commit_as_one_group_and_a_failing_one_fails_alone() {
             Ok(txid)
         })
     };
-    let clean = run_as_group(&store, (0..12).map(insert).collect());
+    let clean = run_as_group(&store, None, (0..12).map(insert).collect());
     let txids: std::collections::BTreeSet<i64> = clean.iter().map(|r| *r.as_ref().unwrap()).collect();
     assert_eq!(
         txids.len(),
@@ -704,7 +712,7 @@ fn jobs_waiting_together_commit_as_one_group_and_a_failing_one_fails_alone() {
         tx.execute("INSERT INTO g (n) VALUES (?1)", params![108])?;
         Err(Error::Corrupt("job 8 gives up".into()))
     });
-    let split = run_as_group(&store, jobs);
+    let split = run_as_group(&store, None, jobs);
     for (i, r) in split.iter().enumerate() {
         match i {
             4 => assert!(matches!(r, Err(Error::Sql(_))), "job 4: {r:?}"),
@@ -724,5 +732,42 @@ fn jobs_waiting_together_commit_as_one_group_and_a_failing_one_fails_alone() {
         .unwrap();
     let want: Vec<i64> = (0..12).chain((100..112).filter(|n| *n != 104 && *n != 108)).collect();
     assert_eq!(kept, want, "every job's row once, none of the failed ones'");
+    store.close();
+}
+
+/// Jobs queued behind one hot row (`Store::call_queued`: the packets through one peer) that wait together
+/// run in one transaction, which waited for the row first: every read-modify-write of the row kept, in one
+/// commit.
+#[test]
+fn jobs_queued_behind_one_row_commit_together() {
+    if postgres().is_none() {
+        return;
+    }
+    use opdesk::store::{Error, db::params, immediate};
+    type Job = Box<dyn FnMut(&mut opdesk::store::db::Connection) -> Result<i64, Error> + Send>;
+    let store = fresh_store(1);
+    store
+        .call_blocking(|c| {
+            Ok::<_, Error>(c.execute_batch("CREATE TABLE hot (n BIGINT NOT NULL); INSERT INTO hot VALUES (0)")?)
+        })
+        .unwrap();
+    let bump = || -> Job {
+        Box::new(|c| {
+            let tx = immediate(c)?;
+            let n: i64 = tx.query_row("SELECT n FROM hot", [], |r| r.get(0))?;
+            tx.execute("UPDATE hot SET n = ?1", params![n + 1])?;
+            let txid: i64 = tx.query_row("SELECT txid_current()", [], |r| r.get(0))?;
+            tx.commit()?;
+            Ok(txid)
+        })
+    };
+    let done = run_as_group(&store, Some("hot"), (0..12).map(|_| bump()).collect());
+    let txids: std::collections::BTreeSet<i64> = done.iter().map(|r| *r.as_ref().unwrap()).collect();
+    assert_eq!(txids.len(), 1, "twelve queued jobs committed in one transaction");
+    let n: i64 = store
+        .call_blocking(|c| Ok::<_, Error>(c.query_row("SELECT n FROM hot", [], |r| r.get(0))?))
+        .unwrap();
+    assert_eq!(n, 12, "every increment kept once");
+    assert_eq!(store.meters().group_splits.get(), 0);
     store.close();
 }
