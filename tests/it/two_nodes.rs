@@ -622,13 +622,16 @@ async fn caches_forget_at_once_what_another_node_changed() {
     );
 }
 
+/// A store job, boxed.
+type StoreJob<T> = Box<dyn FnMut(&mut opdesk::store::db::Connection) -> Result<T, opdesk::store::Error> + Send>;
+
 /// Runs `jobs` closures on `store` while its one connection is held, so that they queue up and the
 /// connection takes them as one commit group (each queued behind the row `queue` names, when given); returns
 /// each job's result, in order.
 fn run_as_group<T: Send + 'static>(
     store: &opdesk::store::Store,
     queue: Option<&str>,
-    jobs: Vec<Box<dyn FnMut(&mut opdesk::store::db::Connection) -> Result<T, opdesk::store::Error> + Send>>,
+    jobs: Vec<StoreJob<T>>,
 ) -> Vec<Result<T, opdesk::store::Error>> {
     let (release, held) = std::sync::mpsc::channel::<()>();
     let (started, running) = std::sync::mpsc::channel::<()>();
@@ -679,7 +682,7 @@ fn jobs_waiting_together_commit_as_one_group_and_a_failing_one_fails_alone() {
         return;
     }
     use opdesk::store::{Error, db::params, immediate};
-    type Job = Box<dyn FnMut(&mut opdesk::store::db::Connection) -> Result<i64, Error> + Send>;
+    type Job = StoreJob<i64>;
     let store = fresh_store(1);
     store
         .call_blocking(|c| Ok::<_, Error>(c.execute_batch("CREATE TABLE g (n BIGINT PRIMARY KEY)")?))
@@ -744,7 +747,7 @@ fn jobs_queued_behind_one_row_commit_together() {
         return;
     }
     use opdesk::store::{Error, db::params, immediate};
-    type Job = Box<dyn FnMut(&mut opdesk::store::db::Connection) -> Result<i64, Error> + Send>;
+    type Job = StoreJob<i64>;
     let store = fresh_store(1);
     store
         .call_blocking(|c| {
