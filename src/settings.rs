@@ -252,7 +252,7 @@ pub struct DemoSettings {
 pub struct StoreSettings {
     /// Empty: the SQLite file in the data dir. Else a PostgreSQL URL (`postgres://…`) every node shares.
     pub url: String,
-    /// PostgreSQL: connections (each serving one transaction at a time).
+    /// PostgreSQL: connections (each serving one transaction at a time); 0: as many as the machine has cores.
     pub connections: usize,
     pub busy_timeout_ms: u64,
     pub synchronous: String,
@@ -649,8 +649,11 @@ impl Settings {
                 "is a quota on the SQLite file; with store.url (PostgreSQL) set it to 0".into(),
             ));
         }
-        if !(1..=256).contains(&raw.store.connections) {
-            return Err(invalid("store.connections", "must be between 1 and 256".into()));
+        if raw.store.connections > 256 {
+            return Err(invalid(
+                "store.connections",
+                "must be between 0 (automatic) and 256".into(),
+            ));
         }
         if raw.store.wal_max_bytes < crate::store::wal::MIN_MAX_BYTES {
             return Err(invalid(

@@ -269,7 +269,7 @@ pub struct Options {
     /// The operator's quota in pages (`PRAGMA max_page_count` on the writer connection, applied after the
     /// migrations); 0: none. A quota below the current size holds the database at its current size.
     pub max_pages: u64,
-    /// PostgreSQL: connections (and threads) serving jobs.
+    /// PostgreSQL: connections (and threads) serving jobs; 0: [`auto_connections`].
     pub connections: usize,
     /// SQLite: the ceiling on the WAL file, in bytes (see [`wal`]).
     pub wal_max_bytes: u64,
@@ -281,10 +281,18 @@ impl Default for Options {
             busy_timeout: Duration::from_secs(5),
             synchronous: "NORMAL".into(),
             max_pages: 0,
-            connections: 8,
+            connections: 0,
             wal_max_bytes: wal::DEFAULT_MAX_BYTES,
         }
     }
+}
+
+/// PostgreSQL connections when none are configured: as many as this machine has cores, 2 to 8. Each serves one
+/// commit group at a time, and the jobs waiting meanwhile form the next groups: connections beyond the cores
+/// PostgreSQL and opdesk can run at once only cut the waiting jobs into more, smaller transactions, each with
+/// its fixed cost (measured on two cores: 8 connections cost 25–30 % more CPU per create than 2).
+pub fn auto_connections() -> usize {
+    thread::available_parallelism().map_or(2, |n| n.get().clamp(2, 8))
 }
 
 /// Handle to the store's threads (SQLite's one writer, or PostgreSQL's connections). Cheap to clone.
@@ -401,7 +409,11 @@ impl Store {
             let fresh = migrations::current_version(&first)? == 0;
             migrations::migrate(&mut first)?;
             let mut conns = vec![first];
-            for _ in 1..opts.connections.max(1) {
+            let wanted = match opts.connections {
+                0 => auto_connections(),
+                n => n,
+            };
+            for _ in 1..wanted {
                 conns.push(Connection::connect_postgres(url)?);
             }
             Ok((fresh, conns))
