@@ -413,7 +413,7 @@ pub async fn serve_with(
         // what committed before this node serves (its demo seeds, a CLI's changes) is numbered before any
         // reader starts "from now" (another node numbering at this moment numbers it too)
         core.store
-            .call(|c| store::outbox::sequence(c))
+            .call_alone(|c| store::outbox::sequence(c))
             .await
             .wrap_err("cannot number the events waiting in the outbox")?;
         let (bus, store) = (core.state.bus.clone(), core.store.clone());

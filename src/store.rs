@@ -217,6 +217,8 @@ trait Work: Send {
     fn deliver(self: Box<Self>, committed: Result<(), Error>);
     /// The queue it waits in before its transaction begins (see [`Store::call_queued`]).
     fn queue(&self) -> Option<i32>;
+    /// Whether it runs in a transaction of its own, never in a commit group (see [`Store::call_alone`]).
+    fn alone(&self) -> bool;
 }
 
 type Job = Box<dyn Work>;
@@ -226,6 +228,7 @@ struct Call<F, T, E, S> {
     out: Option<Result<T, E>>,
     send: S,
     queue: Option<i32>,
+    alone: bool,
 }
 
 impl<F, T, E, S> Work for Call<F, T, E, S>
@@ -249,6 +252,10 @@ where
 
     fn queue(&self) -> Option<i32> {
         self.queue
+    }
+
+    fn alone(&self) -> bool {
+        self.alone
     }
 }
 
@@ -493,8 +500,29 @@ impl Store {
         T: Send + 'static,
         E: From<Error> + Send + 'static,
     {
+        self.call_in(f, self.postgres.then(|| queue_of(key)), false).await
+    }
+
+    /// [`Store::call`] for a job that must not share a PostgreSQL commit group: one that holds a lock to its
+    /// commit that other nodes wait for, and whose work another job's failure must not undo and make it do
+    /// again (the outbox's sequencer: numbers drawn in a group that then rolled back would be lost, leaving a
+    /// hole readers see). On SQLite, where the sequencer does nothing, it is [`Store::call`].
+    pub async fn call_alone<T, E, F>(&self, f: F) -> Result<T, E>
+    where
+        F: FnMut(&mut Connection) -> Result<T, E> + Send + 'static,
+        T: Send + 'static,
+        E: From<Error> + Send + 'static,
+    {
+        self.call_in(f, None, self.postgres).await
+    }
+
+    async fn call_in<T, E, F>(&self, f: F, queue: Option<i32>, alone: bool) -> Result<T, E>
+    where
+        F: FnMut(&mut Connection) -> Result<T, E> + Send + 'static,
+        T: Send + 'static,
+        E: From<Error> + Send + 'static,
+    {
         let (reply, rx) = oneshot::channel();
-        let queue = self.postgres.then(|| queue_of(key));
         self.send(Box::new(Call {
             f,
             out: None,
@@ -502,6 +530,7 @@ impl Store {
                 let _ = reply.send(r);
             },
             queue,
+            alone,
         }))
         .map_err(E::from)?;
         rx.await.map_err(|_| E::from(Error::Closed))?
@@ -552,6 +581,7 @@ where
         out: None,
         send,
         queue: None,
+        alone: false,
     })
 }
 

@@ -157,7 +157,8 @@ impl Webhooks {
     /// Starts delivering from the newest event on the first run with a URL (history is not replayed);
     /// call before the server answers so nothing it accepts is missed.
     pub async fn start(&self) -> Result<(), WebhookError> {
-        Ok(self.store.call(|c| repo::start(c)).await?)
+        // it may number the outbox's waiting events: never in a commit group
+        Ok(self.store.call_alone(|c| repo::start(c)).await?)
     }
 
     /// When the attempt after `attempts` failed ones is due, or none when the budget is spent.
@@ -198,9 +199,10 @@ impl Webhooks {
                 break;
             }
             let now = self.clock.now();
+            // the first take may number the outbox's waiting events (see `start`): never in a commit group
             let taken = self
                 .store
-                .call(move |c| {
+                .call_alone(move |c| {
                     let tx = store::immediate(c)?;
                     let n = repo::take_from_outbox(&tx, now, TAKE, body_of)?;
                     tx.commit()?;

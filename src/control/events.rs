@@ -170,7 +170,7 @@ const LOOK_EVERY: Duration = Duration::from_secs(2);
 /// every few seconds, in case a notification was lost.
 pub async fn follow_outbox(bus: EventBus, store: Store, wake: Arc<Notify>, stop: CancellationToken) {
     let mut last = loop {
-        match store.call(newest_numbered).await {
+        match store.call_alone(newest_numbered).await {
             Ok(newest) => break newest,
             Err(e) => {
                 tracing::warn!(error = %e, "the event follower cannot read the outbox; trying again");
@@ -185,7 +185,7 @@ pub async fn follow_outbox(bus: EventBus, store: Store, wake: Arc<Notify>, stop:
         // what committed since is numbered first: by this node, or, while another holds the sequencer's lock,
         // by that one (for what had committed when it began) and then by this one, trying again shortly
         for _ in 0..SEQUENCE_TRIES {
-            match store.call(|c| outbox::sequence(c)).await {
+            match store.call_alone(|c| outbox::sequence(c)).await {
                 Ok(Some(_)) => break,
                 Ok(None) => tokio::time::sleep(SEQUENCE_AGAIN).await,
                 Err(e) => {

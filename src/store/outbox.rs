@@ -48,7 +48,9 @@ pub fn append(conn: &Connection, at: OffsetDateTime, event: DomainEvent) -> Resu
 /// order: how many it moved, or `None` when another node holds the sequencer's lock (it will number what had
 /// committed before it began; what committed after is the caller's to try again). Run as a job of its own:
 /// the lock is held to its commit, and the job sees only committed rows, so numbers become visible in the
-/// order they are drawn. The other nodes are told when there are new numbers. Nothing on SQLite.
+/// order they are drawn. Run it with `Store::call_alone`, never in a commit group: a group that rolled back
+/// after the numbers were drawn would leave a hole in the numbering. The other nodes are told when there are
+/// new numbers. Nothing on SQLite.
 pub fn sequence(conn: &Connection) -> Result<Option<usize>, Error> {
     if !conn.is_postgres() {
         return Ok(Some(0));

@@ -35,7 +35,8 @@ const RUN_LOCK: i64 = 0x6f70_6465_736b_0003;
 const MAX_GROUP: usize = 16;
 
 /// A connection thread's loop: takes the jobs waiting in `rx` (up to [`MAX_GROUP`]) and runs them as one
-/// commit group, until the store closes.
+/// commit group, then those that must run alone (`Store::call_alone`) each in a transaction of its own, until
+/// the store closes.
 pub(super) fn serve(mut conn: Connection, url: &str, rx: &Mutex<mpsc::Receiver<Msg>>, m: &Meters) {
     let mut closing = false;
     while !closing {
@@ -58,7 +59,9 @@ pub(super) fn serve(mut conn: Connection, url: &str, rx: &Mutex<mpsc::Receiver<M
             }
         }
         m.queue_depth.dec_by(jobs.len() as i64);
-        run_group(&mut conn, url, jobs, m);
+        let (alone, group): (Vec<Job>, Vec<Job>) = jobs.into_iter().partition(|j| j.alone());
+        run_group(&mut conn, url, group, m);
+        one_by_one(&mut conn, url, alone, m);
     }
     if let Err(e) = conn.close() {
         tracing::debug!(error = %e, "closing a PostgreSQL connection");

@@ -625,13 +625,19 @@ async fn caches_forget_at_once_what_another_node_changed() {
 /// A store job, boxed.
 type StoreJob<T> = Box<dyn FnMut(&mut opdesk::store::db::Connection) -> Result<T, opdesk::store::Error> + Send>;
 
+/// How a job of [`run_as_group`] is sent: plainly, queued behind a row, or to run alone.
+#[derive(Clone, Copy)]
+enum Lane {
+    Plain,
+    Queued(&'static str),
+    Alone,
+}
+
 /// Runs `jobs` closures on `store` while its one connection is held, so that they queue up and the
-/// connection takes them as one commit group (each queued behind the row `queue` names, when given); returns
-/// each job's result, in order.
-fn run_as_group<T: Send + 'static>(
+/// connection takes them as one commit group (each sent by its lane); returns each job's result, in order.
+fn run_lanes<T: Send + 'static>(
     store: &opdesk::store::Store,
-    queue: Option<&str>,
-    jobs: Vec<StoreJob<T>>,
+    jobs: Vec<(Lane, StoreJob<T>)>,
 ) -> Vec<Result<T, opdesk::store::Error>> {
     let (release, held) = std::sync::mpsc::channel::<()>();
     let (started, running) = std::sync::mpsc::channel::<()>();
@@ -646,30 +652,39 @@ fn run_as_group<T: Send + 'static>(
         });
         running.recv().unwrap();
         let n = jobs.len() as i64;
-        let handles: Vec<_> = jobs
-            .into_iter()
-            .map(|job| {
-                let store = store.clone();
-                s.spawn(move || match queue {
-                    None => store.call_blocking(job),
-                    Some(key) => tokio::runtime::Builder::new_current_thread()
-                        .build()
-                        .unwrap()
-                        .block_on(store.call_queued(key, job)),
-                })
-            })
-            .collect();
-        let waited = std::time::Instant::now();
-        while store.meters().queue_depth.get() < n {
-            assert!(
-                waited.elapsed() < std::time::Duration::from_secs(10),
-                "the jobs never queued"
-            );
-            std::thread::sleep(std::time::Duration::from_millis(2));
+        let mut handles = Vec::new();
+        for (i, (lane, job)) in jobs.into_iter().enumerate() {
+            let sender = store.clone();
+            handles.push(s.spawn(move || {
+                let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+                match lane {
+                    Lane::Plain => sender.call_blocking(job),
+                    Lane::Queued(key) => rt.block_on(sender.call_queued(key, job)),
+                    Lane::Alone => rt.block_on(sender.call_alone(job)),
+                }
+            }));
+            // in this order
+            let waited = std::time::Instant::now();
+            while store.meters().queue_depth.get() < i as i64 + 1 {
+                assert!(
+                    waited.elapsed() < std::time::Duration::from_secs(10),
+                    "job {i} never queued"
+                );
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
         }
+        assert_eq!(store.meters().queue_depth.get(), n);
         release.send(()).unwrap();
         handles.into_iter().map(|h| h.join().unwrap()).collect()
     })
+}
+
+/// [`run_lanes`] with every job sent plainly.
+fn run_as_group<T: Send + 'static>(
+    store: &opdesk::store::Store,
+    jobs: Vec<StoreJob<T>>,
+) -> Vec<Result<T, opdesk::store::Error>> {
+    run_lanes(store, jobs.into_iter().map(|j| (Lane::Plain, j)).collect())
 }
 
 /// The jobs waiting for a PostgreSQL connection commit together in one transaction. A job that cannot share
@@ -697,7 +712,7 @@ fn jobs_waiting_together_commit_as_one_group_and_a_failing_one_fails_alone() {
             Ok(txid)
         })
     };
-    let clean = run_as_group(&store, None, (0..12).map(insert).collect());
+    let clean = run_as_group(&store, (0..12).map(insert).collect());
     let txids: std::collections::BTreeSet<i64> = clean.iter().map(|r| *r.as_ref().unwrap()).collect();
     assert_eq!(
         txids.len(),
@@ -715,7 +730,7 @@ fn jobs_waiting_together_commit_as_one_group_and_a_failing_one_fails_alone() {
         tx.execute("INSERT INTO g (n) VALUES (?1)", params![108])?;
         Err(Error::Corrupt("job 8 gives up".into()))
     });
-    let split = run_as_group(&store, None, jobs);
+    let split = run_as_group(&store, jobs);
     for (i, r) in split.iter().enumerate() {
         match i {
             4 => assert!(matches!(r, Err(Error::Sql(_))), "job 4: {r:?}"),
@@ -764,7 +779,7 @@ fn jobs_queued_behind_one_row_commit_together() {
             Ok(txid)
         })
     };
-    let done = run_as_group(&store, Some("hot"), (0..12).map(|_| bump()).collect());
+    let done = run_lanes(&store, (0..12).map(|_| (Lane::Queued("hot"), bump())).collect());
     let txids: std::collections::BTreeSet<i64> = done.iter().map(|r| *r.as_ref().unwrap()).collect();
     assert_eq!(txids.len(), 1, "twelve queued jobs committed in one transaction");
     let n: i64 = store
@@ -772,5 +787,49 @@ fn jobs_queued_behind_one_row_commit_together() {
         .unwrap();
     assert_eq!(n, 12, "every increment kept once");
     assert_eq!(store.meters().group_splits.get(), 0);
+    store.close();
+}
+
+/// The outbox's sequencer never shares a commit group: a group rolled back because another of its jobs failed
+/// would have drawn numbers and lost them, and readers would see a hole (the event stream's test once saw
+/// `[9, 10, 12]` for three wallets created in a row).
+#[test]
+fn the_sequencer_runs_alone_and_numbers_without_holes() {
+    if postgres().is_none() {
+        return;
+    }
+    use opdesk::store::{Error, db::params, outbox};
+    let store = fresh_store(1);
+    let pend = |n: i64| -> StoreJob<Option<usize>> {
+        Box::new(move |c| {
+            c.execute(
+                "INSERT INTO events_pending (id, at, type, payload) VALUES (?1, '2026-11-28T00:00:00.000Z', 't', '{}')",
+                params![format!("e{n:03}")],
+            )?;
+            Ok(None)
+        })
+    };
+    let fails = || -> StoreJob<Option<usize>> {
+        Box::new(|c| Ok(c.query_row("SELECT n FROM no_such_table", [], |r| r.get(0))?))
+    };
+    let sequence = || -> StoreJob<Option<usize>> { Box::new(|c| outbox::sequence(c)) };
+    let (_, before) = store.call_blocking(|c| outbox::bounds(c)).unwrap();
+    for round in 0..3 {
+        store.call_blocking(pend(round)).unwrap();
+        // the sequencer waits with a job that fails: the group splits
+        let r = run_lanes(&store, vec![(Lane::Alone, sequence()), (Lane::Plain, fails())]);
+        assert!(matches!(r[0], Ok(Some(1))), "round {round}: {:?}", r[0]);
+        assert!(r[1].is_err());
+    }
+    let seqs: Vec<i64> = store
+        .call_blocking(move |c| {
+            let mut st = c.prepare("SELECT seq FROM events WHERE seq > ?1 ORDER BY seq")?;
+            let rows = st
+                .query_map(params![before], |r| r.get(0))?
+                .collect::<Result<Vec<i64>, _>>()?;
+            Ok::<_, Error>(rows)
+        })
+        .unwrap();
+    assert_eq!(seqs, vec![before + 1, before + 2, before + 3], "numbered without holes");
     store.close();
 }
