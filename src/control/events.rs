@@ -39,32 +39,36 @@ impl Drop for Watching {
 }
 
 /// Streams events after `after` (none: from now on) until the reader goes away or the server stops.
-/// `live` adds the live-only events (request log with exchanges, progress, balances).
-pub fn stream(s: Arc<Services>, after: Option<i64>, live: bool) -> mpsc::Receiver<Item> {
+/// `live` adds the live-only events (request log with exchanges, progress, balances). "Now" is read before
+/// this returns: whatever the reader does once it has the stream (create a wallet, say) comes after it.
+pub async fn stream(s: Arc<Services>, after: Option<i64>, live: bool) -> mpsc::Receiver<Item> {
     let (tx, rx) = mpsc::channel(BUFFER);
     // subscribe before reading the outbox: nothing committed in between is missed
     let mut bus = s.bus.subscribe();
+    // from now on: what is already in the outbox is not sent, but is the place to resume from (on
+    // PostgreSQL, an event that committed but waits for its number comes after it: the reader subscribed
+    // first, and numbering it here could put it behind the place the reader starts from)
+    let now = match after {
+        Some(_) => None,
+        None => Some(s.store.call(|c| outbox::bounds(c)).await),
+    };
     tokio::spawn(async move {
         let _watching = live.then(|| {
             s.capture.fetch_add(1, Ordering::Relaxed);
             Watching(s.clone())
         });
-        let mut last = match after {
-            Some(after) => match replay(&s, &tx, after, true).await {
+        let mut last = match (after, now) {
+            (Some(after), _) => match replay(&s, &tx, after, true).await {
                 Some(last) => last,
                 None => return,
             },
-            // from now on: what is already in the outbox is not sent, but is the place to resume from (on
-            // PostgreSQL, an event that committed but waits for its number comes after it: the reader
-            // subscribed first, and numbering it here could put it behind the place the reader starts from)
-            None => match s.store.call(|c| outbox::bounds(c)).await {
-                Ok((_, newest)) => newest,
-                Err(e) => {
-                    tracing::warn!(error = %e, "cannot read the event outbox");
-                    let _ = tx.send(Item::Resync("the event outbox cannot be read".into())).await;
-                    return;
-                }
-            },
+            (None, Some(Ok((_, newest)))) => newest,
+            (None, Some(Err(e))) => {
+                tracing::warn!(error = %e, "cannot read the event outbox");
+                let _ = tx.send(Item::Resync("the event outbox cannot be read".into())).await;
+                return;
+            }
+            (None, None) => return,
         };
         loop {
             let received = tokio::select! {

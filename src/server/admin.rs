@@ -301,7 +301,7 @@ async fn events(
                 .ok_or_else(|| ApiError::bad_request("invalid_request", "Last-Event-ID must be a sequence number"))
         })
         .transpose()?;
-    let rx = control::events::stream(s.services.clone(), q.after.or(last_id), q.live.unwrap_or(false));
+    let rx = control::events::stream(s.services.clone(), q.after.or(last_id), q.live.unwrap_or(false)).await;
     let stream = futures_util::stream::unfold(rx, |mut rx| async move {
         let item = rx.recv().await?;
         let event = match item {

@@ -170,9 +170,10 @@ impl Desk for Arc<Services> {
 
     fn feed(&self) -> mpsc::Receiver<Feed> {
         // live: the request log with its exchanges too (captured while a console watches)
-        let mut events = control::events::stream(self.clone(), None, true);
         let (tx, rx) = mpsc::channel(FEED_CAPACITY);
+        let services = self.clone();
         tokio::spawn(async move {
+            let mut events = control::events::stream(services, None, true).await;
             while let Some(item) = events.recv().await {
                 let f = match item {
                     control::events::Item::Event(r) => Feed::Event(r.event),
