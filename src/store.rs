@@ -259,6 +259,23 @@ where
     }
 }
 
+/// Waits for a job, then takes the jobs waiting behind it, up to `most` in all: the jobs, and whether the store
+/// is closing behind them (none: it closed before another job came).
+fn take_jobs(rx: &mpsc::Receiver<Msg>, most: usize) -> Option<(Vec<Job>, bool)> {
+    let mut jobs = match rx.recv() {
+        Ok(Msg::Job(job)) => vec![job],
+        Ok(Msg::Close) | Err(_) => return None,
+    };
+    while jobs.len() < most {
+        match rx.try_recv() {
+            Ok(Msg::Job(job)) => jobs.push(job),
+            Ok(Msg::Close) => return Some((jobs, true)),
+            Err(_) => break,
+        }
+    }
+    Some((jobs, false))
+}
+
 /// Most jobs committed together in one group.
 const MAX_GROUP: usize = 64;
 
@@ -360,29 +377,16 @@ impl Store {
         let handle = thread::Builder::new()
             .name("opdesk-store".into())
             .spawn(move || {
-                let mut closing = false;
-                while !closing && let Ok(first) = rx.recv() {
-                    let mut jobs = Vec::new();
-                    match first {
-                        Msg::Job(job) => jobs.push(job),
-                        Msg::Close => break,
-                    }
-                    while jobs.len() < MAX_GROUP {
-                        match rx.try_recv() {
-                            Ok(Msg::Job(job)) => jobs.push(job),
-                            Ok(Msg::Close) => {
-                                closing = true;
-                                break;
-                            }
-                            Err(_) => break,
-                        }
-                    }
+                while let Some((jobs, closing)) = take_jobs(&rx, MAX_GROUP) {
                     run_group(&mut conn, jobs, &m);
                     if let Some(c) = ceiling.as_mut()
                         && let Some(sqlite) = conn.sqlite()
                         && sqlite.is_autocommit()
                     {
                         c.after_group(sqlite);
+                    }
+                    if closing {
+                        break;
                     }
                 }
                 if let Some(c) = ceiling {

@@ -10,7 +10,7 @@ use std::{
     time::Duration,
 };
 
-use super::{Connection, Error, Job, Meters, Msg};
+use super::{Connection, Error, Job, Meters, Msg, take_jobs};
 
 /// The queue of jobs that write the row `key` names: 32 bits of its FNV-1a hash (the same on every node).
 pub(super) fn queue_of(key: &str) -> i32 {
@@ -38,30 +38,19 @@ const MAX_GROUP: usize = 16;
 /// commit group, then those that must run alone (`Store::call_alone`) each in a transaction of its own, until
 /// the store closes.
 pub(super) fn serve(mut conn: Connection, url: &str, rx: &Mutex<mpsc::Receiver<Msg>>, m: &Meters) {
-    let mut closing = false;
-    while !closing {
-        let mut jobs = Vec::new();
-        {
-            let Ok(rx) = rx.lock() else { break };
-            match rx.recv() {
-                Ok(Msg::Job(job)) => jobs.push(job),
-                Ok(Msg::Close) | Err(_) => break,
-            }
-            while jobs.len() < MAX_GROUP {
-                match rx.try_recv() {
-                    Ok(Msg::Job(job)) => jobs.push(job),
-                    Ok(Msg::Close) => {
-                        closing = true;
-                        break;
-                    }
-                    Err(_) => break,
-                }
-            }
-        }
+    loop {
+        let taken = match rx.lock() {
+            Ok(rx) => take_jobs(&rx, MAX_GROUP),
+            Err(_) => None,
+        };
+        let Some((jobs, closing)) = taken else { break };
         m.queue_depth.dec_by(jobs.len() as i64);
         let (alone, group): (Vec<Job>, Vec<Job>) = jobs.into_iter().partition(|j| j.alone());
         run_group(&mut conn, url, group, m);
         one_by_one(&mut conn, url, alone, m);
+        if closing {
+            break;
+        }
     }
     if let Err(e) = conn.close() {
         tracing::debug!(error = %e, "closing a PostgreSQL connection");
