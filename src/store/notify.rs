@@ -30,10 +30,13 @@ pub enum Channel {
     Peers,
     /// What a node changed that other nodes may hold in a cache (the payload: a [`Forget`]).
     Caches,
+    /// Each node's heartbeat to its own listener (the payload: the listener's token): a listener that stops
+    /// hearing it is cut off, though its connection may look open.
+    Beat,
 }
 
 impl Channel {
-    const ALL: [Self; 3] = [Self::Events, Self::Peers, Self::Caches];
+    const ALL: [Self; 4] = [Self::Events, Self::Peers, Self::Caches, Self::Beat];
 
     /// The PostgreSQL channel's name.
     pub fn name(self) -> &'static str {
@@ -41,6 +44,7 @@ impl Channel {
             Self::Events => "opdesk_events",
             Self::Peers => "opdesk_peers",
             Self::Caches => "opdesk_caches",
+            Self::Beat => "opdesk_beat",
         }
     }
 }
@@ -191,7 +195,7 @@ pub struct Wakers {
 impl Wakers {
     fn of(&self, channel: Channel) -> &Notify {
         match channel {
-            Channel::Events | Channel::Caches => &self.events,
+            Channel::Events | Channel::Caches | Channel::Beat => &self.events,
             Channel::Peers => &self.peers,
         }
     }
@@ -206,16 +210,26 @@ impl Wakers {
 const TICK: Duration = Duration::from_secs(1);
 /// The longest pause between attempts to connect again.
 const RECONNECT_MAX: Duration = Duration::from_secs(30);
+/// How often a node sends its listener a heartbeat, through a connection of its own.
+const BEAT: Duration = Duration::from_secs(1);
+/// How long a listener goes without hearing its heartbeat before it stops trusting what it (does not) hear
+/// and connects again: a connection that died silently (a host gone, a network cut, a frozen server process)
+/// looks open and delivers nothing, and on it a revocation on another node would go unheard.
+const BEAT_DEADLINE: Duration = Duration::from_secs(4);
 
 /// Listens on every [`Channel`] with a connection of its own, on a thread of its own, and wakes `wakers`
 /// until `stop` is cancelled. A broken connection is made again with backoff; everything is woken then,
 /// since notifications may have been missed meanwhile (followers read what they missed from the database).
+/// Another thread sends the listener a heartbeat every [`BEAT`] through a third connection; a listener that
+/// has not heard it for [`BEAT_DEADLINE`] counts as cut off (its caches untrusted) and connects again.
 pub fn listen(
     url: String,
     wakers: Wakers,
     coherence: Coherence,
     stop: CancellationToken,
 ) -> std::io::Result<thread::JoinHandle<()>> {
+    let token = crate::ids::new_id();
+    beat(url.clone(), token.clone(), stop.clone())?;
     thread::Builder::new().name("opdesk-pg-listen".into()).spawn(move || {
         let names: Vec<&str> = Channel::ALL.iter().map(|c| c.name()).collect();
         let mut pause = Duration::from_millis(250);
@@ -232,6 +246,7 @@ pub fn listen(
             pause = Duration::from_millis(250);
             coherence.hearing();
             wakers.wake_all();
+            let mut beat_heard = std::time::Instant::now();
             while !stop.is_cancelled() {
                 match listener.wait(TICK) {
                     Ok(heard) if heard.is_empty() && listener.is_closed() => break,
@@ -239,11 +254,19 @@ pub fn listen(
                         for (_, payload) in heard.iter().filter(|(c, _)| c == Channel::Caches.name()) {
                             coherence.forget(&Forget::parse(payload));
                         }
-                        for c in Channel::ALL
-                            .into_iter()
-                            .filter(|c| *c != Channel::Caches && heard.iter().any(|(n, _)| n == c.name()))
-                        {
+                        for c in Channel::ALL.into_iter().filter(|c| {
+                            !matches!(c, Channel::Caches | Channel::Beat) && heard.iter().any(|(n, _)| n == c.name())
+                        }) {
                             wakers.of(c).notify_one();
+                        }
+                        if heard.iter().any(|(c, p)| c == Channel::Beat.name() && *p == token) {
+                            beat_heard = std::time::Instant::now();
+                        } else if beat_heard.elapsed() > BEAT_DEADLINE {
+                            tracing::warn!(
+                                silent_for = ?beat_heard.elapsed(),
+                                "the listener stopped hearing its heartbeat; no longer trusting caches, connecting again"
+                            );
+                            break;
                         }
                     }
                     Err(e) => {
@@ -255,6 +278,40 @@ pub fn listen(
             coherence.deaf();
         }
         coherence.deaf();
+    })
+}
+
+/// Sends `token` on [`Channel::Beat`] every [`BEAT`] until `stop` is cancelled, on a thread and a connection
+/// of their own (made again with backoff when it breaks).
+fn beat(url: String, token: String, stop: CancellationToken) -> std::io::Result<thread::JoinHandle<()>> {
+    thread::Builder::new().name("opdesk-pg-beat".into()).spawn(move || {
+        let mut conn: Option<Connection> = None;
+        let mut pause = BEAT;
+        while !stop.is_cancelled() {
+            let sent = match conn.take() {
+                Some(c) => Ok(c),
+                None => Connection::connect_postgres(&url),
+            }
+            .and_then(|c| {
+                c.query_row(
+                    "SELECT pg_notify(CAST(?1 AS TEXT), CAST(?2 AS TEXT))",
+                    [Channel::Beat.name(), &token],
+                    |_| Ok(()),
+                )
+                .map(|()| c)
+            });
+            match sent {
+                Ok(c) => {
+                    conn = Some(c);
+                    pause = BEAT;
+                }
+                Err(e) => {
+                    tracing::debug!(error = %e, "cannot send the listener its heartbeat; connecting again");
+                    pause = (pause * 2).min(RECONNECT_MAX);
+                }
+            }
+            sleep_unless(&stop, pause);
+        }
     })
 }
 

@@ -622,6 +622,95 @@ async fn caches_forget_at_once_what_another_node_changed() {
     );
 }
 
+/// Resumes a stopped process when dropped (a test that fails must not leave PostgreSQL's backend frozen).
+struct Frozen(u32);
+
+impl Frozen {
+    fn stop(pid: u32) -> Self {
+        let ok = std::process::Command::new("kill")
+            .args(["-STOP", &pid.to_string()])
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "kill -STOP {pid}");
+        Self(pid)
+    }
+}
+
+impl Drop for Frozen {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("kill")
+            .args(["-CONT", &self.0.to_string()])
+            .status();
+    }
+}
+
+/// The pids of the backends serving `node`'s listener connections.
+async fn listener_backends(node: &Proc) -> Vec<i32> {
+    let (pid, url) = (node.child.id(), postgres().unwrap());
+    tokio::task::spawn_blocking(move || {
+        let mut pg = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+        let name = format!("opdesk-listen-{pid}");
+        pg.query("SELECT pid FROM pg_stat_activity WHERE application_name = $1", &[&name])
+            .unwrap()
+            .iter()
+            .map(|r| r.get(0))
+            .collect()
+    })
+    .await
+    .unwrap()
+}
+
+/// A listener connection that dies silently — it looks open and delivers nothing, as when a host vanishes
+/// or a network cuts out; here its PostgreSQL backend is frozen with `SIGSTOP` — no longer leaves a node
+/// trusting its caches for good: the node stops hearing its own heartbeat, drops what it cached and
+/// connects again within seconds, and a client key removed on another node meanwhile (cached with no
+/// expiry) stops verifying. (A connection seen to break is noticed at once:
+/// `caches_forget_at_once_what_another_node_changed`.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_listener_cut_off_silently_is_noticed_within_its_heartbeat_deadline() {
+    if postgres().is_none() {
+        return;
+    }
+    let Nodes { dir_a, a, b, proxy, .. } = Nodes::start("[metrics]\nenabled = true\n").await;
+    let base = proxy.url.clone();
+    let c = || client(dir_a.path());
+    eventually("B hears the other nodes", || trusts_caches(&b)).await;
+    let (token, _) = incoming_token(&c(), &base, &a).await;
+    proxy.to(TO_B);
+    assert_eq!(create_status(&c(), &base, &token).await, 201);
+
+    let backends = listener_backends(&b).await;
+    assert_eq!(backends.len(), 1, "{backends:?}");
+    let cut_off = backends[0];
+    let frozen = Frozen::stop(u32::try_from(cut_off).unwrap());
+    let cut = Instant::now();
+    let kid = opdesk::httpsig::jwk::thumbprint(
+        &opdesk::httpsig::jwk::from_pkcs8_pem(&std::fs::read_to_string(dir_a.path().join("demo-client.pem")).unwrap())
+            .unwrap()
+            .verifying_key(),
+    );
+    let (s, body) = admin(&a, Method::DELETE, &format!("/wallets/demo-client/keys/{kid}")).await;
+    assert!(s < 300, "{s}: {body}");
+    // B's listener hears nothing now: B verifies with the key from memory until it notices
+    eventually("B refuses the key removed on A", || async {
+        create_status(&c(), &base, &token).await == 401
+    })
+    .await;
+    assert!(
+        cut.elapsed() < Duration::from_secs(8),
+        "noticed within the heartbeat's deadline: {:?}",
+        cut.elapsed()
+    );
+    assert!(
+        listener_backends(&b).await.iter().any(|p| *p != cut_off),
+        "B listens on a new connection"
+    );
+    drop(frozen);
+    eventually("B hears the other nodes", || trusts_caches(&b)).await;
+    assert_eq!(create_status(&c(), &base, &token).await, 401);
+}
+
 /// A store job, boxed.
 type StoreJob<T> = Box<dyn FnMut(&mut opdesk::store::db::Connection) -> Result<T, opdesk::store::Error> + Send>;
 
