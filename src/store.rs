@@ -485,12 +485,7 @@ impl Store {
         T: Send + 'static,
         E: From<Error> + Send + 'static,
     {
-        let (reply, rx) = oneshot::channel();
-        self.send(job(f, move |r| {
-            let _ = reply.send(r);
-        }))
-        .map_err(E::from)?;
-        rx.await.map_err(|_| E::from(Error::Closed))?
+        self.call_in(f, None, false).await
     }
 
     /// [`Store::call`] for a job that writes a row every concurrent job of its kind writes too (a peer's

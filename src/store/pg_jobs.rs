@@ -67,18 +67,11 @@ pub(super) fn serve(mut conn: Connection, url: &str, rx: &Mutex<mpsc::Receiver<M
 /// ([`run_serializable`]), so each one's outcome is what it would have been alone.
 fn run_group(conn: &mut Connection, url: &str, mut jobs: Vec<Job>, m: &Meters) {
     if jobs.len() <= 1 {
-        for job in jobs {
-            m.group_jobs.observe(1.0);
-            run_serializable(conn, url, job, m);
-        }
-        return;
+        return one_by_one(conn, url, jobs, m);
     }
     let started = std::time::Instant::now();
     if let Err(e) = reconnect(conn, url) {
-        let why = e.to_string();
-        jobs.into_iter()
-            .for_each(|j| j.deliver(Err(Error::Aborted(why.clone()))));
-        return;
+        return abort_all(jobs, &e.to_string());
     }
     // the rows the group's queued jobs write: waited for first, before the snapshot and the run lock, in
     // one order on every path (ascending), so that groups holding several never wait on each other in a circle
@@ -87,13 +80,10 @@ fn run_group(conn: &mut Connection, url: &str, mut jobs: Vec<Job>, m: &Meters) {
     keys.dedup();
     let mut unlock = format!("SELECT pg_advisory_unlock_shared({RUN_LOCK})");
     for k in &keys {
-        unlock.push_str(&format!("; SELECT pg_advisory_unlock({QUEUE_CLASS}, {k})"));
+        unlock.push_str(&format!("; {}", unqueue_sql(*k)));
     }
     if !keys.is_empty() {
-        let lock: Vec<String> = keys
-            .iter()
-            .map(|k| format!("SELECT pg_advisory_lock({QUEUE_CLASS}, {k})"))
-            .collect();
+        let lock: Vec<String> = keys.iter().map(|k| queue_sql(*k)).collect();
         if let Err(e) = conn.execute_batch(&lock.join("; ")) {
             // some of the locks may be held: give back what this session holds, then run the jobs one by one
             let _ = conn.execute_batch("SELECT pg_advisory_unlock_all()");
@@ -141,15 +131,29 @@ fn run_group(conn: &mut Connection, url: &str, mut jobs: Vec<Job>, m: &Meters) {
             conn.take_conflict();
             if conn.is_broken() {
                 // whether the commit happened is unknown: say so to every job
-                let why = e.to_string();
-                jobs.into_iter()
-                    .for_each(|j| j.deliver(Err(Error::Aborted(why.clone()))));
+                abort_all(jobs, &e.to_string());
             } else {
                 m.group_splits.inc();
                 one_by_one(conn, url, jobs, m);
             }
         }
     }
+}
+
+/// Tells every job of a group that its work did not (or may not have) committed.
+fn abort_all(jobs: Vec<Job>, why: &str) {
+    for job in jobs {
+        job.deliver(Err(Error::Aborted(why.to_owned())));
+    }
+}
+
+/// The statement that waits for the row queue `k` names (a session advisory lock), and the one that leaves it.
+fn queue_sql(k: i32) -> String {
+    format!("SELECT pg_advisory_lock({QUEUE_CLASS}, {k})")
+}
+
+fn unqueue_sql(k: i32) -> String {
+    format!("SELECT pg_advisory_unlock({QUEUE_CLASS}, {k})")
 }
 
 /// Runs a split group's jobs each in a transaction of its own, in their order.
@@ -219,8 +223,8 @@ fn run_once(conn: &mut Connection, job: &mut Job, alone: bool) -> Result<bool, E
     // with the `BEGIN` would be part of its transaction), and before the run lock, in every order
     let unqueue = match job.queue() {
         Some(k) => {
-            conn.execute_batch(&format!("SELECT pg_advisory_lock({QUEUE_CLASS}, {k})"))?;
-            format!("; SELECT pg_advisory_unlock({QUEUE_CLASS}, {k})")
+            conn.execute_batch(&queue_sql(k))?;
+            format!("; {}", unqueue_sql(k))
         }
         None => String::new(),
     };

@@ -99,10 +99,23 @@ impl Nodes {
 /// A client of its own for each request, signing as `demo-client` with the key seeded into `dir`: its
 /// connection is new, so the proxy routes it.
 fn client(dir: &Path) -> SignedClient {
+    SignedClient::new(demo_client_key(dir), &demo_client_kid(dir))
+}
+
+fn demo_client_key(dir: &Path) -> ed25519_dalek::SigningKey {
     let pem = std::fs::read_to_string(dir.join("demo-client.pem")).unwrap();
-    let key = opdesk::httpsig::jwk::from_pkcs8_pem(&pem).unwrap();
-    let kid = opdesk::httpsig::jwk::thumbprint(&key.verifying_key());
-    SignedClient::new(key, &kid)
+    opdesk::httpsig::jwk::from_pkcs8_pem(&pem).unwrap()
+}
+
+fn demo_client_kid(dir: &Path) -> String {
+    opdesk::httpsig::jwk::thumbprint(&demo_client_key(dir).verifying_key())
+}
+
+/// Removes `demo-client`'s key (the one in `dir`) through `node`'s admin API.
+async fn remove_demo_client_key(node: &Proc, dir: &Path) {
+    let kid = demo_client_kid(dir);
+    let (s, body) = admin(node, Method::DELETE, &format!("/wallets/demo-client/keys/{kid}")).await;
+    assert!(s < 300, "{s}: {body}");
 }
 
 async fn admin(node: &Proc, method: Method, path: &str) -> (u16, Value) {
@@ -544,6 +557,19 @@ async fn create_status(c: &SignedClient, base: &str, token: &str) -> u16 {
     r.status
 }
 
+/// Two nodes with metrics, B hearing the other, and every request routed to B, which has served an
+/// incoming-payment token (granted through A) once, so that it holds the token, the client's key and bob in
+/// memory: the nodes, the token and its grant's id.
+async fn b_caching_a_token() -> (Nodes, String, String) {
+    let nodes = Nodes::start("[metrics]\nenabled = true\n").await;
+    let (base, c) = (nodes.proxy.url.clone(), client(nodes.dir_a.path()));
+    eventually("B hears the other nodes", || trusts_caches(&nodes.b)).await;
+    let (token, grant) = incoming_token(&c, &base, &nodes.a).await;
+    nodes.proxy.to(TO_B);
+    assert_eq!(create_status(&client(nodes.dir_a.path()), &base, &token).await, 201);
+    (nodes, token, grant)
+}
+
 /// Each node keeps wallets, keys and tokens in memory, and forgets them the moment another node changes them
 /// (PostgreSQL `NOTIFY` in the change's transaction): a grant revoked on A is refused on B at once, with B's
 /// listener connection up; with it killed (B stops trusting its caches until it hears the others again, and
@@ -553,15 +579,10 @@ async fn caches_forget_at_once_what_another_node_changed() {
     if postgres().is_none() {
         return;
     }
-    let Nodes { dir_a, a, b, proxy, .. } = Nodes::start("[metrics]\nenabled = true\n").await;
+    let (Nodes { dir_a, a, b, proxy, .. }, token, grant) = b_caching_a_token().await;
     let base = proxy.url.clone();
     let c = || client(dir_a.path());
-    eventually("B hears the other nodes", || trusts_caches(&b)).await;
-
-    // B serves the token, the client's key and bob from memory after the first create
-    let (token, grant) = incoming_token(&c(), &base, &a).await;
-    proxy.to(TO_B);
-    for _ in 0..3 {
+    for _ in 0..2 {
         assert_eq!(create_status(&c(), &base, &token).await, 201);
     }
     let (s, _) = admin(&a, Method::POST, &format!("/grants/{grant}/revoke")).await;
@@ -608,13 +629,7 @@ async fn caches_forget_at_once_what_another_node_changed() {
     let (token, _) = incoming_token(&c(), &base, &a).await;
     proxy.to(TO_B);
     assert_eq!(create_status(&c(), &base, &token).await, 201);
-    let kid = opdesk::httpsig::jwk::thumbprint(
-        &opdesk::httpsig::jwk::from_pkcs8_pem(&std::fs::read_to_string(dir_a.path().join("demo-client.pem")).unwrap())
-            .unwrap()
-            .verifying_key(),
-    );
-    let (s, body) = admin(&a, Method::DELETE, &format!("/wallets/demo-client/keys/{kid}")).await;
-    assert!(s < 300, "{s}: {body}");
+    remove_demo_client_key(&a, dir_a.path()).await;
     assert_eq!(
         create_status(&c(), &base, &token).await,
         401,
@@ -672,26 +687,16 @@ async fn a_listener_cut_off_silently_is_noticed_within_its_heartbeat_deadline() 
     if postgres().is_none() {
         return;
     }
-    let Nodes { dir_a, a, b, proxy, .. } = Nodes::start("[metrics]\nenabled = true\n").await;
+    let (Nodes { dir_a, a, b, proxy, .. }, token, _) = b_caching_a_token().await;
     let base = proxy.url.clone();
     let c = || client(dir_a.path());
-    eventually("B hears the other nodes", || trusts_caches(&b)).await;
-    let (token, _) = incoming_token(&c(), &base, &a).await;
-    proxy.to(TO_B);
-    assert_eq!(create_status(&c(), &base, &token).await, 201);
 
     let backends = listener_backends(&b).await;
     assert_eq!(backends.len(), 1, "{backends:?}");
     let cut_off = backends[0];
     let frozen = Frozen::stop(u32::try_from(cut_off).unwrap());
     let cut = Instant::now();
-    let kid = opdesk::httpsig::jwk::thumbprint(
-        &opdesk::httpsig::jwk::from_pkcs8_pem(&std::fs::read_to_string(dir_a.path().join("demo-client.pem")).unwrap())
-            .unwrap()
-            .verifying_key(),
-    );
-    let (s, body) = admin(&a, Method::DELETE, &format!("/wallets/demo-client/keys/{kid}")).await;
-    assert!(s < 300, "{s}: {body}");
+    remove_demo_client_key(&a, dir_a.path()).await;
     // B's listener hears nothing now: B verifies with the key from memory until it notices
     eventually("B refuses the key removed on A", || async {
         create_status(&c(), &base, &token).await == 401
