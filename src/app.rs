@@ -145,19 +145,20 @@ impl AppCore {
             stream_server.clone(),
             settings.ilp.spsp,
         );
+        let exchange = crate::ase::exchange::Exchange::new(settings.rates.clone(), &settings.exchange_rates)
+            .map_err(|e| color_eyre::eyre::eyre!("exchange rates HTTP client: {e}"))?;
         let ilp = Receiver::new(
             stream_server,
             peers.clone(),
             incoming.clone(),
             spsp.clone(),
+            exchange.clone(),
             clock.clone(),
         );
         let client_key = ase_client_key(&settings.paths.ase_client_key(), &store).await?;
         let client_url = format!("{}/{}", settings.public_url, settings.ilp.client_wallet);
         let egress = Egress::new(settings.egress.policy(settings.local_development()))
             .map_err(|e| color_eyre::eyre::eyre!("outbound HTTP client: {e}"))?;
-        let exchange = crate::ase::exchange::Exchange::new(settings.rates.clone(), &settings.exchange_rates)
-            .map_err(|e| color_eyre::eyre::eyre!("exchange rates HTTP client: {e}"))?;
         let remote = Remote::new(
             &settings.ilp,
             exchange.clone(),

@@ -241,32 +241,54 @@ pub mod ops {
         insert(conn, AccountKind::Peer, Some(peer), asset, now)
     }
 
-    /// Money a STREAM packet brought in: a posted transfer of `value` from the account of the peer that carried it
-    /// to `account`, with `memo`. Returns the peer's account.
+    /// Money a STREAM packet brought in: `paid` of the link's asset `link` from the account of the peer that
+    /// carried it, and `credited` of `to` into `account`, with `memo`. Within one asset and scale that is one
+    /// transfer (the two amounts are equal); across assets or scales it goes through the ASE's exchange, as
+    /// cross-currency payments do: the peer's account → the settlement account of `link`, and the settlement
+    /// account of `to` → `account`, so every asset still sums to zero and the peer's account moves in its
+    /// own asset. Returns the peer's account.
+    #[allow(clippy::too_many_arguments)]
     pub fn credit_from_peer(
         conn: &Connection,
         peer: &str,
-        asset: &Asset,
+        link: &Asset,
+        paid: Value,
+        to: &Asset,
         account: &str,
-        value: Value,
+        credited: Value,
         memo: String,
         now: OffsetDateTime,
     ) -> Result<String, LedgerError> {
-        let settlement = peer_account(conn, peer, asset, now)?;
-        create_transfer(
-            conn,
-            &NewTransfer {
-                id: format!("ilp-{}", crate::ids::new_id()),
-                debit: settlement.clone(),
-                credit: account.to_owned(),
-                amount: value,
-                pending: false,
-                kind: "payment".into(),
-                memo: Some(memo),
-            },
-            now,
-        )?;
-        Ok(settlement)
+        let peer_account = peer_account(conn, peer, link, now)?;
+        let id = crate::ids::new_id();
+        let transfer = |id: String, debit: String, credit: String, amount: Value, memo: String| NewTransfer {
+            id,
+            debit,
+            credit,
+            amount,
+            pending: false,
+            kind: "payment".into(),
+            memo: Some(memo),
+        };
+        if link == to {
+            debug_assert_eq!(paid, credited, "one asset and scale: the packet credits what it paid");
+            let t = transfer(
+                format!("ilp-{id}"),
+                peer_account.clone(),
+                account.to_owned(),
+                paid,
+                memo,
+            );
+            create_transfer(conn, &t, now)?;
+            return Ok(peer_account);
+        }
+        let into = settlement_account(conn, link, now)?;
+        let out = settlement_account(conn, to, now)?;
+        let t = transfer(format!("ilp-{id}"), peer_account.clone(), into, paid, memo.clone());
+        create_transfer(conn, &t, now)?;
+        let t = transfer(format!("ilp-{id}-x"), out, account.to_owned(), credited, memo);
+        create_transfer(conn, &t, now)?;
+        Ok(peer_account)
     }
 
     /// The liquidity account of ILP peer `peer` in `asset`, created on first use.

@@ -161,6 +161,9 @@ impl Rates {
         Ok((num, den))
     }
 
+    /// The rate money moving from `from` to `to` is converted at: the `FROM:TO` entry, else the inverse of
+    /// `TO:FROM`. A quote in either direction uses this one pair (never the reverse entry), so a table that
+    /// lists both directions (a buy/sell spread) prices fixed-send and fixed-receive alike.
     fn ratio(&self, from: &str, to: &str) -> Result<Ratio, RateError> {
         if from == to {
             return Ok(Ratio { num: 1, den: 1 });
@@ -215,14 +218,54 @@ impl Rates {
         })
     }
 
-    /// Fixed-receive: the receiver gets `receive`; the fee is added; returns (debit, fee).
+    /// Fixed-receive: the smallest debit whose [`Rates::fixed_send`] delivers at least `receive` (the same
+    /// pair, rate and fee rule, so a fixed-receive quote is never cheaper than a fixed-send one); returns
+    /// (debit, fee).
     pub fn fixed_receive(&self, receive: u64, from: &Asset, to: &Asset) -> Result<(u64, u64), RateError> {
-        let net = self.convert(receive, to, from, true)?.max(1);
-        let fee = self.fee(from).on(net)?;
-        let debit = net
-            .checked_add(fee)
-            .filter(|d| *d <= i64::MAX as u64)
-            .ok_or(RateError::TooLarge)?;
+        // the net that buys `receive` at the `from → to` rate, rounded up, is where the search starts: the
+        // fee only adds to it
+        let (num, den) = self.minor_ratio(from, to)?;
+        let net = u128::from(receive)
+            .checked_mul(den)
+            .map(|v| v.div_ceil(num))
+            .and_then(|v| u64::try_from(v).ok())
+            .filter(|v| *v <= i64::MAX as u64)
+            .ok_or(RateError::TooLarge)?
+            .max(1);
+        let delivers = |d: u64| match self.fixed_send(d, from, to) {
+            Ok((got, _)) => Some(got >= receive),
+            Err(RateError::TooSmall) => Some(false),
+            Err(_) => None,
+        };
+        let debit = match delivers(net) {
+            Some(true) => net,
+            _ => {
+                // above `net`: double from it, then halve back (fixed_send is monotone in the debit)
+                let mut hi = net;
+                loop {
+                    if hi >= i64::MAX as u64 {
+                        return Err(RateError::TooLarge);
+                    }
+                    hi = hi.saturating_mul(2).min(i64::MAX as u64);
+                    match delivers(hi) {
+                        Some(true) => break,
+                        Some(false) => {}
+                        None => return Err(RateError::TooLarge),
+                    }
+                }
+                let mut lo = net;
+                while hi - lo > 1 {
+                    let mid = lo + (hi - lo) / 2;
+                    if delivers(mid) == Some(true) {
+                        hi = mid;
+                    } else {
+                        lo = mid;
+                    }
+                }
+                hi
+            }
+        };
+        let fee = self.fee(from).on(debit)?;
         Ok((debit, fee))
     }
 }
@@ -330,8 +373,14 @@ mod tests {
         }));
         // 1000 debit: fee 10 + 1% = 20; 980 USD → 882 EUR
         assert_eq!(r.fixed_send(1000, &usd(), &eur()).unwrap(), (882, 20));
-        // 900 EUR needs 1000 USD; fee 10 + 10 = 20 → debit 1020
-        assert_eq!(r.fixed_receive(900, &usd(), &eur()).unwrap(), (1020, 20));
+        // 900 EUR needs a net 1000 USD; the fee is on the debit (as fixed-send takes it): 1021 - (10 + 11)
+        assert_eq!(r.fixed_receive(900, &usd(), &eur()).unwrap(), (1021, 21));
+        assert_eq!(r.fixed_send(1021, &usd(), &eur()).unwrap(), (900, 21));
+        assert_eq!(
+            r.fixed_send(1020, &usd(), &eur()).unwrap().0,
+            899,
+            "one less does not buy it"
+        );
         assert_eq!(r.fixed_send(10, &usd(), &eur()), Err(RateError::TooSmall));
         let min = r.min_send(&usd(), &eur()).unwrap();
         assert!(r.fixed_send(min, &usd(), &eur()).is_ok());
@@ -384,6 +433,66 @@ mod tests {
         ] {
             let r = BTreeMap::from([(k.to_owned(), v.to_owned())]);
             assert!(Rates::new(&r, &BTreeMap::new()).is_err(), "{k}={v}");
+        }
+    }
+
+    #[test]
+    fn both_directions_listed_price_each_quote_through_the_pair_the_money_moves_through() {
+        let table = BTreeMap::from([
+            ("USD:EUR".to_owned(), "0.90".to_owned()),
+            ("EUR:USD".to_owned(), "1.05".to_owned()),
+        ]);
+        let r = Rates::new(&table, &BTreeMap::new()).unwrap();
+        assert_eq!(r.fixed_send(1050, &usd(), &eur()).unwrap(), (945, 0));
+        // 10.00 EUR bought with USD costs what USD:EUR asks (11.12), not 10.50 by EUR:USD
+        assert_eq!(r.fixed_receive(1000, &usd(), &eur()).unwrap(), (1112, 0));
+        // and EUR → USD uses EUR:USD
+        assert_eq!(r.fixed_send(1000, &eur(), &usd()).unwrap(), (1050, 0));
+        assert_eq!(r.fixed_receive(1050, &eur(), &usd()).unwrap(), (1000, 0));
+    }
+
+    mod props {
+        use super::*;
+        use proptest::prelude::*;
+
+        fn rate() -> impl Strategy<Value = String> {
+            (1u64..5_000_000, 0u32..7).prop_map(|(n, d)| {
+                let s = format!("{n:0>8}");
+                let cut = s.len() - d as usize;
+                let (i, f) = s.split_at(cut);
+                let i = i.trim_start_matches('0');
+                let i = if i.is_empty() { "0" } else { i };
+                if f.is_empty() { i.to_owned() } else { format!("{i}.{f}") }
+            })
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(400))]
+            /// A fixed-receive quote is the cheapest debit a fixed-send quote of the same pair would deliver
+            /// it with: never cheaper than the fixed-send rate, with or without the reverse entry, any scales
+            /// and fees.
+            #[test]
+            fn fixed_receive_is_the_least_fixed_send_that_delivers(
+                fwd in rate(), back in proptest::option::of(rate()),
+                fs in 0u8..10, ts in 0u8..10, fixed in 0u64..500, bp in 0u32..3000,
+                receive in 1u64..10_000_000_000,
+            ) {
+                let mut table = BTreeMap::from([("USD:EUR".to_owned(), fwd)]);
+                if let Some(b) = back {
+                    table.insert("EUR:USD".to_owned(), b);
+                }
+                let fees = BTreeMap::from([("USD".to_owned(), Fee { fixed, basis_points: bp })]);
+                let Ok(r) = Rates::new(&table, &fees) else { return Ok(()) };
+                let (from, to) = (Asset::new("USD", fs).unwrap(), Asset::new("EUR", ts).unwrap());
+                let Ok((debit, fee)) = r.fixed_receive(receive, &from, &to) else { return Ok(()) };
+                let (got, send_fee) = r.fixed_send(debit, &from, &to).unwrap();
+                prop_assert!(got >= receive, "{debit} delivers {got} < {receive}");
+                prop_assert_eq!(fee, send_fee);
+                if debit > 1 {
+                    let less = r.fixed_send(debit - 1, &from, &to).map(|(g, _)| g).unwrap_or(0);
+                    prop_assert!(less < receive, "{} already delivers {less} >= {receive}", debit - 1);
+                }
+            }
         }
     }
 }

@@ -13,7 +13,7 @@ use std::{
 use crate::{
     egress::{self, Egress},
     money::Asset,
-    rates::{Fee, Rates},
+    rates::{Fee, RateError, Rates},
     settings::ExchangeRateSettings,
 };
 
@@ -119,6 +119,30 @@ impl Exchange {
             return Err(format!("it answered for base {:?}, not {base:?}", body.base));
         }
         self.0.table.overlay(base, &body.rates).map_err(|e| e.to_string())
+    }
+}
+
+/// A packet arriving through a peer: `amount` of the link's asset, and the rates in force when it arrived
+/// (the link's asset as the base). What it is worth to a receiver is [`Inflow::value_in`] its asset.
+#[derive(Debug, Clone)]
+pub struct Inflow {
+    pub link: Asset,
+    pub amount: u64,
+    rates: Rates,
+}
+
+impl Inflow {
+    pub fn new(link: Asset, amount: u64, rates: Rates) -> Self {
+        Self { link, amount, rates }
+    }
+
+    /// The packet's value in `to`, rounded down (the ASE keeps the fraction): the amount itself within one
+    /// asset and scale, else converted through the `link → to` pair; `NoRate` when the pair has no rate.
+    pub fn value_in(&self, to: &Asset) -> Result<u64, RateError> {
+        if &self.link == to {
+            return Ok(self.amount);
+        }
+        self.rates.convert(self.amount, &self.link, to, false)
     }
 }
 

@@ -11,13 +11,14 @@ use std::sync::Arc;
 use time::Duration;
 
 use crate::{
-    ase::metadata::Metadata,
+    ase::{exchange::Inflow, metadata::Metadata},
     clock::{SharedClock, parse_ts},
     events::{DomainEvent, EventBus},
     ids,
     ilp::receiver::{self, PaymentSnapshot, Refusal, StreamServer},
     ledger::{self, Balance, LedgerError},
     money::{Amount, Asset, Value as Money},
+    rates::RateError,
     states::IncomingState,
     store::{
         self, Store, outbox,
@@ -219,18 +220,20 @@ impl IncomingPayments {
             .await
     }
 
-    /// Credits one STREAM packet of `amount` minor units of the payment's asset, in one `BEGIN IMMEDIATE`
-    /// transaction: [`receiver::money_check`] on the row as read inside it, a ledger transfer from the account
-    /// of the `peer` that carried it (the ILP side) to the receiver's wallet, `receivedAmount += amount`, the
-    /// connection's own total, and completion when `incomingAmount` is reached. Events go out after the
-    /// commit. A refusal or an error writes nothing.
+    /// Credits one STREAM packet that brought `inflow` through `peer`, in one `BEGIN IMMEDIATE` transaction:
+    /// the packet's value in the payment's asset ([`Inflow::value_in`], refused when there is no rate or it
+    /// is below `min`, the sender's minimum), [`receiver::money_check`] on the row as read inside it, the
+    /// ledger transfers from the peer's account in the link's asset to the receiver's wallet in its own
+    /// ([`ledger::ops::credit_from_peer`]), `receivedAmount += value`, the connection's own total, and
+    /// completion when `incomingAmount` is reached. Events go out after the commit. A refusal or an error
+    /// writes nothing.
     pub async fn credit_stream_packet(
         &self,
         id: &str,
         connection: &str,
         peer: &str,
-        peer_asset: &Asset,
-        amount: u64,
+        inflow: Inflow,
+        min: u64,
         memo: String,
     ) -> Result<StreamCredit, LedgerError> {
         if !ids::is_id(id) {
@@ -239,7 +242,6 @@ impl IncomingPayments {
         let now = self.clock.now();
         let pid = id.to_owned();
         let peer = peer.to_owned();
-        let peer_asset = peer_asset.clone();
         let connection = connection.to_owned();
         // every packet through a peer credits from the peer's account: they queue for it (on PostgreSQL)
         let queue = format!("peer:{peer}");
@@ -251,6 +253,28 @@ impl IncomingPayments {
                     return Ok((StreamCredit::Unknown, Vec::new(), None));
                 };
                 let paid = u64::try_from(repo::connection_received(&tx, &pid, &connection)?).unwrap_or(0);
+                let asset = Asset {
+                    code: row.asset_code.clone(),
+                    scale: row.asset_scale,
+                };
+                let amount = match inflow.value_in(&asset) {
+                    Ok(v) => v,
+                    Err(RateError::NoRate(..)) => {
+                        let why = format!(
+                            "no exchange rate from {} (the link's asset) to {} (the payment's)",
+                            inflow.link.code, asset.code
+                        );
+                        tracing::info!(payment = %pid, peer = %peer, "STREAM packet refused: {why}");
+                        return Ok((StreamCredit::NoRate(why), Vec::new(), None));
+                    }
+                    Err(e) => {
+                        tracing::info!(payment = %pid, amount = inflow.amount, error = %e, "STREAM packet refused: its value does not fit");
+                        return Ok((StreamCredit::Refused(row, paid, Refusal::Overflow), Vec::new(), None));
+                    }
+                };
+                if amount == 0 || amount < min {
+                    return Ok((StreamCredit::Refused(row, paid, Refusal::BelowMinimum), Vec::new(), None));
+                }
                 if let Err(refusal) = receiver::money_check(&PaymentSnapshot::of(&row, now, paid), amount) {
                     return Ok((StreamCredit::Refused(row, paid, refusal), Vec::new(), None));
                 }
@@ -258,13 +282,18 @@ impl IncomingPayments {
                 // receipts) refuses the packet for good, and the dropped transaction writes nothing.
                 let credit = || -> Result<_, LedgerError> {
                     let value = Money::new(amount)?;
-                    let asset = Asset {
-                        code: row.asset_code.clone(),
-                        scale: row.asset_scale,
-                    };
                     let memo = format!("{memo} to incoming payment {pid}");
-                    let settlement =
-                        ledger::ops::credit_from_peer(&tx, &peer, &asset, &row.account_id, value, memo, now)?;
+                    let settlement = ledger::ops::credit_from_peer(
+                        &tx,
+                        &peer,
+                        &inflow.link,
+                        Money::new(inflow.amount)?,
+                        &asset,
+                        &row.account_id,
+                        value,
+                        memo,
+                        now,
+                    )?;
                     let received = row
                         .received_amount
                         .checked_add(value.as_i64())
@@ -295,7 +324,7 @@ impl IncomingPayments {
                     Err(e) => return Err(e),
                 };
                 // the peer's credit limit, on the position this packet leaves (race-free: same transaction)
-                if let Some(why) = crate::ase::liquidity::credit_refusal(&tx, &peer, &peer_asset)? {
+                if let Some(why) = crate::ase::liquidity::credit_refusal(&tx, &peer, &inflow.link)? {
                     tracing::info!(payment = %pid, peer = %peer, amount, "STREAM packet refused: {why}");
                     return Ok((StreamCredit::OverCreditLimit(why), Vec::new(), None));
                 }

@@ -16,6 +16,7 @@ use serde::Serialize;
 use std::sync::Arc;
 
 use crate::{
+    ase::exchange::Inflow,
     clock::SharedClock,
     events::{DomainEvent, EventBus},
     ilp::{
@@ -24,6 +25,7 @@ use crate::{
     },
     ledger::{self, Balance, LedgerError},
     money::{Asset, Value as Money},
+    rates::RateError,
     store::{self, Store, outbox, spsp as repo, wallets::WalletRow},
     wallet::Wallet,
 };
@@ -63,6 +65,10 @@ pub enum WalletCredit {
     Overflow(u64, Asset),
     /// Nothing written: the packet would take the peer past its credit limit (said in words; answered `T04`).
     OverCreditLimit(String),
+    /// Nothing written: the packet is worth nothing in the wallet's asset, or less than the sender's minimum.
+    BelowMinimum(u64, Asset),
+    /// Nothing written: no exchange rate from the link's asset into the wallet's (answered with a final `F07`).
+    NoRate(String),
     /// No such wallet.
     Unknown,
 }
@@ -156,25 +162,20 @@ impl Spsp {
             .await
     }
 
-    /// Credits one packet of `amount` minor units of the wallet's asset, carried by `peer`, in one `BEGIN
-    /// IMMEDIATE` transaction (see the module). Balances go out after the commit; a refusal or an error writes
-    /// nothing.
+    /// Credits one packet that brought `inflow` through `peer`, worth its value in the wallet's asset (at
+    /// least `min`, the sender's minimum), in one `BEGIN IMMEDIATE` transaction (see the module). Balances go
+    /// out after the commit; a refusal or an error writes nothing.
     pub async fn credit(
         &self,
         wallet_id: &str,
         connection: &str,
         peer: &str,
-        peer_asset: &Asset,
-        amount: u64,
+        inflow: Inflow,
+        min: u64,
         memo: String,
     ) -> Result<WalletCredit, LedgerError> {
         let now = self.clock.now();
-        let (wid, connection, peer, peer_asset) = (
-            wallet_id.to_owned(),
-            connection.to_owned(),
-            peer.to_owned(),
-            peer_asset.clone(),
-        );
+        let (wid, connection, peer) = (wallet_id.to_owned(), connection.to_owned(), peer.to_owned());
         // every packet through a peer credits from the peer's account: they queue for it (on PostgreSQL)
         let queue = format!("peer:{peer}");
         let (credit, balances) = self
@@ -186,11 +187,35 @@ impl Spsp {
                 };
                 let asset = asset_of(&wallet);
                 let paid = u64::try_from(repo::received(&tx, &connection)?).unwrap_or(0);
+                let amount = match inflow.value_in(&asset) {
+                    Ok(v) => v,
+                    Err(RateError::NoRate(..)) => {
+                        let why = format!(
+                            "no exchange rate from {} (the link's asset) to {} (the wallet's)",
+                            inflow.link.code, asset.code
+                        );
+                        tracing::info!(wallet = %wallet.name, peer = %peer, "SPSP packet refused: {why}");
+                        return Ok((WalletCredit::NoRate(why), Vec::new()));
+                    }
+                    Err(_) => return Ok((WalletCredit::Overflow(paid, asset), Vec::new())),
+                };
+                if amount == 0 || amount < min {
+                    return Ok((WalletCredit::BelowMinimum(paid, asset), Vec::new()));
+                }
                 let credit = || -> Result<_, LedgerError> {
                     let value = Money::new(amount)?;
                     let memo = format!("{memo} to wallet {} (SPSP)", wallet.name);
-                    let settlement =
-                        ledger::ops::credit_from_peer(&tx, &peer, &asset, &wallet.account_id, value, memo, now)?;
+                    let settlement = ledger::ops::credit_from_peer(
+                        &tx,
+                        &peer,
+                        &inflow.link,
+                        Money::new(inflow.amount)?,
+                        &asset,
+                        &wallet.account_id,
+                        value,
+                        memo,
+                        now,
+                    )?;
                     i64::try_from(paid)
                         .ok()
                         .and_then(|p| p.checked_add(value.as_i64()))
@@ -207,7 +232,7 @@ impl Spsp {
                     }
                     Err(e) => return Err(e),
                 };
-                if let Some(why) = crate::ase::liquidity::credit_refusal(&tx, &peer, &peer_asset)? {
+                if let Some(why) = crate::ase::liquidity::credit_refusal(&tx, &peer, &inflow.link)? {
                     tracing::info!(wallet = %wallet.name, peer = %peer, amount, "SPSP packet refused: {why}");
                     return Ok((WalletCredit::OverCreditLimit(why), Vec::new()));
                 }

@@ -18,6 +18,7 @@ use super::traffic::Outcome;
 use time::OffsetDateTime;
 
 use super::{
+    exchange::{Exchange, Inflow},
     incoming::{IncomingPayments, StreamCredit, state_of},
     peers::{Peer, Peers},
     spsp::{Spsp, WalletCredit},
@@ -34,12 +35,21 @@ use crate::{
     },
     ledger::LedgerError,
     money::Asset,
+    rates::RateError,
     states::IncomingState,
     store::payments::IncomingRow,
 };
 
 /// Built here, not in `ilp::receiver`, which knows no stored rows.
 impl PaymentSnapshot {
+    /// The asset the payment (or wallet) is denominated in.
+    pub fn asset(&self) -> Asset {
+        Asset {
+            code: self.asset_code.clone(),
+            scale: self.asset_scale,
+        }
+    }
+
     /// The snapshot of a stored payment at `now` (expired exactly from `expiresAt` on), to which the
     /// connection at hand has paid `connection_received`.
     pub fn of(row: &IncomingRow, now: OffsetDateTime, connection_received: u64) -> Self {
@@ -80,6 +90,7 @@ enum Credit {
     Credited(PaymentSnapshot),
     Refused(PaymentSnapshot, Refusal),
     OverCreditLimit(String),
+    NoRate(String),
     Unknown,
 }
 
@@ -121,6 +132,7 @@ pub struct Receiver {
     peers: Peers,
     incoming: IncomingPayments,
     spsp: Spsp,
+    exchange: Exchange,
     clock: SharedClock,
 }
 
@@ -130,6 +142,7 @@ impl Receiver {
         peers: Peers,
         incoming: IncomingPayments,
         spsp: Spsp,
+        exchange: Exchange,
         clock: SharedClock,
     ) -> Self {
         Self {
@@ -137,6 +150,7 @@ impl Receiver {
             peers,
             incoming,
             spsp,
+            exchange,
             clock,
         }
     }
@@ -163,12 +177,14 @@ impl Receiver {
         })
     }
 
-    /// Credits `amount` to what the connection pays into, in that service's one transaction.
+    /// Credits `inflow` (at least `min` in the receiver's asset) to what the connection pays into, in that
+    /// service's one transaction.
     async fn credit(
         &self,
         opened: &Opened,
         peer: &Peer,
-        amount: u64,
+        inflow: Inflow,
+        min: u64,
         memo: String,
         now: OffsetDateTime,
     ) -> Result<Credit, LedgerError> {
@@ -177,7 +193,7 @@ impl Receiver {
             Target::Incoming(id) => {
                 match self
                     .incoming
-                    .credit_stream_packet(id, conn, &peer.name, &peer.asset, amount, memo)
+                    .credit_stream_packet(id, conn, &peer.name, inflow, min, memo)
                     .await?
                 {
                     StreamCredit::Credited(row, paid) => Credit::Credited(PaymentSnapshot::of(&row, now, paid)),
@@ -185,20 +201,21 @@ impl Receiver {
                         Credit::Refused(PaymentSnapshot::of(&row, now, paid), refusal)
                     }
                     StreamCredit::OverCreditLimit(why) => Credit::OverCreditLimit(why),
+                    StreamCredit::NoRate(why) => Credit::NoRate(why),
                     StreamCredit::Unknown => Credit::Unknown,
                 }
             }
             Target::Wallet(_) if !self.spsp.enabled() => Credit::Unknown,
-            Target::Wallet(id) => match self
-                .spsp
-                .credit(id, conn, &peer.name, &peer.asset, amount, memo)
-                .await?
-            {
+            Target::Wallet(id) => match self.spsp.credit(id, conn, &peer.name, inflow, min, memo).await? {
                 WalletCredit::Credited(paid, asset) => Credit::Credited(PaymentSnapshot::of_wallet(&asset, paid)),
                 WalletCredit::Overflow(paid, asset) => {
                     Credit::Refused(PaymentSnapshot::of_wallet(&asset, paid), Refusal::Overflow)
                 }
+                WalletCredit::BelowMinimum(paid, asset) => {
+                    Credit::Refused(PaymentSnapshot::of_wallet(&asset, paid), Refusal::BelowMinimum)
+                }
                 WalletCredit::OverCreditLimit(why) => Credit::OverCreditLimit(why),
+                WalletCredit::NoRate(why) => Credit::NoRate(why),
                 WalletCredit::Unknown => Credit::Unknown,
             },
         })
@@ -259,11 +276,22 @@ impl Receiver {
         let t00 = |frames: Vec<Frame>| t00_with(frames, "internal error");
         let fulfillment = opened.keys.fulfillment(&prepare.data);
         let fulfillable = crypto::condition_for(&fulfillment) == prepare.execution_condition;
+        // The packet carries the link's asset; what it is worth to the receiver is its value in the receiver's
+        // asset, and that is what the reply reports (a sender's rate probe sees the rate it really gets).
+        let inflow = Inflow::new(
+            peer.asset.clone(),
+            prepare.amount,
+            self.exchange.rates(&peer.asset).await,
+        );
+        let no_rate = |why: &str| -> Packet {
+            tracing::info!(peer = %peer.name, "ILP packet refused: {why}");
+            reject(by, ErrorCode::F07_CANNOT_RECEIVE, why, Vec::new()).into()
+        };
         // A money packet the payment's state alone decides goes straight to the crediting transaction, which
-        // reads the payment and makes the same decision on the fresh row ([`decide`] would answer `Credit`
-        // for a pending payment and the same `Closed` refusal otherwise): one store hand-off per packet.
-        let straight_to_credit =
-            fulfillable && prepare.amount > 0 && prepare.amount >= req.prepare_amount && !req.has_connection_close();
+        // reads the payment, values the packet in its asset and makes the same decision on the fresh row
+        // ([`decide`] would answer `Credit` for a pending payment, and the same refusals otherwise): one store
+        // hand-off per packet.
+        let straight_to_credit = fulfillable && prepare.amount > 0 && !req.has_connection_close();
         let snapshot = if straight_to_credit {
             None
         } else {
@@ -276,8 +304,26 @@ impl Receiver {
                 }
             }
         };
+        let value_for = |s: &PaymentSnapshot| inflow.value_in(&s.asset());
+        let mut value = prepare.amount;
         let decision = match &snapshot {
-            Some(snapshot) => decide(req, prepare.amount, fulfillable, snapshot),
+            Some(snapshot) => match value_for(snapshot) {
+                Err(RateError::NoRate(from, to)) => {
+                    return no_rate(&format!("no exchange rate from {from} (the link's asset) to {to}"));
+                }
+                Err(_) => {
+                    value = 0;
+                    Decision::Refuse(refusal_frames(req, prepare.amount, snapshot, Refusal::Overflow))
+                }
+                Ok(v) => {
+                    value = v;
+                    match decide(req, v, fulfillable, snapshot) {
+                        // money that is worth nothing here is refused, never fulfilled for nothing
+                        Decision::Acknowledge(frames) if prepare.amount > 0 => Decision::Refuse(frames),
+                        d => d,
+                    }
+                }
+            },
             None => Decision::Credit,
         };
         let (fulfil, frames) = match decision {
@@ -290,7 +336,9 @@ impl Receiver {
                     opened.connection_id.get(..16).unwrap_or_default(),
                     req.sequence
                 );
-                let credited = self.credit(&opened, peer, prepare.amount, memo, now).await;
+                let credited = self
+                    .credit(&opened, peer, inflow.clone(), req.prepare_amount, memo, now)
+                    .await;
                 // the frames of a temporary refusal: the payment as it stands, if it can be read
                 let standing = || async {
                     match &snapshot {
@@ -303,13 +351,18 @@ impl Receiver {
                 };
                 match credited {
                     Ok(Credit::Credited(s)) => {
+                        value = value_for(&s).unwrap_or(0);
                         let mut frames = reply_frames(req, prepare.amount, &s);
                         if let Some(setup) = &opened.receipt {
                             frames.extend(receipt_frames(req, prepare.amount, setup, s.connection_received));
                         }
                         (true, frames)
                     }
-                    Ok(Credit::Refused(s, refusal)) => (false, refusal_frames(req, prepare.amount, &s, refusal)),
+                    Ok(Credit::Refused(s, refusal)) => {
+                        value = value_for(&s).unwrap_or(0);
+                        (false, refusal_frames(req, prepare.amount, &s, refusal))
+                    }
+                    Ok(Credit::NoRate(why)) => return no_rate(&why),
                     // nothing was written; T04 is temporary: the sender retries after a settlement or a
                     // higher credit limit
                     Ok(Credit::OverCreditLimit(why)) => {
@@ -333,7 +386,7 @@ impl Receiver {
         } else {
             PacketType::Reject
         };
-        let data = match encrypt_reply(&opened.keys, req, ilp_type, prepare.amount, frames) {
+        let data = match encrypt_reply(&opened.keys, req, ilp_type, value, frames) {
             Ok(d) => d,
             // Only the OS random source can fail here; a credit already committed stands (the sender
             // learns of it from the receiver's totals later), which the log records.

@@ -191,6 +191,9 @@ pub enum Refusal {
     /// The amount does not fit the totals it would be added to (the payment's, the connection's or an
     /// account balance): final, like an overshoot, never the retryable `T00` of a failed write.
     Overflow,
+    /// Converted into the payment's asset the packet delivers nothing, or less than the sender's minimum
+    /// (its `prepare_amount`): answered as a rate probe is, nothing credited.
+    BelowMinimum,
 }
 
 /// Whether `amount` may be credited to the payment now. Checked before the transaction (to spare a write for
@@ -265,7 +268,7 @@ pub fn reply_frames(req: &StreamPacket, amount: u64, p: &PaymentSnapshot) -> Vec
 /// The reply frames of a refused packet.
 pub fn refusal_frames(req: &StreamPacket, amount: u64, p: &PaymentSnapshot, refusal: Refusal) -> Vec<Frame> {
     match refusal {
-        Refusal::Overshoot | Refusal::Overflow => reply_frames(req, amount, p),
+        Refusal::Overshoot | Refusal::Overflow | Refusal::BelowMinimum => reply_frames(req, amount, p),
         Refusal::Closed(state) => {
             let mut frames: Vec<Frame> = asset_details(req, p).into_iter().collect();
             let message = match state {

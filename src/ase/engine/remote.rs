@@ -136,6 +136,16 @@ impl Engine {
             let m = format!("The ILP peer {} is no longer configured.", plan.peer);
             return self.fail(&p.id, ("receiver_unreachable", m)).await;
         };
+        // the plan was priced for the link's asset and scale as they were: a peer since re-created or
+        // re-configured in another one would carry (and book) its packets in the wrong unit
+        let planned = plan_asset(&p, &plan);
+        if peer.asset != planned {
+            let m = format!(
+                "The ILP peer {} now carries {}/{}, not the {}/{} this payment was planned in.",
+                plan.peer, peer.asset.code, peer.asset.scale, planned.code, planned.scale
+            );
+            return self.fail(&p.id, ("peer_changed", m)).await;
+        }
         let (Some(estimated), Some(minimum)) = (Rate::parse(&plan.estimated_rate), Rate::parse(&plan.minimum_rate))
         else {
             return self
@@ -526,6 +536,20 @@ fn blocked_now(c: &SqlConnection, id: &str, now: OffsetDateTime) -> Result<Optio
 }
 
 /// The plan of a payment: its quote's, or its own when it was created without a quote.
+/// The asset and scale the payment's packets travel in: the plan's link's, else the payment's own.
+pub(super) fn plan_asset(p: &OutgoingRow, plan: &StreamPlanRow) -> Asset {
+    match &plan.link {
+        Some(l) => Asset {
+            code: l.asset_code.clone(),
+            scale: l.asset_scale,
+        },
+        None => Asset {
+            code: p.asset_code.clone(),
+            scale: p.asset_scale,
+        },
+    }
+}
+
 pub(super) fn plan_id(p: &OutgoingRow) -> &str {
     p.quote_id.as_deref().unwrap_or(&p.id)
 }

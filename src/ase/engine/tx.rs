@@ -275,8 +275,8 @@ pub(super) fn packet_tx(
     } else {
         (p.debit_amount + i64::from(packets) - 1) / i64::from(packets)
     };
-    let packet_debit = chunk.clamp(1, remaining_debit.max(1)).min(remaining_debit);
-    let new_sent = p.sent_amount + packet_debit;
+    let mut packet_debit = chunk.clamp(1, remaining_debit.max(1)).min(remaining_debit);
+    let mut new_sent = p.sent_amount + packet_debit;
     let target = if new_sent >= p.debit_amount {
         i128::from(p.receive_amount)
     } else {
@@ -285,9 +285,22 @@ pub(super) fn packet_tx(
     let mut deliver = i64::try_from(target - i128::from(p.delivered_amount))
         .unwrap_or(0)
         .max(0);
-    let room = r.incoming_amount.map(|i| i - r.received_amount);
-    if let Some(room) = room {
-        deliver = deliver.min(room);
+    // the receiver cannot take all this packet buys: deliver its room and debit only what that costs at the
+    // payment's own price (the smallest sent total whose share of the receive amount covers what was
+    // delivered), then stop as the remote path does (`receiver_completed`, the rest refunded)
+    let room = r.incoming_amount.map(|i| (i - r.received_amount).max(0));
+    let short = room.is_some_and(|room| room < deliver);
+    if let Some(room) = room.filter(|_| short) {
+        deliver = room;
+        let delivered = i128::from(p.delivered_amount) + i128::from(deliver);
+        let (num, den) = (
+            delivered * i128::from(p.debit_amount),
+            i128::from(p.receive_amount.max(1)),
+        );
+        let costs = (num + den - 1) / den;
+        let costs = i64::try_from(costs).unwrap_or(p.debit_amount).min(p.debit_amount);
+        packet_debit = (costs - p.sent_amount).clamp(0, packet_debit);
+        new_sent = p.sent_amount + packet_debit;
     }
     // sender side: payment account → settlement of the debit asset
     let mut debit_settlement = None;
@@ -338,6 +351,18 @@ pub(super) fn packet_tx(
     let done = new_sent >= p.debit_amount || new_delivered >= p.receive_amount || receiver_done;
     let next = (!done).then(|| now + Duration::milliseconds(i64::try_from(interval_ms).unwrap_or(0)));
     repo::update_progress(tx, &p.id, new_sent, new_delivered, next, now)?;
+    let received = (deliver > 0 || receiver_done).then(|| (r.id.clone(), new_received, receiver_done));
+    if short {
+        let m = format!(
+            "The receiver accepted only {} more before the payment was complete; the rest was not sent.",
+            receive_asset.format(deliver.into())
+        );
+        let mut out = fail_tx(tx, &reread(tx, &p.id)?, ("receiver_completed", m), now)?;
+        out.received = received;
+        out.balances
+            .extend(ledger::ops::balances(tx, &[r.account_id.as_str()])?);
+        return Ok(out);
+    }
     let mut finished = None;
     if done {
         complete_tx(tx, &p.id, now, &mut touched)?;
@@ -349,7 +374,7 @@ pub(super) fn packet_tx(
     Ok(StepOutcome {
         payment: repo::outgoing(tx, &p.id)?,
         finished,
-        received: (deliver > 0 || receiver_done).then(|| (r.id.clone(), new_received, receiver_done)),
+        received,
         balances: ledger::ops::balances(tx, &ids)?,
         recorded: Vec::new(),
     })

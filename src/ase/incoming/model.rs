@@ -100,6 +100,9 @@ pub enum StreamCredit {
     Refused(IncomingRow, u64, Refusal),
     /// Nothing written: the packet would take the peer past its credit limit (said in words; answered `T04`).
     OverCreditLimit(String),
+    /// Nothing written: no exchange rate from the link's asset into the payment's (said in words; answered
+    /// with a final `F07`).
+    NoRate(String),
     /// No such payment.
     Unknown,
 }
