@@ -16,12 +16,12 @@ use serde_json::{Value as Json, json};
 
 use crate::common::TestAse;
 
-fn usd(v: &str) -> Json {
+pub(crate) fn usd(v: &str) -> Json {
     json!({"value": v, "assetCode": "USD", "assetScale": 2})
 }
 
 /// Per-asset sums of all balances are zero, and the journal agrees with the cached balances.
-async fn assert_conserved(ase: &TestAse) {
+pub(crate) async fn assert_conserved(ase: &TestAse) {
     let (_, balances) = ase.admin(Method::GET, "/balances", None).await;
     let mut sums = std::collections::HashMap::<String, i64>::new();
     for b in balances.as_array().unwrap() {
@@ -38,14 +38,14 @@ async fn assert_conserved(ase: &TestAse) {
     assert!(audit.is_empty(), "{audit:?}");
 }
 
-struct Payer {
+pub(crate) struct Payer {
     client: opdesk::client::SignedClient,
-    incoming: String,
+    pub(crate) incoming: String,
     quote: String,
     outgoing: String,
 }
 
-async fn payer(ase: &TestAse) -> Payer {
+pub(crate) async fn payer(ase: &TestAse) -> Payer {
     let client = ase.demo_client().await;
     let grant = |access: Json| json!({"access_token": {"access": access}, "client": ase.url("/demo-client")});
     let tok = |r: opdesk::client::Response| r.body["access_token"]["value"].as_str().unwrap().to_owned();
@@ -103,7 +103,7 @@ async fn payer(ase: &TestAse) -> Payer {
 }
 
 impl Payer {
-    async fn incoming(&self, ase: &TestAse, wallet: &str, amount: Option<Json>, extra: Json) -> Json {
+    pub(crate) async fn incoming(&self, ase: &TestAse, wallet: &str, amount: Option<Json>, extra: Json) -> Json {
         let mut body = json!({"walletAddress": ase.url(&format!("/{wallet}")), "metadata": {"n": rand_n()}});
         if let Some(a) = amount {
             body["incomingAmount"] = a;
@@ -125,7 +125,7 @@ impl Payer {
         r.body
     }
 
-    async fn quote(&self, ase: &TestAse, receiver: &str, amount: Json) -> Json {
+    pub(crate) async fn quote(&self, ase: &TestAse, receiver: &str, amount: Json) -> Json {
         let mut body = json!({"walletAddress": ase.url("/alice"), "receiver": receiver, "method": "ilp"});
         for (k, v) in amount.as_object().unwrap() {
             body[k] = v.clone();
@@ -139,7 +139,7 @@ impl Payer {
         r.body
     }
 
-    async fn pay(&self, ase: &TestAse, quote: &Json) -> Json {
+    pub(crate) async fn pay(&self, ase: &TestAse, quote: &Json) -> Json {
         let body = json!({"walletAddress": ase.url("/alice"), "quoteId": quote["id"]});
         let r = self
             .client
@@ -155,7 +155,7 @@ impl Payer {
         ase.wait_outgoing(r.body["id"].as_str().unwrap()).await
     }
 
-    async fn get(&self, url: &str, token: &str) -> Json {
+    pub(crate) async fn get(&self, url: &str, token: &str) -> Json {
         let r = self.client.send(Method::GET, url, Some(token), None).await.unwrap();
         assert_eq!(r.status, 200, "{}", r.body);
         r.body

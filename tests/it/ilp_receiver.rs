@@ -105,6 +105,8 @@ pub(crate) struct Sender {
     destination: Address,
     keys: StreamKeys,
     sequence: u64,
+    /// What a packet of `n` is worth at the receiver, as `n × num / den` rounded down (1/1 within one asset).
+    pub(crate) rate: (u128, u128),
 }
 
 impl Sender {
@@ -127,6 +129,7 @@ impl Sender {
             destination: Address::new(destination).unwrap(),
             keys: StreamKeys::derive(&base64_url(shared_secret)),
             sequence: 0,
+            rate: (1, 1),
         }
     }
 
@@ -197,7 +200,11 @@ impl Sender {
         };
         if let Reply::Fulfill(s) | Reply::Reject(_, Some(s)) = &reply {
             assert_eq!(s.sequence, self.sequence, "the sequence is echoed");
-            assert_eq!(s.prepare_amount, amount, "prepareAmount is what arrived");
+            let arrived = u64::try_from(u128::from(amount) * self.rate.0 / self.rate.1).unwrap();
+            assert_eq!(
+                s.prepare_amount, arrived,
+                "prepareAmount is what arrived, in the receiver's asset"
+            );
             let expected = if matches!(reply, Reply::Fulfill(_)) {
                 PacketType::Fulfill
             } else {

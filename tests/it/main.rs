@@ -23,6 +23,7 @@ mod ilp_receiver;
 mod ilp_sender;
 mod ledger_props;
 mod metrics;
+mod money_exact;
 mod owner_consent;
 mod ownership;
 mod peer_liquidity;

@@ -1,0 +1,242 @@
+//! Money is exact where assets, scales and receivers differ: each party gets exactly what it is owed, not
+//! only balanced books.
+//!
+//! - A peer whose link is in another asset or scale: its packets are valued in the receiver's asset through
+//!   the ASE's exchange (two transfers through the settlement accounts), the STREAM reply reports that value,
+//!   the peer's account, position and credit limit are in the link's asset (no peer account in another one),
+//!   a pair without a rate is refused with a final `F07` and nothing credited — for SPSP into a wallet and
+//!   for an incoming payment, and across two desks (the sender's rate probe sees the real rate).
+//! - A local payment whose receiver has less room than it buys debits only what it delivers and ends
+//!   `receiver_completed` (fixed-send, fixed-receive and cross-currency).
+//! - A payment planned through a peer that was re-created in another asset fails `peer_changed` and refunds.
+
+use reqwest::Method;
+use serde_json::{Value as Json, json};
+
+use crate::{
+    common::TestAse,
+    engine::{assert_conserved, payer, usd},
+    ilp_receiver::{CONFIG, Reply, Sender},
+    ilp_sender::assert_balanced,
+};
+
+const SPSP: &str = "application/spsp4+json";
+
+/// The one-desk config of `ilp_receiver` with the peer `sender` in `code`/`scale`, and `extra` appended.
+fn desk(code: &str, scale: u8, extra: &str) -> String {
+    CONFIG
+        .replace("asset_code = \"USD\"", &format!("asset_code = \"{code}\""))
+        .replace("asset_scale = 2", &format!("asset_scale = {scale}"))
+        .replace("max_packet_amount = 5000", "max_packet_amount = 100000000000")
+        + extra
+}
+
+/// SPSP credentials for `wallet`, and a sender to them valuing packets at `rate`.
+async fn spsp_sender(ase: &TestAse, wallet: &str, rate: (u128, u128)) -> Sender {
+    let creds: Json = ase
+        .http
+        .get(ase.url(&format!("/{wallet}")))
+        .header("accept", SPSP)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let mut s = Sender::to(
+        &ase.base,
+        creds["destination_account"].as_str().unwrap(),
+        creds["shared_secret"].as_str().unwrap(),
+    );
+    s.rate = rate;
+    s
+}
+
+/// One fulfillable money packet of `amount` (link units) asking at least `min` (receiver units).
+async fn money(s: &mut Sender, amount: u64, min: u64) -> Reply {
+    s.send(
+        amount,
+        min,
+        vec![opdesk::ilp::Frame::StreamMoney {
+            stream_id: 1,
+            shares: 1,
+        }],
+        true,
+    )
+    .await
+}
+
+/// The ledger's accounts of `kind`, as (asset code, scale, balance).
+async fn accounts(ase: &TestAse, kind: &str) -> Vec<(String, u64, i64)> {
+    let (_, balances) = ase.admin(Method::GET, "/balances", None).await;
+    balances
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|b| b["kind"] == kind)
+        .map(|b| {
+            (
+                b["assetCode"].as_str().unwrap().to_owned(),
+                b["assetScale"].as_u64().unwrap(),
+                b["balance"].as_i64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+async fn peer(ase: &TestAse, name: &str) -> Json {
+    let (s, p) = ase.admin(Method::GET, &format!("/peers/{name}"), None).await;
+    assert_eq!(s, 200, "{p}");
+    p
+}
+
+#[tokio::test]
+async fn a_eur_peer_pays_a_usd_wallet_at_the_rate_and_its_credit_limit_holds_in_eur() {
+    let ase = TestAse::spawn_with(&desk("EUR", 2, "\n[rates]\n\"EUR:USD\" = \"1.25\"\n")).await;
+    let (s, p) = ase
+        .admin(Method::PATCH, "/peers/sender", Some(r#"{"creditLimit":"100"}"#))
+        .await;
+    assert_eq!(s, 200, "{p}");
+    let bob = ase.balance("bob").await;
+    let settled = accounts(&ase, "settlement").await;
+
+    // 0.60 EUR is worth 0.75 USD: bob gets that, the reply says so, the peer owes 0.60 EUR
+    let mut s = spsp_sender(&ase, "bob", (125, 100)).await;
+    s.connect().await;
+    let r = money(&mut s, 60, 0).await;
+    assert!(matches!(r, Reply::Fulfill(_)), "{r:?}");
+    assert_eq!(ase.balance("bob").await, bob + 75);
+    // a sender's minimum is in the receiver's asset: 0.76 USD is more than 0.60 EUR buys
+    let r = money(&mut s, 60, 76).await;
+    assert!(matches!(r, Reply::Reject(..)), "{r:?}");
+    assert_eq!(ase.balance("bob").await, bob + 75, "nothing credited below the minimum");
+    // another 0.60 EUR would take the peer to 1.20 EUR owed, past its limit of 1.00 EUR: T04, nothing moves
+    let r = money(&mut s, 60, 0).await;
+    assert_eq!(
+        r.code(),
+        Some(opdesk::ilp::ErrorCode::T04_INSUFFICIENT_LIQUIDITY),
+        "{r:?}"
+    );
+    assert_eq!(ase.balance("bob").await, bob + 75);
+    let p = peer(&ase, "sender").await;
+    assert_eq!(p["creditUsed"], 60, "{p}");
+
+    // an incoming payment in USD through the same link: 0.40 EUR → 0.50 USD, the payment's total in USD
+    let payer = payer(&ase).await;
+    let ip = payer.incoming(&ase, "bob", Some(usd("50")), json!({})).await;
+    let mut s = Sender::to(
+        &ase.base,
+        ip["methods"][0]["ilpAddress"].as_str().unwrap(),
+        ip["methods"][0]["sharedSecret"].as_str().unwrap(),
+    );
+    s.rate = (125, 100);
+    let r = money(&mut s, 40, 50).await;
+    assert!(matches!(r, Reply::Fulfill(_)), "{r:?}");
+    let got = payer.get(ip["id"].as_str().unwrap(), &payer.incoming).await;
+    assert_eq!(got["receivedAmount"], usd("50"), "{got}");
+    assert_eq!(got["completed"], true, "{got}");
+    assert_eq!(ase.balance("bob").await, bob + 125);
+
+    // the books: the peer's account only in EUR (−1.00), the exchange on the settlement accounts
+    assert_eq!(accounts(&ase, "peer").await, vec![("EUR".to_owned(), 2, -100)]);
+    let moved = |code: &str, now: &[(String, u64, i64)]| {
+        let of = |v: &[(String, u64, i64)]| v.iter().filter(|a| a.0 == code).map(|a| a.2).sum::<i64>();
+        of(now) - of(&settled)
+    };
+    let settlement = accounts(&ase, "settlement").await;
+    assert_eq!(moved("EUR", &settlement), 100, "{settlement:?}");
+    assert_eq!(moved("USD", &settlement), -125, "{settlement:?}");
+    assert_eq!(peer(&ase, "sender").await["creditUsed"], 100);
+    assert_balanced(&ase).await;
+}
+
+#[tokio::test]
+async fn a_usd_peer_at_scale_9_pays_nano_dollars_as_nano_dollars() {
+    let ase = TestAse::spawn_with(&desk("USD", 9, "")).await;
+    let bob = ase.balance("bob").await;
+    let mut s = spsp_sender(&ase, "bob", (1, 10_000_000)).await;
+    s.connect().await;
+    // 1000 nano-dollars are worth nothing in cents: refused, never fulfilled for nothing
+    let r = money(&mut s, 1000, 0).await;
+    assert!(matches!(r, Reply::Reject(..)), "{r:?}");
+    assert_eq!(ase.balance("bob").await, bob);
+    // 0.105 USD in nano-dollars: 10 cents credited, the half cent stays with the ASE
+    let r = money(&mut s, 105_000_000, 10).await;
+    assert!(matches!(r, Reply::Fulfill(_)), "{r:?}");
+    assert_eq!(ase.balance("bob").await, bob + 10);
+    assert_eq!(accounts(&ase, "peer").await, vec![("USD".to_owned(), 9, -105_000_000)]);
+    assert_balanced(&ase).await;
+}
+
+#[tokio::test]
+async fn a_pair_without_a_rate_is_refused_for_good_and_says_why() {
+    let ase = TestAse::spawn_with(&desk("GBP", 2, "")).await;
+    let bob = ase.balance("bob").await;
+    let mut s = spsp_sender(&ase, "bob", (1, 1)).await;
+    let r = money(&mut s, 100, 0).await;
+    assert_eq!(r.code(), Some(opdesk::ilp::ErrorCode::F07_CANNOT_RECEIVE), "{r:?}");
+    if let Reply::Reject(reject, _) = &r {
+        assert!(reject.message.contains("no exchange rate from GBP"), "{reject:?}");
+    }
+    assert_eq!(ase.balance("bob").await, bob);
+    assert!(accounts(&ase, "peer").await.iter().all(|(_, _, b)| *b == 0));
+    let p = peer(&ase, "sender").await;
+    assert!(p.to_string().contains("F07"), "the peer's last reject says why: {p}");
+    assert_balanced(&ase).await;
+}
+
+/// bob's incoming payment of 10.00 (USD, or EUR for carol) is paid by two quotes of 6.00 each: the second
+/// delivers the 4.00 left and debits only what 4.00 costs at its own price, then fails `receiver_completed`.
+async fn two_quotes_into_ten(wallet: &str, amount: fn(&str) -> Json, by: &str) {
+    let ase = TestAse::spawn().await;
+    let p = payer(&ase).await;
+    let ip = p.incoming(&ase, wallet, Some(amount("1000")), json!({})).await;
+    let id = ip["id"].as_str().unwrap();
+    let six = |a: &str| if by == "debitAmount" { usd(a) } else { amount(a) };
+    let q1 = p.quote(&ase, id, json!({ by: six("600") })).await;
+    let q2 = p.quote(&ase, id, json!({ by: six("600") })).await;
+    let alice = ase.balance("alice").await;
+    let receiver = ase.balance(wallet).await;
+    let first = p.pay(&ase, &q1).await;
+    assert_eq!(first["state"], "completed", "{first}");
+    let d1: i64 = q1["debitAmount"]["value"].as_str().unwrap().parse().unwrap();
+    let r1: i64 = q1["receiveAmount"]["value"].as_str().unwrap().parse().unwrap();
+    let second = p.pay(&ase, &q2).await;
+    assert_eq!(second["state"], "failed", "{second}");
+    assert_eq!(second["failureReason"], "receiver_completed", "{second}");
+    let d2: i64 = q2["debitAmount"]["value"].as_str().unwrap().parse().unwrap();
+    let r2: i64 = q2["receiveAmount"]["value"].as_str().unwrap().parse().unwrap();
+    let left = 1000 - r1;
+    assert!(left < r2, "the second quote buys more than is left");
+    // what the delivered part costs at the second quote's price, rounded up
+    let costs = (left * d2 + r2 - 1) / r2;
+    assert_eq!(second["sentAmount"]["value"], costs.to_string(), "{second}");
+    assert_eq!(ase.balance(wallet).await, receiver + 1000);
+    assert_eq!(
+        ase.balance("alice").await,
+        alice - d1 - costs,
+        "alice paid for what bob got, no more"
+    );
+    let inc = p.get(id, &p.incoming).await;
+    assert_eq!(inc["receivedAmount"], amount("1000"));
+    assert_conserved(&ase).await;
+}
+
+fn eur(v: &str) -> Json {
+    json!({"value": v, "assetCode": "EUR", "assetScale": 2})
+}
+
+#[tokio::test]
+async fn a_fixed_send_payment_into_a_partly_paid_receiver_debits_only_what_it_delivers() {
+    two_quotes_into_ten("bob", usd, "debitAmount").await;
+}
+
+#[tokio::test]
+async fn a_fixed_receive_payment_into_a_partly_paid_receiver_debits_only_what_it_delivers() {
+    two_quotes_into_ten("bob", usd, "receiveAmount").await;
+}
+
+#[tokio::test]
+async fn a_cross_currency_payment_into_a_partly_paid_receiver_debits_only_what_it_delivers() {
+    two_quotes_into_ten("carol", eur, "receiveAmount").await;
+}
