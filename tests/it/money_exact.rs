@@ -240,3 +240,89 @@ async fn a_fixed_receive_payment_into_a_partly_paid_receiver_debits_only_what_it
 async fn a_cross_currency_payment_into_a_partly_paid_receiver_debits_only_what_it_delivers() {
     two_quotes_into_ten("carol", eur, "receiveAmount").await;
 }
+
+/// Two desks peered over a EUR link: alice@A (USD) pays bob@B's incoming payment of 10.00 USD. A converts
+/// USD → EUR itself; B values the EUR packets in USD at its own rate and says so in its replies, so A's
+/// probe sees the real rate. bob gets exactly 10.00, alice pays exactly what was sent, the EUR that left A
+/// is the EUR that reached B, and B's peer account moves only in EUR.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_desks_over_a_eur_link_pay_exactly_what_the_receiver_is_owed() {
+    use crate::ilp_sender::{bob_receiver, config, dir, free, pay_quote, quote_receiver};
+    let (a_addr, b_addr) = (free(), free());
+    let eur = |cfg: String| cfg.replace("asset_code = \"USD\"", "asset_code = \"EUR\"");
+    let a_cfg = eur(config("desk-a", "desk-b", b_addr.port(), "b-to-a", "a-to-b", 100_000));
+    let b_cfg = eur(config("desk-b", "desk-a", a_addr.port(), "a-to-b", "b-to-a", 100_000))
+        + "\n[rates]\n\"EUR:USD\" = \"1.25\"\n";
+    let a = TestAse::spawn_in(dir(&a_cfg), Some(a_addr)).await;
+    let b = TestAse::spawn_in(dir(&b_cfg), Some(b_addr)).await;
+    let a_client = a.demo_client().await;
+    let b_client = b.demo_client().await;
+    let b_settled = accounts(&b, "settlement").await;
+
+    let receiver = bob_receiver(&b, &b_client, Some(1000)).await;
+    let q = quote_receiver(&a, &a_client, &receiver).await;
+    assert_eq!(q["receiveAmount"], usd("1000"), "{q}");
+    let alice = a.balance("alice").await;
+    let bob = b.balance("bob").await;
+    let done = pay_quote(&a, &a_client, &q).await;
+    assert_eq!(done["state"], "completed", "{done}");
+    let sent: i64 = done["sentAmount"]["value"].as_str().unwrap().parse().unwrap();
+    assert_eq!(a.balance("alice").await, alice - sent, "alice paid what was sent: {done}");
+    assert_eq!(b.balance("bob").await, bob + 1000, "bob got exactly 10.00");
+
+    let a_peer = accounts(&a, "peer").await;
+    let b_peer = accounts(&b, "peer").await;
+    assert!(b_peer.iter().all(|(code, scale, _)| code == "EUR" && *scale == 2), "{b_peer:?}");
+    assert!(a_peer.iter().all(|(code, scale, _)| code == "EUR" && *scale == 2), "{a_peer:?}");
+    let carried: i64 = a_peer.iter().map(|x| x.2).sum();
+    assert_eq!(b_peer.iter().map(|x| x.2).sum::<i64>(), -carried, "the EUR that left A reached B");
+    // B's exchange: the EUR in bought the 10.00 USD out at 1.25 (rounded down per packet, for B)
+    let moved = |code: &str, now: &[(String, u64, i64)]| {
+        let of = |v: &[(String, u64, i64)]| v.iter().filter(|x| x.0 == code).map(|x| x.2).sum::<i64>();
+        of(now) - of(&b_settled)
+    };
+    let b_settlement = accounts(&b, "settlement").await;
+    assert_eq!(moved("USD", &b_settlement), -1000, "{b_settlement:?}");
+    assert_eq!(moved("EUR", &b_settlement), carried, "{b_settlement:?}");
+    assert!(carried * 125 >= 100_000, "{carried} EUR cents buy 10.00 USD at 1.25");
+    assert!(carried <= 810, "the sender saw the real rate and sent about 8.00 EUR, not 10: {carried}");
+    assert_balanced(&a).await;
+    assert_balanced(&b).await;
+}
+
+/// A quote planned through a USD/9 peer, the peer removed and added back as USD/2: paying the old quote
+/// sends nothing through the changed link, fails `peer_changed` and gives alice everything back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_payment_planned_through_a_peer_since_recreated_in_another_scale_fails_peer_changed() {
+    use crate::ilp_sender::{bob_receiver, config, dir, free, pay_quote, quote_receiver};
+    let (a_addr, b_addr) = (free(), free());
+    let a = TestAse::spawn_in(dir("[ilp]\naddress = \"test.desk-a\"\n"), Some(a_addr)).await;
+    let b_cfg = config("desk-b", "desk-a", a_addr.port(), "a-to-b", "b-to-a", 100_000_000_000)
+        .replace("asset_scale = 2", "asset_scale = 9");
+    let b = TestAse::spawn_in(dir(&b_cfg), Some(b_addr)).await;
+    let (a_client, b_client) = (a.demo_client().await, b.demo_client().await);
+    let add = |scale: u8| {
+        format!(
+            r#"{{"name":"desk-b","assetCode":"USD","assetScale":{scale},"ilpAddress":"test.desk-b","incomingTokens":["b-to-a"],"outgoingEndpoint":"http://{b_addr}/ilp","outgoingToken":"a-to-b"}}"#
+        )
+    };
+    let (s, p) = a.admin(Method::POST, "/peers", Some(&add(9))).await;
+    assert_eq!(s, 201, "{p}");
+    let receiver = bob_receiver(&b, &b_client, Some(100)).await;
+    let q = quote_receiver(&a, &a_client, &receiver).await;
+
+    let (s, _) = a.admin(Method::DELETE, "/peers/desk-b", None).await;
+    assert_eq!(s, 204);
+    let (s, p) = a.admin(Method::POST, "/peers", Some(&add(2))).await;
+    assert_eq!(s, 201, "{p}");
+    let alice = a.balance("alice").await;
+    let bob = b.balance("bob").await;
+    let done = pay_quote(&a, &a_client, &q).await;
+    assert_eq!(done["state"], "failed", "{done}");
+    assert_eq!(done["failureReason"], "peer_changed", "{done}");
+    assert_eq!(a.balance("alice").await, alice, "everything went back to alice");
+    assert_eq!(b.balance("bob").await, bob, "nothing went out");
+    assert!(accounts(&a, "peer").await.iter().all(|x| x.2 == 0));
+    assert_balanced(&a).await;
+    assert_balanced(&b).await;
+}
