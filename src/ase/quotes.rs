@@ -230,7 +230,6 @@ impl Quotes {
         let probed = remote.probe(&r, &from).await.map_err(remote_err)?;
         let minimum = probed.minimum;
         let fee_rule = remote.fee(&from);
-        let too_small = || QuoteError::Amount("the amount is too small to deliver anything at the minimum rate".into());
         let too_large = || QuoteError::Amount("the amount is too large".into());
         // debit-asset units → peer-asset units (the same when the peer holds the wallet's asset)
         let to_peer = |a: u64| match &probed.link {
@@ -241,22 +240,23 @@ impl Quotes {
             Some(l) => l.source_ceil(s),
             None => Some(s),
         };
+        let fixed_send = debit.is_some();
         let (debit, receive, fee, source, debit_source) = match (debit, receive) {
             (Some(d), _) => {
                 let d = d.expect_asset(&from)?.get();
                 // (receive, fee, source, net), or None when `d` delivers nothing
+                // (a conversion that does not fit is too large, never "too small")
                 let send = |d: u64| -> Result<Option<(u64, u64, u64, u64)>, RateError> {
                     let fee = fee_rule.on(d)?;
                     let Some(net) = d.checked_sub(fee).filter(|s| *s > 0) else {
                         return Ok(None);
                     };
-                    let Some(source) = to_peer(net).filter(|s| *s > 0) else {
+                    let source = to_peer(net).ok_or(RateError::TooLarge)?;
+                    if source == 0 {
                         return Ok(None);
-                    };
-                    Ok(minimum
-                        .dest_floor(source)
-                        .filter(|r| *r > 0)
-                        .map(|receive| (receive, fee, source, net)))
+                    }
+                    let receive = minimum.dest_floor(source).ok_or(RateError::TooLarge)?;
+                    Ok((receive > 0).then_some((receive, fee, source, net)))
                 };
                 let Some((receive, fee, source, net)) = send(d)? else {
                     return Err(QuoteError::TooSmall {
@@ -279,7 +279,7 @@ impl Quotes {
                 if x == 0 {
                     return Err(QuoteError::Amount("receiveAmount must be greater than zero".into()));
                 }
-                let source = minimum.source_ceil(x).ok_or_else(too_small)?;
+                let source = minimum.source_ceil(x).ok_or_else(too_large)?;
                 let net = from_peer(source).ok_or_else(too_large)?;
                 let fee = fee_rule.on(net)?;
                 let d = net
@@ -313,6 +313,7 @@ impl Quotes {
                     rate,
                     debit_source,
                 }),
+                fixed_send,
             }),
             receive_asset: to,
             debit,

@@ -74,6 +74,9 @@ pub struct RemotePlan {
     /// When the peer's asset is not the sending wallet's: the rate the ASE converts at (peer units per
     /// debit unit, the operator's rate, exact), and the debit units the source stands for.
     pub link: Option<Link>,
+    /// Quoted fixed-send (the debit amount given): the payment sends its whole source and the receiver gets
+    /// what it buys, at least the quoted receive amount.
+    pub fixed_send: bool,
 }
 
 /// A cross-currency link: the sending wallet's asset converted into the peer's by the ASE itself.

@@ -31,6 +31,7 @@ const MIGRATIONS: &[M<'static>] = &[
     M::up(include_str!("../../migrations/0021_spsp_connections.sql")),
     M::up(include_str!("../../migrations/0022_owner_consent.sql")),
     M::up(include_str!("../../migrations/0023_events_pending.sql")),
+    M::up(include_str!("../../migrations/0024_fixed_send_plans.sql")),
 ];
 
 /// The PostgreSQL twins of [`MIGRATIONS`], in the same order.
@@ -58,6 +59,7 @@ const PG_MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/pg/0021_spsp_connections.sql"),
     include_str!("../../migrations/pg/0022_owner_consent.sql"),
     include_str!("../../migrations/pg/0023_events_pending.sql"),
+    include_str!("../../migrations/pg/0024_fixed_send_plans.sql"),
 ];
 
 const _: () = assert!(

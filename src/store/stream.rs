@@ -22,6 +22,8 @@ pub struct StreamPlanRow {
     pub created_at: OffsetDateTime,
     /// A cross-currency link through a peer in another asset (see `migrations/0009`).
     pub link: Option<PlanLink>,
+    /// Quoted fixed-send: the payment sends its whole source, the receiver gets what it buys (`0024`).
+    pub fixed_send: bool,
 }
 
 /// The ASE's own conversion from the debit asset into the peer's.
@@ -41,7 +43,7 @@ pub fn insert_plan(conn: &Connection, p: &StreamPlanRow) -> Result<(), Error> {
     conn.prepare_cached(
         "INSERT INTO stream_plans (id, receiver, peer, ilp_address, shared_secret, estimated_rate, minimum_rate, \
          max_packet_amount, source_amount, created_at, link_asset_code, link_asset_scale, link_rate, \
-         link_debit_source) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+         link_debit_source, fixed_send) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
     )?
     .execute(params![
         p.id,
@@ -58,6 +60,7 @@ pub fn insert_plan(conn: &Connection, p: &StreamPlanRow) -> Result<(), Error> {
         p.link.as_ref().map(|l| l.asset_scale),
         p.link.as_ref().map(|l| &l.rate),
         p.link.as_ref().map(|l| l.debit_source),
+        i64::from(p.fixed_send),
     ])?;
     Ok(())
 }
@@ -74,7 +77,7 @@ pub fn plan(conn: &Connection, id: &str) -> Result<Option<StreamPlanRow>, Error>
         .prepare_cached(
             "SELECT id, receiver, peer, ilp_address, shared_secret, estimated_rate, minimum_rate, \
              max_packet_amount, source_amount, created_at, link_asset_code, link_asset_scale, link_rate, \
-             link_debit_source, link_sent FROM stream_plans WHERE id = ?1",
+             link_debit_source, link_sent, fixed_send FROM stream_plans WHERE id = ?1",
         )?
         .query_row([id], |r| {
             Ok(StreamPlanRow {
@@ -103,6 +106,7 @@ pub fn plan(conn: &Connection, id: &str) -> Result<Option<StreamPlanRow>, Error>
                     }),
                     _ => None,
                 },
+                fixed_send: r.get::<_, i64>(15)? == 1,
             })
         })
         .optional()?)
@@ -129,12 +133,14 @@ mod tests {
             source_amount: 500,
             created_at: crate::clock::ts("2026-01-01T00:00:00.000Z"),
             link: None,
+            fixed_send: false,
         };
         insert_plan(&conn, &p).unwrap();
         assert_eq!(plan(&conn, "q1").unwrap(), Some(p.clone()));
         assert_eq!(plan(&conn, "q2").unwrap(), None);
         let mut linked = StreamPlanRow {
             id: "q3".into(),
+            fixed_send: true,
             link: Some(PlanLink {
                 asset_code: "EUR".into(),
                 asset_scale: 2,

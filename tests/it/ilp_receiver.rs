@@ -229,9 +229,14 @@ impl Sender {
     }
 
     pub(crate) async fn pay(&mut self, amount: u64) -> Reply {
+        self.pay_min(amount, amount).await
+    }
+
+    /// A money packet of `amount` asking at least `min` (in the receiver's asset) to arrive.
+    pub(crate) async fn pay_min(&mut self, amount: u64, min: u64) -> Reply {
         self.send(
             amount,
-            amount,
+            min,
             vec![Frame::StreamMoney {
                 stream_id: 1,
                 shares: 1,
@@ -442,21 +447,24 @@ async fn open_ended_and_expired_payments() {
             source_asset_scale: 2
         }]
     );
+    // the peer's packets are USD: each 25.00 USD is worth 22.50 EUR at the configured 0.90, and the reply says so
+    s.rate = (90, 100);
     for _ in 0..3 {
-        assert!(matches!(s.pay(2500).await, Reply::Fulfill(_)));
+        assert!(matches!(s.pay_min(2500, 2250).await, Reply::Fulfill(_)));
     }
-    assert_eq!(public_received(&ase, open["id"].as_str().unwrap()).await, "7500");
+    assert_eq!(public_received(&ase, open["id"].as_str().unwrap()).await, "6750");
 
     // Expiry applies from expiresAt on, without waiting for any sweep.
     let soon = opdesk::clock::format_ts(time::OffsetDateTime::now_utc() + time::Duration::milliseconds(1500));
     let expiring = create_incoming(&ase, &client, &tok, "carol", json!({"expiresAt": soon})).await;
     let mut s = Sender::for_payment(&ase, &expiring);
-    assert!(matches!(s.pay(10).await, Reply::Fulfill(_)));
+    s.rate = (90, 100);
+    assert!(matches!(s.pay_min(10, 9).await, Reply::Fulfill(_)));
     let at = opdesk::clock::parse_ts(&soon).unwrap();
     while time::OffsetDateTime::now_utc() < at {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    let r = s.pay(10).await;
+    let r = s.pay_min(10, 9).await;
     assert_eq!(r.code(), Some(ErrorCode::F99_APPLICATION_ERROR));
     // the connection's total rides along, so a sender resuming after a crash can reconcile
     assert_eq!(
@@ -464,8 +472,8 @@ async fn open_ended_and_expired_payments() {
         [
             Frame::StreamMaxMoney {
                 stream_id: 1,
-                receive_max: 10,
-                total_received: 10
+                receive_max: 9,
+                total_received: 9
             },
             Frame::ConnectionClose {
                 code: StreamErrorCode::APPLICATION_ERROR,
@@ -475,7 +483,7 @@ async fn open_ended_and_expired_payments() {
     );
     let r = Sender::for_payment(&ase, &expiring).connect().await;
     assert!(closes_with_application_error(r.stream()), "{r:?}");
-    assert_eq!(public_received(&ase, expiring["id"].as_str().unwrap()).await, "10");
+    assert_eq!(public_received(&ase, expiring["id"].as_str().unwrap()).await, "9");
 }
 
 #[tokio::test]

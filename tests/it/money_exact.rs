@@ -267,15 +267,29 @@ async fn two_desks_over_a_eur_link_pay_exactly_what_the_receiver_is_owed() {
     let done = pay_quote(&a, &a_client, &q).await;
     assert_eq!(done["state"], "completed", "{done}");
     let sent: i64 = done["sentAmount"]["value"].as_str().unwrap().parse().unwrap();
-    assert_eq!(a.balance("alice").await, alice - sent, "alice paid what was sent: {done}");
+    assert_eq!(
+        a.balance("alice").await,
+        alice - sent,
+        "alice paid what was sent: {done}"
+    );
     assert_eq!(b.balance("bob").await, bob + 1000, "bob got exactly 10.00");
 
     let a_peer = accounts(&a, "peer").await;
     let b_peer = accounts(&b, "peer").await;
-    assert!(b_peer.iter().all(|(code, scale, _)| code == "EUR" && *scale == 2), "{b_peer:?}");
-    assert!(a_peer.iter().all(|(code, scale, _)| code == "EUR" && *scale == 2), "{a_peer:?}");
+    assert!(
+        b_peer.iter().all(|(code, scale, _)| code == "EUR" && *scale == 2),
+        "{b_peer:?}"
+    );
+    assert!(
+        a_peer.iter().all(|(code, scale, _)| code == "EUR" && *scale == 2),
+        "{a_peer:?}"
+    );
     let carried: i64 = a_peer.iter().map(|x| x.2).sum();
-    assert_eq!(b_peer.iter().map(|x| x.2).sum::<i64>(), -carried, "the EUR that left A reached B");
+    assert_eq!(
+        b_peer.iter().map(|x| x.2).sum::<i64>(),
+        -carried,
+        "the EUR that left A reached B"
+    );
     // B's exchange: the EUR in bought the 10.00 USD out at 1.25 (rounded down per packet, for B)
     let moved = |code: &str, now: &[(String, u64, i64)]| {
         let of = |v: &[(String, u64, i64)]| v.iter().filter(|x| x.0 == code).map(|x| x.2).sum::<i64>();
@@ -285,7 +299,10 @@ async fn two_desks_over_a_eur_link_pay_exactly_what_the_receiver_is_owed() {
     assert_eq!(moved("USD", &b_settlement), -1000, "{b_settlement:?}");
     assert_eq!(moved("EUR", &b_settlement), carried, "{b_settlement:?}");
     assert!(carried * 125 >= 100_000, "{carried} EUR cents buy 10.00 USD at 1.25");
-    assert!(carried <= 810, "the sender saw the real rate and sent about 8.00 EUR, not 10: {carried}");
+    assert!(
+        carried <= 810,
+        "the sender saw the real rate and sent about 8.00 EUR, not 10: {carried}"
+    );
     assert_balanced(&a).await;
     assert_balanced(&b).await;
 }
@@ -323,6 +340,36 @@ async fn a_payment_planned_through_a_peer_since_recreated_in_another_scale_fails
     assert_eq!(a.balance("alice").await, alice, "everything went back to alice");
     assert_eq!(b.balance("bob").await, bob, "nothing went out");
     assert!(accounts(&a, "peer").await.iter().all(|x| x.2 == 0));
+    assert_balanced(&a).await;
+    assert_balanced(&b).await;
+}
+
+/// Fixed-send over ILP spends its debit amount: alice@A sends 10.00 USD to bob@B's open incoming payment; the
+/// quote promises what 10.00 buys at the minimum rate, the payment sends all of it, bob gets what it bought
+/// at the real (1:1) rate, and the completed payment shows `sentAmount` = `debitAmount`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fixed_send_over_ilp_sends_its_whole_debit_amount() {
+    use crate::ilp_sender::{bob_receiver, pair, pay_quote, quote};
+    let (a, b) = pair(300).await;
+    let (a_client, b_client) = (a.demo_client().await, b.demo_client().await);
+    let receiver = bob_receiver(&b, &b_client, None).await;
+    let body =
+        json!({"walletAddress": a.url("/alice"), "receiver": receiver, "method": "ilp", "debitAmount": usd("1000")});
+    let q = quote(&a, &a_client, &body).await;
+    assert_eq!(q["receiveAmount"], usd("990"), "the minimum rate 0.99: {q}");
+    let (alice, bob) = (a.balance("alice").await, b.balance("bob").await);
+    let done = pay_quote(&a, &a_client, &q).await;
+    assert_eq!(done["state"], "completed", "{done}");
+    assert_eq!(done["sentAmount"], usd("1000"), "{done}");
+    assert_eq!(done["debitAmount"], usd("1000"), "{done}");
+    assert_eq!(a.balance("alice").await, alice - 1000);
+    assert_eq!(
+        b.balance("bob").await,
+        bob + 1000,
+        "bob got what 10.00 buys on a 1:1 path"
+    );
+    let public: Json = b.http.get(&receiver).send().await.unwrap().json().await.unwrap();
+    assert_eq!(public["receivedAmount"], usd("1000"), "{public}");
     assert_balanced(&a).await;
     assert_balanced(&b).await;
 }

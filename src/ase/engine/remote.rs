@@ -181,7 +181,13 @@ impl Engine {
         let as_u64 = |v: i64| u64::try_from(v).unwrap_or(0);
         let sent = as_u64(plan.link.as_ref().map_or(p.sent_amount, |l| l.sent));
         let delivered = as_u64(p.delivered_amount);
-        let target = as_u64(p.receive_amount);
+        // fixed-receive stops at the receive amount; fixed-send spends its whole source (the receiver's room
+        // still bounds it) and the receiver gets what it buys, at least the quoted amount
+        let target = if plan.fixed_send {
+            u64::MAX
+        } else {
+            as_u64(p.receive_amount)
+        };
         // the window: each packet planned as if those before it arrive at the estimated rate, so the sum in
         // flight never passes what may be sent nor (at the estimate) what is left to deliver or the room
         let mut window_packets: Vec<(u64, u64)> = Vec::new();
@@ -208,7 +214,9 @@ impl Engine {
             planned_dest = planned_dest.saturating_add(estimated.dest_floor(source).unwrap_or(min_dest).max(min_dest));
         }
         if window_packets.is_empty() {
-            if entry.room == Some(0) {
+            // a fixed-send payment whose receiver is full after it delivered at least what was quoted is done
+            let filled = plan.fixed_send && delivered >= as_u64(p.receive_amount);
+            if entry.room == Some(0) && !filled {
                 entry.conn.close().await;
                 let m = "The receiver accepts no more money before the payment was complete.".to_owned();
                 return self.fail(&p.id, ("receiver_completed", m)).await;
@@ -220,6 +228,7 @@ impl Engine {
                 delivered: 0,
                 closed: false,
                 claim: None,
+                filled,
             };
             if let Some(entry) = self.record_remote(&p.id, &plan, nothing, now, entry).await {
                 self.keep_connection(&p.id, entry);
@@ -301,6 +310,7 @@ impl Engine {
             delivered: 0,
             closed: false,
             claim,
+            filled: false,
         };
         let mut any_fulfilled = false;
         let mut reported: Option<u64> = None;
@@ -507,6 +517,7 @@ impl Engine {
             delivered: unrecorded,
             closed: false,
             claim: None,
+            filled: false,
         };
         // when the payment goes on, the next step opens a new connection (with a hello): dropped, not closed
         drop(self.record_remote(&p.id, plan, sent, now, entry).await);
@@ -575,6 +586,8 @@ pub(super) struct Sent {
     pub(super) delivered: u64,
     closed: bool,
     pub(super) claim: Option<ClaimId>,
+    /// The receiver takes no more (fixed-send: the payment is done once it delivered the quoted amount).
+    filled: bool,
 }
 
 /// Records fulfilled STREAM packets (a window's sum: `source` sent in the peer's asset, `delivered` arrived)
@@ -598,6 +611,7 @@ pub(super) fn remote_progress_tx(
         source,
         delivered,
         closed,
+        filled,
         ..
     } = sent;
     let Some(p) = repo::outgoing(tx, id)? else {
@@ -714,7 +728,15 @@ pub(super) fn remote_progress_tx(
         touched.push(from);
         touched.push(peer);
     }
-    let done = new_delivered >= p.receive_amount || u64::try_from(new_peer_sent).unwrap_or(0) >= source_total;
+    // fixed-receive: done at the receive amount; fixed-send: when the whole source went out, or the receiver
+    // is full (or closed) after taking at least the quoted amount
+    let quoted = new_delivered >= p.receive_amount;
+    let done = u64::try_from(new_peer_sent).unwrap_or(0) >= source_total
+        || if plan.fixed_send {
+            quoted && (filled || closed)
+        } else {
+            quoted
+        };
     let next = (!done).then(|| now + Duration::milliseconds(i64::try_from(interval_ms).unwrap_or(0)));
     repo::update_progress(tx, &p.id, new_sent, new_delivered, next, now)?;
     let mut finished = None;

@@ -77,6 +77,7 @@ impl Priced {
                 debit_source: i64::try_from(l.debit_source).unwrap_or(i64::MAX),
                 sent: 0,
             }),
+            fixed_send: p.fixed_send,
         })
     }
 }
