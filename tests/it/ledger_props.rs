@@ -338,3 +338,102 @@ fn posted_and_voided_transfers_are_immutable_in_sql() {
         "CHECK forbids overdraft"
     );
 }
+
+/// What a packet through a peer credits, across link assets and scales, receiver assets and scales, and a
+/// rates table that lists both directions of a pair (a spread): every receiver gets exactly the packet's
+/// value in its asset at the `link → receiver` rate (rounded down), every peer account moves only in its
+/// link's asset by exactly what its packets paid, a pair without a rate writes nothing, and per asset *and
+/// scale* the payers' loss equals the receivers' gain plus the ASE's exchange position.
+mod peer_credits {
+    use super::*;
+    use opdesk::{ase::exchange::Inflow, rates::Rates};
+    use std::collections::BTreeMap;
+
+    fn assets() -> Vec<Asset> {
+        [("USD", 2), ("USD", 9), ("EUR", 2), ("EUR", 0), ("GBP", 2), ("JPY", 0)]
+            .iter()
+            .map(|(c, s)| Asset::new(c, *s).unwrap())
+            .collect()
+    }
+
+    fn rates(usd_eur: u32, eur_usd: Option<u32>) -> Rates {
+        let mut table = BTreeMap::from([("USD:EUR".to_owned(), format!("0.{usd_eur:04}"))]);
+        if let Some(r) = eur_usd {
+            table.insert("EUR:USD".to_owned(), format!("1.{r:04}"));
+        }
+        table.insert("JPY:USD".to_owned(), "0.0067".to_owned());
+        Rates::new(&table, &BTreeMap::new()).unwrap()
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 128, ..ProptestConfig::default() })]
+
+        #[test]
+        fn each_receiver_gets_the_value_and_each_peer_pays_in_its_own_asset(
+            usd_eur in 5000u32..9999, eur_usd in proptest::option::of(0u32..3000),
+            packets in proptest::collection::vec((0usize..3, 0usize..6, 0usize..6, 1u64..10_000_000_000), 1..24),
+        ) {
+            let rates = rates(usd_eur, eur_usd);
+            let all = assets();
+            let mut conn = schema();
+            // one wallet per asset; three peers, each with its link asset fixed by its first packet
+            let wallets: Vec<String> = all
+                .iter()
+                .map(|a| tx(&mut conn, |c| ledger::ops::create_account(c, AccountKind::Wallet, a, NOW)).unwrap())
+                .collect();
+            let mut links: HashMap<usize, Asset> = HashMap::new();
+            let mut got = vec![0i128; all.len()];
+            let mut paid: HashMap<(usize, Asset), i128> = HashMap::new();
+            for (peer, link, to, amount) in packets {
+                let link = links.entry(peer).or_insert_with(|| all[link].clone()).clone();
+                let inflow = Inflow::new(link.clone(), amount, rates.clone());
+                let name = format!("peer{peer}");
+                let value = inflow.value_in(&all[to]);
+                let r = tx(&mut conn, |c| {
+                    let v = match &value {
+                        Ok(v) if *v > 0 => Value::new(*v)?,
+                        _ => return Ok(None),
+                    };
+                    ledger::ops::credit_from_peer(
+                        c, &name, &link, Value::new(amount)?, &all[to], &wallets[to], v, "p".into(), NOW,
+                    )
+                    .map(Some)
+                });
+                match (r, &value) {
+                    (Ok(Some(_)), Ok(v)) => {
+                        got[to] += i128::from(*v);
+                        *paid.entry((peer, link.clone())).or_default() += i128::from(amount);
+                        if link == all[to] {
+                            prop_assert_eq!(*v, amount, "within one asset and scale the packet is its value");
+                        }
+                    }
+                    (Ok(None), Ok(0)) => {}
+                    (Ok(None), Err(opdesk::rates::RateError::NoRate(..))) => {
+                        prop_assert!(link.code != all[to].code, "a rate is only missing between codes");
+                    }
+                    (Ok(None), Err(_)) => {}
+                    (Err(LedgerError::Money(_)), _) => {}
+                    (r, v) => prop_assert!(false, "unexpected {r:?} for {v:?}"),
+                }
+            }
+            let accounts = store::ledger::accounts(&conn).unwrap();
+            let mut per_asset: HashMap<(String, u8), i128> = HashMap::new();
+            for a in &accounts {
+                *per_asset.entry((a.asset_code.clone(), a.asset_scale)).or_default() += i128::from(a.balance);
+                if a.kind == "peer" {
+                    let peer: usize = a.peer.as_deref().unwrap().trim_start_matches("peer").parse().unwrap();
+                    let link = &links[&peer];
+                    prop_assert_eq!((&a.asset_code, a.asset_scale), (&link.code, link.scale), "a peer account in its link's asset only");
+                    prop_assert_eq!(i128::from(a.balance), -paid.get(&(peer, link.clone())).copied().unwrap_or(0));
+                }
+            }
+            for (i, w) in wallets.iter().enumerate() {
+                let a = accounts.iter().find(|a| &a.id == w).unwrap();
+                prop_assert_eq!(i128::from(a.balance), got[i], "{} got exactly its packets' value", all[i]);
+            }
+            for (asset, sum) in per_asset {
+                prop_assert_eq!(sum, 0, "{:?} sums to zero: payers' loss = receivers' gain + the exchange position", asset);
+            }
+        }
+    }
+}
