@@ -51,14 +51,56 @@ pub fn smallest(mut delivers: impl FnMut(u64) -> Option<bool>) -> Option<u64> {
     Some(hi)
 }
 
-/// A sending fee: `fixed + ceil(amount × basis_points / 10000)`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize)]
-#[serde(deny_unknown_fields)]
+/// A sending fee for one wallet: `fixed + ceil(amount × basis_points / 10000)`, in that wallet's minor units
+/// ([`Rates::fee`] resolves a [`FeeRule`] for the wallet's scale).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Fee {
-    #[serde(default)]
     pub fixed: u64,
+    pub basis_points: u32,
+}
+
+/// A sending fee as `[fees]` writes it for an asset code: `fixed` is a decimal string in major units
+/// (`"0.03"`: three cents whatever a wallet's scale, rounded up to its minor unit) or, as before, an integer of
+/// minor units at each wallet's own scale (`3` costs a USD/2 wallet 0.03 and a USD/0 wallet 3).
+#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FeeRule {
+    #[serde(default)]
+    pub fixed: FixedFee,
     #[serde(default)]
     pub basis_points: u32,
+}
+
+/// The fixed part of a [`FeeRule`].
+#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
+#[serde(untagged)]
+pub enum FixedFee {
+    /// Minor units of the paying wallet's own scale.
+    Minor(u64),
+    /// Major units, an exact decimal.
+    Major(String),
+}
+
+impl Default for FixedFee {
+    fn default() -> Self {
+        Self::Minor(0)
+    }
+}
+
+impl From<Fee> for FeeRule {
+    fn from(f: Fee) -> Self {
+        Self {
+            fixed: FixedFee::Minor(f.fixed),
+            basis_points: f.basis_points,
+        }
+    }
+}
+
+/// A [`FeeRule`] with its decimal parsed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Fixed {
+    Minor(u64),
+    Major(Ratio),
 }
 
 impl Fee {
@@ -101,12 +143,12 @@ fn parse_decimal(key: &str, value: &str) -> Result<Ratio, RateError> {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Rates {
     rates: BTreeMap<(String, String), Ratio>,
-    fees: BTreeMap<String, Fee>,
+    fees: BTreeMap<String, (Fixed, u32)>,
 }
 
 impl Rates {
     /// From `"FROM:TO" = "rate"` entries and fees per asset code.
-    pub fn new(rates: &BTreeMap<String, String>, fees: &BTreeMap<String, Fee>) -> Result<Self, RateError> {
+    pub fn new(rates: &BTreeMap<String, String>, fees: &BTreeMap<String, FeeRule>) -> Result<Self, RateError> {
         let mut out = BTreeMap::new();
         for (k, v) in rates {
             let (from, to) = k
@@ -119,9 +161,24 @@ impl Rates {
                 })?;
             out.insert((from.to_owned(), to.to_owned()), parse_decimal(k, v)?);
         }
+        let mut parsed = BTreeMap::new();
+        for (code, f) in fees {
+            let fixed = match &f.fixed {
+                FixedFee::Minor(n) => Fixed::Minor(*n),
+                FixedFee::Major(text) => {
+                    let key = format!("fees.{code}.fixed");
+                    if text.trim_start_matches(['0', '.']).is_empty() && !text.is_empty() {
+                        Fixed::Minor(0)
+                    } else {
+                        Fixed::Major(parse_decimal(&key, text)?)
+                    }
+                }
+            };
+            parsed.insert(code.clone(), (fixed, f.basis_points));
+        }
         Ok(Self {
             rates: out,
-            fees: fees.clone(),
+            fees: parsed,
         })
     }
 
@@ -194,8 +251,20 @@ impl Rates {
         Ok(v)
     }
 
+    /// The fee a wallet in `asset` pays, in its minor units (a decimal fixed part rounded up to them).
     pub fn fee(&self, asset: &Asset) -> Fee {
-        self.fees.get(&asset.code).copied().unwrap_or_default()
+        let Some((fixed, basis_points)) = self.fees.get(&asset.code).copied() else {
+            return Fee::default();
+        };
+        let fixed = match fixed {
+            Fixed::Minor(n) => n,
+            Fixed::Major(r) => 10u128
+                .checked_pow(u32::from(asset.scale))
+                .and_then(|s| r.num.checked_mul(s))
+                .and_then(|v| u64::try_from(v.div_ceil(r.den)).ok())
+                .unwrap_or(u64::MAX),
+        };
+        Fee { fixed, basis_points }
     }
 
     /// Fixed-send: the sender pays `debit`; the fee comes out of it; returns (receive, fee).
@@ -328,7 +397,9 @@ mod tests {
 
     fn rates(fee: Option<Fee>) -> Rates {
         let r = BTreeMap::from([("USD:EUR".to_owned(), "0.90".to_owned())]);
-        let f = fee.map(|f| BTreeMap::from([("USD".to_owned(), f)])).unwrap_or_default();
+        let f = fee
+            .map(|f| BTreeMap::from([("USD".to_owned(), f.into())]))
+            .unwrap_or_default();
         Rates::new(&r, &f).unwrap()
     }
 
@@ -481,7 +552,7 @@ mod tests {
                 if let Some(b) = back {
                     table.insert("EUR:USD".to_owned(), b);
                 }
-                let fees = BTreeMap::from([("USD".to_owned(), Fee { fixed, basis_points: bp })]);
+                let fees = BTreeMap::from([("USD".to_owned(), Fee { fixed, basis_points: bp }.into())]);
                 let Ok(r) = Rates::new(&table, &fees) else { return Ok(()) };
                 let (from, to) = (Asset::new("USD", fs).unwrap(), Asset::new("EUR", ts).unwrap());
                 let Ok((debit, fee)) = r.fixed_receive(receive, &from, &to) else { return Ok(()) };
@@ -494,5 +565,33 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn a_decimal_fixed_fee_is_the_same_money_at_every_scale() {
+        let rule = |fixed: FixedFee| {
+            let fees = BTreeMap::from([("USD".to_owned(), FeeRule { fixed, basis_points: 0 })]);
+            Rates::new(&BTreeMap::new(), &fees).unwrap()
+        };
+        let usd = |scale| Asset::new("USD", scale).unwrap();
+        let r = rule(FixedFee::Major("0.03".into()));
+        assert_eq!(r.fee(&usd(2)).fixed, 3);
+        assert_eq!(r.fee(&usd(6)).fixed, 30_000);
+        assert_eq!(r.fee(&usd(0)).fixed, 1, "rounded up to the wallet's minor unit");
+        let legacy = rule(FixedFee::Minor(3));
+        assert_eq!((legacy.fee(&usd(0)).fixed, legacy.fee(&usd(6)).fixed), (3, 3));
+        assert_eq!(rule(FixedFee::Major("0".into())).fee(&usd(2)).fixed, 0);
+        let bad = BTreeMap::from([(
+            "USD".to_owned(),
+            FeeRule {
+                fixed: FixedFee::Major("three".into()),
+                basis_points: 0,
+            },
+        )]);
+        assert!(Rates::new(&BTreeMap::new(), &bad).is_err());
+        let parsed: FeeRule = toml::from_str("fixed = \"0.25\"\nbasis_points = 10").unwrap();
+        assert_eq!(parsed.fixed, FixedFee::Major("0.25".into()));
+        let parsed: FeeRule = toml::from_str("fixed = 7").unwrap();
+        assert_eq!(parsed.fixed, FixedFee::Minor(7));
     }
 }

@@ -107,7 +107,7 @@ struct Raw {
     theme: std::collections::BTreeMap<String, String>,
     rates: std::collections::BTreeMap<String, String>,
     exchange_rates: ExchangeRateSettings,
-    fees: std::collections::BTreeMap<String, crate::rates::Fee>,
+    fees: std::collections::BTreeMap<String, crate::rates::FeeRule>,
 }
 
 /// `[tls]` as written: paths relative to the data dir, or absolute.

@@ -704,6 +704,13 @@ impl Engine {
             .call(move |conn| {
                 let tx = store::immediate(conn)?;
                 let out = match repo::outgoing(&tx, &pid)? {
+                    // a fixed-send payment whose receiver is full after it got the quoted amount is done
+                    Some(p) if p.state.is_sending() && failure.0 == "receiver_completed" => {
+                        match remote::filled_fixed_send(&tx, &p, now)? {
+                            Some(done) => done,
+                            None => fail_tx(&tx, &p, failure.clone(), now)?,
+                        }
+                    }
                     Some(p) if p.state.is_sending() => fail_tx(&tx, &p, failure.clone(), now)?,
                     _ => StepOutcome::default(),
                 };

@@ -547,6 +547,31 @@ fn blocked_now(c: &SqlConnection, id: &str, now: OffsetDateTime) -> Result<Optio
 }
 
 /// The plan of a payment: its quote's, or its own when it was created without a quote.
+/// Completes a fixed-send payment to a receiver on another ASE that takes no more money after it delivered at
+/// least the quoted amount (inside the caller's transaction); `None` when it is not such a payment.
+pub(super) fn filled_fixed_send(
+    tx: &SqlConnection,
+    p: &OutgoingRow,
+    now: OffsetDateTime,
+) -> Result<Option<StepOutcome>, EngineError> {
+    let Some(plan) = store::stream::plan(tx, plan_id(p))? else {
+        return Ok(None);
+    };
+    if !plan.fixed_send || p.delivered_amount < p.receive_amount {
+        return Ok(None);
+    }
+    let committed = plan.link.as_ref().map_or(p.sent_amount, |l| l.sent);
+    let nothing = Sent {
+        from: u64::try_from(committed).unwrap_or(0),
+        source: 0,
+        delivered: 0,
+        closed: false,
+        claim: None,
+        filled: true,
+    };
+    remote_progress_tx(tx, &p.id, &plan.id, nothing, now, 0).map(Some)
+}
+
 /// The asset and scale the payment's packets travel in: the plan's link's, else the payment's own.
 pub(super) fn plan_asset(p: &OutgoingRow, plan: &StreamPlanRow) -> Asset {
     match &plan.link {
