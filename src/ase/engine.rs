@@ -56,7 +56,7 @@ mod tx;
 
 use remote::{Sent, plan_id, remote_of};
 pub use tx::reserve;
-use tx::{blocked, check_grant_room, complete_tx, fail_tx, packet_tx, release, reread, reserve_into};
+use tx::{blocked, check_grant_room, complete_tx, fail_tx, packet_tx, plan_asset, release, reread, reserve_into};
 
 /// Why a payment failed: a machine-readable reason and a sentence for people.
 pub type Failure = (&'static str, String);

@@ -136,8 +136,7 @@ impl Engine {
             let m = format!("The ILP peer {} is no longer configured.", plan.peer);
             return self.fail(&p.id, ("receiver_unreachable", m)).await;
         };
-        // the plan was priced for the link's asset and scale as they were: a peer since re-created or
-        // re-configured in another one would carry (and book) its packets in the wrong unit
+        // a peer re-created or re-configured in another asset or scale than planned: never the wrong unit
         let planned = plan_asset(&p, &plan);
         if peer.asset != planned {
             let m = format!(
@@ -570,20 +569,6 @@ pub(super) fn filled_fixed_send(
         filled: true,
     };
     remote_progress_tx(tx, &p.id, &plan.id, nothing, now, 0).map(Some)
-}
-
-/// The asset and scale the payment's packets travel in: the plan's link's, else the payment's own.
-pub(super) fn plan_asset(p: &OutgoingRow, plan: &StreamPlanRow) -> Asset {
-    match &plan.link {
-        Some(l) => Asset {
-            code: l.asset_code.clone(),
-            scale: l.asset_scale,
-        },
-        None => Asset {
-            code: p.asset_code.clone(),
-            scale: p.asset_scale,
-        },
-    }
 }
 
 pub(super) fn plan_id(p: &OutgoingRow) -> &str {

@@ -379,3 +379,17 @@ pub(super) fn packet_tx(
         recorded: Vec::new(),
     })
 }
+
+/// The asset and scale the payment's packets travel in: the plan's link's, else the payment's own.
+pub(super) fn plan_asset(p: &OutgoingRow, plan: &StreamPlanRow) -> Asset {
+    match &plan.link {
+        Some(l) => Asset {
+            code: l.asset_code.clone(),
+            scale: l.asset_scale,
+        },
+        None => Asset {
+            code: p.asset_code.clone(),
+            scale: p.asset_scale,
+        },
+    }
+}
