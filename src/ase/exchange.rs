@@ -144,6 +144,29 @@ impl Inflow {
         }
         self.rates.convert(self.amount, &self.link, to, false)
     }
+
+    /// What to credit a receiver in `to`: the packet's value, refused when the pair has no rate, when it does
+    /// not fit, or when it is nothing or less than the sender's minimum `min`.
+    pub fn credit(&self, to: &Asset, min: u64) -> Result<u64, Unvalued> {
+        match self.value_in(to) {
+            Ok(v) if v > 0 && v >= min => Ok(v),
+            Ok(_) => Err(Unvalued::BelowMinimum),
+            Err(RateError::NoRate(..)) => Err(Unvalued::NoRate(format!(
+                "no exchange rate from {} (the link's asset) to {}",
+                self.link.code, to.code
+            ))),
+            Err(_) => Err(Unvalued::TooLarge),
+        }
+    }
+}
+
+/// Why a packet credits nothing ([`Inflow::credit`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Unvalued {
+    /// No rate for the pair, said in words.
+    NoRate(String),
+    TooLarge,
+    BelowMinimum,
 }
 
 /// What the rates service answers.

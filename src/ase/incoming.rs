@@ -11,14 +11,16 @@ use std::sync::Arc;
 use time::Duration;
 
 use crate::{
-    ase::{exchange::Inflow, metadata::Metadata},
+    ase::{
+        exchange::{Inflow, Unvalued},
+        metadata::Metadata,
+    },
     clock::{SharedClock, parse_ts},
     events::{DomainEvent, EventBus},
     ids,
     ilp::receiver::{self, PaymentSnapshot, Refusal, StreamServer},
     ledger::{self, Balance, LedgerError},
     money::{Amount, Asset, Value as Money},
-    rates::RateError,
     states::IncomingState,
     store::{
         self, Store, outbox,
@@ -257,24 +259,19 @@ impl IncomingPayments {
                     code: row.asset_code.clone(),
                     scale: row.asset_scale,
                 };
-                let amount = match inflow.value_in(&asset) {
+                let amount = match inflow.credit(&asset, min) {
                     Ok(v) => v,
-                    Err(RateError::NoRate(..)) => {
-                        let why = format!(
-                            "no exchange rate from {} (the link's asset) to {} (the payment's)",
-                            inflow.link.code, asset.code
-                        );
+                    Err(Unvalued::NoRate(why)) => {
                         tracing::info!(payment = %pid, peer = %peer, "STREAM packet refused: {why}");
                         return Ok((StreamCredit::NoRate(why), Vec::new(), None));
                     }
-                    Err(e) => {
-                        tracing::info!(payment = %pid, amount = inflow.amount, error = %e, "STREAM packet refused: its value does not fit");
+                    Err(Unvalued::TooLarge) => {
                         return Ok((StreamCredit::Refused(row, paid, Refusal::Overflow), Vec::new(), None));
                     }
+                    Err(Unvalued::BelowMinimum) => {
+                        return Ok((StreamCredit::Refused(row, paid, Refusal::BelowMinimum), Vec::new(), None));
+                    }
                 };
-                if amount == 0 || amount < min {
-                    return Ok((StreamCredit::Refused(row, paid, Refusal::BelowMinimum), Vec::new(), None));
-                }
                 if let Err(refusal) = receiver::money_check(&PaymentSnapshot::of(&row, now, paid), amount) {
                     return Ok((StreamCredit::Refused(row, paid, refusal), Vec::new(), None));
                 }

@@ -16,7 +16,7 @@ use serde::Serialize;
 use std::sync::Arc;
 
 use crate::{
-    ase::exchange::Inflow,
+    ase::exchange::{Inflow, Unvalued},
     clock::SharedClock,
     events::{DomainEvent, EventBus},
     ilp::{
@@ -25,7 +25,6 @@ use crate::{
     },
     ledger::{self, Balance, LedgerError},
     money::{Asset, Value as Money},
-    rates::RateError,
     store::{self, Store, outbox, spsp as repo, wallets::WalletRow},
     wallet::Wallet,
 };
@@ -187,21 +186,15 @@ impl Spsp {
                 };
                 let asset = asset_of(&wallet);
                 let paid = u64::try_from(repo::received(&tx, &connection)?).unwrap_or(0);
-                let amount = match inflow.value_in(&asset) {
+                let amount = match inflow.credit(&asset, min) {
                     Ok(v) => v,
-                    Err(RateError::NoRate(..)) => {
-                        let why = format!(
-                            "no exchange rate from {} (the link's asset) to {} (the wallet's)",
-                            inflow.link.code, asset.code
-                        );
+                    Err(Unvalued::NoRate(why)) => {
                         tracing::info!(wallet = %wallet.name, peer = %peer, "SPSP packet refused: {why}");
                         return Ok((WalletCredit::NoRate(why), Vec::new()));
                     }
-                    Err(_) => return Ok((WalletCredit::Overflow(paid, asset), Vec::new())),
+                    Err(Unvalued::TooLarge) => return Ok((WalletCredit::Overflow(paid, asset), Vec::new())),
+                    Err(Unvalued::BelowMinimum) => return Ok((WalletCredit::BelowMinimum(paid, asset), Vec::new())),
                 };
-                if amount == 0 || amount < min {
-                    return Ok((WalletCredit::BelowMinimum(paid, asset), Vec::new()));
-                }
                 let credit = || -> Result<_, LedgerError> {
                     let value = Money::new(amount)?;
                     let memo = format!("{memo} to wallet {} (SPSP)", wallet.name);
