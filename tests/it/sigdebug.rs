@@ -493,6 +493,31 @@ async fn a_legacy_form_request_is_accepted_and_the_debugger_says_so() {
         let r = c.send_raw(Method::POST, &url, h, body.clone()).await.unwrap();
         assert_eq!(r.status, 401, "{method} {target} {token}: {}", r.body);
     }
+    // Malformed headers in either form, and both forms mixed: 401, never a 5xx.
+    let good = sdk_headers(&key, c.keyid(), "POST", &url, &tok, &body, now);
+    let input = good["signature-input"].to_str().unwrap().to_owned();
+    let bare = good["signature"].to_str().unwrap().to_owned();
+    for (si, sig) in [
+        (input.replace("sig1=(", "sig1=( "), bare.clone()),
+        (format!("{input}, sig2=(@method);keyid=\"x\""), bare.clone()),
+        (input.replace(";keyid=", ";alg=\"hmac-sha256\";keyid="), bare.clone()),
+        (input.replace("keyid=\"", "keyid=").replace("\"", ""), bare.clone()),
+        (input.clone(), format!("{bare}, {bare}")),
+        (input.clone(), bare[..40].to_owned()),
+        (input.clone(), "sig1=".to_owned()),
+        (input.replace("sig1=", "sig2="), format!("sig2={bare}")),
+        ("sig1=()".to_owned(), bare.clone()),
+        ("sig1=(@method".to_owned(), bare.clone()),
+        ("(@method)".to_owned(), bare.clone()),
+        (input.clone(), format!("sig1=:{bare}")),
+    ] {
+        let mut h = good.clone();
+        h.insert("signature-input", si.parse().unwrap());
+        h.insert("signature", sig.parse().unwrap());
+        let r = c.send_raw(Method::POST, &url, h, body.clone()).await.unwrap();
+        assert_eq!(r.status, 401, "{si} / {sig}: {}", r.body);
+    }
+
     // A strict request right after: no form note.
     let h = c.sign(&Method::POST, &url, Some(&tok), &body, now).unwrap();
     let r = c.send_raw(Method::POST, &url, h, body.clone()).await.unwrap();
