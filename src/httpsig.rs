@@ -21,7 +21,7 @@ pub use interaction_hash::{interaction_hash_std, interaction_hash_url, verify_in
 pub use jwk::{Jwk, Jwks};
 pub use sign::sign_request;
 pub use verify::{
-    Policy, Request, SignatureParams, check_policy, parse_signature, signature_base, verify, verify_request,
+    Form, Policy, Request, SignatureParams, check_policy, parse_signature, signature_base, verify, verify_request,
 };
 
 /// `Content-Digest` field name (RFC 9530).

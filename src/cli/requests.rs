@@ -76,6 +76,9 @@ pub(super) fn report_text(r: &SignatureReport) -> String {
             let _ = writeln!(out, "  \"{c}\"");
         }
     }
+    if let Some(form) = &r.form {
+        let _ = writeln!(out, "Form\n  {form}");
+    }
     if let Some(p) = &r.params {
         out.push_str("Parameters\n");
         let _ = writeln!(out, "  keyid    {}", p.keyid.as_deref().unwrap_or("(none)"));

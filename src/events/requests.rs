@@ -48,6 +48,10 @@ pub struct SignatureReport {
     /// Covered components, in order.
     #[serde(default)]
     pub components: Vec<String>,
+    /// How the signature headers were written, when not as RFC 8941 structured fields: a sentence for people
+    /// (the legacy form the reference ASE also reads).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub form: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub params: Option<SignatureParamsReport>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

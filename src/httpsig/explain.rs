@@ -10,7 +10,7 @@ use ed25519_dalek::VerifyingKey;
 
 use super::{
     CONTENT_DIGEST, Error, SIGNATURE, SIGNATURE_INPUT, content_digest_sha256, content_digest_sha512,
-    verify::{Policy, Request, check_policy, parse_signature, signature_base, verify},
+    verify::{Form, Policy, Request, check_policy, parse_signature, signature_base, verify},
     verify_content_digest,
 };
 pub use crate::events::requests::{DigestReport, KeyReport, Outcome, SignatureParamsReport, SignatureReport, Verdict};
@@ -40,6 +40,7 @@ pub fn explain(req: &Request<'_>, now_unix: i64, policy: &Policy, key: &KeyOutco
     let mut report = SignatureReport {
         label: None,
         components: Vec::new(),
+        form: None,
         params: None,
         key: None,
         digest: digest.clone(),
@@ -65,6 +66,7 @@ pub fn explain(req: &Request<'_>, now_unix: i64, policy: &Policy, key: &KeyOutco
     };
     report.label = Some(sig.label.clone());
     report.components = sig.components.clone();
+    report.form = form_note(sig.form);
     report.params = Some(SignatureParamsReport {
         keyid: sig.keyid.clone(),
         alg: sig.alg.clone(),
@@ -212,6 +214,29 @@ pub fn explain(req: &Request<'_>, now_unix: i64, policy: &Policy, key: &KeyOutco
     };
     report
 }
+
+/// What the debugger says of a signature in the legacy form, so that a developer learns what their client
+/// sends.
+fn form_note(form: Form) -> Option<String> {
+    let Form::Legacy {
+        bare_components,
+        bare_signature,
+    } = form
+    else {
+        return None;
+    };
+    let what = match (bare_components, bare_signature) {
+        (true, true) => "unquoted component names and a bare base64 `Signature`",
+        (true, false) => "unquoted component names",
+        _ => "a bare base64 `Signature`",
+    };
+    Some(format!(
+        "{LEGACY_FORM}: {what}; RFC 9421 writes `(\"@method\" …)` and `sig1=:…:`"
+    ))
+}
+
+/// The words the debugger opens a legacy-form note with.
+pub const LEGACY_FORM: &str = "legacy Signature-Input form (accepted as the reference ASE does)";
 
 /// The digest check: present when a `Content-Digest` was sent or the request has a body.
 fn digest_report(req: &Request<'_>) -> Option<DigestReport> {

@@ -15,7 +15,7 @@ use http::header::{AUTHORIZATION, CONTENT_LENGTH, CONTENT_TYPE, HeaderMap, Heade
 use sfv::{DictSerializer, KeyRef, StringRef};
 
 use super::digest::content_digest_sha512;
-use super::verify::{Request, SignatureParams, signature_base};
+use super::verify::{Form, Request, SignatureParams, signature_base};
 use super::{CONTENT_DIGEST, Error, SIGNATURE, SIGNATURE_INPUT};
 
 /// The label every Open Payments client uses.
@@ -64,6 +64,7 @@ pub fn sign_request(
         tag: None,
         raw_params,
         signature: Vec::new(),
+        form: Form::Structured,
     };
     let base = signature_base(
         &Request {

@@ -11,6 +11,8 @@ use ed25519_dalek::{Signature, VerifyingKey};
 use http::header::{AUTHORIZATION, HeaderMap, HeaderName};
 use sfv::{BareItem, Dictionary, ListEntry, Parser};
 
+pub mod legacy;
+
 use super::digest::verify_content_digest;
 use super::{CONTENT_DIGEST, Error, SIGNATURE, SIGNATURE_INPUT};
 
@@ -53,6 +55,23 @@ pub struct SignatureParams {
     /// The decoded signature bytes (64 for Ed25519). Unique per signed request, so
     /// usable as a replay-cache key.
     pub signature: Vec<u8>,
+    /// How the two headers were written.
+    pub form: Form,
+}
+
+/// How a request's `Signature-Input` and `Signature` were written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Form {
+    /// RFC 8941 structured fields, as RFC 9421 defines them.
+    #[default]
+    Structured,
+    /// The legacy form the reference ASE also reads (see [`legacy`]).
+    Legacy {
+        /// `Signature-Input` lists its components unquoted.
+        bare_components: bool,
+        /// `Signature` is bare base64 rather than `sig1=:…:`.
+        bare_signature: bool,
+    },
 }
 
 impl SignatureParams {
@@ -77,10 +96,25 @@ impl Default for Policy {
 
 /// Parses `Signature-Input` and `Signature` and picks one signature: label `sig1`
 /// if present, otherwise the only label.
+///
+/// The headers are read as RFC 8941 structured fields. Only when that fails is the
+/// legacy form tried ([`legacy`]: unquoted component names, a bare base64 signature for
+/// the one label `sig1`, as the official Rust SDK writes and the reference ASE reads);
+/// the result then says so in [`SignatureParams::form`], and the policy, the signature
+/// base and the key check are the same for both.
 pub fn parse_signature(headers: &HeaderMap) -> Result<SignatureParams, Error> {
     let input = combined(headers, SIGNATURE_INPUT)?;
     let sigs = combined(headers, SIGNATURE)?;
-    let input_dict: Dictionary = Parser::new(&input)
+    match parse_fields(&input, &sigs) {
+        Ok((params, _)) => Ok(params),
+        Err(strict) => legacy::parse(&input, &sigs).unwrap_or(Err(strict)),
+    }
+}
+
+/// The strict RFC 8941 parse of both fields; also answers how many labels
+/// `Signature-Input` has.
+fn parse_fields(input: &str, sigs: &str) -> Result<(SignatureParams, usize), Error> {
+    let input_dict: Dictionary = Parser::new(input)
         .parse()
         .map_err(|e| Error::Malformed(format!("signature-input: {e}")))?;
     let label = if input_dict.contains_key("sig1") {
@@ -134,6 +168,7 @@ pub fn parse_signature(headers: &HeaderMap) -> Result<SignatureParams, Error> {
         tag: None,
         raw_params: String::new(),
         signature: Vec::new(),
+        form: Form::Structured,
     };
     for (key, value) in &list.params {
         let key = key.as_str();
@@ -156,7 +191,7 @@ pub fn parse_signature(headers: &HeaderMap) -> Result<SignatureParams, Error> {
 
     // The received text of the member, cross-checked against the parser's view so
     // that the scanner can never disagree with what was parsed.
-    let raw = raw_member(&input, &label)
+    let raw = raw_member(input, &label)
         .ok_or_else(|| Error::Malformed(format!("signature-input: cannot locate member `{label}`")))?;
     let reparsed: Dictionary = Parser::new(&format!("{label}={raw}"))
         .parse()
@@ -168,7 +203,7 @@ pub fn parse_signature(headers: &HeaderMap) -> Result<SignatureParams, Error> {
     }
     params.raw_params = raw.to_owned();
 
-    let sig_dict: Dictionary = Parser::new(&sigs)
+    let sig_dict: Dictionary = Parser::new(sigs)
         .parse()
         .map_err(|e| Error::Malformed(format!("signature: {e}")))?;
     let Some(entry) = sig_dict.get(label.as_str()) else {
@@ -188,7 +223,7 @@ pub fn parse_signature(headers: &HeaderMap) -> Result<SignatureParams, Error> {
         )));
     }
     params.signature = bytes.to_vec();
-    Ok(params)
+    Ok((params, input_dict.len()))
 }
 
 /// Builds the RFC 9421 signature base for `sig` over `req`: one
@@ -1182,6 +1217,7 @@ mod tests {
                 tag: None,
                 raw_params: "()".into(),
                 signature: vec![],
+                form: Form::Structured,
             };
             let scheme = if uri.starts_with("https") { "https" } else { "http" };
             let want = format!(

@@ -3,6 +3,11 @@
 //! [`Notes`]), and — only while a console asks for it — the headers and bodies with secrets masked. It never
 //! alters what the handler sees or what the client receives.
 //!
+//! What it keeps of a body depends on the route that reads it ([`BodyRule`]), never on how the bytes look:
+//! the interaction page's forms only as their own extractor reads them, secrets masked ([`forms`]); the
+//! GNAP and workshop routes, which carry tokens and keys, only as JSON with its secrets masked; a body such a
+//! route cannot read is withheld.
+//!
 //! It also keeps the last requests in a bounded ring ([`RequestLog`], `server.request_log_size`) for
 //! `GET /admin/requests`: cheap raw pieces only (a signed request's method, target, headers and body are
 //! reference-counted or cloned once); the signature debugger's report is built from them when asked for.
@@ -24,6 +29,8 @@ use axum::{
     response::{IntoResponse, Response},
 };
 use serde_json::Value;
+
+pub mod forms;
 
 use super::{
     AppState,
@@ -252,6 +259,7 @@ fn headers(h: &HeaderMap) -> Vec<(String, String)> {
                     None => "…".to_owned(),
                 },
                 "signature" => format!("{}…", v.chars().take(12).collect::<String>()),
+                "location" => masked_location(&v),
                 "cookie" | "set-cookie" => "…".to_owned(),
                 _ => v,
             };
@@ -262,6 +270,81 @@ fn headers(h: &HeaderMap) -> Vec<(String, String)> {
 
 /// What a masked secret reads as (here and in the CLI's incoming-payment output).
 pub const MASKED: &str = "…(masked)";
+
+/// What the log shows for a body its route takes secrets in and could not read.
+pub const WITHHELD: &str = "(body withheld: this route takes secrets and could not read it)";
+
+/// A redirect's target with its `interact_ref` masked (the interaction page's finish redirect).
+fn masked_location(v: &str) -> String {
+    let Some((head, query)) = v.split_once('?') else {
+        return v.to_owned();
+    };
+    let (query, fragment) = match query.split_once('#') {
+        Some((q, f)) => (q, Some(f)),
+        None => (query, None),
+    };
+    let pairs = url::form_urlencoded::parse(query.as_bytes()).map(|(k, val)| {
+        let val = if k == "interact_ref" { MASKED.into() } else { val };
+        (k, val)
+    });
+    let query = url::form_urlencoded::Serializer::new(String::new())
+        .extend_pairs(pairs)
+        .finish();
+    match fragment {
+        Some(f) => format!("{head}?{query}#{f}"),
+        None => format!("{head}?{query}"),
+    }
+}
+
+/// What the log may keep of a request's body, by the route that reads it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum BodyRule {
+    /// The interaction page: its form as [`forms::ConsentForm`] reads it, secrets masked, else withheld; its
+    /// HTML with the CSRF token masked.
+    ConsentForm,
+    /// GNAP and the workshop's signing helper (tokens, `interact_ref`, private keys): JSON with its secrets
+    /// masked, else withheld.
+    Secrets,
+    /// The Open Payments resources: JSON with its secrets masked, other text as it came (cut at 2000
+    /// characters).
+    Open,
+}
+
+impl BodyRule {
+    fn of(path: &str) -> Self {
+        if path.starts_with("/auth/interact/") {
+            Self::ConsentForm
+        } else if path == "/auth" || path.starts_with("/auth/") || path.starts_with("/workshop/") {
+            Self::Secrets
+        } else {
+            Self::Open
+        }
+    }
+
+    /// The request body as the log keeps it.
+    async fn request(self, parts: &axum::http::request::Parts, bytes: &Bytes) -> String {
+        if bytes.is_empty() {
+            return String::new();
+        }
+        match self {
+            Self::ConsentForm => forms::ConsentForm::logged(parts, bytes)
+                .await
+                .unwrap_or_else(|| WITHHELD.to_owned()),
+            Self::Secrets => masked_json(bytes)
+                .map(|v| serde_json::to_string_pretty(&v).unwrap_or_default())
+                .unwrap_or_else(|| WITHHELD.to_owned()),
+            Self::Open => body_text(bytes),
+        }
+    }
+
+    /// The response body as the log keeps it.
+    fn response(self, bytes: &Bytes) -> String {
+        match self {
+            Self::ConsentForm => forms::masked_page(&body_text(bytes)),
+            Self::Secrets | Self::Open => body_text(bytes),
+        }
+    }
+}
 
 /// Masks secrets inside JSON: access and continuation token values, shared secrets, private keys, owner
 /// passphrases.
@@ -274,7 +357,7 @@ fn mask(v: &mut Value, parent: &str) {
                         *child = Value::String(format!("{}…", s.chars().take(6).collect::<String>()));
                     }
                     (
-                        "sharedSecret" | "privateKeyPem" | "interact_ref" | "passphrase" | "generated",
+                        "sharedSecret" | "privateKeyPem" | "base64Key" | "interact_ref" | "passphrase" | "generated",
                         Value::String(_),
                     ) => {
                         *child = Value::String(MASKED.into());
@@ -364,10 +447,11 @@ pub async fn emit(State(state): State<AppState>, mut req: Request, next: Next) -
             )
             .into_response();
         };
+        let rule = BodyRule::of(&path);
         let mut exchange = Exchange {
             target: parts.uri.to_string(),
             request_headers: headers(&parts.headers),
-            request_body: body_text(&bytes),
+            request_body: rule.request(&parts, &bytes).await,
             ..Exchange::default()
         };
         let res = next.run(Request::from_parts(parts, Body::from(bytes))).await;
@@ -375,7 +459,7 @@ pub async fn emit(State(state): State<AppState>, mut req: Request, next: Next) -
         let rbytes = axum::body::to_bytes(rbody, 1 << 20).await.unwrap_or_default();
         exchange.detail = rparts.extensions.get::<OperatorDetail>().map(|d| d.0.clone());
         exchange.response_headers = headers(&rparts.headers);
-        exchange.response_body = body_text(&rbytes);
+        exchange.response_body = rule.response(&rbytes);
         (
             Response::from_parts(rparts, Body::from(rbytes)),
             Some(Box::new(exchange)),
@@ -499,6 +583,67 @@ mod tests {
         let mut v = serde_json::json!({"command": "setOwnerPassphrase", "passphrase": {"action": "set", "passphrase": "s3cret pass"}});
         mask(&mut v, "");
         assert_eq!(v["passphrase"]["passphrase"], MASKED);
+    }
+
+    #[tokio::test]
+    async fn bodies_are_kept_by_the_route_that_reads_them() {
+        for (path, rule) in [
+            ("/auth/interact/g/n", BodyRule::ConsentForm),
+            ("/auth", BodyRule::Secrets),
+            ("/auth/continue/1", BodyRule::Secrets),
+            ("/auth/token/1", BodyRule::Secrets),
+            ("/workshop/sign", BodyRule::Secrets),
+            ("/authority", BodyRule::Open),
+            ("/alice/incoming-payments", BodyRule::Open),
+        ] {
+            assert_eq!(BodyRule::of(path), rule, "{path}");
+        }
+        let (parts, ()) = axum::http::Request::post("/auth/continue/1")
+            .header("content-type", "application/json")
+            .body(())
+            .expect("request")
+            .into_parts();
+        let keep = |b: &'static [u8]| {
+            let parts = &parts;
+            async move { BodyRule::Secrets.request(parts, &Bytes::from_static(b)).await }
+        };
+        // Not JSON: withheld, whatever it looks like.
+        for body in [&b"interact_ref=abc"[..], b"{\"interact_ref\": \"abc\"", b"\xff abc"] {
+            assert_eq!(keep(body).await, WITHHELD);
+        }
+        let shown = keep(br#"{"interact_ref":"abc","base64Key":"a2V5"}"#).await;
+        assert!(!shown.contains("abc") && !shown.contains("a2V5"), "{shown}");
+        assert_eq!(keep(b"").await, "");
+        // The consent form through its route's extractor; the open routes as before.
+        let (parts, ()) = axum::http::Request::post("/auth/interact/g/n")
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(())
+            .expect("request")
+            .into_parts();
+        let shown = BodyRule::ConsentForm
+            .request(&parts, &Bytes::from_static(b"csrf=t&passphrase=bob's secret! 42"))
+            .await;
+        assert!(!shown.contains("bob") && !shown.contains("csrf=t"), "{shown}");
+        let shown = BodyRule::ConsentForm
+            .request(
+                &parts,
+                &Bytes::from_static(b"csrf=t&decision=a&decision=b&passphrase=bob"),
+            )
+            .await;
+        assert_eq!(shown, WITHHELD);
+        assert_eq!(
+            BodyRule::Open.request(&parts, &Bytes::from_static(b"plain")).await,
+            "plain"
+        );
+    }
+
+    #[test]
+    fn a_finish_redirect_keeps_no_interact_ref() {
+        assert_eq!(
+            masked_location("https://c.example/done?state=s&hash=h1&interact_ref=r3f#top"),
+            "https://c.example/done?state=s&hash=h1&interact_ref=%E2%80%A6%28masked%29#top"
+        );
+        assert_eq!(masked_location("/auth/interact/g/n"), "/auth/interact/g/n");
     }
 
     #[test]

@@ -630,8 +630,35 @@ fn the_signature_debugger_shows_the_verdict_and_what_was_checked() {
     let mut uncovered = sign(NOW - 2, "demo-key", false);
     uncovered.insert("authorization", HeaderValue::from_static("GNAP 4F1A2B3C"));
     let tampered: &[u8] = br#"{"walletAddress":"http://127.0.0.1:4000/alice","incomingAmount":{"value":"900"}}"#;
+    // The official Rust SDK's form: unquoted components, a bare base64 signature over the raw text.
+    let mut legacy = sign(NOW - 2, "demo-key", true);
+    {
+        use base64::Engine as _;
+        use ed25519_dalek::Signer as _;
+        let strict = httpsig::parse_signature(&legacy).expect("strict");
+        let close = strict.raw_params.find(')').expect("inner list");
+        let raw = format!("({}){}", strict.components.join(" "), &strict.raw_params[close + 1..]);
+        let req = httpsig::Request {
+            method: &Method::POST,
+            target_uri: URI,
+            headers: &legacy,
+            body,
+        };
+        let sig = httpsig::SignatureParams {
+            raw_params: raw.clone(),
+            ..strict
+        };
+        let base = httpsig::signature_base(&req, &sig).expect("base");
+        let bare = base64::engine::general_purpose::STANDARD.encode(key.sign(base.as_bytes()).to_bytes());
+        legacy.insert(
+            "signature-input",
+            HeaderValue::from_str(&format!("sig1={raw}")).expect("ascii"),
+        );
+        legacy.insert("signature", HeaderValue::from_str(&bare).expect("ascii"));
+    }
     let cases: Vec<(&str, HeaderMap, &[u8], KeyOutcome)> = vec![
         ("ok", sign(NOW - 2, "demo-key", true), body, found(&key)),
+        ("legacy_form", legacy, body, found(&key)),
         ("tampered_body", sign(NOW - 2, "demo-key", true), tampered, found(&key)),
         ("stale_created", sign(NOW - 412, "demo-key", true), body, found(&key)),
         ("uncovered_component", uncovered, body, found(&key)),
@@ -654,17 +681,18 @@ fn the_signature_debugger_shows_the_verdict_and_what_was_checked() {
             body: sent_body,
         };
         let report = httpsig::explain(&req, NOW, &Policy::default(), &outcome).masked();
-        assert_eq!(report.is_ok(), name == "ok", "{name}: {:?}", report.verdict);
+        let ok = matches!(name, "ok" | "legacy_form");
+        assert_eq!(report.is_ok(), ok, "{name}: {:?}", report.verdict);
         let mut a = loaded(false);
         a.update(Msg::Event(DomainEvent::HttpRequest {
             id: "01900000-0000-7000-8000-000000000020".into(),
             received_at: crate::clock::ts("2026-11-21T10:00:00.250125Z"),
             method: "POST".into(),
             path: "/alice/incoming-payments".into(),
-            status: if name == "ok" { 201 } else { 401 },
+            status: if ok { 201 } else { 401 },
             latency_us: 1900,
             client: Some(CLIENT.into()),
-            signature: Some(if name == "ok" { "ok".into() } else { "refused".into() }),
+            signature: Some(if ok { "ok".into() } else { "refused".into() }),
             exchange: Some(Box::new(crate::events::Exchange {
                 target: "/alice/incoming-payments".into(),
                 request_headers: vec![("content-type".into(), "application/json".into())],
@@ -680,6 +708,11 @@ fn the_signature_debugger_shows_the_verdict_and_what_was_checked() {
         let screen = draw(&a, 120, 40);
         assert!(screen.contains("signature base"), "{name}: {screen}");
         assert!(!screen.contains("4F1A2B3C"), "{name}: {screen}");
+        assert_eq!(
+            screen.contains("legacy Signature-Input form (accepted as the reference ASE does)"),
+            name == "legacy_form",
+            "{name}: {screen}"
+        );
         insta::assert_snapshot!(format!("requests_signature_{name}_120x40"), screen);
     }
 }

@@ -489,6 +489,76 @@ pub fn signature(data: &[u8]) {
     };
     httpsig::verify(&req, &params, &key.verifying_key()).expect("what we sign verifies");
     httpsig::check_policy(&req, &params, created, &httpsig::Policy::default()).expect("and meets the policy");
+
+    // The same request in the legacy form (unquoted components, bare base64, as the official Rust SDK sends
+    // it): read by the tolerant path, verified over the text received, and one changed byte of it refused.
+    let Some(close) = params.raw_params.find(')') else {
+        panic!("our Signature-Input has an inner list")
+    };
+    let raw = format!("({}){}", params.components.join(" "), &params.raw_params[close + 1..]);
+    let base = httpsig::signature_base(
+        &req,
+        &httpsig::SignatureParams {
+            raw_params: raw.clone(),
+            ..params.clone()
+        },
+    )
+    .expect("base");
+    let sig = base64_std(&ed25519_dalek::Signer::sign(&key, base.as_bytes()).to_bytes());
+    h.insert(
+        httpsig::SIGNATURE_INPUT,
+        HeaderValue::from_str(&format!("sig1={raw}")).expect("ascii"),
+    );
+    h.insert(httpsig::SIGNATURE, HeaderValue::from_str(&sig).expect("ascii"));
+    let req = httpsig::Request {
+        method: &method,
+        target_uri: target,
+        headers: &h,
+        body,
+    };
+    let legacy = httpsig::parse_signature(&h).expect("the legacy form parses");
+    assert!(matches!(legacy.form, httpsig::Form::Legacy { .. }));
+    assert_eq!((legacy.keyid.as_deref(), legacy.created), (Some(kid), Some(created)));
+    assert_eq!(legacy.components, params.components);
+    httpsig::verify(&req, &legacy, &key.verifying_key()).expect("the legacy form verifies");
+    httpsig::check_policy(&req, &legacy, created, &httpsig::Policy::default()).expect("and meets the policy");
+    let at = usize::from(rest.first().copied().unwrap_or(0)) % raw.len();
+    let mut changed = format!("sig1={raw}").into_bytes();
+    changed[at + 5] = if changed[at + 5] == b'x' { b'y' } else { b'x' };
+    if let Ok(v) = HeaderValue::from_bytes(&changed) {
+        let mut h = h.clone();
+        h.insert(httpsig::SIGNATURE_INPUT, v);
+        let req = httpsig::Request {
+            method: &method,
+            target_uri: target,
+            headers: &h,
+            body,
+        };
+        let refused = httpsig::parse_signature(&h)
+            .and_then(|p| httpsig::verify(&req, &p, &key.verifying_key()).map(|()| p))
+            .and_then(|p| httpsig::check_policy(&req, &p, created, &httpsig::Policy::default()));
+        assert!(refused.is_err(), "one byte changed at {at}");
+    }
+}
+
+/// Standard base64 with padding (the fuzz crate has no base64 dependency).
+fn base64_std(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let n = chunk
+            .iter()
+            .enumerate()
+            .fold(0u32, |n, (i, b)| n | u32::from(*b) << (16 - 8 * i));
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(char::from(ALPHABET[(n >> (18 - 6 * i)) as usize & 63]));
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
 }
 
 /// `Content-Digest`: arbitrary header text against a body (split at the first `\n`), then digests we produce

@@ -5,6 +5,7 @@
 
 mod admin_api;
 mod architecture;
+mod capture_secrets;
 mod classroom;
 mod cli;
 mod common;

@@ -402,3 +402,125 @@ async fn request_times_are_arrival_times_in_order_just_before_what_they_created(
         assert!(made - arrived < time::Duration::milliseconds(500), "{arrived} → {made}");
     }
 }
+
+/// The official Rust SDK's form: unquoted components and a bare base64 signature, the parameters as it
+/// writes them. Signed over the SDK's own base.
+fn sdk_headers(
+    key: &ed25519_dalek::SigningKey,
+    kid: &str,
+    method: &str,
+    url: &str,
+    token: &str,
+    body: &[u8],
+    created: i64,
+) -> reqwest::header::HeaderMap {
+    use base64::Engine as _;
+    use ed25519_dalek::Signer as _;
+    let digest = opdesk::httpsig::content_digest_sha512(body);
+    let fields = [
+        ("@method", method.to_owned()),
+        ("@target-uri", url.to_owned()),
+        ("content-type", "application/json".to_owned()),
+        ("authorization", format!("GNAP {token}")),
+        ("content-digest", digest.clone()),
+        ("content-length", body.len().to_string()),
+    ];
+    let names: Vec<&str> = fields.iter().map(|(n, _)| *n).collect();
+    let raw = format!("({});created={created};keyid=\"{kid}\"", names.join(" "));
+    let mut base: String = fields.iter().map(|(n, v)| format!("\"{n}\": {v}\n")).collect();
+    base.push_str(&format!("\"@signature-params\": {raw}"));
+    let sig = base64::engine::general_purpose::STANDARD.encode(key.sign(base.as_bytes()).to_bytes());
+    let mut h = reqwest::header::HeaderMap::new();
+    h.insert("content-type", "application/json".parse().unwrap());
+    h.insert("authorization", format!("GNAP {token}").parse().unwrap());
+    h.insert("content-digest", digest.parse().unwrap());
+    h.insert("signature-input", format!("sig1={raw}").parse().unwrap());
+    h.insert("signature", sig.parse().unwrap());
+    h
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_legacy_form_request_is_accepted_and_the_debugger_says_so() {
+    let ase = TestAse::spawn().await;
+    let c = ase.demo_client().await;
+    let tok = grant_token(
+        &c,
+        &ase.base,
+        json!([{"type": "incoming-payment", "actions": ["create", "read"], "identifier": ase.url("/bob")}]),
+    )
+    .await;
+    let url = ase.url("/incoming-payments");
+    let body = serde_json::to_vec(&json!({"walletAddress": ase.url("/bob")})).unwrap();
+    let pem = std::fs::read_to_string(ase.dir.path().join("demo-client.pem")).unwrap();
+    let key = jwk::from_pkcs8_pem(&pem).unwrap();
+    let now = time::OffsetDateTime::now_utc().unix_timestamp();
+
+    let h = sdk_headers(&key, c.keyid(), "POST", &url, &tok, &body, now);
+    let r = c.send_raw(Method::POST, &url, h, body.clone()).await.unwrap();
+    assert_eq!(r.status, 201, "{}", r.body);
+    let d = newest(&ase).await;
+    assert_eq!(d["report"]["verdict"]["outcome"], "ok", "{d}");
+    let form = d["report"]["form"].as_str().unwrap_or_default();
+    assert!(
+        form.starts_with("legacy Signature-Input form (accepted as the reference ASE does)"),
+        "{d}"
+    );
+    let id = d["id"].as_str().unwrap().to_owned();
+    let (dir, listen) = (ase.dir.path().to_owned(), ase.addr.to_string());
+    let out = tokio::task::spawn_blocking(move || opdesk(&dir, &listen, &["requests", "show", &id]))
+        .await
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains("legacy Signature-Input form (accepted as the reference ASE does)"),
+        "{text}"
+    );
+
+    // Signed for another method, URL, token or body than the request sent: refused.
+    for (method, target, token, b) in [
+        ("PUT", url.as_str(), tok.as_str(), body.as_slice()),
+        ("POST", &*format!("{url}?x=1"), tok.as_str(), body.as_slice()),
+        ("POST", url.as_str(), "other", body.as_slice()),
+        (
+            "POST",
+            url.as_str(),
+            tok.as_str(),
+            br#"{"walletAddress":"x"}"#.as_slice(),
+        ),
+    ] {
+        let mut h = sdk_headers(&key, c.keyid(), method, target, token, b, now);
+        h.insert("authorization", format!("GNAP {tok}").parse().unwrap());
+        let r = c.send_raw(Method::POST, &url, h, body.clone()).await.unwrap();
+        assert_eq!(r.status, 401, "{method} {target} {token}: {}", r.body);
+    }
+    // Malformed headers in either form, and both forms mixed: 401, never a 5xx.
+    let good = sdk_headers(&key, c.keyid(), "POST", &url, &tok, &body, now);
+    let input = good["signature-input"].to_str().unwrap().to_owned();
+    let bare = good["signature"].to_str().unwrap().to_owned();
+    for (si, sig) in [
+        (input.replace("sig1=(", "sig1=( "), bare.clone()),
+        (format!("{input}, sig2=(@method);keyid=\"x\""), bare.clone()),
+        (input.replace(";keyid=", ";alg=\"hmac-sha256\";keyid="), bare.clone()),
+        (input.replace("keyid=\"", "keyid=").replace("\"", ""), bare.clone()),
+        (input.clone(), format!("{bare}, {bare}")),
+        (input.clone(), bare[..40].to_owned()),
+        (input.clone(), "sig1=".to_owned()),
+        (input.replace("sig1=", "sig2="), format!("sig2={bare}")),
+        ("sig1=()".to_owned(), bare.clone()),
+        ("sig1=(@method".to_owned(), bare.clone()),
+        ("(@method)".to_owned(), bare.clone()),
+        (input.clone(), format!("sig1=:{bare}")),
+    ] {
+        let mut h = good.clone();
+        h.insert("signature-input", si.parse().unwrap());
+        h.insert("signature", sig.parse().unwrap());
+        let r = c.send_raw(Method::POST, &url, h, body.clone()).await.unwrap();
+        assert_eq!(r.status, 401, "{si} / {sig}: {}", r.body);
+    }
+
+    // A strict request right after: no form note.
+    let h = c.sign(&Method::POST, &url, Some(&tok), &body, now).unwrap();
+    let r = c.send_raw(Method::POST, &url, h, body.clone()).await.unwrap();
+    assert_eq!(r.status, 201, "{}", r.body);
+    assert!(newest(&ase).await["report"].get("form").is_none());
+}

@@ -13,7 +13,6 @@ use axum::{
     http::{HeaderMap, HeaderValue, StatusCode, header},
     response::{Html, IntoResponse, Redirect, Response},
 };
-use serde::Deserialize;
 
 use crate::{
     gnap::{
@@ -21,7 +20,10 @@ use crate::{
         service::{COOKIE, InteractionOutcome, InteractionView, OwnerStep, Refusal},
         timeline::{Actor, Cause},
     },
-    server::{AppState, request_log::RequestId},
+    server::{
+        AppState,
+        request_log::{RequestId, forms::ConsentForm},
+    },
 };
 
 /// Escapes text for HTML.
@@ -241,15 +243,6 @@ pub async fn get_page(
     page_handler(&state, &id, &nonce, &headers, rid.map(|Extension(r)| r.id)).await
 }
 
-/// What the page's forms post: the CSRF token, and a passphrase (signing in) or a decision.
-#[derive(Debug, Deserialize)]
-pub struct Posted {
-    #[serde(default)]
-    csrf: String,
-    passphrase: Option<String>,
-    decision: Option<String>,
-}
-
 /// `POST`: the owner signs in (then sees the page again, signed in: post, redirect, get) or decides (then
 /// goes on to the client, 303).
 pub async fn post_page(
@@ -257,7 +250,7 @@ pub async fn post_page(
     rid: Option<Extension<RequestId>>,
     Path((id, nonce)): Path<(String, String)>,
     headers: HeaderMap,
-    Form(form): Form<Posted>,
+    Form(form): Form<ConsentForm>,
 ) -> Response {
     let request_id = rid.map(|Extension(r)| r.id);
     let token = session_token(&headers);

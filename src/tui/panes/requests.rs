@@ -220,6 +220,9 @@ pub fn report_lines<'a>(theme: &Theme, r: &SignatureReport) -> Vec<Line<'a>> {
     if !r.components.is_empty() {
         lines.push(kv(theme, "components", sanitize(&r.components.join(" "))));
     }
+    if let Some(form) = &r.form {
+        lines.push(kv(theme, "form", sanitize(form)));
+    }
     if let Some(p) = &r.params {
         lines.push(kv(theme, "keyid", opt(&p.keyid)));
         if let Some(alg) = &p.alg {
