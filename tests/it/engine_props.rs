@@ -3,7 +3,10 @@
 //! and restarts on the same data dir. After every step: per-asset conservation, no negative balance outside
 //! the ASE's settlement accounts, cached balances equal to the journal, `sentAmount ≤ debitAmount`,
 //! `receivedAmount ≤ incomingAmount`, every reservation pending only while its payment is unsent, and no
-//! money left in the account of a finished payment.
+//! money left in the account of a finished payment. At the end of each case, with partly paid receivers and
+//! payments across currencies: each wallet holds exactly what it started with, plus its deposits, plus what
+//! payments delivered to it, less what its payments sent; and no payer was charged more than what its
+//! receiver got costs at the payment's own price (a rounding of one unit a packet at most).
 
 use std::sync::Arc;
 
@@ -76,6 +79,11 @@ struct World {
     core: AppCore,
     incoming: Vec<String>,
     payments: Vec<String>,
+    /// per wallet: its balance at the start, plus its deposits
+    owed: [i64; 3],
+    /// per incoming payment, the wallet it pays; per payment, its sender and its receiver's wallet
+    incoming_wallet: Vec<usize>,
+    parties: Vec<(usize, usize)>,
 }
 
 async fn open(dir: &std::path::Path, clock: &FixedClock) -> AppCore {
@@ -104,6 +112,7 @@ async fn apply(w: &mut World, op: Op) {
                 )
                 .await
                 .unwrap();
+            w.owed[wallet] += i64::try_from(amount).unwrap();
         }
         Op::Incoming {
             wallet,
@@ -120,11 +129,13 @@ async fn apply(w: &mut World, op: Op) {
             };
             let row = s.incoming.create(&wl, None, req).await.unwrap();
             w.incoming.push(row.id.into());
+            w.incoming_wallet.push(wallet);
         }
         Op::Pay { from, to, debit } => {
             let Some(target) = w.incoming.get(to % w.incoming.len().max(1)).cloned() else {
                 return;
             };
+            let to_wallet = w.incoming_wallet[to % w.incoming.len()];
             let wl = s.wallets.get(WALLETS[from]).await.unwrap();
             let source = Source::Incoming {
                 receiver: s.incoming.url_of(&target),
@@ -137,6 +148,7 @@ async fn apply(w: &mut World, op: Op) {
                 .await
             {
                 w.payments.push(dto.id.rsplit('/').next().unwrap().to_owned());
+                w.parties.push((from, to_wallet));
             }
         }
         Op::Complete { incoming } => {
@@ -222,6 +234,16 @@ async fn check(w: &World) {
         .unwrap();
 }
 
+async fn balance_of(core: &AppCore, account: &str) -> i64 {
+    let a = account.to_owned();
+    core.store
+        .call(move |c| ledger_repo::account(c, &a))
+        .await
+        .unwrap()
+        .unwrap()
+        .balance
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
 
@@ -232,7 +254,15 @@ proptest! {
             let dir = tempfile::tempdir().unwrap();
             let clock = FixedClock::new(time::OffsetDateTime::now_utc());
             let core = open(dir.path(), &clock).await;
-            let mut w = World { dir, clock, core, incoming: vec![], payments: vec![] };
+            let mut owed = [0i64; 3];
+            for (i, name) in WALLETS.iter().enumerate() {
+                let wl = core.state.wallets.get(name).await.unwrap();
+                owed[i] = balance_of(&core, &wl.account_id).await;
+            }
+            let mut w = World {
+                dir, clock, core, incoming: vec![], payments: vec![], owed,
+                incoming_wallet: vec![], parties: vec![],
+            };
             check(&w).await;
             for op in ops {
                 apply(&mut w, op).await;
@@ -244,9 +274,27 @@ proptest! {
                 w.core.state.engine.drain().await.unwrap();
             }
             check(&w).await;
-            for id in &w.payments {
+            let mut owed = w.owed;
+            for (id, (from, to)) in w.payments.iter().zip(&w.parties) {
                 let p = w.core.state.outgoing.get(id).await.unwrap();
                 assert!(matches!(p.state.as_str(), "completed" | "failed" | "cancelled"), "{p:?}");
+                let row = {
+                    let id = id.clone();
+                    w.core.store.call(move |c| payments::outgoing(c, &id)).await.unwrap().unwrap()
+                };
+                owed[*from] -= row.sent_amount;
+                owed[*to] += row.delivered_amount;
+                // what the receiver got, at the payment's own price, rounded up; one unit a packet of rounding
+                let (num, den) = (
+                    i128::from(row.delivered_amount) * i128::from(row.debit_amount),
+                    i128::from(row.receive_amount),
+                );
+                let costs = (num + den - 1) / den;
+                assert!(i128::from(row.sent_amount) <= costs + 3, "charged for more than was delivered: {row:?}");
+            }
+            for (i, name) in WALLETS.iter().enumerate() {
+                let wl = w.core.state.wallets.get(name).await.unwrap();
+                assert_eq!(balance_of(&w.core, &wl.account_id).await, owed[i], "{name} holds what it is owed");
             }
             w.core.close();
         });

@@ -373,3 +373,25 @@ async fn fixed_send_over_ilp_sends_its_whole_debit_amount() {
     assert_balanced(&a).await;
     assert_balanced(&b).await;
 }
+
+/// `[rates]` listing both directions of a pair (a spread): a fixed-receive quote prices through the pair the
+/// money moves through, never cheaper than a fixed-send quote, so round trips move nothing out of the ASE.
+#[tokio::test]
+async fn a_rates_table_with_both_directions_quotes_each_way_through_its_own_pair() {
+    let ase = TestAse::spawn_with("[rates]\n\"USD:EUR\" = \"0.90\"\n\"EUR:USD\" = \"1.05\"\n").await;
+    let p = payer(&ase).await;
+    let ip = p.incoming(&ase, "carol", None, json!({})).await;
+    let id = ip["id"].as_str().unwrap();
+    let send = p.quote(&ase, id, json!({"debitAmount": usd("1050")})).await;
+    assert_eq!(send["receiveAmount"], eur("945"), "{send}");
+    // 10.00 EUR bought with USD at 0.90 costs 11.12 USD (it cost 10.50 by the reverse entry before)
+    let receive = p.quote(&ase, id, json!({"receiveAmount": eur("1000")})).await;
+    assert_eq!(receive["debitAmount"], usd("1112"), "{receive}");
+    let alice = ase.balance("alice").await;
+    let carol = ase.balance("carol").await;
+    let done = p.pay(&ase, &receive).await;
+    assert_eq!(done["state"], "completed", "{done}");
+    assert_eq!(ase.balance("alice").await, alice - 1112);
+    assert_eq!(ase.balance("carol").await, carol + 1000);
+    assert_balanced(&ase).await;
+}
