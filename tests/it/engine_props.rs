@@ -63,7 +63,9 @@ fn op() -> impl Strategy<Value = Op> {
         1 => (0..3usize, 1..50_000u64).prop_map(|(wallet, amount)| Op::Deposit { wallet, amount }),
         3 => (0..3usize, proptest::option::of(1..5_000u64), 1..20i64)
             .prop_map(|(wallet, amount, lifetime_secs)| Op::Incoming { wallet, amount, lifetime_secs }),
-        4 => (0..3usize, 0..8usize, 1..80_000u64).prop_map(|(from, to, debit)| Op::Pay { from, to, debit }),
+        2 => (0..3usize, 0..8usize, 1..80_000u64).prop_map(|(from, to, debit)| Op::Pay { from, to, debit }),
+        // payments that fit their receivers, so that several share (and overrun) one receiver's room
+        4 => (0..3usize, 0..8usize, 1..3_000u64).prop_map(|(from, to, debit)| Op::Pay { from, to, debit }),
         1 => (0..8usize).prop_map(|incoming| Op::Complete { incoming }),
         1 => (0..8usize).prop_map(|payment| Op::Cancel { payment }),
         1 => (0..8usize).prop_map(|payment| Op::Retry { payment }),
