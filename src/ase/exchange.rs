@@ -2,6 +2,7 @@
 //! at `[exchange_rates] url` laid over it when one is set (the reference ASE's shape: `GET {url}?base=USD` →
 //! `{"base":"USD","rates":{"EUR":0.9}}`). Each base currency's answer is reused for `cache_secs`; a failed
 //! fetch is logged, remembered for a few seconds (the service is not hammered) and the table is used.
+//! [`Inflow`] values a packet that arrived through a peer in a receiver's asset at those rates.
 //! Reads only: writes nothing, and the URL is the operator's (private addresses are fine).
 
 use std::{
