@@ -427,6 +427,26 @@ impl Peers {
                 def.name
             )));
         }
+        // a peer added back under a name that quotes or payments still plan through, in another asset or
+        // scale: they would send in the wrong unit (they fail `peer_changed` if it happens behind our back)
+        let (name, code, scale, now) = (
+            def.name.clone(),
+            def.asset_code.clone(),
+            def.asset_scale,
+            self.0.clock.now(),
+        );
+        let planned = self
+            .0
+            .store
+            .call(move |c| repo::planned_in_another_asset(c, &name, &code, scale, now))
+            .await?;
+        if planned > 0 {
+            return Err(PeerError::Conflict(format!(
+                "{planned} quote(s) or payment(s) still plan to pay through peer {:?} in another asset or scale than \
+                 {}/{}; add it back in that one, or wait until they expire or finish",
+                def.name, def.asset_code, def.asset_scale
+            )));
+        }
         self.store_and_publish(&set, def, Vec::new(), None, generate).await
     }
 

@@ -110,6 +110,28 @@ pub fn payments_in_flight(conn: &Connection, name: &str) -> Result<i64, Error> {
         .query_row([name], |r| r.get(0))?)
 }
 
+/// Quotes not yet expired nor paid, and payments sending, planned through the peer `name` in another asset or
+/// scale than `code`/`scale` (the plan's link, else the paying wallet's asset).
+pub fn planned_in_another_asset(
+    conn: &Connection,
+    name: &str,
+    code: &str,
+    scale: u8,
+    now: OffsetDateTime,
+) -> Result<i64, Error> {
+    Ok(conn
+        .prepare_cached(
+            "SELECT COUNT(*) FROM stream_plans p \
+             LEFT JOIN outgoing_payments o ON p.id IN (o.id, o.quote_id) \
+             LEFT JOIN quotes q ON q.id = p.id \
+             JOIN wallet_addresses w ON w.id = COALESCE(o.wallet_id, q.wallet_id) \
+             JOIN accounts a ON a.id = w.account_id \
+             WHERE p.peer = ?1 AND (o.state = 'sending' OR (o.id IS NULL AND q.expires_at > ?4)) \
+             AND (COALESCE(p.link_asset_code, a.asset_code) <> ?2 OR COALESCE(p.link_asset_scale, a.asset_scale) <> ?3)",
+        )?
+        .query_row(params![name, code, scale, now], |r| r.get(0))?)
+}
+
 /// A peer's limits (no row: not limited, no credit limit).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct PeerLimits {

@@ -307,10 +307,10 @@ async fn two_desks_over_a_eur_link_pay_exactly_what_the_receiver_is_owed() {
     assert_balanced(&b).await;
 }
 
-/// A quote planned through a USD/9 peer, the peer removed and added back as USD/2: paying the old quote
-/// sends nothing through the changed link, fails `peer_changed` and gives alice everything back.
+/// A quote planned through a USD/9 peer, the peer removed: adding it back as USD/2 is refused while the quote
+/// may still be paid; added back as USD/9, the quote pays as planned.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_payment_planned_through_a_peer_since_recreated_in_another_scale_fails_peer_changed() {
+async fn a_peer_cannot_come_back_in_another_scale_while_a_quote_plans_through_it() {
     use crate::ilp_sender::{bob_receiver, config, dir, free, pay_quote, quote_receiver};
     let (a_addr, b_addr) = (free(), free());
     let a = TestAse::spawn_in(dir("[ilp]\naddress = \"test.desk-a\"\n"), Some(a_addr)).await;
@@ -331,7 +331,40 @@ async fn a_payment_planned_through_a_peer_since_recreated_in_another_scale_fails
     let (s, _) = a.admin(Method::DELETE, "/peers/desk-b", None).await;
     assert_eq!(s, 204);
     let (s, p) = a.admin(Method::POST, "/peers", Some(&add(2))).await;
+    assert_eq!(s, 409, "{p}");
+    assert!(p.to_string().contains("plan to pay through peer"), "{p}");
+    let (s, p) = a.admin(Method::POST, "/peers", Some(&add(9))).await;
     assert_eq!(s, 201, "{p}");
+    let bob = b.balance("bob").await;
+    let done = pay_quote(&a, &a_client, &q).await;
+    assert_eq!(done["state"], "completed", "{done}");
+    assert_eq!(b.balance("bob").await, bob + 100);
+    assert_balanced(&a).await;
+    assert_balanced(&b).await;
+}
+
+/// A quote planned through a config peer at USD/9, the peer's `[[ilp.peers]]` edited to USD/2 and the desk
+/// restarted: paying the old quote sends nothing through the changed link, fails `peer_changed` and gives
+/// alice everything back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_payment_planned_through_a_peer_since_edited_to_another_scale_fails_peer_changed() {
+    use crate::ilp_sender::{bob_receiver, config, dir, free, pay_quote, quote_receiver};
+    let (a_addr, b_addr) = (free(), free());
+    let nano = |cfg: String| cfg.replace("asset_scale = 2", "asset_scale = 9");
+    let a_cfg = config("desk-a", "desk-b", b_addr.port(), "b-to-a", "a-to-b", 100_000_000_000);
+    let a = TestAse::spawn_in(dir(&nano(a_cfg.clone())), Some(a_addr)).await;
+    let b_cfg = config("desk-b", "desk-a", a_addr.port(), "a-to-b", "b-to-a", 100_000_000_000);
+    let b = TestAse::spawn_in(dir(&nano(b_cfg)), Some(b_addr)).await;
+    let (a_client, b_client) = (a.demo_client().await, b.demo_client().await);
+    let receiver = bob_receiver(&b, &b_client, Some(100)).await;
+    let q = quote_receiver(&a, &a_client, &receiver).await;
+
+    let (a_dir, a_addr) = a.stop().await;
+    // (the same database on PostgreSQL: the store table the suite wrote stays)
+    let edited = format!("{a_cfg}\n{}", crate::common::store_config(a_dir.path()));
+    std::fs::write(a_dir.path().join("config.toml"), edited).unwrap();
+    let a = TestAse::spawn_in(a_dir, Some(a_addr)).await;
+    let a_client = a.demo_client().await;
     let alice = a.balance("alice").await;
     let bob = b.balance("bob").await;
     let done = pay_quote(&a, &a_client, &q).await;
