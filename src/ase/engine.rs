@@ -54,7 +54,7 @@ mod record;
 mod remote;
 mod tx;
 
-use remote::{Sent, plan_id, remote_of};
+use record::{Sent, plan_id, remote_of};
 pub use tx::reserve;
 use tx::{blocked, check_grant_room, complete_tx, fail_tx, packet_tx, plan_asset, release, reread, reserve_into};
 
@@ -694,6 +694,21 @@ impl Engine {
 }
 
 impl Engine {
+    /// Closes and forgets the kept STREAM connection of payment `id`, if any.
+    async fn drop_connection(&self, id: &str) {
+        let taken = self.connections.lock().ok().and_then(|mut m| m.remove(id));
+        if let Some(mut c) = taken {
+            c.conn.close().await;
+        }
+    }
+
+    /// Keeps `c` as payment `id`'s STREAM connection for its next step.
+    fn keep_connection(&self, id: &str, c: RemoteConnection) {
+        if let Ok(mut m) = self.connections.lock() {
+            m.insert(id.to_owned(), c);
+        }
+    }
+
     /// Fails a sending payment for good (outside a packet transaction).
     async fn fail(&self, id: &str, failure: Failure) {
         self.drop_connection(id).await;
@@ -706,7 +721,7 @@ impl Engine {
                 let out = match repo::outgoing(&tx, &pid)? {
                     // a fixed-send payment whose receiver is full after it got the quoted amount is done
                     Some(p) if p.state.is_sending() && failure.0 == "receiver_completed" => {
-                        match remote::filled_fixed_send(&tx, &p, now)? {
+                        match record::filled_fixed_send(&tx, &p, now)? {
                             Some(done) => done,
                             None => fail_tx(&tx, &p, failure.clone(), now)?,
                         }
