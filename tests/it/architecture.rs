@@ -307,36 +307,24 @@ fn module_path(rel: &str) -> Vec<String> {
     path.split('/').filter(|s| *s != "mod").map(str::to_owned).collect()
 }
 
-/// The unit inside a top-level module a path lands in: `[ase, engine, …]` → `ase::engine` when `engine` is a
-/// child module of `ase`, else `ase` (an item of the parent itself).
-fn unit(root: &Path, absolute: &[String]) -> Option<String> {
-    let top = absolute.first()?;
-    if !root.join(format!("src/{top}.rs")).exists() && !root.join(format!("src/{top}")).is_dir() {
-        return None;
-    }
-    match absolute.get(1) {
-        Some(child)
-            if root.join(format!("src/{top}/{child}.rs")).exists()
-                || root.join(format!("src/{top}/{child}")).is_dir() =>
-        {
-            Some(format!("{top}::{child}"))
-        }
-        _ => Some(top.clone()),
-    }
+/// The module `absolute[..=depth]` when it is one (a file or a folder under `src/`).
+fn module_at(root: &Path, absolute: &[String], depth: usize) -> Option<String> {
+    let parts = absolute.get(..=depth)?;
+    let path = parts.join("/");
+    (root.join(format!("src/{path}.rs")).exists() || root.join(format!("src/{path}")).is_dir())
+        .then(|| parts.join("::"))
 }
 
-/// Inside each top-level module: which child module imports which sibling (imports of the parent itself are
-/// left out: a parent and its own child may import each other), with a file that does it.
+/// At every depth, inside each folder: which child module imports which sibling (imports of the parent itself
+/// are left out: a parent and its own child may import each other), with a file that does it. `ase::engine`
+/// and `ase::remote` are siblings under `ase`; `ase::engine::record` and `ase::engine::remote` under
+/// `ase::engine`. (A glob `use super::*` names no sibling and is not seen.)
 fn child_graph() -> BTreeMap<String, BTreeMap<String, String>> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut graph: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
     for (rel, lines) in scan_src() {
         let code: String = lines.iter().map(|(_, l)| format!("{l}\n")).collect();
         let here = module_path(&rel);
-        if here.len() < 2 {
-            continue;
-        }
-        let from = format!("{}::{}", here[0], here[1]);
         for p in paths(&code) {
             let mut abs: Vec<String> = here.clone();
             let mut rest = p.as_slice();
@@ -353,13 +341,17 @@ fn child_graph() -> BTreeMap<String, BTreeMap<String, String>> {
                 rest = &rest[1..];
             }
             abs.extend(rest.iter().cloned());
-            let Some(to) = unit(root, &abs) else { continue };
-            if to != from && to.contains("::") && to.split("::").next() == Some(here[0].as_str()) {
-                graph
-                    .entry(from.clone())
-                    .or_default()
-                    .entry(to)
-                    .or_insert_with(|| rel.clone());
+            for depth in 1..here.len() {
+                if abs.len() <= depth || abs[..depth] != here[..depth] {
+                    break;
+                }
+                let (Some(from), Some(to)) = (module_at(root, &here, depth), module_at(root, &abs, depth)) else {
+                    break;
+                };
+                if from != to {
+                    graph.entry(from).or_default().entry(to).or_insert_with(|| rel.clone());
+                    break;
+                }
             }
         }
     }
