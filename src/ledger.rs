@@ -10,7 +10,6 @@
 
 use crate::store::Connection;
 use serde::{Deserialize, Serialize};
-use time::OffsetDateTime;
 
 use crate::{
     clock::SharedClock,
@@ -185,8 +184,18 @@ impl From<TransferRow> for Transfer {
 
 /// Rules that run inside a caller's transaction. Callers must hold a `BEGIN IMMEDIATE` transaction.
 pub mod ops {
-    use super::*;
-    use crate::store::ledger as repo;
+    use time::OffsetDateTime;
+
+    use super::{AccountKind, Balance, LedgerError, NewTransfer};
+    use crate::{
+        ids,
+        money::{Asset, MoneyError, Value},
+        states::TransferState,
+        store::{
+            Connection,
+            ledger::{self as repo, AccountRow, TransferRow},
+        },
+    };
 
     pub fn create_account(
         conn: &Connection,

@@ -28,22 +28,17 @@ use time::{Duration, OffsetDateTime};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
-use super::{incoming::state_of, remote::Remote};
+use super::remote::Remote;
 use crate::{
-    clock::{SharedClock, format_ts},
+    clock::SharedClock,
     events::{DomainEvent, EventBus, EventRecord},
-    gnap::model::AccessItem,
-    ilp::{
-        Address,
-        sender::{Connection, Rate, SendError, Verdict, next_packet},
-    },
-    interval::RepeatingInterval,
-    ledger::{self, AccountKind, Balance, LedgerError, NewTransfer},
-    money::{Asset, MoneyError, Value},
+    ilp::sender::Connection,
+    ledger::{Balance, LedgerError},
+    money::{Asset, MoneyError},
     settings::EngineSettings,
-    states::{IncomingState, OutgoingState},
+    states::OutgoingState,
     store::{
-        self, Store, ledger as ledger_repo,
+        self, Store,
         payments::{self as repo, OutgoingRow},
         stream::StreamPlanRow,
     },
@@ -54,9 +49,9 @@ mod record;
 mod remote;
 mod tx;
 
-use record::{Sent, plan_id, remote_of};
+use record::{Sent, remote_of};
 pub use tx::reserve;
-use tx::{blocked, check_grant_room, complete_tx, fail_tx, packet_tx, plan_asset, release, reread, reserve_into};
+use tx::{blocked, check_grant_room, fail_tx, packet_tx, release, reread, reserve_into};
 
 /// Why a payment failed: a machine-readable reason and a sentence for people.
 pub type Failure = (&'static str, String);
@@ -729,7 +724,7 @@ impl Engine {
                     Some(p) if p.state.is_sending() => fail_tx(&tx, &p, failure.clone(), now)?,
                     _ => StepOutcome::default(),
                 };
-                store::meta::remove(&tx, &remote::flight_key(&pid))?;
+                store::meta::remove(&tx, &record::flight_key(&pid))?;
                 let out = seal(&tx, out, now)?;
                 tx.commit()?;
                 Ok::<_, EngineError>(out)

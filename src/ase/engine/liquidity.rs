@@ -2,8 +2,14 @@
 //! before it is sent, and releases it once its outcome is committed or it was not sent. A packet with no room
 //! makes the payment wait — still `sending`, no attempt counted — with the reason on the payment.
 
-use super::*;
+use time::Duration;
+
+use super::Engine;
 use crate::ase::liquidity::{ClaimId, Claimed, RECHECK_MS, WAIT_REASON};
+use crate::{
+    events::DomainEvent,
+    store::payments::{self as repo, OutgoingRow},
+};
 
 /// Whether a payment's next packets may go through its peer now.
 pub(super) enum Room {

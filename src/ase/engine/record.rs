@@ -4,8 +4,25 @@
 //! outcome a crash left unrecorded ([`FlightBound`]). It names nothing of `remote` (which sends and imports
 //! this).
 
-use super::*;
+use std::time::Duration as StdDuration;
+
+use time::{Duration, OffsetDateTime};
+
+use super::{
+    Engine, EngineError, RemoteConnection, StepOutcome, asset,
+    tx::{complete_tx, fail_tx, plan_id, reread},
+};
 use crate::ase::liquidity::ClaimId;
+use crate::{
+    ilp::sender::Rate,
+    ledger::{self, NewTransfer},
+    money::{MoneyError, Value},
+    store::{
+        self, Connection as SqlConnection, ledger as ledger_repo,
+        payments::{self as repo, OutgoingRow},
+        stream::StreamPlanRow,
+    },
+};
 
 /// The `meta` key of a remote payment's flight bound: how much (in the peer's asset, counted like its sent
 /// amount) may have left in all. Written before each window leaves as exactly the committed sent plus that
@@ -139,11 +156,6 @@ pub(super) fn filled_fixed_send(
         filled: true,
     };
     remote_progress_tx(tx, &p.id, &plan.id, nothing, now, 0).map(Some)
-}
-
-/// The plan of a payment: its quote's, or its own when it was created without a quote.
-pub(super) fn plan_id(p: &OutgoingRow) -> &str {
-    p.quote_id.as_deref().unwrap_or(&p.id)
 }
 
 /// A sending payment to a receiver on another ASE, with its STREAM plan.

@@ -7,10 +7,27 @@
 //! packets whose outcome a crash left unrecorded, never attributing more than that window.
 
 use super::liquidity::Room;
-pub(super) use super::record::flight_key;
-use super::record::{FLIGHT_MARGIN, FlightBound, Sent, unix_ms};
-use super::*;
+
+use time::OffsetDateTime;
+
+use super::{
+    Engine, EngineError, Failure, MAX_IN_FLIGHT, MAX_STALLS, RemoteConnection,
+    record::{FLIGHT_MARGIN, FlightBound, Sent, flight_key, unix_ms},
+    tx::{blocked, plan_asset},
+};
 use crate::ase::liquidity::{Claimed, WAIT_REASON};
+use crate::{
+    ase::remote::Remote,
+    ilp::{
+        Address,
+        sender::{Connection, Rate, SendError, Verdict, next_packet},
+    },
+    store::{
+        self, Connection as SqlConnection,
+        payments::{self as repo, OutgoingRow},
+        stream::StreamPlanRow,
+    },
+};
 
 impl Engine {
     /// A STREAM connection for a remote payment, not yet opened (nothing sent).

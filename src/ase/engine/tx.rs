@@ -2,7 +2,23 @@
 //! receiver, failing, completing and releasing what was not sent, and the checks a retry must pass. Each
 //! runs inside the caller's `BEGIN IMMEDIATE` transaction.
 
-use super::*;
+use time::{Duration, OffsetDateTime};
+
+use super::{EngineError, Failure, StepOutcome, asset};
+use crate::{
+    ase::incoming::state_of,
+    clock::format_ts,
+    gnap::model::AccessItem,
+    interval::RepeatingInterval,
+    ledger::{self, AccountKind, Balance, LedgerError, NewTransfer},
+    money::{Asset, Value},
+    states::{IncomingState, OutgoingState},
+    store::{
+        self, Connection as SqlConnection, ledger as ledger_repo,
+        payments::{self as repo, OutgoingRow},
+        stream::StreamPlanRow,
+    },
+};
 
 /// Reserves `amount` of `sender`'s balance for payment `payment_id`: a pending transfer into a payment
 /// account (created here, or `reuse`d on retry). `Ok(Err(failure))` when the balance does not cover it.
@@ -392,4 +408,9 @@ pub(super) fn plan_asset(p: &OutgoingRow, plan: &StreamPlanRow) -> Asset {
             scale: p.asset_scale,
         },
     }
+}
+
+/// The plan of a payment: its quote's, or its own when it was created without a quote.
+pub(super) fn plan_id(p: &OutgoingRow) -> &str {
+    p.quote_id.as_deref().unwrap_or(&p.id)
 }
