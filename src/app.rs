@@ -91,7 +91,7 @@ impl AppCore {
                 )
             })?
         };
-        if !store.is_postgres() {
+        if !store.shared_by_nodes() {
             // one process holds the data dir: packets the previous one had in flight are no longer in flight
             // (they expired with it; the books say what was fulfilled)
             store
@@ -100,7 +100,7 @@ impl AppCore {
                 .wrap_err("cannot clear the previous process's peer claims")?;
         }
         let token = admin_token(&paths.admin_token())?;
-        let wakers = store.is_postgres().then(store::notify::Wakers::default);
+        let wakers = store.shared_by_nodes().then(store::notify::Wakers::default);
         let bus = match &wakers {
             Some(w) => EventBus::following_outbox(w.events.clone()),
             None => EventBus::default(),
@@ -621,7 +621,7 @@ async fn webhook_secret(settings: &Settings, store: &Store) -> Result<Vec<u8>> {
     if !settings.webhooks.secret.is_empty() {
         return Ok(settings.webhooks.secret.as_bytes().to_vec());
     }
-    if store.is_postgres() {
+    if store.shared_by_nodes() {
         return Ok(shared_secret(store, "webhook_secret", random_token()?)
             .await?
             .into_bytes());
@@ -635,7 +635,7 @@ async fn ilp_secret(settings: &Settings, store: &Store) -> Result<[u8; 32]> {
     let path = settings.paths.ilp_secret();
     let (text, origin) = if !settings.ilp.secret.is_empty() {
         (settings.ilp.secret.clone(), "ilp.secret".to_owned())
-    } else if store.is_postgres() {
+    } else if store.shared_by_nodes() {
         (
             shared_secret(store, "ilp_secret", random_token()?).await?,
             "the database's ilp_secret".to_owned(),
@@ -649,7 +649,7 @@ async fn ilp_secret(settings: &Settings, store: &Store) -> Result<[u8; 32]> {
 /// The ASE's own Open Payments client key: generated on first use into `ase-client.pem` (SQLite) or the
 /// database (PostgreSQL, one key for every node).
 async fn ase_client_key(path: &Path, store: &Store) -> Result<ed25519_dalek::SigningKey> {
-    if store.is_postgres() {
+    if store.shared_by_nodes() {
         let fresh = jwk::to_pkcs8_pem(&jwk::generate().wrap_err("cannot generate the ASE client key")?);
         let pem = shared_secret(store, "ase_client_key", fresh).await?;
         return jwk::from_pkcs8_pem(&pem).wrap_err("cannot read the database's ase_client_key");

@@ -453,8 +453,11 @@ impl Store {
         Ok((store, Opened { fresh }))
     }
 
-    /// Whether the store is PostgreSQL (else the SQLite file of the data dir).
-    pub fn is_postgres(&self) -> bool {
+    /// Whether several opdesk nodes may work on this store at once (PostgreSQL), so that what one node must
+    /// not do alone is leased in the database, secrets shared by every node live in it, and changes reach
+    /// the other nodes through it; else one process holds the data dir (SQLite) and what it had in flight
+    /// died with the previous one.
+    pub fn shared_by_nodes(&self) -> bool {
         self.postgres
     }
 

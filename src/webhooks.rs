@@ -216,7 +216,7 @@ impl Webhooks {
                     // several nodes on one database: what this node attempts is leased to it meanwhile
                     let lease = self
                         .store
-                        .is_postgres()
+                        .shared_by_nodes()
                         .then(|| self.clock.now() + time::Duration::seconds(LEASE_SECS));
                     self.store.call(move |c| repo::due(c, now, CONCURRENCY, lease)).await
                 }

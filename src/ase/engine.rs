@@ -367,7 +367,7 @@ impl Engine {
         let (packets, interval_ms) = self.settings.pacing();
         // several nodes on one database: a payment to another ASE is leased to this node while it works on
         // it, so that no other node sends its packets meanwhile (a dead node's lease runs out)
-        let lease = self.store.is_postgres().then(|| self.clock.now() + REMOTE_LEASE);
+        let lease = self.store.shared_by_nodes().then(|| self.clock.now() + REMOTE_LEASE);
         let leased = lease;
         let round = self
             .store

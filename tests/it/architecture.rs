@@ -359,6 +359,25 @@ fn child_graph() -> BTreeMap<String, BTreeMap<String, String>> {
 }
 
 #[test]
+fn the_store_speaks_for_its_backend() {
+    let asked: Vec<String> = scan_src()
+        .into_iter()
+        .filter(|(rel, _)| !rel.starts_with("src/store"))
+        .flat_map(|(rel, lines)| {
+            lines
+                .into_iter()
+                .filter(|(_, l)| l.contains("is_postgres") || l.contains("is_sqlite"))
+                .map(move |(n, l)| format!("{rel}:{n}: {}", l.trim()))
+        })
+        .collect();
+    assert!(
+        asked.is_empty(),
+        "above store/, ask the store for the capability that differs (e.g. shared_by_nodes), not its backend:\n{}",
+        asked.join("\n")
+    );
+}
+
+#[test]
 fn child_modules_import_each_other_without_cycles() {
     let graph = child_graph();
     let found = cycles(&graph);
