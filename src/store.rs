@@ -196,6 +196,14 @@ pub fn busy_in(e: &(dyn std::error::Error + 'static)) -> bool {
     in_chain(e, |err| matches!(err.downcast_ref::<Error>(), Some(Error::Busy(_))))
 }
 
+/// Whether a lost serialization race (PostgreSQL's serialization failure or deadlock) is anywhere in `e`'s
+/// source chain: the job that met it is run again by the store, so it is no failure of its own.
+pub fn conflict_in(e: &(dyn std::error::Error + 'static)) -> bool {
+    in_chain(e, |err| {
+        err.downcast_ref::<db::Error>().is_some_and(db::Error::is_conflict)
+    })
+}
+
 fn in_chain(e: &(dyn std::error::Error + 'static), hit: impl Fn(&(dyn std::error::Error + 'static)) -> bool) -> bool {
     let mut cur = Some(e);
     for _ in 0..16 {

@@ -128,6 +128,11 @@ impl GnapError {
             tracing::warn!(error = %cause, "authorization server write given up under contention");
             return Self::new(Fault::Unavailable, SERVICE_UNAVAILABLE, STORE_BUSY);
         }
+        if store::conflict_in(cause) {
+            // the store runs the job again (and counts it: opdesk_store_serialization_retries): no failure
+            tracing::debug!(error = %cause, "authorization server write lost a serialization race; it runs again");
+            return Self::new(Fault::Unavailable, SERVICE_UNAVAILABLE, STORE_BUSY);
+        }
         tracing::error!(error = %cause, "authorization server failure");
         Self::new(Fault::Internal, "request_denied", "internal server error")
     }

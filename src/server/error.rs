@@ -139,6 +139,15 @@ impl ApiError {
                 crate::gnap::error::STORE_BUSY,
             );
         }
+        if store::conflict_in(cause) {
+            // the store runs the job again (and counts it): no failure to page anyone for
+            tracing::debug!(error = %cause, "a write lost a serialization race; it runs again");
+            return Self::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                crate::gnap::error::SERVICE_UNAVAILABLE,
+                crate::gnap::error::STORE_BUSY,
+            );
+        }
         tracing::error!(error = %cause, "internal error");
         Self::new(
             StatusCode::INTERNAL_SERVER_ERROR,
