@@ -927,3 +927,27 @@ fn the_sequencer_runs_alone_and_numbers_without_holes() {
     assert_eq!(seqs, vec![before + 1, before + 2, before + 3], "numbered without holes");
     store.close();
 }
+
+/// The demo on any node: B, started after A seeded, keeps the same demo-client key in its own data dir (from
+/// the database), so `opdesk demo` and the demo client sign from either node.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_node_keeps_the_demo_clients_key() {
+    if postgres().is_none() {
+        return;
+    }
+    let nodes = Nodes::start("").await;
+    let a_pem = std::fs::read_to_string(nodes.dir_a.path().join("demo-client.pem")).unwrap();
+    let b_pem = std::fs::read_to_string(nodes._dir_b.path().join("demo-client.pem")).unwrap();
+    assert_eq!(a_pem, b_pem, "one demo-client key for every node");
+    let (s, keys) = admin(&nodes.b, Method::GET, "/wallets/demo-client/keys").await;
+    assert_eq!(s, 200, "{keys}");
+    assert_eq!(
+        keys["keys"].as_array().map(Vec::len),
+        Some(1),
+        "registered once: {keys}"
+    );
+    nodes.proxy.to(TO_B);
+    let c = client(nodes._dir_b.path());
+    let (token, _) = incoming_token(&c, &nodes.proxy.url, &nodes.b).await;
+    assert_eq!(create_status(&c, &nodes.proxy.url, &token).await, 201);
+}
