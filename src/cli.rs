@@ -10,6 +10,7 @@
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 mod backup;
+mod classroom;
 mod grants;
 mod payments;
 mod peers;
@@ -169,6 +170,8 @@ pub enum Command {
     /// Webhook deliveries: list them (e.g. the dead ones) and re-drive them.
     #[command(subcommand)]
     Webhooks(WebhooksCmd),
+    /// A workshop's class: each seat's steps and what it does next (a desk of a running workshop: the whole class).
+    Classroom,
     /// Print a shell completion script, e.g. `opdesk completions bash > ~/.local/share/bash-completion/completions/opdesk`.
     Completions {
         #[arg(value_enum)]
@@ -231,6 +234,7 @@ impl Command {
             | Command::Migrate
             | Command::Completions { .. }
             | Command::Balances
+            | Command::Classroom
             | Command::Quotes(_)
             | Command::Requests(_)
             | Command::Sig(_) => false,
@@ -790,6 +794,7 @@ async fn operate(b: &Backend, cmd: Command, json: bool) -> Result<()> {
         Command::Peers(c) => peers::peers(b, c, json).await,
         Command::Webhooks(c) => webhooks::webhooks(b, c, json).await,
         Command::Requests(c) => requests::requests(b, c, json).await,
+        Command::Classroom => b.show(control::Query::Class, json).await,
     }
 }
 

@@ -326,10 +326,18 @@ pub async fn run(opts: Options, global: &Global, base: &Settings) -> Result<()> 
         )
         .await
         .wrap_err("cannot seat the class")?;
+        let handouts: Arc<dyn control::classroom::Handouts> = Arc::new(seats::SeatHandouts { dir: opts.dir.clone() });
+        let both = [cloud.core.state.services.clone(), happy.core.state.services.clone()];
+        for d in &both {
+            d.room.seat(&both, handouts.clone());
+        }
         class = Some(format!(
-            "{} seats: handouts in {}",
+            "{} seats: cards to print in {}; handouts at {} (the code on each card); \
+             the class page for the projector at {}/workshop/class",
             made.len(),
-            opts.dir.join("handout").display()
+            opts.dir.join("handout").join("index.html").display(),
+            seats::handout_url(&bases),
+            bases.happy_life,
         ));
     }
 

@@ -27,6 +27,12 @@ impl Human for GrantView {
     /// What it asks for in plain words, its decision and its tokens.
     fn card(&self) -> String {
         let mut out = format!("grant {}  [{}]\n", self.id, self.state);
+        for fact in &self.summary {
+            out.push_str(&format!("  {}\n", fact.line()));
+        }
+        if !self.summary.is_empty() {
+            out.push_str("  in detail:\n");
+        }
         for line in &self.description {
             out.push_str(&format!("  {line}\n"));
         }

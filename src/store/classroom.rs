@@ -11,7 +11,8 @@ use super::{Error, db::Connection};
 pub struct StepRow {
     /// The wallet's name for payments and quotes; the client's wallet address URL for grants.
     pub who: String,
-    /// `incoming`, `quote`, `grant`, `approval`, `paid`.
+    /// `incoming`, `quote`, `grant`, `approval`, `paid`; or `open`: its interactive grants still undecided
+    /// (`first_at` the newest one's creation).
     pub step: String,
     pub first_at: OffsetDateTime,
     pub count: i64,
@@ -35,6 +36,9 @@ pub fn steps(conn: &Connection) -> Result<Vec<StepRow>, Error> {
         UNION ALL \
         SELECT g.client, 'grant', MIN(g.created_at), COUNT(*), CAST(0 AS BIGINT) FROM grants g \
             WHERE g.interactive = 1 AND g.client LIKE '%/seat%' GROUP BY g.client \
+        UNION ALL \
+        SELECT g.client, 'open', MAX(g.created_at), COUNT(*), CAST(0 AS BIGINT) FROM grants g \
+            WHERE g.interactive = 1 AND g.state = 'pending' AND g.client LIKE '%/seat%' GROUP BY g.client \
         UNION ALL \
         SELECT g.client, 'approval', MIN(s.at), COUNT(*), SUM(CASE WHEN s.actor = 'owner' THEN 1 ELSE 0 END) FROM grant_steps s \
             JOIN grants g ON g.id = s.grant_id \

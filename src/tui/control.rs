@@ -63,7 +63,7 @@ async fn load<D: Desk>(d: &D, l: Load) -> Answer<Reply> {
             first: page,
         },
         Pane::Peers => Query::Peers,
-        Pane::Classroom => Query::Classroom,
+        Pane::Classroom => Query::Class,
         Pane::Requests | Pane::Log => return Ok(Reply::Done(String::new())),
     };
     Ok(match d.ask(query).await? {

@@ -27,9 +27,9 @@ pub const COOKIE: &str = "opdesk_consent";
 
 /// The wallet whose owner may decide a grant on the page.
 #[derive(Debug, Clone)]
-struct Owner {
+pub(super) struct Owner {
     wallet_id: String,
-    name: String,
+    pub(super) name: String,
 }
 
 /// What the owner's part of the interaction page is.
@@ -111,7 +111,7 @@ fn same(a: &str, b: &str) -> bool {
 impl Gnap {
     /// The wallet whose owner may decide grant `g` on the page: under `[consent] decide` other than
     /// `operator`, the one wallet of this ASE its access names, when that wallet's owner has a passphrase.
-    async fn owner_of(&self, g: &repo::GrantRow) -> Result<Option<Owner>, GnapError> {
+    pub(super) async fn owner_of(&self, g: &repo::GrantRow) -> Result<Option<Owner>, GnapError> {
         if self.inner.consent.decide == Decider::Operator {
             return Ok(None);
         }

@@ -149,13 +149,29 @@ impl View for Grants {
             Span::styled(format!("{:<14}", "state"), theme.dim),
             Span::styled(g.state.as_str(), theme.state(g.state)),
         ]));
+        for f in &g.summary {
+            lines.push(Line::from(vec![
+                Span::styled(format!("{:<14}", f.label), theme.dim),
+                Span::raw(sanitize(&f.text)),
+            ]));
+            if let Some(u) = &f.url {
+                lines.push(Line::from(Span::styled(
+                    format!("{:<14}{}", "", sanitize(u)),
+                    theme.dim,
+                )));
+            }
+        }
         for d in &g.description {
             lines.push(Line::from(sanitize(d)));
         }
         lines.push(Line::from(""));
         lines.push(kv(theme, "id", g.id.clone()));
         lines.push(kv(theme, "created", crate::clock::format_ts(g.created_at)));
-        if let Some(e) = &g.interaction_expires_at {
+        if let Some(e) = g
+            .interaction_expires_at
+            .as_ref()
+            .filter(|_| g.state == GrantState::Pending)
+        {
             lines.push(kv(
                 theme,
                 "decide by",
