@@ -61,7 +61,7 @@ fn since(at: Option<OffsetDateTime>, now: OffsetDateTime) -> String {
 pub fn render(seats: &[SeatProgress], now: OffsetDateTime) -> (String, String) {
     let paid = seats.iter().filter(|s| s.next().is_none()).count();
     let total = seats.len();
-    let width = if total == 0 { 0 } else { paid * 100 / total };
+    let width = (paid * 100).checked_div(total).unwrap_or(0);
     let rows: String = seats
         .iter()
         .map(|s| {
