@@ -12,6 +12,8 @@
 mod backup;
 mod classroom;
 mod grants;
+
+pub use grants::GrantsCmd;
 mod payments;
 mod peers;
 mod print;
@@ -491,37 +493,6 @@ pub enum QuotesCmd {
     },
     /// Show one (id or URL).
     Show { id: String },
-}
-
-#[derive(Debug, Subcommand)]
-pub enum GrantsCmd {
-    /// List grants, newest first. Closed grants (revoked, rejected, expired) are hidden; --all shows them.
-    List {
-        /// pending, approved, finalized, rejected, revoked or expired.
-        #[arg(long)]
-        state: Option<String>,
-        /// Include closed grants (revoked, e.g. cancelled by their client; rejected; expired).
-        #[arg(long, conflicts_with = "state")]
-        all: bool,
-    },
-    /// Show a grant: who asks for what, in plain words, and its tokens.
-    Show {
-        id: String,
-        /// The grant's life step by step (request, interaction page, decision, finish redirect, continue,
-        /// tokens, revocation or expiry), each with its time and the id of the HTTP request behind it.
-        #[arg(long)]
-        timeline: bool,
-    },
-    /// Approve a pending grant as the resource owner.
-    Approve { id: String },
-    /// Reject a pending grant, optionally saying why.
-    Reject {
-        id: String,
-        #[arg(long)]
-        reason: Option<String>,
-    },
-    /// Revoke a grant and all its tokens.
-    Revoke { id: String },
 }
 
 #[derive(Debug, Args)]

@@ -25,6 +25,9 @@ fn next(p: &SeatProgress, now: OffsetDateTime) -> String {
     if p.must_ask_again(now) {
         return "expired — ask again".to_owned();
     }
+    if p.locked_out && p.awaits_owner(now) {
+        return format!("locked out — opdesk grants unlock --wallet {}", p.name());
+    }
     match p.next() {
         None => match p.step(Step::Paid).map_or(0, |d| d.count) {
             1 => "paid".to_owned(),

@@ -126,6 +126,12 @@ pub struct SeatProgress {
         skip_serializing_if = "Option::is_none"
     )]
     pub decide_by: Option<OffsetDateTime>,
+    /// Failed owner sign-ins on its undecided grants.
+    #[serde(default)]
+    pub failed_sign_ins: u32,
+    /// Its owner may not sign in now: too many failed sign-ins (`opdesk grants unlock --wallet seatNN`).
+    #[serde(default)]
+    pub locked_out: bool,
 }
 
 impl SeatProgress {
@@ -135,6 +141,8 @@ impl SeatProgress {
             steps: [None; 6],
             approved_by_owner: 0,
             decide_by: None,
+            failed_sign_ins: 0,
+            locked_out: false,
         }
     }
 
@@ -201,6 +209,13 @@ pub async fn progress(s: &Services) -> Result<Vec<SeatProgress>, Error> {
         if r.step == "open" {
             let seat = at(&mut seats, n);
             seat.decide_by = seat.decide_by.max(Some(r.first_at + window));
+            continue;
+        }
+        if r.step == "sign_in_failures" {
+            let c = &s.settings.consent;
+            let seat = at(&mut seats, n);
+            seat.failed_sign_ins = u32::try_from(r.count).unwrap_or(u32::MAX);
+            seat.locked_out = seat.failed_sign_ins >= c.max_failures_per_grant.min(c.max_failures_per_wallet);
             continue;
         }
         let step = match r.step.as_str() {
@@ -350,6 +365,8 @@ pub fn merge(answers: impl IntoIterator<Item = Vec<SeatProgress>>) -> Vec<SeatPr
         }
         seat.approved_by_owner = seat.approved_by_owner.saturating_add(p.approved_by_owner);
         seat.decide_by = seat.decide_by.max(p.decide_by);
+        seat.failed_sign_ins = seat.failed_sign_ins.saturating_add(p.failed_sign_ins);
+        seat.locked_out |= p.locked_out;
     }
     seats.into_values().collect()
 }

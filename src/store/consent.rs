@@ -166,14 +166,16 @@ pub fn forget_failure(conn: &Connection, id: &str) -> Result<(), Error> {
     Ok(())
 }
 
-/// Failed sign-ins since `since`: on `grant_id`'s page, and for `wallet_id`'s owner on any page.
+/// Failed sign-ins: on `grant_id`'s page since `grant_since`, and for `wallet_id`'s owner on any page since
+/// `since`.
 pub fn failures(
     conn: &Connection,
     grant_id: &str,
     wallet_id: &str,
+    grant_since: OffsetDateTime,
     since: OffsetDateTime,
 ) -> Result<(u32, u32), Error> {
-    let count = |sql: &str, key: &str| -> Result<u32, Error> {
+    let count = |sql: &str, key: &str, since: OffsetDateTime| -> Result<u32, Error> {
         let n: i64 = conn.prepare_cached(sql)?.query_row(params![key, since], |r| r.get(0))?;
         Ok(u32::try_from(n).unwrap_or(u32::MAX))
     };
@@ -181,12 +183,27 @@ pub fn failures(
         count(
             "SELECT COUNT(*) FROM consent_failures WHERE grant_id = ?1 AND at >= ?2",
             grant_id,
+            grant_since,
         )?,
         count(
             "SELECT COUNT(*) FROM consent_failures WHERE wallet_id = ?1 AND at >= ?2",
             wallet_id,
+            since,
         )?,
     ))
+}
+
+/// Forgets the failed sign-ins on `grant_id`'s page, or (with `None`) those of `wallet_id`'s owner; how many.
+pub fn unlock(conn: &Connection, grant_id: Option<&str>, wallet_id: Option<&str>) -> Result<usize, Error> {
+    Ok(match (grant_id, wallet_id) {
+        (Some(g), _) => conn
+            .prepare_cached("DELETE FROM consent_failures WHERE grant_id = ?1")?
+            .execute([g])?,
+        (None, Some(w)) => conn
+            .prepare_cached("DELETE FROM consent_failures WHERE wallet_id = ?1")?
+            .execute([w])?,
+        (None, None) => 0,
+    })
 }
 
 /// Deletes up to `limit` sessions that expired before `now` and failures older than `before`.

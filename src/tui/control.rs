@@ -209,6 +209,7 @@ fn done(cmd: &Command, o: Outcome) -> Reply {
         ),
         (Command::RetryWebhook { seq }, _) => format!("the webhook for event {seq} will be sent again"),
         (_, Outcome::Retried(n)) => redriven(n),
+        (_, Outcome::Unlocked(u)) => u.words(),
         (_, Outcome::Peer(p)) => format!("peer {} saved", sanitize(&p.name)),
         (Command::RemoveKey { wallet, kid }, _) => format!("removed key {} from {wallet}", sanitize(kid)),
         (Command::RemovePeer { name }, _) => format!("removed peer {}", sanitize(name)),

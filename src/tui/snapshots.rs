@@ -932,6 +932,8 @@ fn class_of_thirty() -> Vec<crate::control::classroom::SeatProgress> {
                 steps: [None; 6],
                 approved_by_owner: 0,
                 decide_by: Some(start + time::Duration::hours(1)),
+                failed_sign_ins: 0,
+                locked_out: false,
             };
             let taken = usize::from(n.div_ceil(5)).min(6);
             for (i, slot) in p.steps.iter_mut().enumerate().take(taken) {

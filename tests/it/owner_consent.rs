@@ -235,6 +235,33 @@ async fn failed_sign_ins_are_limited_per_grant_even_for_the_right_passphrase() {
         .await;
     assert_eq!(r.status, 429, "{}", r.html);
     assert!(r.html.contains("Too many") && !r.html.contains("name=\"decision\""));
+    // the timeline shows the failures and the lockout; the operator lifts it, and the owner signs in
+    let (_, pending) = ase.admin(Method::GET, "/grants?state=pending", None).await;
+    let id = pending[0]["id"].as_str().unwrap().to_owned();
+    let (_, g) = ase.admin(Method::GET, &format!("/grants/{id}"), None).await;
+    let kinds: Vec<(String, i64)> = g["timeline"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| (s["kind"].as_str().unwrap().to_owned(), s["count"].as_i64().unwrap()))
+        .collect();
+    let failed: i64 = kinds
+        .iter()
+        .filter(|(k, _)| k == "sign_in_failed")
+        .map(|(_, n)| n)
+        .sum();
+    assert_eq!(failed, 3, "{kinds:?}");
+    assert!(kinds.iter().any(|(k, _)| k == "locked_out"), "{kinds:?}");
+    let body = json!({"command": "unlockSignIns", "grant": id}).to_string();
+    let (s, u) = ase.admin(Method::POST, "/commands", Some(&body)).await;
+    assert_eq!(s, 200, "{u}");
+    assert_eq!(u["value"]["forgotten"], 3, "{u}");
+    let r = b
+        .post(&page, &[("csrf", &token), ("passphrase", "correct horse battery")])
+        .await;
+    assert_eq!(r.status, 303, "unlocked: {}", r.html);
+    let (_, g) = ase.admin(Method::GET, &format!("/grants/{id}"), None).await;
+    assert!(g.to_string().contains("\"kind\":\"unlocked\""), "{g}");
     // another grant of the same wallet has its own count (the wallet's is higher)
     let (other, _, _) = request(&ase, &client).await;
     let mut b = Browser::new();

@@ -541,6 +541,20 @@ async fn a_seat_opens_its_handout_over_http_with_the_code_on_its_card_and_the_ro
             "no secrets on the projector"
         );
     }
+    // the CLI has the class too, on either desk's data dir while the workshop runs
+    let out = Command::new(env!("CARGO_BIN_EXE_opdesk"))
+        .arg("--data-dir")
+        .arg(dir.path().join("cloud-nine"))
+        .arg("classroom")
+        .env("OPDESK_CONFIG", dir.path().join("base.toml"))
+        .output()
+        .expect("opdesk classroom");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text} {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        text.starts_with("SEAT ") && text.contains("NEXT") && text.contains("seat02"),
+        "{text}"
+    );
     // only happy-life serves them
     let r = http.get(format!("{c9}/workshop/handout")).send().await.unwrap();
     assert_eq!(r.status(), 404);

@@ -195,11 +195,11 @@ const TITLE: &str = "Payment access request";
 /// How a decided grant came out, in words.
 fn decided_words(state: GrantState) -> &'static str {
     match state {
-        GrantState::Approved | GrantState::Finalized => "approved",
-        GrantState::Rejected => "rejected",
+        GrantState::Finalized => GrantState::Approved.as_str(),
         GrantState::Expired => "it expired",
         GrantState::Revoked => "approved, then revoked",
         GrantState::Pending => "not yet",
+        s => s.as_str(),
     }
 }
 

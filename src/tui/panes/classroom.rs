@@ -55,6 +55,9 @@ fn next_short(p: &SeatProgress, now: OffsetDateTime) -> String {
     if p.must_ask_again(now) {
         return "expired — ask again".to_owned();
     }
+    if p.locked_out && p.awaits_owner(now) {
+        return "locked out — unlock".to_owned();
+    }
     match p.next() {
         None => match p.step(Step::Paid).map_or(0, |d| d.count) {
             1 => "paid".to_owned(),
@@ -190,6 +193,16 @@ impl View for Classroom {
             next_words(p)
         };
         let mut lines = vec![kv(theme, "next", next)];
+        if p.failed_sign_ins > 0 {
+            let mut t = format!("{} failed owner sign-in(s) on its open grant", p.failed_sign_ins);
+            if p.locked_out {
+                t.push_str(&format!(
+                    " — locked out: `:unlock` on the grant (Grants), or `opdesk grants unlock --wallet {}`",
+                    p.name()
+                ));
+            }
+            lines.push(kv(theme, "sign-ins", t));
+        }
         if let Some(by) = p.decide_by.filter(|_| p.awaits_owner(cx.now)) {
             lines.push(kv(
                 theme,
@@ -238,6 +251,8 @@ mod tests {
             steps: [None; 6],
             approved_by_owner: 0,
             decide_by: None,
+            failed_sign_ins: 0,
+            locked_out: false,
         };
         for (i, slot) in p.steps.iter_mut().enumerate().take(steps) {
             *slot = Some(Done {
@@ -290,5 +305,8 @@ mod tests {
         assert!(!expired.awaits_owner(now()) && expired.must_ask_again(now()));
         let rejected = seat(3, 4);
         assert_eq!(next_short(&rejected, now()), "expired — ask again");
+        let mut locked = waiting.clone();
+        locked.locked_out = true;
+        assert_eq!(next_short(&locked, now()), "locked out — unlock");
     }
 }

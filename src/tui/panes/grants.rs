@@ -262,6 +262,33 @@ impl View for Grants {
         }
     }
 
+    /// `:unlock` forgets the failed owner sign-ins on the selected grant (a lockout on its interaction page).
+    fn command(&mut self, head: &str, _rest: &str, cx: &Cx<'_>) -> Option<Vec<Out>> {
+        if head != "unlock" {
+            return None;
+        }
+        if cx.readonly {
+            return Some(super::warn("read-only mode"));
+        }
+        Some(match self.table.selection() {
+            Some(g) => vec![Out::Confirm(
+                format!("Let the owner sign in again on grant {}?", short_id(&g.id)),
+                Effect::Run(Command::UnlockSignIns {
+                    grant: Some(g.id.clone()),
+                    wallet: None,
+                }),
+            )],
+            None => super::warn("select a grant first"),
+        })
+    }
+
+    fn commands(&self) -> &'static [(&'static str, &'static str)] {
+        &[(
+            "unlock",
+            "forget the failed owner sign-ins on the selected grant (lift a lockout)",
+        )]
+    }
+
     /// The reason typed for rejecting a grant: confirm before rejecting.
     fn submit(&mut self, kind: PromptKind, text: &str, _cx: &Cx<'_>) -> Vec<Out> {
         let PromptKind::Reason(grant) = kind else {
