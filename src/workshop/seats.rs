@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 use crate::{
     control::{
         self, Command, Services,
-        classroom::{Handout, Handouts, app_name, seat_name, shop_name},
+        classroom::{Handout, Handouts, app_name, seat_name, seat_of, shop_name},
         command::OwnerPassphrase,
         dto::{AddKey, CreateWallet, KeyAdded, Move},
     },
@@ -163,7 +163,9 @@ async fn run(s: &Services, cmd: Command) -> Result<control::Outcome> {
     Ok(control::execute(s, cmd, control::Cause::cli()).await?)
 }
 
-/// Brings the class to `seats` seats on `cloud_nine` and `happy_life` and writes every handout; the seats.
+/// Brings the class to `seats` seats on `cloud_nine` and `happy_life` and writes every handout; the seats. A
+/// class seated before with more seats keeps them all (their wallets, handouts and codes stay, and every view
+/// shows them): `--seats` only ever adds seats.
 pub async fn provision(
     dir: &Path,
     seats: u8,
@@ -174,7 +176,8 @@ pub async fn provision(
     let kept_path = dir.join("seats.json");
     let mut kept = read_kept(&kept_path)?;
     let mut out = Vec::new();
-    for n in 1..=seats.min(MAX_SEATS) {
+    let before = kept.passphrases.keys().filter_map(|s| seat_of(s)).max().unwrap_or(0);
+    for n in 1..=seats.max(before).min(MAX_SEATS) {
         let name = seat_name(n);
         // the owner's wallet, funded once (the transfer id makes the deposit happen once)
         ensure_wallet(cloud_nine, &name, &seat_words(n)).await?;

@@ -363,6 +363,19 @@ async fn a_class_gets_seats_and_handouts_and_keeps_them_across_starts() {
     }
     assert!(handout(dir.path(), "seat03", "card.txt").contains("passphrase: "));
     stop(&mut child);
+
+    // fewer seats asked of a class seated before: every seat is kept, and every view shows all three
+    let mut child = start_with(dir.path(), ports, &["--seats", "1"]).await;
+    let index = std::fs::read_to_string(dir.path().join("handout/index.html")).unwrap();
+    assert_eq!(index.matches("<pre>").count(), 3, "all three cards");
+    let class: String = reqwest::get(format!("{hl}/workshop/class"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(class.contains("0 of 3 seats have paid"), "{class}");
+    stop(&mut child);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -570,4 +583,25 @@ async fn a_seat_opens_its_handout_over_http_with_the_code_on_its_card_and_the_ro
     assert_eq!(r.status(), 429);
     assert!(r.text().await.unwrap().contains("Too many wrong codes"));
     stop(&mut child);
+}
+
+#[test]
+fn a_config_file_the_desks_would_not_read_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("base.toml");
+    std::fs::write(&config, "[consent]\ndecide = \"owner\"\n").unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_opdesk"))
+        .args(["workshop", "--headless", "--dir"])
+        .arg(dir.path().join("w"))
+        .arg("--config")
+        .arg(&config)
+        .output()
+        .expect("opdesk workshop");
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("sets consent for the desks") && err.contains("DIR/cloud-nine/config.toml"),
+        "{err}"
+    );
+    assert!(!dir.path().join("w").exists(), "refused before anything was made");
 }
