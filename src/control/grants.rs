@@ -18,7 +18,8 @@ pub async fn list_grants(s: &Services, state: Option<String>, all: bool) -> Resu
         )
     })?;
     let open_only = state.is_none() && !all;
-    Ok(s.gnap.list(state, open_only, 200).await?)
+    let views = s.gnap.list(state, open_only, 200).await?;
+    Ok(s.gnap.with_summaries(views).await?)
 }
 
 pub async fn show_grant(s: &Services, id: &str) -> Result<GrantView, Error> {

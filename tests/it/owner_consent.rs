@@ -418,6 +418,11 @@ async fn the_page_says_who_asks_to_whom_the_most_and_until_when_as_grants_show_d
 
     let (_, pending) = ase.admin(Method::GET, "/grants?state=pending", None).await;
     let id = pending[0]["id"].as_str().unwrap().to_owned();
+    // the operator's list carries the same words for each pending grant (the console's grant detail)
+    assert_eq!(
+        pending[0]["summary"][1]["text"], "Bob's <Bakery> receives 2.50 USD",
+        "{pending}"
+    );
     let q = json!({"query": "grant", "id": id}).to_string();
     let (s, g) = ase.admin(Method::POST, "/queries", Some(&q)).await;
     assert_eq!(s, 200, "{g}");

@@ -44,7 +44,8 @@ pub struct GrantView {
     pub interaction_expires_at: Option<time::OffsetDateTime>,
     /// The request in plain words, one line per item.
     pub description: Vec<String>,
-    /// What approving it means, as the owner's page says it (only in the view of one grant, not in lists).
+    /// What approving it means, as the owner's page says it (in the view of one grant, and of each pending one
+    /// in the operator's list: the console's Grants pane shows it in the detail).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub summary: Vec<describe::Fact>,
     pub tokens: Vec<TokenView>,
@@ -301,6 +302,23 @@ impl Gnap {
         view.timeline = self.timeline(&view, steps);
         view.summary = self.summary(&row, &view).await?;
         Ok(view)
+    }
+
+    /// `views` with what approving each pending one means ([`GrantView::summary`]): the consent queue as the
+    /// console's Grants pane lists it shows the interaction page's words in each grant's detail.
+    pub async fn with_summaries(&self, mut views: Vec<GrantView>) -> Result<Vec<GrantView>, GnapError> {
+        for v in views.iter_mut().filter(|v| v.state == GrantState::Pending) {
+            let id = v.id.clone();
+            let row = self
+                .inner
+                .store
+                .call(move |c| Ok::<_, GnapError>(repo::grant(c, &id)?))
+                .await?;
+            if let Some(row) = row {
+                v.summary = self.summary(&row, v).await?;
+            }
+        }
+        Ok(views)
     }
 
     /// Grants newest first; `state` filters (`expired` selects pending grants past their window).
