@@ -115,7 +115,8 @@ impl AppCore {
             settings.gnap.clone(),
             settings.consent.clone(),
             &settings.public_url,
-        );
+        )
+        .with_public_names(public_names(&settings)?);
         let verifier = Arc::new(Verifier::new(
             Policy {
                 max_skew_secs: i64::from(settings.gnap.signature_window_secs),
@@ -215,6 +216,7 @@ impl AppCore {
             capture: Arc::default(),
             store: store.clone(),
             stopping: CancellationToken::new(),
+            room: Default::default(),
         });
         let state = AppState::new(services, verifier, token.into());
         let core = Self {
@@ -259,6 +261,17 @@ impl AppCore {
             _ => Err(std::io::Error::other("the data dir was given up")),
         }
     }
+}
+
+/// How the authorization server reads the public name of a client wallet on another ASE: its document, over
+/// the egress client for client-named URLs.
+fn public_names(settings: &Settings) -> Result<crate::gnap::service::PublicNames> {
+    let http = Egress::new(settings.egress.policy(settings.local_development()))
+        .map_err(|e| color_eyre::eyre::eyre!("outbound HTTP client: {e}"))?;
+    Ok(Arc::new(move |url: String| {
+        let http = http.clone();
+        Box::pin(async move { crate::ase::remote::public_name(&http, &url).await })
+    }))
 }
 
 /// Client keys: local wallets straight from the store, remote ones over hardened HTTP per the settings.

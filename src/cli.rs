@@ -10,7 +10,10 @@
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 mod backup;
+mod classroom;
 mod grants;
+
+pub use grants::GrantsCmd;
 mod payments;
 mod peers;
 mod print;
@@ -169,6 +172,8 @@ pub enum Command {
     /// Webhook deliveries: list them (e.g. the dead ones) and re-drive them.
     #[command(subcommand)]
     Webhooks(WebhooksCmd),
+    /// A workshop's class: each seat's steps and what it does next (a desk of a running workshop: the whole class).
+    Classroom,
     /// Print a shell completion script, e.g. `opdesk completions bash > ~/.local/share/bash-completion/completions/opdesk`.
     Completions {
         #[arg(value_enum)]
@@ -231,6 +236,7 @@ impl Command {
             | Command::Migrate
             | Command::Completions { .. }
             | Command::Balances
+            | Command::Classroom
             | Command::Quotes(_)
             | Command::Requests(_)
             | Command::Sig(_) => false,
@@ -487,37 +493,6 @@ pub enum QuotesCmd {
     },
     /// Show one (id or URL).
     Show { id: String },
-}
-
-#[derive(Debug, Subcommand)]
-pub enum GrantsCmd {
-    /// List grants, newest first. Closed grants (revoked, rejected, expired) are hidden; --all shows them.
-    List {
-        /// pending, approved, finalized, rejected, revoked or expired.
-        #[arg(long)]
-        state: Option<String>,
-        /// Include closed grants (revoked, e.g. cancelled by their client; rejected; expired).
-        #[arg(long, conflicts_with = "state")]
-        all: bool,
-    },
-    /// Show a grant: who asks for what, in plain words, and its tokens.
-    Show {
-        id: String,
-        /// The grant's life step by step (request, interaction page, decision, finish redirect, continue,
-        /// tokens, revocation or expiry), each with its time and the id of the HTTP request behind it.
-        #[arg(long)]
-        timeline: bool,
-    },
-    /// Approve a pending grant as the resource owner.
-    Approve { id: String },
-    /// Reject a pending grant, optionally saying why.
-    Reject {
-        id: String,
-        #[arg(long)]
-        reason: Option<String>,
-    },
-    /// Revoke a grant and all its tokens.
-    Revoke { id: String },
 }
 
 #[derive(Debug, Args)]
@@ -790,6 +765,7 @@ async fn operate(b: &Backend, cmd: Command, json: bool) -> Result<()> {
         Command::Peers(c) => peers::peers(b, c, json).await,
         Command::Webhooks(c) => webhooks::webhooks(b, c, json).await,
         Command::Requests(c) => requests::requests(b, c, json).await,
+        Command::Classroom => b.show(control::Query::Class, json).await,
     }
 }
 

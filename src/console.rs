@@ -63,8 +63,13 @@ pub async fn run(settings: Settings, global: &Global) -> Result<()> {
     }
 }
 
-/// The console over a server another process runs; the server keeps running after it.
-async fn attached(settings: &Settings, desk: Remote, opts: tui::Options) -> Result<()> {
+/// The console over a server another process runs; the server keeps running after it. A desk of a workshop
+/// with seats opens on the Classroom, as the workshop's own console does.
+async fn attached(settings: &Settings, desk: Remote, mut opts: tui::Options) -> Result<()> {
+    use crate::tui::desk::Desk as _;
+    if let Ok(crate::control::Found::Classroom(seats)) = desk.ask(crate::control::Query::Class).await {
+        opts.classroom = !seats.is_empty();
+    }
     let (_guard, logs) = logging::to_file_and_console(&settings.log_level, &settings.paths.log_file)
         .wrap_err_with(|| format!("cannot open the log file {}", settings.paths.log_file.display()))?;
     tracing::info!(server = %desk.url(), "opdesk console attached");

@@ -85,6 +85,8 @@ pub struct Services {
     pub store: Store,
     /// Cancelled when the server stops: event streams end so the listener can close.
     pub stopping: CancellationToken,
+    /// The class this desk seats under `opdesk workshop --seats N` (empty otherwise).
+    pub room: classroom::Room,
 }
 
 /// Why an operator command was refused or failed.

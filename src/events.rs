@@ -45,6 +45,9 @@ pub enum DomainEvent {
     GrantPending {
         id: String,
         client: String,
+        /// The wallet whose owner decides it on the interaction page (none: the operator decides).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        owner: Option<String>,
     },
     /// `by`: who decided (`owner` on the interaction page, `console`, `cli`, `admin_api`, `policy`).
     GrantApproved {

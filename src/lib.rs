@@ -73,6 +73,19 @@ pub async fn run(cli: Cli) -> Result<()> {
                 )
                 .into());
             }
+            if let Some(path) = &g.config {
+                let desks = workshop::settings_for_desks(path)?;
+                if !desks.is_empty() {
+                    return Err(cli::OneLine::new(format!(
+                        "{} sets {} for the desks, which opdesk workshop does not read from it: each desk reads \
+                         its own DIR/cloud-nine/config.toml and DIR/happy-life/config.toml (--config gives the \
+                         console its keys, theme and log level only)",
+                        path.display(),
+                        desks.join(", ")
+                    ))
+                    .into());
+                }
+            }
             let opts = workshop::Options {
                 dir: args.dir.unwrap_or_else(|| workshop::default_dir(&settings)),
                 ports: [args.cloud_nine_port, args.happy_life_port],

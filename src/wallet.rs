@@ -124,7 +124,7 @@ pub struct Wallets {
     cache: Arc<RwLock<Cache>>,
     /// When each wallet's address document was first fetched since this server started (the Classroom
     /// pane's "wallet read"): one entry per existing wallet at most. Not money, not kept across restarts.
-    first_reads: Arc<RwLock<HashMap<String, time::OffsetDateTime>>>,
+    first_reads: Arc<RwLock<HashMap<String, (time::OffsetDateTime, std::sync::atomic::AtomicU32)>>>,
 }
 
 #[derive(Debug, Default)]
@@ -203,20 +203,32 @@ impl Wallets {
 
     /// Someone fetched `w`'s wallet address document (`GET /{name}`).
     pub fn note_read(&self, w: &Wallet) {
+        use std::sync::atomic::Ordering;
         // a shared look first: every GET of a wallet already read (nearly all of them) takes no write lock
-        if self.first_reads.read().is_ok_and(|r| r.contains_key(&w.name)) {
+        if let Ok(reads) = self.first_reads.read()
+            && let Some((_, count)) = reads.get(&w.name)
+        {
+            count.fetch_add(1, Ordering::Relaxed);
             return;
         }
         if let Ok(mut reads) = self.first_reads.write() {
-            reads.entry(w.name.clone()).or_insert_with(|| self.clock.now());
+            let (_, count) = reads
+                .entry(w.name.clone())
+                .or_insert_with(|| (self.clock.now(), std::sync::atomic::AtomicU32::new(0)));
+            count.fetch_add(1, Ordering::Relaxed);
         }
     }
 
-    /// Every wallet whose document was fetched since this server started, with when it first was.
-    pub fn first_reads(&self) -> Vec<(String, time::OffsetDateTime)> {
+    /// Every wallet whose document was fetched since this server started: when it first was, and how often.
+    pub fn first_reads(&self) -> Vec<(String, time::OffsetDateTime, u32)> {
+        use std::sync::atomic::Ordering;
         self.first_reads
             .read()
-            .map(|r| r.iter().map(|(n, t)| (n.clone(), *t)).collect())
+            .map(|r| {
+                r.iter()
+                    .map(|(n, (t, c))| (n.clone(), *t, c.load(Ordering::Relaxed)))
+                    .collect()
+            })
             .unwrap_or_default()
     }
 

@@ -101,6 +101,26 @@ impl Net {
     }
 }
 
+/// The top-level settings a `--config`/`OPDESK_CONFIG` file may give `opdesk workshop`: the console's own (its
+/// keys, theme and log level). Each desk reads its own `DIR/<desk>/config.toml`.
+const CONSOLE_SETTINGS: [&str; 4] = ["keys", "theme", "log_level", "log_format"];
+
+/// What the `--config` file `path` sets that the desks would not read (each reads `DIR/<desk>/config.toml`): the
+/// workshop refuses such a file rather than ignore it.
+pub fn settings_for_desks(path: &Path) -> Result<Vec<String>> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e).wrap_err_with(|| format!("cannot read {}", path.display())),
+    };
+    let table: toml::Table = toml::from_str(&text).wrap_err_with(|| format!("{}", path.display()))?;
+    Ok(table
+        .keys()
+        .filter(|k| !CONSOLE_SETTINGS.contains(&k.as_str()))
+        .cloned()
+        .collect())
+}
+
 /// The default workshop dir: `opdesk-workshop` next to the data dir.
 pub fn default_dir(settings: &Settings) -> PathBuf {
     let data = &settings.paths.data_dir;
@@ -326,10 +346,23 @@ pub async fn run(opts: Options, global: &Global, base: &Settings) -> Result<()> 
         )
         .await
         .wrap_err("cannot seat the class")?;
+        let handouts: Arc<dyn control::classroom::Handouts> = Arc::new(seats::SeatHandouts { dir: opts.dir.clone() });
+        let both = [cloud.core.state.services.clone(), happy.core.state.services.clone()];
+        for d in &both {
+            d.room.seat(&both, handouts.clone());
+        }
+        let kept = if made.len() > usize::from(opts.seats) {
+            format!(" ({} asked; the seats seated before are kept)", opts.seats)
+        } else {
+            String::new()
+        };
         class = Some(format!(
-            "{} seats: handouts in {}",
+            "{} seats{kept}: cards to print in {}; handouts at {} (the code on each card); \
+             the class page for the projector at {}/workshop/class",
             made.len(),
-            opts.dir.join("handout").display()
+            opts.dir.join("handout").join("index.html").display(),
+            seats::handout_url(&bases),
+            bases.happy_life,
         ));
     }
 
@@ -413,6 +446,19 @@ mod tests {
                 .mode();
             assert_eq!(mode & 0o077, 0, "private: {mode:o}");
         }
+    }
+
+    #[test]
+    fn a_config_file_for_the_desks_is_named_and_one_for_the_console_passes() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("base.toml");
+        assert!(settings_for_desks(&f).unwrap().is_empty(), "no file");
+        std::fs::write(&f, "").unwrap();
+        assert!(settings_for_desks(&f).unwrap().is_empty());
+        std::fs::write(&f, "log_level = \"debug\"\n[keys]\nquit = \"Q\"\n").unwrap();
+        assert!(settings_for_desks(&f).unwrap().is_empty());
+        std::fs::write(&f, "[gnap]\nauto_approve = true\n[consent]\ndecide = \"owner\"\n").unwrap();
+        assert_eq!(settings_for_desks(&f).unwrap(), ["consent", "gnap"]);
     }
 
     #[test]

@@ -196,6 +196,8 @@ impl Quotes {
             debit,
             receive,
             fee,
+            payee_wallet: None,
+            payee_name: None,
         })
     }
 
@@ -224,6 +226,10 @@ impl Quotes {
         if r.expires_at.is_some_and(|e| e <= self.clock.now()) {
             return Err(QuoteError::Receiver("the receiver has expired".into()));
         }
+        let payee_name = match &r.wallet_address {
+            Some(w) => remote.public_name(w).await,
+            None => None,
+        };
         let from = wallet.asset();
         let to = r.asset.clone();
         let remaining = r.incoming_amount.map(|i| i.saturating_sub(r.received_amount));
@@ -299,6 +305,8 @@ impl Quotes {
         }
         Ok(Priced {
             receiver: None,
+            payee_wallet: r.wallet_address.clone(),
+            payee_name,
             receiver_expires_at: r.expires_at,
             remote: Some(RemotePlan {
                 peer: probed.peer.name.clone(),
@@ -365,6 +373,8 @@ impl Quotes {
             fee: Value::new(p.fee)?.as_i64(),
             expires_at: self.expiry(&p),
             created_at: now,
+            receiver_wallet: p.payee_wallet.clone(),
+            receiver_public_name: p.payee_name.clone(),
         };
         let plan = p.plan_row(&row.id, &row.receiver, now);
         let stored = row.clone();

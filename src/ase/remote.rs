@@ -52,6 +52,8 @@ pub struct RemoteIncoming {
     pub expires_at: Option<time::OffsetDateTime>,
     pub ilp_address: Address,
     pub shared_secret: Vec<u8>,
+    /// The wallet address it pays into, as it names it (for the consent words: the payee).
+    pub wallet_address: Option<String>,
 }
 
 impl RemoteIncoming {
@@ -294,6 +296,13 @@ impl Remote {
         parse_incoming(url, &body).map_err(unresolvable)
     }
 
+    /// The `publicName` of the wallet address at `url` on another ASE (an unauthenticated GET of its
+    /// document), without control characters and at most 256 characters; `None` when it has none or cannot be
+    /// read. Only for people's eyes (the consent words): nothing is decided by it.
+    pub async fn public_name(&self, url: &str) -> Option<String> {
+        public_name(&self.0.http, url).await
+    }
+
     /// The operator's rate from `from` to `to` less the slippage (the floor every packet must reach).
     pub async fn minimum_rate(&self, from: &Asset, to: &Asset) -> Result<Rate, RemoteError> {
         minimum_rate(&self.0.exchange.rates(from).await, self.0.slippage_ppm, from, to)
@@ -385,6 +394,15 @@ fn amount_of(v: &Json) -> Option<(u64, Asset)> {
     Some((value, asset))
 }
 
+/// The `publicName` of the wallet address document at `url`, read through `http` (see
+/// [`Remote::public_name`]).
+pub async fn public_name(http: &Egress, url: &str) -> Option<String> {
+    let reply = http.get_json(url).await.ok().filter(|r| r.status == 200)?;
+    let doc = reply.json().ok()?;
+    let name = crate::text::sanitize(doc["publicName"].as_str()?);
+    Some(name.chars().take(256).collect()).filter(|n: &String| !n.trim().is_empty())
+}
+
 /// Reads an `incoming-payment-with-methods`.
 pub fn parse_incoming(url: &str, body: &Json) -> Result<RemoteIncoming, String> {
     let (received, asset) =
@@ -423,6 +441,10 @@ pub fn parse_incoming(url: &str, body: &Json) -> Result<RemoteIncoming, String> 
             .map(crate::clock::to_millis),
         ilp_address,
         shared_secret,
+        wallet_address: body["walletAddress"]
+            .as_str()
+            .filter(|w| crate::gnap::model::check_uri("walletAddress", w).is_ok())
+            .map(str::to_owned),
     })
 }
 

@@ -1,17 +1,57 @@
 //! Operator commands on grants (`grants list|show|approve|reject|revoke`) and how a grant reads for people.
 //! Prints only through [`super::print`].
 
+use clap::Subcommand;
 use color_eyre::eyre::{Result, bail};
 
 use super::{
-    Backend, GrantsCmd,
+    Backend,
     print::{Columns, Human, emit, show},
 };
 use crate::{
-    control::{Command, Found, Query},
+    control::{Command, Found, Query, dto::Unlocked},
     gnap::service::GrantView,
     states::TokenState,
 };
+
+#[derive(Debug, Subcommand)]
+pub enum GrantsCmd {
+    /// List grants, newest first. Closed grants (revoked, rejected, expired) are hidden; --all shows them.
+    List {
+        /// pending, approved, finalized, rejected, revoked or expired.
+        #[arg(long)]
+        state: Option<String>,
+        /// Include closed grants (revoked, e.g. cancelled by their client; rejected; expired).
+        #[arg(long, conflicts_with = "state")]
+        all: bool,
+    },
+    /// Show a grant: who asks for what, in plain words, and its tokens.
+    Show {
+        id: String,
+        /// The grant's life step by step (request, interaction page, decision, finish redirect, continue,
+        /// tokens, revocation or expiry), each with its time and the id of the HTTP request behind it.
+        #[arg(long)]
+        timeline: bool,
+    },
+    /// Approve a pending grant as the resource owner.
+    Approve { id: String },
+    /// Reject a pending grant, optionally saying why.
+    Reject {
+        id: String,
+        #[arg(long)]
+        reason: Option<String>,
+    },
+    /// Revoke a grant and all its tokens.
+    Revoke { id: String },
+    /// Lift a lockout on the interaction page: forget the failed owner sign-ins on grant ID, or (with
+    /// --wallet) those of that wallet's owner on every page.
+    Unlock {
+        #[arg(required_unless_present = "wallet", conflicts_with = "wallet")]
+        id: Option<String>,
+        #[arg(long)]
+        wallet: Option<String>,
+    },
+}
 
 impl Human for GrantView {
     const COLUMNS: Columns<Self> = &[
@@ -27,6 +67,12 @@ impl Human for GrantView {
     /// What it asks for in plain words, its decision and its tokens.
     fn card(&self) -> String {
         let mut out = format!("grant {}  [{}]\n", self.id, self.state);
+        for fact in &self.summary {
+            out.push_str(&format!("  {}\n", fact.line()));
+        }
+        if !self.summary.is_empty() {
+            out.push_str("  in detail:\n");
+        }
         for line in &self.description {
             out.push_str(&format!("  {line}\n"));
         }
@@ -73,6 +119,10 @@ pub(super) async fn grants(b: &Backend, cmd: GrantsCmd, json: bool) -> Result<()
         GrantsCmd::Approve { id } => b.run(Command::ApproveGrant { id }).await?,
         GrantsCmd::Reject { id, reason } => b.run(Command::RejectGrant { id, reason }).await?,
         GrantsCmd::Revoke { id } => b.run(Command::RevokeGrant { id }).await?,
+        GrantsCmd::Unlock { id, wallet } => {
+            let u: Unlocked = b.run(Command::UnlockSignIns { grant: id, wallet }).await?;
+            return emit(json, &u, || format!("{}\n", u.words()));
+        }
     };
     show(json, &one)
 }

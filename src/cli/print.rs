@@ -71,7 +71,8 @@ pub(super) fn found(json: bool, found: &Found) -> Result<()> {
         Found::Peer(v) => show(json, &**v),
         Found::Requests(v) => page(json, v),
         Found::Request(v) => show(json, &**v),
-        Found::Overview(_) | Found::Server(_) | Found::Wallets(_) | Found::GrantSpending(_) | Found::Classroom(_) => {
+        Found::Classroom(v) => list(json, v),
+        Found::Overview(_) | Found::Server(_) | Found::Wallets(_) | Found::GrantSpending(_) => {
             Err(eyre!("the command line shows no such view"))
         }
     }

@@ -1,8 +1,13 @@
 //! A class's progress (`opdesk workshop --seats N`): how the seats are named, and per seat when each step of
 //! the flow first happened ([`Step`]) as one ASE saw it. Each desk answers for its own rows; a console over
-//! both merges the answers ([`merge`]) into the Classroom pane.
+//! both merges the answers ([`merge`]) into the Classroom pane. A desk of a running workshop also knows its
+//! [`Room`]: every desk of the class (for the whole class in one answer: the class page, the CLI, an attached
+//! console) and the seats' handouts, opened by each seat's code ([`Handouts`]).
 
-use std::collections::BTreeMap;
+use std::{
+    collections::BTreeMap,
+    sync::{Arc, OnceLock, Weak},
+};
 
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
@@ -114,6 +119,19 @@ pub struct SeatProgress {
     pub steps: [Option<Done>; 6],
     /// Of the approvals, how many the wallet's owner gave on the interaction page.
     pub approved_by_owner: u32,
+    /// Until when its newest undecided grant can be decided (`None`: it has none).
+    #[serde(
+        default,
+        with = "crate::clock::wire::option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub decide_by: Option<OffsetDateTime>,
+    /// Failed owner sign-ins on its undecided grants.
+    #[serde(default)]
+    pub failed_sign_ins: u32,
+    /// Its owner may not sign in now: too many failed sign-ins (`opdesk grants unlock --wallet seatNN`).
+    #[serde(default)]
+    pub locked_out: bool,
 }
 
 impl SeatProgress {
@@ -122,7 +140,21 @@ impl SeatProgress {
             seat,
             steps: [None; 6],
             approved_by_owner: 0,
+            decide_by: None,
+            failed_sign_ins: 0,
+            locked_out: false,
         }
+    }
+
+    /// Its grant waits for the owner's approval, and can still be decided at `now`.
+    pub fn awaits_owner(&self, now: OffsetDateTime) -> bool {
+        self.next() == Some(Step::Approved) && self.decide_by.is_some_and(|t| t > now)
+    }
+
+    /// Its grant waited for the owner's approval, and can no longer be decided at `now` (it expired, or was
+    /// rejected): the app has to ask again.
+    pub fn must_ask_again(&self, now: OffsetDateTime) -> bool {
+        self.next() == Some(Step::Approved) && !self.awaits_owner(now)
     }
 
     pub fn name(&self) -> String {
@@ -166,13 +198,26 @@ pub async fn progress(s: &Services) -> Result<Vec<SeatProgress>, Error> {
         }
     }
     // the seat's own wallet or its shop (the app's is read by the authorization server, not the seat)
-    for (name, first_at) in s.wallets.first_reads() {
+    for (name, first_at, count) in s.wallets.first_reads() {
         if let Some(n) = seat_of(&name).filter(|_| !name.ends_with("-app")) {
-            at(&mut seats, n).saw(Step::WalletRead, Done { first_at, count: 1 });
+            at(&mut seats, n).saw(Step::WalletRead, Done { first_at, count });
         }
     }
+    let window = time::Duration::seconds(i64::from(s.settings.gnap.interaction_expires_in_secs));
     for r in rows {
         let Some(n) = seat_of(&r.who) else { continue };
+        if r.step == "open" {
+            let seat = at(&mut seats, n);
+            seat.decide_by = seat.decide_by.max(Some(r.first_at + window));
+            continue;
+        }
+        if r.step == "sign_in_failures" {
+            let c = &s.settings.consent;
+            let seat = at(&mut seats, n);
+            seat.failed_sign_ins = u32::try_from(r.count).unwrap_or(u32::MAX);
+            seat.locked_out = seat.failed_sign_ins >= c.max_failures_per_grant.min(c.max_failures_per_wallet);
+            continue;
+        }
         let step = match r.step.as_str() {
             "incoming" => Step::Incoming,
             "quote" => Step::Quote,
@@ -199,6 +244,115 @@ pub async fn progress(s: &Services) -> Result<Vec<SeatProgress>, Error> {
     Ok(seats.into_values().collect())
 }
 
+/// One seat's handout, as its code opens it: the seat, its card, and its files (name, bytes).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Handout {
+    pub seat: String,
+    pub card: String,
+    pub files: Vec<(String, Vec<u8>)>,
+}
+
+/// The seats' handouts, by the code on each seat's card (kept by the workshop that made them).
+pub trait Handouts: Send + Sync {
+    /// The handout whose code is `code` (compared case-insensitively, ignoring spaces and dashes), if any.
+    fn open(&self, code: &str) -> Option<Handout>;
+}
+
+struct Seated {
+    desks: Vec<Weak<Services>>,
+    handouts: Arc<dyn Handouts>,
+}
+
+/// Wrong handout codes one address may try in [`TRIES_WINDOW`].
+pub const MAX_WRONG_CODES: u32 = 10;
+/// The window wrong handout codes are counted in.
+pub const TRIES_WINDOW: std::time::Duration = std::time::Duration::from_secs(600);
+/// The most addresses whose wrong codes are remembered (then the oldest count starts over).
+const MAX_TRIERS: usize = 4096;
+
+/// Why no handout was opened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum HandoutRefusal {
+    #[error("no class is seated here")]
+    NoClass,
+    #[error("that code opens no handout")]
+    WrongCode,
+    #[error("too many wrong codes from this address: wait ten minutes")]
+    TooMany,
+}
+
+/// The class a desk belongs to while `opdesk workshop --seats N` runs: set once, when the class is seated; and
+/// the wrong handout codes each address tried lately.
+#[derive(Default)]
+pub struct Room {
+    seated: OnceLock<Seated>,
+    wrong: std::sync::Mutex<std::collections::HashMap<std::net::IpAddr, (std::time::Instant, u32)>>,
+}
+
+impl std::fmt::Debug for Room {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.is_seated() {
+            "Room(seated)"
+        } else {
+            "Room(empty)"
+        })
+    }
+}
+
+impl Room {
+    /// Seats the class: its desks (held weakly: a desk's room names the desk itself) and the handouts. A
+    /// second call changes nothing.
+    pub fn seat(&self, desks: &[Arc<Services>], handouts: Arc<dyn Handouts>) {
+        let desks = desks.iter().map(Arc::downgrade).collect();
+        let _ = self.seated.set(Seated { desks, handouts });
+    }
+
+    /// Whether this desk seats a class.
+    pub fn is_seated(&self) -> bool {
+        self.seated.get().is_some()
+    }
+
+    /// The whole class, every desk's answer merged (`None`: no class here).
+    pub async fn progress(&self) -> Option<Result<Vec<SeatProgress>, Error>> {
+        let seated = self.seated.get()?;
+        let mut answers = Vec::new();
+        for d in seated.desks.iter().filter_map(Weak::upgrade) {
+            match progress(&d).await {
+                Ok(a) => answers.push(a),
+                Err(e) => return Some(Err(e)),
+            }
+        }
+        Some(Ok(merge(answers)))
+    }
+
+    /// The handout `code` opens, asked from address `from`: at most [`MAX_WRONG_CODES`] wrong codes per
+    /// address in [`TRIES_WINDOW`], after which no code is checked for it until the window passes.
+    pub fn handout(&self, code: &str, from: std::net::IpAddr) -> Result<Handout, HandoutRefusal> {
+        let seated = self.seated.get().ok_or(HandoutRefusal::NoClass)?;
+        let now = std::time::Instant::now();
+        let mut wrong = self.wrong.lock().map_err(|_| HandoutRefusal::TooMany)?;
+        if let Some((since, n)) = wrong.get(&from).copied() {
+            if now.duration_since(since) >= TRIES_WINDOW {
+                wrong.remove(&from);
+            } else if n >= MAX_WRONG_CODES {
+                return Err(HandoutRefusal::TooMany);
+            }
+        }
+        if let Some(h) = seated.handouts.open(code) {
+            return Ok(h);
+        }
+        if wrong.len() >= MAX_TRIERS && !wrong.contains_key(&from) {
+            wrong.retain(|_, (since, _)| now.duration_since(*since) < TRIES_WINDOW);
+            if wrong.len() >= MAX_TRIERS {
+                wrong.clear();
+            }
+        }
+        let entry = wrong.entry(from).or_insert((now, 0));
+        entry.1 = entry.1.saturating_add(1);
+        Err(HandoutRefusal::WrongCode)
+    }
+}
+
 /// Several desks' answers as one: each seat once, every step at its earliest sighting.
 pub fn merge(answers: impl IntoIterator<Item = Vec<SeatProgress>>) -> Vec<SeatProgress> {
     let mut seats: BTreeMap<u8, SeatProgress> = BTreeMap::new();
@@ -210,6 +364,9 @@ pub fn merge(answers: impl IntoIterator<Item = Vec<SeatProgress>>) -> Vec<SeatPr
             }
         }
         seat.approved_by_owner = seat.approved_by_owner.saturating_add(p.approved_by_owner);
+        seat.decide_by = seat.decide_by.max(p.decide_by);
+        seat.failed_sign_ins = seat.failed_sign_ins.saturating_add(p.failed_sign_ins);
+        seat.locked_out |= p.locked_out;
     }
     seats.into_values().collect()
 }

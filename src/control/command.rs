@@ -36,6 +36,14 @@ pub enum Command {
     RevokeGrant {
         id: String,
     },
+    /// Lift a lockout on the interaction page: forget the failed owner sign-ins on `grant`, or those of
+    /// `wallet`'s owner on every page (one of the two).
+    UnlockSignIns {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        grant: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        wallet: Option<String>,
+    },
     /// Complete an incoming payment: it takes no more money.
     CompleteIncoming {
         id: String,
@@ -154,6 +162,7 @@ pub enum Outcome {
     Passphrase(PassphraseSet),
     /// How many deliveries were re-driven.
     Retried(usize),
+    Unlocked(super::dto::Unlocked),
     /// Done; nothing to show (a removal).
     Done,
 }
@@ -173,6 +182,7 @@ impl Outcome {
             Self::Delivery(d) => serde_json::to_string(d),
             Self::Passphrase(p) => serde_json::to_string(p),
             Self::Retried(n) => Ok(serde_json::json!({ "retried": n }).to_string()),
+            Self::Unlocked(u) => serde_json::to_string(u),
             Self::Done => return None,
         };
         // these types always serialise
@@ -213,6 +223,7 @@ outcome_values! {
     Delivery => DeliveryRow, |v| v;
     Passphrase => PassphraseSet, |v| v;
     Retried => usize, |v| v;
+    Unlocked => super::dto::Unlocked, |v| v;
 }
 
 impl TryFrom<Outcome> for () {
@@ -243,6 +254,9 @@ pub async fn execute(s: &Services, cmd: Command, by: Cause) -> Result<Outcome, E
             Outcome::Grant(Box::new(grants::reject_grant(s, &id, body, by).await?))
         }
         Command::RevokeGrant { id } => Outcome::Grant(Box::new(grants::revoke_grant(s, &id, by).await?)),
+        Command::UnlockSignIns { grant, wallet } => {
+            Outcome::Unlocked(grants::unlock_sign_ins(s, grant.as_deref(), wallet.as_deref(), by).await?)
+        }
         Command::CompleteIncoming { id } => Outcome::Incoming(Box::new(payments::complete_incoming(s, &id).await?)),
         Command::RetryOutgoing { id } => Outcome::Outgoing(Box::new(payments::retry_outgoing(s, &id).await?)),
         Command::CancelOutgoing { id } => Outcome::Outgoing(Box::new(payments::cancel_outgoing(s, &id).await?)),

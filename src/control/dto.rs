@@ -441,3 +441,20 @@ pub struct ServerView {
     #[serde(default)]
     pub webhooks_enabled: bool,
 }
+
+/// What lifting a lockout on the interaction page did: how many failed owner sign-ins were forgotten.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Unlocked {
+    pub forgotten: usize,
+}
+
+impl Unlocked {
+    /// The outcome in words, for the console and the CLI alike.
+    pub fn words(&self) -> String {
+        format!(
+            "{} failed sign-in(s) forgotten: the owner may sign in again",
+            self.forgotten
+        )
+    }
+}

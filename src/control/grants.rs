@@ -18,7 +18,8 @@ pub async fn list_grants(s: &Services, state: Option<String>, all: bool) -> Resu
         )
     })?;
     let open_only = state.is_none() && !all;
-    Ok(s.gnap.list(state, open_only, 200).await?)
+    let views = s.gnap.list(state, open_only, 200).await?;
+    Ok(s.gnap.with_summaries(views).await?)
 }
 
 pub async fn show_grant(s: &Services, id: &str) -> Result<GrantView, Error> {
@@ -53,6 +54,22 @@ async fn decided(s: &Services, id: &str, e: GnapError) -> Error {
         };
     }
     e.into()
+}
+
+/// Forgets the failed owner sign-ins on grant `grant` or of `wallet`'s owner (exactly one of them).
+pub async fn unlock_sign_ins(
+    s: &Services,
+    grant: Option<&str>,
+    wallet: Option<&str>,
+    by: Cause,
+) -> Result<super::dto::Unlocked, Error> {
+    let wallet_id = match (grant, wallet) {
+        (Some(_), None) => None,
+        (None, Some(w)) => Some(s.wallets.get(w).await?.id.to_string()),
+        _ => return Err(Error::invalid("invalid_request", "name a grant or a wallet, not both")),
+    };
+    let forgotten = s.gnap.unlock(grant, wallet_id.as_deref(), by).await?;
+    Ok(super::dto::Unlocked { forgotten })
 }
 
 pub async fn revoke_grant(s: &Services, id: &str, by: Cause) -> Result<GrantView, Error> {

@@ -101,6 +101,9 @@ pub enum Query {
     },
     /// A class's seats and the steps of the flow each has taken here (`opdesk workshop --seats N`).
     Classroom,
+    /// The whole class: on a desk of a running workshop, every desk's part merged; elsewhere this desk's part
+    /// (`opdesk classroom`, the console's Classroom, the class page).
+    Class,
 }
 
 /// `Found` with one variant per payload, and [`Found::body`]: the payload alone as JSON.
@@ -176,6 +179,10 @@ pub async fn answer(s: &Services, q: Query) -> Result<Found, Error> {
             Found::Webhooks(rows)
         }
         Query::Classroom => Found::Classroom(classroom::progress(s).await?),
+        Query::Class => match s.room.progress().await {
+            Some(class) => Found::Classroom(class?),
+            None => Found::Classroom(classroom::progress(s).await?),
+        },
         Query::Peers => Found::Peers(peers::list_peers(s).await?),
         Query::Peer { name } => Found::Peer(Box::new(peers::show_peer(s, &name).await?)),
         Query::Requests { .. } | Query::Request { .. } => {

@@ -47,7 +47,7 @@ use tokens::TokenCache;
 
 pub use consent::{COOKIE, OwnerPage, OwnerStep, Refusal};
 pub use tokens::TokenInfo;
-pub use views::{GrantView, InteractionOutcome, InteractionView, TokenView};
+pub use views::{GrantView, InteractionOutcome, InteractionView, PublicNames, TokenView};
 
 const TOKEN_CACHE_TTL: StdDuration = StdDuration::from_secs(5);
 
@@ -55,6 +55,7 @@ const TOKEN_CACHE_TTL: StdDuration = StdDuration::from_secs(5);
 const MAX_REFUSAL_STEPS: i64 = 200;
 
 struct Inner {
+    names: Option<PublicNames>,
     store: Store,
     bus: EventBus,
     clock: SharedClock,
@@ -207,6 +208,7 @@ impl Gnap {
         });
         Self {
             inner: Arc::new(Inner {
+                names: None,
                 store,
                 bus,
                 clock,
@@ -251,13 +253,6 @@ impl Gnap {
             .by_url(url)
             .await
             .map_err(|e| GnapError::internal(&e))
-    }
-
-    async fn client_name(&self, c: &Client) -> Option<String> {
-        match c {
-            Client::Wallet(u) => self.local_wallet(u).await.ok().flatten().and_then(|w| w.public_name),
-            Client::Jwk(_) => None,
-        }
     }
 
     /// Checks identifiers, limits and subjects against this ASE's wallets.
@@ -334,6 +329,7 @@ impl Gnap {
         let continue_token = secret()?;
         let auto = interactive && self.inner.settings.auto_approve;
         let (client_url, client_jwk) = client_to_row(&client)?;
+        let client_public_name = self.remote_client_name(&client, interactive).await?;
         let row = repo::GrantRow {
             id: ids::GrantId::generate(),
             state: match (interactive, auto) {
@@ -365,6 +361,7 @@ impl Gnap {
             decision_reason: auto.then(|| "auto_approve is on".to_owned()),
             created_at: now,
             updated_at: now,
+            client_public_name,
         };
         let new_token = if interactive {
             None
@@ -372,6 +369,10 @@ impl Gnap {
             Some(self.new_token(&row.id, None, now)?)
         };
         let label = client_label(&client);
+        let owner = match row.state {
+            GrantState::Pending => self.owner_of(&row).await?.map(|o| o.name),
+            _ => None,
+        };
         let event = if new_token.is_some() {
             DomainEvent::TokenIssued {
                 grant_id: row.id.clone().into(),
@@ -385,6 +386,7 @@ impl Gnap {
             DomainEvent::GrantPending {
                 id: row.id.clone().into(),
                 client: label.clone(),
+                owner,
             }
         };
         let requested = serde_json::json!({

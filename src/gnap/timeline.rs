@@ -157,6 +157,12 @@ pub enum StepKind {
     Expired,
     /// The grant's live access token passed its lifetime (derived when shown).
     TokenExpired,
+    /// A wrong passphrase on the interaction page (repeats count them).
+    SignInFailed,
+    /// A sign-in refused without checking the passphrase: too many failures on this grant or for the wallet.
+    LockedOut,
+    /// The operator forgot the failed sign-ins (`opdesk grants unlock`).
+    Unlocked,
 }
 
 impl StepKind {
@@ -174,6 +180,9 @@ impl StepKind {
         Self::GrantRevoked,
         Self::Expired,
         Self::TokenExpired,
+        Self::SignInFailed,
+        Self::LockedOut,
+        Self::Unlocked,
     ];
 
     /// The stored (and JSON) name.
@@ -192,6 +201,9 @@ impl StepKind {
             Self::GrantRevoked => "grant_revoked",
             Self::Expired => GrantState::Expired.as_str(),
             Self::TokenExpired => "token_expired",
+            Self::SignInFailed => "sign_in_failed",
+            Self::LockedOut => "locked_out",
+            Self::Unlocked => "unlocked",
         }
     }
 
@@ -211,6 +223,9 @@ impl StepKind {
             Self::GrantRevoked => "grant revoked",
             Self::Expired => GrantState::Expired.as_str(),
             Self::TokenExpired => "token expired",
+            Self::SignInFailed => "sign-in failed",
+            Self::LockedOut => "locked out",
+            Self::Unlocked => "unlocked",
         }
     }
 }
@@ -398,6 +413,17 @@ impl GrantStep {
             ),
             StepKind::Expired => "interaction window passed without a decision".to_owned(),
             StepKind::TokenExpired => format!("token {} expired", s(d, "hint")),
+            StepKind::SignInFailed => format!(
+                "a wrong passphrase for {} ({} of {} allowed on this grant)",
+                s(d, "wallet"),
+                d.get("failures").unwrap_or(&Value::Null),
+                d.get("limit").unwrap_or(&Value::Null)
+            ),
+            StepKind::LockedOut => format!("no passphrase checked: {}", s(d, "why")),
+            StepKind::Unlocked => format!(
+                "{} failed sign-in(s) forgotten {by}",
+                d.get("forgotten").unwrap_or(&Value::Null)
+            ),
         };
         (head, more)
     }

@@ -11,7 +11,8 @@ use super::{Error, db::Connection};
 pub struct StepRow {
     /// The wallet's name for payments and quotes; the client's wallet address URL for grants.
     pub who: String,
-    /// `incoming`, `quote`, `grant`, `approval`, `paid`.
+    /// `incoming`, `quote`, `grant`, `approval`, `paid`; or `open`: its interactive grants still undecided
+    /// (`first_at` the newest one's creation); or `sign_in_failures`: failed owner sign-ins on its undecided grants.
     pub step: String,
     pub first_at: OffsetDateTime,
     pub count: i64,
@@ -35,6 +36,13 @@ pub fn steps(conn: &Connection) -> Result<Vec<StepRow>, Error> {
         UNION ALL \
         SELECT g.client, 'grant', MIN(g.created_at), COUNT(*), CAST(0 AS BIGINT) FROM grants g \
             WHERE g.interactive = 1 AND g.client LIKE '%/seat%' GROUP BY g.client \
+        UNION ALL \
+        SELECT g.client, 'open', MAX(g.created_at), COUNT(*), CAST(0 AS BIGINT) FROM grants g \
+            WHERE g.interactive = 1 AND g.state = 'pending' AND g.client LIKE '%/seat%' GROUP BY g.client \
+        UNION ALL \
+        SELECT w.name, 'sign_in_failures', MAX(f.at), COUNT(*), CAST(0 AS BIGINT) FROM consent_failures f \
+            JOIN wallet_addresses w ON w.id = f.wallet_id JOIN grants g ON g.id = f.grant_id \
+            WHERE g.state = 'pending' AND w.name LIKE 'seat%' GROUP BY w.name \
         UNION ALL \
         SELECT g.client, 'approval', MIN(s.at), COUNT(*), SUM(CASE WHEN s.actor = 'owner' THEN 1 ELSE 0 END) FROM grant_steps s \
             JOIN grants g ON g.id = s.grant_id \

@@ -1,5 +1,6 @@
 //! Rows of the owner's consent (see `migrations/0022`): a wallet owner's passphrase hash, the interaction page's
-//! sessions (a browser bound to one grant, signed in or not) and failed sign-ins.
+//! sessions (a browser bound to one grant, signed in or not) and failed sign-ins; and the quote a grant
+//! request is for, which the consent words read ([`quote_for`]).
 
 use time::OffsetDateTime;
 
@@ -43,6 +44,51 @@ pub fn wallets_with_passphrase(conn: &Connection) -> Result<Vec<String>, Error> 
     )?;
     let names = stmt.query_map([], |r| r.get(0))?.collect::<Result<Vec<_>, _>>()?;
     Ok(names)
+}
+
+/// The quote an outgoing-payment grant is for, as the consent words read it: what it debits, what the payee
+/// receives, and the payee: its wallet's name (when the incoming payment is one of ours) and public name (of
+/// ours, or as the other ASE's wallet address document showed it when the quote was made).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QuotedFor {
+    pub receiver: String,
+    pub debit_amount: i64,
+    pub receive_amount: i64,
+    pub receive_asset_code: String,
+    pub receive_asset_scale: u8,
+    pub payee_name: Option<String>,
+    pub payee_public_name: Option<String>,
+}
+
+/// The newest quote of `wallet_id` to `receiver` (any receiver when `None`) debiting `debit` (any amount when
+/// `None`).
+pub fn quote_for(
+    conn: &Connection,
+    wallet_id: &str,
+    receiver: Option<&str>,
+    debit: Option<i64>,
+) -> Result<Option<QuotedFor>, Error> {
+    Ok(conn
+        .prepare_cached(
+            "SELECT q.receiver, q.debit_amount, q.receive_amount, q.receive_asset_code, q.receive_asset_scale, \
+             w.name, COALESCE(w.public_name, q.receiver_public_name) FROM quotes q \
+             LEFT JOIN incoming_payments i ON i.id = q.incoming_payment_id \
+             LEFT JOIN wallet_addresses w ON w.id = i.wallet_id \
+             WHERE q.wallet_id = ?1 AND (CAST(?2 AS TEXT) IS NULL OR q.receiver = ?2) \
+             AND (CAST(?3 AS BIGINT) IS NULL OR q.debit_amount = ?3) ORDER BY q.id DESC LIMIT 1",
+        )?
+        .query_row(params![wallet_id, receiver, debit], |r| {
+            Ok(QuotedFor {
+                receiver: r.get(0)?,
+                debit_amount: r.get(1)?,
+                receive_amount: r.get(2)?,
+                receive_asset_code: r.get(3)?,
+                receive_asset_scale: r.get(4)?,
+                payee_name: r.get(5)?,
+                payee_public_name: r.get(6)?,
+            })
+        })
+        .optional()?)
 }
 
 /// A browser's visit to a grant's interaction page.
@@ -120,14 +166,16 @@ pub fn forget_failure(conn: &Connection, id: &str) -> Result<(), Error> {
     Ok(())
 }
 
-/// Failed sign-ins since `since`: on `grant_id`'s page, and for `wallet_id`'s owner on any page.
+/// Failed sign-ins: on `grant_id`'s page since `grant_since`, and for `wallet_id`'s owner on any page since
+/// `since`.
 pub fn failures(
     conn: &Connection,
     grant_id: &str,
     wallet_id: &str,
+    grant_since: OffsetDateTime,
     since: OffsetDateTime,
 ) -> Result<(u32, u32), Error> {
-    let count = |sql: &str, key: &str| -> Result<u32, Error> {
+    let count = |sql: &str, key: &str, since: OffsetDateTime| -> Result<u32, Error> {
         let n: i64 = conn.prepare_cached(sql)?.query_row(params![key, since], |r| r.get(0))?;
         Ok(u32::try_from(n).unwrap_or(u32::MAX))
     };
@@ -135,12 +183,27 @@ pub fn failures(
         count(
             "SELECT COUNT(*) FROM consent_failures WHERE grant_id = ?1 AND at >= ?2",
             grant_id,
+            grant_since,
         )?,
         count(
             "SELECT COUNT(*) FROM consent_failures WHERE wallet_id = ?1 AND at >= ?2",
             wallet_id,
+            since,
         )?,
     ))
+}
+
+/// Forgets the failed sign-ins on `grant_id`'s page, or (with `None`) those of `wallet_id`'s owner; how many.
+pub fn unlock(conn: &Connection, grant_id: Option<&str>, wallet_id: Option<&str>) -> Result<usize, Error> {
+    Ok(match (grant_id, wallet_id) {
+        (Some(g), _) => conn
+            .prepare_cached("DELETE FROM consent_failures WHERE grant_id = ?1")?
+            .execute([g])?,
+        (None, Some(w)) => conn
+            .prepare_cached("DELETE FROM consent_failures WHERE wallet_id = ?1")?
+            .execute([w])?,
+        (None, None) => 0,
+    })
 }
 
 /// Deletes up to `limit` sessions that expired before `now` and failures older than `before`.

@@ -30,11 +30,13 @@ pub struct GrantRow {
     pub decision_reason: Option<String>,
     pub created_at: OffsetDateTime,
     pub updated_at: OffsetDateTime,
+    /// The client wallet's `publicName` when it is on another ASE, as its document showed it at the request.
+    pub client_public_name: Option<String>,
 }
 
 const GRANT_COLS: &str = "id, state, client, client_jwk, access, subject, interactive, finish_uri, client_nonce, \
      interact_id, interact_nonce, as_finish_nonce, interact_ref, grant_endpoint, continue_id, continue_token_hash, \
-     wait_secs, last_continued_at, decision_reason, created_at, updated_at";
+     wait_secs, last_continued_at, decision_reason, created_at, updated_at, client_public_name";
 
 fn grant_from_row(r: &Row<'_>) -> super::db::Result<GrantRow> {
     Ok(GrantRow {
@@ -59,13 +61,14 @@ fn grant_from_row(r: &Row<'_>) -> super::db::Result<GrantRow> {
         decision_reason: r.get(18)?,
         created_at: r.get(19)?,
         updated_at: r.get(20)?,
+        client_public_name: r.get(21)?,
     })
 }
 
 pub fn insert_grant(conn: &Connection, g: &GrantRow) -> Result<(), Error> {
     let sql = format!(
         "INSERT INTO grants ({GRANT_COLS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, \
-         ?15, ?16, ?17, ?18, ?19, ?20, ?21)"
+         ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22)"
     );
     conn.prepare_cached(&sql)?.execute(params![
         g.id,
@@ -88,7 +91,8 @@ pub fn insert_grant(conn: &Connection, g: &GrantRow) -> Result<(), Error> {
         g.last_continued_at,
         g.decision_reason,
         g.created_at,
-        g.updated_at
+        g.updated_at,
+        g.client_public_name
     ])?;
     Ok(())
 }

@@ -272,13 +272,16 @@ pub struct QuoteRow {
     pub fee: i64,
     pub expires_at: OffsetDateTime,
     pub created_at: OffsetDateTime,
+    /// A receiver on another ASE: the wallet address it pays into and that wallet's public name (migration 0025).
+    pub receiver_wallet: Option<String>,
+    pub receiver_public_name: Option<String>,
 }
 
 const QUOTE: Source<QuoteRow> = Source {
     from: "quotes t JOIN wallet_addresses w ON w.id = t.wallet_id JOIN accounts a ON a.id = w.account_id",
     cols: "t.id, t.wallet_id, w.name, a.asset_code, a.asset_scale, t.client, t.receiver, \
      t.incoming_payment_id, t.debit_amount, t.receive_amount, t.receive_asset_code, t.receive_asset_scale, t.fee, \
-     t.expires_at, t.created_at",
+     t.expires_at, t.created_at, t.receiver_wallet, t.receiver_public_name",
     search: "(t.id LIKE ?6 ESCAPE '\\' OR w.name LIKE ?6 ESCAPE '\\' OR t.receiver LIKE ?6 ESCAPE '\\')",
     map: quote_from_row,
     id: |r| &r.id,
@@ -301,14 +304,16 @@ fn quote_from_row(r: &Row<'_>) -> super::db::Result<QuoteRow> {
         fee: r.get(12)?,
         expires_at: r.get(13)?,
         created_at: r.get(14)?,
+        receiver_wallet: r.get(15)?,
+        receiver_public_name: r.get(16)?,
     })
 }
 
 pub fn insert_quote(conn: &Connection, q: &QuoteRow) -> Result<(), Error> {
     conn.prepare_cached(
         "INSERT INTO quotes (id, wallet_id, client, receiver, incoming_payment_id, debit_amount, receive_amount, \
-         receive_asset_code, receive_asset_scale, fee, expires_at, created_at) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+         receive_asset_code, receive_asset_scale, fee, expires_at, created_at, receiver_wallet, receiver_public_name) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
     )?
     .execute(params![
         q.id,
@@ -322,7 +327,9 @@ pub fn insert_quote(conn: &Connection, q: &QuoteRow) -> Result<(), Error> {
         q.receive_asset_scale,
         q.fee,
         q.expires_at,
-        q.created_at
+        q.created_at,
+        q.receiver_wallet,
+        q.receiver_public_name
     ])?;
     Ok(())
 }

@@ -585,6 +585,7 @@ pub mod fixtures {
             created_at: crate::clock::ts("2026-11-21T11:59:00.000Z"),
             interaction_expires_at: None,
             description: vec!["Demo asks for:".into()],
+            summary: vec![],
             tokens: vec![],
             timeline: vec![],
         }
@@ -819,6 +820,7 @@ mod tests {
         a.update(Msg::Event(DomainEvent::GrantPending {
             id: "g".into(),
             client: "c".into(),
+            owner: None,
         }));
         assert!(a.stale.contains(&Pane::Grants));
         assert!(a.flash.is_some());

@@ -63,7 +63,7 @@ async fn load<D: Desk>(d: &D, l: Load) -> Answer<Reply> {
             first: page,
         },
         Pane::Peers => Query::Peers,
-        Pane::Classroom => Query::Classroom,
+        Pane::Classroom => Query::Class,
         Pane::Requests | Pane::Log => return Ok(Reply::Done(String::new())),
     };
     Ok(match d.ask(query).await? {
@@ -209,6 +209,7 @@ fn done(cmd: &Command, o: Outcome) -> Reply {
         ),
         (Command::RetryWebhook { seq }, _) => format!("the webhook for event {seq} will be sent again"),
         (_, Outcome::Retried(n)) => redriven(n),
+        (_, Outcome::Unlocked(u)) => u.words(),
         (_, Outcome::Peer(p)) => format!("peer {} saved", sanitize(&p.name)),
         (Command::RemoveKey { wallet, kid }, _) => format!("removed key {} from {wallet}", sanitize(kid)),
         (Command::RemovePeer { name }, _) => format!("removed peer {}", sanitize(name)),

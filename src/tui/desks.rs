@@ -127,9 +127,9 @@ impl<D: Desk> Desk for Desks<D> {
         rx
     }
 
-    /// On the desk in view, except the classroom: a class spans every desk, so each answers for its part.
+    /// On the desk in view, except the class: a class spans every desk, so each answers for its part.
     async fn ask(&self, q: Query) -> Answer<Found> {
-        if q != Query::Classroom {
+        if !matches!(q, Query::Classroom | Query::Class) {
             return self.active().ask(q).await;
         }
         let mut parts = Vec::new();

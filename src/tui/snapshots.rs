@@ -276,6 +276,7 @@ fn loaded(readonly: bool) -> App {
     a.update(Msg::Event(DomainEvent::GrantPending {
         id: "0000-grant-01".into(),
         client: "demo-client".into(),
+        owner: None,
     }));
     a.flash = None;
     a.update(Msg::Log("INFO opdesk: opdesk console serving on 127.0.0.1:4000".into()));
@@ -930,6 +931,9 @@ fn class_of_thirty() -> Vec<crate::control::classroom::SeatProgress> {
                 seat: n,
                 steps: [None; 6],
                 approved_by_owner: 0,
+                decide_by: Some(start + time::Duration::hours(1)),
+                failed_sign_ins: 0,
+                locked_out: false,
             };
             let taken = usize::from(n.div_ceil(5)).min(6);
             for (i, slot) in p.steps.iter_mut().enumerate().take(taken) {

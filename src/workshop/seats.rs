@@ -2,8 +2,10 @@
 //! with 100.00 once) whose owner passphrase is generated; on happy-life, a shop wallet `seatNN-shop` to pay and
 //! a client wallet `seatNN-app` with an Ed25519 key. Each seat's handout goes to `DIR/handout/seatNN/`: a Bruno
 //! environment (`opdesk.bru`), the client's private key (`private.key`, PKCS#8 PEM), an `.env` for the SDK and a
-//! `card.txt`; `DIR/handout/index.html` prints every card. Running again keeps the seats, their keys and
-//! passphrases (kept in `DIR/seats.json` and the handouts) and adds the seats a larger N asks for.
+//! `card.txt` (one printed page: no line over 80 characters); `DIR/handout/index.html` prints every card. Each
+//! seat has a handout code, printed on its card, that opens its handout over HTTP ([`SeatHandouts`], served by
+//! happy-life at `/workshop/handout`). Running again keeps the seats, their keys, passphrases and codes (kept in
+//! `DIR/seats.json` and the handouts) and adds the seats a larger N asks for.
 
 use std::{
     collections::BTreeMap,
@@ -18,7 +20,7 @@ use serde::{Deserialize, Serialize};
 use crate::{
     control::{
         self, Command, Services,
-        classroom::{app_name, seat_name, shop_name},
+        classroom::{Handout, Handouts, app_name, seat_name, seat_of, shop_name},
         command::OwnerPassphrase,
         dto::{AddKey, CreateWallet, KeyAdded, Move},
     },
@@ -45,14 +47,75 @@ pub struct Seat {
     /// `seat07`
     pub name: String,
     pub passphrase: String,
+    /// What opens its handout over HTTP: `XXXX-XXXX-XXXX`.
+    pub code: String,
     pub key_id: String,
     pub private_key_pem: String,
 }
 
-/// What the workshop dir keeps of the seats between runs: each owner's passphrase.
+/// What the workshop dir keeps of the seats between runs: each owner's passphrase and each handout's code.
 #[derive(Debug, Default, Serialize, Deserialize)]
 struct Kept {
     passphrases: BTreeMap<String, String>,
+    #[serde(default)]
+    codes: BTreeMap<String, String>,
+}
+
+/// The letters of a handout code: no `I`, `O`, `0` or `1` to misread; 32 of them, so a random byte picks one
+/// without bias.
+const CODE_LETTERS: &[u8; 32] = b"ABCDEFGHJKLMNPQRSTUVWXYZ23456789";
+
+/// A new handout code: 12 random letters of [`CODE_LETTERS`] (60 bits) as `XXXX-XXXX-XXXX`.
+fn new_code() -> Result<String> {
+    let mut bytes = [0u8; 12];
+    getrandom::fill(&mut bytes).map_err(|e| color_eyre::eyre::eyre!("no randomness: {e}"))?;
+    let letters: Vec<char> = bytes
+        .iter()
+        .map(|b| char::from(CODE_LETTERS[usize::from(b % 32)]))
+        .collect();
+    Ok(letters
+        .chunks(4)
+        .map(|c| c.iter().collect::<String>())
+        .collect::<Vec<_>>()
+        .join("-"))
+}
+
+/// A code as typed, for comparing: upper case, without spaces and dashes.
+fn normal_code(code: &str) -> String {
+    code.chars()
+        .filter(|c| !c.is_whitespace() && *c != '-')
+        .map(|c| c.to_ascii_uppercase())
+        .collect()
+}
+
+/// The files of a handout, in the order the page lists them.
+const FILES: [&str; 4] = [".env", "private.key", "opdesk.bru", "card.txt"];
+
+/// The seats' handouts in the workshop dir, opened by their codes (kept in `DIR/seats.json`).
+#[derive(Debug, Clone)]
+pub struct SeatHandouts {
+    pub dir: PathBuf,
+}
+
+impl Handouts for SeatHandouts {
+    fn open(&self, code: &str) -> Option<Handout> {
+        let typed = normal_code(code);
+        if typed.len() != 12 {
+            return None;
+        }
+        let kept = read_kept(&self.dir.join("seats.json")).ok()?;
+        let seat = kept.codes.iter().find_map(|(seat, c)| {
+            let c = normal_code(c);
+            bool::from(subtle::ConstantTimeEq::ct_eq(c.as_bytes(), typed.as_bytes())).then(|| seat.clone())
+        })?;
+        let d = handout_dir(&self.dir, &seat);
+        let files: Vec<(String, Vec<u8>)> = FILES
+            .iter()
+            .filter_map(|f| Some(((*f).to_owned(), std::fs::read(d.join(f)).ok()?)))
+            .collect();
+        let card = std::fs::read_to_string(d.join("card.txt")).ok()?;
+        Some(Handout { seat, card, files })
+    }
 }
 
 fn handout_dir(dir: &Path, seat: &str) -> PathBuf {
@@ -67,19 +130,32 @@ fn read_kept(path: &Path) -> Result<Kept> {
     }
 }
 
-/// Wallet `name` (USD/2) on the desk `s`, created unless it exists; true when it was created now.
-async fn ensure_wallet(s: &Services, name: &str) -> Result<bool> {
-    if s.wallets.get(name).await.is_ok() {
+/// Wallet `name` (USD/2) on the desk `s` with the public name `public` (what the consent page calls it),
+/// created unless it exists (an existing one without a public name gets it); true when it was created now.
+async fn ensure_wallet(s: &Services, name: &str, public: &str) -> Result<bool> {
+    if let Ok(w) = s.wallets.get(name).await {
+        if w.public_name.is_none() {
+            let cmd = Command::SetPublicName {
+                wallet: name.to_owned(),
+                public_name: Some(public.to_owned()),
+            };
+            control::execute(s, cmd, control::Cause::cli()).await?;
+        }
         return Ok(false);
     }
     let body = CreateWallet {
         name: name.to_owned(),
         asset_code: "USD".to_owned(),
         asset_scale: 2,
-        public_name: None,
+        public_name: Some(public.to_owned()),
     };
     control::execute(s, Command::CreateWallet(body), control::Cause::cli()).await?;
     Ok(true)
+}
+
+/// `Seat 07`: how seat `n` is called in the words people read.
+fn seat_words(n: u8) -> String {
+    format!("Seat {n:02}")
 }
 
 /// Runs `cmd` on `s` as the workshop's set-up.
@@ -87,7 +163,9 @@ async fn run(s: &Services, cmd: Command) -> Result<control::Outcome> {
     Ok(control::execute(s, cmd, control::Cause::cli()).await?)
 }
 
-/// Brings the class to `seats` seats on `cloud_nine` and `happy_life` and writes every handout; the seats.
+/// Brings the class to `seats` seats on `cloud_nine` and `happy_life` and writes every handout; the seats. A
+/// class seated before with more seats keeps them all (their wallets, handouts and codes stay, and every view
+/// shows them): `--seats` only ever adds seats.
 pub async fn provision(
     dir: &Path,
     seats: u8,
@@ -98,10 +176,11 @@ pub async fn provision(
     let kept_path = dir.join("seats.json");
     let mut kept = read_kept(&kept_path)?;
     let mut out = Vec::new();
-    for n in 1..=seats.min(MAX_SEATS) {
+    let before = kept.passphrases.keys().filter_map(|s| seat_of(s)).max().unwrap_or(0);
+    for n in 1..=seats.max(before).min(MAX_SEATS) {
         let name = seat_name(n);
         // the owner's wallet, funded once (the transfer id makes the deposit happen once)
-        ensure_wallet(cloud_nine, &name).await?;
+        ensure_wallet(cloud_nine, &name, &seat_words(n)).await?;
         let funds = Move {
             transfer_id: Some(format!("workshop-{name}-funds")),
             ..Move::of(Value::new(FUNDS)?)
@@ -139,14 +218,20 @@ pub async fn provision(
             }
         };
         kept.passphrases.insert(name.clone(), passphrase.clone());
+        let code = match kept.codes.get(&name) {
+            Some(c) => c.clone(),
+            None => new_code()?,
+        };
+        kept.codes.insert(name.clone(), code.clone());
         // the shop, and the client app with its key (kept in the handout)
-        ensure_wallet(happy_life, &shop_name(n)).await?;
+        ensure_wallet(happy_life, &shop_name(n), &format!("{}'s shop", seat_words(n))).await?;
         let app = app_name(n);
-        ensure_wallet(happy_life, &app).await?;
+        ensure_wallet(happy_life, &app, &format!("{}'s app", seat_words(n))).await?;
         let (key_id, pem) = app_key(dir, &name, &app, happy_life).await?;
         out.push(Seat {
             name,
             passphrase,
+            code,
             key_id,
             private_key_pem: pem,
         });
@@ -222,9 +307,17 @@ fn write_handout(dir: &Path, s: &Seat, b: &Bases) -> Result<()> {
     Ok(())
 }
 
-/// A seat's card: its URLs, the owner's passphrase, and the steps of the flow.
+/// Where a seat opens its handout: happy-life's `/workshop/handout`.
+pub fn handout_url(b: &Bases) -> String {
+    format!("{}/workshop/handout", b.happy_life)
+}
+
+/// A seat's card: where its files are and the code that opens them, its URLs, the owner's passphrase, and the
+/// steps of the flow. One printed page: no line over 80 characters (but a URL longer than that).
 fn card(s: &Seat, b: &Bases) -> String {
     let mut t = format!("opdesk workshop — {}\n\n", s.name);
+    let _ = writeln!(t, "Your files: open {}", handout_url(b));
+    let _ = writeln!(t, "and type the code   {}\n", s.code);
     for (what, url) in urls(s, b) {
         let _ = writeln!(t, "{what:<8} {url}");
     }
@@ -233,15 +326,19 @@ fn card(s: &Seat, b: &Bases) -> String {
     t.push_str(
         "\nThe flow (the SDK with .env, or Bruno with opdesk.bru):\n\
          1. read your wallet and the shop's wallet address\n\
-         2. get an incoming-payment grant from the shop's auth server and create an incoming payment\n\
-         3. get a quote grant from your wallet's auth server and create a quote\n\
-         4. ask for an outgoing-payment grant: open its interact.redirect in a browser, sign in with the\n   \
-         passphrase above and approve\n\
-         5. continue the grant, then create the outgoing payment: it pays the shop across ILP\n",
+         2. get an incoming-payment grant from the shop's auth server and\n   \
+         create an incoming payment\n\
+         3. get a quote grant from your wallet's auth server; create a quote\n\
+         4. ask for an outgoing-payment grant: open its interact.redirect in a\n   \
+         browser, sign in with the passphrase above, read what it asks, approve\n\
+         5. continue the grant, then create the outgoing payment: it pays the\n   \
+         shop across ILP\n",
     );
     t
 }
 
+/// Every card on a page of its own, for printing before the class (it shows every passphrase and code: print
+/// it, never project it).
 fn index_html(seats: &[Seat], b: &Bases) -> String {
     let mut h = String::from(
         "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>opdesk workshop handouts</title>\
@@ -252,4 +349,69 @@ fn index_html(seats: &[Seat], b: &Bases) -> String {
     }
     h.push_str("</body></html>\n");
     h
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn seat() -> Seat {
+        Seat {
+            name: "seat07".into(),
+            passphrase: "tulip-anchor-basket-velvet-orbit-meadow".into(),
+            code: new_code().unwrap(),
+            key_id: "k".repeat(43),
+            private_key_pem: String::new(),
+        }
+    }
+
+    #[test]
+    fn a_card_fits_a_printed_page_and_carries_the_code_but_no_key() {
+        let b = Bases {
+            cloud_nine: "http://192.168.100.200:4000".into(),
+            happy_life: "http://192.168.100.200:4100".into(),
+        };
+        let s = seat();
+        let c = card(&s, &b);
+        for line in c.lines() {
+            assert!(
+                line.chars().count() <= 80,
+                "{} characters: {line}",
+                line.chars().count()
+            );
+        }
+        assert!(c.lines().count() <= 60, "{c}");
+        assert!(c.contains(&s.code) && c.contains("http://192.168.100.200:4100/workshop/handout"));
+        assert!(!c.contains("PRIVATE KEY"));
+    }
+
+    #[test]
+    fn codes_are_twelve_unambiguous_letters_read_in_any_case() {
+        let c = new_code().unwrap();
+        assert_eq!(c.len(), 14, "{c}");
+        assert!(normal_code(&c).bytes().all(|b| CODE_LETTERS.contains(&b)), "{c}");
+        assert_ne!(c, new_code().unwrap());
+        assert_eq!(normal_code(" abcd-efgh jkmn "), "ABCDEFGHJKMN");
+    }
+
+    #[test]
+    fn a_code_opens_its_seats_handout_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut kept = Kept::default();
+        kept.codes.insert("seat07".into(), "ABCD-EFGH-JKMN".into());
+        kept.codes.insert("seat08".into(), "PQRS-TUVW-XYZ2".into());
+        std::fs::write(dir.path().join("seats.json"), serde_json::to_vec(&kept).unwrap()).unwrap();
+        let d = handout_dir(dir.path(), "seat07");
+        std::fs::create_dir_all(&d).unwrap();
+        for f in FILES {
+            std::fs::write(d.join(f), f).unwrap();
+        }
+        let h = SeatHandouts { dir: dir.path().into() };
+        let opened = h.open("abcd efgh jkmn").expect("case and spaces do not matter");
+        assert_eq!(opened.seat, "seat07");
+        assert_eq!(opened.files.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>(), FILES);
+        assert!(h.open("ABCD-EFGH-JKMP").is_none());
+        assert!(h.open("").is_none());
+        assert!(h.open("PQRS-TUVW-XYZ2").is_none(), "seat08 has no files");
+    }
 }

@@ -126,3 +126,85 @@ async fn a_seats_steps_show_up_in_the_classroom_as_it_takes_them() {
     assert_eq!(seat["approvedByOwner"], 0, "the policy approved, not the owner: {seat}");
     assert_eq!(seat["steps"][5]["count"], 1, "{seat}");
 }
+
+/// A seat's undecided grant: until when it can be decided, its failed owner sign-ins and the lockout, as the
+/// class query tells them (the Classroom's `owner to approve`, `locked out — unlock`).
+#[tokio::test]
+async fn a_seats_open_grant_says_until_when_and_its_failed_sign_ins_and_lockout() {
+    let ase = TestAse::spawn_with("[consent]\nmax_failures_per_grant = 2\n").await;
+    for name in ["seat01", "seat01-app"] {
+        let body = json!({"name": name, "assetCode": "USD", "assetScale": 2}).to_string();
+        let (s, b) = ase.admin(Method::POST, "/wallets", Some(&body)).await;
+        assert_eq!(s, 201, "{b}");
+    }
+    let body = json!({"command": "setOwnerPassphrase", "wallet": "seat01",
+                      "passphrase": {"action": "set", "passphrase": "correct horse battery"}});
+    let (s, b) = ase.admin(Method::POST, "/commands", Some(&body.to_string())).await;
+    assert_eq!(s, 200, "{b}");
+    let (_, key) = ase
+        .admin(Method::POST, "/wallets/seat01-app/keys", Some(r#"{"generate":true}"#))
+        .await;
+    let signing = opdesk::httpsig::jwk::from_pkcs8_pem(key["privateKeyPem"].as_str().unwrap()).unwrap();
+    let app = opdesk::client::SignedClient::new(signing, key["jwk"]["kid"].as_str().unwrap());
+    let grant = json!({
+        "access_token": {"access": [{"type": "outgoing-payment", "actions": ["create"], "identifier": ase.url("/seat01"),
+            "limits": {"debitAmount": {"value": "100", "assetCode": "USD", "assetScale": 2}}}]},
+        "client": ase.url("/seat01-app"),
+        "interact": {"start": ["redirect"], "finish": {"method": "redirect", "uri": "http://127.0.0.1:9/cb", "nonce": "n"}},
+    });
+    let r = app
+        .send(Method::POST, &ase.url("/auth"), None, Some(&grant))
+        .await
+        .unwrap();
+    assert_eq!(r.status, 200, "{}", r.body);
+    let page = r.body["interact"]["redirect"].as_str().unwrap().to_owned();
+    let (s, class) = ase.admin(Method::POST, "/queries", Some(r#"{"query":"class"}"#)).await;
+    assert_eq!(s, 200, "{class}");
+    let seat = &class["value"][0];
+    assert!(seat["decideBy"].is_string(), "{seat}");
+    assert_eq!(seat["failedSignIns"], 0, "{seat}");
+
+    // two wrong passphrases on the page: counted, and the owner is locked out
+    let http = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let first = http.get(&page).send().await.unwrap();
+    let cookie = first.headers()["set-cookie"]
+        .to_str()
+        .unwrap()
+        .split(';')
+        .next()
+        .unwrap()
+        .to_owned();
+    let html = first.text().await.unwrap();
+    let at = html.find("name=\"csrf\" value=\"").unwrap() + 19;
+    let csrf = html[at..].split('"').next().unwrap().to_owned();
+    for _ in 0..2 {
+        let body = format!("csrf={csrf}&passphrase=wrong+wrong");
+        let r = http
+            .post(&page)
+            .header("cookie", &cookie)
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 401);
+    }
+    let (_, class) = ase.admin(Method::POST, "/queries", Some(r#"{"query":"class"}"#)).await;
+    let seat = &class["value"][0];
+    assert_eq!(seat["failedSignIns"], 2, "{seat}");
+    assert_eq!(seat["lockedOut"], true, "{seat}");
+    // lifted by wallet: no failures left, not locked
+    let body = json!({"command": "unlockSignIns", "wallet": "seat01"}).to_string();
+    let (s, u) = ase.admin(Method::POST, "/commands", Some(&body)).await;
+    assert_eq!((s, u["value"]["forgotten"].as_u64()), (200, Some(2)), "{u}");
+    let (_, class) = ase.admin(Method::POST, "/queries", Some(r#"{"query":"class"}"#)).await;
+    let seat = &class["value"][0];
+    assert_eq!(
+        (seat["failedSignIns"].as_u64(), seat["lockedOut"].as_bool()),
+        (Some(0), Some(false)),
+        "{seat}"
+    );
+}

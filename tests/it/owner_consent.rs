@@ -235,6 +235,33 @@ async fn failed_sign_ins_are_limited_per_grant_even_for_the_right_passphrase() {
         .await;
     assert_eq!(r.status, 429, "{}", r.html);
     assert!(r.html.contains("Too many") && !r.html.contains("name=\"decision\""));
+    // the timeline shows the failures and the lockout; the operator lifts it, and the owner signs in
+    let (_, pending) = ase.admin(Method::GET, "/grants?state=pending", None).await;
+    let id = pending[0]["id"].as_str().unwrap().to_owned();
+    let (_, g) = ase.admin(Method::GET, &format!("/grants/{id}"), None).await;
+    let kinds: Vec<(String, i64)> = g["timeline"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| (s["kind"].as_str().unwrap().to_owned(), s["count"].as_i64().unwrap()))
+        .collect();
+    let failed: i64 = kinds
+        .iter()
+        .filter(|(k, _)| k == "sign_in_failed")
+        .map(|(_, n)| n)
+        .sum();
+    assert_eq!(failed, 3, "{kinds:?}");
+    assert!(kinds.iter().any(|(k, _)| k == "locked_out"), "{kinds:?}");
+    let body = json!({"command": "unlockSignIns", "grant": id}).to_string();
+    let (s, u) = ase.admin(Method::POST, "/commands", Some(&body)).await;
+    assert_eq!(s, 200, "{u}");
+    assert_eq!(u["value"]["forgotten"], 3, "{u}");
+    let r = b
+        .post(&page, &[("csrf", &token), ("passphrase", "correct horse battery")])
+        .await;
+    assert_eq!(r.status, 303, "unlocked: {}", r.html);
+    let (_, g) = ase.admin(Method::GET, &format!("/grants/{id}"), None).await;
+    assert!(g.to_string().contains("\"kind\":\"unlocked\""), "{g}");
     // another grant of the same wallet has its own count (the wallet's is higher)
     let (other, _, _) = request(&ase, &client).await;
     let mut b = Browser::new();
@@ -297,6 +324,16 @@ async fn the_owner_rejects_and_the_operator_is_refused_when_the_policy_says_owne
     assert!(r.location.unwrap().contains("result=grant_rejected"));
     let (_, g) = ase.admin(Method::GET, &format!("/grants/{id}"), None).await;
     assert_eq!(g["state"], "rejected");
+    // the link opened again says it was decided, and sends the browser nowhere
+    let again = Browser::new().get(&page).await;
+    assert_eq!(again.status, 200, "{}", again.html);
+    assert!(again.location.is_none());
+    assert!(again.html.contains("already decided (rejected)"), "{}", again.html);
+    // the grant's detail no longer says until when it can be decided
+    let facts = g["summary"].as_array().expect("a summary");
+    let last = facts.last().unwrap();
+    assert_eq!(last["label"], "Decided", "{g}");
+    assert!(!g.to_string().contains("Decide by"), "{g}");
 }
 
 #[tokio::test]
@@ -321,4 +358,86 @@ async fn without_a_passphrase_or_with_the_operator_deciding_the_page_waits() {
         csp.starts_with("default-src 'none'") && !csp.contains("unsafe"),
         "{csp}"
     );
+}
+
+/// The page says what is approved in four facts (who asks, to whom and how much, the most that can leave and
+/// why, until when), and `grants show` (the admin query) carries the same words.
+#[tokio::test]
+async fn the_page_says_who_asks_to_whom_the_most_and_until_when_as_grants_show_does() {
+    let ase = TestAse::spawn().await;
+    let client = ase.demo_client().await;
+    set_passphrase(&ase, "alice", "correct horse battery").await;
+    let body = json!({"command": "setPublicName", "wallet": "bob", "publicName": "Bob's <Bakery>"});
+    let (s, b) = ase.admin(Method::POST, "/commands", Some(&body.to_string())).await;
+    assert_eq!(s, 200, "{b}");
+    let base = ase.url("");
+    let token = |access: Value| {
+        let client = &client;
+        let base = base.clone();
+        async move { crate::common::grant_token(client, &base, access).await }
+    };
+    let t = token(json!([{"type": "incoming-payment", "actions": ["create"]}])).await;
+    let body = json!({"walletAddress": ase.url("/bob"),
+                      "incomingAmount": {"value": "250", "assetCode": "USD", "assetScale": 2}});
+    let incoming = client
+        .send(Method::POST, &ase.url("/incoming-payments"), Some(&t), Some(&body))
+        .await
+        .unwrap();
+    assert_eq!(incoming.status, 201, "{}", incoming.body);
+    let receiver = incoming.body["id"].as_str().unwrap().to_owned();
+    let t = token(json!([{"type": "quote", "actions": ["create"]}])).await;
+    let body = json!({"walletAddress": ase.url("/alice"), "receiver": receiver, "method": "ilp"});
+    let quote = client
+        .send(Method::POST, &ase.url("/quotes"), Some(&t), Some(&body))
+        .await
+        .unwrap();
+    assert_eq!(quote.status, 201, "{}", quote.body);
+    let mut grant = outgoing_grant(&ase, "http://127.0.0.1:9/done");
+    grant["access_token"]["access"][0]["limits"] =
+        json!({"debitAmount": quote.body["debitAmount"], "receiver": receiver});
+    let r = client
+        .send(Method::POST, &ase.url("/auth"), None, Some(&grant))
+        .await
+        .unwrap();
+    assert_eq!(r.status, 200, "{}", r.body);
+    let page = r.body["interact"]["redirect"].as_str().unwrap().to_owned();
+
+    let html = Browser::new().get(&page).await.html;
+    for words in [
+        "<dt>Who asks</dt><dd>Demo client",
+        &format!("<small>{}</small>", ase.url("/demo-client")),
+        "<dt>To whom</dt><dd>Bob&#39;s &lt;Bakery&gt; receives 2.50 USD",
+        "<dt>The most that can leave</dt><dd>2.50 USD from alice",
+        "<dt>Decide by</dt><dd>",
+        "After that the request expires, nothing is paid, and the app has to ask again.",
+        "<details><summary>The request in detail</summary>",
+    ] {
+        assert!(html.contains(words), "{words:?} not in {html}");
+    }
+    assert!(!html.contains("<Bakery>"), "escaped");
+
+    let (_, pending) = ase.admin(Method::GET, "/grants?state=pending", None).await;
+    let id = pending[0]["id"].as_str().unwrap().to_owned();
+    // the operator's list carries the same words for each pending grant (the console's grant detail)
+    assert_eq!(
+        pending[0]["summary"][1]["text"], "Bob's <Bakery> receives 2.50 USD",
+        "{pending}"
+    );
+    let q = json!({"query": "grant", "id": id}).to_string();
+    let (s, g) = ase.admin(Method::POST, "/queries", Some(&q)).await;
+    assert_eq!(s, 200, "{g}");
+    let facts = g["value"]["summary"].as_array().expect("a summary").clone();
+    let labels: Vec<&str> = facts.iter().map(|f| f["label"].as_str().unwrap()).collect();
+    assert_eq!(
+        labels,
+        [
+            "Who asks",
+            "To whom",
+            "The most that can leave",
+            "Who decides",
+            "Decide by"
+        ]
+    );
+    assert_eq!(facts[1]["text"], "Bob's <Bakery> receives 2.50 USD", "{g}");
+    assert_eq!(facts[1]["url"], receiver.as_str());
 }

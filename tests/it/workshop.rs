@@ -363,6 +363,19 @@ async fn a_class_gets_seats_and_handouts_and_keeps_them_across_starts() {
     }
     assert!(handout(dir.path(), "seat03", "card.txt").contains("passphrase: "));
     stop(&mut child);
+
+    // fewer seats asked of a class seated before: every seat is kept, and every view shows all three
+    let mut child = start_with(dir.path(), ports, &["--seats", "1"]).await;
+    let index = std::fs::read_to_string(dir.path().join("handout/index.html")).unwrap();
+    assert_eq!(index.matches("<pre>").count(), 3, "all three cards");
+    let class: String = reqwest::get(format!("{hl}/workshop/class"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(class.contains("0 of 3 seats have paid"), "{class}");
+    stop(&mut child);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -405,4 +418,190 @@ async fn a_room_reaches_the_desks_at_the_bound_address_by_the_public_host() {
     let peers = nine.get("/peers").await;
     assert_eq!(peers[0]["outgoingEndpoint"], format!("{hl}/ilp"), "{peers}");
     stop(&mut child);
+}
+
+/// The entries of a stored zip (as the workshop makes them): name → bytes.
+fn unzip(z: &[u8]) -> std::collections::BTreeMap<String, Vec<u8>> {
+    let mut out = std::collections::BTreeMap::new();
+    let mut at = 0;
+    let le16 = |i: usize| usize::from(u16::from_le_bytes([z[i], z[i + 1]]));
+    let le32 = |i: usize| u32::from_le_bytes([z[i], z[i + 1], z[i + 2], z[i + 3]]) as usize;
+    while z[at..].starts_with(b"PK\x03\x04") {
+        assert_eq!(le16(at + 8), 0, "stored");
+        let (size, name_len, extra) = (le32(at + 18), le16(at + 26), le16(at + 28));
+        let name = String::from_utf8(z[at + 30..at + 30 + name_len].to_vec()).unwrap();
+        let data = at + 30 + name_len + extra;
+        out.insert(name, z[data..data + size].to_vec());
+        at = data + size;
+    }
+    assert!(z[at..].starts_with(b"PK\x01\x02"), "the central directory follows");
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_seat_opens_its_handout_over_http_with_the_code_on_its_card_and_the_room_sees_the_class_page() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("base.toml"), "").unwrap();
+    let ports = (free_port(), free_port());
+    let mut child = start_with(dir.path(), ports, &["--seats", "2"]).await;
+    let (c9, hl) = (
+        format!("http://127.0.0.1:{}", ports.0),
+        format!("http://127.0.0.1:{}", ports.1),
+    );
+    let card = handout(dir.path(), "seat01", "card.txt");
+    assert!(
+        card.contains(&format!("Your files: open {hl}/workshop/handout\n")),
+        "{card}"
+    );
+    let code = card
+        .lines()
+        .find_map(|l| l.strip_prefix("and type the code"))
+        .expect("a code line")
+        .trim()
+        .to_owned();
+    assert_eq!(code.len(), 14, "{code}");
+    let http = reqwest::Client::new();
+    let post = |path: &str, form: Vec<(&str, String)>| {
+        let body = url::form_urlencoded::Serializer::new(String::new())
+            .extend_pairs(form)
+            .finish();
+        http.post(format!("{hl}{path}"))
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(body)
+            .send()
+    };
+
+    let ask = http.get(format!("{hl}/workshop/handout")).send().await.unwrap();
+    assert_eq!(ask.status(), 200);
+    let csp = ask.headers()["content-security-policy"].to_str().unwrap().to_owned();
+    assert!(
+        csp.starts_with("default-src 'none'") && !csp.contains("unsafe"),
+        "{csp}"
+    );
+    assert!(ask.text().await.unwrap().contains("name=\"code\""));
+
+    // the code, typed in lower case with spaces: the seat's page, its card and a button per file
+    let typed = code.to_lowercase().replace('-', " ");
+    let page = post("/workshop/handout", vec![("code", typed.clone())]).await.unwrap();
+    assert_eq!(page.status(), 200);
+    let html = page.text().await.unwrap();
+    assert!(html.contains("<strong>seat01</strong>"), "{html}");
+    for file in ["zip", ".env", "private.key", "opdesk.bru", "card.txt"] {
+        assert!(
+            html.contains(&format!("name=\"file\" value=\"{file}\"")),
+            "{file} in {html}"
+        );
+    }
+    assert!(!html.contains("action=\"/workshop/handout?"), "no code in any URL");
+
+    // the zip holds the four files as they are in the seat's folder
+    let zip = post(
+        "/workshop/handout/file",
+        vec![("code", typed.clone()), ("file", "zip".into())],
+    )
+    .await
+    .unwrap();
+    assert_eq!(zip.status(), 200);
+    assert_eq!(zip.headers()["content-type"], "application/zip");
+    assert_eq!(
+        zip.headers()["content-disposition"],
+        "attachment; filename=\"seat01.zip\""
+    );
+    let entries = unzip(&zip.bytes().await.unwrap());
+    assert_eq!(
+        entries.keys().cloned().collect::<Vec<_>>(),
+        [
+            "seat01/.env",
+            "seat01/card.txt",
+            "seat01/opdesk.bru",
+            "seat01/private.key"
+        ]
+    );
+    for (name, bytes) in &entries {
+        let file = name.strip_prefix("seat01/").unwrap();
+        assert_eq!(
+            String::from_utf8(bytes.clone()).unwrap(),
+            handout(dir.path(), "seat01", file),
+            "{name}"
+        );
+    }
+    let env = post(
+        "/workshop/handout/file",
+        vec![("code", code.clone()), ("file", ".env".into())],
+    )
+    .await
+    .unwrap();
+    assert_eq!(env.text().await.unwrap(), handout(dir.path(), "seat01", ".env"));
+
+    // the class page: both seats, none paid, no secret of either
+    let class = http.get(format!("{hl}/workshop/class")).send().await.unwrap();
+    assert_eq!(class.status(), 200);
+    assert!(
+        class.headers()["content-security-policy"]
+            .to_str()
+            .unwrap()
+            .starts_with("default-src 'none'")
+    );
+    let html = class.text().await.unwrap();
+    assert!(html.contains("<h1>0 of 2 seats have paid</h1>"), "{html}");
+    assert!(html.contains("<td>seat01</td>") && html.contains("<td>seat02</td>"));
+    assert!(html.contains("http-equiv=\"refresh\"") && !html.contains("<script"));
+    for seat in ["seat01", "seat02"] {
+        let card = handout(dir.path(), seat, "card.txt");
+        let passphrase = card.lines().find_map(|l| l.strip_prefix("passphrase: ")).unwrap();
+        assert!(
+            !html.contains(passphrase) && !html.contains(&code),
+            "no secrets on the projector"
+        );
+    }
+    // the CLI has the class too, on either desk's data dir while the workshop runs
+    let out = Command::new(env!("CARGO_BIN_EXE_opdesk"))
+        .arg("--data-dir")
+        .arg(dir.path().join("cloud-nine"))
+        .arg("classroom")
+        .env("OPDESK_CONFIG", dir.path().join("base.toml"))
+        .output()
+        .expect("opdesk classroom");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text} {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        text.starts_with("SEAT ") && text.contains("NEXT") && text.contains("seat02"),
+        "{text}"
+    );
+    // only happy-life serves them
+    let r = http.get(format!("{c9}/workshop/handout")).send().await.unwrap();
+    assert_eq!(r.status(), 404);
+
+    // wrong codes: refused, then too many from this address, even the right one
+    for i in 0..10 {
+        let r = post("/workshop/handout", vec![("code", format!("AAAA-AAAA-AAA{i}"))])
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 401, "try {i}");
+    }
+    let r = post("/workshop/handout", vec![("code", code.clone())]).await.unwrap();
+    assert_eq!(r.status(), 429);
+    assert!(r.text().await.unwrap().contains("Too many wrong codes"));
+    stop(&mut child);
+}
+
+#[test]
+fn a_config_file_the_desks_would_not_read_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("base.toml");
+    std::fs::write(&config, "[consent]\ndecide = \"owner\"\n").unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_opdesk"))
+        .args(["workshop", "--headless", "--dir"])
+        .arg(dir.path().join("w"))
+        .arg("--config")
+        .arg(&config)
+        .output()
+        .expect("opdesk workshop");
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("sets consent for the desks") && err.contains("DIR/cloud-nine/config.toml"),
+        "{err}"
+    );
+    assert!(!dir.path().join("w").exists(), "refused before anything was made");
 }

@@ -53,6 +53,9 @@ pub struct Priced {
     pub debit: u64,
     pub receive: u64,
     pub fee: u64,
+    /// A receiver on another ASE: the wallet address it pays into and that wallet's public name, as read.
+    pub payee_wallet: Option<String>,
+    pub payee_name: Option<String>,
 }
 
 impl Priced {

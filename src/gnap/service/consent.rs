@@ -11,7 +11,7 @@ use crate::{
     gnap::{
         GnapError,
         model::AccessItem,
-        timeline::{Actor, Cause},
+        timeline::{Actor, Cause, StepKind},
     },
     ids, passphrase,
     settings::Decider,
@@ -27,9 +27,9 @@ pub const COOKIE: &str = "opdesk_consent";
 
 /// The wallet whose owner may decide a grant on the page.
 #[derive(Debug, Clone)]
-struct Owner {
+pub(super) struct Owner {
     wallet_id: String,
-    name: String,
+    pub(super) name: String,
 }
 
 /// What the owner's part of the interaction page is.
@@ -111,7 +111,7 @@ fn same(a: &str, b: &str) -> bool {
 impl Gnap {
     /// The wallet whose owner may decide grant `g` on the page: under `[consent] decide` other than
     /// `operator`, the one wallet of this ASE its access names, when that wallet's owner has a passphrase.
-    async fn owner_of(&self, g: &repo::GrantRow) -> Result<Option<Owner>, GnapError> {
+    pub(super) async fn owner_of(&self, g: &repo::GrantRow) -> Result<Option<Owner>, GnapError> {
         if self.inner.consent.decide == Decider::Operator {
             return Ok(None);
         }
@@ -257,25 +257,50 @@ impl Gnap {
             return Ok(Err(Refusal::BadForm));
         }
         let limits = self.inner.consent.clone();
+        // a grant's own lockout never outlives the grant: its window is at most the grant's interaction window
+        let grant_window = limits
+            .failure_window_secs
+            .min(self.inner.settings.interaction_expires_in_secs);
         let attempt = ids::new_id();
         let (a, grant_id, wallet_id, now) = (attempt.clone(), g.id.clone(), owner.wallet_id.clone(), self.now());
-        let hash = self
+        let wallet_name = owner.name.clone();
+        let checked = self
             .inner
             .store
             .call(move |c| {
                 let tx = store::immediate(c)?;
                 let since = now - Duration::seconds(i64::from(limits.failure_window_secs));
-                let (on_grant, on_wallet) = consent::failures(&tx, &grant_id, &wallet_id, since)?;
-                if on_grant >= limits.max_failures_per_grant || on_wallet >= limits.max_failures_per_wallet {
+                let grant_since = now - Duration::seconds(i64::from(grant_window));
+                let (on_grant, on_wallet) = consent::failures(&tx, &grant_id, &wallet_id, grant_since, since)?;
+                let why = if on_grant >= limits.max_failures_per_grant {
+                    Some("too many failed sign-ins on this grant")
+                } else if on_wallet >= limits.max_failures_per_wallet {
+                    Some("too many failed sign-ins for this wallet")
+                } else {
+                    None
+                };
+                if let Some(why) = why {
+                    let detail = serde_json::json!({"why": why, "wallet": wallet_name});
+                    super::repeat_step(
+                        &tx,
+                        &grant_id,
+                        now,
+                        StepKind::LockedOut,
+                        &Cause::new(Actor::Browser, None),
+                        &detail,
+                    )?;
+                    tx.commit()?;
                     return Ok::<_, GnapError>(None);
                 }
-                let hash = consent::passphrase(&tx, &wallet_id)?;
+                let Some(hash) = consent::passphrase(&tx, &wallet_id)? else {
+                    return Ok(None);
+                };
                 consent::fail(&tx, &a, &wallet_id, &grant_id, now)?;
                 tx.commit()?;
-                Ok(hash)
+                Ok(Some((hash, on_grant.saturating_add(1))))
             })
             .await?;
-        let Some(hash) = hash else {
+        let Some((hash, failures)) = checked else {
             return Ok(Err(Refusal::TooMany));
         };
         let typed = passphrase.to_owned();
@@ -286,6 +311,22 @@ impl Gnap {
         drop(slot);
         if !ok {
             tracing::warn!(grant = %g.id, wallet = %owner.name, "a failed sign-in on the interaction page");
+            let detail = serde_json::json!({
+                "wallet": owner.name,
+                "failures": failures,
+                "limit": self.inner.consent.max_failures_per_grant,
+            });
+            let (grant_id, now) = (g.id.clone(), self.now());
+            self.inner
+                .store
+                .call(move |c| {
+                    let tx = store::immediate(c)?;
+                    let cause = Cause::new(Actor::Browser, None);
+                    super::repeat_step(&tx, &grant_id, now, StepKind::SignInFailed, &cause, &detail)?;
+                    tx.commit()?;
+                    Ok::<_, GnapError>(())
+                })
+                .await?;
             return Ok(Err(Refusal::WrongPassphrase));
         }
         let (new, new_hash) = new_token()?;
@@ -302,6 +343,41 @@ impl Gnap {
             })
             .await?;
         Ok(Ok(new))
+    }
+
+    /// Forgets the failed sign-ins on grant `grant_id`'s page, or (with `None`) those of the owner of the wallet
+    /// `wallet_id` on every page, as `cause` asked; how many. The grant's timeline records it.
+    pub async fn unlock(
+        &self,
+        grant_id: Option<&str>,
+        wallet_id: Option<&str>,
+        cause: Cause,
+    ) -> Result<usize, GnapError> {
+        if let Some(id) = grant_id {
+            // an unknown grant is an error, not zero
+            let id = id.to_owned();
+            self.inner
+                .store
+                .call(move |c| {
+                    repo::grant(c, &id)?.ok_or_else(|| GnapError::not_found("unknown grant"))?;
+                    Ok::<_, GnapError>(())
+                })
+                .await?;
+        }
+        let (g, w, now) = (grant_id.map(str::to_owned), wallet_id.map(str::to_owned), self.now());
+        self.inner
+            .store
+            .call(move |c| {
+                let tx = store::immediate(c)?;
+                let n = consent::unlock(&tx, g.as_deref(), w.as_deref())?;
+                if let Some(g) = &g {
+                    let detail = serde_json::json!({"forgotten": n});
+                    super::step(&tx, g, now, StepKind::Unlocked, &cause, &detail)?;
+                }
+                tx.commit()?;
+                Ok::<_, GnapError>(n)
+            })
+            .await
     }
 
     /// The signed-in owner decides on the page (the form carrying `csrf`); the page as it then is (its outcome

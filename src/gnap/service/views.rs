@@ -4,6 +4,10 @@
 use super::*;
 use crate::gnap::timeline::GrantStep;
 
+/// Reads the `publicName` of a wallet address on another ASE (the consent words' name for a client there), or
+/// `None` when it has none or cannot be read.
+pub type PublicNames = Arc<dyn Fn(String) -> crate::httpsig::keys::BoxFuture<Option<String>> + Send + Sync>;
+
 /// A token as operators see it (never the value).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -40,6 +44,10 @@ pub struct GrantView {
     pub interaction_expires_at: Option<time::OffsetDateTime>,
     /// The request in plain words, one line per item.
     pub description: Vec<String>,
+    /// What approving it means, as the owner's page says it (in the view of one grant, and of each pending one
+    /// in the operator's list: the console's Grants pane shows it in the detail).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub summary: Vec<describe::Fact>,
     pub tokens: Vec<TokenView>,
     /// The grant's life step by step (only in the view of one grant, not in lists).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -62,6 +70,9 @@ pub enum InteractionOutcome {
     },
     Expired,
     Cancelled,
+    /// Decided, and the browser was already sent on to the client: the link says so instead of sending it
+    /// there again with the same `interact_ref`.
+    AlreadyDecided(GrantState),
 }
 
 /// The interaction page's view of a grant.
@@ -71,10 +82,42 @@ pub struct InteractionView {
     pub client: String,
     pub client_name: Option<String>,
     pub description: Vec<String>,
+    /// What approving it means, in the words the console and the CLI use too.
+    pub summary: Vec<describe::Fact>,
     pub outcome: InteractionOutcome,
 }
 
 impl Gnap {
+    /// Reads the public names of client wallets on other ASEs with `names` (at each interactive request).
+    pub fn with_public_names(mut self, names: PublicNames) -> Self {
+        if let Some(inner) = Arc::get_mut(&mut self.inner) {
+            inner.names = Some(names);
+        }
+        self
+    }
+
+    /// The client's public name: its wallet's here, else the one read at its request (`remote`).
+    pub(super) async fn client_name(&self, c: &Client, remote: Option<&str>) -> Option<String> {
+        match c {
+            Client::Wallet(u) => match self.local_wallet(u).await.ok().flatten() {
+                Some(w) => w.public_name,
+                None => remote.map(str::to_owned),
+            },
+            Client::Jwk(_) => None,
+        }
+    }
+
+    /// The public name of an interactive grant's client wallet on another ASE, read once at its request.
+    pub(super) async fn remote_client_name(&self, c: &Client, interactive: bool) -> Result<Option<String>, GnapError> {
+        let (Client::Wallet(u), true, Some(names)) = (c, interactive, &self.inner.names) else {
+            return Ok(None);
+        };
+        if self.local_wallet(u).await?.is_some() {
+            return Ok(None);
+        }
+        Ok(names(u.clone()).await)
+    }
+
     pub(super) async fn view(&self, g: repo::GrantRow, tokens: Vec<repo::TokenRow>) -> Result<GrantView, GnapError> {
         let client = client_of(&g)?;
         let access = access_of(&g)?;
@@ -87,7 +130,7 @@ impl Gnap {
         let created = g.created_at;
         let expires = created + Duration::seconds(i64::from(self.inner.settings.interaction_expires_in_secs));
         let state = g.state.shown(self.now() >= expires);
-        let client_name = self.client_name(&client).await;
+        let client_name = self.client_name(&client, g.client_public_name.as_deref()).await;
         let description = describe::grant(
             &client_label(&client),
             client_name.as_deref(),
@@ -108,6 +151,7 @@ impl Gnap {
             created_at: g.created_at,
             interaction_expires_at: g.interactive.then_some(expires),
             description,
+            summary: Vec::new(),
             tokens: tokens
                 .into_iter()
                 .map(|t| {
@@ -124,6 +168,73 @@ impl Gnap {
                 .collect(),
             timeline: Vec::new(),
         })
+    }
+
+    /// What approving grant `view` means ([`describe::consent`]): for a payment, the quote its limits name
+    /// (the newest of its wallet to its receiver debiting its limit) says what the payee receives.
+    async fn summary(&self, g: &repo::GrantRow, view: &GrantView) -> Result<Vec<describe::Fact>, GnapError> {
+        let mut quoted = None;
+        for item in &view.access {
+            let AccessItem::OutgoingPayment { identifier, limits, .. } = item else {
+                continue;
+            };
+            let Some(w) = self.local_wallet(identifier).await? else {
+                continue;
+            };
+            let receiver = limits.as_ref().and_then(|l| l.receiver.clone());
+            let debit = limits
+                .as_ref()
+                .and_then(|l| l.debit_amount.as_ref())
+                .and_then(|d| i64::try_from(d.value.get()).ok());
+            let wallet_id = w.id.to_string();
+            let q = self
+                .inner
+                .store
+                .call(move |c| {
+                    Ok::<_, GnapError>(crate::store::consent::quote_for(
+                        c,
+                        &wallet_id,
+                        receiver.as_deref(),
+                        debit,
+                    )?)
+                })
+                .await?;
+            let amount = |v: i64, code: &str, scale: u8| -> Option<crate::money::Amount> {
+                let value = crate::money::Value::new(u64::try_from(v).ok()?).ok()?;
+                Some(crate::money::Amount {
+                    value,
+                    asset_code: code.to_owned(),
+                    asset_scale: scale,
+                })
+            };
+            quoted = q.and_then(|q| {
+                Some(describe::Quoted {
+                    debit: amount(q.debit_amount, &w.asset_code, w.asset_scale)?,
+                    receive: amount(q.receive_amount, &q.receive_asset_code, q.receive_asset_scale)?,
+                    payee: q.payee_public_name.or(q.payee_name),
+                    receiver: q.receiver,
+                })
+            });
+        }
+        let deadline = match (view.state, view.interaction_expires_at) {
+            (GrantState::Pending, Some(by)) => describe::Deadline::Open { by, now: self.now() },
+            (GrantState::Rejected, _) if view.decision_reason.as_deref() == Some("interaction expired") => {
+                describe::Deadline::Closed(GrantState::Expired)
+            }
+            (state, _) => describe::Deadline::Closed(state),
+        };
+        let owner = match view.state {
+            GrantState::Pending => self.owner_of(g).await?.map(|o| o.name),
+            _ => None,
+        };
+        Ok(describe::consent(&describe::Request {
+            client: &view.client,
+            client_name: view.client_name.as_deref(),
+            access: &view.access,
+            quote: quoted.as_ref(),
+            deadline,
+            owner: owner.as_deref(),
+        }))
     }
 
     /// The stored steps of a grant as operators see them, then what happened without a step: an interaction
@@ -186,9 +297,28 @@ impl Gnap {
                 Ok::<_, GnapError>((g, tokens, steps))
             })
             .await?;
+        let row = g.clone();
         let mut view = self.view(g, tokens).await?;
         view.timeline = self.timeline(&view, steps);
+        view.summary = self.summary(&row, &view).await?;
         Ok(view)
+    }
+
+    /// `views` with what approving each pending one means ([`GrantView::summary`]): the consent queue as the
+    /// console's Grants pane lists it shows the interaction page's words in each grant's detail.
+    pub async fn with_summaries(&self, mut views: Vec<GrantView>) -> Result<Vec<GrantView>, GnapError> {
+        for v in views.iter_mut().filter(|v| v.state == GrantState::Pending) {
+            let id = v.id.clone();
+            let row = self
+                .inner
+                .store
+                .call(move |c| Ok::<_, GnapError>(repo::grant(c, &id)?))
+                .await?;
+            if let Some(row) = row {
+                v.summary = self.summary(&row, v).await?;
+            }
+        }
+        Ok(views)
     }
 
     /// Grants newest first; `state` filters (`expired` selects pending grants past their window).
@@ -231,7 +361,17 @@ impl Gnap {
         cause: Cause,
     ) -> Result<InteractionView, GnapError> {
         let g = self.page_grant(interact_id, nonce).await?;
-        let view = self.view(g.clone(), Vec::new()).await?;
+        let mut view = self.view(g.clone(), Vec::new()).await?;
+        view.summary = self.summary(&g, &view).await?;
+        let gid = g.id.clone();
+        let sent_on = self
+            .inner
+            .store
+            .call(move |c| {
+                let steps = repo::steps_of_grant(c, &gid)?;
+                Ok::<_, GnapError>(steps.iter().any(|s| s.kind == StepKind::FinishRedirect.as_str()))
+            })
+            .await?;
         let redirect = |params: &[(&str, &str)]| -> Result<Option<String>, GnapError> {
             let Some(f) = &g.finish_uri else {
                 return Ok(None);
@@ -247,6 +387,7 @@ impl Gnap {
         };
         let mut finished = None;
         let outcome = match view.state {
+            state if sent_on && state != GrantState::Pending => InteractionOutcome::AlreadyDecided(state),
             GrantState::Pending => InteractionOutcome::Pending {
                 expires_at: view.interaction_expires_at.unwrap_or(view.created_at),
             },
@@ -308,6 +449,10 @@ impl Gnap {
                 StepKind::InteractionOpened,
                 serde_json::json!({"showed": "waiting for the decision"}),
             ),
+            (InteractionOutcome::AlreadyDecided(state), None) => (
+                StepKind::InteractionOpened,
+                serde_json::json!({"showed": "already decided", "state": state.as_str()}),
+            ),
             (_, None) => (
                 StepKind::InteractionOpened,
                 serde_json::json!({"showed": view.state.as_str()}),
@@ -329,6 +474,7 @@ impl Gnap {
             client: view.client,
             client_name: view.client_name,
             description: view.description,
+            summary: view.summary,
             outcome,
         })
     }

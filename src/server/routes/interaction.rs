@@ -16,6 +16,7 @@ use axum::{
 
 use crate::{
     gnap::{
+        describe::Fact,
         error::Fault,
         service::{COOKIE, InteractionOutcome, InteractionView, OwnerStep, Refusal},
         timeline::{Actor, Cause},
@@ -24,6 +25,7 @@ use crate::{
         AppState,
         request_log::{RequestId, forms::ConsentForm},
     },
+    states::GrantState,
 };
 
 /// Escapes text for HTML.
@@ -47,32 +49,63 @@ const STYLE: &str = "body{font-family:system-ui,sans-serif;max-width:40rem;margi
 line-height:1.5}.status{padding:.75rem 1rem;border-left:4px solid #888;background:#f4f4f4}\
 .notice{padding:.75rem 1rem;border-left:4px solid #b00;background:#fbeaea}\
 form{margin:1rem 0}input{font-size:1rem;padding:.4rem;width:100%;box-sizing:border-box}\
-button{font-size:1rem;padding:.5rem 1.25rem;margin:.5rem .5rem 0 0}";
+button{font-size:1rem;padding:.5rem 1.25rem;margin:.5rem .5rem 0 0}\
+dl.facts{margin:1rem 0}dl.facts dt{font-weight:600;margin-top:.75rem}dl.facts dd{margin:0;overflow-wrap:anywhere}\
+small{display:block;color:#555;font-size:.8rem;overflow-wrap:anywhere}details{margin:1rem 0;color:#333}\
+details li{overflow-wrap:anywhere}";
 
-/// `default-src 'none'` with the style's hash: no scripts, frames, images or fonts; forms post to this page.
-fn csp() -> String {
+/// The policy of a page whose one style sheet is `style` (`default-src 'none'` with the style's hash: no
+/// scripts, frames, images or fonts; forms post to the page itself). The workshop's pages use it too.
+pub fn policy_for(style: &str) -> String {
     use base64::Engine as _;
     use sha2::Digest as _;
-    let hash = base64::engine::general_purpose::STANDARD.encode(sha2::Sha256::digest(STYLE.as_bytes()));
+    let hash = base64::engine::general_purpose::STANDARD.encode(sha2::Sha256::digest(style.as_bytes()));
     format!("default-src 'none'; style-src 'sha256-{hash}'; base-uri 'none'; frame-ancestors 'none'")
 }
 
-/// A whole page: `title`, the grant in words (`lines`, the first a heading sentence), a notice, the main part
-/// (`body`, HTML already escaped), and a reload every two seconds while the operator decides (`refresh`).
-fn render(title: &str, lines: &[String], notice: Option<&str>, body: &str, refresh: bool) -> String {
+/// What approving means ([`Fact`]s) as a definition list, each URL small under its words.
+fn facts(summary: &[Fact]) -> String {
+    if summary.is_empty() {
+        return String::new();
+    }
+    let items: String = summary
+        .iter()
+        .map(|f| {
+            let url = f
+                .url
+                .as_deref()
+                .map(|u| format!("<small>{}</small>", escape(u)))
+                .unwrap_or_default();
+            format!("<dt>{}</dt><dd>{}{url}</dd>", escape(&f.label), escape(&f.text))
+        })
+        .collect();
+    format!("<dl class=\"facts\">{items}</dl>")
+}
+
+/// A whole page: `title`, what approving means (`summary`), the grant in words (`lines`, the first a heading
+/// sentence; folded under the summary when there is one), a notice, the main part (`body`, HTML already
+/// escaped), and a reload every two seconds while the operator decides (`refresh`).
+fn render(title: &str, summary: &[Fact], lines: &[String], notice: Option<&str>, body: &str, refresh: bool) -> String {
     let items: String = lines
         .iter()
         .skip(1)
         .map(|l| format!("<li>{}</li>", escape(l.trim_start_matches("  - "))))
         .collect();
     let head = lines.first().map(|l| escape(l)).unwrap_or_default();
+    let detail = match (summary.is_empty(), lines.is_empty()) {
+        (_, true) => String::new(),
+        (true, false) => format!("<p>{head}</p><ul>{items}</ul>"),
+        (false, false) => {
+            format!("<details><summary>The request in detail</summary><p>{head}</p><ul>{items}</ul></details>")
+        }
+    };
     let notice = notice
         .map(|n| format!("<p class=\"notice\" role=\"alert\">{}</p>", escape(n)))
         .unwrap_or_default();
     format!(
         "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">{}<title>{}</title>\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><style>{STYLE}</style></head>\
-         <body><h1>{}</h1><p>{head}</p><ul>{items}</ul>{notice}{body}</body></html>",
+         <body><h1>{}</h1>{}{detail}{notice}{body}</body></html>",
         if refresh {
             "<meta http-equiv=\"refresh\" content=\"2\">"
         } else {
@@ -80,6 +113,7 @@ fn render(title: &str, lines: &[String], notice: Option<&str>, body: &str, refre
         },
         escape(title),
         escape(title),
+        facts(summary),
     )
 }
 
@@ -113,12 +147,19 @@ fn decision_form(wallet: &str, csrf: &str) -> String {
 }
 
 /// The page's security headers: nothing cached, no referrer, no framing, the CSP.
-fn guarded(mut res: Response) -> Response {
+fn guarded(res: Response) -> Response {
+    guard(res, STYLE)
+}
+
+/// A page's security headers when its one style sheet is `style`: nothing cached, no referrer, no framing,
+/// the CSP of [`policy_for`].
+pub fn guard(mut res: Response, style: &str) -> Response {
     let h = res.headers_mut();
     h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     h.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
     h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
-    if let Ok(v) = HeaderValue::from_str(&csp()) {
+    h.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+    if let Ok(v) = HeaderValue::from_str(&policy_for(style)) {
         h.insert(header::CONTENT_SECURITY_POLICY, v);
     }
     res
@@ -151,12 +192,23 @@ fn session_token(headers: &HeaderMap) -> Option<String> {
 
 const TITLE: &str = "Payment access request";
 
+/// How a decided grant came out, in words.
+fn decided_words(state: GrantState) -> &'static str {
+    match state {
+        GrantState::Finalized => GrantState::Approved.as_str(),
+        GrantState::Expired => "it expired",
+        GrantState::Revoked => "approved, then revoked",
+        GrantState::Pending => "not yet",
+        s => s.as_str(),
+    }
+}
+
 fn unknown() -> Response {
     let body = status_line("This link is not valid. Return to the application you came from.");
     guarded(
         (
             StatusCode::NOT_FOUND,
-            Html(render("Unknown request", &[], None, &body, false)),
+            Html(render("Unknown request", &[], &[], None, &body, false)),
         )
             .into_response(),
     )
@@ -165,7 +217,11 @@ fn unknown() -> Response {
 /// The page for `view` with the owner's part `step`, answered with `status` and `notice`.
 fn page(view: InteractionView, step: &OwnerStep, status: StatusCode, notice: Option<&str>) -> Response {
     let html = |body: String, refresh: bool| {
-        (status, Html(render(TITLE, &view.description, notice, &body, refresh))).into_response()
+        (
+            status,
+            Html(render(TITLE, &view.summary, &view.description, notice, &body, refresh)),
+        )
+            .into_response()
     };
     let res = match (&view.outcome, step) {
         (InteractionOutcome::Redirect(url), _) => Redirect::to(url).into_response(),
@@ -194,6 +250,14 @@ fn page(view: InteractionView, step: &OwnerStep, status: StatusCode, notice: Opt
         ),
         (InteractionOutcome::Expired, _) => html(status_line("This request expired before a decision."), false),
         (InteractionOutcome::Cancelled, _) => html(status_line("This request was cancelled."), false),
+        (InteractionOutcome::AlreadyDecided(state), _) => html(
+            status_line(&format!(
+                "This request was already decided ({}). Nothing more happens here: return to the application \
+                 you came from.",
+                decided_words(*state)
+            )),
+            false,
+        ),
     };
     guarded(res)
 }
@@ -327,7 +391,7 @@ mod tests {
 
     #[test]
     fn the_policy_allows_the_style_by_its_hash_only() {
-        let p = csp();
+        let p = policy_for(STYLE);
         assert!(p.starts_with("default-src 'none'; style-src 'sha256-"), "{p}");
         assert!(!p.contains("unsafe"), "{p}");
     }

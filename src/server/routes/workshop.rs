@@ -3,7 +3,11 @@
 //! body}}` → the `Signature`, `Signature-Input` and, with a body, `Content-Digest` headers), so a class needs
 //! nothing but opdesk and Bruno. It signs only with the seats' own client keys: `keyId` must be a key that a
 //! seat's app wallet (`seatNN-app`) publishes, and `base64Key` (base64 of its PKCS#8 PEM) its private half —
-//! it is no signing oracle for any other key.
+//! it is no signing oracle for any other key. The class's pages live here too: each seat's handout, opened
+//! with the code on its card ([`handout`]), and the class page for the projector ([`class`]).
+
+pub mod class;
+pub mod handout;
 
 use std::collections::BTreeMap;
 
@@ -12,7 +16,7 @@ use axum::{
     extract::State,
     http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode},
     response::{IntoResponse, Response},
-    routing::post,
+    routing::{get, post},
 };
 use base64::Engine as _;
 use serde::Deserialize;
@@ -44,7 +48,11 @@ pub struct ToSign {
 }
 
 pub fn routes() -> Router<AppState> {
-    Router::new().route("/workshop/sign", post(sign))
+    Router::new()
+        .route("/workshop/sign", post(sign))
+        .route("/workshop/handout", get(handout::form).post(handout::open))
+        .route("/workshop/handout/file", post(handout::file))
+        .route("/workshop/class", get(class::page))
 }
 
 fn refuse(status: StatusCode, why: &str) -> Response {

@@ -104,11 +104,12 @@ impl App {
                 if let Some(id) = event_id(other) {
                     self.remember(&id, text);
                 }
-                if let DomainEvent::GrantPending { client, .. } = other {
-                    self.flash(
-                        Level::Info,
-                        format!("a grant from {client} waits for your decision (Grants, 4)"),
-                    );
+                if let DomainEvent::GrantPending { client, owner, .. } = other {
+                    let words = match owner {
+                        Some(w) => format!("a grant from {client} waits for the owner of {w} (Grants, 4)"),
+                        None => format!("a grant from {client} waits for your decision (Grants, 4)"),
+                    };
+                    self.flash(Level::Info, words);
                 }
                 for p in affected(other) {
                     self.stale.insert(p);
@@ -202,7 +203,7 @@ pub fn describe_event(e: &DomainEvent) -> String {
             "balance of {} is {balance}",
             wallet.clone().unwrap_or_else(|| "an ASE account".into())
         ),
-        GrantPending { id, client } => format!("grant {} from {client} is pending", short_id(id)),
+        GrantPending { id, client, .. } => format!("grant {} from {client} is pending", short_id(id)),
         GrantApproved { id, by } => format!("grant {} approved{}", short_id(id), decided_by(by.as_deref())),
         GrantRejected { id, by, .. } => format!("grant {} rejected{}", short_id(id), decided_by(by.as_deref())),
         GrantRevoked { id } => format!("grant {} revoked", short_id(id)),

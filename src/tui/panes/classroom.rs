@@ -1,7 +1,8 @@
 //! The Classroom pane: the instructor's view of a class (`opdesk workshop --seats N`). One row per seat, one
 //! column per step of the flow (wallet read, incoming payment, quote, grant requested, approved, paid) with the
 //! time it first happened, and what the seat does next; the title counts the seats that paid and those waiting
-//! for their owner. Every desk of the console answers for its part of the class (`Query::Classroom`). It
+//! for their owner. It asks for the whole class (`Query::Class`: a workshop's desks each answer for their part,
+//! merged; a desk of a running workshop answers for all, so an attached console sees the whole class too). It
 //! reloads a second after events and every two seconds anyway — while seats exist even out of view, so that
 //! a seat's first payment reaches the flash line wherever the instructor is.
 
@@ -49,8 +50,14 @@ fn clock(t: OffsetDateTime) -> String {
     crate::clock::format_ts(t).get(11..19).unwrap_or_default().to_owned()
 }
 
-/// What the seat does next, short for the table.
-fn next_short(p: &SeatProgress) -> String {
+/// What the seat does next at `now`, short for the table.
+fn next_short(p: &SeatProgress, now: OffsetDateTime) -> String {
+    if p.must_ask_again(now) {
+        return "expired — ask again".to_owned();
+    }
+    if p.locked_out && p.awaits_owner(now) {
+        return "locked out — unlock".to_owned();
+    }
     match p.next() {
         None => match p.step(Step::Paid).map_or(0, |d| d.count) {
             1 => "paid".to_owned(),
@@ -71,6 +78,19 @@ fn next_words(p: &SeatProgress) -> String {
         None => "done: it paid".to_owned(),
         Some(s) => format!("waiting for {}", s.words()),
     }
+}
+
+/// The flash line's news: how many have paid, and who just did (`seat14`, `seat14, seat15`, or `seat14 and 4
+/// more`).
+fn paid_news(first: &[String], paid: usize, seats: usize) -> String {
+    let who = match first {
+        [one] => one.clone(),
+        [a, b] => format!("{a}, {b}"),
+        [a, b, c] => format!("{a}, {b}, {c}"),
+        [a, rest @ ..] => format!("{a} and {} more", rest.len()),
+        [] => String::new(),
+    };
+    format!("{paid} of {seats} seats have paid · {who} just paid")
 }
 
 impl Classroom {
@@ -95,13 +115,7 @@ impl Classroom {
         if first.is_empty() {
             return None;
         }
-        let paid = self.paid();
-        let seats = self.table.items.len();
-        Some(format!(
-            "{} completed {} first payment ({paid} of {seats} seats have paid)",
-            first.join(", "),
-            if first.len() == 1 { "its" } else { "their" }
-        ))
+        Some(paid_news(&first, self.paid(), self.table.items.len()))
     }
 
     fn paid(&self) -> usize {
@@ -117,15 +131,20 @@ impl View for Classroom {
         Some((PACE, self.table.items.is_empty()))
     }
 
-    fn draw(&self, _cx: &Cx<'_>, theme: &Theme, f: &mut Frame, area: Rect) {
+    fn draw(&self, cx: &Cx<'_>, theme: &Theme, f: &mut Frame, area: Rect) {
         let w = &self.table;
-        let waiting = w.items.iter().filter(|p| p.next() == Some(Step::Approved)).count();
+        let now = cx.now;
+        let waiting = w.items.iter().filter(|p| p.awaits_owner(now)).count();
+        let expired = w.items.iter().filter(|p| p.must_ask_again(now)).count();
         let mut tags = Vec::new();
         if !w.items.is_empty() {
             tags.push(format!("{}/{} paid", self.paid(), w.items.len()));
         }
         if waiting > 0 {
             tags.push(format!("{waiting} waiting for their owner"));
+        }
+        if expired > 0 {
+            tags.push(format!("{expired} to ask again"));
         }
         let mut header = vec!["SEAT"];
         header.extend(Step::ALL.iter().map(|s| s.title()));
@@ -156,10 +175,11 @@ impl View for Classroom {
                 }));
                 let style = match next {
                     None => theme.ok,
+                    Some(Step::Approved) if p.must_ask_again(now) => theme.danger,
                     Some(Step::Approved) => theme.pending,
                     Some(_) => theme.dim,
                 };
-                cells.push(Cell::from(next_short(p)).style(style));
+                cells.push(Cell::from(next_short(p, now)).style(style));
                 cells
             },
         );
@@ -167,14 +187,37 @@ impl View for Classroom {
 
     fn detail(&self, cx: &Cx<'_>, theme: &Theme) -> Option<(String, Vec<Line<'_>>)> {
         let p = self.table.selection()?;
-        let mut lines = vec![kv(theme, "next", next_words(p))];
+        let next = if p.must_ask_again(cx.now) {
+            "its grant expired (or was rejected) before the owner approved: its app has to ask again".to_owned()
+        } else {
+            next_words(p)
+        };
+        let mut lines = vec![kv(theme, "next", next)];
+        if p.failed_sign_ins > 0 {
+            let mut t = format!("{} failed owner sign-in(s) on its open grant", p.failed_sign_ins);
+            if p.locked_out {
+                t.push_str(&format!(
+                    " — locked out: `:unlock` on the grant (Grants), or `opdesk grants unlock --wallet {}`",
+                    p.name()
+                ));
+            }
+            lines.push(kv(theme, "sign-ins", t));
+        }
+        if let Some(by) = p.decide_by.filter(|_| p.awaits_owner(cx.now)) {
+            lines.push(kv(
+                theme,
+                "decide by",
+                format!("{} ({})", clock(by), relative(&by, cx.now)),
+            ));
+        }
         for s in Step::ALL {
             let text = match p.step(s) {
                 None => "not yet".to_owned(),
                 Some(d) => {
                     let mut t = format!("{} ({})", clock(d.first_at), relative(&d.first_at, cx.now));
                     if d.count > 1 {
-                        t.push_str(&format!(", {} times", d.count));
+                        let what = if s == Step::WalletRead { "reads" } else { "times" };
+                        t.push_str(&format!(", {} {what}", d.count));
                     }
                     if s == Step::Approved {
                         t.push_str(&match p.approved_by_owner {
@@ -207,6 +250,9 @@ mod tests {
             seat: n,
             steps: [None; 6],
             approved_by_owner: 0,
+            decide_by: None,
+            failed_sign_ins: 0,
+            locked_out: false,
         };
         for (i, slot) in p.steps.iter_mut().enumerate().take(steps) {
             *slot = Some(Done {
@@ -227,9 +273,40 @@ mod tests {
         );
         assert_eq!(c.on_loaded(vec![seat(1, 6), seat(2, 4)]), None);
         let news = c.on_loaded(vec![seat(1, 6), seat(2, 6), seat(3, 1)]).unwrap();
-        assert_eq!(news, "seat02 completed its first payment (2 of 3 seats have paid)");
+        assert_eq!(news, "2 of 3 seats have paid · seat02 just paid");
         assert_eq!(c.on_loaded(vec![seat(1, 6), seat(2, 6), seat(3, 1)]), None);
-        assert_eq!(next_short(&seat(3, 4)), "owner to approve");
-        assert_eq!(next_short(&seat(3, 0)), "not started");
+        assert_eq!(next_short(&seat(3, 0), now()), "not started");
+    }
+
+    fn now() -> OffsetDateTime {
+        crate::clock::ts("2026-11-21T12:00:00Z")
+    }
+
+    #[test]
+    fn the_news_summarises_a_class_that_pays_at_once() {
+        let mut c = Classroom::default();
+        c.on_loaded((1..=30).map(|n| seat(n, 4)).collect());
+        let news = c.on_loaded((1..=30).map(|n| seat(n, if n <= 15 { 6 } else { 4 })).collect());
+        assert_eq!(
+            news.as_deref(),
+            Some("15 of 30 seats have paid · seat01 and 14 more just paid")
+        );
+    }
+
+    #[test]
+    fn a_grant_past_its_deadline_asks_again_and_no_longer_waits_for_the_owner() {
+        let mut waiting = seat(3, 4);
+        waiting.decide_by = Some(now() + Duration::minutes(5));
+        assert_eq!(next_short(&waiting, now()), "owner to approve");
+        assert!(waiting.awaits_owner(now()));
+        let mut expired = waiting.clone();
+        expired.decide_by = Some(now() - Duration::seconds(1));
+        assert_eq!(next_short(&expired, now()), "expired — ask again");
+        assert!(!expired.awaits_owner(now()) && expired.must_ask_again(now()));
+        let rejected = seat(3, 4);
+        assert_eq!(next_short(&rejected, now()), "expired — ask again");
+        let mut locked = waiting.clone();
+        locked.locked_out = true;
+        assert_eq!(next_short(&locked, now()), "locked out — unlock");
     }
 }

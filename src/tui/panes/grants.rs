@@ -149,13 +149,29 @@ impl View for Grants {
             Span::styled(format!("{:<14}", "state"), theme.dim),
             Span::styled(g.state.as_str(), theme.state(g.state)),
         ]));
+        for f in &g.summary {
+            lines.push(Line::from(vec![
+                Span::styled(format!("{:<14}", f.label), theme.dim),
+                Span::raw(sanitize(&f.text)),
+            ]));
+            if let Some(u) = &f.url {
+                lines.push(Line::from(Span::styled(
+                    format!("{:<14}{}", "", sanitize(u)),
+                    theme.dim,
+                )));
+            }
+        }
         for d in &g.description {
             lines.push(Line::from(sanitize(d)));
         }
         lines.push(Line::from(""));
         lines.push(kv(theme, "id", g.id.clone()));
         lines.push(kv(theme, "created", crate::clock::format_ts(g.created_at)));
-        if let Some(e) = &g.interaction_expires_at {
+        if let Some(e) = g
+            .interaction_expires_at
+            .as_ref()
+            .filter(|_| g.state == GrantState::Pending)
+        {
             lines.push(kv(
                 theme,
                 "decide by",
@@ -244,6 +260,33 @@ impl View for Grants {
             },
             _ => Vec::new(),
         }
+    }
+
+    /// `:unlock` forgets the failed owner sign-ins on the selected grant (a lockout on its interaction page).
+    fn command(&mut self, head: &str, _rest: &str, cx: &Cx<'_>) -> Option<Vec<Out>> {
+        if head != "unlock" {
+            return None;
+        }
+        if cx.readonly {
+            return Some(super::warn("read-only mode"));
+        }
+        Some(match self.table.selection() {
+            Some(g) => vec![Out::Confirm(
+                format!("Let the owner sign in again on grant {}?", short_id(&g.id)),
+                Effect::Run(Command::UnlockSignIns {
+                    grant: Some(g.id.clone()),
+                    wallet: None,
+                }),
+            )],
+            None => super::warn("select a grant first"),
+        })
+    }
+
+    fn commands(&self) -> &'static [(&'static str, &'static str)] {
+        &[(
+            "unlock",
+            "forget the failed owner sign-ins on the selected grant (lift a lockout)",
+        )]
     }
 
     /// The reason typed for rejecting a grant: confirm before rejecting.

@@ -37,6 +37,13 @@ const PACE: Pace = Pace {
     give_up: time::Duration::seconds(10),
 };
 
+/// How often the Overview reloads with `data` loaded: while grants wait, every five seconds too (a grant whose
+/// window passed leaves the pending count, the header's badge, without an event).
+fn pace_of(data: &OverviewData) -> Pace {
+    let poll = (data.pending_grants > 0).then_some(time::Duration::seconds(5));
+    Pace { poll, ..PACE }
+}
+
 /// The Overview's state: the counters loaded from the store, and what the console saw go by.
 #[derive(Debug, Clone, Default)]
 pub struct Overview {
@@ -312,9 +319,10 @@ impl View for Overview {
     fn list_mut(&mut self) -> Option<&mut dyn List> {
         None
     }
-    /// Whether in view or not (the header's badge reads it): after events at most every two seconds.
+    /// Whether in view or not (the header's badge reads it): after events at most every two seconds; while
+    /// grants wait, every five seconds too, so one whose window passed leaves the count without an event.
     fn pace(&self, _cx: &Cx<'_>) -> Option<(Pace, bool)> {
-        Some((PACE, false))
+        Some((pace_of(&self.data), false))
     }
     fn loading(&self) -> bool {
         self.loading
@@ -387,4 +395,21 @@ fn wal_line(w: &crate::store::wal::WalState, theme: &Theme) -> Line<'static> {
         spans.push(Span::styled(format!("  {} pinned", w.pinned), theme.pending));
     }
     Line::from(spans)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pending_grants_keep_the_count_reloading_so_an_expired_one_drops_out() {
+        let mut data = OverviewData::default();
+        assert_eq!(pace_of(&data).poll, None, "nothing waits: reloads after events only");
+        data.pending_grants = 1;
+        let pace = pace_of(&data);
+        assert_eq!(pace.poll, Some(time::Duration::seconds(5)));
+        let now = crate::clock::ts("2026-12-01T10:00:00Z");
+        assert!(pace.due(now, Some(now - time::Duration::seconds(6)), false, false));
+        assert!(!pace.due(now, Some(now - time::Duration::seconds(1)), false, false));
+    }
 }
