@@ -384,7 +384,7 @@ async fn a_reader_that_falls_behind_gets_resync_and_misses_no_durable_event() {
         events::DomainEvent,
     };
     let ase = TestAse::spawn().await;
-    let mut rx = stream(ase.state.services.clone(), None, true).await;
+    let mut rx = stream(ase.state.services.clone(), None, opdesk::control::events::Live::Summary).await;
     // the reader reads nothing: its buffer fills, then a durable event, then a flood that pushes that event
     // out of the bus's ring — the server never waits for the reader
     let flood = |from: u32, to: u32| {
