@@ -82,6 +82,9 @@ pub struct Services {
     /// How many readers take an event per request (`GET /admin/events?live=true`): while any does, the
     /// request log captures every exchange and publishes it.
     pub capture: Arc<AtomicUsize>,
+    /// How many consoles follow the event stream (`live=summary`): while any does, the request log keeps
+    /// exchanges (raw, masked when someone opens one).
+    pub consoles: Arc<AtomicUsize>,
     /// The server's recent requests (its HTTP edge keeps them; none when no server runs here).
     pub requests: std::sync::OnceLock<Arc<dyn RequestRing>>,
     /// The store, for reading the event outbox (services remain its only writers).

@@ -38,7 +38,8 @@ pub enum Live {
     #[serde(rename = "false")]
     No,
     /// The coalesced ones a console shows: the request log's `RequestsServed`, progress, balances. What
-    /// consoles read; it costs the server nothing per request.
+    /// consoles read; while any such reader lives, the request log keeps each request's headers and bodies
+    /// as they came (shared, not copied; masked and formatted only when someone opens the request).
     Summary,
     /// Those and an `HttpRequest` event per request with its exchange: while any such reader lives, the
     /// server captures and serialises every request for it (the admin API's `live=true`).
@@ -46,13 +47,31 @@ pub enum Live {
     Every,
 }
 
-/// Counts a per-request reader for as long as it lives: while any does, the request log captures exchanges
-/// and publishes an `HttpRequest` event per request.
-struct Watching(Arc<Services>);
+/// Counts a live reader for as long as it lives (in `Services::capture` for [`Live::Every`], else in
+/// `Services::consoles`).
+struct Watching(Arc<Services>, Live);
+
+impl Watching {
+    fn new(s: &Arc<Services>, live: Live) -> Option<Self> {
+        let count = Self::counter(s, live)?;
+        count.fetch_add(1, Ordering::Relaxed);
+        Some(Self(s.clone(), live))
+    }
+
+    fn counter(s: &Services, live: Live) -> Option<&std::sync::atomic::AtomicUsize> {
+        match live {
+            Live::No => None,
+            Live::Summary => Some(&s.consoles),
+            Live::Every => Some(&s.capture),
+        }
+    }
+}
 
 impl Drop for Watching {
     fn drop(&mut self) {
-        self.0.capture.fetch_sub(1, Ordering::Relaxed);
+        if let Some(count) = Self::counter(&self.0, self.1) {
+            count.fetch_sub(1, Ordering::Relaxed);
+        }
     }
 }
 
@@ -71,10 +90,7 @@ pub async fn stream(s: Arc<Services>, after: Option<i64>, live: Live) -> mpsc::R
         None => Some(s.store.call(|c| outbox::bounds(c)).await),
     };
     tokio::spawn(async move {
-        let _watching = (live == Live::Every).then(|| {
-            s.capture.fetch_add(1, Ordering::Relaxed);
-            Watching(s.clone())
-        });
+        let _watching = Watching::new(&s, live);
         let mut last = match (after, now) {
             (Some(after), _) => match replay(&s, &tx, after, true).await {
                 Some(last) => last,

@@ -4,10 +4,11 @@
 //!
 //! Watching is free: consoles are told what was served a few times a second, coalesced
 //! ([`DomainEvent::RequestsServed`], published by [`publish_updates`]), and pull a page of the ring or one
-//! request's exchange when they show it. Headers and bodies are kept (as the raw pieces, masked and
-//! formatted only when someone opens the request) only while someone watches the log: a page of it was read
-//! in the last [`WATCH`] (the console's Requests pane in view), or a reader of `GET /admin/events?live=true`
-//! listens — that one gets an `HttpRequest` event per request with its exchange, built for it.
+//! request's exchange when they show it. Headers and bodies are kept only while someone watches the log — a
+//! console follows the event stream, a page of the ring was read in the last [`WATCH`], or a reader of
+//! `GET /admin/events?live=true` listens — and then as the raw pieces (shared, not copied), masked and
+//! formatted only when someone opens the request. Only a `live=true` reader gets an `HttpRequest` event per
+//! request, its exchange and signature report built for it.
 //!
 //! What it keeps of a body depends on the route that reads it ([`BodyRule`]), never on how the bytes look:
 //! the interaction page's forms only as their own extractor reads them, secrets masked ([`forms`]); the
@@ -596,7 +597,8 @@ pub async fn emit(State(state): State<AppState>, mut req: Request, next: Next) -
     let operator = crate::events::is_operator_path(&path);
     // a reader of every request's event, or someone watching the log: keep the exchange
     let per_request = state.capture.load(Ordering::Relaxed) > 0;
-    let capture = !operator && (per_request || state.request_log.watched());
+    let watched = state.consoles.load(Ordering::Relaxed) > 0 || state.request_log.watched();
+    let capture = !operator && (per_request || watched);
     let (res, captured) = if capture {
         match run_captured(&state, &path, req, next).await {
             Ok(done) => done,

@@ -64,6 +64,7 @@ impl App {
     }
 
     pub(super) fn on_reply(&mut self, r: Reply) -> Vec<Effect> {
+        let detail_open = self.overlay == Some(Overlay::Detail);
         let p = &mut self.panes;
         match r {
             Reply::Overview(o) => {
@@ -81,7 +82,7 @@ impl App {
             Reply::Outgoing { rows, next, append } => p.outgoing.table.set(rows, next, append),
             Reply::Quotes { rows, next, append } => p.quotes.table.set(rows, next, append),
             Reply::Webhooks { rows, next, append } => p.webhooks.table.set(rows, next, append),
-            Reply::Requests { rows, next, append } => p.requests.table.set(rows, next, append),
+            Reply::Requests { rows, next, append } => p.requests.on_page(rows, next, append, detail_open),
             Reply::Request(r) => p.requests.detail = Some(*r),
             Reply::Peers(rows) => {
                 p.peers.table.set(rows, None, false);

@@ -4,8 +4,8 @@
 //! signature base).
 //!
 //! Nothing per request is pushed to it: while in view it reads the server's ring a page at a time, after the
-//! server said requests were served (at most four times a second) and every two seconds anyway (which
-//! keeps the server capturing exchanges for it), and it asks for a request's exchange when its detail opens.
+//! server said requests were served (at most four times a second) and every two seconds anyway, and it asks
+//! for a request's exchange when its detail opens.
 
 use ratatui::{
     Frame,
@@ -80,6 +80,18 @@ impl Row for HttpRow {
 pub struct Requests {
     pub table: Table<HttpRow>,
     pub detail: Option<RequestDetail>,
+}
+
+impl Requests {
+    /// A page of the ring: a cursor on the newest request stays on the newest (the log is followed live)
+    /// unless `detail_open`; anywhere else it stays on its request.
+    pub fn on_page(&mut self, rows: Vec<HttpRow>, next: Option<String>, append: bool, detail_open: bool) {
+        let following = !append && !detail_open && self.table.selected == 0;
+        self.table.set(rows, next, append);
+        if following {
+            self.table.selected = 0;
+        }
+    }
 }
 
 impl View for Requests {
@@ -174,8 +186,8 @@ impl View for Requests {
         }
         match &detail.exchange {
             None => lines.push(Line::from(Span::styled(
-                "headers and bodies were not captured for this request (the server keeps them while a Requests \
-                 pane is in view)",
+                "headers and bodies were not captured for this request (the server keeps them while a console \
+                 watches)",
                 theme.dim,
             ))),
             Some(x) => {
