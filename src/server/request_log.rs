@@ -255,7 +255,7 @@ impl RequestLog {
         }
         let arrivals = std::mem::take(&mut inner.arrivals);
         let mut refused: Vec<RequestSummary> = std::mem::take(&mut inner.refused).into();
-        refused.sort_by(|a, b| b.received_at.cmp(&a.received_at));
+        refused.sort_by_key(|r| std::cmp::Reverse(r.received_at));
         Some(DomainEvent::RequestsServed {
             total: inner.total,
             arrivals,

@@ -285,7 +285,11 @@ fn served(i: usize) -> RequestSummary {
     RequestSummary {
         id: format!("01900000-0000-7000-8000-00000000000{i}"),
         received_at: crate::clock::ts(&format!("2026-11-21T10:00:00.{:06}Z", 120_000 + i * 3_517)),
-        method: if i % 2 == 0 { "GET".into() } else { "POST".into() },
+        method: if i.is_multiple_of(2) {
+            "GET".into()
+        } else {
+            "POST".into()
+        },
         path: path.into(),
         status: [200, 200, 201, 400][i],
         latency_us: 850 + i as u64 * 100,
