@@ -143,9 +143,19 @@ async fn the_event_stream_resumes_from_a_sequence_number_across_a_restart() {
     let v: Value = serde_json::from_str(&log[0].data).unwrap();
     assert!(log[0].id.is_none() && v["seq"].is_null(), "{v}");
     assert_eq!(v["event"]["path"], "/alice");
+    // consoles follow the request log coalesced: what was served, never an event per request (even while a
+    // per-request reader makes the server publish them)
+    let mut summary = Stream::open(&ase.base, &ase.admin_token, "?live=summary", None).await;
+    ase.get("/bob").await;
+    let told = summary
+        .until(1, |m| m.event == "requestsServed" || m.event == "httpRequest")
+        .await;
+    assert_eq!(told[0].event, "requestsServed", "{told:?}");
+    let v: Value = serde_json::from_str(&told[0].data).unwrap();
+    assert!(v["event"]["total"].as_u64().unwrap() >= 1, "{v}");
 
     // the server stops: streams end, and the outbox outlives the process
-    drop((live, by_query, with_log));
+    drop((live, by_query, with_log, summary));
     let (dir, addr) = ase.stop().await;
     assert!(
         resumed.next(Duration::from_secs(5)).await.is_none(),
