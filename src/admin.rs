@@ -107,13 +107,20 @@ impl AdminClient {
         }
     }
 
-    /// The admin event stream: durable events after `after` first (from the outbox), then live ones; with
-    /// `live`, also the live-only ones (request log, payment progress, balances). Ends when the server stops.
+    /// The admin event stream: durable events after `after` first (from the outbox), then live ones; `live`
+    /// says which live-only ones come too (the request log coalesced, payment progress, balances; or every
+    /// request's exchange). Ends when the server stops.
     pub async fn events(
         &self,
         after: Option<i64>,
-        live: bool,
+        live: crate::control::events::Live,
     ) -> Result<impl Stream<Item = Result<AdminEvent, ClientError>> + Send + 'static, ClientError> {
+        use crate::control::events::Live;
+        let live = match live {
+            Live::No => "false",
+            Live::Summary => "summary",
+            Live::Every => "true",
+        };
         let mut url = format!("{}/events?live={live}", self.base);
         if let Some(seq) = after {
             url.push_str(&format!("&after={seq}"));

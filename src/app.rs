@@ -214,6 +214,8 @@ impl AppCore {
             webhooks,
             clock,
             capture: Arc::default(),
+            consoles: Arc::default(),
+            requests: std::sync::OnceLock::new(),
             store: store.clone(),
             stopping: CancellationToken::new(),
             room: Default::default(),

@@ -79,14 +79,35 @@ pub struct Services {
     pub clock: SharedClock,
     /// Webhook deliveries (the deliverer runs while serving with a URL configured).
     pub webhooks: Webhooks,
-    /// How many consoles watch the request log: while any does, it captures headers and bodies.
+    /// How many readers take an event per request (`GET /admin/events?live=true`): while any does, the
+    /// request log captures every exchange and publishes it.
     pub capture: Arc<AtomicUsize>,
+    /// How many consoles follow the event stream (`live=summary`): while any does, the request log keeps
+    /// exchanges (raw, masked when someone opens one).
+    pub consoles: Arc<AtomicUsize>,
+    /// The server's recent requests (its HTTP edge keeps them; none when no server runs here).
+    pub requests: std::sync::OnceLock<Arc<dyn RequestRing>>,
     /// The store, for reading the event outbox (services remain its only writers).
     pub store: Store,
     /// Cancelled when the server stops: event streams end so the listener can close.
     pub stopping: CancellationToken,
     /// The class this desk seats under `opdesk workshop --seats N` (empty otherwise).
     pub room: classroom::Room,
+}
+
+/// The server's recent requests as the HTTP edge keeps them (`server::request_log::RequestLog`), read by
+/// [`Query::Requests`] and [`Query::Request`]: a page of summaries, or one request with its exchange and
+/// signature report, built when asked for.
+pub trait RequestRing: Send + Sync {
+    /// Up to `limit` requests, newest first, after the one with id `cursor`, and the next page's cursor.
+    /// Reading the first page says someone watches the log: for a few seconds, exchanges are captured.
+    fn page(
+        &self,
+        cursor: Option<&str>,
+        limit: usize,
+    ) -> (Vec<crate::events::requests::RequestSummary>, Option<String>);
+    /// One request, if the ring still has it.
+    fn detail(&self, id: &str) -> Option<crate::events::requests::RequestDetail>;
 }
 
 /// Why an operator command was refused or failed.

@@ -186,6 +186,20 @@ pub enum DomainEvent {
         #[serde(skip_serializing_if = "Option::is_none")]
         exchange: Option<Box<Exchange>>,
     },
+    /// The request log, coalesced: what was served since the last one (published a few times a second at
+    /// most, and only while requests are served and someone listens). What consoles show live; a request's
+    /// exchange is pulled from the server's ring (`GET /admin/requests/{id}`) when someone opens it.
+    #[serde(rename_all = "camelCase")]
+    RequestsServed {
+        /// Requests served in all since the server started (the admin API's own not counted).
+        total: u64,
+        /// How many arrived in each second (unix seconds, count), oldest first.
+        arrivals: Vec<(i64, u32)>,
+        /// The refused ones (answered 400 and up) among them, newest by arrival first; at most
+        /// [`requests::REFUSED_PER_UPDATE`].
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        refused: Vec<requests::RequestSummary>,
+    },
 }
 
 /// One HTTP exchange as the request log shows it: headers and bodies with secrets masked.
@@ -250,6 +264,7 @@ impl DomainEvent {
             Self::WalletFundsMoved { .. } => "walletFundsMoved",
             Self::WalletReceived { .. } => "walletReceived",
             Self::HttpRequest { .. } => "httpRequest",
+            Self::RequestsServed { .. } => "requestsServed",
         }
     }
 
@@ -259,6 +274,7 @@ impl DomainEvent {
         !matches!(
             self,
             Self::HttpRequest { .. }
+                | Self::RequestsServed { .. }
                 | Self::BalanceChanged { .. }
                 | Self::OutgoingPaymentProgress { .. }
                 | Self::IncomingPaymentReceived { .. }

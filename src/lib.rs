@@ -61,7 +61,7 @@ pub async fn run(cli: Cli) -> Result<()> {
     match cli.command {
         None => console::run(settings, &cli.global).await,
         Some(Command::Demo(args)) => {
-            logging::to_stderr(cli.global.log_level.as_deref().unwrap_or("info"), settings.log_format);
+            let _log = logging::to_stderr(cli.global.log_level.as_deref().unwrap_or("info"), settings.log_format);
             run_demo(args, &settings).await
         }
         Some(Command::Workshop(args)) => {
@@ -99,23 +99,23 @@ pub async fn run(cli: Cli) -> Result<()> {
             workshop::run(opts, &cli.global, &settings).await
         }
         Some(Command::Serve) => {
-            logging::to_stderr(&settings.log_level, settings.log_format);
+            let _log = logging::to_stderr(&settings.log_level, settings.log_format);
             serve(settings).await
         }
         Some(Command::Backup(args)) => {
-            logging::to_stderr(cli.global.log_level.as_deref().unwrap_or("warn"), settings.log_format);
+            let _log = logging::to_stderr(cli.global.log_level.as_deref().unwrap_or("warn"), settings.log_format);
             cli::run_backup(args, &settings, &cli.global).await
         }
         Some(Command::Migrate) => {
-            logging::to_stderr(cli.global.log_level.as_deref().unwrap_or("warn"), settings.log_format);
+            let _log = logging::to_stderr(cli.global.log_level.as_deref().unwrap_or("warn"), settings.log_format);
             cli::run_migrate(&settings).await
         }
         Some(Command::Sig(cli::SigCmd::Explain(args))) => {
-            logging::to_stderr(cli.global.log_level.as_deref().unwrap_or("warn"), settings.log_format);
+            let _log = logging::to_stderr(cli.global.log_level.as_deref().unwrap_or("warn"), settings.log_format);
             cli::sig_explain(args, cli.global.json).await
         }
         Some(cmd) => {
-            logging::to_stderr(cli.global.log_level.as_deref().unwrap_or("warn"), settings.log_format);
+            let _log = logging::to_stderr(cli.global.log_level.as_deref().unwrap_or("warn"), settings.log_format);
             cli::run_operator(cmd, settings, &cli.global).await
         }
     }

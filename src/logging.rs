@@ -112,19 +112,25 @@ impl FromStr for LogFormat {
     }
 }
 
-/// Logs to stderr, as text or JSON lines.
-pub fn to_stderr(level: &str, format: LogFormat) {
+/// Logs to stderr, as text or JSON lines, through a writer thread: a request never waits for the terminal or
+/// the pipe (a line is dropped, not waited for, when the writer is far behind). Keep the guard alive for as
+/// long as logs should be flushed.
+#[must_use = "logs are flushed only while the guard lives"]
+pub fn to_stderr(level: &str, format: LogFormat) -> WorkerGuard {
+    let ansi = std::io::stderr().is_terminal();
+    let (writer, guard) = tracing_appender::non_blocking(std::io::stderr());
     let _ = match format {
         LogFormat::Text => fmt()
             .with_env_filter(filter(level))
             .fmt_fields(EscapedFields)
-            .with_ansi(std::io::stderr().is_terminal())
-            .with_writer(std::io::stderr)
+            .with_ansi(ansi)
+            .with_writer(writer)
             .try_init(),
         LogFormat::Json => json_lines(fmt().with_env_filter(filter(level)))
-            .with_writer(JsonSafe(std::io::stderr))
+            .with_writer(JsonSafe(writer))
             .try_init(),
     };
+    guard
 }
 
 /// The JSON line format: `{"timestamp","level","message",…fields,"target","span","spans"}`.

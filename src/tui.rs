@@ -36,7 +36,6 @@ use time::OffsetDateTime;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::events::DomainEvent;
 use app::{App, Effect, Msg, ServerInfo};
 use desk::{Desk, Feed};
 use keymap::Keymap;
@@ -71,10 +70,9 @@ pub fn build(info: ServerInfo, now: OffsetDateTime, opts: &Options) -> (App, The
     (app, theme)
 }
 
-/// The console's message for what the feed says, if any (the console's own admin requests are not shown).
+/// The console's message for what the feed says.
 fn from_feed(f: Feed) -> Option<Msg> {
     Some(match f {
-        Feed::Event(DomainEvent::HttpRequest { path, .. }) if crate::events::is_operator_path(&path) => return None,
         Feed::Event(e) => Msg::Event(e),
         Feed::Resync => Msg::Lagged,
         Feed::Down(why) => Msg::Disconnected(why),

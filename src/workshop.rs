@@ -291,14 +291,13 @@ pub async fn run(opts: Options, global: &Global, base: &Settings) -> Result<()> 
     let console = !opts.headless && std::io::stdin().is_terminal() && std::io::stdout().is_terminal();
     let log_level = base.log_level.clone();
     files::private_dir(&opts.dir).wrap_err_with(|| format!("cannot create {}", opts.dir.display()))?;
-    let logs = if console {
+    let (_log, logs) = if console {
         let file = opts.dir.join("workshop.log");
         let (guard, logs) = logging::to_file_and_console(&log_level, &file)
             .wrap_err_with(|| format!("cannot open the log file {}", file.display()))?;
-        Some((guard, logs))
+        (guard, Some(logs))
     } else {
-        logging::to_stderr(&log_level, base.log_format);
-        None
+        (logging::to_stderr(&log_level, base.log_format), None)
     };
 
     let mut desks = Vec::new();
@@ -392,7 +391,7 @@ pub async fn run(opts: Options, global: &Global, base: &Settings) -> Result<()> 
     }
 
     let result = match logs {
-        Some((_guard, logs)) => {
+        Some(logs) => {
             let desks: Desks<Arc<Services>> = Desks::new(shown)?;
             let opts = tui::Options {
                 readonly: global.readonly,

@@ -139,7 +139,7 @@ async fn follow(inner: Arc<Inner>, tx: mpsc::Sender<Feed>) {
     let mut backoff = BACKOFF.0;
     while !tx.is_closed() {
         let client = inner.client();
-        let why = match client.events(after, true).await {
+        let why = match client.events(after, crate::control::events::Live::Summary).await {
             Ok(stream) => {
                 // connected (first or again): the console reloads what it shows, so nothing that happened
                 // before the stream started (or while it was down) is missed

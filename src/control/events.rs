@@ -29,19 +29,56 @@ pub enum Item {
     Resync(String),
 }
 
-/// Counts a live reader for as long as it lives: while any does, the request log captures exchanges.
-struct Watching(Arc<Services>);
+/// Which live-only events a stream carries besides the durable ones.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Live {
+    /// None: durable events only.
+    #[default]
+    #[serde(rename = "false")]
+    No,
+    /// The coalesced ones a console shows: the request log's `RequestsServed`, progress, balances. What
+    /// consoles read; while any such reader lives, the request log keeps each request's headers and bodies
+    /// as they came (shared, not copied; masked and formatted only when someone opens the request).
+    Summary,
+    /// Those and an `HttpRequest` event per request with its exchange: while any such reader lives, the
+    /// server captures and serialises every request for it (the admin API's `live=true`).
+    #[serde(rename = "true")]
+    Every,
+}
+
+/// Counts a live reader for as long as it lives (in `Services::capture` for [`Live::Every`], else in
+/// `Services::consoles`).
+struct Watching(Arc<Services>, Live);
+
+impl Watching {
+    fn new(s: &Arc<Services>, live: Live) -> Option<Self> {
+        let count = Self::counter(s, live)?;
+        count.fetch_add(1, Ordering::Relaxed);
+        Some(Self(s.clone(), live))
+    }
+
+    fn counter(s: &Services, live: Live) -> Option<&std::sync::atomic::AtomicUsize> {
+        match live {
+            Live::No => None,
+            Live::Summary => Some(&s.consoles),
+            Live::Every => Some(&s.capture),
+        }
+    }
+}
 
 impl Drop for Watching {
     fn drop(&mut self) {
-        self.0.capture.fetch_sub(1, Ordering::Relaxed);
+        if let Some(count) = Self::counter(&self.0, self.1) {
+            count.fetch_sub(1, Ordering::Relaxed);
+        }
     }
 }
 
 /// Streams events after `after` (none: from now on) until the reader goes away or the server stops.
-/// `live` adds the live-only events (request log with exchanges, progress, balances). "Now" is read before
-/// this returns: whatever the reader does once it has the stream (create a wallet, say) comes after it.
-pub async fn stream(s: Arc<Services>, after: Option<i64>, live: bool) -> mpsc::Receiver<Item> {
+/// `live` adds the live-only events ([`Live`]). "Now" is read before this returns: whatever the reader does
+/// once it has the stream (create a wallet, say) comes after it.
+pub async fn stream(s: Arc<Services>, after: Option<i64>, live: Live) -> mpsc::Receiver<Item> {
     let (tx, rx) = mpsc::channel(BUFFER);
     // subscribe before reading the outbox: nothing committed in between is missed
     let mut bus = s.bus.subscribe();
@@ -53,10 +90,7 @@ pub async fn stream(s: Arc<Services>, after: Option<i64>, live: bool) -> mpsc::R
         None => Some(s.store.call(|c| outbox::bounds(c)).await),
     };
     tokio::spawn(async move {
-        let _watching = live.then(|| {
-            s.capture.fetch_add(1, Ordering::Relaxed);
-            Watching(s.clone())
-        });
+        let _watching = Watching::new(&s, live);
         let mut last = match (after, now) {
             (Some(after), _) => match replay(&s, &tx, after, true).await {
                 Some(last) => last,
@@ -83,8 +117,7 @@ pub async fn stream(s: Arc<Services>, after: Option<i64>, live: bool) -> mpsc::R
                         last = seq;
                         Item::Event(Box::new(r))
                     }
-                    // the request log of the admin API itself (consoles polling, this stream) is noise
-                    None if live && !admin_request(&r) => Item::Event(Box::new(r)),
+                    None if wanted(live, &r) => Item::Event(Box::new(r)),
                     None => continue,
                 },
                 Err(RecvError::Lagged(n)) => {
@@ -110,8 +143,15 @@ pub async fn stream(s: Arc<Services>, after: Option<i64>, live: bool) -> mpsc::R
     rx
 }
 
-fn admin_request(r: &EventRecord) -> bool {
-    matches!(&r.event, crate::events::DomainEvent::HttpRequest { path, .. } if crate::events::is_operator_path(path))
+/// Whether a live-only event goes to a `live` reader: per-request events only to those who asked for them,
+/// and never the admin API's own (consoles polling, this stream: noise).
+fn wanted(live: Live, r: &EventRecord) -> bool {
+    match (&r.event, live) {
+        (_, Live::No) => false,
+        (crate::events::DomainEvent::HttpRequest { path, .. }, Live::Every) => !crate::events::is_operator_path(path),
+        (crate::events::DomainEvent::HttpRequest { .. }, Live::Summary) => false,
+        _ => true,
+    }
 }
 
 /// Sends the outbox's events after `after`; `check_gap` first says resync when some were pruned already.

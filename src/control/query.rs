@@ -152,6 +152,16 @@ found! {
     Classroom(Vec<SeatProgress>),
 }
 
+/// The running server's recent requests.
+fn ring(s: &Services) -> Result<&dyn super::RequestRing, Error> {
+    s.requests.get().map(|r| &**r).ok_or_else(|| {
+        Error::invalid(
+            "invalid_request",
+            "the request log lives in the running server's memory",
+        )
+    })
+}
+
 /// Reads what `q` asks for.
 pub async fn answer(s: &Services, q: Query) -> Result<Found, Error> {
     use super::{classroom, grants, payments, peers, views, wallets};
@@ -185,12 +195,16 @@ pub async fn answer(s: &Services, q: Query) -> Result<Found, Error> {
         },
         Query::Peers => Found::Peers(peers::list_peers(s).await?),
         Query::Peer { name } => Found::Peer(Box::new(peers::show_peer(s, &name).await?)),
-        Query::Requests { .. } | Query::Request { .. } => {
-            return Err(Error::invalid(
-                "invalid_request",
-                "the request log lives in the running server's memory",
-            ));
+        Query::Requests { cursor, limit } => {
+            let (items, next_cursor) = ring(s)?.page(cursor.as_deref(), limit.min(1000));
+            Found::Requests(super::dto::Listed { items, next_cursor })
         }
+        Query::Request { id } => Found::Request(Box::new(ring(s)?.detail(&id).ok_or_else(|| {
+            Error::NotFound(format!(
+                "no request {id} in the server's recent requests (it keeps the last {})",
+                s.settings.server.request_log_size
+            ))
+        })?)),
     })
 }
 

@@ -6,6 +6,9 @@ use serde::{Deserialize, Serialize};
 
 use super::Exchange;
 
+/// Refused requests one [`super::DomainEvent::RequestsServed`] carries at most (the rest are counted).
+pub const REFUSED_PER_UPDATE: usize = 20;
+
 /// One request in `GET /admin/requests`: newest first.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

@@ -19,7 +19,7 @@ use axum::{
 
 use crate::{
     control::{
-        self, Command, Found, Query,
+        self, Command, Query,
         dto::{GrantFilter, Reject},
     },
     gnap::timeline::{ACTOR_HEADER, Actor, Cause},
@@ -49,30 +49,15 @@ async fn run_command(s: State<AppState>, Caller(by): Caller, Json(cmd): Json<Com
 /// `POST /admin/queries`: reads one [`Query`] and answers what it found (`{"found", "value"}`). What attached
 /// consoles and the CLI send.
 async fn run_query(State(s): State<AppState>, Json(q): Json<Query>) -> Result<Response, ApiError> {
-    Ok(Json(answer(&s, q).await?).into_response())
-}
-
-/// Answers a query: the recent requests here (the log lives in this server's memory), the rest in the
-/// command layer.
-async fn answer(s: &AppState, q: Query) -> Result<Found, ApiError> {
-    Ok(match q {
-        Query::Requests { cursor, limit } => {
-            let (items, next_cursor) = s.request_log.list(cursor.as_deref(), limit.min(1000));
-            Found::Requests(control::dto::Listed { items, next_cursor })
-        }
-        Query::Request { id } => Found::Request(Box::new(s.request_log.detail(&id).ok_or_else(|| {
-            ApiError::not_found(format!(
-                "no request {id} in the server's recent requests (it keeps the last {})",
-                s.settings.server.request_log_size
-            ))
-        })?)),
-        q => control::answer(s, q).await?,
-    })
+    Ok(Json(control::answer(&s, q).await?).into_response())
 }
 
 /// A REST path onto a query: what it found, the payload alone.
 async fn read(State(s): State<AppState>, q: Query) -> Result<Response, ApiError> {
-    let body = answer(&s, q).await?.body().map_err(|e| ApiError::internal(&e))?;
+    let body = control::answer(&s, q)
+        .await?
+        .body()
+        .map_err(|e| ApiError::internal(&e))?;
     Ok(json(StatusCode::OK, body))
 }
 
@@ -283,8 +268,9 @@ async fn guard(State(state): State<AppState>, req: Request, next: Next) -> Respo
 }
 
 /// `GET /admin/events`: the event stream as Server-Sent Events. `after=SEQ` (or `Last-Event-ID`) replays
-/// the durable events after it first; `live=true` adds the live-only ones (the request log with exchanges,
-/// progress, balances). Each message is `id: SEQ` (durable events only), `event: TYPE` and `data:` one line
+/// the durable events after it first; `live=summary` adds the live-only ones a console shows (the request
+/// log coalesced as `requestsServed`, progress, balances), `live=true` those and an `httpRequest` event per
+/// request with its exchange (which costs the server a capture per request while the reader listens). Each message is `id: SEQ` (durable events only), `event: TYPE` and `data:` one line
 /// of [`crate::events::EventRecord`] JSON; `event: resync` says events were missed (reload); a comment
 /// keeps the connection alive every 15 s.
 async fn events(
@@ -301,7 +287,7 @@ async fn events(
                 .ok_or_else(|| ApiError::bad_request("invalid_request", "Last-Event-ID must be a sequence number"))
         })
         .transpose()?;
-    let rx = control::events::stream(s.services.clone(), q.after.or(last_id), q.live.unwrap_or(false)).await;
+    let rx = control::events::stream(s.services.clone(), q.after.or(last_id), q.live.unwrap_or_default()).await;
     let stream = futures_util::stream::unfold(rx, |mut rx| async move {
         let item = rx.recv().await?;
         let event = match item {
@@ -331,7 +317,7 @@ async fn events(
 #[serde(deny_unknown_fields)]
 struct EventsQuery {
     after: Option<i64>,
-    live: Option<bool>,
+    live: Option<control::events::Live>,
 }
 
 #[derive(Debug, serde::Deserialize)]

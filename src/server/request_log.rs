@@ -1,30 +1,37 @@
-//! Middleware that publishes one `HttpRequest` event per request for the console's request log: method,
-//! path, status, latency, the signing client and the signature verdict (noted by the signature checks through
-//! [`Notes`]), and — only while a console asks for it — the headers and bodies with secrets masked. It never
-//! alters what the handler sees or what the client receives.
+//! Middleware that logs every request for the operator: method, path, status, latency, the signing client
+//! and the signature verdict (noted by the signature checks through [`Notes`]). It never alters what the
+//! handler sees or what the client receives.
+//!
+//! Watching is free: consoles are told what was served a few times a second, coalesced
+//! ([`DomainEvent::RequestsServed`], published by [`publish_updates`]), and pull a page of the ring or one
+//! request's exchange when they show it. Headers and bodies are kept only while someone watches the log — a
+//! console follows the event stream, a page of the ring was read in the last [`WATCH`], or a reader of
+//! `GET /admin/events?live=true` listens — and then as the raw pieces (shared, not copied), masked and
+//! formatted only when someone opens the request. Only a `live=true` reader gets an `HttpRequest` event per
+//! request, its exchange and signature report built for it.
 //!
 //! What it keeps of a body depends on the route that reads it ([`BodyRule`]), never on how the bytes look:
 //! the interaction page's forms only as their own extractor reads them, secrets masked ([`forms`]); the
 //! GNAP and workshop routes, which carry tokens and keys, only as JSON with its secrets masked; a body such a
 //! route cannot read is withheld.
 //!
-//! It also keeps the last requests in a bounded ring ([`RequestLog`], `server.request_log_size`) for
+//! It keeps the last requests in a bounded ring ([`RequestLog`], `server.request_log_size`) for
 //! `GET /admin/requests`: cheap raw pieces only (a signed request's method, target, headers and body are
 //! reference-counted or cloned once); the signature debugger's report is built from them when asked for.
 
 use std::{
     collections::VecDeque,
     sync::{
-        Arc, Mutex,
-        atomic::{AtomicI64, Ordering},
+        Arc, Mutex, Weak,
+        atomic::{AtomicI64, AtomicU64, Ordering},
     },
-    time::Instant,
+    time::{Duration, Instant},
 };
 
 use axum::{
     body::{Body, Bytes},
     extract::{Request, State},
-    http::{HeaderMap, Method},
+    http::{HeaderMap, Method, Uri},
     middleware::Next,
     response::{IntoResponse, Response},
 };
@@ -38,11 +45,18 @@ use super::{
 };
 use crate::{
     events::{
-        DomainEvent, Exchange,
-        requests::{RequestDetail, RequestSummary, SignatureReport},
+        DomainEvent, EventBus, Exchange,
+        requests::{REFUSED_PER_UPDATE, RequestDetail, RequestSummary, SignatureReport},
     },
     httpsig::{self, KeyOutcome, Policy},
 };
+
+/// How long reading a page of the log keeps exchanges captured: a console's Requests pane reads one at least
+/// every two seconds while in view.
+pub const WATCH: Duration = Duration::from_secs(5);
+
+/// How often what was served is told ([`DomainEvent::RequestsServed`]), at most.
+pub const UPDATE_EVERY: Duration = Duration::from_millis(100);
 
 /// What the signature checks learned about a request: the client, the verdict and, for the operator only,
 /// why the client's keys could not be had.
@@ -149,29 +163,130 @@ struct Taken {
 struct Entry {
     summary: RequestSummary,
     signed: Option<(Arc<SignedPieces>, KeyOutcome)>,
-    exchange: Option<Box<Exchange>>,
+    exchange: Option<Arc<Captured>>,
 }
 
-/// The last requests served (not the admin API's own), newest first, at most `capacity` of them.
+/// A request's headers and bodies as they came and went, masked and formatted only when someone opens it.
+#[derive(Debug)]
+struct Captured {
+    rule: BodyRule,
+    target: Uri,
+    request_headers: HeaderMap,
+    request_body: Kept,
+    response_headers: HeaderMap,
+    response_body: Bytes,
+    detail: Option<String>,
+}
+
+/// A request body as captured: its bytes, or (the interaction page's form, which only its extractor may
+/// read) the text already masked.
+#[derive(Debug)]
+enum Kept {
+    Raw(Bytes),
+    Text(String),
+}
+
+impl Captured {
+    /// The exchange as the log shows it: headers and bodies with their secrets masked.
+    fn exchange(&self) -> Exchange {
+        Exchange {
+            target: self.target.to_string(),
+            request_headers: headers(&self.request_headers),
+            request_body: match &self.request_body {
+                Kept::Raw(b) => self.rule.request_text(b),
+                Kept::Text(t) => t.clone(),
+            },
+            response_headers: headers(&self.response_headers),
+            response_body: self.rule.response(&self.response_body),
+            detail: self.detail.clone(),
+            signature_report: None,
+        }
+    }
+}
+
+/// The last requests served (not the admin API's own), newest first, at most `capacity` of them, and what was
+/// served since consoles were last told.
 #[derive(Debug)]
 pub struct RequestLog {
     capacity: usize,
-    entries: Mutex<VecDeque<Entry>>,
+    inner: Mutex<Inner>,
+    /// Until when (milliseconds after `epoch`) someone watches the log: exchanges are captured till then.
+    watched_until: AtomicU64,
+    epoch: Instant,
+}
+
+#[derive(Debug, Default)]
+struct Inner {
+    entries: VecDeque<Entry>,
+    /// Requests served in all.
+    total: u64,
+    /// Since the last update: arrivals per second, and the refused requests (the newest kept).
+    arrivals: Vec<(i64, u32)>,
+    refused: VecDeque<RequestSummary>,
 }
 
 impl RequestLog {
     pub fn new(capacity: usize) -> Self {
         Self {
             capacity,
-            entries: Mutex::new(VecDeque::with_capacity(capacity.min(1024))),
+            inner: Mutex::new(Inner {
+                entries: VecDeque::with_capacity(capacity.min(1024)),
+                ..Inner::default()
+            }),
+            watched_until: AtomicU64::new(0),
+            epoch: Instant::now(),
         }
     }
 
+    fn now_ms(&self) -> u64 {
+        u64::try_from(self.epoch.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
+
+    /// Whether someone read a page of the log in the last [`WATCH`].
+    fn watched(&self) -> bool {
+        self.watched_until.load(Ordering::Relaxed) > self.now_ms()
+    }
+
+    /// What was served since the last update, if anything (and forgets it).
+    fn update(&self) -> Option<DomainEvent> {
+        let mut inner = self.inner.lock().ok()?;
+        if inner.arrivals.is_empty() {
+            return None;
+        }
+        let arrivals = std::mem::take(&mut inner.arrivals);
+        let mut refused: Vec<RequestSummary> = std::mem::take(&mut inner.refused).into();
+        refused.sort_by_key(|r| std::cmp::Reverse(r.received_at));
+        Some(DomainEvent::RequestsServed {
+            total: inner.total,
+            arrivals,
+            refused,
+        })
+    }
+
     fn push(&self, entry: Entry) {
+        let Ok(mut inner) = self.inner.lock() else {
+            return;
+        };
+        inner.total += 1;
+        let second = entry.summary.received_at.unix_timestamp();
+        match inner.arrivals.iter_mut().rev().find(|(s, _)| *s == second) {
+            Some((_, n)) => *n = n.saturating_add(1),
+            None => {
+                let at = inner.arrivals.partition_point(|(s, _)| *s < second);
+                inner.arrivals.insert(at, (second, 1));
+            }
+        }
+        if entry.summary.status >= 400 {
+            if inner.refused.len() >= REFUSED_PER_UPDATE {
+                inner.refused.pop_front();
+            }
+            inner.refused.push_back(entry.summary.clone());
+        }
         if self.capacity == 0 {
             return;
         }
-        if let Ok(mut e) = self.entries.lock() {
+        {
+            let e = &mut inner.entries;
             if e.len() >= self.capacity {
                 e.pop_back();
             }
@@ -185,11 +300,16 @@ impl RequestLog {
     }
 
     /// Up to `limit` requests, newest first, after the one with id `cursor` (from the newest without one),
-    /// and the cursor of the next page.
+    /// and the cursor of the next page. Someone watches: exchanges are captured for the next [`WATCH`].
     pub fn list(&self, cursor: Option<&str>, limit: usize) -> (Vec<RequestSummary>, Option<String>) {
-        let Ok(e) = self.entries.lock() else {
+        let until = self
+            .now_ms()
+            .saturating_add(u64::try_from(WATCH.as_millis()).unwrap_or(u64::MAX));
+        self.watched_until.fetch_max(until, Ordering::Relaxed);
+        let Ok(inner) = self.inner.lock() else {
             return (Vec::new(), None);
         };
+        let e = &inner.entries;
         let start = match cursor {
             // Ids are time-ordered: a cursor that fell off the ring continues with what is older.
             Some(c) => e.iter().position(|x| x.summary.id.as_str() < c).unwrap_or(e.len()),
@@ -203,14 +323,48 @@ impl RequestLog {
         (items, next)
     }
 
-    /// A request's detail, its signature report built now.
+    /// A request's detail, its exchange and signature report built now.
     pub fn detail(&self, id: &str) -> Option<RequestDetail> {
-        let entry = self.entries.lock().ok()?.iter().find(|x| x.summary.id == id).cloned()?;
+        let entry = self
+            .inner
+            .lock()
+            .ok()?
+            .entries
+            .iter()
+            .find(|x| x.summary.id == id)
+            .cloned()?;
         Some(RequestDetail {
             report: entry.signed.as_ref().map(|(pieces, key)| pieces.report(key)),
             summary: entry.summary,
-            exchange: entry.exchange.map(|x| *x),
+            exchange: entry.exchange.map(|x| x.exchange()),
         })
+    }
+}
+
+impl crate::control::RequestRing for RequestLog {
+    fn page(&self, cursor: Option<&str>, limit: usize) -> (Vec<RequestSummary>, Option<String>) {
+        self.list(cursor, limit)
+    }
+
+    fn detail(&self, id: &str) -> Option<RequestDetail> {
+        RequestLog::detail(self, id)
+    }
+}
+
+/// Tells `bus` what `log` served, every [`UPDATE_EVERY`] while requests are served, until `stop` or until
+/// the log is gone.
+pub async fn publish_updates(log: Weak<RequestLog>, bus: EventBus, stop: tokio_util::sync::CancellationToken) {
+    let mut every = tokio::time::interval(UPDATE_EVERY);
+    every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = stop.cancelled() => return,
+            _ = every.tick() => {}
+        }
+        let Some(log) = log.upgrade() else { return };
+        if let Some(update) = log.update() {
+            bus.publish(update);
+        }
     }
 }
 
@@ -330,6 +484,15 @@ impl BodyRule {
             Self::ConsentForm => forms::ConsentForm::logged(parts, bytes)
                 .await
                 .unwrap_or_else(|| WITHHELD.to_owned()),
+            Self::Secrets | Self::Open => self.request_text(bytes),
+        }
+    }
+
+    /// The request body as the log keeps it, for the routes whose body needs no extractor to read.
+    fn request_text(self, bytes: &Bytes) -> String {
+        match self {
+            _ if bytes.is_empty() => String::new(),
+            Self::ConsentForm => WITHHELD.to_owned(),
             Self::Secrets => masked_json(bytes)
                 .map(|v| serde_json::to_string_pretty(&v).unwrap_or_default())
                 .unwrap_or_else(|| WITHHELD.to_owned()),
@@ -432,38 +595,15 @@ pub async fn emit(State(state): State<AppState>, mut req: Request, next: Next) -
     let notes = Notes::default();
     req.extensions_mut().insert(notes.clone());
     let operator = crate::events::is_operator_path(&path);
-    let capture = state.capture.load(Ordering::Relaxed) > 0 && !operator;
-    let (res, exchange) = if capture {
-        let (parts, body) = req.into_parts();
-        let limit = state.settings.server.body_limit_bytes;
-        let Ok(bytes) = axum::body::to_bytes(body, limit).await else {
-            if path.starts_with("/auth") {
-                return crate::gnap::GnapError::too_large().into_response();
-            }
-            return ApiError::new(
-                axum::http::StatusCode::PAYLOAD_TOO_LARGE,
-                "payload_too_large",
-                "request body is too large",
-            )
-            .into_response();
-        };
-        let rule = BodyRule::of(&path);
-        let mut exchange = Exchange {
-            target: parts.uri.to_string(),
-            request_headers: headers(&parts.headers),
-            request_body: rule.request(&parts, &bytes).await,
-            ..Exchange::default()
-        };
-        let res = next.run(Request::from_parts(parts, Body::from(bytes))).await;
-        let (rparts, rbody) = res.into_parts();
-        let rbytes = axum::body::to_bytes(rbody, 1 << 20).await.unwrap_or_default();
-        exchange.detail = rparts.extensions.get::<OperatorDetail>().map(|d| d.0.clone());
-        exchange.response_headers = headers(&rparts.headers);
-        exchange.response_body = rule.response(&rbytes);
-        (
-            Response::from_parts(rparts, Body::from(rbytes)),
-            Some(Box::new(exchange)),
-        )
+    // a reader of every request's event, or someone watching the log: keep the exchange
+    let per_request = state.capture.load(Ordering::Relaxed) > 0;
+    let watched = state.consoles.load(Ordering::Relaxed) > 0 || state.request_log.watched();
+    let capture = !operator && (per_request || watched);
+    let (res, captured) = if capture {
+        match run_captured(&state, &path, req, next).await {
+            Ok(done) => done,
+            Err(refused) => return refused,
+        }
     } else {
         (next.run(req).await, None)
     };
@@ -474,40 +614,89 @@ pub async fn emit(State(state): State<AppState>, mut req: Request, next: Next) -
         verdict: signature,
         signed,
     } = notes.take();
-    let mut exchange = exchange;
-    if let (Some(x), Some((pieces, key))) = (exchange.as_mut(), &signed) {
-        // A console is watching: it gets the report with the event.
-        x.signature_report = Some(pieces.report(key));
-    }
     tracing::debug!(%method, %path, status, latency_us, "request");
+    // only readers of every request get one event each, its exchange and signature report built for them
+    let event = per_request.then(|| {
+        let exchange = captured.as_ref().map(|c| {
+            let mut x = c.exchange();
+            x.signature_report = signed.as_ref().map(|(pieces, key)| pieces.report(key));
+            Box::new(x)
+        });
+        DomainEvent::HttpRequest {
+            id: rid.id.clone(),
+            received_at: rid.received_at,
+            method: method.clone(),
+            path: path.clone(),
+            status,
+            latency_us,
+            client: client.clone(),
+            signature: signature.clone(),
+            exchange,
+        }
+    });
     if !operator {
         state.request_log.push(Entry {
             summary: RequestSummary {
-                id: rid.id.clone(),
+                id: rid.id,
                 received_at: rid.received_at,
-                method: method.clone(),
-                path: path.clone(),
+                method,
+                path,
                 status,
                 latency_us,
-                client: client.clone(),
-                signature: signature.clone(),
+                client,
+                signature,
             },
             signed,
-            exchange: exchange.clone(),
+            exchange: captured.map(Arc::new),
         });
     }
-    state.bus.publish(DomainEvent::HttpRequest {
-        id: rid.id,
-        received_at: rid.received_at,
-        method,
-        path,
-        status,
-        latency_us,
-        client,
-        signature,
-        exchange,
-    });
+    if let Some(event) = event {
+        state.bus.publish(event);
+    }
     res
+}
+
+/// Runs the request with its body and its response's buffered, and keeps both as they came; refuses a body
+/// over the limit.
+async fn run_captured(
+    state: &AppState,
+    path: &str,
+    req: Request,
+    next: Next,
+) -> Result<(Response, Option<Captured>), Response> {
+    let (parts, body) = req.into_parts();
+    let limit = state.settings.server.body_limit_bytes;
+    let Ok(bytes) = axum::body::to_bytes(body, limit).await else {
+        if path.starts_with("/auth") {
+            return Err(crate::gnap::GnapError::too_large().into_response());
+        }
+        return Err(ApiError::new(
+            axum::http::StatusCode::PAYLOAD_TOO_LARGE,
+            "payload_too_large",
+            "request body is too large",
+        )
+        .into_response());
+    };
+    let rule = BodyRule::of(path);
+    let request_body = match rule {
+        BodyRule::ConsentForm => Kept::Text(rule.request(&parts, &bytes).await),
+        BodyRule::Secrets | BodyRule::Open => Kept::Raw(bytes.clone()),
+    };
+    let target = parts.uri.clone();
+    let request_headers = parts.headers.clone();
+    let res = next.run(Request::from_parts(parts, Body::from(bytes))).await;
+    let (rparts, rbody) = res.into_parts();
+    let rbytes = axum::body::to_bytes(rbody, 1 << 20).await.unwrap_or_default();
+    let captured = Captured {
+        rule,
+        target,
+        request_headers,
+        request_body,
+        response_headers: rparts.headers.clone(),
+        response_body: rbytes.clone(),
+        detail: rparts.extensions.get::<OperatorDetail>().map(|d| d.0.clone()),
+    };
+    Ok((Response::from_parts(rparts, Body::from(rbytes)), Some(captured)))
 }
 
 #[cfg(test)]
@@ -571,7 +760,7 @@ mod tests {
         let d = log.detail("id-4").expect("kept");
         assert_eq!((d.summary.path.as_str(), d.report.is_none()), ("/4", true));
         let none = RequestLog::new(0);
-        none.push(log.entries.lock().expect("lock")[0].clone());
+        none.push(log.inner.lock().expect("lock").entries[0].clone());
         assert!(none.list(None, 10).0.is_empty());
     }
 

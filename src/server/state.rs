@@ -26,6 +26,15 @@ pub struct Edge {
 impl AppState {
     pub fn new(services: Arc<Services>, verifier: Arc<Verifier>, admin_token: Arc<str>) -> Self {
         let request_log = Arc::new(RequestLog::new(services.settings.server.request_log_size));
+        // the command layer reads the ring too (the embedded console's Requests pane); set once per server
+        let _ = services.requests.set(request_log.clone());
+        if let Ok(rt) = tokio::runtime::Handle::try_current() {
+            rt.spawn(super::request_log::publish_updates(
+                Arc::downgrade(&request_log),
+                services.bus.clone(),
+                services.stopping.clone(),
+            ));
+        }
         let started = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));

@@ -75,6 +75,14 @@ pub enum Reply {
     },
     /// The ILP peers.
     Peers(Vec<PeerView>),
+    /// A page of the server's recent requests, newest first.
+    Requests {
+        rows: Vec<HttpRow>,
+        next: Option<String>,
+        append: bool,
+    },
+    /// One request with its exchange and signature report.
+    Request(Box<crate::events::requests::RequestDetail>),
     /// The class's seats and how far each has come.
     Classroom(Vec<crate::control::classroom::SeatProgress>),
     /// Another desk is in view: its header, and the desks.
@@ -865,43 +873,71 @@ mod tests {
         assert_eq!(a.update(ctrl_z()), vec![Effect::Suspend]);
     }
 
+    /// What was served, as the server tells it a few times a second.
+    fn served(n: u32, refused: Vec<crate::events::requests::RequestSummary>) -> Msg {
+        Msg::Event(DomainEvent::RequestsServed {
+            total: u64::from(n),
+            arrivals: vec![(crate::clock::ts("2026-11-21T10:00:00Z").unix_timestamp(), n)],
+            refused,
+        })
+    }
+
     #[test]
-    fn requests_are_listed_by_arrival_whatever_order_they_finish_in() {
+    fn requests_served_are_counted_and_the_requests_pane_reads_its_page_at_its_pace() {
         let mut a = app();
-        for (n, at) in [(1, "10:00:00.000001"), (3, "10:00:00.000300"), (2, "10:00:00.000200")] {
-            a.update(Msg::Event(DomainEvent::HttpRequest {
-                id: format!("01900000-0000-7000-8000-00000000000{n}"),
-                received_at: crate::clock::ts(&format!("2026-11-21T{at}Z")),
-                method: "GET".into(),
-                path: format!("/{n}"),
-                status: 200,
-                latency_us: 5,
-                client: None,
-                signature: None,
-                exchange: None,
-            }));
+        let refused = crate::events::requests::RequestSummary {
+            id: "01900000-0000-7000-8000-000000000001".into(),
+            received_at: crate::clock::ts("2026-11-21T10:00:00.000001Z"),
+            method: "POST".into(),
+            path: "/quotes".into(),
+            status: 400,
+            latency_us: 5,
+            client: None,
+            signature: None,
+        };
+        // not in view: counted, nothing asked of the server
+        assert!(a.update(served(40, vec![refused])).is_empty());
+        assert_eq!(a.panes.overview.request_rate(), 4.0);
+        assert_eq!(a.panes.overview.refused.len(), 1);
+        // in view: the first page, then no more than one per pace however many updates come
+        let effects = a.update(key('7'));
+        assert!(
+            effects
+                .iter()
+                .any(|e| matches!(e, Effect::Load(l) if l.pane == Pane::Requests)),
+            "{effects:?}"
+        );
+        a.update(Msg::Reply(Reply::Requests {
+            rows: Vec::new(),
+            next: None,
+            append: false,
+        }));
+        for _ in 0..10 {
+            let effects = a.update(served(3, Vec::new()));
+            assert!(
+                !effects
+                    .iter()
+                    .any(|e| matches!(e, Effect::Load(l) if l.pane == Pane::Requests)),
+                "{effects:?}"
+            );
         }
-        let paths: Vec<&str> = a.panes.requests.table.items.iter().map(|r| r.path.as_str()).collect();
-        assert_eq!(paths, ["/3", "/2", "/1"]);
+        let later = a.now + time::Duration::milliseconds(300);
+        let effects = a.update(Msg::Tick(later));
+        assert!(
+            effects
+                .iter()
+                .any(|e| matches!(e, Effect::Load(l) if l.pane == Pane::Requests)),
+            "{effects:?}"
+        );
     }
 
     #[test]
     fn freeze_counts_but_does_not_apply() {
         let mut a = app();
         a.update(key('f'));
-        a.update(Msg::Event(DomainEvent::HttpRequest {
-            id: "01900000-0000-7000-8000-000000000001".into(),
-            received_at: crate::clock::ts("2026-11-21T10:00:00.000001Z"),
-            method: "GET".into(),
-            path: "/alice".into(),
-            status: 200,
-            latency_us: 5,
-            client: None,
-            signature: None,
-            exchange: None,
-        }));
-        assert!(a.panes.requests.table.items.is_empty());
-        assert_eq!(a.missed, 1);
+        a.update(served(3, Vec::new()));
+        assert_eq!(a.panes.overview.request_rate(), 0.0);
+        assert_eq!(a.missed, 3);
         let effects = a.update(key('f'));
         assert!(!a.frozen);
         assert!(!effects.is_empty(), "unfreezing resyncs");

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use tokio::sync::mpsc;
 
 use super::{
-    app::{Effect, Load, PAGE, Reply, short_id},
+    app::{Effect, HttpRow, Load, PAGE, Reply, short_id},
     desk::{Answer, Desk, DeskError},
     pane::Pane,
 };
@@ -64,7 +64,11 @@ async fn load<D: Desk>(d: &D, l: Load) -> Answer<Reply> {
         },
         Pane::Peers => Query::Peers,
         Pane::Classroom => Query::Class,
-        Pane::Requests | Pane::Log => return Ok(Reply::Done(String::new())),
+        Pane::Requests => Query::Requests {
+            cursor: l.cursor.clone(),
+            limit: page,
+        },
+        Pane::Log => return Ok(Reply::Done(String::new())),
     };
     Ok(match d.ask(query).await? {
         Found::Overview(o) => Reply::Overview(*o),
@@ -97,6 +101,11 @@ async fn load<D: Desk>(d: &D, l: Load) -> Answer<Reply> {
         }
         Found::Peers(p) => Reply::Peers(p),
         Found::Classroom(c) => Reply::Classroom(c),
+        Found::Requests(l) => Reply::Requests {
+            rows: l.items.into_iter().map(HttpRow::from).collect(),
+            next: l.next_cursor,
+            append,
+        },
         _ => return Err(unexpected()),
     })
 }
@@ -228,6 +237,11 @@ pub async fn run<D: Desk>(d: &D, e: Effect) -> Option<Reply> {
         Effect::Load(l) => load(d, l).await,
         Effect::LoadTimeline(id) => match d.ask(Query::Grant { id: id.clone() }).await {
             Ok(Found::Grant(g)) => Ok(Reply::Timeline(id, g.timeline)),
+            Ok(_) => Err(unexpected()),
+            Err(e) => Err(e),
+        },
+        Effect::LoadRequest(id) => match d.ask(Query::Request { id }).await {
+            Ok(Found::Request(r)) => Ok(Reply::Request(r)),
             Ok(_) => Err(unexpected()),
             Err(e) => Err(e),
         },

@@ -169,11 +169,11 @@ impl Desk for Arc<Services> {
     }
 
     fn feed(&self) -> mpsc::Receiver<Feed> {
-        // live: the request log with its exchanges too (captured while a console watches)
+        // live: the coalesced request log, progress, balances (a request's exchange is asked for when shown)
         let (tx, rx) = mpsc::channel(FEED_CAPACITY);
         let services = self.clone();
         tokio::spawn(async move {
-            let mut events = control::events::stream(services, None, true).await;
+            let mut events = control::events::stream(services, None, control::events::Live::Summary).await;
             while let Some(item) = events.recv().await {
                 let f = match item {
                     control::events::Item::Event(r) => Feed::Event(r.event),

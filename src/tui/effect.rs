@@ -22,6 +22,8 @@ pub enum Effect {
     Load(Load),
     /// Fetch one grant's timeline (the Grants detail shows it).
     LoadTimeline(String),
+    /// Fetch one request's exchange and signature report from the server's ring (the Requests detail).
+    LoadRequest(String),
     /// An operator command, confirmed where it needs it.
     Run(Command),
     Demo,

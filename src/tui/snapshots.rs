@@ -10,7 +10,16 @@ use super::{
     render,
     theme::Theme,
 };
-use crate::{ase::quotes::QuoteDto, events::DomainEvent, ledger::Balance, wallet::Wallet};
+use crate::{
+    ase::quotes::QuoteDto,
+    events::{
+        DomainEvent,
+        requests::{RequestDetail, RequestSummary},
+    },
+    ledger::Balance,
+    tui::app::{Effect, HttpRow},
+    wallet::Wallet,
+};
 
 fn info() -> ServerInfo {
     ServerInfo {
@@ -243,36 +252,19 @@ fn loaded(readonly: bool) -> App {
     for m in msgs {
         a.update(Msg::Reply(m));
     }
-    for (i, path) in ["/alice", "/auth", "/incoming-payments", "/auth/continue/abc"]
-        .iter()
-        .enumerate()
-    {
-        a.update(Msg::Event(DomainEvent::HttpRequest {
-            id: format!("01900000-0000-7000-8000-00000000000{i}"),
-            received_at: crate::clock::ts(&format!("2026-11-21T10:00:00.{:06}Z", 120_000 + i * 3_517)),
-            method: if i % 2 == 0 { "GET".into() } else { "POST".into() },
-            path: (*path).into(),
-            status: [200, 200, 201, 400][i],
-            latency_us: 850 + i as u64 * 100,
-            client: (i == 1).then(|| "http://127.0.0.1:4000/demo-client".into()),
-            signature: match i {
-                1 => Some("ok".into()),
-                3 => Some("refused: signature does not verify".into()),
-                _ => None,
-            },
-            exchange: (i == 1).then(|| {
-                Box::new(crate::events::Exchange {
-                    target: "/auth".into(),
-                    request_headers: vec![("content-type".into(), "application/json".into())],
-                    request_body: "{\n  \"client\": \"http://127.0.0.1:4000/demo-client\"\n}".into(),
-                    response_headers: vec![("content-type".into(), "application/json".into())],
-                    response_body: "{\n  \"access_token\": {\n    \"value\": \"ABCDEF…\"\n  }\n}".into(),
-                    detail: None,
-                    signature_report: None,
-                })
-            }),
-        }));
-    }
+    // the Requests pane's page as the server's ring answers it, newest first
+    let rows = (0..4).rev().map(|i| HttpRow::from(served(i))).collect();
+    a.update(Msg::Reply(Reply::Requests {
+        rows,
+        next: None,
+        append: false,
+    }));
+    // and what the server told of them (the Overview counts them and keeps the refused one)
+    a.update(Msg::Event(DomainEvent::RequestsServed {
+        total: 4,
+        arrivals: vec![(served(0).received_at.unix_timestamp(), 4)],
+        refused: vec![served(3)],
+    }));
     a.update(Msg::Event(DomainEvent::GrantPending {
         id: "0000-grant-01".into(),
         client: "demo-client".into(),
@@ -286,6 +278,38 @@ fn loaded(readonly: bool) -> App {
         a.panes.overview.request_buckets.push_front((end - ago, n));
     }
     a
+}
+
+/// The `i`th request of [`loaded`]'s page.
+fn served(i: usize) -> RequestSummary {
+    let path = ["/alice", "/auth", "/incoming-payments", "/auth/continue/abc"][i];
+    RequestSummary {
+        id: format!("01900000-0000-7000-8000-00000000000{i}"),
+        received_at: crate::clock::ts(&format!("2026-11-21T10:00:00.{:06}Z", 120_000 + i * 3_517)),
+        method: if i.is_multiple_of(2) {
+            "GET".into()
+        } else {
+            "POST".into()
+        },
+        path: path.into(),
+        status: [200, 200, 201, 400][i],
+        latency_us: 850 + i as u64 * 100,
+        client: (i == 1).then(|| "http://127.0.0.1:4000/demo-client".into()),
+        signature: match i {
+            1 => Some("ok".into()),
+            3 => Some("refused: signature does not verify".into()),
+            _ => None,
+        },
+    }
+}
+
+/// Opens the selected request's detail: the console asks the server for it, and `detail` is the answer.
+fn open_request(a: &mut App, detail: RequestDetail) {
+    let effects = a.act(super::action::Action::Open);
+    assert_eq!(effects, vec![Effect::LoadRequest(detail.summary.id.clone())]);
+    a.update(Msg::Reply(Reply::Request(Box::new(detail))));
+    // it is asked for once
+    assert!(a.detail_effect(false).is_none());
 }
 
 fn draw(a: &App, w: u16, h: u16) -> String {
@@ -355,7 +379,28 @@ fn filtered_detail_confirm_help_and_error_states() {
     goto(&mut a, Pane::Requests);
     a.act(super::action::Action::Down);
     a.act(super::action::Action::Down);
-    a.act(super::action::Action::Open);
+    let waiting = {
+        let mut a = a.clone();
+        a.act(super::action::Action::Open);
+        draw(&a, 120, 40)
+    };
+    assert!(waiting.contains("asking the server for the exchange"), "{waiting}");
+    open_request(
+        &mut a,
+        RequestDetail {
+            summary: served(1),
+            exchange: Some(crate::events::Exchange {
+                target: "/auth".into(),
+                request_headers: vec![("content-type".into(), "application/json".into())],
+                request_body: "{\n  \"client\": \"http://127.0.0.1:4000/demo-client\"\n}".into(),
+                response_headers: vec![("content-type".into(), "application/json".into())],
+                response_body: "{\n  \"access_token\": {\n    \"value\": \"ABCDEF…\"\n  }\n}".into(),
+                detail: None,
+                signature_report: None,
+            }),
+            report: None,
+        },
+    );
     insta::assert_snapshot!("requests_detail_120x40", draw(&a, 120, 40));
 }
 
@@ -418,7 +463,7 @@ fn the_grants_pane_hides_closed_grants_until_asked() {
 #[test]
 fn a_refused_request_shows_the_operator_why() {
     let mut a = loaded(false);
-    a.update(Msg::Event(DomainEvent::HttpRequest {
+    let summary = RequestSummary {
         id: "01900000-0000-7000-8000-000000000010".into(),
         received_at: crate::clock::ts("2026-11-21T10:00:00.250125Z"),
         method: "POST".into(),
@@ -427,18 +472,29 @@ fn a_refused_request_shows_the_operator_why() {
         latency_us: 2100,
         client: Some("http://127.0.0.1:4000/demo-client".into()),
         signature: Some("ok".into()),
-        exchange: Some(Box::new(crate::events::Exchange {
-            target: "/quotes".into(),
-            request_headers: vec![("content-type".into(), "application/json".into())],
-            request_body: "{\n  \"receiver\": \"http://10.0.0.7/incoming-payments/1\"\n}".into(),
-            response_headers: vec![("content-type".into(), "application/json".into())],
-            response_body: "{\n  \"error\": {\n    \"code\": \"invalid_receiver\",\n    \"description\": \"the receiver could not be resolved\"\n  }\n}".into(),
-            detail: Some("public GET http://10.0.0.7/incoming-payments/1: refused by the address policy: address 10.0.0.7\u{1b}[2J".into()),
-            signature_report: None,
-        })),
+    };
+    a.update(Msg::Reply(Reply::Requests {
+        rows: vec![HttpRow::from(summary.clone())],
+        next: None,
+        append: false,
     }));
     goto(&mut a, Pane::Requests);
-    a.act(super::action::Action::Open);
+    open_request(
+        &mut a,
+        RequestDetail {
+            summary,
+            exchange: Some(crate::events::Exchange {
+                target: "/quotes".into(),
+                request_headers: vec![("content-type".into(), "application/json".into())],
+                request_body: "{\n  \"receiver\": \"http://10.0.0.7/incoming-payments/1\"\n}".into(),
+                response_headers: vec![("content-type".into(), "application/json".into())],
+                response_body: "{\n  \"error\": {\n    \"code\": \"invalid_receiver\",\n    \"description\": \"the receiver could not be resolved\"\n  }\n}".into(),
+                detail: Some("public GET http://10.0.0.7/incoming-payments/1: refused by the address policy: address 10.0.0.7\u{1b}[2J".into()),
+                signature_report: None,
+            }),
+            report: None,
+        },
+    );
     let screen = draw(&a, 120, 40);
     assert!(screen.contains("why (operator only)"), "{screen}");
     assert!(screen.contains("refused by the address policy"), "{screen}");
@@ -685,7 +741,7 @@ fn the_signature_debugger_shows_the_verdict_and_what_was_checked() {
         let ok = matches!(name, "ok" | "legacy_form");
         assert_eq!(report.is_ok(), ok, "{name}: {:?}", report.verdict);
         let mut a = loaded(false);
-        a.update(Msg::Event(DomainEvent::HttpRequest {
+        let summary = RequestSummary {
             id: "01900000-0000-7000-8000-000000000020".into(),
             received_at: crate::clock::ts("2026-11-21T10:00:00.250125Z"),
             method: "POST".into(),
@@ -694,18 +750,32 @@ fn the_signature_debugger_shows_the_verdict_and_what_was_checked() {
             latency_us: 1900,
             client: Some(CLIENT.into()),
             signature: Some(if ok { "ok".into() } else { "refused".into() }),
-            exchange: Some(Box::new(crate::events::Exchange {
-                target: "/alice/incoming-payments".into(),
-                request_headers: vec![("content-type".into(), "application/json".into())],
-                request_body: String::from_utf8_lossy(sent_body).into_owned(),
-                response_headers: vec![],
-                response_body: String::new(),
-                detail: None,
-                signature_report: Some(report),
-            })),
+        };
+        // the newest on top of the page
+        let rows = std::iter::once(summary.clone()).chain((0..4).rev().map(served));
+        a.update(Msg::Reply(Reply::Requests {
+            rows: rows.map(HttpRow::from).collect(),
+            next: None,
+            append: false,
         }));
         goto(&mut a, Pane::Requests);
-        a.act(super::action::Action::Open);
+        a.act(super::action::Action::Top);
+        open_request(
+            &mut a,
+            RequestDetail {
+                summary,
+                exchange: Some(crate::events::Exchange {
+                    target: "/alice/incoming-payments".into(),
+                    request_headers: vec![("content-type".into(), "application/json".into())],
+                    request_body: String::from_utf8_lossy(sent_body).into_owned(),
+                    response_headers: vec![],
+                    response_body: String::new(),
+                    detail: None,
+                    signature_report: None,
+                }),
+                report: Some(report),
+            },
+        );
         let screen = draw(&a, 120, 40);
         assert!(screen.contains("signature base"), "{name}: {screen}");
         assert!(!screen.contains("4F1A2B3C"), "{name}: {screen}");

@@ -352,6 +352,8 @@ async fn keys_can_be_generated_added_and_removed() {
 async fn events_are_published_after_commit() {
     let ase = TestAse::spawn().await;
     let mut rx = ase.state.bus.subscribe();
+    // an event per request, as a reader of `GET /admin/events?live=true` gets them
+    ase.state.capture.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let (s, _) = ase
         .admin(Method::POST, "/wallets/bob/deposit", Some(r#"{"value":"7"}"#))
         .await;

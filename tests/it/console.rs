@@ -402,7 +402,12 @@ async fn next_feed(rx: &mut tokio::sync::mpsc::Receiver<Feed>) -> Feed {
             .await
             .expect("the feed said something within 10 s")
             .expect("the feed is open");
-        if !matches!(f, Feed::Event(opdesk::events::DomainEvent::HttpRequest { .. })) {
+        if !matches!(
+            f,
+            Feed::Event(
+                opdesk::events::DomainEvent::HttpRequest { .. } | opdesk::events::DomainEvent::RequestsServed { .. }
+            )
+        ) {
             return f;
         }
     }
@@ -907,7 +912,12 @@ async fn feed_within(rx: &mut tokio::sync::mpsc::Receiver<Feed>, wait: Duration)
     let deadline = tokio::time::Instant::now() + wait;
     loop {
         let f = tokio::time::timeout_at(deadline, rx.recv()).await.ok()??;
-        if !matches!(f, Feed::Event(opdesk::events::DomainEvent::HttpRequest { .. })) {
+        if !matches!(
+            f,
+            Feed::Event(
+                opdesk::events::DomainEvent::HttpRequest { .. } | opdesk::events::DomainEvent::RequestsServed { .. }
+            )
+        ) {
             return Some(f);
         }
     }

@@ -143,9 +143,19 @@ async fn the_event_stream_resumes_from_a_sequence_number_across_a_restart() {
     let v: Value = serde_json::from_str(&log[0].data).unwrap();
     assert!(log[0].id.is_none() && v["seq"].is_null(), "{v}");
     assert_eq!(v["event"]["path"], "/alice");
+    // consoles follow the request log coalesced: what was served, never an event per request (even while a
+    // per-request reader makes the server publish them)
+    let mut summary = Stream::open(&ase.base, &ase.admin_token, "?live=summary", None).await;
+    ase.get("/bob").await;
+    let told = summary
+        .until(1, |m| m.event == "requestsServed" || m.event == "httpRequest")
+        .await;
+    assert_eq!(told[0].event, "requestsServed", "{told:?}");
+    let v: Value = serde_json::from_str(&told[0].data).unwrap();
+    assert!(v["event"]["total"].as_u64().unwrap() >= 1, "{v}");
 
     // the server stops: streams end, and the outbox outlives the process
-    drop((live, by_query, with_log));
+    drop((live, by_query, with_log, summary));
     let (dir, addr) = ase.stop().await;
     assert!(
         resumed.next(Duration::from_secs(5)).await.is_none(),
@@ -384,7 +394,7 @@ async fn a_reader_that_falls_behind_gets_resync_and_misses_no_durable_event() {
         events::DomainEvent,
     };
     let ase = TestAse::spawn().await;
-    let mut rx = stream(ase.state.services.clone(), None, true).await;
+    let mut rx = stream(ase.state.services.clone(), None, opdesk::control::events::Live::Summary).await;
     // the reader reads nothing: its buffer fills, then a durable event, then a flood that pushes that event
     // out of the bus's ring — the server never waits for the reader
     let flood = |from: u32, to: u32| {

@@ -96,6 +96,8 @@ async fn an_approved_grant_shows_every_step_with_its_request() {
     let ase = TestAse::spawn().await;
     let client = ase.demo_client().await;
     let mut events = ase.state.bus.subscribe();
+    // an event per request, as a reader of `GET /admin/events?live=true` gets them
+    ase.state.capture.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let mut seen = Vec::new();
     let finish = "http://127.0.0.1:9/callback?state=xyz";
     let res = client
@@ -372,6 +374,8 @@ async fn a_rejected_grant_shows_the_decision_by_an_attached_console_and_the_reje
     let ase = TestAse::spawn().await;
     let client = ase.demo_client().await;
     let mut events = ase.state.bus.subscribe();
+    // an event per request, as a reader of `GET /admin/events?live=true` gets them
+    ase.state.capture.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let mut seen = Vec::new();
     let finish = "http://127.0.0.1:9/callback";
     let res = client
@@ -530,6 +534,8 @@ async fn a_polled_grant_coalesces_its_polls_into_one_step() {
     let ase = TestAse::spawn_with("[gnap]\nwait_secs = 0\n").await;
     let client = ase.demo_client().await;
     let mut events = ase.state.bus.subscribe();
+    // an event per request, as a reader of `GET /admin/events?live=true` gets them
+    ase.state.capture.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let mut seen = Vec::new();
     let res = client
         .send(Method::POST, &ase.url("/auth"), None, Some(&outgoing_grant(&ase, None)))

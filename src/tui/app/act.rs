@@ -87,10 +87,10 @@ impl App {
     fn goto(&mut self, p: Pane) -> Vec<Effect> {
         self.pane = p;
         self.overlay = None;
-        if self.frozen || matches!(p, Pane::Requests | Pane::Log) {
+        if self.frozen || p == Pane::Log {
             return Vec::new();
         }
-        if p == Pane::Webhooks {
+        if matches!(p, Pane::Webhooks | Pane::Requests) {
             return self.reload_if_due(p).into_iter().collect();
         }
         if self.stale.contains(&p) {

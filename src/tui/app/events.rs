@@ -13,48 +13,30 @@ impl App {
         self.panes.overview.remember(at, what);
     }
 
-    /// A request was served: the Requests pane lists it, the Overview counts it (and keeps it if refused).
-    fn on_request(&mut self, e: &DomainEvent) {
-        let DomainEvent::HttpRequest {
-            id,
-            received_at,
-            method,
-            path,
-            status,
-            latency_us,
-            client,
-            signature,
-            exchange,
-        } = e
-        else {
-            return;
-        };
-        let at = received_at.unix_timestamp();
-        let received_at = crate::clock::format_ts_micros(*received_at);
-        let row = || HttpRow {
-            id: id.clone(),
-            at: received_at.clone(),
-            method: method.clone(),
-            path: path.clone(),
-            status: *status,
-            latency_us: *latency_us,
-            client: client.clone(),
-            signature: signature.clone(),
-            exchange: exchange.as_deref().cloned(),
-        };
-        let refused = (*status >= 400 && !self.frozen).then(row);
-        self.panes.overview.on_request(self.now, at, refused);
+    /// Requests were served (told a few times a second, coalesced): the Overview counts them and keeps the
+    /// refused ones; the Requests pane, in view, reads its page again (at its pace).
+    fn on_served(
+        &mut self,
+        arrivals: &[(i64, u32)],
+        refused: &[crate::events::requests::RequestSummary],
+    ) -> Vec<Effect> {
         if self.frozen {
-            self.missed += 1;
-            return;
+            self.missed += arrivals.iter().map(|(_, n)| u64::from(*n)).sum::<u64>();
+            self.stale.insert(Pane::Requests);
+            return Vec::new();
         }
-        self.panes.requests.on_request(row(), self.pane == Pane::Requests);
+        let refused = refused.iter().cloned().map(HttpRow::from).collect();
+        self.panes.overview.on_served(self.now, arrivals, refused);
+        self.stale.insert(Pane::Requests);
+        self.reload_if_due(Pane::Requests).into_iter().collect()
     }
 
     pub(super) fn on_event(&mut self, e: DomainEvent) -> Vec<Effect> {
-        if let DomainEvent::HttpRequest { .. } = &e {
-            self.on_request(&e);
-            return Vec::new();
+        match &e {
+            DomainEvent::RequestsServed { arrivals, refused, .. } => return self.on_served(arrivals, refused),
+            // per-request events are for the admin API's `live=true` readers, not consoles
+            DomainEvent::HttpRequest { .. } => return Vec::new(),
+            _ => {}
         }
         // a durable event may have queued a webhook delivery or moved a seat of a class (both panes reload at
         // their own pace)
@@ -148,7 +130,7 @@ fn affected(e: &DomainEvent) -> Vec<Pane> {
             vec![Pane::Peers, Pane::Overview]
         }
         WalletFundsMoved { .. } | WalletReceived { .. } => vec![Pane::Wallets, Pane::Overview],
-        HttpRequest { .. } => vec![],
+        HttpRequest { .. } | RequestsServed { .. } => vec![],
     }
 }
 
@@ -282,5 +264,9 @@ pub fn describe_event(e: &DomainEvent) -> String {
         HttpRequest {
             method, path, status, ..
         } => format!("{method} {path} → {status}"),
+        RequestsServed { arrivals, .. } => format!(
+            "{} requests served",
+            arrivals.iter().map(|(_, n)| u64::from(*n)).sum::<u64>()
+        ),
     }
 }

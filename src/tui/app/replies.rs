@@ -22,7 +22,7 @@ impl App {
         let mut out = Vec::new();
         let p = self.pane;
         let paced = self.view().pace(&self.cx(p)).is_some();
-        if self.stale.contains(&p) && !paced && !matches!(p, Pane::Requests | Pane::Log) {
+        if self.stale.contains(&p) && !paced && p != Pane::Log {
             out.push(self.load(p));
         }
         for p in Pane::EVERY {
@@ -64,6 +64,7 @@ impl App {
     }
 
     pub(super) fn on_reply(&mut self, r: Reply) -> Vec<Effect> {
+        let detail_open = self.overlay == Some(Overlay::Detail);
         let p = &mut self.panes;
         match r {
             Reply::Overview(o) => {
@@ -81,6 +82,8 @@ impl App {
             Reply::Outgoing { rows, next, append } => p.outgoing.table.set(rows, next, append),
             Reply::Quotes { rows, next, append } => p.quotes.table.set(rows, next, append),
             Reply::Webhooks { rows, next, append } => p.webhooks.table.set(rows, next, append),
+            Reply::Requests { rows, next, append } => p.requests.on_page(rows, next, append, detail_open),
+            Reply::Request(r) => p.requests.detail = Some(*r),
             Reply::Peers(rows) => {
                 p.peers.table.set(rows, None, false);
                 p.peers.on_loaded(self.now);

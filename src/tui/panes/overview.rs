@@ -51,8 +51,8 @@ pub struct Overview {
     pub loading: bool,
     /// Recent domain events (when, what), newest first.
     pub recent: VecDeque<(String, String)>,
-    /// Request arrival times (unix seconds) over the last ten seconds: the rate.
-    pub request_times: VecDeque<i64>,
+    /// Requests told of per second (unix seconds when told, count) over the last ten seconds: the rate.
+    pub request_times: VecDeque<(i64, u32)>,
     /// Requests per ten seconds over the last five minutes (bucket start in unix seconds, count), by
     /// arrival time, oldest first: the requests/s sparkline.
     pub request_buckets: VecDeque<(i64, u32)>,
@@ -67,35 +67,43 @@ impl Overview {
         self.recent.truncate(100);
     }
 
-    /// A request arrived at `at` (unix seconds; counted at `now`); `refused` when it was answered 400 or up.
-    pub fn on_request(&mut self, now: OffsetDateTime, at: i64, refused: Option<HttpRow>) {
-        self.request_times.push_back(now.unix_timestamp());
-        let bucket = at - at.rem_euclid(REQUEST_BUCKET_SECS);
-        match self.request_buckets.iter_mut().rev().find(|(b, _)| *b <= bucket) {
-            Some((b, n)) if *b == bucket => *n = n.saturating_add(1),
-            _ => {
-                let i = self.request_buckets.partition_point(|(b, _)| *b < bucket);
-                self.request_buckets.insert(i, (bucket, 1));
+    /// Requests were served: `arrivals` (unix second of arrival, count), counted at `now`; `refused` those
+    /// of them answered 400 or up.
+    pub fn on_served(&mut self, now: OffsetDateTime, arrivals: &[(i64, u32)], refused: Vec<HttpRow>) {
+        let told: u32 = arrivals.iter().fold(0, |n, (_, c)| n.saturating_add(*c));
+        let second = now.unix_timestamp();
+        match self.request_times.back_mut() {
+            Some((s, n)) if *s == second => *n = n.saturating_add(told),
+            _ => self.request_times.push_back((second, told)),
+        }
+        for &(at, count) in arrivals {
+            let bucket = at - at.rem_euclid(REQUEST_BUCKET_SECS);
+            match self.request_buckets.iter_mut().rev().find(|(b, _)| *b <= bucket) {
+                Some((b, n)) if *b == bucket => *n = n.saturating_add(count),
+                _ => {
+                    let i = self.request_buckets.partition_point(|(b, _)| *b < bucket);
+                    self.request_buckets.insert(i, (bucket, count));
+                }
             }
         }
         while self.request_buckets.len() > REQUEST_BUCKETS + 1 {
             self.request_buckets.pop_front();
         }
-        if let Some(r) = refused {
+        for r in refused {
             let pos = self
                 .refused
                 .iter()
                 .position(|x| x.at < r.at)
                 .unwrap_or(self.refused.len());
             self.refused.insert(pos, r);
-            self.refused.truncate(REFUSED);
         }
+        self.refused.truncate(REFUSED);
     }
 
     /// The slow tick: the rate forgets what is older than ten seconds.
     pub fn on_tick(&mut self, now: OffsetDateTime) {
         let cutoff = now.unix_timestamp() - 10;
-        while self.request_times.front().is_some_and(|t| *t < cutoff) {
+        while self.request_times.front().is_some_and(|(t, _)| *t < cutoff) {
             self.request_times.pop_front();
         }
     }
@@ -121,7 +129,7 @@ impl Overview {
 
     /// Requests per second over the last ten seconds.
     pub fn request_rate(&self) -> f64 {
-        self.request_times.len() as f64 / 10.0
+        f64::from(self.request_times.iter().fold(0u32, |n, (_, c)| n.saturating_add(*c))) / 10.0
     }
 
     pub fn on_balance_changed(&mut self, account_id: &str, balance: i64, pending_debits: i64) {

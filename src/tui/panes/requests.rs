@@ -2,6 +2,10 @@
 //! request's captured headers and bodies, with the operator-only reason of a refusal and, for a signed
 //! request, the signature debugger's report (verdict and reasons, components, parameters, key, digest, the
 //! signature base).
+//!
+//! Nothing per request is pushed to it: while in view it reads the server's ring a page at a time, after the
+//! server said requests were served (at most four times a second) and every two seconds anyway, and it asks
+//! for a request's exchange when its detail opens.
 
 use ratatui::{
     Frame,
@@ -13,17 +17,23 @@ use serde::Serialize;
 
 use super::{Cx, Row, Table, View};
 use crate::{
-    events::requests::SignatureReport,
+    events::requests::{RequestDetail, RequestSummary, SignatureReport},
     text::sanitize,
     tui::{
-        pane::Pane,
+        effect::Effect,
+        pane::{Pace, Pane},
         theme::Theme,
         widgets::{kv::kv, table::table},
     },
 };
 
-/// Requests kept.
-pub const RING: usize = 2000;
+/// In view: a page after the server said requests were served, at most every 250 ms, and one every two
+/// seconds anyway.
+const PACE: Pace = Pace {
+    after_events: time::Duration::milliseconds(250),
+    poll: Some(time::Duration::seconds(2)),
+    give_up: time::Duration::seconds(5),
+};
 
 /// One HTTP exchange in the request log.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -38,7 +48,21 @@ pub struct HttpRow {
     pub latency_us: u64,
     pub client: Option<String>,
     pub signature: Option<String>,
-    pub exchange: Option<crate::events::Exchange>,
+}
+
+impl From<RequestSummary> for HttpRow {
+    fn from(s: RequestSummary) -> Self {
+        Self {
+            at: crate::clock::format_ts_micros(s.received_at),
+            id: s.id,
+            method: s.method,
+            path: s.path,
+            status: s.status,
+            latency_us: s.latency_us,
+            client: s.client,
+            signature: s.signature,
+        }
+    }
 }
 
 impl Row for HttpRow {
@@ -50,39 +74,39 @@ impl Row for HttpRow {
     }
 }
 
-/// The Requests pane's state: the requests, newest by arrival first.
-#[derive(Debug, Clone)]
+/// The Requests pane's state: a page of the server's requests, newest by arrival first, and the one
+/// request whose exchange was asked for.
+#[derive(Debug, Clone, Default)]
 pub struct Requests {
     pub table: Table<HttpRow>,
-}
-
-impl Default for Requests {
-    fn default() -> Self {
-        Self { table: Table::live() }
-    }
+    pub detail: Option<RequestDetail>,
 }
 
 impl Requests {
-    /// A request was served: it goes on top of the log (by arrival), and the cursor stays on the row it was
-    /// on while the pane is `in_view`.
-    pub fn on_request(&mut self, row: HttpRow, in_view: bool) {
-        // newest first by arrival (requests finish, and are told of, in another order than they arrive)
-        let pos = self
-            .table
-            .items
-            .iter()
-            .position(|r| r.at < row.at)
-            .unwrap_or(self.table.items.len());
-        self.table.items.insert(pos, row);
-        self.table.items.truncate(RING);
-        if in_view && self.table.selected > 0 && pos <= self.table.selected {
-            self.table.selected = (self.table.selected + 1).min(self.table.items.len() - 1);
+    /// A page of the ring: a cursor on the newest request stays on the newest (the log is followed live)
+    /// unless `detail_open`; anywhere else it stays on its request.
+    pub fn on_page(&mut self, rows: Vec<HttpRow>, next: Option<String>, append: bool, detail_open: bool) {
+        let following = !append && !detail_open && self.table.selected == 0;
+        self.table.set(rows, next, append);
+        if following {
+            self.table.selected = 0;
         }
     }
 }
 
 impl View for Requests {
     listed_by_table!();
+
+    fn pace(&self, _cx: &Cx<'_>) -> Option<(Pace, bool)> {
+        Some((PACE, true))
+    }
+
+    /// The open detail needs the selected request's exchange, once (a served request never changes).
+    fn detail_needs(&self, _fresh: bool) -> Option<Effect> {
+        let r = self.table.selection()?;
+        let shown = self.detail.as_ref().is_some_and(|d| d.summary.id == r.id);
+        (!shown).then(|| Effect::LoadRequest(r.id.clone()))
+    }
 
     /// Draws the request log into `area`.
     fn draw(&self, _cx: &Cx<'_>, theme: &Theme, f: &mut Frame, area: Rect) {
@@ -150,15 +174,23 @@ impl View for Requests {
             "signature",
             sanitize(r.signature.as_deref().unwrap_or("(none)")),
         ));
-        match &r.exchange {
+        let Some(detail) = self.detail.as_ref().filter(|d| d.summary.id == r.id) else {
+            lines.push(Line::from(Span::styled(
+                "asking the server for the exchange…",
+                theme.dim,
+            )));
+            return Some((title, lines));
+        };
+        if let Some(report) = &detail.report {
+            lines.extend(report_lines(theme, report));
+        }
+        match &detail.exchange {
             None => lines.push(Line::from(Span::styled(
-                "headers and bodies were not captured for this request",
+                "headers and bodies were not captured for this request (the server keeps them while a console \
+                 watches)",
                 theme.dim,
             ))),
             Some(x) => {
-                if let Some(report) = &x.signature_report {
-                    lines.extend(report_lines(theme, report));
-                }
                 lines.push(Line::from(""));
                 lines.push(Line::from(Span::styled(
                     format!("request  {} {}", r.method, sanitize(&x.target)),
