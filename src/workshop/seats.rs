@@ -47,7 +47,7 @@ pub struct Seat {
     /// `seat07`
     pub name: String,
     pub passphrase: String,
-    /// What opens its handout over HTTP: `XXXX-XXXX-XXXX`.
+    /// What opens its handout over HTTP: three groups of four letters, e.g. `KMPR-TWXZ-ACDE`.
     pub code: String,
     pub key_id: String,
     pub private_key_pem: String,
@@ -65,7 +65,8 @@ struct Kept {
 /// without bias.
 const CODE_LETTERS: &[u8; 32] = b"ABCDEFGHJKLMNPQRSTUVWXYZ23456789";
 
-/// A new handout code: 12 random letters of [`CODE_LETTERS`] (60 bits) as `XXXX-XXXX-XXXX`.
+/// A new handout code: 12 random letters of [`CODE_LETTERS`] (60 bits) in three groups of four joined by
+/// `-` (e.g. `KMPR-TWXZ-ACDE`).
 fn new_code() -> Result<String> {
     let mut bytes = [0u8; 12];
     getrandom::fill(&mut bytes).map_err(|e| color_eyre::eyre::eyre!("no randomness: {e}"))?;
