@@ -244,6 +244,9 @@ impl AppCore {
                 .await
                 .wrap_err("setting up the ASE's client wallet failed")?;
         }
+        apply_config_thresholds(&core.state)
+            .await
+            .wrap_err("applying the peers' thresholds from config.toml failed")?;
         Ok(core)
     }
 
@@ -263,6 +266,26 @@ impl AppCore {
             _ => Err(std::io::Error::other("the data dir was given up")),
         }
     }
+}
+
+/// Sets the alert thresholds config.toml gives its peers (`liquidity_threshold`, `credit_threshold`); one
+/// already set to the same value is left as it is, crossed or not.
+async fn apply_config_thresholds(s: &Services) -> Result<()> {
+    use crate::{money::Value, thresholds::Measure};
+    for def in &s.settings.ilp.peers {
+        let Some(peer) = s.peers.current().get(&def.name) else {
+            continue;
+        };
+        for (measure, t) in [
+            (Measure::PeerLiquidity, def.liquidity_threshold),
+            (Measure::PeerCredit, def.credit_threshold),
+        ] {
+            if let Some(t) = t {
+                s.liquidity.set_threshold(&peer, measure, Some(Value::new(t)?)).await?;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// How the authorization server reads the public name of a client wallet on another ASE: its document, over

@@ -15,6 +15,7 @@ pub mod liquidity;
 pub mod payments;
 pub mod peers;
 pub mod query;
+pub mod thresholds;
 pub mod views;
 pub mod wallets;
 pub mod webhooks;

@@ -165,6 +165,44 @@ pub enum DomainEvent {
         peer: String,
         credit_limit: Option<i64>,
     },
+    /// What may still be sent through a peer (its liquidity less what we owe it) went under the operator's
+    /// threshold, in the transaction that took it there (again only after it was back over it).
+    #[serde(rename_all = "camelCase")]
+    PeerLiquidityLow {
+        peer: String,
+        liquidity: i64,
+        threshold: i64,
+        asset_code: String,
+        asset_scale: u8,
+    },
+    /// What a peer owes us went over the operator's threshold (again only after it was back under it).
+    #[serde(rename_all = "camelCase")]
+    PeerCreditHigh {
+        peer: String,
+        credit_used: i64,
+        threshold: i64,
+        asset_code: String,
+        asset_scale: u8,
+    },
+    /// A wallet's balance less its reservations went under the operator's threshold (again only after it was
+    /// back over it).
+    #[serde(rename_all = "camelCase")]
+    WalletBalanceLow {
+        wallet: String,
+        balance: i64,
+        threshold: i64,
+        asset_code: String,
+        asset_scale: u8,
+    },
+    /// The operator set (or with `None` removed) an alert threshold on a peer or a wallet.
+    #[serde(rename_all = "camelCase")]
+    ThresholdChanged {
+        measure: crate::thresholds::Measure,
+        subject: String,
+        threshold: Option<i64>,
+        asset_code: String,
+        asset_scale: u8,
+    },
     #[serde(rename_all = "camelCase")]
     HttpRequest {
         /// The request's id (time-ordered, unique across restarts): what a grant's timeline links to.
@@ -261,6 +299,10 @@ impl DomainEvent {
             Self::PeerLiquidityChanged { .. } => "peerLiquidityChanged",
             Self::PeerSettled { .. } => "peerSettled",
             Self::PeerCreditLimitChanged { .. } => "peerCreditLimitChanged",
+            Self::PeerLiquidityLow { .. } => "peerLiquidityLow",
+            Self::PeerCreditHigh { .. } => "peerCreditHigh",
+            Self::WalletBalanceLow { .. } => "walletBalanceLow",
+            Self::ThresholdChanged { .. } => "thresholdChanged",
             Self::WalletFundsMoved { .. } => "walletFundsMoved",
             Self::WalletReceived { .. } => "walletReceived",
             Self::HttpRequest { .. } => "httpRequest",

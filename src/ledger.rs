@@ -6,7 +6,8 @@
 //! same statement set as the journal row, so they always equal the journal ([`audit`] proves it). Wallet
 //! accounts never go below zero counting reservations; settlement accounts are the ASE's side and may.
 //! [`Ledger`] is the async service for stand-alone movements (deposits, withdrawals); it publishes
-//! `BalanceChanged` after commit.
+//! `BalanceChanged` after commit. Every transfer, posted or resolved, ends with the alert thresholds of the
+//! wallets and peers it moved (`crate::thresholds::after_transfer`), in the same transaction.
 
 use crate::store::Connection;
 use serde::{Deserialize, Serialize};
@@ -416,6 +417,7 @@ pub mod ops {
             resolved_at: None,
         };
         repo::insert_transfer(conn, &row)?;
+        crate::thresholds::after_transfer(conn, &[&debit, &credit], now)?;
         Ok((row, true))
     }
 
@@ -488,6 +490,7 @@ pub mod ops {
             credit.pending_debits,
             checked(credit.pending_credits.checked_sub(t.amount))?,
         )?;
+        crate::thresholds::after_transfer(conn, &[&debit, &credit], now)?;
         // the row as `resolve_pending` wrote it (no second read)
         Ok(TransferRow {
             state,

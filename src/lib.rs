@@ -35,6 +35,7 @@ pub mod settings;
 pub mod states;
 pub mod store;
 pub mod text;
+pub mod thresholds;
 pub mod tui;
 pub mod wallet;
 pub mod webhooks;

@@ -339,6 +339,38 @@ impl Wallets {
         Ok(self.to_wallet(row))
     }
 
+    /// Sets (`Some`) or removes (`None`) the alert threshold on wallet `name`'s balance (less its
+    /// reservations), in minor units of its asset; one set above the balance now fires its
+    /// `walletBalanceLow` at once (see [`crate::thresholds`]).
+    pub async fn set_balance_threshold(
+        &self,
+        name: &str,
+        threshold: Option<crate::money::Value>,
+    ) -> Result<Option<crate::thresholds::ThresholdView>, WalletError> {
+        let (n, now) = (name.to_owned(), self.clock.now());
+        let (view, recorded) = self
+            .store
+            .call(move |conn| {
+                let tx = store::immediate(conn)?;
+                let (_, code, scale) =
+                    store::thresholds::wallet_available(&tx, &n)?.ok_or_else(|| WalletError::NotFound(n.clone()))?;
+                let asset = crate::money::Asset { code, scale };
+                let (view, recorded) = crate::thresholds::set(
+                    &tx,
+                    crate::thresholds::Measure::WalletBalance,
+                    &n,
+                    &asset,
+                    threshold.map(crate::money::Value::as_i64),
+                    now,
+                )?;
+                tx.commit()?;
+                Ok::<_, WalletError>((view, recorded))
+            })
+            .await?;
+        self.bus.publish_recorded(recorded);
+        Ok(view)
+    }
+
     /// Sets (`Some`) or removes (`None`) the owner passphrase of wallet `name`: its owner then decides its
     /// grants on the interaction page (`[consent] decide`). Only the Argon2id hash is kept. True when the
     /// wallet had or now has one.

@@ -39,6 +39,7 @@ use crate::{
         self, Store, ledger as ledger_repo, payments as pay_repo,
         peers::{self as peers_repo, PeerLimits},
     },
+    thresholds::{Measure, ThresholdView},
 };
 
 /// The `failureReason` of a sending payment that waits for a peer's liquidity (it is not failed).
@@ -383,9 +384,12 @@ impl PeerLiquidity {
                     kind: kind.into(),
                     memo: Some(format!("liquidity of peer {name}")),
                 };
+                if movement == Movement::Deposit {
+                    // before the transfer: the thresholds it evaluates see a limited peer's liquidity
+                    peers_repo::set_send_limited(&tx, &name, now)?;
+                }
                 let (row, new) = ledger::ops::create_transfer(&tx, &t, now)?;
                 if movement == Movement::Deposit {
-                    peers_repo::set_send_limited(&tx, &name, now)?;
                     pay_repo::wake_waiting(&tx, WAIT_REASON, now)?;
                 }
                 let (recorded, status) = commit_transfer(tx, &name, &asset, in_flight, now, new, |liquidity, _| {
@@ -466,6 +470,34 @@ impl PeerLiquidity {
             self.wake.notify_one();
         }
         Ok((row.into(), status))
+    }
+
+    /// Sets (or removes, `None`) an alert threshold on the peer's liquidity or credit used, in minor units of
+    /// its asset; one set past the value now fires its event at once (see [`crate::thresholds`]).
+    pub async fn set_threshold(
+        &self,
+        peer: &Peer,
+        measure: Measure,
+        threshold: Option<Value>,
+    ) -> Result<Option<ThresholdView>, LiquidityError> {
+        if measure == Measure::WalletBalance {
+            return Err(LiquidityError::Refused(
+                "a peer's thresholds are on its liquidity or its credit used".into(),
+            ));
+        }
+        let now = self.clock.now();
+        let (name, asset) = (peer.name.clone(), peer.asset.clone());
+        let (view, recorded) = self
+            .store
+            .call(move |conn| {
+                let tx = store::immediate(conn)?;
+                let out = crate::thresholds::set(&tx, measure, &name, &asset, threshold.map(Value::as_i64), now)?;
+                tx.commit()?;
+                Ok::<_, LiquidityError>(out)
+            })
+            .await?;
+        self.bus.publish_recorded(recorded);
+        Ok(view)
     }
 
     /// Sets (or clears, `None`) what the peer may owe us, in minor units of its asset.

@@ -470,6 +470,7 @@ impl Peers {
             max_packet_amount: existing.max_packet_amount,
             asset_code: stored.asset_code.clone(),
             asset_scale: stored.asset_scale,
+            ..Default::default()
         };
         let mut kept = stored.incoming_token_hashes;
         if let Some(a) = patch.ilp_address {

@@ -106,6 +106,15 @@ pub enum Command {
         peer: String,
         settlement: NewSettlement,
     },
+    /// Set (or with no `threshold` remove) an alert threshold: on a peer's liquidity or credit used
+    /// (`subject` names the peer) or on a wallet's balance (`subject` names the wallet), in minor units of
+    /// its asset.
+    SetThreshold {
+        measure: crate::thresholds::Measure,
+        subject: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        threshold: Option<crate::money::Value>,
+    },
     /// Re-drive the webhook delivery of event `seq`.
     RetryWebhook {
         seq: i64,
@@ -160,6 +169,7 @@ pub enum Outcome {
     PeerMoved(Box<PeerMoved>),
     Delivery(DeliveryRow),
     Passphrase(PassphraseSet),
+    Threshold(Box<crate::thresholds::ThresholdView>),
     /// How many deliveries were re-driven.
     Retried(usize),
     Unlocked(super::dto::Unlocked),
@@ -181,6 +191,7 @@ impl Outcome {
             Self::PeerMoved(m) => serde_json::to_string(m),
             Self::Delivery(d) => serde_json::to_string(d),
             Self::Passphrase(p) => serde_json::to_string(p),
+            Self::Threshold(t) => serde_json::to_string(t),
             Self::Retried(n) => Ok(serde_json::json!({ "retried": n }).to_string()),
             Self::Unlocked(u) => serde_json::to_string(u),
             Self::Done => return None,
@@ -222,6 +233,7 @@ outcome_values! {
     PeerMoved => PeerMoved, |v: Box<PeerMoved>| *v;
     Delivery => DeliveryRow, |v| v;
     Passphrase => PassphraseSet, |v| v;
+    Threshold => crate::thresholds::ThresholdView, |v: Box<crate::thresholds::ThresholdView>| *v;
     Retried => usize, |v| v;
     Unlocked => super::dto::Unlocked, |v| v;
 }
@@ -305,6 +317,14 @@ pub async fn execute(s: &Services, cmd: Command, by: Cause) -> Result<Outcome, E
         Command::SettlePeer { peer, settlement } => {
             Outcome::PeerMoved(Box::new(liquidity::settle_peer(s, &peer, settlement).await?))
         }
+        Command::SetThreshold {
+            measure,
+            subject,
+            threshold,
+        } => match super::thresholds::set_threshold(s, measure, &subject, threshold).await? {
+            Some(t) => Outcome::Threshold(Box::new(t)),
+            None => Outcome::Done,
+        },
         Command::RetryWebhook { seq } => Outcome::Delivery(webhooks::retry_webhook(s, seq).await?),
         Command::RetryDeadWebhooks => Outcome::Retried(webhooks::retry_dead_webhooks(s).await?),
     })

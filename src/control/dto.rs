@@ -169,6 +169,7 @@ impl NewPeer {
             max_packet_amount: self.max_packet_amount,
             asset_code: self.asset_code,
             asset_scale: self.asset_scale,
+            ..Default::default()
         };
         (def, self.generate_incoming_token)
     }

@@ -89,6 +89,8 @@ pub enum Query {
     Peer {
         name: String,
     },
+    /// Every alert threshold (peers' liquidity and credit used, wallets' balances) with its value now.
+    Thresholds,
     /// The server's recent requests, newest first, after request `cursor`.
     Requests {
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -147,6 +149,7 @@ found! {
     Webhooks(Vec<DeliveryRow>),
     Peers(Vec<PeerView>),
     Peer(Box<PeerView>),
+    Thresholds(Vec<crate::thresholds::ThresholdView>),
     Requests(Listed<RequestSummary>),
     Request(Box<RequestDetail>),
     Classroom(Vec<SeatProgress>),
@@ -195,6 +198,7 @@ pub async fn answer(s: &Services, q: Query) -> Result<Found, Error> {
         },
         Query::Peers => Found::Peers(peers::list_peers(s).await?),
         Query::Peer { name } => Found::Peer(Box::new(peers::show_peer(s, &name).await?)),
+        Query::Thresholds => Found::Thresholds(super::thresholds::list_thresholds(s).await?),
         Query::Requests { cursor, limit } => {
             let (items, next_cursor) = ring(s)?.page(cursor.as_deref(), limit.min(1000));
             Found::Requests(super::dto::Listed { items, next_cursor })

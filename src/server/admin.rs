@@ -161,6 +161,17 @@ pub fn routes(state: AppState) -> Router<AppState> {
             post(|s: S, by, Path(peer), Json(settlement)| command(s, by, C::SettlePeer { peer, settlement })),
         )
         .route(
+            "/thresholds",
+            get(|s: S| read(s, Q::Thresholds)).put(|s: S, by, Json(t): Json<SetThreshold>| {
+                let cmd = C::SetThreshold {
+                    measure: t.measure,
+                    subject: t.subject,
+                    threshold: t.threshold,
+                };
+                command(s, by, cmd)
+            }),
+        )
+        .route(
             "/incoming-payments",
             get(|s: S, Params(filter)| read(s, Q::Incoming { filter })),
         )
@@ -318,6 +329,16 @@ async fn events(
 struct EventsQuery {
     after: Option<i64>,
     live: Option<control::events::Live>,
+}
+
+/// `PUT /admin/thresholds`: `{"measure", "subject", "threshold"?}` (no threshold: remove it).
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct SetThreshold {
+    measure: crate::thresholds::Measure,
+    subject: String,
+    #[serde(default)]
+    threshold: Option<crate::money::Value>,
 }
 
 #[derive(Debug, serde::Deserialize)]

@@ -78,6 +78,15 @@ pub struct PeerSettings {
     /// The asset of the link with this peer.
     pub asset_code: String,
     pub asset_scale: u8,
+    /// Alert threshold on what may still be sent through this peer (its liquidity less what we owe it), in
+    /// minor units of its asset: `peerLiquidityLow` when it goes under (see `crate::thresholds`). Applied at
+    /// start; the command line and the console can change it meanwhile.
+    #[serde(default)]
+    pub liquidity_threshold: Option<u64>,
+    /// Alert threshold on what this peer owes us, in minor units of its asset: `peerCreditHigh` when it goes
+    /// over. Applied at start.
+    #[serde(default)]
+    pub credit_threshold: Option<u64>,
 }
 
 impl std::fmt::Debug for PeerSettings {
@@ -92,6 +101,8 @@ impl std::fmt::Debug for PeerSettings {
             .field("max_packet_amount", &self.max_packet_amount)
             .field("asset_code", &self.asset_code)
             .field("asset_scale", &self.asset_scale)
+            .field("liquidity_threshold", &self.liquidity_threshold)
+            .field("credit_threshold", &self.credit_threshold)
             .finish()
     }
 }
@@ -179,6 +190,14 @@ impl PeerSettings {
         }
         if let Err(e) = crate::money::Asset::of_peer(&self.asset_code, self.asset_scale) {
             return Err(("ilp.peers.asset_code", format!("peer {name:?}: {e}")));
+        }
+        for (key, t) in [
+            ("ilp.peers.liquidity_threshold", self.liquidity_threshold),
+            ("ilp.peers.credit_threshold", self.credit_threshold),
+        ] {
+            if t.is_some_and(|t| crate::money::Value::new(t).is_err()) {
+                return Err((key, format!("peer {name:?}: must be at most {}", i64::MAX)));
+            }
         }
         Ok(())
     }

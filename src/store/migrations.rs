@@ -33,6 +33,7 @@ const MIGRATIONS: &[M<'static>] = &[
     M::up(include_str!("../../migrations/0023_events_pending.sql")),
     M::up(include_str!("../../migrations/0024_fixed_send_plans.sql")),
     M::up(include_str!("../../migrations/0025_consent_names.sql")),
+    M::up(include_str!("../../migrations/0026_thresholds.sql")),
 ];
 
 /// The PostgreSQL twins of [`MIGRATIONS`], in the same order.
@@ -62,6 +63,7 @@ const PG_MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/pg/0023_events_pending.sql"),
     include_str!("../../migrations/pg/0024_fixed_send_plans.sql"),
     include_str!("../../migrations/pg/0025_consent_names.sql"),
+    include_str!("../../migrations/pg/0026_thresholds.sql"),
 ];
 
 const _: () = assert!(

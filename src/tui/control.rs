@@ -216,6 +216,10 @@ fn done(cmd: &Command, o: Outcome) -> Reply {
             settlement.amount.get(),
             &m.peer,
         ),
+        (Command::SetThreshold { .. }, Outcome::Threshold(t)) => t.words(),
+        (Command::SetThreshold { measure, subject, .. }, _) => {
+            format!("{}: {} threshold removed", sanitize(subject), measure.words())
+        }
         (Command::RetryWebhook { seq }, _) => format!("the webhook for event {seq} will be sent again"),
         (_, Outcome::Retried(n)) => redriven(n),
         (_, Outcome::Unlocked(u)) => u.words(),

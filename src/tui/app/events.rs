@@ -126,9 +126,15 @@ fn affected(e: &DomainEvent) -> Vec<Pane> {
         | OutgoingPaymentFailed { .. }
         | OutgoingPaymentCancelled { .. }
         | OutgoingPaymentProgress { .. } => vec![Pane::Outgoing, Pane::Overview],
-        PeerLiquidityChanged { .. } | PeerSettled { .. } | PeerCreditLimitChanged { .. } => {
+        PeerLiquidityChanged { .. }
+        | PeerSettled { .. }
+        | PeerCreditLimitChanged { .. }
+        | PeerLiquidityLow { .. }
+        | PeerCreditHigh { .. } => {
             vec![Pane::Peers, Pane::Overview]
         }
+        WalletBalanceLow { .. } => vec![Pane::Wallets, Pane::Overview],
+        ThresholdChanged { .. } => vec![Pane::Peers, Pane::Wallets, Pane::Overview],
         WalletFundsMoved { .. } | WalletReceived { .. } => vec![Pane::Wallets, Pane::Overview],
         HttpRequest { .. } | RequestsServed { .. } => vec![],
     }
@@ -260,6 +266,53 @@ pub fn describe_event(e: &DomainEvent) -> String {
         PeerCreditLimitChanged { peer, credit_limit } => match credit_limit {
             Some(l) => format!("peer {peer}: credit limit set to {l}"),
             None => format!("peer {peer}: credit limit removed"),
+        },
+        PeerLiquidityLow {
+            peer,
+            liquidity,
+            threshold,
+            asset_code,
+            asset_scale,
+        } => format!(
+            "peer {peer}: liquidity {} is under its threshold of {}",
+            minor(*liquidity, asset_code, *asset_scale),
+            minor(*threshold, asset_code, *asset_scale)
+        ),
+        PeerCreditHigh {
+            peer,
+            credit_used,
+            threshold,
+            asset_code,
+            asset_scale,
+        } => format!(
+            "peer {peer}: credit used {} is over its threshold of {}",
+            minor(*credit_used, asset_code, *asset_scale),
+            minor(*threshold, asset_code, *asset_scale)
+        ),
+        WalletBalanceLow {
+            wallet,
+            balance,
+            threshold,
+            asset_code,
+            asset_scale,
+        } => format!(
+            "wallet {wallet}: balance {} is under its threshold of {}",
+            minor(*balance, asset_code, *asset_scale),
+            minor(*threshold, asset_code, *asset_scale)
+        ),
+        ThresholdChanged {
+            measure,
+            subject,
+            threshold,
+            asset_code,
+            asset_scale,
+        } => match threshold {
+            Some(t) => format!(
+                "{subject}: {} threshold set to {}",
+                measure.words(),
+                minor(*t, asset_code, *asset_scale)
+            ),
+            None => format!("{subject}: {} threshold removed", measure.words()),
         },
         HttpRequest {
             method, path, status, ..
