@@ -37,6 +37,7 @@ mod spsp;
 mod states;
 mod storage_full;
 mod stream_pipeline;
+mod thresholds;
 mod tls;
 mod two_nodes;
 mod two_processes;

@@ -19,6 +19,8 @@ use tokio::net::{TcpListener, TcpStream};
 
 use crate::common::{Proc, balance_of, finish_grant, free_port, postgres, use_postgres_for};
 
+mod alerts;
+
 /// Where the proxy sends the next connection.
 const ALTERNATE: usize = 0;
 const TO_A: usize = 1;
@@ -77,6 +79,12 @@ impl Nodes {
     /// Starts A (which seeds the demo wallets and keeps the demo client's key) and then B, with one
     /// configuration: `config`, the proxy's public URL and one database.
     async fn start(config: &str) -> Self {
+        Self::start_with(config, false).await
+    }
+
+    /// As [`Nodes::start`]; with `logged`, each node logs at its default level (no `RUST_LOG`) to
+    /// `stderr.log` in its data dir.
+    async fn start_with(config: &str, logged: bool) -> Self {
         let (dir_a, dir_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
         let (port_a, port_b) = (free_port(), free_port());
         let proxy = Proxy::start(port_a, port_b).await;
@@ -84,8 +92,24 @@ impl Nodes {
         std::fs::write(dir_a.path().join("config.toml"), text).unwrap();
         use_postgres_for(dir_a.path());
         std::fs::copy(dir_a.path().join("config.toml"), dir_b.path().join("config.toml")).unwrap();
-        let a = Proc::start(dir_a.path(), port_a).await;
-        let b = Proc::start(dir_b.path(), port_b).await;
+        let start = |dir: &Path, port: u16| {
+            let dir = dir.to_owned();
+            async move {
+                if !logged {
+                    return Proc::start(&dir, port).await;
+                }
+                let log = std::fs::File::create(dir.join("stderr.log")).unwrap();
+                let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_opdesk"));
+                cmd.args(Proc::serve_args(&dir, port))
+                    .env("OPDESK_CONFIG", dir.join("config.toml"))
+                    .env_remove("RUST_LOG")
+                    .stdout(std::process::Stdio::null())
+                    .stderr(log);
+                Proc::spawn(cmd, &dir, port).await
+            }
+        };
+        let a = start(dir_a.path(), port_a).await;
+        let b = start(dir_b.path(), port_b).await;
         Self {
             dir_a,
             _dir_b: dir_b,

@@ -1,0 +1,224 @@
+//! Alert thresholds over real HTTP and a real process: a payment that takes a wallet under its threshold
+//! appends one `walletBalanceLow` in its own transaction, which reaches the webhook receiver though the
+//! receiver was down and the server was killed with `kill -9` in between; a top-up and another payment make
+//! exactly one more. Runs on SQLite, and on PostgreSQL with `OPDESK_TEST_POSTGRES`.
+
+use std::{
+    collections::BTreeMap,
+    net::SocketAddr,
+    sync::{Arc, Mutex},
+    time::{Duration, Instant},
+};
+
+use reqwest::Method;
+use serde_json::{Value, json};
+
+use crate::common::{Proc, balance_of, free_port};
+
+/// A webhook receiver that keeps each event once, by its `seq` (webhooks are at least once).
+struct Receiver {
+    by_seq: Arc<Mutex<BTreeMap<i64, Value>>>,
+    stop: tokio_util::sync::CancellationToken,
+}
+
+impl Receiver {
+    async fn start(addr: SocketAddr) -> Self {
+        let stop = tokio_util::sync::CancellationToken::new();
+        let by_seq = Arc::new(Mutex::new(BTreeMap::new()));
+        let seen = by_seq.clone();
+        let app = axum::Router::new().route(
+            "/hook",
+            axum::routing::post(move |body: String| {
+                let seen = seen.clone();
+                async move {
+                    let v: Value = serde_json::from_str(&body).unwrap();
+                    let seq = v["seq"].as_i64().unwrap();
+                    seen.lock().unwrap().entry(seq).or_insert(v);
+                    axum::http::StatusCode::NO_CONTENT
+                }
+            }),
+        );
+        let listener = tokio::net::TcpListener::bind(addr).await.unwrap();
+        let token = stop.clone();
+        tokio::spawn(async move {
+            axum::serve(listener, app)
+                .with_graceful_shutdown(async move { token.cancelled().await })
+                .await
+                .unwrap();
+        });
+        Self { by_seq, stop }
+    }
+
+    /// The distinct events of type `kind` it took, in sequence order.
+    fn of(&self, kind: &str) -> Vec<Value> {
+        self.by_seq
+            .lock()
+            .unwrap()
+            .values()
+            .filter(|v| v["type"] == kind)
+            .cloned()
+            .collect()
+    }
+}
+
+impl Drop for Receiver {
+    fn drop(&mut self) {
+        self.stop.cancel();
+    }
+}
+
+async fn eventually<F: std::future::Future<Output = bool>>(what: &str, mut check: impl FnMut() -> F) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !check().await {
+        assert!(Instant::now() < deadline, "timed out waiting until {what}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+async fn send(p: &Proc, method: Method, path: &str, body: Value) -> Value {
+    let r = reqwest::Client::new()
+        .request(method, format!("{}/admin{path}", p.base))
+        .bearer_auth(&p.admin_token)
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    let status = r.status();
+    let text = r.text().await.unwrap();
+    assert!(status.is_success(), "{path}: {status} {text}");
+    serde_json::from_str(&text).unwrap_or(Value::Null)
+}
+
+/// Pays `value` (minor units of USD) from alice to bob on `p` through Open Payments, and waits until it
+/// completed.
+async fn pay(p: &Proc, dir: &std::path::Path, value: i64) {
+    let c = p.demo_client(dir).await;
+    let base = p.base.clone();
+    let inc = crate::common::grant_token(&c, &base, json!([{"type": "incoming-payment", "actions": ["create"]}])).await;
+    let out = crate::common::auto_approved_outgoing_token(&c, &base, "alice").await;
+    let r = c
+        .send(
+            Method::POST,
+            &format!("{base}/incoming-payments"),
+            Some(&inc),
+            Some(&json!({"walletAddress": format!("{base}/bob")})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.status, 201, "{}", r.body);
+    let incoming = r.body["id"].as_str().unwrap().to_owned();
+    let body = json!({"walletAddress": format!("{base}/alice"), "incomingPayment": incoming,
+        "debitAmount": {"value": value.to_string(), "assetCode": "USD", "assetScale": 2}});
+    let r = c
+        .send(
+            Method::POST,
+            &format!("{base}/outgoing-payments"),
+            Some(&out),
+            Some(&body),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.status, 201, "{}", r.body);
+    let items = p
+        .wait_payments_ended(Duration::from_secs(30), "the payment did not end")
+        .await;
+    assert!(items.iter().all(|p| p["state"] == "completed"), "{items:?}");
+}
+
+async fn pending_of(p: &Proc, kind: &str) -> usize {
+    p.admin("/webhooks?state=pending&first=1000")
+        .await
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| d["type"] == kind)
+        .count()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_payment_under_a_wallets_threshold_is_one_webhook_event_across_kill_9() {
+    let dir = tempfile::tempdir().unwrap();
+    let hook: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
+    std::fs::write(
+        dir.path().join("config.toml"),
+        format!(
+            "[gnap]\nauto_approve = true\n[webhooks]\nurl = \"http://{hook}/hook\"\nmax_attempts = 100\n\
+             retry_base_ms = 200\nretry_max_ms = 400\ntimeout_ms = 1000\n"
+        ),
+    )
+    .unwrap();
+    let port = free_port();
+    let mut server = Proc::start(dir.path(), port).await;
+    let start = balance_of(&server.admin("/balances").await, "alice");
+    assert!(start > 1000, "alice is seeded with money: {start}");
+    let threshold = start - 300;
+    let set = send(
+        &server,
+        Method::PUT,
+        "/thresholds",
+        json!({"measure": "walletBalance", "subject": "alice", "threshold": threshold.to_string()}),
+    )
+    .await;
+    assert_eq!(set["crossed"], false, "{set}");
+    // 200 of it: still over; 200 more: under, one event in that payment's transaction; 50 more: still under
+    pay(&server, dir.path(), 200).await;
+    assert_eq!(pending_of(&server, "walletBalanceLow").await, 0);
+    pay(&server, dir.path(), 200).await;
+    pay(&server, dir.path(), 50).await;
+    eventually("the crossing waits as a delivery", || async {
+        pending_of(&server, "walletBalanceLow").await == 1
+    })
+    .await;
+    let listed = server.admin("/thresholds").await;
+    assert_eq!(listed[0]["crossed"], true, "{listed}");
+    assert_eq!(listed[0]["value"], start - 450, "{listed}");
+
+    // kill -9 before the receiver could take it; the receiver comes up; the restarted server delivers it
+    server.child.kill().unwrap();
+    server.child.wait().unwrap();
+    let receiver = Receiver::start(hook).await;
+    let server = Proc::start(dir.path(), port).await;
+    eventually("the event reached the receiver", || async {
+        !receiver.of("walletBalanceLow").is_empty()
+    })
+    .await;
+    let low = receiver.of("walletBalanceLow");
+    assert_eq!(low.len(), 1, "{low:?}");
+    let e = &low[0]["event"];
+    assert_eq!(e["wallet"], "alice");
+    assert_eq!(
+        e["balance"],
+        start - 400,
+        "the balance after the payment that crossed: {e}"
+    );
+    assert_eq!(e["threshold"], threshold);
+    assert_eq!(
+        (e["assetCode"].as_str(), e["assetScale"].as_i64()),
+        (Some("USD"), Some(2))
+    );
+
+    // topped up over it (no event), drained under it again: exactly one more
+    send(
+        &server,
+        Method::POST,
+        "/wallets/alice/deposit",
+        json!({"value": "1000", "transferId": "top-up-1"}),
+    )
+    .await;
+    pay(&server, dir.path(), 100).await;
+    pay(&server, dir.path(), 1000).await;
+    eventually("the second crossing reached the receiver", || async {
+        receiver.of("walletBalanceLow").len() == 2
+    })
+    .await;
+    let low = receiver.of("walletBalanceLow");
+    assert_eq!(low[1]["event"]["balance"], start - 450 + 1000 - 1100, "{low:?}");
+    // the operator's setting is an event too
+    assert_eq!(receiver.of("thresholdChanged").len(), 1);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(
+        receiver.of("walletBalanceLow").len(),
+        2,
+        "no event beyond one per crossing"
+    );
+}
