@@ -76,6 +76,16 @@ struct AmountLabels {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct PeerLabels {
+    peer: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct AssetLabels {
+    asset: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
 struct VersionLabels {
     version: &'static str,
 }
@@ -355,6 +365,7 @@ fn stored_registry(s: &Snapshot) -> Registry {
                 .inc_by(*n);
         }
     }
+    register_money(&mut r, s);
     r.register(
         "opdesk_payments_amount",
         "Money moved, in minor units of the asset (CODE/scale): in = received into incoming payments, out = \
@@ -362,6 +373,89 @@ fn stored_registry(s: &Snapshot) -> Registry {
         amounts,
     );
     r
+}
+
+fn gauge(v: u64) -> Gauge {
+    let g = Gauge::default();
+    g.set(i64::try_from(v).unwrap_or(i64::MAX));
+    g
+}
+
+/// The families of money that may run low and work that waits: peers' liquidity and credit used against
+/// their thresholds, wallet balances per asset, grants waiting and payments failed in the last hour (what
+/// `contrib/prometheus/alerts.yml` alerts on).
+fn register_money(r: &mut Registry, s: &Snapshot) {
+    let per_peer = |value: &dyn Fn(&crate::store::stats::PeerFigures) -> Option<i64>| {
+        let family = Family::<PeerLabels, Gauge>::default();
+        for p in &s.peers {
+            if let Some(v) = value(p) {
+                family.get_or_create(&PeerLabels { peer: p.peer.clone() }).set(v);
+            }
+        }
+        family
+    };
+    r.register(
+        "opdesk_peer_liquidity",
+        "What may still be sent through each liquidity-limited peer (its liquidity less what we owe it), in minor \
+         units of its asset",
+        per_peer(&|p| p.liquidity),
+    );
+    r.register(
+        "opdesk_peer_credit_used",
+        "What each peer owes us, in minor units of its asset",
+        per_peer(&|p| Some(p.credit_used)),
+    );
+    r.register(
+        "opdesk_peer_liquidity_threshold",
+        "Each peer's alert threshold on its liquidity (peerLiquidityLow under it)",
+        per_peer(&|p| p.liquidity_threshold),
+    );
+    r.register(
+        "opdesk_peer_credit_threshold",
+        "Each peer's alert threshold on its credit used (peerCreditHigh over it)",
+        per_peer(&|p| p.credit_threshold),
+    );
+    let (balances, under) = (
+        Family::<AssetLabels, Gauge>::default(),
+        Family::<AssetLabels, Gauge>::default(),
+    );
+    for (asset, sum, n) in &s.wallets {
+        let labels = AssetLabels { asset: asset.clone() };
+        balances.get_or_create(&labels).set(*sum);
+        under.get_or_create(&labels).set(i64::try_from(*n).unwrap_or(i64::MAX));
+    }
+    r.register(
+        "opdesk_wallet_balance",
+        "Wallet balances summed per asset (CODE/scale), in minor units",
+        balances,
+    );
+    r.register(
+        "opdesk_wallets_under_threshold",
+        "Wallets whose balance less reservations is under their alert threshold, per asset",
+        under,
+    );
+    r.register(
+        "opdesk_grants_waiting",
+        "Grants waiting for a decision within their interaction window",
+        gauge(s.waiting.count),
+    );
+    let oldest: Gauge = Gauge::default();
+    oldest.set(s.waiting.oldest_seconds);
+    r.register(
+        "opdesk_grants_waiting_oldest_seconds",
+        "How long the oldest grant waiting for a decision has waited (0: none waits)",
+        oldest,
+    );
+    r.register(
+        "opdesk_grants_waiting_past_half_window",
+        "Grants that have waited for a decision longer than half their interaction window",
+        gauge(s.waiting.past_half_window),
+    );
+    r.register(
+        "opdesk_outgoing_payments_failed_last_hour",
+        "Outgoing payments that failed in the last hour",
+        gauge(s.failed_last_hour),
+    );
 }
 
 #[cfg(test)]

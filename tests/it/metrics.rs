@@ -112,6 +112,8 @@ async fn incoming_token(ase: &TestAse, client: &opdesk::client::SignedClient) ->
 async fn counters_move_with_traffic_and_parse_in_both_formats() {
     let ase = TestAse::spawn_with(CONFIG).await;
     let client = ase.demo_client().await;
+    // the peer's and a wallet's thresholds, so that every family the dashboard queries has series
+    set_thresholds(&ase).await;
     let before = scrape(&ase).await;
 
     // Two wallet documents, a signed grant request and incoming-payment create (two good signatures), one
@@ -414,4 +416,69 @@ async fn a_grant_left_pending_past_its_window_shows_as_expired() {
         .map(|s| (*s).to_owned())
         .collect();
     assert_eq!(states, all);
+}
+
+/// Liquidity for the peer `sender` and thresholds on it and on alice (5000 on its liquidity of 1000, 200 on its
+/// credit used, all of alice's balance).
+async fn set_thresholds(ase: &TestAse) {
+    for (path, body) in [
+        ("/peers/sender/liquidity", json!({"deposit": "1000"})),
+        (
+            "/thresholds",
+            json!({"measure": "peerLiquidity", "subject": "sender", "threshold": "5000"}),
+        ),
+        (
+            "/thresholds",
+            json!({"measure": "peerCredit", "subject": "sender", "threshold": "200"}),
+        ),
+        (
+            "/thresholds",
+            json!({"measure": "walletBalance", "subject": "alice", "threshold": "999999999"}),
+        ),
+    ] {
+        let method = if path == "/thresholds" {
+            Method::PUT
+        } else {
+            Method::POST
+        };
+        let (s, v) = ase.admin(method, path, Some(&body.to_string())).await;
+        assert!(s < 300, "{path}: {s} {v}");
+    }
+}
+
+/// Every metric `contrib/prometheus/alerts.yml` names is a family of a real scrape, and the money families
+/// carry a peer's liquidity, credit used and thresholds and the wallets under theirs.
+#[tokio::test]
+async fn every_metric_the_alert_rules_name_is_in_a_scrape() {
+    let ase = TestAse::spawn_with(CONFIG).await;
+    set_thresholds(&ase).await;
+    let scrape = scrape(&ase).await;
+    let rules = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/contrib/prometheus/alerts.yml")).unwrap();
+    let names: BTreeSet<&str> = rules
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("expr:"))
+        .flat_map(|e| e.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')))
+        .filter(|w| w.starts_with("opdesk_"))
+        .collect();
+    assert!(names.len() >= 10, "{names:?}");
+    let families: BTreeSet<&str> = scrape.families.keys().map(String::as_str).collect();
+    for n in &names {
+        let family = ["_bucket", "_sum", "_count", "_total"]
+            .iter()
+            .find_map(|s| n.strip_suffix(s))
+            .unwrap_or(n);
+        assert!(families.contains(family), "no {n} in a scrape ({families:?})");
+    }
+    let peer = [("peer", "sender")];
+    assert_eq!(value(&scrape, "opdesk_peer_liquidity", &peer), 1000.0);
+    assert_eq!(value(&scrape, "opdesk_peer_liquidity_threshold", &peer), 5000.0);
+    assert_eq!(value(&scrape, "opdesk_peer_credit_used", &peer), 0.0);
+    assert_eq!(value(&scrape, "opdesk_peer_credit_threshold", &peer), 200.0);
+    assert_eq!(
+        value(&scrape, "opdesk_wallets_under_threshold", &[("asset", "USD/2")]),
+        1.0
+    );
+    assert!(value(&scrape, "opdesk_wallet_balance", &[("asset", "USD/2")]) > 0.0);
+    assert_eq!(value(&scrape, "opdesk_grants_waiting", &[]), 0.0);
+    assert_eq!(value(&scrape, "opdesk_outgoing_payments_failed_last_hour", &[]), 0.0);
 }
