@@ -376,6 +376,41 @@ pub struct Overview {
     /// SQLite's write-ahead log against its ceiling (absent on PostgreSQL and from older servers).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wal: Option<crate::store::wal::WalState>,
+    /// What needs the operator's attention now, most pressing kinds first (empty when all is well).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub attention: Vec<Attention>,
+}
+
+/// Something that needs the operator's attention: the Overview's Attention box and the header's badge (and an
+/// alert in `contrib/prometheus/alerts.yml` for each kind).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Attention {
+    pub kind: AttentionKind,
+    /// What, in words (`peer happy-life: liquidity 12.00 USD, under its threshold of 50.00 USD`).
+    pub what: String,
+}
+
+/// The kinds of [`Attention`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum AttentionKind {
+    /// A peer's liquidity under its threshold.
+    PeerLiquidityLow,
+    /// What a peer owes us over its threshold.
+    PeerCreditHigh,
+    /// A wallet's balance under its threshold.
+    WalletBalanceLow,
+    /// Webhook deliveries that spent their retry budget.
+    DeadWebhooks,
+    /// Grants waiting for a decision past half their interaction window.
+    GrantsWaiting,
+    /// Outgoing payments that failed in the last hour.
+    FailedPayments,
+    /// SQLite's write-ahead log over 80 % of its ceiling.
+    WalNearCeiling,
+    /// A PostgreSQL node that does not hear the others (it reads from the database instead of its caches).
+    CachesNotTrusted,
 }
 
 /// Minutes of money movement the overview shows.

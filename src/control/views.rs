@@ -1,5 +1,5 @@
 //! Reads that compose several services for the console (embedded or attached) and the admin API: the
-//! overview's counters, wallets with their balance and key count, what each outgoing-payment grant has
+//! overview's counters and what needs attention, wallets with their balance and key count, what each outgoing-payment grant has
 //! spent, and what the server is (for a console's header). One definition, so both console modes show the
 //! same numbers.
 
@@ -7,27 +7,131 @@ use std::collections::BTreeMap;
 
 use super::{
     Error, Services,
-    dto::{ACTIVITY_MINUTES, Activity, AssetMoved, FailedPayment, Overview, ServerView, WalletSummary},
+    dto::{
+        ACTIVITY_MINUTES, Activity, AssetMoved, Attention, AttentionKind, FailedPayment, Overview, ServerView,
+        WalletSummary,
+    },
 };
 use crate::{
     ase::outgoing::GrantSpent,
     gnap::model::AccessItem,
     states::{DeliveryState, GrantState, OutgoingState},
     store::payments::PageQuery,
+    text::sanitize,
+    thresholds::Measure,
 };
 
 /// Pending grants, open incoming payments, failed outgoing payments and the balances of the accounts that
 /// stand (not each payment's own).
 pub async fn overview(s: &Services) -> Result<Overview, Error> {
     let pending = s.gnap.list(Some(GrantState::Pending), false, 200).await?.len();
-    Ok(Overview {
+    let mut o = Overview {
         pending_grants: pending,
         open_incoming: s.incoming.count_open().await?,
         failed_outgoing: s.outgoing.count_in_state(OutgoingState::Failed).await?,
         balances: s.ledger.standing_balances().await?,
         activity: activity(s).await?,
         wal: s.store.meters().wal.state(),
-    })
+        attention: Vec::new(),
+    };
+    o.attention = attention(s, &o).await?;
+    Ok(o)
+}
+
+/// What needs the operator's attention, in the order of [`AttentionKind`]: peers and wallets past their
+/// thresholds, dead webhooks, grants waiting past half their window, payments failed in the last hour, a WAL
+/// over 80 % of its ceiling, a node that does not trust its caches.
+pub async fn attention(s: &Services, o: &Overview) -> Result<Vec<Attention>, Error> {
+    let now = s.clock.now();
+    let window = time::Duration::seconds(i64::from(s.settings.gnap.interaction_expires_in_secs));
+    let (thresholds, waiting, failed) = s
+        .store
+        .call(move |c| {
+            Ok::<_, crate::store::Error>((
+                crate::thresholds::all(c)?,
+                crate::store::stats::waiting(c, now, now - window)?,
+                crate::store::stats::failed_since(c, now - time::Duration::HOUR)?,
+            ))
+        })
+        .await?;
+    let mut out = Vec::new();
+    for t in thresholds {
+        let Some(value) = t.value.filter(|v| t.measure.past(*v, t.threshold)) else {
+            continue;
+        };
+        let asset = t.asset();
+        let (kind, who, side) = match t.measure {
+            Measure::PeerLiquidity => (AttentionKind::PeerLiquidityLow, "peer", "under"),
+            Measure::PeerCredit => (AttentionKind::PeerCreditHigh, "peer", "over"),
+            Measure::WalletBalance => (AttentionKind::WalletBalanceLow, "wallet", "under"),
+        };
+        out.push(Attention {
+            kind,
+            what: format!(
+                "{who} {}: {} {}, {side} threshold {}",
+                sanitize(&t.subject),
+                t.measure.words(),
+                asset.format(value.into()),
+                asset.format(t.threshold.into())
+            ),
+        });
+    }
+    let plural = |n: u64, one: &str, many: &str| {
+        if n == 1 {
+            format!("1 {one}")
+        } else {
+            format!("{n} {many}")
+        }
+    };
+    let dead = u64::try_from(o.activity.webhooks_dead).unwrap_or(u64::MAX);
+    if dead > 0 {
+        out.push(Attention {
+            kind: AttentionKind::DeadWebhooks,
+            what: format!(
+                "{} dead: retry once the receiver is fixed",
+                plural(dead, "webhook delivery", "webhook deliveries")
+            ),
+        });
+    }
+    if waiting.past_half_window > 0 {
+        out.push(Attention {
+            kind: AttentionKind::GrantsWaiting,
+            what: format!(
+                "{} waiting past half their window (oldest {} min)",
+                plural(waiting.past_half_window, "grant", "grants"),
+                waiting.oldest_seconds / 60
+            ),
+        });
+    }
+    if failed > 0 {
+        out.push(Attention {
+            kind: AttentionKind::FailedPayments,
+            what: format!(
+                "{} failed in the last hour",
+                plural(failed, "outgoing payment", "outgoing payments")
+            ),
+        });
+    }
+    if let Some(w) = o
+        .wal
+        .as_ref()
+        .filter(|w| w.ceiling_bytes > 0 && w.file_bytes > w.ceiling_bytes / 5 * 4)
+    {
+        out.push(Attention {
+            kind: AttentionKind::WalNearCeiling,
+            what: format!(
+                "WAL at {} % of its ceiling: a reader holds an old snapshot",
+                w.file_bytes.saturating_mul(100) / w.ceiling_bytes
+            ),
+        });
+    }
+    if !s.store.coherence().trusted() {
+        out.push(Attention {
+            kind: AttentionKind::CachesNotTrusted,
+            what: "not hearing the other nodes: reading everything from the database".into(),
+        });
+    }
+    Ok(out)
 }
 
 /// Money moved per asset in each of the last minutes, work waiting, and the latest failed payments.

@@ -85,6 +85,14 @@ fn draw_header(app: &App, theme: &Theme, f: &mut Frame, area: Rect) {
         ));
         spans.push(Span::raw(" "));
     }
+    let attention = app.panes.overview.data.attention.len();
+    if attention > 0 {
+        spans.push(Span::styled(
+            format!(" {attention} need attention "),
+            theme.failed.add_modifier(Modifier::REVERSED),
+        ));
+        spans.push(Span::raw(" "));
+    }
     if app.disconnected.is_some() {
         spans.push(Span::styled(
             " disconnected — reconnecting ",

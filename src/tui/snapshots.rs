@@ -181,6 +181,7 @@ fn loaded(readonly: bool) -> App {
                 last_pages: 812,
                 writer_pause_max_micros: 1800,
             }),
+            attention: Vec::new(),
         }),
         Reply::Wallets(vec![
             wallet_row("alice", "USD", 100_000),
@@ -913,6 +914,72 @@ fn the_overview_shows_activity_waiting_work_and_failures() {
     let spark = super::panes::overview::sparkline(&[0.0, 1.0, 4.0, 8.0], 1);
     assert_eq!(spark, "·▂▅█");
     assert_eq!(super::panes::overview::sparkline(&[0.0, 0.0], 2), "····");
+}
+
+/// One item of each kind, as `views::attention` words them.
+fn every_attention() -> Vec<crate::control::dto::Attention> {
+    use crate::control::dto::{Attention, AttentionKind as K};
+    [
+        (
+            K::PeerLiquidityLow,
+            "peer happy-life: liquidity 12.00 USD, under threshold 50.00 USD",
+        ),
+        (
+            K::PeerCreditHigh,
+            "peer happy-life: credit used 250.00 USD, over threshold 200.00 USD",
+        ),
+        (
+            K::WalletBalanceLow,
+            "wallet alice: balance 3.00 USD, under threshold 10.00 USD",
+        ),
+        (
+            K::DeadWebhooks,
+            "2 webhook deliveries dead: retry once the receiver is fixed",
+        ),
+        (
+            K::GrantsWaiting,
+            "1 grant waiting past half their window (oldest 6 min)",
+        ),
+        (K::FailedPayments, "3 outgoing payments failed in the last hour"),
+        (
+            K::WalNearCeiling,
+            "WAL at 85 % of its ceiling: a reader holds an old snapshot",
+        ),
+        (
+            K::CachesNotTrusted,
+            "not hearing the other nodes: reading everything from the database",
+        ),
+    ]
+    .into_iter()
+    .map(|(kind, what)| Attention {
+        kind,
+        what: what.into(),
+    })
+    .collect()
+}
+
+#[test]
+fn the_attention_box_lists_each_kind_with_its_key_and_the_header_counts_them() {
+    let mut a = loaded(false);
+    a.panes.overview.data.attention = every_attention();
+    insta::assert_snapshot!("overview_attention_80x24", draw(&a, 80, 24));
+    insta::assert_snapshot!("overview_attention_120x40", draw(&a, 120, 40));
+    let wide = draw(&a, 120, 40);
+    assert!(wide.contains("8 need attention"), "{wide}");
+    for (key, pane) in [
+        ("[0]", "Peers"),
+        ("[2]", "Wallets"),
+        ("[9]", "Webhooks"),
+        ("[4]", "Grants"),
+    ] {
+        assert!(wide.contains(&format!("{key} {pane}")), "{key} {pane}: {wide}");
+    }
+    // all is well: no box, no badge
+    let calm = draw(&loaded(false), 120, 40);
+    assert!(
+        !calm.contains("Attention") && !calm.contains("need attention"),
+        "{calm}"
+    );
 }
 
 #[test]

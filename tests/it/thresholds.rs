@@ -222,3 +222,40 @@ async fn a_payment_under_a_wallets_threshold_is_one_webhook_event_across_kill_9(
         "no event beyond one per crossing"
     );
 }
+
+/// What an attached console reads (`POST /admin/queries` `overview`, as the embedded one asks its services):
+/// the Attention list names a wallet under its threshold, and is empty again once it is removed.
+#[tokio::test]
+async fn the_overview_query_says_what_needs_attention() {
+    let ase = crate::common::TestAse::spawn().await;
+    let overview = || async {
+        let (s, v) = ase
+            .admin(Method::POST, "/queries", Some(r#"{"query":"overview"}"#))
+            .await;
+        assert_eq!(s, 200, "{v}");
+        v["value"]["attention"].as_array().cloned().unwrap_or_default()
+    };
+    assert!(overview().await.is_empty(), "all is well at the start");
+    let set = r#"{"measure":"walletBalance","subject":"alice","threshold":"999999999"}"#;
+    let (s, v) = ase.admin(Method::PUT, "/thresholds", Some(set)).await;
+    assert_eq!(s, 200, "{v}");
+    let attention = overview().await;
+    assert_eq!(attention.len(), 1, "{attention:?}");
+    assert_eq!(attention[0]["kind"], "walletBalanceLow");
+    assert!(
+        attention[0]["what"]
+            .as_str()
+            .unwrap()
+            .starts_with("wallet alice: balance"),
+        "{attention:?}"
+    );
+    let (s, _) = ase
+        .admin(
+            Method::PUT,
+            "/thresholds",
+            Some(r#"{"measure":"walletBalance","subject":"alice"}"#),
+        )
+        .await;
+    assert_eq!(s, 204);
+    assert!(overview().await.is_empty());
+}

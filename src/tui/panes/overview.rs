@@ -1,5 +1,6 @@
 //! The Overview pane: server facts, wallet balances, activity (requests/s and money moved per asset as
-//! sparklines, work waiting), and the most recent domain events beside the most recent failures.
+//! sparklines, work waiting), what needs attention (each with the key of the pane that goes there), and the
+//! most recent domain events beside the most recent failures.
 
 use std::collections::VecDeque;
 
@@ -14,12 +15,13 @@ use time::OffsetDateTime;
 
 use super::{Cx, List, View, requests::HttpRow};
 use crate::{
+    control::dto::AttentionKind,
     money::format_minor,
     states::{DeliveryState, OutgoingState},
     text::sanitize,
     tui::{
         desk::OverviewData,
-        pane::Pace,
+        pane::{Pace, Pane},
         theme::Theme,
         widgets::{short_id, table::pane_block},
     },
@@ -277,6 +279,29 @@ impl Overview {
         );
     }
 
+    /// What needs attention, each with the key of the pane that goes there (drawn only when something does).
+    fn draw_attention(&self, theme: &Theme, f: &mut Frame, area: Rect) {
+        let lines: Vec<Line> = self
+            .data
+            .attention
+            .iter()
+            .map(|a| {
+                let pane = pane_of(a.kind);
+                let key = pane.digit().map_or_else(String::new, |d| d.to_string());
+                Line::from(vec![
+                    Span::styled(format!("[{key}] "), theme.accent),
+                    Span::styled(format!("{:<9}", pane.title()), theme.dim),
+                    Span::styled(sanitize(&a.what), theme.failed),
+                ])
+            })
+            .collect();
+        let title = format!(" Attention ({}): its key goes there ", lines.len());
+        f.render_widget(
+            Paragraph::new(lines).block(pane_block(title, String::new(), theme)),
+            area,
+        );
+    }
+
     /// The latest failed outgoing payments (from the store) and refused requests (seen live), newest first.
     fn draw_failures(&self, theme: &Theme, f: &mut Frame, area: Rect) {
         let height = usize::from(area.height.saturating_sub(2));
@@ -340,8 +365,9 @@ impl View for Overview {
     }
 
     /// Draws the overview into `area`: the server and balances, then activity (requests/s and money moved per
-    /// asset as sparklines, work waiting), then recent events beside recent failures. Taller terminals give the
-    /// balances and the lists more rows.
+    /// asset as sparklines, work waiting), then what needs attention (when anything does), then recent events
+    /// beside recent failures. Taller terminals give the balances and the lists more rows; a short one with
+    /// something to attend to shows that first, in place of the server and balances.
     fn draw(&self, cx: &Cx<'_>, theme: &Theme, f: &mut Frame, area: Rect) {
         let o = &self.data;
         let wallets = o.balances.iter().filter(|b| b.kind == "wallet").count();
@@ -352,16 +378,58 @@ impl View for Overview {
         let act_h = u16::try_from(assets + 4 + usize::from(o.wal.is_some()))
             .unwrap_or(u16::MAX)
             .min(if area.height >= 30 { 12 } else { 7 });
+        let attention_h = u16::try_from(o.attention.len() + 2).unwrap_or(u16::MAX);
+        if !o.attention.is_empty() && area.height < 30 {
+            // a short terminal with something to attend to: that first, in place of the server and balances
+            let [attention, activity, rest] = Layout::vertical([
+                Constraint::Length(attention_h.min(area.height.saturating_sub(act_h))),
+                Constraint::Length(act_h),
+                Constraint::Min(0),
+            ])
+            .areas(area);
+            self.draw_attention(theme, f, attention);
+            self.draw_activity(cx, theme, f, activity);
+            if rest.height >= 3 {
+                let [events, failures] =
+                    Layout::horizontal([Constraint::Percentage(50), Constraint::Percentage(50)]).areas(rest);
+                self.draw_recent(theme, f, events);
+                self.draw_failures(theme, f, failures);
+            }
+            return;
+        }
         let [top, activity, bottom] =
             Layout::vertical([Constraint::Length(top_h), Constraint::Length(act_h), Constraint::Min(3)]).areas(area);
         let [left, right] = Layout::horizontal([Constraint::Percentage(50), Constraint::Percentage(50)]).areas(top);
         self.draw_server(cx, theme, f, left);
         self.draw_balances(theme, f, right);
         self.draw_activity(cx, theme, f, activity);
+        // what needs attention, above the events, when anything does
+        let bottom = if o.attention.is_empty() {
+            bottom
+        } else {
+            let [attention, rest] =
+                Layout::vertical([Constraint::Length(attention_h.min(12)), Constraint::Min(0)]).areas(bottom);
+            self.draw_attention(theme, f, attention);
+            rest
+        };
         let [events, failures] =
             Layout::horizontal([Constraint::Percentage(50), Constraint::Percentage(50)]).areas(bottom);
         self.draw_recent(theme, f, events);
         self.draw_failures(theme, f, failures);
+    }
+}
+
+/// The pane an attention item's key goes to.
+pub fn pane_of(kind: AttentionKind) -> Pane {
+    match kind {
+        AttentionKind::PeerLiquidityLow | AttentionKind::PeerCreditHigh => Pane::Peers,
+        AttentionKind::WalletBalanceLow => Pane::Wallets,
+        AttentionKind::DeadWebhooks => Pane::Webhooks,
+        AttentionKind::GrantsWaiting => Pane::Grants,
+        AttentionKind::FailedPayments => Pane::Outgoing,
+        // the WAL line is on the Overview; a node's connection to the others is in its log
+        AttentionKind::WalNearCeiling => Pane::Overview,
+        AttentionKind::CachesNotTrusted => Pane::Log,
     }
 }
 
