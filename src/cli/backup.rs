@@ -7,15 +7,25 @@
 
 use std::path::{Path, PathBuf};
 
+use clap::Args;
 use color_eyre::eyre::{Result, eyre};
 use serde::Serialize;
 
-use super::{BackupArgs, Global, OneLine, print::emit};
+use super::{Global, OneLine, print::emit};
 use crate::{
     owner::{self, DirLock},
     settings::Settings,
     store,
 };
+
+#[derive(Debug, Args)]
+pub struct BackupArgs {
+    /// Where the copy goes (written next to it first, then renamed into place; mode 0600).
+    pub file: PathBuf,
+    /// Replace FILE if it exists.
+    #[arg(long)]
+    pub force: bool,
+}
 
 /// What `--json` prints.
 #[derive(Debug, Serialize)]

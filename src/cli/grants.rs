@@ -120,8 +120,9 @@ pub(super) async fn grants(b: &Backend, cmd: GrantsCmd, json: bool) -> Result<()
         GrantsCmd::Reject { id, reason } => b.run(Command::RejectGrant { id, reason }).await?,
         GrantsCmd::Revoke { id } => b.run(Command::RevokeGrant { id }).await?,
         GrantsCmd::Unlock { id, wallet } => {
-            let u: Unlocked = b.run(Command::UnlockSignIns { grant: id, wallet }).await?;
-            return emit(json, &u, || format!("{}\n", u.words()));
+            b.tell::<Unlocked>(Command::UnlockSignIns { grant: id, wallet }, json)
+                .await?;
+            return Ok(());
         }
     };
     show(json, &one)

@@ -2,13 +2,18 @@
 //! with a signed request's report) and `sig explain FILE` (a raw HTTP request a developer saved, explained
 //! against a JWKS URL or file, no server needed). Prints only through [`super::print`].
 
-use std::{fmt::Write as _, path::Path, time::Duration};
+use std::{
+    fmt::Write as _,
+    path::{Path, PathBuf},
+    time::Duration,
+};
 
+use clap::{Args, Subcommand};
 use color_eyre::eyre::Result;
 use http::{HeaderMap, HeaderName, HeaderValue, Method};
 
 use super::{
-    Backend, OneLine, RequestsCmd, SigExplainArgs,
+    Backend, OneLine,
     print::{Columns, Human, emit},
 };
 use crate::{
@@ -18,9 +23,47 @@ use crate::{
     httpsig::{self, Jwks, KeyOutcome, Policy},
 };
 
+#[derive(Debug, Subcommand)]
+pub enum RequestsCmd {
+    /// List the server's recent requests, newest first.
+    List {
+        /// Continue after this request id (from the previous page).
+        #[arg(long)]
+        cursor: Option<String>,
+        /// At most this many.
+        #[arg(long, default_value_t = 50)]
+        limit: usize,
+    },
+    /// Show one request: its summary and, when signed, the signature report (components, parameters, key,
+    /// digest, the signature base the server built, the verdict and every reason).
+    Show { id: String },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SigCmd {
+    /// Print the signature base and verdict of a raw HTTP/1.1 request saved from your client (request line,
+    /// headers, blank line, body). Exit 0 when it verifies (or with no --jwks), 1 when it does not.
+    Explain(SigExplainArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct SigExplainArgs {
+    /// The saved request.
+    pub file: PathBuf,
+    /// Check the signature with the key named by `keyid` in this JWKS (an http(s) URL or a file).
+    #[arg(long, value_name = "URL|FILE")]
+    pub jwks: Option<String>,
+    /// The time to check `created` against (unix seconds; default now).
+    #[arg(long, value_name = "UNIX")]
+    pub now: Option<i64>,
+    /// The scheme of `@target-uri` for an origin-form request target (`/path` plus Host).
+    #[arg(long, default_value = "https", value_parser = ["https", "http"])]
+    pub scheme: String,
+}
+
 /// `requests list|show`: through the running server only, since the log lives in its memory.
 pub(super) async fn requests(b: &Backend, cmd: RequestsCmd, json: bool) -> Result<()> {
-    if let Backend::Local(_) = b {
+    if b.is_offline() {
         return Err(OneLine::new(
             "the request log lives in the running server's memory, and no server holds this data dir",
         )

@@ -7,19 +7,13 @@ use std::sync::Arc;
 use tokio::sync::mpsc;
 
 use super::{
-    app::{Effect, HttpRow, Load, PAGE, Reply, short_id},
+    app::{Effect, HttpRow, Load, PAGE, Reply},
     desk::{Answer, Desk, DeskError},
     pane::Pane,
 };
 use crate::{
-    ase::liquidity::Direction,
-    control::{
-        Command, Found, Outcome, Query, Services,
-        dto::{PaymentFilter, PeerView},
-    },
-    money::format_minor,
+    control::{Command, Found, Outcome, Query, Services, dto::PaymentFilter},
     states::{DeliveryState, IncomingState, OutgoingState},
-    text::sanitize,
 };
 
 async fn load<D: Desk>(d: &D, l: Load) -> Answer<Reply> {
@@ -114,116 +108,23 @@ fn unexpected() -> DeskError {
     DeskError::Refused("an unexpected answer".into())
 }
 
-/// What re-driving every dead delivery came to, in words for the flash line.
-fn redriven(n: usize) -> String {
-    match n {
-        0 => "no dead webhook deliveries to re-drive".to_owned(),
-        1 => "1 dead webhook delivery will be sent again".to_owned(),
-        n => format!("{n} dead webhook deliveries will be sent again"),
-    }
-}
-
-/// A liquidity change, in words for the flash line: what moved and where the peer stands now.
-fn liquidity_moved(deposit: bool, amount: u64, p: &PeerView) -> String {
-    let m = |v: i128| format!("{} {}", format_minor(v, p.asset_scale), sanitize(&p.asset_code));
-    let available = p.available_to_send.map_or_else(
-        || "sending not limited".to_owned(),
-        |a| format!("{} available to send", m(a.into())),
-    );
-    format!(
-        "{} {} {} {}'s liquidity: now {}, {available}",
-        if deposit { "deposited" } else { "withdrew" },
-        m(amount.into()),
-        if deposit { "into" } else { "from" },
-        sanitize(&p.name),
-        m(p.liquidity.into()),
-    )
-}
-
-/// A recorded settlement, in words for the flash line: who paid and where the peer stands now.
-fn settled(paid: bool, amount: u64, p: &PeerView) -> String {
-    let m = |v: i128| format!("{} {}", format_minor(v, p.asset_scale), sanitize(&p.asset_code));
-    let name = sanitize(&p.name);
-    let who = if paid {
-        format!("we paid {name} {}", m(amount.into()))
-    } else {
-        format!("{name} paid us {}", m(amount.into()))
-    };
-    let now = match p.position {
-        0 => "nobody owes anything".to_owned(),
-        v if v > 0 => format!("we owe {name} {}", m(v.unsigned_abs().into())),
-        v => format!("{name} owes us {}", m(v.unsigned_abs().into())),
-    };
-    format!("settlement recorded: {who}; now {now}")
-}
-
-/// What a command came to, in words for the flash line (or the generated key, which the console shows once).
+/// What a command came to, for the flash line in the outcome's own words (or a generated secret, which the
+/// console shows once).
 fn done(cmd: &Command, o: Outcome) -> Reply {
-    Reply::Done(match (cmd, o) {
-        (Command::ApproveGrant { id }, _) => format!("grant {} approved", short_id(id)),
-        (Command::RejectGrant { id, .. }, _) => format!("grant {} rejected", short_id(id)),
-        (Command::RevokeGrant { id }, _) => format!("grant {} revoked", short_id(id)),
-        (Command::CompleteIncoming { id }, _) => format!("incoming payment {} completed", short_id(id)),
-        (Command::RetryOutgoing { id }, _) => format!("outgoing payment {} retried", short_id(id)),
-        (Command::CancelOutgoing { id }, _) => format!("outgoing payment {} cancelled", short_id(id)),
-        (Command::CreateWallet(_), Outcome::Wallet(w)) => format!("wallet {} created", w.url),
-        (Command::SetPublicName { wallet, .. }, Outcome::Wallet(w)) => match &w.public_name {
-            Some(p) => format!("{wallet} now shows the public name {}", sanitize(p)),
-            None => format!("{wallet} shows no public name now"),
+    match (cmd, o) {
+        (Command::AddKey { wallet, key }, Outcome::KeyAdded(k)) if key.generate => Reply::KeyGenerated {
+            wallet: wallet.clone(),
+            kid: k.jwk.kid,
+            pem: k.private_key_pem.unwrap_or_default(),
         },
-        (Command::Deposit { wallet, .. }, Outcome::Moved(m)) => {
-            format!(
-                "deposited into {wallet}: balance {}",
-                format_minor(m.balance.balance.into(), m.balance.asset_scale)
-            )
-        }
-        (Command::Withdraw { wallet, .. }, Outcome::Moved(m)) => {
-            format!(
-                "withdrew from {wallet}: balance {}",
-                format_minor(m.balance.balance.into(), m.balance.asset_scale)
-            )
-        }
-        (Command::AddKey { wallet, key }, Outcome::KeyAdded(k)) if key.generate => {
-            return Reply::KeyGenerated {
+        (Command::SetOwnerPassphrase { wallet, .. }, Outcome::Passphrase(p)) if p.generated.is_some() => {
+            Reply::PassphraseGenerated {
                 wallet: wallet.clone(),
-                kid: k.jwk.kid,
-                pem: k.private_key_pem.unwrap_or_default(),
-            };
-        }
-        (Command::SetOwnerPassphrase { wallet, .. }, Outcome::Passphrase(p)) => match p.generated {
-            Some(passphrase) => {
-                return Reply::PassphraseGenerated {
-                    wallet: wallet.clone(),
-                    passphrase,
-                };
+                passphrase: p.generated.unwrap_or_default(),
             }
-            None if p.has_passphrase => format!("{wallet}'s owner now decides its grants on the interaction page"),
-            None => format!("{wallet} has no owner passphrase: you decide its grants"),
-        },
-        (Command::AddKey { wallet, .. }, Outcome::KeyAdded(k)) => {
-            format!("added key {} to {wallet}", sanitize(&k.jwk.kid))
         }
-        (Command::MovePeerLiquidity { liquidity, .. }, Outcome::PeerMoved(m)) => {
-            let (deposit, v) = match (&liquidity.deposit, &liquidity.withdraw) {
-                (Some(v), _) => (true, v),
-                (None, Some(v)) => (false, v),
-                (None, None) => return Reply::Done(String::new()),
-            };
-            liquidity_moved(deposit, v.get(), &m.peer)
-        }
-        (Command::SettlePeer { settlement, .. }, Outcome::PeerMoved(m)) => settled(
-            settlement.direction == Direction::Paid,
-            settlement.amount.get(),
-            &m.peer,
-        ),
-        (Command::RetryWebhook { seq }, _) => format!("the webhook for event {seq} will be sent again"),
-        (_, Outcome::Retried(n)) => redriven(n),
-        (_, Outcome::Unlocked(u)) => u.words(),
-        (_, Outcome::Peer(p)) => format!("peer {} saved", sanitize(&p.name)),
-        (Command::RemoveKey { wallet, kid }, _) => format!("removed key {} from {wallet}", sanitize(kid)),
-        (Command::RemovePeer { name }, _) => format!("removed peer {}", sanitize(name)),
-        _ => "done".to_owned(),
-    })
+        (cmd, o) => Reply::Done(o.sentence(cmd)),
+    }
 }
 
 /// Runs one effect on the embedded services and returns the reply (none for `Quit`).

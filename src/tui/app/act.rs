@@ -1,10 +1,15 @@
 //! What the operator's actions do to the view model (`App::act`), and the overlays they open and scroll: the
 //! help, the raw JSON of the selection, the detail views. Actions meant for one pane go to that pane.
 
-use super::*;
+use super::{App, Effect, Filter, Level, Overlay};
 use crate::tui::{
+    action::Action,
+    pane::Pane,
     panes,
-    widgets::{help, json, prompt::PromptKind},
+    widgets::{
+        help, json,
+        prompt::{Prompt, PromptKind},
+    },
 };
 
 impl App {

@@ -267,7 +267,7 @@ impl View for Peers {
             kv(
                 theme,
                 "position",
-                format!("{}: {}", money(p, p.position), position_words(p)),
+                format!("{}: {}", money(p, p.position), p.position_words()),
             ),
             kv(theme, "owed", format!("{} (what we owe it now)", money(p, p.owed))),
             kv(
@@ -457,15 +457,6 @@ fn credit(p: &PeerView) -> String {
 /// An amount with the peer's asset code.
 fn money(p: &PeerView, v: impl Into<i128>) -> String {
     format!("{} {}", minor(p, v), sanitize(&p.asset_code))
-}
-
-/// Who owes whom, in words.
-fn position_words(p: &PeerView) -> String {
-    match p.position {
-        0 => "nobody owes anything".to_owned(),
-        v if v > 0 => format!("we owe {} {}", sanitize(&p.name), money(p, v.unsigned_abs())),
-        v => format!("{} owes us {}", sanitize(&p.name), money(p, v.unsigned_abs())),
-    }
 }
 
 /// Whether sending through the peer is limited, in words.
