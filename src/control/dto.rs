@@ -74,7 +74,7 @@ pub struct Moved {
     pub balance: Balance,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct WalletDetail {
     pub wallet: Wallet,
@@ -124,7 +124,7 @@ pub struct PaymentFilter {
 }
 
 /// A page of an admin list, newest first; `next_cursor` fetches the following page.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Listed<T> {
     pub items: Vec<T>,

@@ -99,7 +99,7 @@ impl App {
             return self.reload_if_due(p).into_iter().collect();
         }
         if self.stale.contains(&p) {
-            return vec![self.load(p)];
+            return self.load(p).into_iter().collect();
         }
         Vec::new()
     }
@@ -114,10 +114,14 @@ impl App {
         let view = self.panes.view_mut(p);
         if let Some(list) = view.list_mut().filter(|l| l.filter().is_some()) {
             list.set_filter(None);
-            return if searched { vec![self.load(p)] } else { Vec::new() };
+            return if searched {
+                self.load(p).into_iter().collect()
+            } else {
+                Vec::new()
+            };
         }
         if view.widen() {
-            return vec![self.load(p)];
+            return self.load(p).into_iter().collect();
         }
         Vec::new()
     }

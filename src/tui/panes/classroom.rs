@@ -14,9 +14,12 @@ use ratatui::{
 };
 use time::{Duration, OffsetDateTime};
 
-use super::{Cx, Row, Table, View};
+use super::{Cx, Level, Out, Row, Table, View};
 use crate::{
-    control::classroom::{SeatProgress, Step},
+    control::{
+        Found, Query,
+        classroom::{SeatProgress, Step},
+    },
     tui::{
         pane::{Pace, Pane},
         theme::Theme,
@@ -125,6 +128,19 @@ impl Classroom {
 
 impl View for Classroom {
     listed_by_table!();
+    fn query(&self, _cursor: Option<String>, _q: Option<String>) -> Option<Query> {
+        Some(Query::Class)
+    }
+    fn found(&mut self, found: Found, _append: bool, _cx: &Cx<'_>) -> Vec<Out> {
+        match found {
+            Found::Classroom(rows) => self
+                .on_loaded(rows)
+                .map(|t| Out::Flash(Level::Info, t))
+                .into_iter()
+                .collect(),
+            _ => Vec::new(),
+        }
+    }
 
     /// While seats exist it keeps loading out of view too (their first payments reach the flash line).
     fn pace(&self, _cx: &Cx<'_>) -> Option<(Pace, bool)> {

@@ -15,7 +15,7 @@ use ratatui::{
 use super::{Cx, Out, Row, Table, View};
 use crate::{
     ase::outgoing::GrantSpent,
-    control::Command,
+    control::{Command, Found, Query},
     gnap::{
         service::GrantView,
         timeline::{GrantStep, short},
@@ -84,13 +84,34 @@ impl View for Grants {
         std::mem::take(&mut self.all)
     }
     /// Open grants only, unless `F` shows them all.
-    fn failed_only(&self) -> bool {
-        !self.all
+    fn query(&self, _cursor: Option<String>, _q: Option<String>) -> Option<Query> {
+        Some(Query::Grants {
+            all: self.all,
+            state: None,
+        })
+    }
+    /// The grants, then what each outgoing-payment grant has spent (asked for after them), and the timeline
+    /// of the one whose detail is open.
+    fn found(&mut self, found: Found, _append: bool, cx: &Cx<'_>) -> Vec<Out> {
+        match found {
+            Found::Grants(g) => {
+                self.table.set(g, None, false);
+                let mut out = vec![Out::Run(Effect::ask(Pane::Grants, Query::GrantSpending))];
+                if cx.in_view && cx.detail_open {
+                    out.extend(self.detail_needs(true).map(Out::Run));
+                }
+                return out;
+            }
+            Found::GrantSpending(spent) => self.spent = spent.into_iter().collect(),
+            Found::Grant(g) => self.timeline = Some((g.id, g.timeline)),
+            _ => {}
+        }
+        Vec::new()
     }
     fn detail_needs(&self, fresh: bool) -> Option<Effect> {
         let g = self.table.selection()?;
         let shown = self.timeline.as_ref().is_some_and(|(id, _)| *id == g.id);
-        (fresh || !shown).then(|| Effect::LoadTimeline(g.id.clone()))
+        (fresh || !shown).then(|| Effect::ask(Pane::Grants, Query::Grant { id: g.id.clone() }))
     }
 
     /// The grants table.
