@@ -294,6 +294,7 @@ pub fn print_version(settings: &Settings) {
 pub async fn run_operator(cmd: Command, settings: Settings, global: &Global) -> Result<()> {
     let b = Backend::connect(&settings, global).await?;
     let json = global.json;
+    let on_wallets = Some(("wallets", "wallet addresses"));
     let (result, listed) = match cmd {
         Command::Serve
         | Command::Demo(_)
@@ -302,51 +303,33 @@ pub async fn run_operator(cmd: Command, settings: Settings, global: &Global) -> 
         | Command::Migrate
         | Command::Completions { .. }
         | Command::Sig(_) => (Err(eyre!("not an operator command")), None),
-        Command::Wallets(c) => (
-            wallets::wallets(&b, c, json).await,
-            Some("wallets list` shows the wallet addresses"),
-        ),
-        Command::Keys(c) => (
-            wallets::keys(&b, c, json).await,
-            Some("wallets list` shows the wallet addresses"),
-        ),
-        Command::Deposit(m) => (
-            wallets::move_funds(&b, m, Movement::Deposit, json).await,
-            Some("wallets list` shows the wallet addresses"),
-        ),
-        Command::Withdraw(m) => (
-            wallets::move_funds(&b, m, Movement::Withdrawal, json).await,
-            Some("wallets list` shows the wallet addresses"),
-        ),
+        Command::Wallets(c) => (wallets::wallets(&b, c, json).await, on_wallets),
+        Command::Keys(c) => (wallets::keys(&b, c, json).await, on_wallets),
+        Command::Deposit(m) => (wallets::move_funds(&b, m, Movement::Deposit, json).await, on_wallets),
+        Command::Withdraw(m) => (wallets::move_funds(&b, m, Movement::Withdrawal, json).await, on_wallets),
         Command::Balances => (b.show(Query::Balances, json).await, None),
-        Command::Grants(c) => (grants::grants(&b, c, json).await, Some("grants list` shows the grants")),
+        Command::Grants(c) => (grants::grants(&b, c, json).await, Some(("grants", "grants"))),
         Command::Incoming(c) => (
             payments::incoming(&b, c, json).await,
-            Some("incoming list` shows the incoming payments"),
+            Some(("incoming", "incoming payments")),
         ),
         Command::Outgoing(c) => (
             payments::outgoing(&b, c, json).await,
-            Some("outgoing list` shows the outgoing payments"),
+            Some(("outgoing", "outgoing payments")),
         ),
-        Command::Quotes(c) => (
-            payments::quotes(&b, c, json).await,
-            Some("quotes list` shows the quotes"),
-        ),
-        Command::Peers(c) => (peers::peers(&b, c, json).await, Some("peers list` shows the peers")),
-        Command::Webhooks(c) => (
-            webhooks::webhooks(&b, c, json).await,
-            Some("webhooks list` shows the deliveries"),
-        ),
+        Command::Quotes(c) => (payments::quotes(&b, c, json).await, Some(("quotes", "quotes"))),
+        Command::Peers(c) => (peers::peers(&b, c, json).await, Some(("peers", "peers"))),
+        Command::Webhooks(c) => (webhooks::webhooks(&b, c, json).await, Some(("webhooks", "deliveries"))),
         Command::Requests(c) => (
             requests::requests(&b, c, json).await,
-            Some("requests list` shows the recent requests"),
+            Some(("requests", "recent requests")),
         ),
         Command::Classroom => (b.show(Query::Class, json).await, None),
     };
     b.close();
     result.map_err(|e| match (e.downcast::<OneLine>(), listed) {
-        (Ok(line), Some(l)) if line.hint.is_none() && line.status == Some(404) => {
-            line.hint(format!("`opdesk {l}")).into()
+        (Ok(line), Some((noun, what))) if line.hint.is_none() && line.status == Some(404) => {
+            line.hint(format!("`opdesk {noun} list` shows the {what}")).into()
         }
         (Ok(line), _) => line.into(),
         (Err(e), _) => e,

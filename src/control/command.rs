@@ -39,6 +39,10 @@ pub enum Command {
     RevokeGrant {
         id: String,
     },
+    /// Revoke one access token (the client must ask for a new one; its grant stays).
+    RevokeToken {
+        id: String,
+    },
     /// Lift a lockout on the interaction page: forget the failed owner sign-ins on `grant`, or those of
     /// `wallet`'s owner on every page (one of the two).
     UnlockSignIns {
@@ -235,6 +239,7 @@ impl Outcome {
             (Command::AddKey { wallet, .. }, Self::KeyAdded(k)) => {
                 format!("added key {} to {wallet}", sanitize(&k.jwk.kid))
             }
+            (Command::RevokeToken { id }, _) => format!("token {} revoked", short_id(id)),
             (Command::RemoveKey { wallet, kid }, _) => format!("removed key {} from {wallet}", sanitize(kid)),
             (Command::CreatePeer(_) | Command::UpdatePeer { .. }, Self::Peer(p)) => {
                 format!("peer {} saved", sanitize(&p.name))
@@ -338,6 +343,10 @@ pub async fn execute(s: &Services, cmd: Command, by: Cause) -> Result<Outcome, E
             Outcome::Grant(Box::new(grants::reject_grant(s, &id, body, by).await?))
         }
         Command::RevokeGrant { id } => Outcome::Grant(Box::new(grants::revoke_grant(s, &id, by).await?)),
+        Command::RevokeToken { id } => {
+            s.gnap.revoke_token(&id, by).await?;
+            Outcome::Done
+        }
         Command::UnlockSignIns { grant, wallet } => {
             Outcome::Unlocked(grants::unlock_sign_ins(s, grant.as_deref(), wallet.as_deref(), by).await?)
         }

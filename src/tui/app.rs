@@ -1110,6 +1110,33 @@ mod tests {
         })
     }
 
+    /// `:revoke-token` on the Grants pane asks first, for the selected grant's newest live token.
+    #[test]
+    fn revoke_token_asks_for_the_newest_live_token() {
+        let mut a = app();
+        let token = |id: &str, minute: i64, revoked: bool| crate::gnap::service::TokenView {
+            id: id.into(),
+            hint: format!("{id}-value"),
+            manage: String::new(),
+            created_at: now() + time::Duration::minutes(minute),
+            expires_at: now() + time::Duration::hours(1),
+            revoked_at: revoked.then(now),
+        };
+        let mut g = grant("g-1", "approved");
+        g.tokens = vec![token("t-1", 0, false), token("t-3", 2, true), token("t-2", 1, false)];
+        a.update(Msg::Reply(Reply::found(Pane::Grants, Found::Grants(vec![g]))));
+        a.pane = Pane::Grants;
+        a.update(key(':'));
+        for c in "revoke-token".chars() {
+            a.update(key(c));
+        }
+        assert!(a.update(code(KeyCode::Enter)).is_empty(), "nothing runs before a yes");
+        let Some(Overlay::Confirm(c)) = &a.overlay else {
+            panic!("{:?}", a.overlay)
+        };
+        assert_eq!(c.effect, Effect::Run(Command::RevokeToken { id: "t-2".into() }));
+    }
+
     fn webhooks_loaded(a: &mut App) {
         a.update(Msg::Reply(Reply::page(
             Pane::Webhooks,

@@ -285,29 +285,46 @@ impl View for Grants {
 
     /// `:unlock` forgets the failed owner sign-ins on the selected grant (a lockout on its interaction page).
     fn command(&mut self, head: &str, _rest: &str, cx: &Cx<'_>) -> Option<Vec<Out>> {
-        if head != "unlock" {
+        if !matches!(head, "unlock" | "revoke-token") {
             return None;
         }
         if cx.readonly {
             return Some(super::warn("read-only mode"));
         }
-        Some(match self.table.selection() {
-            Some(g) => vec![Out::Confirm(
-                format!("Let the owner sign in again on grant {}?", short_id(&g.id)),
-                Effect::Run(Command::UnlockSignIns {
-                    grant: Some(g.id.clone()),
-                    wallet: None,
-                }),
-            )],
-            None => super::warn("select a grant first"),
-        })
+        let Some(g) = self.table.selection() else {
+            return Some(super::warn("select a grant first"));
+        };
+        if head == "revoke-token" {
+            // the newest live token: the one its client uses now
+            let live = g.tokens.iter().filter(|t| t.revoked_at.is_none());
+            return Some(match live.max_by_key(|t| t.created_at) {
+                Some(t) => vec![Out::Confirm(
+                    format!("Revoke token {}… of grant {}?", sanitize(&t.hint), short_id(&g.id)),
+                    Effect::Run(Command::RevokeToken { id: t.id.clone() }),
+                )],
+                None => super::warn("the grant has no live token"),
+            });
+        }
+        Some(vec![Out::Confirm(
+            format!("Let the owner sign in again on grant {}?", short_id(&g.id)),
+            Effect::Run(Command::UnlockSignIns {
+                grant: Some(g.id.clone()),
+                wallet: None,
+            }),
+        )])
     }
 
     fn commands(&self) -> &'static [(&'static str, &'static str)] {
-        &[(
-            "unlock",
-            "forget the failed owner sign-ins on the selected grant (lift a lockout)",
-        )]
+        &[
+            (
+                "unlock",
+                "forget the failed owner sign-ins on the selected grant (lift a lockout)",
+            ),
+            (
+                "revoke-token",
+                "revoke the selected grant's newest live access token (its client must ask for another)",
+            ),
+        ]
     }
 
     /// The reason typed for rejecting a grant: confirm before rejecting.
