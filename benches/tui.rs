@@ -15,8 +15,9 @@ use opdesk::{
     states::OutgoingState,
     tui::{
         self,
-        app::{App, Effect, Load, Msg},
+        app::{App, Effect, Msg},
         pane::Pane,
+        panes::Panes,
     },
 };
 use ratatui::{Terminal, backend::TestBackend};
@@ -122,12 +123,9 @@ fn main() {
         app.size = (120, 40);
         let mut terminal = Terminal::new(TestBackend::new(120, 40)).expect("terminal");
         let load = |pane: Pane, failed_only: bool| {
-            Effect::Load(Load {
-                pane,
-                failed_only,
-                cursor: None,
-                q: None,
-            })
+            let mut panes = Panes::default();
+            panes.outgoing.failed_only = failed_only;
+            panes.first_page(pane, None).expect("a load")
         };
         let run = |app: &mut App, e: Effect| {
             let reply = rt

@@ -1,19 +1,19 @@
-//! The command line: clap definitions, and the entry points of the operator commands (`wallets`, `keys`,
-//! `deposit`, `withdraw`, `balances`, `grants`, payments, `peers`, `webhooks`), which talk to a running instance
-//! through the admin API — or, when none answers, open the data dir directly and run the same commands and
-//! queries in-process ([`Backend`]: `run(Command)` and `ask(Query)` either way); and `backup`, which copies the
-//! database file on the server's host whether or not a server runs. Each noun group's commands live in a
-//! submodule; output is a table or a card, or JSON with `--json`. This module and `main.rs` are the only places allowed to print (never
-//! while a console owns the terminal). Everything printed for people goes through [`print`], which strips
-//! control characters from every cell and line: grants, payments and peers carry client- and peer-supplied
-//! text. `--json` output is serde's, which escapes control characters.
+//! The command line's entry point: the clap definitions of the top level (`Cli`, the global flags, one
+//! subcommand per command group), and [`run_operator`], which hands an operator command to its group. Each
+//! command group (`cli/{wallets,grants,payments,peers,webhooks,requests,backup,classroom}`) owns its clap enum,
+//! its mapping to `control::Command`s and `control::Query`s, and how its results print; [`backend::Backend`]
+//! runs them on the server that holds the data dir or, when none does, on the data dir itself, and says which
+//! way it went. This module and `main.rs` are the only places allowed to print (never while a console owns the
+//! terminal). Everything printed for people goes through [`print`], which strips control characters from every
+//! cell and line: grants, payments and peers carry client- and peer-supplied text. `--json` output is serde's,
+//! which escapes control characters.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
+mod backend;
 mod backup;
 mod classroom;
 mod grants;
-
-pub use grants::GrantsCmd;
+mod migrate;
 mod payments;
 mod peers;
 mod print;
@@ -21,18 +21,25 @@ mod requests;
 mod wallets;
 mod webhooks;
 
-use std::{io::Write as _, path::PathBuf, sync::Arc, time::Duration};
+use std::{io::Write as _, path::PathBuf};
 
 use clap::{Args, Parser, Subcommand};
-use color_eyre::eyre::{Result, bail};
+use color_eyre::eyre::{Result, eyre};
+
+use backend::Backend;
+pub use backend::{HELD_WAIT, remote_token};
+pub use backup::{BackupArgs, run_backup};
+pub use grants::GrantsCmd;
+pub use migrate::run_migrate;
+pub use payments::{IncomingCmd, ListArgs, OutgoingCmd, QuotesCmd};
+pub use peers::{LiquidityAction, PeerFields, PeersCmd, SettleDirection};
+pub use requests::{RequestsCmd, SigCmd, SigExplainArgs, explain as sig_explain};
+pub use wallets::{KeysCmd, MoveArgs, WalletsCmd};
+pub use webhooks::WebhooksCmd;
 
 use crate::{
-    admin::{self, AdminClient, Holder},
-    app::{self, AppCore},
-    clock::SystemClock,
-    control,
+    control::Query,
     ledger::Movement,
-    server::error::ApiError,
     settings::{Overrides, Settings},
 };
 
@@ -187,71 +194,6 @@ pub enum Command {
     Sig(SigCmd),
 }
 
-#[derive(Debug, Subcommand)]
-pub enum RequestsCmd {
-    /// List the server's recent requests, newest first.
-    List {
-        /// Continue after this request id (from the previous page).
-        #[arg(long)]
-        cursor: Option<String>,
-        /// At most this many.
-        #[arg(long, default_value_t = 50)]
-        limit: usize,
-    },
-    /// Show one request: its summary and, when signed, the signature report (components, parameters, key,
-    /// digest, the signature base the server built, the verdict and every reason).
-    Show { id: String },
-}
-
-#[derive(Debug, Subcommand)]
-pub enum SigCmd {
-    /// Print the signature base and verdict of a raw HTTP/1.1 request saved from your client (request line,
-    /// headers, blank line, body). Exit 0 when it verifies (or with no --jwks), 1 when it does not.
-    Explain(SigExplainArgs),
-}
-
-#[derive(Debug, Args)]
-pub struct SigExplainArgs {
-    /// The saved request.
-    pub file: PathBuf,
-    /// Check the signature with the key named by `keyid` in this JWKS (an http(s) URL or a file).
-    #[arg(long, value_name = "URL|FILE")]
-    pub jwks: Option<String>,
-    /// The time to check `created` against (unix seconds; default now).
-    #[arg(long, value_name = "UNIX")]
-    pub now: Option<i64>,
-    /// The scheme of `@target-uri` for an origin-form request target (`/path` plus Host).
-    #[arg(long, default_value = "https", value_parser = ["https", "http"])]
-    pub scheme: String,
-}
-
-impl Command {
-    /// Whether the command changes something (and so says which way it went).
-    pub fn changes_something(&self) -> bool {
-        match self {
-            Command::Serve
-            | Command::Demo(_)
-            | Command::Workshop(_)
-            | Command::Backup(_)
-            | Command::Migrate
-            | Command::Completions { .. }
-            | Command::Balances
-            | Command::Classroom
-            | Command::Quotes(_)
-            | Command::Requests(_)
-            | Command::Sig(_) => false,
-            Command::Deposit(_) | Command::Withdraw(_) => true,
-            Command::Wallets(c) => matches!(c, WalletsCmd::Create { .. }),
-            Command::Keys(c) => !matches!(c, KeysCmd::List { .. }),
-            Command::Grants(c) => !matches!(c, GrantsCmd::List { .. } | GrantsCmd::Show { .. }),
-            Command::Incoming(c) => matches!(c, IncomingCmd::Complete { .. }),
-            Command::Outgoing(c) => matches!(c, OutgoingCmd::Cancel { .. } | OutgoingCmd::Retry { .. }),
-            Command::Peers(c) => !matches!(c, PeersCmd::List | PeersCmd::Show { .. }),
-            Command::Webhooks(c) => matches!(c, WebhooksCmd::Retry { .. }),
-        }
-    }
-}
-
 #[derive(Debug, Args)]
 pub struct DemoArgs {
     /// Pay this wallet address on another ASE (e.g. http://127.0.0.1:4100/bob) from alice on this one, over
@@ -293,222 +235,6 @@ pub struct WorkshopArgs {
     pub public_host: Option<String>,
 }
 
-#[derive(Debug, Args)]
-pub struct BackupArgs {
-    /// Where the copy goes (written next to it first, then renamed into place; mode 0600).
-    pub file: PathBuf,
-    /// Replace FILE if it exists.
-    #[arg(long)]
-    pub force: bool,
-}
-
-#[derive(Debug, Subcommand)]
-pub enum WebhooksCmd {
-    /// List deliveries, newest first.
-    List {
-        /// pending, delivered or dead.
-        #[arg(long)]
-        state: Option<String>,
-        /// How many (default 50).
-        #[arg(long)]
-        first: Option<usize>,
-    },
-    /// Re-drive a dead (or pending) delivery by its event's sequence number, or every dead one.
-    Retry {
-        #[arg(required_unless_present = "dead", conflicts_with = "dead")]
-        seq: Option<i64>,
-        /// Every dead delivery.
-        #[arg(long)]
-        dead: bool,
-    },
-}
-
-#[derive(Debug, Subcommand)]
-pub enum PeersCmd {
-    /// List the peers (tokens are never shown) with their account balances.
-    List,
-    /// Show one peer.
-    Show { name: String },
-    /// Add a peer (stored in the database; `[[ilp.peers]]` in config.toml is the other way).
-    Add {
-        name: String,
-        /// The link's asset code, e.g. USD.
-        #[arg(long)]
-        asset: String,
-        /// The link's asset scale.
-        #[arg(long, default_value_t = 2)]
-        scale: u8,
-        #[command(flatten)]
-        fields: PeerFields,
-    },
-    /// Change a peer added with `peers add` (flags not given stay as they are).
-    Update {
-        name: String,
-        #[command(flatten)]
-        fields: PeerFields,
-        /// Forget the peer's ILP address.
-        #[arg(long, conflicts_with = "ilp_address")]
-        no_ilp_address: bool,
-        /// Stop sending through the peer (forget its outgoing endpoint and token).
-        #[arg(long, conflicts_with_all = ["outgoing_endpoint", "outgoing_token", "route"])]
-        no_outgoing: bool,
-        /// Remove the packet limit.
-        #[arg(long, conflicts_with = "max_packet_amount")]
-        no_max_packet_amount: bool,
-        /// What the peer may owe us unsettled, in the link's minor units (config peers too); past it, its
-        /// packets are refused T04.
-        #[arg(long, value_name = "AMOUNT")]
-        credit_limit: Option<String>,
-        /// Remove the credit limit.
-        #[arg(long, conflicts_with = "credit_limit")]
-        no_credit_limit: bool,
-    },
-    /// Deposit or withdraw a peer's liquidity: what the peer lets us owe it (amount in the link's minor
-    /// units). After the first deposit nothing is sent through the peer beyond it.
-    Liquidity {
-        name: String,
-        action: LiquidityAction,
-        amount: String,
-        /// Idempotency id: the same id is applied once.
-        #[arg(long)]
-        id: Option<String>,
-    },
-    /// Record a settlement with a peer made outside ILP: `paid` (we paid the peer) or `received` (the peer
-    /// paid us), amount in the link's minor units.
-    Settle {
-        name: String,
-        direction: SettleDirection,
-        amount: String,
-        /// Idempotency id: the same id is applied once.
-        #[arg(long)]
-        id: Option<String>,
-    },
-    /// Remove a peer added with `peers add` (refused while payments are sending through it).
-    Remove { name: String },
-}
-
-/// `peers liquidity NAME deposit|withdraw AMOUNT`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum LiquidityAction {
-    Deposit,
-    Withdraw,
-}
-
-/// `peers settle NAME paid|received AMOUNT`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum SettleDirection {
-    /// We paid the peer.
-    Paid,
-    /// The peer paid us.
-    Received,
-}
-
-/// What `peers add` and `peers update` set.
-#[derive(Debug, Clone, Args)]
-pub struct PeerFields {
-    /// The peer's own ILP address (told to it by IL-DCP; its route when no --route is given).
-    #[arg(long)]
-    pub ilp_address: Option<String>,
-    /// A token the peer presents at POST /ilp (repeat for several; on update, replaces them all).
-    #[arg(long = "incoming-token", value_name = "TOKEN")]
-    pub incoming_tokens: Vec<String>,
-    /// Generate an incoming token and print it once (give it to the peer).
-    #[arg(long)]
-    pub generate_incoming_token: bool,
-    /// The peer's ILP-over-HTTP endpoint, for payments we send through it.
-    #[arg(long)]
-    pub outgoing_endpoint: Option<String>,
-    /// The bearer token we present at the outgoing endpoint.
-    #[arg(long)]
-    pub outgoing_token: Option<String>,
-    /// An ILP address prefix reached through the peer (repeat for several; on update, replaces them all).
-    #[arg(long)]
-    pub route: Vec<String>,
-    /// The largest packet amount, in the link's minor units.
-    #[arg(long)]
-    pub max_packet_amount: Option<u64>,
-}
-
-#[derive(Debug, Clone, Args)]
-pub struct ListArgs {
-    /// Only this wallet's.
-    #[arg(long)]
-    pub wallet: Option<String>,
-    /// Continue after this id (the previous page's next cursor).
-    #[arg(long)]
-    pub cursor: Option<String>,
-    /// How many (default 50).
-    #[arg(long)]
-    pub first: Option<u32>,
-}
-
-#[derive(Debug, Subcommand)]
-pub enum IncomingCmd {
-    /// List incoming payments, newest first. Shared secrets are masked; --reveal prints them.
-    List {
-        #[command(flatten)]
-        list: ListArgs,
-        /// pending, completed or expired.
-        #[arg(long)]
-        state: Option<String>,
-        /// Print the ILP shared secrets (`sharedSecret`) instead of masking them.
-        #[arg(long)]
-        reveal: bool,
-    },
-    /// Show one (id or URL). Its shared secret is masked; --reveal prints it.
-    Show {
-        id: String,
-        /// Print the ILP shared secret (`sharedSecret`) instead of masking it.
-        #[arg(long)]
-        reveal: bool,
-    },
-    /// Complete a pending incoming payment: it accepts no more money.
-    Complete { id: String },
-}
-
-#[derive(Debug, Subcommand)]
-pub enum OutgoingCmd {
-    /// List outgoing payments, newest first.
-    List {
-        #[command(flatten)]
-        list: ListArgs,
-        /// sending, completed, failed or cancelled.
-        #[arg(long)]
-        state: Option<String>,
-    },
-    /// Show one (id or URL), with its failure reason if it failed.
-    Show { id: String },
-    /// Cancel a payment that has not sent anything yet; its reservation is released.
-    Cancel { id: String },
-    /// Retry a failed payment (a new attempt) when its quote and receiver still allow it.
-    Retry { id: String },
-}
-
-#[derive(Debug, Subcommand)]
-pub enum QuotesCmd {
-    /// List quotes, newest first.
-    List {
-        #[command(flatten)]
-        list: ListArgs,
-    },
-    /// Show one (id or URL).
-    Show { id: String },
-}
-
-#[derive(Debug, Args)]
-pub struct MoveArgs {
-    pub wallet: String,
-    /// Amount in the wallet's minor units (digits only).
-    pub amount: String,
-    /// Idempotency id: the same id is applied once.
-    #[arg(long)]
-    pub id: Option<String>,
-}
-
-pub use backup::run_backup;
-pub use requests::explain as sig_explain;
-pub use wallets::{KeysCmd, WalletsCmd};
-
 /// A refusal or failure worded for the operator, with a hint where one helps. `main` prints every error as
 /// one `error: …` line; this one adds its `hint: …` line.
 #[derive(Debug, thiserror::Error)]
@@ -549,41 +275,6 @@ pub fn print_completions(shell: clap_complete::Shell) {
     clap_complete::generate(shell, &mut Cli::command(), "opdesk", &mut std::io::stdout());
 }
 
-/// `opdesk migrate`: migrates the store's schema (under the data dir's lock on SQLite, so never behind a
-/// running server) and prints one line: where, from which version to which.
-pub async fn run_migrate(settings: &Settings) -> Result<()> {
-    let opts = crate::store::Options::default();
-    let (where_, lock) = if settings.store.url.is_empty() {
-        let db = settings.paths.database();
-        if !db.is_file() {
-            return Err(OneLine::new(format!("no database at {} (is --data-dir right?)", db.display())).into());
-        }
-        let lock = crate::owner::DirLock::acquire(&settings.paths.data_dir).map_err(|e| OneLine::new(e.to_string()))?;
-        (settings.paths.database().display().to_string(), Some(lock))
-    } else {
-        (crate::store::redact_url(&settings.store.url), None)
-    };
-    let path = settings.paths.database();
-    let url = settings.store.url.clone();
-    let (from, to) = tokio::task::spawn_blocking(move || {
-        if url.is_empty() {
-            crate::store::migrate_sqlite(&path, &opts)
-        } else {
-            crate::store::migrate_postgres(&url)
-        }
-    })
-    .await
-    .map_err(|e| OneLine::new(format!("the migration stopped: {e}")))?
-    .map_err(|e| OneLine::new(format!("cannot migrate {where_}: {e}")))?;
-    drop(lock);
-    if from == to {
-        println!("{where_}: schema at version {to}, nothing to do");
-    } else {
-        println!("{where_}: schema migrated from version {from} to {to}");
-    }
-    Ok(())
-}
-
 /// Prints the version and resolved paths.
 pub fn print_version(settings: &Settings) {
     let text = format!(
@@ -598,175 +289,51 @@ pub fn print_version(settings: &Settings) {
     let _ = std::io::stdout().write_all(text.as_bytes());
 }
 
-/// Where operator commands go.
-enum Backend {
-    Remote(AdminClient),
-    Local(Box<AppCore>),
-}
-
-/// How long a command (or a console) waits for a data dir held by a process that does not answer (a server
-/// starting or stopping, another offline command finishing) before it gives up.
-pub const HELD_WAIT: Duration = Duration::from_secs(10);
-
-impl Backend {
-    /// The server `--connect` names; else the server that holds the data dir (found from its record there);
-    /// else the data dir itself, held for the length of the command so that no server starts meanwhile.
-    /// Also says which way it went, for the operator.
-    async fn connect(settings: &Settings, global: &Global) -> Result<(Self, String)> {
-        if let Some(url) = &global.connect {
-            let client = AdminClient::new(url, &remote_token(global)?)?;
-            client.answers(Duration::from_secs(10)).await.map_err(remote)?;
-            let client = client.acting_as(crate::gnap::timeline::Actor::Cli);
-            return Ok((Self::Remote(client), format!("via the server at {url}")));
-        }
-        let dir = &settings.paths.data_dir;
-        match admin::find_holder(dir, &settings.paths.admin_token(), HELD_WAIT).await? {
-            Holder::Free(lock) => {
-                let core = AppCore::open_locked(settings.clone(), Arc::new(SystemClock), lock).await?;
-                let way = format!("offline: no server holds {}", dir.display());
-                Ok((Self::Local(Box::new(core)), way))
-            }
-            Holder::Server(client, r) => Ok((
-                Self::Remote(client.acting_as(crate::gnap::timeline::Actor::Cli)),
-                format!("via the server at {} (pid {})", r.admin, r.pid),
-            )),
-        }
-    }
-}
-
-impl Backend {
-    /// Runs an operator command on the server or on the data dir, whichever this is (errors worded alike), and
-    /// takes the value of the kind `T` the command answers.
-    async fn run<T>(&self, cmd: control::Command) -> Result<T>
-    where
-        T: TryFrom<control::Outcome, Error = control::command::UnexpectedOutcome>,
-    {
-        let outcome = match self {
-            Self::Remote(c) => c.run(&cmd).await.map_err(remote)?,
-            Self::Local(l) => control::execute(&l.state, cmd, control::Cause::cli())
-                .await
-                .map_err(api)?,
-        };
-        Ok(T::try_from(outcome)?)
-    }
-
-    /// Reads a view from the server or the data dir, whichever this is (errors worded alike).
-    async fn ask(&self, q: control::Query) -> Result<control::Found> {
-        Ok(match self {
-            Self::Remote(c) => c.ask(&q).await.map_err(remote)?,
-            Self::Local(l) => control::answer(&l.state, q).await.map_err(api)?,
-        })
-    }
-
-    /// Reads a view and prints what it found.
-    async fn show(&self, q: control::Query, json: bool) -> Result<()> {
-        print::found(json, &self.ask(q).await?)
-    }
-}
-
-/// The admin token for `--connect`: from `--token-file`, else `OPDESK_ADMIN_TOKEN`.
-pub fn remote_token(global: &Global) -> Result<String> {
-    if let Some(path) = &global.token_file {
-        return app::read_admin_token(path)
-            .ok_or_else(|| OneLine::new(format!("no admin token in {}", path.display())).into());
-    }
-    std::env::var("OPDESK_ADMIN_TOKEN")
-        .ok()
-        .map(|t| t.trim().to_owned())
-        .filter(|t| !t.is_empty())
-        .ok_or_else(|| {
-            OneLine::new("--connect needs the server's admin token")
-                .hint("give --token-file FILE (the admin.token in the server's data dir) or set OPDESK_ADMIN_TOKEN")
-                .into()
-        })
-}
-
-/// An offline command's error, worded as the admin API would answer it: a refusal (4xx) is the description
-/// alone, a failure names its code and status too.
-fn api(e: control::Error) -> color_eyre::Report {
-    let e = ApiError::from(e);
-    let status = e.status.as_u16();
-    if e.status.is_client_error() {
-        OneLine::refusal(status, e.description).into()
-    } else {
-        OneLine::refusal(status, format!("{} ({}, HTTP {status})", e.description, e.code)).into()
-    }
-}
-
-/// A command's error through the admin API, worded as [`api`] words it offline.
-fn remote(e: admin::ClientError) -> color_eyre::Report {
-    match e {
-        admin::ClientError::Api {
-            status, description, ..
-        } if status < 500 => OneLine::refusal(status, description).into(),
-        admin::ClientError::Unreachable(_) => OneLine::new(e.to_string())
-            .hint("is the server still running? `opdesk serve` starts it; --connect names another")
-            .into(),
-        e => OneLine::new(e.to_string()).into(),
-    }
-}
-
-/// The hint for a command's "not found": where to see what exists.
-fn not_found_hint(cmd: &Command) -> Option<&'static str> {
-    Some(match cmd {
-        Command::Wallets(_) | Command::Keys(_) | Command::Deposit(_) | Command::Withdraw(_) => {
-            "`opdesk wallets list` shows the wallet addresses"
-        }
-        Command::Grants(_) => "`opdesk grants list` shows the grants",
-        Command::Incoming(_) => "`opdesk incoming list` shows the incoming payments",
-        Command::Outgoing(_) => "`opdesk outgoing list` shows the outgoing payments",
-        Command::Quotes(_) => "`opdesk quotes list` shows the quotes",
-        Command::Peers(_) => "`opdesk peers list` shows the peers",
-        Command::Webhooks(_) => "`opdesk webhooks list` shows the deliveries",
-        Command::Requests(_) => "`opdesk requests list` shows the recent requests",
-        _ => return None,
-    })
-}
-
-/// Runs an operator command; a command that changes something says on stderr which way it went.
+/// Runs an operator command through its group, on the server or the data dir ([`Backend`], which says which
+/// way it went when the command changes something). A "not found" gets the hint of where to see what exists.
 pub async fn run_operator(cmd: Command, settings: Settings, global: &Global) -> Result<()> {
-    let (backend, way) = Backend::connect(&settings, global).await?;
-    if cmd.changes_something() {
-        let _ = writeln!(std::io::stderr(), "{way}");
-    }
-    let not_found = not_found_hint(&cmd);
-    let hints = |e: color_eyre::Report| match (e.downcast::<OneLine>(), not_found) {
-        (Ok(line), Some(h)) if line.hint.is_none() && line.status == Some(404) => line.hint(h).into(),
-        (Ok(line), _) => line.into(),
-        (Err(e), _) => e,
-    };
-    let result = operate(&backend, cmd, global.json).await.map_err(hints);
-    if let Backend::Local(core) = &backend {
-        core.close();
-    }
-    result
-}
-
-async fn operate(b: &Backend, cmd: Command, json: bool) -> Result<()> {
-    match cmd {
+    let b = Backend::connect(&settings, global).await?;
+    let json = global.json;
+    let on_wallets = Some(("wallets", "wallet addresses"));
+    let (result, listed) = match cmd {
         Command::Serve
         | Command::Demo(_)
         | Command::Workshop(_)
         | Command::Backup(_)
         | Command::Migrate
         | Command::Completions { .. }
-        | Command::Sig(_) => {
-            bail!("not an operator command")
+        | Command::Sig(_) => (Err(eyre!("not an operator command")), None),
+        Command::Wallets(c) => (wallets::wallets(&b, c, json).await, on_wallets),
+        Command::Keys(c) => (wallets::keys(&b, c, json).await, on_wallets),
+        Command::Deposit(m) => (wallets::move_funds(&b, m, Movement::Deposit, json).await, on_wallets),
+        Command::Withdraw(m) => (wallets::move_funds(&b, m, Movement::Withdrawal, json).await, on_wallets),
+        Command::Balances => (b.show(Query::Balances, json).await, None),
+        Command::Grants(c) => (grants::grants(&b, c, json).await, Some(("grants", "grants"))),
+        Command::Incoming(c) => (
+            payments::incoming(&b, c, json).await,
+            Some(("incoming", "incoming payments")),
+        ),
+        Command::Outgoing(c) => (
+            payments::outgoing(&b, c, json).await,
+            Some(("outgoing", "outgoing payments")),
+        ),
+        Command::Quotes(c) => (payments::quotes(&b, c, json).await, Some(("quotes", "quotes"))),
+        Command::Peers(c) => (peers::peers(&b, c, json).await, Some(("peers", "peers"))),
+        Command::Webhooks(c) => (webhooks::webhooks(&b, c, json).await, Some(("webhooks", "deliveries"))),
+        Command::Requests(c) => (
+            requests::requests(&b, c, json).await,
+            Some(("requests", "recent requests")),
+        ),
+        Command::Classroom => (b.show(Query::Class, json).await, None),
+    };
+    b.close();
+    result.map_err(|e| match (e.downcast::<OneLine>(), listed) {
+        (Ok(line), Some((noun, what))) if line.hint.is_none() && line.status == Some(404) => {
+            line.hint(format!("`opdesk {noun} list` shows the {what}")).into()
         }
-        Command::Wallets(c) => wallets::wallets(b, c, json).await,
-        Command::Keys(c) => wallets::keys(b, c, json).await,
-        Command::Deposit(m) => wallets::move_funds(b, m, Movement::Deposit, json).await,
-        Command::Withdraw(m) => wallets::move_funds(b, m, Movement::Withdrawal, json).await,
-        Command::Balances => b.show(control::Query::Balances, json).await,
-        Command::Grants(c) => grants::grants(b, c, json).await,
-        Command::Incoming(c) => payments::incoming(b, c, json).await,
-        Command::Outgoing(c) => payments::outgoing(b, c, json).await,
-        Command::Quotes(c) => payments::quotes(b, c, json).await,
-        Command::Peers(c) => peers::peers(b, c, json).await,
-        Command::Webhooks(c) => webhooks::webhooks(b, c, json).await,
-        Command::Requests(c) => requests::requests(b, c, json).await,
-        Command::Classroom => b.show(control::Query::Class, json).await,
-    }
+        (Ok(line), _) => line.into(),
+        (Err(e), _) => e,
+    })
 }
 
 #[cfg(test)]

@@ -12,6 +12,7 @@ pub mod explain;
 pub mod interaction_hash;
 pub mod jwk;
 pub mod keys;
+pub mod raw;
 pub mod sign;
 pub mod verify;
 

@@ -2,6 +2,13 @@
 //! follows creation order; the ids of the main resources as their own types (text on the wire and in the
 //! database, the same bytes).
 
+/// The last eight characters of a resource id or URL (UUIDv7 ids share their leading time bits).
+pub fn short_id(url: &str) -> String {
+    let id = url.rsplit('/').next().unwrap_or(url);
+    let n = id.chars().count();
+    id.chars().skip(n.saturating_sub(8)).collect()
+}
+
 /// An id type for one kind of resource: made by [`new_id`], read back from its text, shown and sent as that
 /// text (`serde(transparent)`), and read as a `&str` wherever text is wanted.
 macro_rules! id_type {

@@ -42,7 +42,7 @@ pub mod wal;
 pub mod wallets;
 pub mod webhooks;
 
-pub use backup::{BackupReport, Options as BackupOptions, backup};
+pub use backup::{BackupReport, Options as BackupOptions, backup, is_live_database};
 
 use std::{
     path::{Path, PathBuf},

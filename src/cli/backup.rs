@@ -5,17 +5,27 @@
 //! meanwhile and SQLite's empty `-wal`/`-shm` can be tidied away). Prints one line (or JSON with `--json`)
 //! through [`super::print`].
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
+use clap::Args;
 use color_eyre::eyre::{Result, eyre};
 use serde::Serialize;
 
-use super::{BackupArgs, Global, OneLine, print::emit};
+use super::{Global, OneLine, print::emit};
 use crate::{
     owner::{self, DirLock},
     settings::Settings,
     store,
 };
+
+#[derive(Debug, Args)]
+pub struct BackupArgs {
+    /// Where the copy goes (written next to it first, then renamed into place; mode 0600).
+    pub file: PathBuf,
+    /// Replace FILE if it exists.
+    #[arg(long)]
+    pub force: bool,
+}
 
 /// What `--json` prints.
 #[derive(Debug, Serialize)]
@@ -47,7 +57,7 @@ pub async fn run_backup(args: BackupArgs, settings: &Settings, global: &Global) 
     if !db.is_file() {
         return Err(OneLine::new(format!("no database at {} (is --data-dir right?)", db.display())).into());
     }
-    if is_live_database(&args.file, &db) {
+    if store::is_live_database(&args.file, &db) {
         return Err(OneLine::new(format!(
             "{} is the live database (or one of its files): back up to another file",
             args.file.display()
@@ -95,40 +105,4 @@ pub async fn run_backup(args: BackupArgs, settings: &Settings, global: &Global) 
             out.bytes.div_ceil(1024)
         )
     })
-}
-
-/// Whether `file` names the database `db` or one of its companion files (compared after resolving the
-/// directories, so `./x/../ase.sqlite3` is caught too).
-fn is_live_database(file: &Path, db: &Path) -> bool {
-    let resolve = |p: &Path| -> Option<PathBuf> {
-        let parent = match p.parent() {
-            Some(d) if !d.as_os_str().is_empty() => d,
-            _ => Path::new("."),
-        };
-        Some(parent.canonicalize().ok()?.join(p.file_name()?))
-    };
-    let (Some(file), Some(db)) = (resolve(file), resolve(db)) else {
-        return false;
-    };
-    ["", "-wal", "-shm", "-journal"].iter().any(|suffix| {
-        let mut p = db.clone().into_os_string();
-        p.push(suffix);
-        p == file.as_os_str()
-    })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_live_database_is_never_a_destination() {
-        let dir = tempfile::tempdir().unwrap();
-        let db = dir.path().join("ase.sqlite3");
-        std::fs::create_dir(dir.path().join("sub")).unwrap();
-        assert!(is_live_database(&db, &db));
-        assert!(is_live_database(&dir.path().join("sub/../ase.sqlite3-wal"), &db));
-        assert!(!is_live_database(&dir.path().join("backup.sqlite3"), &db));
-        assert!(!is_live_database(&dir.path().join("missing/ase.sqlite3"), &db));
-    }
 }

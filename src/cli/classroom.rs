@@ -20,25 +20,6 @@ fn at(p: &SeatProgress, s: Step) -> String {
         .unwrap_or_else(|| "-".to_owned())
 }
 
-/// What the seat does next, at `now`.
-fn next(p: &SeatProgress, now: OffsetDateTime) -> String {
-    if p.must_ask_again(now) {
-        return "expired — ask again".to_owned();
-    }
-    if p.locked_out && p.awaits_owner(now) {
-        return format!("locked out — opdesk grants unlock --wallet {}", p.name());
-    }
-    match p.next() {
-        None => match p.step(Step::Paid).map_or(0, |d| d.count) {
-            1 => "paid".to_owned(),
-            n => format!("paid ×{n}"),
-        },
-        Some(Step::Approved) => "owner to approve".to_owned(),
-        Some(Step::WalletRead) => "not started".to_owned(),
-        Some(s) => format!("waiting for {}", s.words()),
-    }
-}
-
 impl Human for SeatProgress {
     const COLUMNS: Columns<Self> = &[
         ("SEAT", |p| p.name()),
@@ -48,6 +29,6 @@ impl Human for SeatProgress {
         ("GRANT", |p| at(p, Step::GrantRequested)),
         ("APPROVED", |p| at(p, Step::Approved)),
         ("PAID", |p| at(p, Step::Paid)),
-        ("NEXT", |p| next(p, OffsetDateTime::now_utc())),
+        ("NEXT", |p| p.what_next(OffsetDateTime::now_utc(), false)),
     ];
 }

@@ -1,4 +1,4 @@
-//! Operator commands on grants (`grants list|show|approve|reject|revoke`) and how a grant reads for people.
+//! Operator commands on grants (`grants list|show|approve|reject|revoke|revoke-token|unlock`) and how a grant reads for people.
 //! Prints only through [`super::print`].
 
 use clap::Subcommand;
@@ -43,6 +43,9 @@ pub enum GrantsCmd {
     },
     /// Revoke a grant and all its tokens.
     Revoke { id: String },
+    /// Revoke one access token by its id (`grants show` lists a grant's tokens): its client must ask for
+    /// another; the grant stays.
+    RevokeToken { id: String },
     /// Lift a lockout on the interaction page: forget the failed owner sign-ins on grant ID, or (with
     /// --wallet) those of that wallet's owner on every page.
     Unlock {
@@ -85,7 +88,8 @@ impl Human for GrantView {
         for t in &self.tokens {
             let state = TokenState::of(t.revoked_at.is_some());
             out.push_str(&format!(
-                "  token {} {state}, expires {}\n",
+                "  token {} ({}…) {state}, expires {}\n",
+                t.id,
                 t.hint,
                 crate::clock::format_ts(t.expires_at)
             ));
@@ -105,7 +109,7 @@ fn timeline_text(g: &GrantView) -> String {
     out
 }
 
-/// `grants list|show|approve|reject|revoke`.
+/// `grants list|show|approve|reject|revoke|revoke-token|unlock`.
 pub(super) async fn grants(b: &Backend, cmd: GrantsCmd, json: bool) -> Result<()> {
     let one: GrantView = match cmd {
         GrantsCmd::List { state, all } => return b.show(Query::Grants { all, state }, json).await,
@@ -119,9 +123,14 @@ pub(super) async fn grants(b: &Backend, cmd: GrantsCmd, json: bool) -> Result<()
         GrantsCmd::Approve { id } => b.run(Command::ApproveGrant { id }).await?,
         GrantsCmd::Reject { id, reason } => b.run(Command::RejectGrant { id, reason }).await?,
         GrantsCmd::Revoke { id } => b.run(Command::RevokeGrant { id }).await?,
+        GrantsCmd::RevokeToken { id } => {
+            let ((), said) = b.said(Command::RevokeToken { id: id.clone() }).await?;
+            return emit(json, &serde_json::json!({ "revoked": id }), || format!("{said}\n"));
+        }
         GrantsCmd::Unlock { id, wallet } => {
-            let u: Unlocked = b.run(Command::UnlockSignIns { grant: id, wallet }).await?;
-            return emit(json, &u, || format!("{}\n", u.words()));
+            b.tell::<Unlocked>(Command::UnlockSignIns { grant: id, wallet }, json)
+                .await?;
+            return Ok(());
         }
     };
     show(json, &one)

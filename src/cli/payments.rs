@@ -1,16 +1,83 @@
 //! Operator commands on payments: `incoming`, `outgoing` and `quotes` (list a page, show one, act on one), and
 //! how payments and quotes read for people. Prints only through [`super::print`].
 
+use clap::{Args, Subcommand};
 use color_eyre::eyre::Result;
 
 use super::{
-    Backend, IncomingCmd, ListArgs, OutgoingCmd, QuotesCmd,
+    Backend,
     print::{self, Columns, Human, show},
 };
 use crate::{
     ase::{incoming::IncomingView, metadata::Metadata, outgoing::OutgoingView, quotes::QuoteDto},
     control::{Command, Found, Query, dto::PaymentFilter},
 };
+
+#[derive(Debug, Clone, Args)]
+pub struct ListArgs {
+    /// Only this wallet's.
+    #[arg(long)]
+    pub wallet: Option<String>,
+    /// Continue after this id (the previous page's next cursor).
+    #[arg(long)]
+    pub cursor: Option<String>,
+    /// How many (default 50).
+    #[arg(long)]
+    pub first: Option<u32>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum IncomingCmd {
+    /// List incoming payments, newest first. Shared secrets are masked; --reveal prints them.
+    List {
+        #[command(flatten)]
+        list: ListArgs,
+        /// pending, completed or expired.
+        #[arg(long)]
+        state: Option<String>,
+        /// Print the ILP shared secrets (`sharedSecret`) instead of masking them.
+        #[arg(long)]
+        reveal: bool,
+    },
+    /// Show one (id or URL). Its shared secret is masked; --reveal prints it.
+    Show {
+        id: String,
+        /// Print the ILP shared secret (`sharedSecret`) instead of masking it.
+        #[arg(long)]
+        reveal: bool,
+    },
+    /// Complete a pending incoming payment: it accepts no more money.
+    Complete { id: String },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum OutgoingCmd {
+    /// List outgoing payments, newest first.
+    List {
+        #[command(flatten)]
+        list: ListArgs,
+        /// sending, completed, failed or cancelled.
+        #[arg(long)]
+        state: Option<String>,
+    },
+    /// Show one (id or URL), with its failure reason if it failed.
+    Show { id: String },
+    /// Cancel a payment that has not sent anything yet; its reservation is released.
+    Cancel { id: String },
+    /// Retry a failed payment (a new attempt) when its quote and receiver still allow it.
+    Retry { id: String },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum QuotesCmd {
+    /// List quotes, newest first.
+    List {
+        #[command(flatten)]
+        list: ListArgs,
+    },
+    /// Show one (id or URL).
+    Show { id: String },
+}
 
 /// An id from an id or a resource URL.
 fn id_of(s: &str) -> String {

@@ -2,10 +2,11 @@
 //! for people.
 //! Prints only through [`super::print`].
 
+use clap::{Args, Subcommand};
 use color_eyre::eyre::Result;
 
 use super::{
-    Backend, LiquidityAction, OneLine, PeersCmd, SettleDirection,
+    Backend, OneLine,
     print::{Columns, Human, emit, show},
 };
 use crate::{
@@ -16,6 +17,112 @@ use crate::{
     },
     money::{Value, format_minor},
 };
+
+#[derive(Debug, Subcommand)]
+pub enum PeersCmd {
+    /// List the peers (tokens are never shown) with their account balances.
+    List,
+    /// Show one peer.
+    Show { name: String },
+    /// Add a peer (stored in the database; `[[ilp.peers]]` in config.toml is the other way).
+    Add {
+        name: String,
+        /// The link's asset code, e.g. USD.
+        #[arg(long)]
+        asset: String,
+        /// The link's asset scale.
+        #[arg(long, default_value_t = 2)]
+        scale: u8,
+        #[command(flatten)]
+        fields: PeerFields,
+    },
+    /// Change a peer added with `peers add` (flags not given stay as they are).
+    Update {
+        name: String,
+        #[command(flatten)]
+        fields: PeerFields,
+        /// Forget the peer's ILP address.
+        #[arg(long, conflicts_with = "ilp_address")]
+        no_ilp_address: bool,
+        /// Stop sending through the peer (forget its outgoing endpoint and token).
+        #[arg(long, conflicts_with_all = ["outgoing_endpoint", "outgoing_token", "route"])]
+        no_outgoing: bool,
+        /// Remove the packet limit.
+        #[arg(long, conflicts_with = "max_packet_amount")]
+        no_max_packet_amount: bool,
+        /// What the peer may owe us unsettled, in the link's minor units (config peers too); past it, its
+        /// packets are refused T04.
+        #[arg(long, value_name = "AMOUNT")]
+        credit_limit: Option<String>,
+        /// Remove the credit limit.
+        #[arg(long, conflicts_with = "credit_limit")]
+        no_credit_limit: bool,
+    },
+    /// Deposit or withdraw a peer's liquidity: what the peer lets us owe it (amount in the link's minor
+    /// units). After the first deposit nothing is sent through the peer beyond it.
+    Liquidity {
+        name: String,
+        action: LiquidityAction,
+        amount: String,
+        /// Idempotency id: the same id is applied once.
+        #[arg(long)]
+        id: Option<String>,
+    },
+    /// Record a settlement with a peer made outside ILP: `paid` (we paid the peer) or `received` (the peer
+    /// paid us), amount in the link's minor units.
+    Settle {
+        name: String,
+        direction: SettleDirection,
+        amount: String,
+        /// Idempotency id: the same id is applied once.
+        #[arg(long)]
+        id: Option<String>,
+    },
+    /// Remove a peer added with `peers add` (refused while payments are sending through it).
+    Remove { name: String },
+}
+
+/// `peers liquidity NAME deposit|withdraw AMOUNT`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LiquidityAction {
+    Deposit,
+    Withdraw,
+}
+
+/// `peers settle NAME paid|received AMOUNT`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum SettleDirection {
+    /// We paid the peer.
+    Paid,
+    /// The peer paid us.
+    Received,
+}
+
+/// What `peers add` and `peers update` set.
+#[derive(Debug, Clone, Args)]
+pub struct PeerFields {
+    /// The peer's own ILP address (told to it by IL-DCP; its route when no --route is given).
+    #[arg(long)]
+    pub ilp_address: Option<String>,
+    /// A token the peer presents at POST /ilp (repeat for several; on update, replaces them all).
+    #[arg(long = "incoming-token", value_name = "TOKEN")]
+    pub incoming_tokens: Vec<String>,
+    /// Generate an incoming token and print it once (give it to the peer).
+    #[arg(long)]
+    pub generate_incoming_token: bool,
+    /// The peer's ILP-over-HTTP endpoint, for payments we send through it.
+    #[arg(long)]
+    pub outgoing_endpoint: Option<String>,
+    /// The bearer token we present at the outgoing endpoint.
+    #[arg(long)]
+    pub outgoing_token: Option<String>,
+    /// An ILP address prefix reached through the peer (repeat for several; on update, replaces them all).
+    #[arg(long)]
+    pub route: Vec<String>,
+    /// The largest packet amount, in the link's minor units.
+    #[arg(long)]
+    pub max_packet_amount: Option<u64>,
+}
 
 /// `peers list|show|add|update|remove`.
 pub(super) async fn peers(b: &Backend, cmd: PeersCmd, json: bool) -> Result<()> {
@@ -80,25 +187,12 @@ pub(super) async fn peers(b: &Backend, cmd: PeersCmd, json: bool) -> Result<()> 
                 withdraw: (!deposit).then_some(value),
                 transfer_id: id,
             };
-            let moved: PeerMoved = b
-                .run(Command::MovePeerLiquidity {
-                    peer: name,
-                    liquidity: body,
-                })
-                .await?;
-            let p = &moved.peer;
-            emit(json, &moved, || {
-                let verb = if deposit { "deposited" } else { "withdrew" };
-                format!(
-                    "{verb} {} {} for peer {}: liquidity {}, owed {}, available to send {}\n",
-                    format_minor(moved.transfer.amount.into(), p.asset_scale),
-                    p.asset_code,
-                    p.name,
-                    format_minor(p.liquidity.into(), p.asset_scale),
-                    format_minor(p.owed.into(), p.asset_scale),
-                    available(p),
-                )
-            })
+            let cmd = Command::MovePeerLiquidity {
+                peer: name,
+                liquidity: body,
+            };
+            b.tell::<PeerMoved>(cmd, json).await?;
+            Ok(())
         }
         PeersCmd::Settle {
             name,
@@ -114,33 +208,16 @@ pub(super) async fn peers(b: &Backend, cmd: PeersCmd, json: bool) -> Result<()> 
                 amount: minor(&amount)?,
                 id,
             };
-            let moved: PeerMoved = b
-                .run(Command::SettlePeer {
-                    peer: name,
-                    settlement: body,
-                })
-                .await?;
-            let p = &moved.peer;
-            emit(json, &moved, || {
-                let what = match direction {
-                    SettleDirection::Paid => "we paid peer",
-                    SettleDirection::Received => "received from peer",
-                };
-                format!(
-                    "settled: {what} {} {} {}; position {} ({})\n",
-                    p.name,
-                    format_minor(moved.transfer.amount.into(), p.asset_scale),
-                    p.asset_code,
-                    format_minor(p.position.into(), p.asset_scale),
-                    position_words(p),
-                )
-            })
+            let cmd = Command::SettlePeer {
+                peer: name,
+                settlement: body,
+            };
+            b.tell::<PeerMoved>(cmd, json).await?;
+            Ok(())
         }
         PeersCmd::Remove { name } => {
-            b.run::<()>(Command::RemovePeer { name: name.clone() }).await?;
-            emit(json, &serde_json::json!({ "removed": name }), || {
-                format!("removed peer {name}\n")
-            })
+            let ((), said) = b.said(Command::RemovePeer { name: name.clone() }).await?;
+            emit(json, &serde_json::json!({ "removed": name }), || format!("{said}\n"))
         }
     }
 }
@@ -165,22 +242,6 @@ fn available(p: &PeerView) -> String {
     match p.available_to_send {
         Some(a) => format!("{} {}", format_minor(a.into(), p.asset_scale), p.asset_code),
         None => "not limited".into(),
-    }
-}
-
-/// Who owes whom, for people.
-fn position_words(p: &PeerView) -> String {
-    let amount = |v: i64| {
-        format!(
-            "{} {}",
-            format_minor(v.unsigned_abs().into(), p.asset_scale),
-            p.asset_code
-        )
-    };
-    match p.position {
-        0 => "nobody owes anything".into(),
-        v if v > 0 => format!("we owe {} {}", p.name, amount(v)),
-        v => format!("{} owes us {}", p.name, amount(v)),
     }
 }
 
@@ -237,7 +298,7 @@ impl Human for PeerView {
         out.push_str(&format!(
             "  position:        {} ({})\n  liquidity:       {}\n  in flight:       {}\n  available:       {}\n  credit limit:    {}\n  credit used:     {}\n",
             format_minor(p.position.into(), p.asset_scale),
-            position_words(p),
+            p.position_words(),
             format_minor(p.liquidity.into(), p.asset_scale),
             format_minor(p.in_flight.into(), p.asset_scale),
             available(p),

@@ -4,11 +4,11 @@
 
 use std::path::PathBuf;
 
-use clap::Subcommand;
+use clap::{Args, Subcommand};
 use color_eyre::eyre::{Result, WrapErr, eyre};
 
 use super::{
-    Backend, MoveArgs, OneLine,
+    Backend, OneLine,
     print::{Columns, Human, emit, table},
 };
 use crate::{
@@ -22,6 +22,16 @@ use crate::{
     money::{Asset, Value, format_minor},
     wallet::Wallet,
 };
+
+#[derive(Debug, Args)]
+pub struct MoveArgs {
+    pub wallet: String,
+    /// Amount in the wallet's minor units (digits only).
+    pub amount: String,
+    /// Idempotency id: the same id is applied once.
+    #[arg(long)]
+    pub id: Option<String>,
+}
 
 #[derive(Debug, Subcommand)]
 pub enum WalletsCmd {
@@ -121,22 +131,16 @@ pub(super) async fn wallets(b: &Backend, cmd: WalletsCmd, json: bool) -> Result<
                 asset_scale: scale,
                 public_name,
             };
-            let w: Wallet = b.run(control::Command::CreateWallet(body)).await?;
-            emit(json, &w, || {
-                format!("created {} ({}/{})\n", w.url, w.asset_code, w.asset_scale)
-            })
+            b.tell::<Wallet>(control::Command::CreateWallet(body), json).await?;
+            Ok(())
         }
         WalletsCmd::PublicName { name, public_name } => {
-            let w: Wallet = b
-                .run(control::Command::SetPublicName {
-                    wallet: name,
-                    public_name,
-                })
-                .await?;
-            emit(json, &w, || match &w.public_name {
-                Some(p) => format!("{} shows the public name {p:?}\n", w.url),
-                None => format!("{} shows no public name\n", w.url),
-            })
+            let cmd = control::Command::SetPublicName {
+                wallet: name,
+                public_name,
+            };
+            b.tell::<Wallet>(cmd, json).await?;
+            Ok(())
         }
         WalletsCmd::Passphrase { name, generate, remove } => {
             let passphrase = if remove {
@@ -148,19 +152,14 @@ pub(super) async fn wallets(b: &Backend, cmd: WalletsCmd, json: bool) -> Result<
                     passphrase: read_passphrase(&name)?,
                 }
             };
-            let set: PassphraseSet = b
-                .run(control::Command::SetOwnerPassphrase {
-                    wallet: name,
-                    passphrase,
-                })
-                .await?;
-            emit(json, &set, || match (&set.generated, set.has_passphrase) {
-                (Some(p), _) => format!("passphrase for {}'s owner: {p}\n(shown this once)\n", set.wallet),
-                (None, true) => format!("{}'s owner now decides its grants with that passphrase\n", set.wallet),
-                (None, false) => format!(
-                    "{} has no owner passphrase: the operator decides its grants\n",
-                    set.wallet
-                ),
+            let cmd = control::Command::SetOwnerPassphrase {
+                wallet: name,
+                passphrase,
+            };
+            let (set, said): (PassphraseSet, _) = b.said(cmd).await?;
+            emit(json, &set, || match &set.generated {
+                Some(p) => format!("passphrase for {}'s owner: {p}\n(shown this once)\n", set.wallet),
+                None => format!("{said}\n"),
             })
         }
     }
@@ -186,25 +185,16 @@ pub(super) async fn keys(b: &Backend, cmd: KeysCmd, json: bool) -> Result<()> {
                 jwk: Some(serde_json::to_value(&jwk).wrap_err("cannot encode the key")?),
                 generate: false,
             };
-            let k: KeyAdded = b
-                .run(control::Command::AddKey {
-                    wallet: wallet.clone(),
-                    key: body,
-                })
+            b.tell::<KeyAdded>(control::Command::AddKey { wallet, key: body }, json)
                 .await?;
-            emit(json, &k, || format!("added key {} to {wallet}\n", k.jwk.kid))
+            Ok(())
         }
         KeysCmd::Generate { wallet, out } => {
             let body = AddKey {
                 jwk: None,
                 generate: true,
             };
-            let k: KeyAdded = b
-                .run(control::Command::AddKey {
-                    wallet: wallet.clone(),
-                    key: body,
-                })
-                .await?;
+            let (k, said): (KeyAdded, _) = b.said(control::Command::AddKey { wallet, key: body }).await?;
             let pem = k
                 .private_key_pem
                 .clone()
@@ -213,28 +203,18 @@ pub(super) async fn keys(b: &Backend, cmd: KeysCmd, json: bool) -> Result<()> {
                 Some(path) => {
                     crate::files::write_private(&path, pem.as_bytes())
                         .wrap_err_with(|| format!("cannot write {}", path.display()))?;
-                    emit(json, &k.jwk, || {
-                        format!(
-                            "added key {} to {wallet}; private key in {}\n",
-                            k.jwk.kid,
-                            path.display()
-                        )
-                    })
+                    emit(json, &k.jwk, || format!("{said}; private key in {}\n", path.display()))
                 }
-                None => emit(json, &k, || {
-                    format!("added key {} to {wallet}; private key (shown once):\n{pem}", k.jwk.kid)
-                }),
+                None => emit(json, &k, || format!("{said}; private key (shown once):\n{pem}")),
             }
         }
         KeysCmd::Remove { wallet, kid } => {
             let cmd = control::Command::RemoveKey {
-                wallet: wallet.clone(),
+                wallet,
                 kid: kid.clone(),
             };
-            b.run::<()>(cmd).await?;
-            emit(json, &serde_json::json!({"removed": kid}), || {
-                format!("removed key {kid} from {wallet}\n")
-            })
+            let ((), said) = b.said(cmd).await?;
+            emit(json, &serde_json::json!({"removed": kid}), || format!("{said}\n"))
         }
     }
 }
@@ -253,27 +233,13 @@ pub(super) async fn move_funds(b: &Backend, m: MoveArgs, movement: Movement, jso
         asset_scale: None,
         transfer_id: m.id,
     };
-    let wallet = m.wallet;
-    let (w, funds) = (wallet.clone(), body);
-    let moved: Moved = b
-        .run(match movement {
-            Movement::Deposit => control::Command::Deposit { wallet: w, funds },
-            Movement::Withdrawal => control::Command::Withdraw { wallet: w, funds },
-        })
-        .await?;
-    let verb = if movement == Movement::Deposit {
-        "deposited"
-    } else {
-        "withdrew"
+    let (wallet, funds) = (m.wallet, body);
+    let cmd = match movement {
+        Movement::Deposit => control::Command::Deposit { wallet, funds },
+        Movement::Withdrawal => control::Command::Withdraw { wallet, funds },
     };
-    emit(json, &moved, || {
-        format!(
-            "{verb} {} {} {wallet}; balance {}\n",
-            money(moved.transfer.amount, &moved.balance),
-            if movement == Movement::Deposit { "to" } else { "from" },
-            money(moved.balance.balance, &moved.balance)
-        )
-    })
+    b.tell::<Moved>(cmd, json).await?;
+    Ok(())
 }
 
 impl Human for Wallet {

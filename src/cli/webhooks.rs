@@ -1,10 +1,11 @@
 //! Operator commands on webhook deliveries (`webhooks list|retry`) and how a delivery reads for people. Prints
 //! only through [`super::print`].
 
+use clap::Subcommand;
 use color_eyre::eyre::Result;
 
 use super::{
-    Backend, WebhooksCmd,
+    Backend,
     print::{Columns, Human, emit, show},
 };
 use crate::{
@@ -12,6 +13,27 @@ use crate::{
     states::DeliveryState,
     webhooks::DeliveryRow,
 };
+
+#[derive(Debug, Subcommand)]
+pub enum WebhooksCmd {
+    /// List deliveries, newest first.
+    List {
+        /// pending, delivered or dead.
+        #[arg(long)]
+        state: Option<String>,
+        /// How many (default 50).
+        #[arg(long)]
+        first: Option<usize>,
+    },
+    /// Re-drive a dead (or pending) delivery by its event's sequence number, or every dead one.
+    Retry {
+        #[arg(required_unless_present = "dead", conflicts_with = "dead")]
+        seq: Option<i64>,
+        /// Every dead delivery.
+        #[arg(long)]
+        dead: bool,
+    },
+}
 
 impl Human for DeliveryRow {
     const COLUMNS: Columns<Self> = &[
@@ -62,10 +84,8 @@ pub(super) async fn webhooks(b: &Backend, cmd: WebhooksCmd, json: bool) -> Resul
             .await
         }
         WebhooksCmd::Retry { dead: true, .. } => {
-            let n: usize = b.run(Command::RetryDeadWebhooks).await?;
-            emit(json, &serde_json::json!({ "retried": n }), || {
-                format!("{n} dead deliveries will be sent again\n")
-            })
+            let (n, said): (usize, _) = b.said(Command::RetryDeadWebhooks).await?;
+            emit(json, &serde_json::json!({ "retried": n }), || format!("{said}\n"))
         }
         WebhooksCmd::Retry { seq, .. } => {
             let seq = seq.unwrap_or_default();

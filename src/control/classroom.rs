@@ -179,6 +179,33 @@ impl SeatProgress {
         }
     }
 
+    /// What the seat does next at `now`, in words: the console's table says it `short`, the CLI in full (with
+    /// the command that lifts a lockout).
+    pub fn what_next(&self, now: OffsetDateTime, short: bool) -> String {
+        if self.must_ask_again(now) {
+            return "expired — ask again".to_owned();
+        }
+        if self.locked_out && self.awaits_owner(now) {
+            return match short {
+                true => "locked out — unlock".to_owned(),
+                false => format!("locked out — opdesk grants unlock --wallet {}", self.name()),
+            };
+        }
+        match (self.next(), short) {
+            (None, _) => match self.step(Step::Paid).map_or(0, |d| d.count) {
+                1 => "paid".to_owned(),
+                n => format!("paid ×{n}"),
+            },
+            (Some(Step::Approved), _) => "owner to approve".to_owned(),
+            (Some(Step::WalletRead), _) => "not started".to_owned(),
+            (Some(Step::Incoming), true) => "incoming payment".to_owned(),
+            (Some(Step::Quote), true) => "quote".to_owned(),
+            (Some(Step::GrantRequested), true) => "grant".to_owned(),
+            (Some(Step::Paid), true) => "paying".to_owned(),
+            (Some(s), false) => format!("waiting for {}", s.words()),
+        }
+    }
+
     /// When it last moved on: the latest first-time of its steps.
     pub fn last_at(&self) -> Option<OffsetDateTime> {
         self.steps.iter().flatten().map(|d| d.first_at).max()

@@ -11,9 +11,12 @@ use super::{
     dto::{AddKey, CreateWallet, KeyAdded, LiquidityMove, Move, Moved, NewPeer, NewSettlement, PeerMoved, PeerView},
 };
 use crate::{
-    ase::{incoming::IncomingView, outgoing::OutgoingView, peers::PeerPatch},
+    ase::{incoming::IncomingView, liquidity::Direction, outgoing::OutgoingView, peers::PeerPatch},
     gnap::service::GrantView,
+    ids::short_id,
     ledger::Movement,
+    money::Asset,
+    text::sanitize,
     wallet::Wallet,
     webhooks::DeliveryRow,
 };
@@ -34,6 +37,10 @@ pub enum Command {
     },
     /// Revoke a grant and all its tokens.
     RevokeGrant {
+        id: String,
+    },
+    /// Revoke one access token (the client must ask for a new one; its grant stays).
+    RevokeToken {
         id: String,
     },
     /// Lift a lockout on the interaction page: forget the failed owner sign-ins on `grant`, or those of
@@ -201,6 +208,88 @@ impl Outcome {
     }
 }
 
+impl Outcome {
+    /// What `cmd` came to, in one sentence for people: the console's flash line, the CLI and the admin API's
+    /// `message` alike. Text a client or peer supplied is sanitised; a generated secret is never in it.
+    pub fn sentence(&self, cmd: &Command) -> String {
+        let grant = |id: &str, what: &str| format!("grant {} {what}", short_id(id));
+        match (cmd, self) {
+            (Command::ApproveGrant { id }, _) => grant(id, "approved"),
+            (Command::RejectGrant { id, .. }, _) => grant(id, "rejected"),
+            (Command::RevokeGrant { id }, _) => grant(id, "revoked"),
+            (Command::CompleteIncoming { id }, _) => format!("incoming payment {} completed", short_id(id)),
+            (Command::RetryOutgoing { id }, _) => format!("outgoing payment {} retried", short_id(id)),
+            (Command::CancelOutgoing { id }, _) => format!("outgoing payment {} cancelled", short_id(id)),
+            (_, Self::Wallet(w)) if matches!(cmd, Command::CreateWallet(_)) => {
+                format!("created {} ({}/{})", w.url, w.asset_code, w.asset_scale)
+            }
+            (_, Self::Wallet(w)) => match &w.public_name {
+                Some(p) => format!("{} shows the public name {:?}", w.url, sanitize(p)),
+                None => format!("{} shows no public name", w.url),
+            },
+            (_, Self::Passphrase(p)) => match (&p.generated, p.has_passphrase) {
+                (Some(_), _) => format!("{}'s owner has a generated passphrase (shown this once)", p.wallet),
+                (None, true) => format!("{}'s owner now decides its grants with that passphrase", p.wallet),
+                (None, false) => format!("{} has no owner passphrase: the operator decides its grants", p.wallet),
+            },
+            (Command::Deposit { wallet, .. } | Command::Withdraw { wallet, .. }, Self::Moved(m)) => {
+                let (b, deposit) = (&m.balance, matches!(cmd, Command::Deposit { .. }));
+                let asset = Asset {
+                    code: b.asset_code.clone(),
+                    scale: b.asset_scale,
+                };
+                format!(
+                    "{} {} {} {}: balance {}",
+                    if deposit { "deposited" } else { "withdrew" },
+                    asset.format(m.transfer.amount.into()),
+                    if deposit { "to" } else { "from" },
+                    wallet,
+                    asset.format(b.balance.into()),
+                )
+            }
+            (Command::AddKey { wallet, .. }, Self::KeyAdded(k)) => {
+                format!("added key {} to {wallet}", sanitize(&k.jwk.kid))
+            }
+            (Command::RevokeToken { id }, _) => format!("token {} revoked", short_id(id)),
+            (Command::RemoveKey { wallet, kid }, _) => format!("removed key {} from {wallet}", sanitize(kid)),
+            (Command::CreatePeer(_) | Command::UpdatePeer { .. }, Self::Peer(p)) => {
+                format!("peer {} saved", sanitize(&p.name))
+            }
+            (Command::RemovePeer { name }, _) => format!("removed peer {}", sanitize(name)),
+            (Command::MovePeerLiquidity { liquidity, .. }, Self::PeerMoved(m)) => {
+                let p = &m.peer;
+                let deposit = liquidity.deposit.is_some();
+                let available = p.available_to_send.map_or_else(
+                    || "sending not limited".to_owned(),
+                    |a| format!("{} available to send", p.amount(a.into())),
+                );
+                format!(
+                    "{} {} {} {}'s liquidity: now {}, {available}",
+                    if deposit { "deposited" } else { "withdrew" },
+                    p.amount(m.transfer.amount.into()),
+                    if deposit { "into" } else { "from" },
+                    sanitize(&p.name),
+                    p.amount(p.liquidity.into()),
+                )
+            }
+            (Command::SettlePeer { settlement, .. }, Self::PeerMoved(m)) => {
+                let (p, amount) = (&m.peer, m.peer.amount(m.transfer.amount.into()));
+                let who = match settlement.direction {
+                    Direction::Paid => format!("we paid {} {amount}", sanitize(&p.name)),
+                    Direction::Received => format!("{} paid us {amount}", sanitize(&p.name)),
+                };
+                format!("settlement recorded: {who}; now {}", p.position_words())
+            }
+            (_, Self::Delivery(d)) => format!("the webhook for event {} will be sent again", d.event_seq),
+            (_, Self::Retried(0)) => "no dead webhook deliveries to re-drive".to_owned(),
+            (_, Self::Retried(1)) => "1 dead webhook delivery will be sent again".to_owned(),
+            (_, Self::Retried(n)) => format!("{n} dead webhook deliveries will be sent again"),
+            (_, Self::Unlocked(u)) => u.words(),
+            _ => "done".to_owned(),
+        }
+    }
+}
+
 /// An outcome of another kind than the command gives (a server of another version, or a bug).
 #[derive(Debug, Clone, thiserror::Error)]
 #[error("unexpected answer to a command: {0}")]
@@ -266,6 +355,10 @@ pub async fn execute(s: &Services, cmd: Command, by: Cause) -> Result<Outcome, E
             Outcome::Grant(Box::new(grants::reject_grant(s, &id, body, by).await?))
         }
         Command::RevokeGrant { id } => Outcome::Grant(Box::new(grants::revoke_grant(s, &id, by).await?)),
+        Command::RevokeToken { id } => {
+            s.gnap.revoke_token(&id, by).await?;
+            Outcome::Done
+        }
         Command::UnlockSignIns { grant, wallet } => {
             Outcome::Unlocked(grants::unlock_sign_ins(s, grant.as_deref(), wallet.as_deref(), by).await?)
         }

@@ -74,7 +74,7 @@ pub struct Moved {
     pub balance: Balance,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct WalletDetail {
     pub wallet: Wallet,
@@ -124,7 +124,7 @@ pub struct PaymentFilter {
 }
 
 /// A page of an admin list, newest first; `next_cursor` fetches the following page.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Listed<T> {
     pub items: Vec<T>,
@@ -295,6 +295,28 @@ impl PeerView {
 }
 
 impl PeerView {
+    /// `v` minor units of the link's asset, for people: `12.50 USD`.
+    pub fn amount(&self, v: i128) -> String {
+        format!(
+            "{} {}",
+            crate::money::format_minor(v, self.asset_scale),
+            crate::text::sanitize(&self.asset_code)
+        )
+    }
+
+    /// Who owes whom, in words: `we owe bank 2.50 USD`, `bank owes us 1.00 USD`, `nobody owes anything`.
+    pub fn position_words(&self) -> String {
+        let (name, amount) = (
+            crate::text::sanitize(&self.name),
+            self.amount(self.position.unsigned_abs().into()),
+        );
+        match self.position {
+            0 => "nobody owes anything".to_owned(),
+            v if v > 0 => format!("we owe {name} {amount}"),
+            _ => format!("{name} owes us {amount}"),
+        }
+    }
+
     /// The view with the peer's traffic in this process.
     pub fn with_traffic(mut self, t: crate::ase::traffic::PeerTraffic) -> Self {
         self.packets_in = t.packets_in;

@@ -112,7 +112,7 @@ pub enum Query {
 macro_rules! found {
     ($($(#[$doc:meta])* $variant:ident($t:ty),)*) => {
         /// What a query found. Serialised as `{"found": "grants", "value": …}`.
-        #[derive(Debug, Clone, Serialize, Deserialize)]
+        #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
         #[serde(tag = "found", content = "value", rename_all = "camelCase")]
         pub enum Found {
             $($(#[$doc])* $variant($t),)*

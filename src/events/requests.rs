@@ -2,6 +2,8 @@
 //! captured exchange and, for a signed request, the signature debugger's report (built by
 //! `crate::httpsig::explain`). Plain data, serialised in camelCase.
 
+use std::fmt::Write as _;
+
 use serde::{Deserialize, Serialize};
 
 use super::Exchange;
@@ -171,5 +173,85 @@ impl SignatureReport {
             self.base = Some(masked.join("\n"));
         }
         self
+    }
+}
+
+impl SignatureReport {
+    /// The report for people: Components, Parameters, Key, Digest, Signature base (verbatim), Verdict (the
+    /// CLI prints it).
+    pub fn text(&self) -> String {
+        let r = self;
+        let mut out = String::new();
+        if let Some(label) = &r.label {
+            let _ = writeln!(out, "Components (label {label})");
+            for c in &r.components {
+                let _ = writeln!(out, "  \"{c}\"");
+            }
+        }
+        if let Some(form) = &r.form {
+            let _ = writeln!(out, "Form\n  {form}");
+        }
+        if let Some(p) = &r.params {
+            out.push_str("Parameters\n");
+            let _ = writeln!(out, "  keyid    {}", p.keyid.as_deref().unwrap_or("(none)"));
+            if let Some(alg) = &p.alg {
+                let _ = writeln!(out, "  alg      {alg}");
+            }
+            match (p.created, p.created_age_secs) {
+                (Some(c), Some(age)) => {
+                    let _ = writeln!(out, "  created  {c} ({age} s before arrival)");
+                }
+                _ => out.push_str("  created  (none)\n"),
+            }
+            if let Some(e) = p.expires {
+                let _ = writeln!(out, "  expires  {e}");
+            }
+            if let Some(n) = &p.nonce {
+                let _ = writeln!(out, "  nonce    {n}");
+            }
+            if let Some(t) = &p.tag {
+                let _ = writeln!(out, "  tag      {t}");
+            }
+        }
+        out.push_str("Key\n");
+        match &r.key {
+            None => out.push_str("  not checked\n"),
+            Some(k) => {
+                let verified = match k.verified {
+                    Some(true) => "verifies",
+                    Some(false) => "does not verify",
+                    None => "no usable key",
+                };
+                let of = k.client.as_deref().map(|c| format!(" of {c}")).unwrap_or_default();
+                let _ = writeln!(out, "  kid {}{of}: {verified}", k.kid.as_deref().unwrap_or("(none)"));
+                if let Some(src) = &k.source {
+                    let _ = writeln!(out, "  from {src}");
+                }
+                if let Some(t) = &k.thumbprint {
+                    let _ = writeln!(out, "  thumbprint {t}");
+                }
+            }
+        }
+        if let Some(d) = &r.digest {
+            out.push_str("Digest\n");
+            let _ = writeln!(out, "  sent      {}", d.sent.as_deref().unwrap_or("(none)"));
+            let _ = writeln!(
+                out,
+                "  computed  {} over {} bytes: {}",
+                d.computed,
+                d.body_len,
+                if d.matches { "matches" } else { "differs" }
+            );
+        }
+        if let Some(base) = &r.base {
+            out.push_str("Signature base\n");
+            out.push_str(base);
+            out.push('\n');
+        }
+        let _ = writeln!(out, "Verdict: {}", r.verdict.outcome.as_str());
+        for reason in &r.verdict.reasons {
+            let _ = writeln!(out, "  ✗ {reason}");
+        }
+        out
     }
 }

@@ -40,10 +40,13 @@ impl<S: Send + Sync> axum::extract::FromRequestParts<S> for Caller {
     }
 }
 
-/// `POST /admin/commands`: runs one [`Command`] and answers its [`control::Outcome`] (`{"outcome", "value"}`).
-/// What the admin client, attached consoles and the CLI send.
+/// `POST /admin/commands`: runs one [`Command`] and answers its [`control::Outcome`] with the sentence that words
+/// it (`{"outcome", "value", "message"}`). What the admin client, attached consoles and the CLI send.
 async fn run_command(s: State<AppState>, Caller(by): Caller, Json(cmd): Json<Command>) -> Result<Response, ApiError> {
-    Ok(Json(control::execute(&s, cmd, by).await?).into_response())
+    let outcome = control::execute(&s, cmd.clone(), by).await?;
+    let mut body = serde_json::to_value(&outcome).map_err(|e| ApiError::internal(&e))?;
+    body["message"] = outcome.sentence(&cmd).into();
+    Ok(Json(body).into_response())
 }
 
 /// `POST /admin/queries`: reads one [`Query`] and answers what it found (`{"found", "value"}`). What attached

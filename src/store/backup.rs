@@ -177,6 +177,26 @@ fn install(tmp: &Path, dst: &Path, overwrite: bool) -> Result<(), Error> {
     }
 }
 
+/// Whether `file` names the database `db` or one of its companion files (compared after resolving the
+/// directories, so `./x/../ase.sqlite3` is caught too).
+pub fn is_live_database(file: &Path, db: &Path) -> bool {
+    let resolve = |p: &Path| -> Option<PathBuf> {
+        let parent = match p.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => Path::new("."),
+        };
+        Some(parent.canonicalize().ok()?.join(p.file_name()?))
+    };
+    let (Some(file), Some(db)) = (resolve(file), resolve(db)) else {
+        return false;
+    };
+    ["", "-wal", "-shm", "-journal"].iter().any(|suffix| {
+        let mut p = db.clone().into_os_string();
+        p.push(suffix);
+        p == file.as_os_str()
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -290,5 +310,16 @@ mod tests {
         let e = backup(&dir.path().join("missing.sqlite3"), &dst, &Options::default()).unwrap_err();
         assert!(matches!(e, Error::Sql(_)), "{e:?}");
         assert!(!dst.exists() && !temp_path(&dst).exists());
+    }
+
+    #[test]
+    fn the_live_database_is_never_a_destination() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("ase.sqlite3");
+        std::fs::create_dir(dir.path().join("sub")).unwrap();
+        assert!(is_live_database(&db, &db));
+        assert!(is_live_database(&dir.path().join("sub/../ase.sqlite3-wal"), &db));
+        assert!(!is_live_database(&dir.path().join("backup.sqlite3"), &db));
+        assert!(!is_live_database(&dir.path().join("missing/ase.sqlite3"), &db));
     }
 }

@@ -20,71 +20,29 @@ use super::{
         prompt::{Prompt, Typed},
     },
 };
-use crate::{
-    ase::{incoming::IncomingView, outgoing::OutgoingView, quotes::QuoteDto},
-    control::dto::PeerView,
-    events::DomainEvent,
-    gnap::{service::GrantView, timeline::GrantStep},
-    webhooks::DeliveryRow,
-};
+use crate::{control::Found, events::DomainEvent};
 
 mod act;
 mod command;
 mod events;
 mod replies;
 
-/// Rows kept per table (a page from the store; more are fetched with the keyset cursor when scrolled to).
-pub const PAGE: u32 = 200;
-
 pub use super::{
     desk::{Attached, OverviewData, ServerInfo, WalletRow},
     effect::{Effect, Load},
-    panes::{Filter, Level, requests::HttpRow},
+    panes::{Filter, Level, PAGE, requests::HttpRow},
     widgets::short_id,
 };
 
 /// A reply from the control task.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Reply {
-    Overview(OverviewData),
-    Wallets(Vec<WalletRow>),
-    Incoming {
-        rows: Vec<IncomingView>,
-        next: Option<String>,
+    /// What the query pane `pane` asked for found (`append`: a further page).
+    Found {
+        pane: Pane,
+        found: Box<Found>,
         append: bool,
     },
-    /// Grants, and what each outgoing-payment grant has spent in its current interval.
-    Grants(Vec<GrantView>, HashMap<String, crate::ase::outgoing::GrantSpent>),
-    /// One grant's timeline, by grant id.
-    Timeline(String, Vec<GrantStep>),
-    Outgoing {
-        rows: Vec<OutgoingView>,
-        next: Option<String>,
-        append: bool,
-    },
-    Quotes {
-        rows: Vec<QuoteDto>,
-        next: Option<String>,
-        append: bool,
-    },
-    /// Webhook deliveries, newest first (`next`: the sequence number the next page starts before).
-    Webhooks {
-        rows: Vec<DeliveryRow>,
-        next: Option<String>,
-        append: bool,
-    },
-    /// The ILP peers.
-    Peers(Vec<PeerView>),
-    /// A page of the server's recent requests, newest first.
-    Requests {
-        rows: Vec<HttpRow>,
-        next: Option<String>,
-        append: bool,
-    },
-    /// One request with its exchange and signature report.
-    Request(Box<crate::events::requests::RequestDetail>),
-    /// The class's seats and how far each has come.
-    Classroom(Vec<crate::control::classroom::SeatProgress>),
     /// Another desk is in view: its header, and the desks.
     Switched(ServerInfo, DeskList),
     Done(String),
@@ -100,6 +58,23 @@ pub enum Reply {
         wallet: String,
         passphrase: String,
     },
+}
+
+#[cfg(test)]
+impl Reply {
+    /// What `pane`'s first page found.
+    pub fn found(pane: Pane, found: Found) -> Self {
+        Self::page(pane, found, false)
+    }
+
+    /// What a query of `pane` found, a further page with `append`.
+    pub fn page(pane: Pane, found: Found, append: bool) -> Self {
+        Self::Found {
+            pane,
+            found: Box::new(found),
+            append,
+        }
+    }
 }
 
 /// Everything the loop feeds into `update`.
@@ -228,6 +203,7 @@ impl App {
             started_at: self.started_at,
             readonly: self.readonly,
             in_view: p == self.pane,
+            detail_open: self.overlay == Some(Overlay::Detail),
             info: &self.info,
             history: &self.history,
         }
@@ -243,6 +219,7 @@ impl App {
             started_at,
             readonly,
             pane,
+            overlay,
             ..
         } = self;
         let cx = Cx {
@@ -250,6 +227,7 @@ impl App {
             started_at: *started_at,
             readonly: *readonly,
             in_view: p == *pane,
+            detail_open: *overlay == Some(Overlay::Detail),
             info,
             history,
         };
@@ -292,7 +270,7 @@ impl App {
                 }
                 Out::Prompt(kind) => self.overlay = Some(Overlay::Prompt(Prompt::new(kind, ""))),
                 Out::Flash(level, text) => self.flash(level, text),
-                Out::Reload => effects.push(self.load(p)),
+                Out::Reload => effects.extend(self.load(p)),
                 Out::Show => self.pane = p,
             }
         }
@@ -324,31 +302,30 @@ impl App {
             return vec![e];
         }
         // scrolled to the end of what is loaded: fetch the next page from the store
-        match more.filter(|_| at_end) {
-            Some(cursor) => vec![Effect::Load(Load {
+        let view = self.view();
+        let next = more
+            .filter(|_| at_end)
+            .and_then(|cursor| view.query(Some(cursor), self.store_query(self.pane)));
+        next.map(|query| {
+            Effect::Load(Load {
                 pane: self.pane,
-                failed_only: self.view().failed_only(),
-                cursor: Some(cursor),
-                q: self.store_query(self.pane),
-            })],
-            None => Vec::new(),
-        }
+                query,
+                append: true,
+            })
+        })
+        .into_iter()
+        .collect()
     }
 
-    pub(in crate::tui) fn load(&mut self, pane: Pane) -> Effect {
+    /// The load of `pane`'s first page: the query it names (none: the pane is filled by the console).
+    pub(in crate::tui) fn load(&mut self, pane: Pane) -> Option<Effect> {
         self.stale.remove(&pane);
         if self.panes.view(pane).pace(&self.cx(pane)).is_some() {
             self.load_at.insert(pane, self.now);
         }
-        let view = self.panes.view_mut(pane);
-        view.start_loading();
-        let failed_only = view.failed_only();
-        Effect::Load(Load {
-            pane,
-            failed_only,
-            cursor: None,
-            q: self.store_query(pane),
-        })
+        let load = self.panes.first_page(pane, self.store_query(pane))?;
+        self.panes.view_mut(pane).start_loading();
+        Some(load)
     }
 
     /// The `/` filter of `pane` as the store matches it: panes paged from the store, filters not inverted.
@@ -373,10 +350,10 @@ impl App {
             Pane::Peers,
         ]
         .into_iter()
-        .map(|p| self.load(p))
+        .filter_map(|p| self.load(p))
         .collect();
         if self.pane == Pane::Webhooks {
-            out.push(self.load(Pane::Webhooks));
+            out.extend(self.load(Pane::Webhooks));
         } else {
             self.stale.insert(Pane::Webhooks);
         }
@@ -567,8 +544,13 @@ pub type Overrides = BTreeMap<String, String>;
 pub mod fixtures {
     use super::*;
     use crate::{
-        ase::{incoming::IncomingPaymentDto, outgoing::OutgoingPaymentDto},
+        ase::{
+            incoming::{IncomingPaymentDto, IncomingView},
+            outgoing::{OutgoingPaymentDto, OutgoingView},
+        },
+        gnap::service::GrantView,
         money::{Amount, Asset, Value as Money},
+        webhooks::DeliveryRow,
     };
 
     pub fn now() -> OffsetDateTime {
@@ -675,7 +657,10 @@ mod tests {
     use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
     use super::{fixtures::*, *};
-    use crate::control::Command;
+    use crate::control::{
+        Command, Query,
+        dto::{Listed, PaymentFilter},
+    };
 
     fn app() -> App {
         App::new(ServerInfo::default(), Keymap::default(), false, now())
@@ -741,7 +726,10 @@ mod tests {
     #[test]
     fn approving_asks_first_and_defaults_to_no() {
         let mut a = app();
-        a.update(Msg::Reply(Reply::Grants(vec![grant("g-1", "pending")], HashMap::new())));
+        a.update(Msg::Reply(Reply::found(
+            Pane::Grants,
+            Found::Grants(vec![grant("g-1", "pending")]),
+        )));
         a.update(key('4'));
         assert_eq!(a.pane, Pane::Grants);
         assert!(a.update(key('a')).is_empty());
@@ -767,7 +755,10 @@ mod tests {
     #[test]
     fn rejecting_asks_for_a_reason_then_confirms() {
         let mut a = app();
-        a.update(Msg::Reply(Reply::Grants(vec![grant("g-1", "pending")], HashMap::new())));
+        a.update(Msg::Reply(Reply::found(
+            Pane::Grants,
+            Found::Grants(vec![grant("g-1", "pending")]),
+        )));
         a.update(key('4'));
         a.update(key('x'));
         for c in "not today".chars() {
@@ -786,7 +777,10 @@ mod tests {
     #[test]
     fn readonly_hides_dangerous_actions() {
         let mut a = App::new(ServerInfo::default(), Keymap::default(), true, now());
-        a.update(Msg::Reply(Reply::Grants(vec![grant("g-1", "pending")], HashMap::new())));
+        a.update(Msg::Reply(Reply::found(
+            Pane::Grants,
+            Found::Grants(vec![grant("g-1", "pending")]),
+        )));
         a.update(key('4'));
         assert!(a.update(key('a')).is_empty());
         assert!(a.overlay.is_none());
@@ -814,11 +808,14 @@ mod tests {
     #[test]
     fn events_update_rows_in_place_or_mark_panes_stale() {
         let mut a = app();
-        a.update(Msg::Reply(Reply::Incoming {
-            rows: vec![incoming("i-1", "bob", 0, Some(1000))],
-            next: None,
-            append: false,
-        }));
+        a.update(Msg::Reply(Reply::page(
+            Pane::Incoming,
+            Found::Incoming(Listed {
+                items: vec![incoming("i-1", "bob", 0, Some(1000))],
+                next_cursor: None,
+            }),
+            false,
+        )));
         a.stale.clear();
         a.update(Msg::Event(DomainEvent::IncomingPaymentReceived {
             id: "i-1".into(),
@@ -907,11 +904,14 @@ mod tests {
                 .any(|e| matches!(e, Effect::Load(l) if l.pane == Pane::Requests)),
             "{effects:?}"
         );
-        a.update(Msg::Reply(Reply::Requests {
-            rows: Vec::new(),
-            next: None,
-            append: false,
-        }));
+        a.update(Msg::Reply(Reply::page(
+            Pane::Requests,
+            Found::Requests(Listed {
+                items: Vec::new(),
+                next_cursor: None,
+            }),
+            false,
+        )));
         for _ in 0..10 {
             let effects = a.update(served(3, Vec::new()));
             assert!(
@@ -946,11 +946,14 @@ mod tests {
     #[test]
     fn filters_and_commands() {
         let mut a = app();
-        a.update(Msg::Reply(Reply::Incoming {
-            rows: vec![incoming("i-1", "bob", 0, None), incoming("i-2", "carol", 0, None)],
-            next: None,
-            append: false,
-        }));
+        a.update(Msg::Reply(Reply::page(
+            Pane::Incoming,
+            Found::Incoming(Listed {
+                items: vec![incoming("i-1", "bob", 0, None), incoming("i-2", "carol", 0, None)],
+                next_cursor: None,
+            }),
+            false,
+        )));
         a.update(key('3'));
         a.update(key('/'));
         for c in "carol".chars() {
@@ -977,15 +980,7 @@ mod tests {
         let e = a.update(code(KeyCode::Enter));
         assert_eq!(a.pane, Pane::Outgoing);
         assert!(a.panes.outgoing.failed_only);
-        assert_eq!(
-            e,
-            vec![Effect::Load(Load {
-                pane: Pane::Outgoing,
-                failed_only: true,
-                cursor: None,
-                q: None
-            })]
-        );
+        assert_eq!(e, vec![outgoing_load(true, None, None)]);
         a.update(key(':'));
         for c in "q".chars() {
             a.update(key(c));
@@ -997,11 +992,14 @@ mod tests {
     fn a_filter_on_a_pane_paged_from_the_store_asks_the_store() {
         let mut a = app();
         let rows: Vec<_> = (0..3).map(|i| outgoing(&format!("o-{i}"), "completed")).collect();
-        a.update(Msg::Reply(Reply::Outgoing {
-            rows,
-            next: Some("cursor-1".into()),
-            append: false,
-        }));
+        a.update(Msg::Reply(Reply::page(
+            Pane::Outgoing,
+            Found::Outgoing(Listed {
+                items: rows,
+                next_cursor: Some("cursor-1".into()),
+            }),
+            false,
+        )));
         a.update(key('5'));
         let filter = |a: &mut App, text: &str| {
             a.update(key('/'));
@@ -1014,7 +1012,10 @@ mod tests {
         let loads = |e: Vec<Effect>| -> Vec<Option<String>> {
             e.into_iter()
                 .filter_map(|e| match e {
-                    Effect::Load(l) if l.pane == Pane::Outgoing => Some(l.q),
+                    Effect::Load(Load {
+                        query: Query::Outgoing { filter },
+                        ..
+                    }) => Some(filter.q),
                     _ => None,
                 })
                 .collect()
@@ -1022,22 +1023,17 @@ mod tests {
         assert_eq!(loads(filter(&mut a, "Needle")), vec![Some("needle".to_owned())]);
         assert!(loads(filter(&mut a, "needle")).is_empty(), "the same search: no reload");
         // the next page carries the search
-        a.update(Msg::Reply(Reply::Outgoing {
-            rows: vec![outgoing("needle-9", "failed"), outgoing("needle-8", "failed")],
-            next: Some("o-8".into()),
-            append: false,
-        }));
+        a.update(Msg::Reply(Reply::page(
+            Pane::Outgoing,
+            Found::Outgoing(Listed {
+                items: vec![outgoing("needle-9", "failed"), outgoing("needle-8", "failed")],
+                next_cursor: Some("o-8".into()),
+            }),
+            false,
+        )));
         assert_eq!(a.panes.outgoing.table.next_cursor.as_deref(), Some("o-8"));
         let e = a.update(key('j'));
-        assert_eq!(
-            e,
-            vec![Effect::Load(Load {
-                pane: Pane::Outgoing,
-                failed_only: false,
-                cursor: Some("o-8".into()),
-                q: Some("needle".into())
-            })]
-        );
+        assert_eq!(e, vec![outgoing_load(false, Some("o-8".into()), Some("needle".into()))]);
         // an inverted filter stays on the loaded rows; Esc after a search reloads everything
         assert_eq!(loads(filter(&mut a, "!needle")), vec![None]);
         assert!(loads(a.update(code(KeyCode::Esc))).is_empty());
@@ -1053,39 +1049,40 @@ mod tests {
     fn scrolling_to_the_end_pages_from_the_store() {
         let mut a = app();
         let rows: Vec<_> = (0..3).map(|i| outgoing(&format!("o-{i}"), "completed")).collect();
-        a.update(Msg::Reply(Reply::Outgoing {
-            rows,
-            next: Some("cursor-1".into()),
-            append: false,
-        }));
+        a.update(Msg::Reply(Reply::page(
+            Pane::Outgoing,
+            Found::Outgoing(Listed {
+                items: rows,
+                next_cursor: Some("cursor-1".into()),
+            }),
+            false,
+        )));
         a.update(key('5'));
         a.update(key('j'));
         let e = a.update(key('j'));
-        assert_eq!(
-            e,
-            vec![Effect::Load(Load {
-                pane: Pane::Outgoing,
-                failed_only: false,
-                cursor: Some("cursor-1".into()),
-                q: None
-            })]
-        );
-        a.update(Msg::Reply(Reply::Outgoing {
-            rows: vec![outgoing("o-3", "failed")],
-            next: None,
-            append: true,
-        }));
+        assert_eq!(e, vec![outgoing_load(false, Some("cursor-1".into()), None)]);
+        a.update(Msg::Reply(Reply::page(
+            Pane::Outgoing,
+            Found::Outgoing(Listed {
+                items: vec![outgoing("o-3", "failed")],
+                next_cursor: None,
+            }),
+            true,
+        )));
         assert_eq!(a.panes.outgoing.table.items.len(), 4);
     }
 
     #[test]
     fn retry_and_cancel_only_where_the_engine_allows() {
         let mut a = app();
-        a.update(Msg::Reply(Reply::Outgoing {
-            rows: vec![outgoing("o-1", "failed"), outgoing("o-2", "completed")],
-            next: None,
-            append: false,
-        }));
+        a.update(Msg::Reply(Reply::page(
+            Pane::Outgoing,
+            Found::Outgoing(Listed {
+                items: vec![outgoing("o-1", "failed"), outgoing("o-2", "completed")],
+                next_cursor: None,
+            }),
+            false,
+        )));
         a.update(key('5'));
         a.update(key('R'));
         assert_eq!(
@@ -1099,16 +1096,57 @@ mod tests {
         assert!(a.flash.is_some());
     }
 
+    /// The Outgoing pane's load: only failed payments, after `cursor`, matching `q`.
+    fn outgoing_load(failed: bool, cursor: Option<String>, q: Option<String>) -> Effect {
+        let append = cursor.is_some();
+        let filter = PaymentFilter {
+            state: failed.then(|| "failed".to_owned()),
+            ..crate::tui::panes::list::page_of(cursor, q)
+        };
+        Effect::Load(Load {
+            pane: Pane::Outgoing,
+            query: Query::Outgoing { filter },
+            append,
+        })
+    }
+
+    /// `:revoke-token` on the Grants pane asks first, for the selected grant's newest live token.
+    #[test]
+    fn revoke_token_asks_for_the_newest_live_token() {
+        let mut a = app();
+        let token = |id: &str, minute: i64, revoked: bool| crate::gnap::service::TokenView {
+            id: id.into(),
+            hint: format!("{id}-value"),
+            manage: String::new(),
+            created_at: now() + time::Duration::minutes(minute),
+            expires_at: now() + time::Duration::hours(1),
+            revoked_at: revoked.then(now),
+        };
+        let mut g = grant("g-1", "approved");
+        g.tokens = vec![token("t-1", 0, false), token("t-3", 2, true), token("t-2", 1, false)];
+        a.update(Msg::Reply(Reply::found(Pane::Grants, Found::Grants(vec![g]))));
+        a.pane = Pane::Grants;
+        a.update(key(':'));
+        for c in "revoke-token".chars() {
+            a.update(key(c));
+        }
+        assert!(a.update(code(KeyCode::Enter)).is_empty(), "nothing runs before a yes");
+        let Some(Overlay::Confirm(c)) = &a.overlay else {
+            panic!("{:?}", a.overlay)
+        };
+        assert_eq!(c.effect, Effect::Run(Command::RevokeToken { id: "t-2".into() }));
+    }
+
     fn webhooks_loaded(a: &mut App) {
-        a.update(Msg::Reply(Reply::Webhooks {
-            rows: vec![
+        a.update(Msg::Reply(Reply::page(
+            Pane::Webhooks,
+            Found::Webhooks(vec![
                 delivery(3, "walletCreated", "pending"),
                 delivery(2, "grantPending", "delivered"),
                 delivery(1, "walletCreated", "dead"),
-            ],
-            next: None,
-            append: false,
-        }));
+            ]),
+            false,
+        )));
     }
 
     fn webhook_loads(effects: &[Effect]) -> Vec<bool> {
@@ -1116,10 +1154,9 @@ mod tests {
             .iter()
             .filter_map(|e| match e {
                 Effect::Load(Load {
-                    pane: Pane::Webhooks,
-                    failed_only,
+                    query: Query::Webhooks { state, .. },
                     ..
-                }) => Some(*failed_only),
+                }) => Some(state.is_some()),
                 _ => None,
             })
             .collect()
@@ -1175,17 +1212,16 @@ mod tests {
                 .iter()
                 .filter_map(|e| match e {
                     Effect::Load(Load {
-                        pane: Pane::Grants,
-                        failed_only,
+                        query: Query::Grants { all, .. },
                         ..
-                    }) => Some(*failed_only),
+                    }) => Some(!all),
                     _ => None,
                 })
                 .collect()
         };
         let mut a = app();
         assert_eq!(
-            grant_loads(&[a.load(Pane::Grants)]),
+            grant_loads(&a.load(Pane::Grants).into_iter().collect::<Vec<_>>()),
             vec![true],
             "open grants only by default"
         );
@@ -1251,11 +1287,7 @@ mod tests {
             (Pane::Webhooks, true),
             "the filter stays until F or Esc"
         );
-        a.update(Msg::Reply(Reply::Webhooks {
-            rows: vec![],
-            next: None,
-            append: false,
-        }));
+        a.update(Msg::Reply(Reply::page(Pane::Webhooks, Found::Webhooks(vec![]), false)));
         assert!(a.update(key('A')).is_empty());
         assert!(a.overlay.is_none(), "nothing dead: nothing to ask");
         assert!(a.flash.as_ref().is_some_and(|f| f.text.contains("no dead")));
@@ -1386,7 +1418,7 @@ mod tests {
                 .any(|e| matches!(e, Effect::Load(Load { pane: Pane::Peers, .. }))),
             "{effects:?}"
         );
-        a.update(Msg::Reply(Reply::Peers(vec![])));
+        a.update(Msg::Reply(Reply::found(Pane::Peers, Found::Peers(vec![]))));
         let at = |s: i64| now() + time::Duration::seconds(s);
         let peer_loads = |e: Vec<Effect>| {
             e.iter()
@@ -1395,7 +1427,7 @@ mod tests {
         };
         assert_eq!(peer_loads(a.update(Msg::Tick(at(2)))), 0);
         assert_eq!(peer_loads(a.update(Msg::Tick(at(6)))), 1, "every few seconds");
-        a.update(Msg::Reply(Reply::Peers(vec![])));
+        a.update(Msg::Reply(Reply::found(Pane::Peers, Found::Peers(vec![]))));
         a.update(key('1'));
         assert_eq!(peer_loads(a.update(Msg::Tick(at(30)))), 0, "not out of view");
     }

@@ -1,29 +1,22 @@
-//! What the console asks of its control task: the effects `App::update` emits (loads, operator commands, desk
-//! switches) — data only, so the popups that hold one (a confirmation) need nothing of the App.
+//! What the console asks of its control task: the effects `App::update` emits (the queries panes load,
+//! operator commands, desk switches) — data only, so the popups that hold one (a confirmation) need nothing of the App.
 
 use super::pane::Pane;
-use crate::control::Command;
+use crate::control::{Command, Query};
 
-/// What the control task should load.
+/// A query a pane asked for, to ask the desk; what it finds goes back to that pane.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Load {
     pub pane: Pane,
-    /// Only failed payments (Outgoing), dead deliveries (Webhooks), open grants (Grants: closed ones hidden).
-    pub failed_only: bool,
-    /// Continue after this id (appends to the loaded rows).
-    pub cursor: Option<String>,
-    /// The pane's `/` filter, matched by the store (panes paged from the store; none for inverted filters).
-    pub q: Option<String>,
+    pub query: Query,
+    /// A further page: what it finds extends the pane's rows.
+    pub append: bool,
 }
 
 /// A command for the control task. `update` only emits them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Effect {
     Load(Load),
-    /// Fetch one grant's timeline (the Grants detail shows it).
-    LoadTimeline(String),
-    /// Fetch one request's exchange and signature report from the server's ring (the Requests detail).
-    LoadRequest(String),
     /// An operator command, confirmed where it needs it.
     Run(Command),
     Demo,
@@ -33,4 +26,15 @@ pub enum Effect {
     /// task's).
     Suspend,
     Quit,
+}
+
+impl Effect {
+    /// Pane `pane` asks for `query`.
+    pub fn ask(pane: Pane, query: Query) -> Self {
+        Self::Load(Load {
+            pane,
+            query,
+            append: false,
+        })
+    }
 }

@@ -39,7 +39,7 @@ use ratatui::{
 };
 use time::OffsetDateTime;
 
-pub use self::list::{Filter, List, Row, Table};
+pub use self::list::{Filter, List, PAGE, Row, Table};
 use super::{
     action::Action,
     desk::ServerInfo,
@@ -48,6 +48,7 @@ use super::{
     theme::Theme,
     widgets::{prompt::PromptKind, short_id},
 };
+use crate::control::{Found, Query};
 
 /// How loud a flash line is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -87,6 +88,8 @@ pub struct Cx<'a> {
     pub readonly: bool,
     /// The pane is the one in view.
     pub in_view: bool,
+    /// The detail view (of the pane in view) is open.
+    pub detail_open: bool,
     pub info: &'a ServerInfo,
     pub history: &'a History,
 }
@@ -177,10 +180,11 @@ pub trait View {
     fn widen(&mut self) -> bool {
         false
     }
-    /// The narrowing as the store reads it (`Load::failed_only`).
-    fn failed_only(&self) -> bool {
-        false
-    }
+    /// The query that loads its first page, or the page after `cursor`, with `q` its `/` filter as the store
+    /// matches it. `None`: nothing to load (the console fills it itself).
+    fn query(&self, cursor: Option<String>, q: Option<String>) -> Option<Query>;
+    /// What a query it asked for found: `append` when it was a further page.
+    fn found(&mut self, found: Found, append: bool, cx: &Cx<'_>) -> Vec<Out>;
     /// Whether the store matches its `/` filter (it pages from the store, so a match may be past the page).
     fn searches_store(&self) -> bool {
         false
@@ -252,6 +256,13 @@ impl Panes {
             Pane::Peers => &mut self.peers,
             Pane::Classroom => &mut self.classroom,
         }
+    }
+
+    /// The load of `pane`'s first page, with `q` its `/` filter as the store matches it: the query the pane
+    /// names (none: the console fills it itself).
+    pub fn first_page(&self, pane: Pane, q: Option<String>) -> Option<Effect> {
+        let query = self.view(pane).query(None, q)?;
+        Some(Effect::ask(pane, query))
     }
 
     /// Another desk is in view: nothing of the last one stays; the log is this console's own and stays.

@@ -12,12 +12,13 @@ use super::{
 };
 use crate::{
     ase::quotes::QuoteDto,
+    control::{Found, Query, dto::Listed},
     events::{
         DomainEvent,
         requests::{RequestDetail, RequestSummary},
     },
     ledger::Balance,
-    tui::app::{Effect, HttpRow},
+    tui::app::Effect,
     wallet::Wallet,
 };
 
@@ -162,71 +163,87 @@ fn loaded(readonly: bool) -> App {
     ];
     pending.interaction_expires_at = Some(crate::clock::ts("2026-11-21T12:09:00.000Z"));
     let msgs = vec![
-        Reply::Overview(OverviewData {
-            pending_grants: 1,
-            open_incoming: 2,
-            failed_outgoing: 1,
-            balances: vec![
-                balance("alice", "USD", 100_000),
-                balance("bob", "USD", 50_000),
-                balance("carol", "EUR", 50_000),
-            ],
-            activity: activity(),
-            wal: Some(crate::store::wal::WalState {
-                file_bytes: 12_897_280,
-                ceiling_bytes: 64 << 20,
-                checkpoints: 1234,
-                pinned: 0,
-                last_micros: 3100,
-                last_pages: 812,
-                writer_pause_max_micros: 1800,
+        Reply::found(
+            Pane::Overview,
+            Found::Overview(Box::new(OverviewData {
+                pending_grants: 1,
+                open_incoming: 2,
+                failed_outgoing: 1,
+                balances: vec![
+                    balance("alice", "USD", 100_000),
+                    balance("bob", "USD", 50_000),
+                    balance("carol", "EUR", 50_000),
+                ],
+                activity: activity(),
+                wal: Some(crate::store::wal::WalState {
+                    file_bytes: 12_897_280,
+                    ceiling_bytes: 64 << 20,
+                    checkpoints: 1234,
+                    pinned: 0,
+                    last_micros: 3100,
+                    last_pages: 812,
+                    writer_pause_max_micros: 1800,
+                }),
+                attention: Vec::new(),
+            })),
+        ),
+        Reply::found(
+            Pane::Wallets,
+            Found::Wallets(vec![
+                wallet_row("alice", "USD", 100_000),
+                wallet_row("bob", "USD", 50_000),
+                wallet_row("carol", "EUR", 50_000),
+                wallet_row("demo-client", "USD", 0),
+            ]),
+        ),
+        Reply::page(
+            Pane::Incoming,
+            Found::Incoming(Listed {
+                items: vec![
+                    incoming("0000-ip-0001", "bob", 1250, Some(2500)),
+                    incoming("0000-ip-0002", "bob", 500, None),
+                    {
+                        let mut done = incoming("0000-ip-0003", "carol", 1800, Some(1800));
+                        done.state = crate::states::IncomingState::Completed;
+                        done.payment.completed = true;
+                        done
+                    },
+                ],
+                next_cursor: None,
             }),
-            attention: Vec::new(),
-        }),
-        Reply::Wallets(vec![
-            wallet_row("alice", "USD", 100_000),
-            wallet_row("bob", "USD", 50_000),
-            wallet_row("carol", "EUR", 50_000),
-            wallet_row("demo-client", "USD", 0),
-        ]),
-        Reply::Incoming {
-            rows: vec![
-                incoming("0000-ip-0001", "bob", 1250, Some(2500)),
-                incoming("0000-ip-0002", "bob", 500, None),
-                {
-                    let mut done = incoming("0000-ip-0003", "carol", 1800, Some(1800));
-                    done.state = crate::states::IncomingState::Completed;
-                    done.payment.completed = true;
-                    done
-                },
-            ],
-            next: None,
-            append: false,
-        },
-        Reply::Grants(
-            vec![
+            false,
+        ),
+        Reply::found(
+            Pane::Grants,
+            Found::Grants(vec![
                 pending,
                 grant("0000-grant-02", "finalized"),
                 grant("0000-grant-03", "rejected"),
-            ],
-            Default::default(),
+            ]),
         ),
-        Reply::Outgoing {
-            rows: vec![
-                outgoing("0000-op-0001", "failed"),
-                outgoing("0000-op-0002", "completed"),
-                outgoing("0000-op-0003", "sending"),
-            ],
-            next: Some("cursor".into()),
-            append: false,
-        },
-        Reply::Quotes {
-            rows: vec![quote("0000-q-0001"), quote("0000-q-0002")],
-            next: None,
-            append: false,
-        },
-        Reply::Webhooks {
-            rows: vec![
+        Reply::page(
+            Pane::Outgoing,
+            Found::Outgoing(Listed {
+                items: vec![
+                    outgoing("0000-op-0001", "failed"),
+                    outgoing("0000-op-0002", "completed"),
+                    outgoing("0000-op-0003", "sending"),
+                ],
+                next_cursor: Some("cursor".into()),
+            }),
+            false,
+        ),
+        Reply::page(
+            Pane::Quotes,
+            Found::Quotes(Listed {
+                items: vec![quote("0000-q-0001"), quote("0000-q-0002")],
+                next_cursor: None,
+            }),
+            false,
+        ),
+        Reply::page(
+            Pane::Webhooks,
+            Found::Webhooks(vec![
                 delivery(104, "grantPending", "pending"),
                 {
                     let mut retrying = delivery(103, "outgoingPaymentFailed", "pending");
@@ -241,25 +258,30 @@ fn loaded(readonly: bool) -> App {
                     dead.last_error = Some("error sending request: connection refused\u{1b}[2J".into());
                     dead
                 },
-            ],
-            next: None,
-            append: false,
-        },
-        Reply::Peers(vec![
-            peer("happy-life", "admin", 2500),
-            peer("rafiki\u{1b}[2J", "config", -700),
-        ]),
+            ]),
+            false,
+        ),
+        Reply::found(
+            Pane::Peers,
+            Found::Peers(vec![
+                peer("happy-life", "admin", 2500),
+                peer("rafiki\u{1b}[2J", "config", -700),
+            ]),
+        ),
     ];
     for m in msgs {
         a.update(Msg::Reply(m));
     }
     // the Requests pane's page as the server's ring answers it, newest first
-    let rows = (0..4).rev().map(|i| HttpRow::from(served(i))).collect();
-    a.update(Msg::Reply(Reply::Requests {
-        rows,
-        next: None,
-        append: false,
-    }));
+    let rows = (0..4).rev().map(served).collect();
+    a.update(Msg::Reply(Reply::page(
+        Pane::Requests,
+        Found::Requests(Listed {
+            items: rows,
+            next_cursor: None,
+        }),
+        false,
+    )));
     // and what the server told of them (the Overview counts them and keeps the refused one)
     a.update(Msg::Event(DomainEvent::RequestsServed {
         total: 4,
@@ -307,8 +329,12 @@ fn served(i: usize) -> RequestSummary {
 /// Opens the selected request's detail: the console asks the server for it, and `detail` is the answer.
 fn open_request(a: &mut App, detail: RequestDetail) {
     let effects = a.act(super::action::Action::Open);
-    assert_eq!(effects, vec![Effect::LoadRequest(detail.summary.id.clone())]);
-    a.update(Msg::Reply(Reply::Request(Box::new(detail))));
+    let id = detail.summary.id.clone();
+    assert_eq!(effects, vec![Effect::ask(Pane::Requests, Query::Request { id })]);
+    a.update(Msg::Reply(Reply::found(
+        Pane::Requests,
+        Found::Request(Box::new(detail)),
+    )));
     // it is asked for once
     assert!(a.detail_effect(false).is_none());
 }
@@ -410,11 +436,7 @@ fn the_webhooks_pane_empty_off_dead_detail_and_confirm() {
     use super::action::Action;
     let mut empty = App::new(info(), Keymap::default(), false, now());
     goto(&mut empty, Pane::Webhooks);
-    empty.update(Msg::Reply(Reply::Webhooks {
-        rows: vec![],
-        next: None,
-        append: false,
-    }));
+    empty.update(Msg::Reply(Reply::page(Pane::Webhooks, Found::Webhooks(vec![]), false)));
     insta::assert_snapshot!("webhooks_empty_120x40", draw(&empty, 120, 40));
     empty.info.webhooks_enabled = false;
     let off = draw(&empty, 80, 24);
@@ -424,11 +446,11 @@ fn the_webhooks_pane_empty_off_dead_detail_and_confirm() {
     let mut a = loaded(false);
     goto(&mut a, Pane::Webhooks);
     a.panes.webhooks.dead_only = true;
-    a.update(Msg::Reply(Reply::Webhooks {
-        rows: vec![delivery(101, "incomingPaymentCreated", "dead")],
-        next: None,
-        append: false,
-    }));
+    a.update(Msg::Reply(Reply::page(
+        Pane::Webhooks,
+        Found::Webhooks(vec![delivery(101, "incomingPaymentCreated", "dead")]),
+        false,
+    )));
     insta::assert_snapshot!("webhooks_dead_80x24", draw(&a, 80, 24));
 
     let mut a = loaded(false);
@@ -448,7 +470,7 @@ fn the_webhooks_pane_empty_off_dead_detail_and_confirm() {
 fn the_grants_pane_hides_closed_grants_until_asked() {
     let mut a = App::new(info(), Keymap::default(), false, now());
     goto(&mut a, Pane::Grants);
-    a.update(Msg::Reply(Reply::Grants(vec![], Default::default())));
+    a.update(Msg::Reply(Reply::found(Pane::Grants, Found::Grants(vec![]))));
     let empty = draw(&a, 80, 24);
     assert!(empty.contains("no open grants (F shows"), "{empty}");
     insta::assert_snapshot!("grants_none_open_80x24", empty);
@@ -474,11 +496,14 @@ fn a_refused_request_shows_the_operator_why() {
         client: Some("http://127.0.0.1:4000/demo-client".into()),
         signature: Some("ok".into()),
     };
-    a.update(Msg::Reply(Reply::Requests {
-        rows: vec![HttpRow::from(summary.clone())],
-        next: None,
-        append: false,
-    }));
+    a.update(Msg::Reply(Reply::page(
+        Pane::Requests,
+        Found::Requests(Listed {
+            items: vec![summary.clone()],
+            next_cursor: None,
+        }),
+        false,
+    )));
     goto(&mut a, Pane::Requests);
     open_request(
         &mut a,
@@ -754,11 +779,14 @@ fn the_signature_debugger_shows_the_verdict_and_what_was_checked() {
         };
         // the newest on top of the page
         let rows = std::iter::once(summary.clone()).chain((0..4).rev().map(served));
-        a.update(Msg::Reply(Reply::Requests {
-            rows: rows.map(HttpRow::from).collect(),
-            next: None,
-            append: false,
-        }));
+        a.update(Msg::Reply(Reply::page(
+            Pane::Requests,
+            Found::Requests(Listed {
+                items: rows.collect(),
+                next_cursor: None,
+            }),
+            false,
+        )));
         goto(&mut a, Pane::Requests);
         a.act(super::action::Action::Top);
         open_request(
@@ -800,7 +828,8 @@ fn grants_detail_shows_the_timeline() {
     goto(&mut a, Pane::Grants);
     let id = a.panes.grants.table.selection().map(|g| g.id.clone()).unwrap();
     let effects = a.act(super::action::Action::Open);
-    assert_eq!(effects, vec![Effect::LoadTimeline(id.clone())]);
+    let timeline = |id: &str| Effect::ask(Pane::Grants, Query::Grant { id: id.to_owned() });
+    assert_eq!(effects, vec![timeline(&id)]);
     let step =
         |seq: i64, at: &str, kind: StepKind, actor: Actor, rid: Option<&str>, detail: serde_json::Value| GrantStep {
             seq,
@@ -848,7 +877,12 @@ fn grants_detail_shows_the_timeline() {
         ),
         polled,
     ];
-    a.update(Msg::Reply(Reply::Timeline(id.clone(), steps)));
+    let mut with_steps = a.panes.grants.table.selection().cloned().unwrap();
+    with_steps.timeline = steps;
+    a.update(Msg::Reply(Reply::found(
+        Pane::Grants,
+        Found::Grant(Box::new(with_steps)),
+    )));
     let screen = draw(&a, 120, 40);
     assert!(!screen.contains('\u{1b}'), "client text is sanitized");
     assert!(
@@ -869,13 +903,16 @@ fn grants_detail_shows_the_timeline() {
     a.size = (120, 40);
     // the grants changing while the detail is open fetches the timeline again
     let grants = a.panes.grants.table.items.clone();
-    let effects = a.update(Msg::Reply(Reply::Grants(grants, Default::default())));
-    assert_eq!(effects, vec![Effect::LoadTimeline(id.clone())]);
+    let effects = a.update(Msg::Reply(Reply::found(Pane::Grants, Found::Grants(grants))));
+    assert_eq!(
+        effects,
+        vec![Effect::ask(Pane::Grants, Query::GrantSpending), timeline(&id)]
+    );
     // another grant selected: its timeline, not this one's
     let effects = a.act(super::action::Action::Down);
     let other = a.panes.grants.table.selection().map(|g| g.id.clone()).unwrap();
     assert_ne!(other, id);
-    assert_eq!(effects, vec![Effect::LoadTimeline(other)]);
+    assert_eq!(effects, vec![timeline(&other)]);
     assert!(draw(&a, 120, 40).contains("loading…"));
 }
 
@@ -1094,7 +1131,10 @@ fn the_classroom_of_thirty_at_both_sizes() {
     a.classroom = true;
     goto(&mut a, Pane::Classroom);
     insta::assert_snapshot!("classroom_empty_80x24", draw(&a, 80, 24));
-    a.update(Msg::Reply(Reply::Classroom(class_of_thirty())));
+    a.update(Msg::Reply(Reply::found(
+        Pane::Classroom,
+        Found::Classroom(class_of_thirty()),
+    )));
     let small = draw(&a, 80, 24);
     assert!(
         small.contains("Classroom [5/30 paid] [5 waiting for their owner]"),

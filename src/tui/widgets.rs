@@ -12,6 +12,7 @@ pub mod prompt;
 pub mod table;
 pub mod time;
 
+pub use crate::ids::short_id;
 use ratatui::layout::Rect;
 
 /// A rectangle of `pct_x`×`pct_y` percent centred in `area`.
@@ -36,11 +37,4 @@ pub fn centered_fixed(area: Rect, w: u16, h: u16) -> Rect {
         width: w,
         height: h,
     }
-}
-
-/// The last eight characters of a resource id or URL (UUIDv7 ids share their leading time bits).
-pub fn short_id(url: &str) -> String {
-    let id = url.rsplit('/').next().unwrap_or(url);
-    let n = id.chars().count();
-    id.chars().skip(n.saturating_sub(8)).collect()
 }

@@ -112,6 +112,9 @@ async fn commands_are_data_on_the_admin_api() {
     assert_eq!(s, 200, "{o}");
     assert_eq!(o["outcome"], "moved");
     assert_eq!(o["value"]["transfer"]["id"], "cmd-1");
+    // with the sentence the console's flash line and the CLI say too
+    let message = o["message"].as_str().unwrap_or_default();
+    assert!(message.starts_with("deposited 2.50 USD to alice: balance "), "{o}");
     // the REST path for the same command answers the outcome's value, and the transfer id holds across both
     let (s, rest) = ase
         .admin(

@@ -909,3 +909,38 @@ async fn the_demo_finds_the_server_of_its_data_dir_on_any_port() {
     let grants = server.admin("/grants").await;
     assert!(!grants.as_array().unwrap().is_empty(), "{grants}");
 }
+
+/// An action added end to end (`revokeToken`: the command, `grants revoke-token`, the Grants pane's
+/// `:revoke-token`): the CLI revokes an access token by its id in the outcome's own words, the admin API runs
+/// the same command and says the same sentence, and both tokens show revoked.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_access_token_is_revoked_from_the_cli_and_the_admin_api() {
+    let ase = TestAse::spawn().await;
+    let c = ase.demo_client().await;
+    let access = serde_json::json!([{"type": "incoming-payment", "actions": ["create", "read"]}]);
+    for _ in 0..2 {
+        crate::common::grant_token(&c, &ase.base, access.clone()).await;
+    }
+    let token_ids = |grants: &serde_json::Value| -> Vec<(String, bool)> {
+        let grants = grants.as_array().unwrap().iter();
+        grants
+            .flat_map(|g| g["tokens"].as_array().unwrap().clone())
+            .map(|t| (t["id"].as_str().unwrap().to_owned(), !t["revokedAt"].is_null()))
+            .collect()
+    };
+    let (_, grants) = ase.admin(reqwest::Method::GET, "/grants", None).await;
+    let ids: Vec<String> = token_ids(&grants).into_iter().map(|(id, _)| id).collect();
+    assert_eq!(ids.len(), 2, "{grants}");
+    let short = |id: &str| opdesk::ids::short_id(id);
+    let (d, l, id) = (ase.dir.path().to_owned(), ase.addr.to_string(), ids[0].clone());
+    let out = tokio::task::spawn_blocking(move || opdesk(&d, &l, &["grants", "revoke-token", &id]))
+        .await
+        .unwrap();
+    assert_eq!(ok(&out), format!("token {} revoked\n", short(&ids[0])));
+    let body = serde_json::json!({"command": "revokeToken", "id": ids[1]}).to_string();
+    let (s, o) = ase.admin(reqwest::Method::POST, "/commands", Some(&body)).await;
+    assert_eq!((s, o["outcome"].as_str()), (200, Some("done")), "{o}");
+    assert_eq!(o["message"], format!("token {} revoked", short(&ids[1])));
+    let (_, grants) = ase.admin(reqwest::Method::GET, "/grants", None).await;
+    assert!(token_ids(&grants).iter().all(|(_, revoked)| *revoked), "{grants}");
+}

@@ -17,7 +17,7 @@ use opdesk::{
     ase::liquidity::Direction,
     client::SignedClient,
     control::{
-        Command as OpCommand,
+        Command as OpCommand, Found,
         dto::{AddKey, CreateWallet, LiquidityMove, Move, NewSettlement},
     },
     money::Value as MoneyValue,
@@ -419,10 +419,11 @@ async fn the_embedded_and_the_attached_desk_answer_alike() {
         admin::AdminClient,
         console::remote::{Remote, Source},
         tui::{
-            app::{Effect, Load, Reply, short_id},
+            app::{Effect, Reply, short_id},
             control::run,
             desk::Desk,
             pane::Pane,
+            panes::Panes,
         },
     };
     let ase = crate::common::TestAse::spawn().await;
@@ -475,6 +476,11 @@ async fn the_embedded_and_the_attached_desk_answer_alike() {
         );
     }
 
+    // the panes' loads, the narrowed ones (failed payments, dead deliveries) as such
+    let mut narrowed = Panes::default();
+    narrowed.outgoing.failed_only = true;
+    narrowed.webhooks.dead_only = true;
+    let first_page = |pane: Pane| Panes::default().first_page(pane, None).expect("a load");
     for pane in [
         Pane::Overview,
         Pane::Wallets,
@@ -484,12 +490,7 @@ async fn the_embedded_and_the_attached_desk_answer_alike() {
         Pane::Quotes,
         Pane::Webhooks,
     ] {
-        let load = Effect::Load(Load {
-            pane,
-            failed_only: matches!(pane, Pane::Outgoing | Pane::Webhooks),
-            cursor: None,
-            q: None,
-        });
+        let load = narrowed.first_page(pane, None).expect("a load");
         let (mut l, mut r) = (run(&local, load.clone()).await, run(&remote, load.clone()).await);
         if pane == Pane::Overview && l != r {
             // the overview's activity is per minute: the minute may have turned between the two loads
@@ -505,12 +506,7 @@ async fn the_embedded_and_the_attached_desk_answer_alike() {
         (Pane::Outgoing, "alice"),
         (Pane::Quotes, "nothing-matches-this"),
     ] {
-        let load = Effect::Load(Load {
-            pane,
-            failed_only: false,
-            cursor: None,
-            q: Some(q.into()),
-        });
+        let load = Panes::default().first_page(pane, Some(q.into())).expect("a load");
         let (mut l, mut r) = (run(&local, load.clone()).await, run(&remote, load.clone()).await);
         if pane == Pane::Overview && l != r {
             // the overview's activity is per minute: the minute may have turned between the two loads
@@ -519,19 +515,10 @@ async fn the_embedded_and_the_attached_desk_answer_alike() {
         assert!(!matches!(l, Some(Reply::Failed(_))), "{l:?}");
         assert_eq!(l, r, "{pane:?} /{q} loads alike in both modes");
     }
-    let Some(Reply::Overview(o)) = run(
-        &remote,
-        Effect::Load(Load {
-            pane: Pane::Overview,
-            failed_only: false,
-            cursor: None,
-            q: None,
-        }),
-    )
-    .await
-    else {
-        panic!("overview")
+    let Some(Reply::Found { found, .. }) = run(&remote, first_page(Pane::Overview)).await else {
+        panic!("the overview loads")
     };
+    let Found::Overview(o) = *found else { panic!("overview") };
     assert_eq!(o.pending_grants, 1);
 
     // a decision in one mode; deciding again says it is already decided, worded alike in both
@@ -660,16 +647,14 @@ async fn the_embedded_and_the_attached_desk_answer_alike() {
         text.starts_with("cannot withdraw 50.00 USD from peer runtime's liquidity"),
         "{text}"
     );
-    let load = Effect::Load(Load {
-        pane: Pane::Peers,
-        failed_only: false,
-        cursor: None,
-        q: None,
-    });
+    let load = first_page(Pane::Peers);
     let (l, r) = (run(&local, load.clone()).await, run(&remote, load).await);
     assert_eq!(l, r, "the Peers pane loads alike in both modes");
-    let Some(Reply::Peers(peers)) = l else {
+    let Some(Reply::Found { found, .. }) = l else {
         panic!("peers: {l:?}")
+    };
+    let Found::Peers(peers) = *found else {
+        panic!("peers: {found:?}")
     };
     let p = peers.iter().find(|p| p.name == "runtime").expect("the peer");
     assert_eq!((p.liquidity, p.position, p.available_to_send), (2000, 500, Some(1500)));
@@ -690,12 +675,24 @@ async fn a_dead_webhook_shows_in_the_console_and_re_driving_makes_it_pending() {
         console::remote::{Remote, Source},
         states::DeliveryState,
         tui::{
-            app::{Effect, Load, Reply},
+            app::{Effect, Reply},
             control::run,
             desk::Desk,
             pane::Pane,
+            panes::Panes,
         },
+        webhooks::DeliveryRow,
     };
+    /// The dead deliveries a desk's Webhooks pane loads.
+    fn dead_rows(r: Option<Reply>) -> Vec<DeliveryRow> {
+        match r {
+            Some(Reply::Found { found, .. }) => match *found {
+                Found::Webhooks(rows) => rows,
+                other => panic!("{other:?}"),
+            },
+            other => panic!("{other:?}"),
+        }
+    }
     let ase = crate::common::TestAse::spawn_with(&format!(
         "[webhooks]\nurl = \"http://127.0.0.1:{}/hook\"\nmax_attempts = 1\ntimeout_ms = 1000\n",
         free_port()
@@ -717,18 +714,14 @@ async fn a_dead_webhook_shows_in_the_console_and_re_driving_makes_it_pending() {
         )
         .await;
     assert_eq!(status, 201, "{body}");
-    let dead = Effect::Load(Load {
-        pane: Pane::Webhooks,
-        failed_only: true,
-        cursor: None,
-        q: None,
-    });
+    let mut panes = Panes::default();
+    panes.webhooks.dead_only = true;
+    let dead = panes.first_page(Pane::Webhooks, None).expect("a load");
     let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
     let rows = loop {
-        match run(&local, dead.clone()).await {
-            Some(Reply::Webhooks { rows, .. }) if !rows.is_empty() => break rows,
-            Some(Reply::Webhooks { .. }) => {}
-            other => panic!("{other:?}"),
+        let rows = dead_rows(run(&local, dead.clone()).await);
+        if !rows.is_empty() {
+            break rows;
         }
         assert!(tokio::time::Instant::now() < deadline, "no dead delivery within 10 s");
         tokio::time::sleep(Duration::from_millis(50)).await;
@@ -739,14 +732,7 @@ async fn a_dead_webhook_shows_in_the_console_and_re_driving_makes_it_pending() {
         ("walletCreated", DeliveryState::Dead, 1)
     );
     assert!(d.last_error.is_some(), "{d:?}");
-    assert_eq!(
-        run(&remote, dead.clone()).await,
-        Some(Reply::Webhooks {
-            rows,
-            next: None,
-            append: false
-        })
-    );
+    assert_eq!(dead_rows(run(&remote, dead.clone()).await), rows);
 
     // re-driven: pending again with a fresh budget (the deliverer then tries it at once)
     let again: opdesk::webhooks::DeliveryRow = local
@@ -758,9 +744,7 @@ async fn a_dead_webhook_shows_in_the_console_and_re_driving_makes_it_pending() {
     assert_eq!((again.state, again.attempts), (DeliveryState::Pending, 0));
     // it dies again (one attempt); re-driving through the console's effects says what happened
     loop {
-        if let Some(Reply::Webhooks { rows, .. }) = run(&remote, dead.clone()).await
-            && !rows.is_empty()
-        {
+        if !dead_rows(run(&remote, dead.clone()).await).is_empty() {
             break;
         }
         assert!(

@@ -426,12 +426,12 @@ async fn the_cli_deposits_settles_and_refuses_in_one_line() {
     let out = ok(run(&["peers", "liquidity", "bank", "deposit", "1000"]));
     assert_eq!(
         out,
-        "deposited 10.00 USD for peer bank: liquidity 10.00, owed 0.00, available to send 10.00 USD\n"
+        "deposited 10.00 USD into bank's liquidity: now 10.00 USD, 10.00 USD available to send\n"
     );
     let out = ok(run(&["peers", "settle", "bank", "received", "250"]));
     assert_eq!(
         out,
-        "settled: received from peer bank 2.50 USD; position 2.50 (we owe bank 2.50 USD)\n"
+        "settlement recorded: bank paid us 2.50 USD; now we owe bank 2.50 USD\n"
     );
     let out = ok(run(&["peers", "update", "bank", "--credit-limit", "5000"]));
     assert!(out.contains("credit limit:    50.00"), "{out}");

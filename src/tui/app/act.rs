@@ -1,10 +1,15 @@
 //! What the operator's actions do to the view model (`App::act`), and the overlays they open and scroll: the
 //! help, the raw JSON of the selection, the detail views. Actions meant for one pane go to that pane.
 
-use super::*;
+use super::{App, Effect, Filter, Level, Overlay};
 use crate::tui::{
+    action::Action,
+    pane::Pane,
     panes,
-    widgets::{help, json, prompt::PromptKind},
+    widgets::{
+        help, json,
+        prompt::{Prompt, PromptKind},
+    },
 };
 
 impl App {
@@ -94,7 +99,7 @@ impl App {
             return self.reload_if_due(p).into_iter().collect();
         }
         if self.stale.contains(&p) {
-            return vec![self.load(p)];
+            return self.load(p).into_iter().collect();
         }
         Vec::new()
     }
@@ -109,10 +114,14 @@ impl App {
         let view = self.panes.view_mut(p);
         if let Some(list) = view.list_mut().filter(|l| l.filter().is_some()) {
             list.set_filter(None);
-            return if searched { vec![self.load(p)] } else { Vec::new() };
+            return if searched {
+                self.load(p).into_iter().collect()
+            } else {
+                Vec::new()
+            };
         }
         if view.widen() {
-            return vec![self.load(p)];
+            return self.load(p).into_iter().collect();
         }
         Vec::new()
     }

@@ -36,7 +36,7 @@ impl App {
         };
         list.set_filter(Filter::parse(text));
         if self.view().searches_store() && self.store_query(p) != searched {
-            return vec![self.load(p)];
+            return self.load(p).into_iter().collect();
         }
         Vec::new()
     }

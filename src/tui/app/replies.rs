@@ -1,6 +1,6 @@
-//! Replies from the control task and the slow tick into the view model: loaded pages replace (or extend)
-//! a pane's rows with the selection kept on its row, outcomes go to the flash line and resync, and the tick
-//! ages the flash line and reloads what events made stale, each pane at its own pace.
+//! Replies from the control task and the slow tick into the view model: what a pane's query found goes to
+//! that pane, outcomes go to the flash line and resync, and the tick ages the flash line and reloads what
+//! events made stale, each pane at its own pace.
 
 use time::OffsetDateTime;
 
@@ -23,7 +23,7 @@ impl App {
         let p = self.pane;
         let paced = self.view().pace(&self.cx(p)).is_some();
         if self.stale.contains(&p) && !paced && p != Pane::Log {
-            out.push(self.load(p));
+            out.extend(self.load(p));
         }
         for p in Pane::EVERY {
             out.extend(self.reload_if_due(p));
@@ -44,6 +44,7 @@ impl App {
         let stale = self.stale.contains(&p);
         pace.due(self.now, self.load_at.get(&p).copied(), view.loading(), stale)
             .then(|| self.load(p))
+            .flatten()
     }
 
     /// Another desk is in view: nothing of the last one stays on screen; every pane reloads from the new one.
@@ -64,34 +65,10 @@ impl App {
     }
 
     pub(super) fn on_reply(&mut self, r: Reply) -> Vec<Effect> {
-        let detail_open = self.overlay == Some(Overlay::Detail);
-        let p = &mut self.panes;
         match r {
-            Reply::Overview(o) => {
-                p.overview.data = o;
-                p.overview.loading = false;
-            }
-            Reply::Wallets(w) => p.wallets.table.set(w, None, false),
-            Reply::Incoming { rows, next, append } => p.incoming.table.set(rows, next, append),
-            Reply::Grants(g, spent) => {
-                p.grants.table.set(g, None, false);
-                p.grants.spent = spent;
-                return self.detail_effect(true).into_iter().collect();
-            }
-            Reply::Timeline(id, steps) => p.grants.timeline = Some((id, steps)),
-            Reply::Outgoing { rows, next, append } => p.outgoing.table.set(rows, next, append),
-            Reply::Quotes { rows, next, append } => p.quotes.table.set(rows, next, append),
-            Reply::Webhooks { rows, next, append } => p.webhooks.table.set(rows, next, append),
-            Reply::Requests { rows, next, append } => p.requests.on_page(rows, next, append, detail_open),
-            Reply::Request(r) => p.requests.detail = Some(*r),
-            Reply::Peers(rows) => {
-                p.peers.table.set(rows, None, false);
-                p.peers.on_loaded(self.now);
-            }
-            Reply::Classroom(rows) => {
-                if let Some(text) = p.classroom.on_loaded(rows) {
-                    self.flash(Level::Info, text);
-                }
+            Reply::Found { pane, found, append } => {
+                let outs = self.with_pane(pane, |view, cx| view.found(*found, append, cx));
+                return self.apply(pane, outs);
             }
             Reply::Switched(info, desks) => return self.switched(info, desks),
             Reply::Done(text) => {

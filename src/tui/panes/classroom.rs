@@ -14,9 +14,12 @@ use ratatui::{
 };
 use time::{Duration, OffsetDateTime};
 
-use super::{Cx, Row, Table, View};
+use super::{Cx, Level, Out, Row, Table, View};
 use crate::{
-    control::classroom::{SeatProgress, Step},
+    control::{
+        Found, Query,
+        classroom::{SeatProgress, Step},
+    },
     tui::{
         pane::{Pace, Pane},
         theme::Theme,
@@ -48,28 +51,6 @@ impl Row for SeatProgress {
 /// A time of day as the table shows it (UTC, to the second).
 fn clock(t: OffsetDateTime) -> String {
     crate::clock::format_ts(t).get(11..19).unwrap_or_default().to_owned()
-}
-
-/// What the seat does next at `now`, short for the table.
-fn next_short(p: &SeatProgress, now: OffsetDateTime) -> String {
-    if p.must_ask_again(now) {
-        return "expired — ask again".to_owned();
-    }
-    if p.locked_out && p.awaits_owner(now) {
-        return "locked out — unlock".to_owned();
-    }
-    match p.next() {
-        None => match p.step(Step::Paid).map_or(0, |d| d.count) {
-            1 => "paid".to_owned(),
-            n => format!("paid ×{n}"),
-        },
-        Some(Step::WalletRead) => "not started".to_owned(),
-        Some(Step::Incoming) => "incoming payment".to_owned(),
-        Some(Step::Quote) => "quote".to_owned(),
-        Some(Step::GrantRequested) => "grant".to_owned(),
-        Some(Step::Approved) => "owner to approve".to_owned(),
-        Some(Step::Paid) => "paying".to_owned(),
-    }
 }
 
 /// What the seat does next, in words.
@@ -125,6 +106,19 @@ impl Classroom {
 
 impl View for Classroom {
     listed_by_table!();
+    fn query(&self, _cursor: Option<String>, _q: Option<String>) -> Option<Query> {
+        Some(Query::Class)
+    }
+    fn found(&mut self, found: Found, _append: bool, _cx: &Cx<'_>) -> Vec<Out> {
+        match found {
+            Found::Classroom(rows) => self
+                .on_loaded(rows)
+                .map(|t| Out::Flash(Level::Info, t))
+                .into_iter()
+                .collect(),
+            _ => Vec::new(),
+        }
+    }
 
     /// While seats exist it keeps loading out of view too (their first payments reach the flash line).
     fn pace(&self, _cx: &Cx<'_>) -> Option<(Pace, bool)> {
@@ -179,7 +173,7 @@ impl View for Classroom {
                     Some(Step::Approved) => theme.pending,
                     Some(_) => theme.dim,
                 };
-                cells.push(Cell::from(next_short(p, now)).style(style));
+                cells.push(Cell::from(p.what_next(now, true)).style(style));
                 cells
             },
         );
@@ -275,7 +269,7 @@ mod tests {
         let news = c.on_loaded(vec![seat(1, 6), seat(2, 6), seat(3, 1)]).unwrap();
         assert_eq!(news, "2 of 3 seats have paid · seat02 just paid");
         assert_eq!(c.on_loaded(vec![seat(1, 6), seat(2, 6), seat(3, 1)]), None);
-        assert_eq!(next_short(&seat(3, 0), now()), "not started");
+        assert_eq!(seat(3, 0).what_next(now(), true), "not started");
     }
 
     fn now() -> OffsetDateTime {
@@ -297,16 +291,16 @@ mod tests {
     fn a_grant_past_its_deadline_asks_again_and_no_longer_waits_for_the_owner() {
         let mut waiting = seat(3, 4);
         waiting.decide_by = Some(now() + Duration::minutes(5));
-        assert_eq!(next_short(&waiting, now()), "owner to approve");
+        assert_eq!(waiting.what_next(now(), true), "owner to approve");
         assert!(waiting.awaits_owner(now()));
         let mut expired = waiting.clone();
         expired.decide_by = Some(now() - Duration::seconds(1));
-        assert_eq!(next_short(&expired, now()), "expired — ask again");
+        assert_eq!(expired.what_next(now(), true), "expired — ask again");
         assert!(!expired.awaits_owner(now()) && expired.must_ask_again(now()));
         let rejected = seat(3, 4);
-        assert_eq!(next_short(&rejected, now()), "expired — ask again");
+        assert_eq!(rejected.what_next(now(), true), "expired — ask again");
         let mut locked = waiting.clone();
         locked.locked_out = true;
-        assert_eq!(next_short(&locked, now()), "locked out — unlock");
+        assert_eq!(locked.what_next(now(), true), "locked out — unlock");
     }
 }

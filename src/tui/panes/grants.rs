@@ -15,7 +15,7 @@ use ratatui::{
 use super::{Cx, Out, Row, Table, View};
 use crate::{
     ase::outgoing::GrantSpent,
-    control::Command,
+    control::{Command, Found, Query},
     gnap::{
         service::GrantView,
         timeline::{GrantStep, short},
@@ -84,13 +84,34 @@ impl View for Grants {
         std::mem::take(&mut self.all)
     }
     /// Open grants only, unless `F` shows them all.
-    fn failed_only(&self) -> bool {
-        !self.all
+    fn query(&self, _cursor: Option<String>, _q: Option<String>) -> Option<Query> {
+        Some(Query::Grants {
+            all: self.all,
+            state: None,
+        })
+    }
+    /// The grants, then what each outgoing-payment grant has spent (asked for after them), and the timeline
+    /// of the one whose detail is open.
+    fn found(&mut self, found: Found, _append: bool, cx: &Cx<'_>) -> Vec<Out> {
+        match found {
+            Found::Grants(g) => {
+                self.table.set(g, None, false);
+                let mut out = vec![Out::Run(Effect::ask(Pane::Grants, Query::GrantSpending))];
+                if cx.in_view && cx.detail_open {
+                    out.extend(self.detail_needs(true).map(Out::Run));
+                }
+                return out;
+            }
+            Found::GrantSpending(spent) => self.spent = spent.into_iter().collect(),
+            Found::Grant(g) => self.timeline = Some((g.id, g.timeline)),
+            _ => {}
+        }
+        Vec::new()
     }
     fn detail_needs(&self, fresh: bool) -> Option<Effect> {
         let g = self.table.selection()?;
         let shown = self.timeline.as_ref().is_some_and(|(id, _)| *id == g.id);
-        (fresh || !shown).then(|| Effect::LoadTimeline(g.id.clone()))
+        (fresh || !shown).then(|| Effect::ask(Pane::Grants, Query::Grant { id: g.id.clone() }))
     }
 
     /// The grants table.
@@ -264,29 +285,46 @@ impl View for Grants {
 
     /// `:unlock` forgets the failed owner sign-ins on the selected grant (a lockout on its interaction page).
     fn command(&mut self, head: &str, _rest: &str, cx: &Cx<'_>) -> Option<Vec<Out>> {
-        if head != "unlock" {
+        if !matches!(head, "unlock" | "revoke-token") {
             return None;
         }
         if cx.readonly {
             return Some(super::warn("read-only mode"));
         }
-        Some(match self.table.selection() {
-            Some(g) => vec![Out::Confirm(
-                format!("Let the owner sign in again on grant {}?", short_id(&g.id)),
-                Effect::Run(Command::UnlockSignIns {
-                    grant: Some(g.id.clone()),
-                    wallet: None,
-                }),
-            )],
-            None => super::warn("select a grant first"),
-        })
+        let Some(g) = self.table.selection() else {
+            return Some(super::warn("select a grant first"));
+        };
+        if head == "revoke-token" {
+            // the newest live token: the one its client uses now
+            let live = g.tokens.iter().filter(|t| t.revoked_at.is_none());
+            return Some(match live.max_by_key(|t| t.created_at) {
+                Some(t) => vec![Out::Confirm(
+                    format!("Revoke token {}… of grant {}?", sanitize(&t.hint), short_id(&g.id)),
+                    Effect::Run(Command::RevokeToken { id: t.id.clone() }),
+                )],
+                None => super::warn("the grant has no live token"),
+            });
+        }
+        Some(vec![Out::Confirm(
+            format!("Let the owner sign in again on grant {}?", short_id(&g.id)),
+            Effect::Run(Command::UnlockSignIns {
+                grant: Some(g.id.clone()),
+                wallet: None,
+            }),
+        )])
     }
 
     fn commands(&self) -> &'static [(&'static str, &'static str)] {
-        &[(
-            "unlock",
-            "forget the failed owner sign-ins on the selected grant (lift a lockout)",
-        )]
+        &[
+            (
+                "unlock",
+                "forget the failed owner sign-ins on the selected grant (lift a lockout)",
+            ),
+            (
+                "revoke-token",
+                "revoke the selected grant's newest live access token (its client must ask for another)",
+            ),
+        ]
     }
 
     /// The reason typed for rejecting a grant: confirm before rejecting.

@@ -8,10 +8,10 @@ use ratatui::{
     widgets::Cell,
 };
 
-use super::{Cx, Out, Row, Table, View};
+use super::{Cx, Out, Row, Table, View, list::page_of};
 use crate::{
     ase::incoming::IncomingView,
-    control::Command,
+    control::{Command, Found, Query},
     states::IncomingState,
     text::sanitize,
     tui::{
@@ -75,6 +75,21 @@ impl View for Incoming {
     listed_by_table!();
     fn searches_store(&self) -> bool {
         true
+    }
+    /// A filter naming a state asks for that state (an incoming payment's state is worked out, not stored).
+    fn query(&self, cursor: Option<String>, q: Option<String>) -> Option<Query> {
+        let mut filter = page_of(cursor, None);
+        match q.as_deref().map(str::parse::<IncomingState>) {
+            Some(Ok(state)) => filter.state = Some(state.to_string()),
+            _ => filter.q = q,
+        }
+        Some(Query::Incoming { filter })
+    }
+    fn found(&mut self, found: Found, append: bool, _cx: &Cx<'_>) -> Vec<Out> {
+        if let Found::Incoming(l) = found {
+            self.table.set(l.items, l.next_cursor, append);
+        }
+        Vec::new()
     }
 
     /// The incoming payments table.

@@ -4,7 +4,26 @@
 
 use serde::Serialize;
 
-use crate::tui::{pane::Pane, widgets::table::TableView};
+use crate::{
+    control::dto::PaymentFilter,
+    tui::{pane::Pane, widgets::table::TableView},
+};
+
+/// Rows a pane loads at a time.
+pub const PAGE: u32 = 200;
+
+/// The filter of a page of payments or quotes: after `cursor`, matching `q`, without credentials (no list
+/// shows them, and generating them was most of a page's cost).
+pub fn page_of(cursor: Option<String>, q: Option<String>) -> PaymentFilter {
+    PaymentFilter {
+        wallet: None,
+        state: None,
+        cursor,
+        first: Some(PAGE),
+        q,
+        methods: Some(false),
+    }
+}
 
 /// A text filter on a pane (`/`), optionally inverted (`!`).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]

@@ -6,8 +6,9 @@ use ratatui::{
     widgets::Cell,
 };
 
-use super::{Cx, Table, View};
+use super::{Cx, Out, Table, View};
 use crate::{
+    control::{Found, Query},
     text::sanitize,
     tui::{pane::Pane, theme::Theme, widgets::table::table},
 };
@@ -37,6 +38,13 @@ impl Log {
 
 impl View for Log {
     listed_by_table!();
+    /// The console fills it itself.
+    fn query(&self, _cursor: Option<String>, _q: Option<String>) -> Option<Query> {
+        None
+    }
+    fn found(&mut self, _found: Found, _append: bool, _cx: &Cx<'_>) -> Vec<Out> {
+        Vec::new()
+    }
     /// A line has no more to it than the table shows.
     fn detail(&self, _cx: &Cx<'_>, _theme: &Theme) -> Option<(String, Vec<ratatui::text::Line<'_>>)> {
         None

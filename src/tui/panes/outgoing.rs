@@ -8,10 +8,10 @@ use ratatui::{
     widgets::Cell,
 };
 
-use super::{Cx, Out, Row, Table, View};
+use super::{Cx, Out, Row, Table, View, list::page_of};
 use crate::{
     ase::outgoing::OutgoingView,
-    control::Command,
+    control::{Command, Found, Query, dto::PaymentFilter},
     states::OutgoingState,
     text::sanitize,
     tui::{
@@ -85,8 +85,20 @@ impl View for Outgoing {
     fn widen(&mut self) -> bool {
         std::mem::take(&mut self.failed_only)
     }
-    fn failed_only(&self) -> bool {
-        self.failed_only
+    fn query(&self, cursor: Option<String>, q: Option<String>) -> Option<Query> {
+        let state = self.failed_only.then(|| OutgoingState::Failed.to_string());
+        Some(Query::Outgoing {
+            filter: PaymentFilter {
+                state,
+                ..page_of(cursor, q)
+            },
+        })
+    }
+    fn found(&mut self, found: Found, append: bool, _cx: &Cx<'_>) -> Vec<Out> {
+        if let Found::Outgoing(l) = found {
+            self.table.set(l.items, l.next_cursor, append);
+        }
+        Vec::new()
     }
 
     /// Draws the outgoing payments table into `area`.

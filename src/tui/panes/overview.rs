@@ -13,9 +13,9 @@ use ratatui::{
 };
 use time::OffsetDateTime;
 
-use super::{Cx, List, View, requests::HttpRow};
+use super::{Cx, List, Out, View, requests::HttpRow};
 use crate::{
-    control::dto::AttentionKind,
+    control::{Found, Query, dto::AttentionKind},
     money::format_minor,
     states::{DeliveryState, OutgoingState},
     text::sanitize,
@@ -362,6 +362,16 @@ impl View for Overview {
     }
     fn start_loading(&mut self) {
         self.loading = true;
+    }
+    fn query(&self, _cursor: Option<String>, _q: Option<String>) -> Option<Query> {
+        Some(Query::Overview)
+    }
+    fn found(&mut self, found: Found, _append: bool, _cx: &Cx<'_>) -> Vec<Out> {
+        if let Found::Overview(o) = found {
+            self.data = *o;
+            self.loading = false;
+        }
+        Vec::new()
     }
 
     /// Draws the overview into `area`: the server and balances, then activity (requests/s and money moved per

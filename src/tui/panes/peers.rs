@@ -21,7 +21,7 @@ use super::{Cx, Out, Row, Table, View, warn};
 use crate::{
     ase::liquidity::Direction,
     control::{
-        Command,
+        Command, Found, Query,
         dto::{LiquidityMove, NewSettlement, PeerView},
     },
     money::{Value, format_minor},
@@ -220,6 +220,16 @@ impl Peers {
 
 impl View for Peers {
     listed_by_table!();
+    fn query(&self, _cursor: Option<String>, _q: Option<String>) -> Option<Query> {
+        Some(Query::Peers)
+    }
+    fn found(&mut self, found: Found, _append: bool, cx: &Cx<'_>) -> Vec<Out> {
+        if let Found::Peers(rows) = found {
+            self.table.set(rows, None, false);
+            self.on_loaded(cx.now);
+        }
+        Vec::new()
+    }
     /// Only while in view: after balance changes at most once a second, every five seconds anyway, never
     /// while a recent load is unanswered.
     fn pace(&self, _cx: &Cx<'_>) -> Option<(Pace, bool)> {
@@ -267,7 +277,7 @@ impl View for Peers {
             kv(
                 theme,
                 "position",
-                format!("{}: {}", money(p, p.position), position_words(p)),
+                format!("{}: {}", money(p, p.position), p.position_words()),
             ),
             kv(theme, "owed", format!("{} (what we owe it now)", money(p, p.owed))),
             kv(
@@ -459,15 +469,6 @@ fn money(p: &PeerView, v: impl Into<i128>) -> String {
     format!("{} {}", minor(p, v), sanitize(&p.asset_code))
 }
 
-/// Who owes whom, in words.
-fn position_words(p: &PeerView) -> String {
-    match p.position {
-        0 => "nobody owes anything".to_owned(),
-        v if v > 0 => format!("we owe {} {}", sanitize(&p.name), money(p, v.unsigned_abs())),
-        v => format!("{} owes us {}", sanitize(&p.name), money(p, v.unsigned_abs())),
-    }
-}
-
 /// Whether sending through the peer is limited, in words.
 fn sending_words(p: &PeerView) -> String {
     match p.available_to_send {
@@ -537,7 +538,10 @@ mod tests {
     fn on_peers(readonly: bool) -> App {
         let mut a = App::new(ServerInfo::default(), Keymap::default(), readonly, now());
         a.update(key('0'));
-        a.update(Msg::Reply(Reply::Peers(vec![peer("happy-life")])));
+        a.update(Msg::Reply(Reply::found(
+            Pane::Peers,
+            Found::Peers(vec![peer("happy-life")]),
+        )));
         assert_eq!(a.pane, Pane::Peers);
         a
     }
@@ -711,9 +715,9 @@ mod tests {
         p.packets_in.total = 30;
         p.packets_out.total = 20;
         a.update(Msg::Tick(now() + time::Duration::seconds(5)));
-        a.update(Msg::Reply(Reply::Peers(vec![p.clone()])));
+        a.update(Msg::Reply(Reply::found(Pane::Peers, Found::Peers(vec![p.clone()]))));
         assert_eq!(a.panes.peers.rates.get("happy-life"), Some(&10.0));
-        a.update(Msg::Reply(Reply::Peers(vec![p.clone()])));
+        a.update(Msg::Reply(Reply::found(Pane::Peers, Found::Peers(vec![p.clone()]))));
         assert_eq!(
             a.panes.peers.rates.get("happy-life"),
             Some(&10.0),
@@ -723,7 +727,7 @@ mod tests {
         restarted.packets_in.total = 1;
         restarted.packets_out.total = 0;
         a.update(Msg::Tick(now() + time::Duration::seconds(10)));
-        a.update(Msg::Reply(Reply::Peers(vec![restarted])));
+        a.update(Msg::Reply(Reply::found(Pane::Peers, Found::Peers(vec![restarted]))));
         assert!(
             a.panes.peers.rates.is_empty(),
             "a restarted server: no rate until the next load"

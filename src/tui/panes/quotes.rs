@@ -7,9 +7,10 @@ use ratatui::{
     widgets::Cell,
 };
 
-use super::{Cx, Row, Table, View};
+use super::{Cx, Out, Row, Table, View, list::page_of};
 use crate::{
     ase::quotes::QuoteDto,
+    control::{Found, Query},
     tui::{
         pane::Pane,
         theme::Theme,
@@ -36,6 +37,17 @@ impl View for Quotes {
     listed_by_table!();
     fn searches_store(&self) -> bool {
         true
+    }
+    fn query(&self, cursor: Option<String>, q: Option<String>) -> Option<Query> {
+        Some(Query::Quotes {
+            filter: page_of(cursor, q),
+        })
+    }
+    fn found(&mut self, found: Found, append: bool, _cx: &Cx<'_>) -> Vec<Out> {
+        if let Found::Quotes(l) = found {
+            self.table.set(l.items, l.next_cursor, append);
+        }
+        Vec::new()
     }
 
     /// Draws the quotes table into `area`.

@@ -15,8 +15,9 @@ use ratatui::{
 };
 use serde::Serialize;
 
-use super::{Cx, Row, Table, View};
+use super::{Cx, Out, PAGE, Row, Table, View};
 use crate::{
+    control::{Found, Query},
     events::requests::{RequestDetail, RequestSummary, SignatureReport},
     text::sanitize,
     tui::{
@@ -96,6 +97,21 @@ impl Requests {
 
 impl View for Requests {
     listed_by_table!();
+    fn query(&self, cursor: Option<String>, _q: Option<String>) -> Option<Query> {
+        let limit = usize::try_from(PAGE).unwrap_or(200);
+        Some(Query::Requests { cursor, limit })
+    }
+    fn found(&mut self, found: Found, append: bool, cx: &Cx<'_>) -> Vec<Out> {
+        match found {
+            Found::Requests(l) => {
+                let rows = l.items.into_iter().map(HttpRow::from).collect();
+                self.on_page(rows, l.next_cursor, append, cx.detail_open);
+            }
+            Found::Request(r) => self.detail = Some(*r),
+            _ => {}
+        }
+        Vec::new()
+    }
 
     fn pace(&self, _cx: &Cx<'_>) -> Option<(Pace, bool)> {
         Some((PACE, true))
@@ -105,7 +121,7 @@ impl View for Requests {
     fn detail_needs(&self, _fresh: bool) -> Option<Effect> {
         let r = self.table.selection()?;
         let shown = self.detail.as_ref().is_some_and(|d| d.summary.id == r.id);
-        (!shown).then(|| Effect::LoadRequest(r.id.clone()))
+        (!shown).then(|| Effect::ask(Pane::Requests, Query::Request { id: r.id.clone() }))
     }
 
     /// Draws the request log into `area`.

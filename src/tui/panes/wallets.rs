@@ -10,7 +10,7 @@ use ratatui::{
 use super::{Cx, Out, Row, Table, View, warn};
 use crate::{
     control::{
-        Command,
+        Command, Found, Query,
         command::OwnerPassphrase,
         dto::{AddKey, CreateWallet, Move},
     },
@@ -141,6 +141,15 @@ fn submit_amount(wallet: String, deposit: bool, scale: u8, code: String, text: &
 
 impl View for Wallets {
     listed_by_table!();
+    fn query(&self, _cursor: Option<String>, _q: Option<String>) -> Option<Query> {
+        Some(Query::Wallets)
+    }
+    fn found(&mut self, found: Found, _append: bool, _cx: &Cx<'_>) -> Vec<Out> {
+        if let Found::Wallets(w) = found {
+            self.table.set(w, None, false);
+        }
+        Vec::new()
+    }
 
     /// Draws the wallets table into `area`.
     fn draw(&self, _cx: &Cx<'_>, theme: &Theme, f: &mut Frame, area: Rect) {
@@ -377,7 +386,7 @@ mod tests {
                 keys: 0,
             }
         };
-        a.update(Msg::Reply(Reply::Wallets(vec![wallet])));
+        a.update(Msg::Reply(Reply::found(Pane::Wallets, Found::Wallets(vec![wallet]))));
         // the pane's own `:` command names the selected wallet for payers, or clears the name
         a.update(key(':'));
         assert_eq!(

@@ -13,9 +13,9 @@ use ratatui::{
 };
 use time::Duration;
 
-use super::{Cx, Out, Row, Table, View};
+use super::{Cx, Out, PAGE, Row, Table, View};
 use crate::{
-    control::Command,
+    control::{Command, Found, Query},
     states::DeliveryState,
     text::sanitize,
     tui::{
@@ -96,8 +96,21 @@ impl View for Webhooks {
     fn widen(&mut self) -> bool {
         std::mem::take(&mut self.dead_only)
     }
-    fn failed_only(&self) -> bool {
-        self.dead_only
+    fn query(&self, cursor: Option<String>, _q: Option<String>) -> Option<Query> {
+        Some(Query::Webhooks {
+            state: self.dead_only.then(|| DeliveryState::Dead.to_string()),
+            before: cursor.as_deref().and_then(|c| c.parse::<i64>().ok()),
+            first: usize::try_from(PAGE).unwrap_or(200),
+        })
+    }
+    /// A full page: the next one starts before the oldest shown.
+    fn found(&mut self, found: Found, append: bool, _cx: &Cx<'_>) -> Vec<Out> {
+        if let Found::Webhooks(rows) = found {
+            let full = u32::try_from(rows.len()).is_ok_and(|n| n == PAGE);
+            let next = full.then(|| rows.last().map(|r| r.event_seq.to_string())).flatten();
+            self.table.set(rows, next, append);
+        }
+        Vec::new()
     }
     /// Only while in view: after durable events (stale) at most once a second, every few seconds when
     /// webhooks are on, and never while a recent load is unanswered.
