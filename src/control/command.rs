@@ -281,6 +281,10 @@ impl Outcome {
                 format!("settlement recorded: {who}; now {}", p.position_words())
             }
             (_, Self::Delivery(d)) => format!("the webhook for event {} will be sent again", d.event_seq),
+            (Command::SetThreshold { .. }, Self::Threshold(t)) => t.words(),
+            (Command::SetThreshold { measure, subject, .. }, _) => {
+                format!("{}: {} threshold removed", sanitize(subject), measure.words())
+            }
             (_, Self::Retried(0)) => "no dead webhook deliveries to re-drive".to_owned(),
             (_, Self::Retried(1)) => "1 dead webhook delivery will be sent again".to_owned(),
             (_, Self::Retried(n)) => format!("{n} dead webhook deliveries will be sent again"),
