@@ -165,7 +165,7 @@ awk -F'|' '
     mode = $1; gsub(/ /, "", mode)
     for (i = 1; i <= NF; i++) {
       if ($i ~ /workshop CPU/) { split($i, a, " "); cpu[mode] = cpu[mode] " " a[3]; sum[mode] += a[3] }
-      if ($i ~ /^ p99 /) { split($i, a, " "); p99[mode] = p99[mode] " " a[2]; if (a[2] <= 100) under[mode]++ }
+      if ($i ~ /^ p99 [0-9]/) { split($i, a, " "); p99[mode] = p99[mode] " " a[2]; if (a[2] <= 100) under[mode]++ }
     }
     n[mode]++
   }
