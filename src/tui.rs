@@ -1,8 +1,9 @@
 //! The console: a full-screen ratatui operator desk over an ASE — embedded in this process or attached to
 //! a running server, through one interface ([`desk::Desk`]). One inbox (terminal input, the desk's feed of
 //! domain events and connection changes, command replies, a slow tick) feeds `App::update`; everything
-//! queued is drained before a frame, and frames are drawn at most every 16 ms and only when something
-//! changed. Commands run on a control task that calls the same operations as the admin API, so the UI never
+//! queued is drained before a frame, and frames are drawn only when something changed: at most every 16 ms
+//! after a key, a click or a reply, at most ten times a second for what the server streams — while such a
+//! frame waits, the stream waits too (in its buffer), so a flood of events costs a few wakeups a second. Commands run on a control task that calls the same operations as the admin API, so the UI never
 //! waits. The terminal is restored on quit, on error and on panic; logs go to a file (and the Log pane),
 //! never over the screen.
 
@@ -82,6 +83,11 @@ fn from_feed(f: Feed) -> Option<Msg> {
 }
 
 /// Runs the console until the person quits or `shutdown` is cancelled. `logs` feeds the Log pane.
+/// How soon a frame follows a key, a click or a command's reply.
+const KEY_FRAME: Duration = Duration::from_millis(16);
+/// How soon a frame follows what the server streams (events, log lines, the tick).
+const FEED_FRAME: Duration = Duration::from_millis(100);
+
 pub async fn run<D: Desk>(
     desk: D,
     opts: Options,
@@ -105,16 +111,18 @@ pub async fn run<D: Desk>(
         for e in app.start() {
             let _ = effects_tx.send(e);
         }
-        let mut dirty = true;
-        let frame = Duration::from_millis(16);
-        let mut last_draw = tokio::time::Instant::now() - frame;
+        let (mut dirty, mut urgent) = (true, true);
+        let mut last_draw = tokio::time::Instant::now() - FEED_FRAME;
         loop {
+            let frame = if urgent { KEY_FRAME } else { FEED_FRAME };
             if dirty && last_draw.elapsed() >= frame {
                 terminal.draw(|f| render::draw(&app, &theme, f)).wrap_err("drawing")?;
                 last_draw = tokio::time::Instant::now();
-                dirty = false;
+                (dirty, urgent) = (false, false);
             }
             let deadline = last_draw + frame;
+            // a frame of streamed events waits to be drawn: the stream waits with it
+            let take_stream = !dirty;
             let msg = tokio::select! {
                 _ = shutdown.cancelled() => break,
                 Some(Ok(ev)) = input.next() => match ev {
@@ -129,16 +137,20 @@ pub async fn run<D: Desk>(
                     TermEvent::Paste(text) => Some(Msg::Paste(text)),
                     _ => None,
                 },
-                f = feed.recv() => match f {
+                f = feed.recv(), if take_stream => match f {
                     Some(f) => from_feed(f),
                     None => break,
                 },
                 Some(r) = replies.recv() => Some(Msg::Reply(r)),
-                Some(line) = logs.recv() => Some(Msg::Log(line)),
+                Some(line) = logs.recv(), if take_stream => Some(Msg::Log(line)),
                 _ = tick.tick() => Some(Msg::Tick(desk.now())),
                 _ = tokio::time::sleep_until(deadline), if dirty => None,
             };
             let Some(msg) = msg else { continue };
+            urgent |= matches!(
+                msg,
+                Msg::Key(_) | Msg::Click(..) | Msg::Scroll(_) | Msg::Paste(_) | Msg::Resize(..) | Msg::Reply(_)
+            );
             let mut effects = app.update(msg);
             // drain whatever else is queued before drawing
             while let Ok(r) = replies.try_recv() {

@@ -125,7 +125,7 @@ pub(super) async fn grants(b: &Backend, cmd: GrantsCmd, json: bool) -> Result<()
         GrantsCmd::Revoke { id } => b.run(Command::RevokeGrant { id }).await?,
         GrantsCmd::RevokeToken { id } => {
             let ((), said) = b.said(Command::RevokeToken { id: id.clone() }).await?;
-            return emit(json, &serde_json::json!({ "revoked": id }), || format!("{said}\n"));
+            return emit(json, &serde_json::json!({ "revokedToken": id }), || format!("{said}\n"));
         }
         GrantsCmd::Unlock { id, wallet } => {
             b.tell::<Unlocked>(Command::UnlockSignIns { grant: id, wallet }, json)

@@ -212,11 +212,10 @@ impl Outcome {
     /// What `cmd` came to, in one sentence for people: the console's flash line, the CLI and the admin API's
     /// `message` alike. Text a client or peer supplied is sanitised; a generated secret is never in it.
     pub fn sentence(&self, cmd: &Command) -> String {
-        let grant = |id: &str, what: &str| format!("grant {} {what}", short_id(id));
         match (cmd, self) {
-            (Command::ApproveGrant { id }, _) => grant(id, "approved"),
-            (Command::RejectGrant { id, .. }, _) => grant(id, "rejected"),
-            (Command::RevokeGrant { id }, _) => grant(id, "revoked"),
+            (Command::ApproveGrant { id }, _) => format!("grant {} approved", short_id(id)),
+            (Command::RejectGrant { id, .. }, _) => format!("grant {} rejected", short_id(id)),
+            (Command::RevokeGrant { id }, _) => format!("grant {} revoked", short_id(id)),
             (Command::CompleteIncoming { id }, _) => format!("incoming payment {} completed", short_id(id)),
             (Command::RetryOutgoing { id }, _) => format!("outgoing payment {} retried", short_id(id)),
             (Command::CancelOutgoing { id }, _) => format!("outgoing payment {} cancelled", short_id(id)),

@@ -281,6 +281,9 @@ async fn guard(State(state): State<AppState>, req: Request, next: Next) -> Respo
     next.run(req).await
 }
 
+/// How often at most the event stream writes to a reader that keeps up (a burst is one write).
+const WRITE_PACE: std::time::Duration = std::time::Duration::from_millis(50);
+
 /// `GET /admin/events`: the event stream as Server-Sent Events. `after=SEQ` (or `Last-Event-ID`) replays
 /// the durable events after it first; `live=summary` adds the live-only ones a console shows (the request
 /// log coalesced as `requestsServed`, progress, balances), `live=true` those and an `httpRequest` event per
@@ -302,8 +305,19 @@ async fn events(
         })
         .transpose()?;
     let rx = control::events::stream(s.services.clone(), q.after.or(last_id), q.live.unwrap_or_default()).await;
-    let stream = futures_util::stream::unfold(rx, |mut rx| async move {
-        let item = rx.recv().await?;
+    // what is queued goes out back to back (one write); once the queue is empty the next read waits until
+    // WRITE_PACE after the last one, so a flood of events is a few writes a second, not one per event
+    let paced = (rx, tokio::time::Instant::now());
+    let stream = futures_util::stream::unfold(paced, |(mut rx, mut next)| async move {
+        let item = match rx.try_recv() {
+            Ok(item) => item,
+            Err(_) => {
+                tokio::time::sleep_until(next).await;
+                let item = rx.recv().await?;
+                next = tokio::time::Instant::now() + WRITE_PACE;
+                item
+            }
+        };
         let event = match item {
             control::events::Item::Event(r) => {
                 let e = Event::default().event(r.event.kind());
@@ -318,7 +332,7 @@ async fn events(
                 .event("resync")
                 .data(serde_json::json!({ "reason": reason }).to_string()),
         };
-        Some((Ok::<_, std::convert::Infallible>(event), rx))
+        Some((Ok::<_, std::convert::Infallible>(event), (rx, next)))
     });
     Ok(Sse::new(stream).keep_alive(
         KeepAlive::new()

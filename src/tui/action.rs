@@ -34,6 +34,8 @@ pub enum Action {
     Approve,
     Reject,
     Revoke,
+    /// Grants: let the owner sign in again (forget the failed sign-ins that locked the page).
+    Unlock,
     Complete,
     Retry,
     Cancel,

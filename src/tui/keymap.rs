@@ -302,6 +302,14 @@ impl Default for Keymap {
                 true,
             ),
             b(
+                &[Key::ch('U')],
+                Scope::Pane(Pane::Grants),
+                Unlock,
+                "unlock the owner's sign-in on the page (after failed passphrases)",
+                true,
+                true,
+            ),
+            b(
                 &[Key::ch('F')],
                 Scope::Pane(Pane::Grants),
                 AllGrants,

@@ -1009,3 +1009,139 @@ async fn desks_run_every_operation_on_the_desk_in_view_and_tell_of_the_others() 
     }
     assert!(desks.switch("nowhere").await.is_err());
 }
+
+/// A console attached to a workshop desk (`opdesk --data-dir DIR/cloud-nine` while `opdesk workshop` serves)
+/// opens on the Classroom with every seat, as the workshop's own console does; a seat whose owner is locked
+/// out of its grant's page says so, and `U` on that grant in the Grants pane lets the owner sign in again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_attached_workshop_console_opens_on_the_classroom_and_u_lifts_a_lockout() {
+    opdesk::egress::install_default_crypto_provider();
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("ws");
+    let (nine, happy) = (free_port(), free_port());
+    let mut workshop = Command::new(env!("CARGO_BIN_EXE_opdesk"))
+        .args(["workshop", "--headless", "--seats", "2", "--dir"])
+        .arg(&ws)
+        .args([
+            "--cloud-nine-port",
+            &nine.to_string(),
+            "--happy-life-port",
+            &happy.to_string(),
+        ])
+        .env_remove("OPDESK_CONFIG")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("opdesk workshop starts");
+    let base = format!("http://127.0.0.1:{nine}");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    for port in [nine, happy] {
+        while reqwest::get(format!("http://127.0.0.1:{port}/healthz")).await.is_err() {
+            assert!(Instant::now() < deadline, "the workshop did not start");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+    let desk = ws.join("cloud-nine");
+    let console = Console::start("attached-class", &desk, "");
+    let session = console.session();
+    let class = wait_until(session, "the Classroom with both seats", |s| {
+        s.contains("seat01") && s.contains("seat02") && s.contains("INCOMING")
+    })
+    .await;
+    assert!(
+        header(session).contains("Classroom") || class.contains("Classroom"),
+        "{class}"
+    );
+
+    // seat01's app asks for a grant with the key from its handout; five wrong passphrases lock its page
+    let env = std::fs::read_to_string(ws.join("handout/seat01/.env")).unwrap();
+    let var = |k: &str| {
+        env.lines()
+            .find_map(|l| l.strip_prefix(&format!("{k}=")))
+            .unwrap()
+            .to_owned()
+    };
+    let pem = std::fs::read_to_string(ws.join("handout/seat01/private.key")).unwrap();
+    let app = SignedClient::new(opdesk::httpsig::jwk::from_pkcs8_pem(&pem).unwrap(), &var("KEY_ID"));
+    let wallet = var("WALLET_ADDRESS");
+    let doc: Value = reqwest::get(&wallet).await.unwrap().json().await.unwrap();
+    let grant = json!({
+        "access_token": {"access": [{"type": "outgoing-payment", "actions": ["create"], "identifier": wallet,
+            "limits": {"debitAmount": {"value": "100", "assetCode": "USD", "assetScale": 2}}}]},
+        "client": var("CLIENT_WALLET_ADDRESS"),
+        "interact": {"start": ["redirect"], "finish": {"method": "redirect", "uri": "http://127.0.0.1:9/cb", "nonce": "n"}},
+    });
+    let r = app
+        .send(Method::POST, doc["authServer"].as_str().unwrap(), None, Some(&grant))
+        .await
+        .unwrap();
+    assert_eq!(r.status, 200, "{}", r.body);
+    let page = r.body["interact"]["redirect"].as_str().unwrap().to_owned();
+    let http = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let first = http.get(&page).send().await.unwrap();
+    let cookie = first.headers()["set-cookie"]
+        .to_str()
+        .unwrap()
+        .split(';')
+        .next()
+        .unwrap()
+        .to_owned();
+    let html = first.text().await.unwrap();
+    let at = html.find("name=\"csrf\" value=\"").unwrap() + 19;
+    let csrf = html[at..].split('"').next().unwrap().to_owned();
+    for _ in 0..5 {
+        let r = http
+            .post(&page)
+            .header("cookie", &cookie)
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(format!("csrf={csrf}&passphrase=wrong+wrong"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 401);
+    }
+    keys(session, "r");
+    wait_for(session, "locked out — unlock").await;
+
+    // the Grants pane, the seat's grant, U, confirm: the lockout is lifted and the Classroom says so
+    keys(session, "4");
+    wait_for(session, "outgoing-payment").await;
+    keys(session, "U");
+    wait_for(session, "Let the owner sign in again on grant").await;
+    keys(session, "y");
+    let lifted = wait_until(session, "the lockout lifted", |s| {
+        !s.contains("Let the owner sign in again")
+    })
+    .await;
+    assert!(!lifted.contains("read-only"), "{lifted}");
+    let token = std::fs::read_to_string(desk.join("admin.token")).unwrap();
+    let c: Value = reqwest::Client::new()
+        .post(format!("{base}/admin/queries"))
+        .bearer_auth(token.trim())
+        .json(&json!({"query": "class"}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let seat = c["value"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["seat"] == 1)
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(
+        (seat["failedSignIns"].as_u64(), seat["lockedOut"].as_bool()),
+        (Some(0), Some(false)),
+        "{c}"
+    );
+    let _ = Command::new("kill")
+        .args(["-TERM", &workshop.id().to_string()])
+        .status();
+    let _ = workshop.wait();
+}

@@ -191,7 +191,7 @@ impl View for Classroom {
             let mut t = format!("{} failed owner sign-in(s) on its open grant", p.failed_sign_ins);
             if p.locked_out {
                 t.push_str(&format!(
-                    " — locked out: `:unlock` on the grant (Grants), or `opdesk grants unlock --wallet {}`",
+                    " — locked out: `U` on the grant (Grants), or `opdesk grants unlock --wallet {}`",
                     p.name()
                 ));
             }

@@ -73,6 +73,20 @@ impl Grants {
         self.table.selected = 0;
         vec![Out::Show, Out::Reload]
     }
+
+    /// Asks to forget the failed owner sign-ins on the selected grant (`U`, `:unlock`).
+    fn unlock(&self) -> Vec<Out> {
+        match self.table.selection() {
+            Some(g) => vec![Out::Confirm(
+                format!("Let the owner sign in again on grant {}?", short_id(&g.id)),
+                Effect::Run(Command::UnlockSignIns {
+                    grant: Some(g.id.clone()),
+                    wallet: None,
+                }),
+            )],
+            None => super::warn("select a grant first"),
+        }
+    }
 }
 
 impl View for Grants {
@@ -246,7 +260,7 @@ impl View for Grants {
         Some((title, lines))
     }
 
-    /// Approve, reject and revoke the selected grant; show or hide closed grants (`F`).
+    /// Approve, reject, revoke and unlock the selected grant; show or hide closed grants (`F`).
     fn act(&mut self, a: Action, _cx: &Cx<'_>) -> Vec<Out> {
         let already = |g: &GrantView| super::warn(format!("grant {} is already {}", short_id(&g.id), g.state));
         match a {
@@ -272,6 +286,7 @@ impl View for Grants {
                 Some(g) => already(g),
                 None => Vec::new(),
             },
+            Action::Unlock => self.unlock(),
             Action::Revoke => match self.table.selection() {
                 Some(g) if g.state.can_revoke() => vec![Out::Confirm(
                     format!("Revoke grant {} and all its tokens?", short_id(&g.id)),
@@ -291,10 +306,10 @@ impl View for Grants {
         if cx.readonly {
             return Some(super::warn("read-only mode"));
         }
-        let Some(g) = self.table.selection() else {
-            return Some(super::warn("select a grant first"));
-        };
         if head == "revoke-token" {
+            let Some(g) = self.table.selection() else {
+                return Some(super::warn("select a grant first"));
+            };
             // the newest live token: the one its client uses now
             let live = g.tokens.iter().filter(|t| t.revoked_at.is_none());
             return Some(match live.max_by_key(|t| t.created_at) {
@@ -305,13 +320,7 @@ impl View for Grants {
                 None => super::warn("the grant has no live token"),
             });
         }
-        Some(vec![Out::Confirm(
-            format!("Let the owner sign in again on grant {}?", short_id(&g.id)),
-            Effect::Run(Command::UnlockSignIns {
-                grant: Some(g.id.clone()),
-                wallet: None,
-            }),
-        )])
+        Some(self.unlock())
     }
 
     fn commands(&self) -> &'static [(&'static str, &'static str)] {

@@ -5,9 +5,12 @@
 // signs in with the passphrase from the downloaded card and approves; the app pays. Then the class page shows N
 // of N paid, and both ledgers are exact. REHEARSAL_SEATS sets N (3 by default, as CI runs it); with
 // OPDESK_SCREENSHOTS=DIR the card, the consent page (1280×800 and 390×844) and the class page are saved there.
+// With REHEARSAL_CONSOLE=1 the workshop runs with the instructor's console open (in tmux at 120×40, the default
+// log level), and the console's Classroom must show N/N paid; its screen is saved beside the screenshots
+// (`scripts/rehearsal.sh` runs the 30-seat class this way).
 // Skipped when no Chromium is installed (CI installs it: .ci/run).
 import assert from 'node:assert/strict'
-import { spawn } from 'node:child_process'
+import { execFileSync, spawn } from 'node:child_process'
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { createServer } from 'node:http'
 import { tmpdir } from 'node:os'
@@ -22,27 +25,43 @@ const seats = Number(process.env.REHEARSAL_SEATS ?? 3)
 const shots = process.env.OPDESK_SCREENSHOTS
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
 const AMOUNT = '1234'
+const consoleOpen = process.env.REHEARSAL_CONSOLE === '1'
+const session = `opdesk-rehearsal-${process.pid}`
+const tmux = (...args) => execFileSync('tmux', args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] })
+/** CPU seconds process `pid` has spent (user + system), from /proc. */
+const cpuOf = (pid) => {
+  const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ')
+  return (Number(f[11]) + Number(f[12])) / 100
+}
+const alive = (port) => fetch(`http://127.0.0.1:${port}/healthz`).then((r) => r.ok, () => false)
 
-let dir, workshop, browser, finish, ports
+let dir, workshop, browser, finish, ports, pid
 before(async () => {
   if (skip) return
   dir = mkdtempSync(join(tmpdir(), 'opdesk-rehearsal-'))
   writeFileSync(join(dir, 'base.toml'), '')
   ports = [await freePort(), await freePort()]
-  workshop = spawn(bin, ['workshop', '--headless', '--seats', String(seats), '--dir', dir,
-    '--cloud-nine-port', String(ports[0]), '--happy-life-port', String(ports[1])], {
-    stdio: ['ignore', 'ignore', 'pipe'],
-    env: { ...process.env, OPDESK_CONFIG: join(dir, 'base.toml'), RUST_LOG: 'warn' }
-  })
+  const args = ['workshop', '--seats', String(seats), '--dir', dir,
+    '--cloud-nine-port', String(ports[0]), '--happy-life-port', String(ports[1])]
   let stderr = ''
-  workshop.stderr.on('data', (d) => { stderr += d })
+  if (consoleOpen) {
+    // the instructor's laptop: the workshop's own console in a terminal, at its default log level
+    const q = (a) => `'${a.replaceAll("'", "'\\''")}'`
+    tmux('new-session', '-d', '-s', session, '-x', '120', '-y', '40',
+      `OPDESK_CONFIG=${q(join(dir, 'base.toml'))} exec ${[bin, ...args].map(q).join(' ')}`)
+  } else {
+    workshop = spawn(bin, [...args, '--headless'], {
+      stdio: ['ignore', 'ignore', 'pipe'],
+      env: { ...process.env, OPDESK_CONFIG: join(dir, 'base.toml'), RUST_LOG: 'warn' }
+    })
+    workshop.stderr.on('data', (d) => { stderr += d })
+  }
+  pid = consoleOpen ? Number(tmux('list-panes', '-t', session, '-F', '#{pane_pid}').trim()) : workshop.pid
   const deadline = Date.now() + 60000
   for (const port of ports) {
     for (;;) {
-      if (workshop.exitCode !== null) throw new Error(`the workshop exited: ${stderr}`)
-      try {
-        if ((await fetch(`http://127.0.0.1:${port}/healthz`)).ok) break
-      } catch {}
+      if (workshop && workshop.exitCode !== null) throw new Error(`the workshop exited: ${stderr}`)
+      if (await alive(port)) break
       if (Date.now() > deadline) throw new Error(`the workshop did not start: ${stderr}`)
       await sleep(50)
     }
@@ -59,6 +78,14 @@ after(async () => {
   await browser?.close()
   finish?.server.closeAllConnections()
   await new Promise((ok) => (finish ? finish.server.close(ok) : ok()))
+  if (consoleOpen && ports) {
+    // q in the console stops both desks
+    try { tmux('send-keys', '-t', session, 'q') } catch {}
+    for (const until = Date.now() + 15000; Date.now() < until && (await alive(ports[0]) || await alive(ports[1]));) {
+      await sleep(100)
+    }
+    try { tmux('kill-session', '-t', session) } catch {}
+  }
   if (workshop && workshop.exitCode === null) {
     workshop.kill('SIGTERM')
     await new Promise((r) => (workshop.exitCode !== null ? r() : workshop.once('exit', r)))
@@ -208,8 +235,13 @@ async function attend(n) {
 }
 
 test(`a class of ${seats} pays from the codes on its cards, and the class page shows it`, { skip }, async () => {
+  const [cpu0, t0] = [cpuOf(pid), Date.now()]
   const paid = await Promise.all(Array.from({ length: seats }, (_, i) => attend(i + 1)))
   assert.equal(paid.length, seats)
+  const [cpu1, t1] = [cpuOf(pid), Date.now()]
+  // one line for scripts/rehearsal.sh: the class's wall time and the workshop's CPU per seat
+  console.log(`REHEARSAL seats=${seats} console=${consoleOpen ? 'open' : 'none'} class=${((t1 - t0) / 1000).toFixed(1)}s ` +
+    `workshop_cpu_per_seat=${((cpu1 - cpu0) * 1000 / seats).toFixed(1)}ms`)
 
   // the projector: every seat paid, no secret on the page
   const page = await browser.newPage({ viewport: { width: 1280, height: 800 } })
@@ -220,6 +252,17 @@ test(`a class of ${seats} pays from the codes on its cards, and the class page s
   assert.ok(!html.includes('passphrase') && !html.includes('<script'))
   if (shots) await page.screenshot({ path: join(shots, 'class-page.png'), fullPage: true })
   await page.close()
+
+  // the instructor's console tells the same: the Classroom counts every seat as paid
+  if (consoleOpen) {
+    let screen = ''
+    for (const until = Date.now() + 10000; Date.now() < until; await sleep(100)) {
+      screen = tmux('capture-pane', '-p', '-t', session)
+      if (screen.includes(`[${seats}/${seats} paid]`)) break
+    }
+    if (shots) writeFileSync(join(shots, 'instructor-console.txt'), screen)
+    assert.ok(screen.includes(`[${seats}/${seats} paid]`), `the console's Classroom:\n${screen}`)
+  }
 
   // both ledgers exact: each seat paid 12.34 with nothing left reserved, each shop got 12.34
   const nine = admin('cloud-nine', ports[0])
