@@ -8,7 +8,10 @@
 //! outbox, durable events reach the bus from the outbox instead (`control::events::follow_outbox`), so that
 //! every node's events arrive on every node, in sequence order.
 
+pub mod measure;
 pub mod requests;
+
+pub use measure::Measure;
 
 use std::sync::Arc;
 
@@ -197,7 +200,7 @@ pub enum DomainEvent {
     /// The operator set (or with `None` removed) an alert threshold on a peer or a wallet.
     #[serde(rename_all = "camelCase")]
     ThresholdChanged {
-        measure: crate::thresholds::Measure,
+        measure: Measure,
         subject: String,
         threshold: Option<i64>,
         asset_code: String,

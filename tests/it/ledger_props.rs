@@ -92,6 +92,8 @@ fn schema() -> Connection {
         include_str!("../../migrations/0004_stream_plans.sql"),
         include_str!("../../migrations/0005_peers.sql"),
         include_str!("../../migrations/0006_stream_receipts.sql"),
+        // every transfer looks for a threshold on the accounts it moved
+        include_str!("../../migrations/0026_thresholds.sql"),
     ] {
         conn.execute_batch(sql).unwrap();
     }
