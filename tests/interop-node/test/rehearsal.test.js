@@ -236,7 +236,10 @@ async function attend(n) {
 
 test(`a class of ${seats} pays from the codes on its cards, and the class page shows it`, { skip }, async () => {
   const [cpu0, t0] = [cpuOf(pid), Date.now()]
-  const paid = await Promise.all(Array.from({ length: seats }, (_, i) => attend(i + 1)))
+  const paid = await Promise.all(Array.from({ length: seats }, (_, i) => attend(i + 1).catch((e) => {
+    // say which seat and what the server answered, not only the SDK's generic message
+    throw new Error(`seat ${i + 1}: ${e.message} ${e.status ?? ''} ${e.description ?? ''} ${e.validationErrors ?? ''}`)
+  })))
   assert.equal(paid.length, seats)
   const [cpu1, t1] = [cpuOf(pid), Date.now()]
   // one line for scripts/rehearsal.sh: the class's wall time and the workshop's CPU per seat
