@@ -262,7 +262,8 @@ async fn post_wallet(p: &Proc, name: &str) {
 }
 
 async fn eventually<F: std::future::Future<Output = bool>>(what: &str, mut check: impl FnMut() -> F) {
-    let deadline = Instant::now() + Duration::from_secs(20);
+    // beyond a delivery's lease (60 s on PostgreSQL): a node killed while it held one waits it out
+    let deadline = Instant::now() + Duration::from_secs(90);
     while !check().await {
         assert!(Instant::now() < deadline, "timed out waiting until {what}");
         tokio::time::sleep(Duration::from_millis(100)).await;
