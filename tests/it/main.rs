@@ -20,6 +20,7 @@ mod fuzz_checks;
 mod fuzz_replay;
 mod gnap_flow;
 mod grant_timeline;
+mod hooks;
 mod ilp_receiver;
 mod ilp_sender;
 mod ledger_props;
