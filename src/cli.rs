@@ -1,6 +1,6 @@
 //! The command line's entry point: the clap definitions of the top level (`Cli`, the global flags, one
 //! subcommand per command group), and [`run_operator`], which hands an operator command to its group. Each
-//! command group (`cli/{wallets,grants,payments,peers,webhooks,requests,backup,classroom}`) owns its clap enum,
+//! command group (`cli/{wallets,grants,payments,peers,thresholds,webhooks,requests,backup,classroom}`) owns its clap enum,
 //! its mapping to `control::Command`s and `control::Query`s, and how its results print; [`backend::Backend`]
 //! runs them on the server that holds the data dir or, when none does, on the data dir itself, and says which
 //! way it went. This module and `main.rs` are the only places allowed to print (never while a console owns the
@@ -18,6 +18,7 @@ mod payments;
 mod peers;
 mod print;
 mod requests;
+mod thresholds;
 mod wallets;
 mod webhooks;
 
@@ -179,6 +180,9 @@ pub enum Command {
     /// Webhook deliveries: list them (e.g. the dead ones) and re-drive them.
     #[command(subcommand)]
     Webhooks(WebhooksCmd),
+    /// Alert thresholds on peers' liquidity and credit and on wallets' balances, with their values now (set them
+    /// with `peers set-threshold` and `wallets set-threshold`).
+    Thresholds,
     /// A workshop's class: each seat's steps and what it does next (a desk of a running workshop: the whole class).
     Classroom,
     /// Print a shell completion script, e.g. `opdesk completions bash > ~/.local/share/bash-completion/completions/opdesk`.
@@ -325,6 +329,7 @@ pub async fn run_operator(cmd: Command, settings: Settings, global: &Global) -> 
             Some(("requests", "recent requests")),
         ),
         Command::Classroom => (b.show(Query::Class, json).await, None),
+        Command::Thresholds => (b.show(Query::Thresholds, json).await, None),
     };
     b.close();
     result.map_err(|e| match (e.downcast::<OneLine>(), listed) {

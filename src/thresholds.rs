@@ -269,6 +269,14 @@ pub fn set(
     Ok((view, recorded))
 }
 
+/// The thresholds set on `subject` (a peer's or a wallet's name), without their values.
+pub fn set_on(conn: &Connection, subject: &str) -> Result<Vec<(Measure, i64)>, store::Error> {
+    Ok(repo::of(conn, subject)?
+        .into_iter()
+        .filter_map(|r| Measure::parse(&r.measure).map(|m| (m, r.threshold)))
+        .collect())
+}
+
 /// Every threshold with its value now (for the console's attention list and the metrics).
 pub fn all(conn: &Connection) -> Result<Vec<ThresholdView>, store::Error> {
     let mut out = Vec::new();

@@ -290,6 +290,17 @@ pub struct Saved {
 }
 
 /// A fresh incoming token: 32 random bytes in base64url.
+/// Why peer `name` cannot take a link in another asset: what it still holds in an old one (`held`, from
+/// `repo::held_in_another_asset`), in words; none when it holds nothing there.
+fn held_in_old_link(name: &str, held: &[(String, u8, i64)]) -> Option<String> {
+    let (code, scale, balance) = held.first()?;
+    let amount = crate::money::format_minor((*balance).into(), *scale);
+    Some(format!(
+        "peer {name:?} still holds {amount} {code} (at scale {scale}) from a link in that asset: its position or \
+         liquidity there is not settled to zero"
+    ))
+}
+
 fn generate_token() -> Result<String, PeerError> {
     use base64::{Engine as _, engine::general_purpose::URL_SAFE_NO_PAD};
     let bytes = crypto::random_bytes::<32>().map_err(|e| PeerError::Invalid(e.to_string()))?;
@@ -342,9 +353,34 @@ impl std::fmt::Debug for Peers {
 
 impl Peers {
     /// Config peers plus the stored ones. A stored peer whose name or token a config peer already uses is
-    /// left out, with a warning (config.toml wins).
+    /// left out, with a warning (config.toml wins). A config peer given another asset or scale than the link
+    /// it still holds money in, or whose credit limit counts in, is refused: its old position and limit would
+    /// be read in the new link's units.
     pub async fn load(store: Store, clock: SharedClock, settings: &IlpSettings) -> Result<Self, PeerError> {
         let timeout = Duration::from_millis(settings.packet_expiry_ms) + Duration::from_secs(5);
+        for def in &settings.peers {
+            let (name, code, scale) = (def.name.clone(), def.asset_code.clone(), def.asset_scale);
+            let (held, limit) = store
+                .call(move |c| {
+                    Ok::<_, store::Error>((
+                        repo::held_in_another_asset(c, &name, &code, scale)?,
+                        repo::limits_in_another_asset(c, &name, &code, scale)?,
+                    ))
+                })
+                .await?;
+            if let Some(refusal) = held_in_old_link(&def.name, &held) {
+                return Err(PeerError::Conflict(format!(
+                    "config.toml gives {refusal}; put its asset back, settle it, then change the asset"
+                )));
+            }
+            if limit {
+                return Err(PeerError::Conflict(format!(
+                    "config.toml gives peer {:?} another asset than the one its credit limit counts in; put its \
+                     asset back and clear the limit (opdesk peers update {} --no-credit-limit), then change the asset",
+                    def.name, def.name
+                )));
+            }
+        }
         let set = read_set(&store, &settings.peers, timeout, true).await?;
         Ok(Self(Arc::new(Inner {
             store,
@@ -435,11 +471,27 @@ impl Peers {
             def.asset_scale,
             self.0.clock.now(),
         );
-        let planned = self
+        let (planned, held) = self
             .0
             .store
-            .call(move |c| repo::planned_in_another_asset(c, &name, &code, scale, now))
+            .call(move |c| {
+                let tx = store::immediate(c)?;
+                let planned = repo::planned_in_another_asset(&tx, &name, &code, scale, now)?;
+                let held = repo::held_in_another_asset(&tx, &name, &code, scale)?;
+                // limits set for an old link are in its units: a peer added back in another asset starts
+                // without them, as a new peer does
+                if planned == 0 && held.is_empty() && repo::limits_in_another_asset(&tx, &name, &code, scale)? {
+                    repo::forget_limits(&tx, &name)?;
+                }
+                tx.commit()?;
+                Ok::<_, store::Error>((planned, held))
+            })
             .await?;
+        if let Some(refusal) = held_in_old_link(&def.name, &held) {
+            return Err(PeerError::Conflict(format!(
+                "{refusal}; add it back in that asset and settle or withdraw it first"
+            )));
+        }
         if planned > 0 {
             return Err(PeerError::Conflict(format!(
                 "{planned} quote(s) or payment(s) still plan to pay through peer {:?} in another asset or scale than \
@@ -502,7 +554,7 @@ impl Peers {
     }
 
     /// Removes an admin peer (`DELETE /admin/peers/{name}`). Refused while payments are sending through it.
-    /// Its ledger account stays, with its history.
+    /// Its ledger accounts stay, with their history; its limits go with it when those accounts are at zero.
     pub async fn remove(&self, name: &str) -> Result<(), PeerError> {
         let _write = self.0.writes.lock().await;
         let set = self.current();
@@ -516,6 +568,11 @@ impl Peers {
                 let in_flight = repo::payments_in_flight(&tx, &n)?;
                 if in_flight == 0 {
                     repo::delete(&tx, &n)?;
+                    // a peer that owes nothing and is owed nothing leaves no limits behind (a peer added
+                    // back under its name starts afresh); one that does keeps them, with its accounts
+                    if repo::held_in_another_asset(&tx, &n, "", 0)?.is_empty() {
+                        repo::forget_limits(&tx, &n)?;
+                    }
                     tx.commit()?;
                 }
                 Ok::<_, store::Error>(in_flight)

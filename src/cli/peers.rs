@@ -1,4 +1,4 @@
-//! Operator commands on ILP peers (`peers list|show|add|update|remove|liquidity|settle`) and how a peer reads
+//! Operator commands on ILP peers (`peers list|show|add|update|remove|liquidity|settle|set-threshold`) and how a peer reads
 //! for people.
 //! Prints only through [`super::print`].
 
@@ -8,6 +8,7 @@ use color_eyre::eyre::Result;
 use super::{
     Backend, OneLine,
     print::{Columns, Human, emit, show},
+    thresholds::PeerMeasure,
 };
 use crate::{
     ase::{liquidity::Direction, peers::PeerPatch},
@@ -80,6 +81,18 @@ pub enum PeersCmd {
     },
     /// Remove a peer added with `peers add` (refused while payments are sending through it).
     Remove { name: String },
+    /// Set an alert threshold on the peer, in the link's minor units: `liquidity` warns when what may still
+    /// be sent through it drops under it, `credit` when what it owes us rises over it (config peers too;
+    /// `opdesk thresholds` lists them).
+    SetThreshold {
+        name: String,
+        measure: PeerMeasure,
+        #[arg(required_unless_present = "remove")]
+        amount: Option<String>,
+        /// Remove the threshold.
+        #[arg(long, conflicts_with = "amount")]
+        remove: bool,
+    },
 }
 
 /// `peers liquidity NAME deposit|withdraw AMOUNT`.
@@ -219,6 +232,9 @@ pub(super) async fn peers(b: &Backend, cmd: PeersCmd, json: bool) -> Result<()> 
             let ((), said) = b.said(Command::RemovePeer { name: name.clone() }).await?;
             emit(json, &serde_json::json!({ "removed": name }), || format!("{said}\n"))
         }
+        PeersCmd::SetThreshold {
+            name, measure, amount, ..
+        } => super::thresholds::set(b, measure.into(), name, amount, json).await,
     }
 }
 
@@ -296,7 +312,7 @@ impl Human for PeerView {
             format_minor(p.peer_account_balance.into(), p.asset_scale),
         );
         out.push_str(&format!(
-            "  position:        {} ({})\n  liquidity:       {}\n  in flight:       {}\n  available:       {}\n  credit limit:    {}\n  credit used:     {}\n",
+            "  position:        {} ({})\n  liquidity:       {}\n  in flight:       {}\n  available:       {}\n  credit limit:    {}\n  credit used:     {}\n  thresholds:      {}\n",
             format_minor(p.position.into(), p.asset_scale),
             p.position_words(),
             format_minor(p.liquidity.into(), p.asset_scale),
@@ -305,6 +321,7 @@ impl Human for PeerView {
             p.credit_limit
                 .map_or_else(|| "no limit".into(), |l| format_minor(l.into(), p.asset_scale)),
             format_minor(p.credit_used.into(), p.asset_scale),
+            p.thresholds_words(),
         ));
         for t in &p.generated_incoming_tokens {
             out.push_str(&format!(

@@ -72,7 +72,8 @@ pub(super) fn found(json: bool, found: &Found) -> Result<()> {
         Found::Requests(v) => page(json, v),
         Found::Request(v) => show(json, &**v),
         Found::Classroom(v) => list(json, v),
-        Found::Overview(_) | Found::Server(_) | Found::Wallets(_) | Found::GrantSpending(_) | Found::Thresholds(_) => {
+        Found::Thresholds(v) => list(json, v),
+        Found::Overview(_) | Found::Server(_) | Found::Wallets(_) | Found::GrantSpending(_) => {
             Err(eyre!("the command line shows no such view"))
         }
     }

@@ -65,6 +65,16 @@ pub enum WalletsCmd {
         #[arg(long)]
         remove: bool,
     },
+    /// Set an alert threshold on the wallet's balance (less what is reserved), in its minor units: a payment
+    /// that takes it under the threshold raises `walletBalanceLow` (`opdesk thresholds` lists them).
+    SetThreshold {
+        name: String,
+        #[arg(required_unless_present = "remove")]
+        amount: Option<String>,
+        /// Remove the threshold.
+        #[arg(long, conflicts_with = "amount")]
+        remove: bool,
+    },
 }
 
 /// The passphrase a person gives for `wallet`: typed twice, unseen, on a terminal; one line of stdin otherwise.
@@ -106,7 +116,7 @@ pub enum KeysCmd {
     Remove { wallet: String, kid: String },
 }
 
-/// `wallets list|create|show|public-name|passphrase`.
+/// `wallets list|create|show|public-name|passphrase|set-threshold`.
 pub(super) async fn wallets(b: &Backend, cmd: WalletsCmd, json: bool) -> Result<()> {
     match cmd {
         WalletsCmd::List => b.show(Query::WalletAddresses, json).await,
@@ -161,6 +171,9 @@ pub(super) async fn wallets(b: &Backend, cmd: WalletsCmd, json: bool) -> Result<
                 Some(p) => format!("passphrase for {}'s owner: {p}\n(shown this once)\n", set.wallet),
                 None => format!("{said}\n"),
             })
+        }
+        WalletsCmd::SetThreshold { name, amount, .. } => {
+            super::thresholds::set(b, crate::thresholds::Measure::WalletBalance, name, amount, json).await
         }
     }
 }

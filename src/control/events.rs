@@ -1,5 +1,6 @@
 //! The event stream consoles and `GET /admin/events` read: durable events replayed from the outbox after a
-//! sequence number, then live ones from the bus. A reader that falls behind never slows the server: its
+//! sequence number, then live ones from the bus, in sequence order without a hole (a durable event the bus
+//! skipped or brought late is read from the outbox). A reader that falls behind never slows the server: its
 //! bus receiver lags, it gets a [`Item::Resync`] and the durable events it missed from the outbox. On
 //! PostgreSQL the bus's durable events come from the outbox follower ([`follow_outbox`]).
 
@@ -113,6 +114,20 @@ pub async fn stream(s: Arc<Services>, after: Option<i64>, live: Live) -> mpsc::R
             let item = match received {
                 Ok(r) => match r.seq {
                     Some(seq) if seq <= last => continue,
+                    // a durable event numbered before this one has not come by the bus: one committed in the
+                    // same transaction without being published (a threshold crossed by a transfer), or
+                    // published after this one; the outbox has both, in order
+                    Some(seq) if seq > last + 1 => match replay(&s, &tx, last, false).await {
+                        Some(l) if l >= seq => {
+                            last = l;
+                            continue;
+                        }
+                        Some(_) => {
+                            last = seq;
+                            Item::Event(Box::new(r))
+                        }
+                        None => return,
+                    },
                     Some(seq) => {
                         last = seq;
                         Item::Event(Box::new(r))

@@ -39,8 +39,11 @@ pub(super) fn peer(s: &Services, name: &str) -> Result<Arc<Peer>, Error> {
 /// A peer's view with its balances, limits and what is in flight.
 pub(super) async fn peer_view(s: &Services, p: &Peer) -> Result<PeerView, Error> {
     let status = s.liquidity.status(p).await?;
+    let name = p.name.clone();
+    let thresholds = s.store.call(move |c| crate::thresholds::set_on(c, &name)).await?;
     Ok(PeerView::of(p, &[])
         .with_status(&status)
+        .with_thresholds(&thresholds)
         .with_traffic(s.peers.traffic().of(&p.name)))
 }
 

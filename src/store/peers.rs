@@ -110,6 +110,46 @@ pub fn payments_in_flight(conn: &Connection, name: &str) -> Result<i64, Error> {
         .query_row([name], |r| r.get(0))?)
 }
 
+/// What peer `name` still holds in an asset or scale other than `code`/`scale`, from a link it had before:
+/// its peer and liquidity accounts there that are not at zero or hold a reservation, as (code, scale,
+/// balance).
+pub fn held_in_another_asset(
+    conn: &Connection,
+    name: &str,
+    code: &str,
+    scale: u8,
+) -> Result<Vec<(String, u8, i64)>, Error> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT asset_code, asset_scale, balance FROM accounts WHERE peer = ?1 AND kind IN ('peer', 'liquidity') \
+         AND (asset_code <> ?2 OR asset_scale <> ?3) AND (balance <> 0 OR pending_debits <> 0 OR pending_credits <> 0) \
+         ORDER BY asset_code, asset_scale",
+    )?;
+    let rows = stmt
+        .query_map(params![name, code, scale], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(rows)
+}
+
+/// Whether peer `name`'s credit limit was set for a link in another asset or scale than `code`/`scale` (so
+/// it counts that link's minor units): it has one and ledger accounts, none of them in that asset.
+pub fn limits_in_another_asset(conn: &Connection, name: &str, code: &str, scale: u8) -> Result<bool, Error> {
+    Ok(conn
+        .prepare_cached(
+            "SELECT EXISTS (SELECT 1 FROM peer_limits WHERE peer = ?1 AND credit_limit IS NOT NULL) \
+             AND EXISTS (SELECT 1 FROM accounts WHERE peer = ?1 AND kind IN ('peer', 'liquidity')) \
+             AND NOT EXISTS (SELECT 1 FROM accounts WHERE peer = ?1 AND kind IN ('peer', 'liquidity') \
+                             AND asset_code = ?2 AND asset_scale = ?3)",
+        )?
+        .query_row(params![name, code, scale], |r| r.get(0))?)
+}
+
+/// Forgets peer `name`'s limits: whether its sending is limited, and its credit limit.
+pub fn forget_limits(conn: &Connection, name: &str) -> Result<(), Error> {
+    conn.prepare_cached("DELETE FROM peer_limits WHERE peer = ?1")?
+        .execute([name])?;
+    Ok(())
+}
+
 /// Quotes not yet expired nor paid, and payments sending, planned through the peer `name` in another asset or
 /// scale than `code`/`scale` (the plan's link, else the paying wallet's asset).
 pub fn planned_in_another_asset(

@@ -26,6 +26,7 @@ pub mod overview;
 pub mod peers;
 pub mod quotes;
 pub mod requests;
+pub mod threshold;
 pub mod wallets;
 pub mod webhooks;
 

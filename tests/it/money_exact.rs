@@ -428,3 +428,140 @@ async fn a_rates_table_with_both_directions_quotes_each_way_through_its_own_pair
     assert_eq!(ase.balance("carol").await, carol + 1000);
     assert_balanced(&ase).await;
 }
+
+/// A removed peer that still holds money in its old link (here its liquidity, USD/9) cannot come back in
+/// another scale: its position there would be read in the new link's units. Added back in USD/9 and emptied,
+/// it may leave and come back as USD/2, without the credit limit it had in nano-dollars; no peer account in
+/// another asset holds anything.
+#[tokio::test]
+async fn a_peer_holding_money_in_its_old_link_cannot_come_back_in_another_asset() {
+    let ase = TestAse::spawn().await;
+    let add = |scale: u8| {
+        format!(
+            r#"{{"name":"old","assetCode":"USD","assetScale":{scale},"ilpAddress":"test.old","incomingTokens":["old-token"]}}"#
+        )
+    };
+    let ase = &ase;
+    let liquidity = |body: Json| async move {
+        let (s, p) = ase
+            .admin(Method::POST, "/peers/old/liquidity", Some(&body.to_string()))
+            .await;
+        assert_eq!(s, 200, "{p}");
+    };
+    let (s, p) = ase.admin(Method::POST, "/peers", Some(&add(9))).await;
+    assert_eq!(s, 201, "{p}");
+    liquidity(json!({"deposit": "5000000000", "transferId": "old-in"})).await;
+    let (s, p) = ase
+        .admin(Method::PATCH, "/peers/old", Some(r#"{"creditLimit":"100000000000"}"#))
+        .await;
+    assert_eq!(s, 200, "{p}");
+    let (s, _) = ase.admin(Method::DELETE, "/peers/old", None).await;
+    assert_eq!(s, 204);
+
+    let (s, p) = ase.admin(Method::POST, "/peers", Some(&add(2))).await;
+    assert_eq!(s, 409, "{p}");
+    assert!(p.to_string().contains("still holds 5.000000000 USD"), "{p}");
+    assert_eq!(peer_status(ase, "old").await, 404, "nothing was added");
+
+    let (s, p) = ase.admin(Method::POST, "/peers", Some(&add(9))).await;
+    assert_eq!(s, 201, "{p}");
+    liquidity(json!({"withdraw": "5000000000", "transferId": "old-out"})).await;
+    let (s, _) = ase.admin(Method::DELETE, "/peers/old", None).await;
+    assert_eq!(s, 204);
+    let (s, p) = ase.admin(Method::POST, "/peers", Some(&add(2))).await;
+    assert_eq!(s, 201, "{p}");
+    let p = peer(ase, "old").await;
+    assert!(p["creditLimit"].is_null(), "the nano-dollar limit is gone: {p}");
+    assert_eq!(
+        (p["assetScale"].as_u64(), p["liquidity"].as_i64()),
+        (Some(2), Some(0)),
+        "{p}"
+    );
+    for kind in ["peer", "liquidity"] {
+        let held: Vec<_> = accounts(ase, kind).await.into_iter().filter(|a| a.2 != 0).collect();
+        assert!(held.is_empty(), "{kind}: {held:?}");
+    }
+}
+
+async fn peer_status(ase: &TestAse, name: &str) -> u16 {
+    ase.admin(Method::GET, &format!("/peers/{name}"), None).await.0
+}
+
+/// A config peer whose `[[ilp.peers]]` asset is edited while its old link still holds money, or while its
+/// credit limit counts in the old link's units: the desk refuses to start, saying which and what to do.
+#[tokio::test]
+async fn a_config_peer_edited_to_another_asset_while_it_holds_money_there_is_refused_at_start() {
+    let ase = TestAse::spawn_with(&desk("USD", 9, "")).await;
+    let (s, p) = ase
+        .admin(
+            Method::POST,
+            "/peers/sender/liquidity",
+            Some(r#"{"deposit":"7000000000","transferId":"cfg-in"}"#),
+        )
+        .await;
+    assert_eq!(s, 200, "{p}");
+    let (dir, addr) = ase.stop().await;
+    let edited = |dir: &std::path::Path| {
+        let cfg = format!("{}\n{}", desk("USD", 2, ""), crate::common::store_config(dir));
+        std::fs::write(dir.join("config.toml"), cfg).unwrap();
+    };
+    let refused = |dir: std::path::PathBuf| async move {
+        let settings = opdesk::settings::Settings::for_data_dir(&dir, addr).unwrap();
+        match opdesk::app::AppCore::open(settings).await {
+            Ok(_) => panic!("the desk started with the peer's old money read in new units"),
+            Err(e) => format!("{e:#}"),
+        }
+    };
+    edited(dir.path());
+    let why = refused(dir.path().to_owned()).await;
+    assert!(why.contains("still holds 7.000000000 USD"), "{why}");
+
+    // back in USD/9, withdrawn, with a credit limit in nano-dollars: the edit is refused for the limit
+    std::fs::write(
+        dir.path().join("config.toml"),
+        format!("{}\n{}", desk("USD", 9, ""), crate::common::store_config(dir.path())),
+    )
+    .unwrap();
+    let ase = TestAse::spawn_in(dir, Some(addr)).await;
+    let (s, p) = ase
+        .admin(
+            Method::POST,
+            "/peers/sender/liquidity",
+            Some(r#"{"withdraw":"7000000000","transferId":"cfg-out"}"#),
+        )
+        .await;
+    assert_eq!(s, 200, "{p}");
+    let (s, p) = ase
+        .admin(Method::PATCH, "/peers/sender", Some(r#"{"creditLimit":"100"}"#))
+        .await;
+    assert_eq!(s, 200, "{p}");
+    let (dir, _) = ase.stop().await;
+    edited(dir.path());
+    let why = refused(dir.path().to_owned()).await;
+    assert!(why.contains("--no-credit-limit"), "{why}");
+}
+
+/// A remote fixed-send debit whose conversion into the link's units does not fit (USD/2 into a USD/9 link) is
+/// refused as too large; it was called too small.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_remote_debit_too_large_for_the_link_is_refused_as_too_large() {
+    use crate::ilp_sender::{bob_receiver, config, dir, free, grant};
+    let (a_addr, b_addr) = (free(), free());
+    let nano = |cfg: String| cfg.replace("asset_scale = 2", "asset_scale = 9");
+    let a_cfg = config("desk-a", "desk-b", b_addr.port(), "b-to-a", "a-to-b", 100_000_000_000);
+    let a = TestAse::spawn_in(dir(&nano(a_cfg)), Some(a_addr)).await;
+    let b_cfg = config("desk-b", "desk-a", a_addr.port(), "a-to-b", "b-to-a", 100_000_000_000);
+    let b = TestAse::spawn_in(dir(&nano(b_cfg)), Some(b_addr)).await;
+    let (a_client, b_client) = (a.demo_client().await, b.demo_client().await);
+    let receiver = bob_receiver(&b, &b_client, None).await;
+    let token = grant(&a, &a_client, json!([{"type": "quote", "actions": ["create"]}])).await;
+    let body = json!({"walletAddress": a.url("/alice"), "receiver": receiver, "method": "ilp",
+        "debitAmount": usd("9223372036854775807")});
+    let r = a_client
+        .send(Method::POST, &a.url("/quotes"), Some(&token), Some(&body))
+        .await
+        .unwrap();
+    assert_eq!(r.status, 400, "{}", r.body);
+    assert!(r.body.to_string().contains("too large"), "{}", r.body);
+    assert!(!r.body.to_string().contains("too small"), "{}", r.body);
+}

@@ -3,9 +3,9 @@
 //! is used, the prefixes routed to it — and a peer's detail (where it is defined, its directions, its largest
 //! packet, what is in flight, whether sending is limited, in words). Columns are rows of one table
 //! ([`COLUMNS`]). Depositing (`+`) or withdrawing (`-`) liquidity and recording a settlement (`S`) each ask
-//! for an amount and then for a confirmation, like the Wallets pane's deposit. Peers change without events
-//! (added through the CLI): the pane reloads every few seconds while in view, and sooner after balance and
-//! peer events.
+//! for an amount and then for a confirmation, like the Wallets pane's deposit; `:threshold` sets an alert
+//! threshold on its liquidity or credit. Peers change without events (added through the CLI): the pane reloads
+//! every few seconds while in view, and sooner after balance and peer events.
 
 use ratatui::{
     Frame,
@@ -26,6 +26,7 @@ use crate::{
     },
     money::{Value, format_minor},
     text::sanitize,
+    thresholds::Measure,
     tui::{
         action::Action,
         effect::Effect,
@@ -292,6 +293,7 @@ impl View for Peers {
             ),
             kv(theme, "send limit", sending_words(p)),
             kv(theme, "credit", credit_words(p)),
+            kv(theme, "thresholds", p.thresholds_words()),
             kv(
                 theme,
                 "packets/s",
@@ -376,6 +378,43 @@ impl View for Peers {
             PromptKind::Settlement { peer, scale, code } => submit_settlement(peer, scale, code, text),
             _ => Vec::new(),
         }
+    }
+
+    /// `:threshold liquidity AMOUNT` alerts when what may still be sent through the selected peer drops under
+    /// the amount, `:threshold credit AMOUNT` when what it owes us rises over it; `… remove` stops that.
+    fn command(&mut self, head: &str, rest: &str, cx: &Cx<'_>) -> Option<Vec<Out>> {
+        if head != "threshold" {
+            return None;
+        }
+        if cx.readonly {
+            return Some(warn("read-only mode"));
+        }
+        let Some(p) = self.table.selection() else {
+            return Some(warn("select a peer first"));
+        };
+        let (which, amount) = rest.trim().split_once(' ').unwrap_or((rest.trim(), ""));
+        let measure = match which {
+            "liquidity" => Measure::PeerLiquidity,
+            "credit" => Measure::PeerCredit,
+            _ => {
+                return Some(warn(
+                    "`:threshold liquidity|credit AMOUNT` (or `remove` for the amount)",
+                ));
+            }
+        };
+        Some(super::threshold::command(
+            measure,
+            p.name.clone(),
+            p.asset_scale,
+            amount,
+        ))
+    }
+
+    fn commands(&self) -> &'static [(&'static str, &'static str)] {
+        &[(
+            "threshold liquidity|credit AMOUNT|remove",
+            "alert when the selected peer's liquidity drops under AMOUNT, or what it owes rises over it",
+        )]
     }
 }
 

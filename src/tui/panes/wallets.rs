@@ -16,6 +16,7 @@ use crate::{
     },
     money::{Value, format_minor},
     text::sanitize,
+    thresholds::Measure,
     tui::{
         action::Action,
         desk::WalletRow,
@@ -243,18 +244,21 @@ impl View for Wallets {
     }
 
     /// `:public-name TEXT` sets the name the selected wallet shows payers (`:public-name` alone clears it);
-    /// `:passphrase` gives its owner a new passphrase (shown once), `:passphrase remove` takes it away.
+    /// `:passphrase` gives its owner a new passphrase (shown once), `:passphrase remove` takes it away;
+    /// `:threshold AMOUNT` alerts when its balance drops under the amount, `:threshold remove` stops that.
     fn command(&mut self, head: &str, rest: &str, cx: &Cx<'_>) -> Option<Vec<Out>> {
-        if !matches!(head, "public-name" | "passphrase") {
+        if !matches!(head, "public-name" | "passphrase" | "threshold") {
             return None;
         }
         if cx.readonly {
             return Some(warn("read-only mode"));
         }
-        let Some(wallet) = self.selected_name() else {
+        let Some(selected) = self.table.selection() else {
             return Some(warn("select a wallet first"));
         };
+        let (wallet, scale) = (selected.wallet.name.clone(), selected.wallet.asset_scale);
         Some(match (head, rest) {
+            ("threshold", _) => super::threshold::command(Measure::WalletBalance, wallet, scale, rest),
             ("public-name", _) => {
                 let public_name = (!rest.is_empty()).then(|| rest.to_owned());
                 vec![Out::Run(Effect::Run(Command::SetPublicName { wallet, public_name }))]
@@ -286,6 +290,10 @@ impl View for Wallets {
             (
                 "passphrase [remove]",
                 "a new owner passphrase for the selected wallet (shown once), or none",
+            ),
+            (
+                "threshold AMOUNT|remove",
+                "alert when the selected wallet's balance drops under AMOUNT (walletBalanceLow)",
             ),
         ]
     }
