@@ -96,8 +96,29 @@ fn http_histogram() -> Histogram {
     Histogram::new(HTTP_BUCKETS)
 }
 
-/// The packet counters the STREAM traffic keeps.
-pub type Packets = Family<PacketLabels, Counter>;
+/// The packet counters the STREAM traffic keeps: every packet by its result's class, and the rejected ones by
+/// their code.
+#[derive(Debug, Clone, Default)]
+pub struct Packets(pub Family<PacketLabels, Counter>, pub Family<RejectLabels, Counter>);
+
+/// A rejected ILP packet: its direction and its code (`F07`), one of the codes of the ILP specification
+/// (RFC 27) or `other` (a peer's own code: no unbounded label values).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub struct RejectLabels {
+    pub direction: &'static str,
+    pub code: &'static str,
+}
+
+/// The ILP error codes of RFC 27.
+const REJECT_CODES: [&str; 21] = [
+    "F00", "F01", "F02", "F03", "F04", "F05", "F06", "F07", "F08", "F99", "T00", "T01", "T02", "T03", "T04", "T05",
+    "T99", "R00", "R01", "R02", "R99",
+];
+
+/// A reject's code as a label: a code of RFC 27, else `other`.
+pub fn reject_code_label(code: &str) -> &'static str {
+    REJECT_CODES.iter().find(|c| **c == code).copied().unwrap_or("other")
+}
 /// The attempt counters the webhook deliverer keeps.
 pub type WebhookAttempts = Family<WebhookLabels, Counter>;
 
@@ -161,13 +182,19 @@ impl Metrics {
             "opdesk_stream_packets",
             "ILP/STREAM packets since start, by direction (in: brought by a peer to POST /ilp, out: sent through \
              a peer) and result (fulfilled, reject_F, reject_T, reject_R, no_reply)",
-            packets.clone(),
+            packets.0.clone(),
         );
         for direction in ["in", "out"] {
             for result in ["fulfilled", "reject_F", "reject_T", "reject_R", "no_reply"] {
-                let _ = packets.get_or_create(&PacketLabels { direction, result });
+                let _ = packets.0.get_or_create(&PacketLabels { direction, result });
             }
         }
+        registry.register(
+            "opdesk_ilp_rejects",
+            "ILP packets rejected since start, by direction and ILP error code (F07: no rate for the pair; T04: \
+             a peer past its credit limit, or not enough liquidity; other: a code outside RFC 27)",
+            packets.1.clone(),
+        );
         registry.register(
             "opdesk_webhook_deliveries",
             "Webhook delivery attempts since start, by result (delivered, retrying, dead)",

@@ -88,8 +88,16 @@ impl Traffic {
         };
         let direction = if out { "out" } else { "in" };
         self.1
+            .0
             .get_or_create(&crate::metrics::PacketLabels { direction, result })
             .inc();
+        if let Outcome::Rejected(code, _) = &outcome {
+            let code = crate::metrics::reject_code_label(code);
+            self.1
+                .1
+                .get_or_create(&crate::metrics::RejectLabels { direction, code })
+                .inc();
+        }
         let mut m = match self.0.lock() {
             Ok(m) => m,
             Err(poisoned) => poisoned.into_inner(),
@@ -110,6 +118,17 @@ impl Traffic {
             }
             Outcome::None => {}
         }
+    }
+
+    /// Each peer's last rejected packet (either way), as (peer, reject).
+    pub fn last_rejects(&self) -> Vec<(String, LastReject)> {
+        let m = match self.0.lock() {
+            Ok(m) => m,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        m.iter()
+            .filter_map(|(peer, t)| t.last_reject.clone().map(|r| (peer.clone(), r)))
+            .collect()
     }
 
     /// The traffic through `peer` so far (zero when none).
@@ -188,6 +207,7 @@ mod tests {
         assert_eq!(t.of("other"), PeerTraffic::default());
         let n = |direction, result| {
             t.meters()
+                .0
                 .get(&crate::metrics::PacketLabels { direction, result })
                 .map(|c| c.get())
         };

@@ -493,6 +493,19 @@ pub struct Activity {
     pub webhooks_dead: usize,
     /// The latest failed outgoing payments, newest first.
     pub recent_failures: Vec<FailedPayment>,
+    /// Each peer's last rejected packet in this server process (a pair without a rate, a credit limit), newest
+    /// first.
+    #[serde(default)]
+    pub rejected_packets: Vec<RejectedPacket>,
+}
+
+/// A peer's last rejected packet, as the Overview's recent failures show it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RejectedPacket {
+    pub peer: String,
+    #[serde(flatten)]
+    pub reject: crate::ase::traffic::LastReject,
 }
 
 /// Money moved in one asset, per minute.

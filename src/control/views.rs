@@ -8,8 +8,8 @@ use std::collections::BTreeMap;
 use super::{
     Error, Services,
     dto::{
-        ACTIVITY_MINUTES, Activity, AssetMoved, Attention, AttentionKind, FailedPayment, Overview, ServerView,
-        WalletSummary,
+        ACTIVITY_MINUTES, Activity, AssetMoved, Attention, AttentionKind, FailedPayment, Overview, RejectedPacket,
+        ServerView, WalletSummary,
     },
 };
 use crate::{
@@ -184,7 +184,16 @@ pub async fn activity(s: &Services) -> Result<Activity, Error> {
             },
         )
         .await?;
+    let mut rejected_packets: Vec<RejectedPacket> = s
+        .peers
+        .traffic()
+        .last_rejects()
+        .into_iter()
+        .map(|(peer, reject)| RejectedPacket { peer, reject })
+        .collect();
+    rejected_packets.sort_by(|a, b| b.reject.at.cmp(&a.reject.at));
     Ok(Activity {
+        rejected_packets,
         until: label(minute),
         moved,
         sending: s.outgoing.count_in_state(OutgoingState::Sending).await?,

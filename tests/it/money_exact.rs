@@ -182,6 +182,35 @@ async fn a_pair_without_a_rate_is_refused_for_good_and_says_why() {
     assert!(accounts(&ase, "peer").await.iter().all(|(_, _, b)| *b == 0));
     let p = peer(&ase, "sender").await;
     assert!(p.to_string().contains("F07"), "the peer's last reject says why: {p}");
+    // the Overview's recent failures (what a console reads) and a metric say it too
+    let (status, o) = ase
+        .admin(Method::POST, "/queries", Some(r#"{"query":"overview"}"#))
+        .await;
+    assert_eq!(status, 200, "{o}");
+    let rejected = &o["value"]["activity"]["rejectedPackets"][0];
+    assert_eq!(
+        (rejected["peer"].as_str(), rejected["code"].as_str()),
+        (Some("sender"), Some("F07")),
+        "{o}"
+    );
+    assert!(
+        rejected["message"]
+            .as_str()
+            .unwrap()
+            .contains("no exchange rate from GBP"),
+        "{o}"
+    );
+    let metrics = ase
+        .http
+        .get(ase.url("/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let line = r#"opdesk_ilp_rejects_total{direction="in",code="F07"} 1"#;
+    assert!(metrics.lines().any(|l| l == line), "{line} in\n{metrics}");
     assert_balanced(&ase).await;
 }
 

@@ -302,7 +302,8 @@ impl Overview {
         );
     }
 
-    /// The latest failed outgoing payments (from the store) and refused requests (seen live), newest first.
+    /// The latest failed outgoing payments (from the store), the peers' last rejected packets and refused
+    /// requests (seen live), newest first.
     fn draw_failures(&self, theme: &Theme, f: &mut Frame, area: Rect) {
         let height = usize::from(area.height.saturating_sub(2));
         let mut rows: Vec<(String, Line)> = Vec::new();
@@ -317,6 +318,22 @@ impl Overview {
                         short_id(&p.id),
                         sanitize(&p.wallet),
                         sanitize(p.reason.as_deref().unwrap_or(""))
+                    )),
+                ]),
+            ));
+        }
+        for p in &self.data.activity.rejected_packets {
+            let r = &p.reject;
+            rows.push((
+                r.at.clone(),
+                Line::from(vec![
+                    Span::styled(format!("{} ", r.at.get(11..19).unwrap_or("")), theme.dim),
+                    Span::styled(format!("packet {} ", sanitize(&r.code)), theme.failed),
+                    Span::raw(format!(
+                        "{} {} {}",
+                        sanitize(&p.peer),
+                        sanitize(&r.direction),
+                        sanitize(&r.message)
                     )),
                 ]),
             ));
