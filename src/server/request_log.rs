@@ -406,20 +406,28 @@ impl RequestId {
 fn headers(h: &HeaderMap) -> Vec<(String, String)> {
     h.iter()
         .map(|(k, v)| {
-            let v = v.to_str().unwrap_or("(binary)").to_owned();
+            let v = v.to_str().unwrap_or("(binary)");
             let masked = match k.as_str() {
-                "authorization" => match v.split_once(' ') {
-                    Some((scheme, token)) => format!("{scheme} {}…", token.chars().take(6).collect::<String>()),
-                    None => "…".to_owned(),
-                },
-                "signature" => format!("{}…", v.chars().take(12).collect::<String>()),
-                "location" => masked_location(&v),
-                "cookie" | "set-cookie" => "…".to_owned(),
-                _ => v,
+                "location" => masked_location(v),
+                name => masked_header(name, v).unwrap_or_else(|| v.to_owned()),
             };
             (k.as_str().to_owned(), masked)
         })
         .collect()
+}
+
+/// A credential header's value as the log shows it (`name` in lower case): the first characters of a token
+/// or a signature, nothing of a cookie; `None` for a header that carries no credential.
+fn masked_header(name: &str, v: &str) -> Option<String> {
+    Some(match name {
+        "authorization" => match v.split_once(' ') {
+            Some((scheme, token)) => format!("{scheme} {}…", token.chars().take(6).collect::<String>()),
+            None => "…".to_owned(),
+        },
+        "signature" => format!("{}…", v.chars().take(12).collect::<String>()),
+        "cookie" | "set-cookie" => "…".to_owned(),
+        _ => return None,
+    })
 }
 
 /// What a masked secret reads as (here and in the CLI's incoming-payment output).
@@ -510,7 +518,7 @@ impl BodyRule {
 }
 
 /// Masks secrets inside JSON: access and continuation token values, shared secrets, private keys, owner
-/// passphrases.
+/// passphrases, and the credentials of a request's `headers` carried in a body.
 fn mask(v: &mut Value, parent: &str) {
     match v {
         Value::Object(map) => {
@@ -524,6 +532,12 @@ fn mask(v: &mut Value, parent: &str) {
                         Value::String(_),
                     ) => {
                         *child = Value::String(MASKED.into());
+                    }
+                    // a request's headers inside a body (the workshop's signing helper gets the one it signs)
+                    (name, Value::String(v)) if parent.eq_ignore_ascii_case("headers") => {
+                        if let Some(masked) = masked_header(&name.to_ascii_lowercase(), v) {
+                            *child = Value::String(masked);
+                        }
                     }
                     _ => mask(child, k),
                 }
@@ -772,6 +786,22 @@ mod tests {
         let mut v = serde_json::json!({"command": "setOwnerPassphrase", "passphrase": {"action": "set", "passphrase": "s3cret pass"}});
         mask(&mut v, "");
         assert_eq!(v["passphrase"]["passphrase"], MASKED);
+    }
+
+    /// The workshop's signing helper gets the request it signs, with that request's GNAP token.
+    #[test]
+    fn a_request_to_sign_keeps_no_token_nor_key() {
+        let body = serde_json::json!({"keyId": "k", "base64Key": "LS0tLS1CRUdJTi…", "request": {
+            "url": "http://127.0.0.1:4000/incoming-payments", "method": "POST",
+            "headers": {"Authorization": "GNAP 0123456789ABCDEF", "Content-Type": "application/json",
+                        "signature": "sig1=:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA:"}}});
+        let shown = masked_json(body.to_string().as_bytes()).expect("json");
+        let headers = &shown["request"]["headers"];
+        assert_eq!(headers["Authorization"], "GNAP 012345…");
+        assert_eq!(headers["signature"], "sig1=:AAAAAA…");
+        assert_eq!(headers["Content-Type"], "application/json");
+        assert_eq!(shown["base64Key"], MASKED);
+        assert!(!shown.to_string().contains("6789ABCDEF"), "{shown}");
     }
 
     #[tokio::test]

@@ -150,6 +150,15 @@ fn activity() -> crate::control::dto::Activity {
             reason: Some("insufficient_balance".into()),
             at: "2026-11-21T11:58:30.000Z".into(),
         }],
+        rejected_packets: vec![crate::control::dto::RejectedPacket {
+            peer: "eurpeer".into(),
+            reject: crate::ase::traffic::LastReject {
+                code: "F07".into(),
+                message: "no exchange rate from GBP (the link's asset) to USD".into(),
+                at: "2026-11-21T11:59:10.000Z".into(),
+                direction: "in".into(),
+            },
+        }],
     }
 }
 
