@@ -497,6 +497,34 @@ async fn a_legacy_form_request_is_accepted_and_the_debugger_says_so() {
     let good = sdk_headers(&key, c.keyid(), "POST", &url, &tok, &body, now);
     let input = good["signature-input"].to_str().unwrap().to_owned();
     let bare = good["signature"].to_str().unwrap().to_owned();
+    // Each other covered part changed after signing — the content type, `created`, the key id: refused.
+    let keyid = format!("keyid=\"{}\"", c.keyid());
+    assert!(
+        input.contains(&format!("created={now}")) && input.contains(&keyid),
+        "{input}"
+    );
+    for (what, header, value) in [
+        (
+            "content-type",
+            "content-type",
+            "application/json; charset=utf-8".to_owned(),
+        ),
+        (
+            "created",
+            "signature-input",
+            input.replace(&format!("created={now}"), &format!("created={}", now - 1)),
+        ),
+        (
+            "keyid",
+            "signature-input",
+            input.replace(&keyid, "keyid=\"someone-else\""),
+        ),
+    ] {
+        let mut h = good.clone();
+        h.insert(header, value.parse().unwrap());
+        let r = c.send_raw(Method::POST, &url, h, body.clone()).await.unwrap();
+        assert_eq!(r.status, 401, "{what} changed: {}", r.body);
+    }
     for (si, sig) in [
         (input.replace("sig1=(", "sig1=( "), bare.clone()),
         (format!("{input}, sig2=(@method);keyid=\"x\""), bare.clone()),
