@@ -6,7 +6,9 @@
 //! money left in the account of a finished payment. At the end of each case, with partly paid receivers and
 //! payments across currencies: each wallet holds exactly what it started with, plus its deposits, plus what
 //! payments delivered to it, less what its payments sent; and no payer was charged more than what its
-//! receiver got costs at the payment's own price (a rounding of one unit a packet at most).
+//! receiver got costs at the payment's own price (a rounding of one unit a packet at most). Each case has its
+//! own market: fees (fixed and basis points) on USD and EUR sends, and a rate table listing USD→EUR and, or
+//! not, EUR→USD with a spread; conservation is per asset and scale.
 
 use std::sync::Arc;
 
@@ -77,6 +79,7 @@ fn op() -> impl Strategy<Value = Op> {
 
 struct World {
     dir: tempfile::TempDir,
+    market: Market,
     clock: FixedClock,
     core: AppCore,
     incoming: Vec<String>,
@@ -88,12 +91,57 @@ struct World {
     parties: Vec<(usize, usize)>,
 }
 
-async fn open(dir: &std::path::Path, clock: &FixedClock) -> AppCore {
-    std::fs::write(
-        dir.join("config.toml"),
-        "[engine]\npreset = \"custom\"\npackets_per_payment = 3\npacket_interval_ms = 1000\n",
+/// What a case's ASE charges and converts at: fees on USD and EUR sends (a fixed part in major units and
+/// basis points, or none) and a rate table listing both directions of USD↔EUR with a spread (or one).
+#[derive(Debug, Clone)]
+struct Market {
+    fixed_cents: [u64; 2],
+    basis_points: [u64; 2],
+    /// thousandths: what one USD buys of EUR, and (when listed) what one EUR buys of USD
+    usd_eur: u64,
+    eur_usd: Option<u64>,
+}
+
+fn market() -> impl Strategy<Value = Market> {
+    (
+        [0..40u64, 0..40u64],
+        [0..300u64, 0..300u64],
+        500..1500u64,
+        proptest::option::of(500..1500u64),
     )
-    .unwrap();
+        .prop_map(|(fixed_cents, basis_points, usd_eur, eur_usd)| Market {
+            fixed_cents,
+            basis_points,
+            usd_eur,
+            eur_usd,
+        })
+}
+
+impl Market {
+    fn config(&self) -> String {
+        let rate = |m: u64| format!("{}.{:03}", m / 1000, m % 1000);
+        let fee = |i: usize| {
+            format!(
+                "{{ fixed = \"0.{:02}\", basis_points = {} }}",
+                self.fixed_cents[i], self.basis_points[i]
+            )
+        };
+        let mut c = format!(
+            "[engine]\npreset = \"custom\"\npackets_per_payment = 3\npacket_interval_ms = 1000\n\
+             [fees]\nUSD = {}\nEUR = {}\n[rates]\n\"USD:EUR\" = \"{}\"\n",
+            fee(0),
+            fee(1),
+            rate(self.usd_eur)
+        );
+        if let Some(r) = self.eur_usd {
+            c.push_str(&format!("\"EUR:USD\" = \"{}\"\n", rate(r)));
+        }
+        c
+    }
+}
+
+async fn open(dir: &std::path::Path, clock: &FixedClock, market: &Market) -> AppCore {
+    std::fs::write(dir.join("config.toml"), market.config()).unwrap();
     let settings = Settings::for_data_dir(dir, "127.0.0.1:0".parse().unwrap()).unwrap();
     let shared: SharedClock = Arc::new(clock.clone());
     AppCore::open_with_clock(settings, shared).await.unwrap()
@@ -175,7 +223,7 @@ async fn apply(w: &mut World, op: Op) {
         }
         Op::Restart => {
             w.core.close();
-            w.core = open(w.dir.path(), &w.clock).await;
+            w.core = open(w.dir.path(), &w.clock, &w.market).await;
         }
     }
 }
@@ -194,9 +242,10 @@ async fn check(w: &World) {
         .store
         .call(move |c| {
             let accounts = ledger_repo::accounts(c)?;
-            let mut sums = std::collections::HashMap::<String, i128>::new();
+            // per asset and scale: every payer's loss is a receiver's gain, a fee or the exchange's position
+            let mut sums = std::collections::HashMap::<(String, u8), i128>::new();
             for a in &accounts {
-                *sums.entry(a.asset_code.clone()).or_default() += i128::from(a.balance);
+                *sums.entry((a.asset_code.clone(), a.asset_scale)).or_default() += i128::from(a.balance);
                 if a.kind != "settlement" {
                     assert!(a.balance - a.pending_debits >= 0, "negative: {a:?}");
                 }
@@ -250,19 +299,19 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
 
     #[test]
-    fn engine_invariants_hold_after_every_step(ops in proptest::collection::vec(op(), 1..50)) {
+    fn engine_invariants_hold_after_every_step(ops in proptest::collection::vec(op(), 1..50), market in market()) {
         let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
         rt.block_on(async {
             let dir = tempfile::tempdir().unwrap();
             let clock = FixedClock::new(time::OffsetDateTime::now_utc());
-            let core = open(dir.path(), &clock).await;
+            let core = open(dir.path(), &clock, &market).await;
             let mut owed = [0i64; 3];
             for (i, name) in WALLETS.iter().enumerate() {
                 let wl = core.state.wallets.get(name).await.unwrap();
                 owed[i] = balance_of(&core, &wl.account_id).await;
             }
             let mut w = World {
-                dir, clock, core, incoming: vec![], payments: vec![], owed,
+                dir, market, clock, core, incoming: vec![], payments: vec![], owed,
                 incoming_wallet: vec![], parties: vec![],
             };
             check(&w).await;

@@ -285,39 +285,40 @@ pub(super) fn packet_tx(
     }
     let debit_asset = asset(&p.asset_code, p.asset_scale);
     let receive_asset = asset(&p.receive_asset_code, p.receive_asset_scale);
-    let remaining_debit = p.debit_amount - p.sent_amount;
-    let chunk = if packets <= 1 {
-        remaining_debit
-    } else {
-        (p.debit_amount + i64::from(packets) - 1) / i64::from(packets)
+    // a packet buys the next share of the receive amount and debits what the receiver got so far costs at the
+    // payment's own price (the smallest sent total whose share of the receive amount covers it; all of the
+    // debit amount once everything is delivered): a packet that delivers nothing debits nothing, and a payment
+    // stopped early has paid only for what arrived
+    let costs = |delivered: i64| -> i64 {
+        let (num, den) = (
+            i128::from(delivered) * i128::from(p.debit_amount),
+            i128::from(p.receive_amount.max(1)),
+        );
+        i64::try_from((num + den - 1) / den)
+            .unwrap_or(p.debit_amount)
+            .min(p.debit_amount)
     };
-    let mut packet_debit = chunk.clamp(1, remaining_debit.max(1)).min(remaining_debit);
-    let mut new_sent = p.sent_amount + packet_debit;
-    let target = if new_sent >= p.debit_amount {
-        i128::from(p.receive_amount)
+    let remaining = (p.receive_amount - p.delivered_amount).max(0);
+    let share = if packets <= 1 {
+        remaining
     } else {
-        i128::from(p.receive_amount) * i128::from(new_sent) / i128::from(p.debit_amount)
+        (p.receive_amount + i64::from(packets) - 1) / i64::from(packets)
     };
-    let mut deliver = i64::try_from(target - i128::from(p.delivered_amount))
-        .unwrap_or(0)
-        .max(0);
-    // the receiver cannot take all this packet buys: deliver its room and debit only what that costs at the
-    // payment's own price (the smallest sent total whose share of the receive amount covers what was
-    // delivered), then stop as the remote path does (`receiver_completed`, the rest refunded)
+    let mut deliver = share.clamp(1, remaining.max(1)).min(remaining);
+    // the receiver cannot take all this packet buys: deliver its room, then stop as the remote path does
+    // (`receiver_completed`, the rest refunded)
     let room = r.incoming_amount.map(|i| (i - r.received_amount).max(0));
     let short = room.is_some_and(|room| room < deliver);
     if let Some(room) = room.filter(|_| short) {
         deliver = room;
-        let delivered = i128::from(p.delivered_amount) + i128::from(deliver);
-        let (num, den) = (
-            delivered * i128::from(p.debit_amount),
-            i128::from(p.receive_amount.max(1)),
-        );
-        let costs = (num + den - 1) / den;
-        let costs = i64::try_from(costs).unwrap_or(p.debit_amount).min(p.debit_amount);
-        packet_debit = (costs - p.sent_amount).clamp(0, packet_debit);
-        new_sent = p.sent_amount + packet_debit;
     }
+    let new_delivered = p.delivered_amount + deliver;
+    let new_sent = if new_delivered >= p.receive_amount {
+        p.debit_amount
+    } else {
+        costs(new_delivered).max(p.sent_amount)
+    };
+    let packet_debit = new_sent - p.sent_amount;
     // sender side: payment account → settlement of the debit asset
     let mut debit_settlement = None;
     if packet_debit > 0 {
@@ -363,7 +364,6 @@ pub(super) fn packet_tx(
     if deliver > 0 || receiver_done {
         repo::credit_incoming(tx, &r.id, new_received, receiver_done, now)?;
     }
-    let new_delivered = p.delivered_amount + deliver;
     let done = new_sent >= p.debit_amount || new_delivered >= p.receive_amount || receiver_done;
     let next = (!done).then(|| now + Duration::milliseconds(i64::try_from(interval_ms).unwrap_or(0)));
     repo::update_progress(tx, &p.id, new_sent, new_delivered, next, now)?;
