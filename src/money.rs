@@ -234,6 +234,20 @@ impl Amount {
     }
 }
 
+/// Parses `10`, `10.5` or `10.50` as minor units of an asset with `scale` decimals.
+pub fn parse_major(s: &str, scale: u8) -> Option<u64> {
+    let (int, frac) = s.split_once('.').unwrap_or((s, ""));
+    if int.is_empty() || !int.bytes().all(|b| b.is_ascii_digit()) || !frac.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    if frac.len() > usize::from(scale) {
+        return None;
+    }
+    let digits = format!("{int}{frac:0<width$}", width = usize::from(scale));
+    let v: u64 = digits.trim_start_matches('0').parse().unwrap_or(0);
+    (v <= i64::MAX as u64 && digits.len() <= 19).then_some(v)
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -318,5 +332,15 @@ mod tests {
         assert!(max.checked_add(Value(1)).is_err());
         assert!(Value(1).checked_sub(Value(2)).is_err());
         assert!(Value::new(u64::MAX).is_err());
+    }
+    #[test]
+    fn amounts_in_major_units() {
+        assert_eq!(parse_major("10.50", 2), Some(1050));
+        assert_eq!(parse_major("10", 2), Some(1000));
+        assert_eq!(parse_major("0.5", 2), Some(50));
+        assert_eq!(parse_major("7", 0), Some(7));
+        for bad in ["", "1.234", "-1", "1e3", "abc", ".5", "99999999999999999999"] {
+            assert_eq!(parse_major(bad, 2), None, "{bad}");
+        }
     }
 }

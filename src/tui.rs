@@ -13,6 +13,7 @@ pub mod control;
 pub mod desk;
 pub mod desks;
 pub mod effect;
+pub mod key;
 pub mod keymap;
 pub mod pane;
 pub mod panes;

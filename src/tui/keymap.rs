@@ -1,125 +1,14 @@
 //! The keymap: one table of bindings (keys, scope, action, description, dangerous) that drives dispatch,
-//! the hint bar and the `?` help overlay. Users override keys in `config.toml` under `[keys]`
+//! the hint bar and the `?` help overlay — the global keys, declared here, and each pane's own, which the
+//! pane declares ([`PaneKey`], `panes::keys_of`). Users override keys in `config.toml` under `[keys]`
 //! (`approve = "A"`); bad entries become warnings, never crashes.
 
 use std::collections::BTreeMap;
 
-use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use ratatui::crossterm::event::KeyCode;
 
-use super::{action::Action, pane::Pane};
-
-/// Where a binding applies.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Scope {
-    Global,
-    Pane(Pane),
-}
-
-/// A key with modifiers (only Ctrl and Alt matter; Shift is in the character).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct Key {
-    pub code: KeyCode,
-    pub ctrl: bool,
-    pub alt: bool,
-}
-
-impl Key {
-    pub const fn plain(code: KeyCode) -> Self {
-        Self {
-            code,
-            ctrl: false,
-            alt: false,
-        }
-    }
-    pub const fn ch(c: char) -> Self {
-        Self::plain(KeyCode::Char(c))
-    }
-    pub const fn ctrl(c: char) -> Self {
-        Self {
-            code: KeyCode::Char(c),
-            ctrl: true,
-            alt: false,
-        }
-    }
-
-    pub fn from_event(e: &KeyEvent) -> Self {
-        Self {
-            code: e.code,
-            ctrl: e.modifiers.contains(KeyModifiers::CONTROL),
-            alt: e.modifiers.contains(KeyModifiers::ALT),
-        }
-    }
-
-    /// Parses `a`, `A`, `ctrl-u`, `alt-x`, `enter`, `esc`, `tab`, `backtab`, `pgup`, `pgdn`, `home`, `end`,
-    /// `up`, `down`, `left`, `right`, `f1`…`f12`, `space`.
-    pub fn parse(s: &str) -> Option<Self> {
-        let (ctrl, alt, rest) = if let Some(r) = s.strip_prefix("ctrl-") {
-            (true, false, r)
-        } else if let Some(r) = s.strip_prefix("alt-") {
-            (false, true, r)
-        } else {
-            (false, false, s)
-        };
-        let code = match rest {
-            "enter" => KeyCode::Enter,
-            "esc" => KeyCode::Esc,
-            "tab" => KeyCode::Tab,
-            "backtab" => KeyCode::BackTab,
-            "pgup" => KeyCode::PageUp,
-            "pgdn" => KeyCode::PageDown,
-            "home" => KeyCode::Home,
-            "end" => KeyCode::End,
-            "up" => KeyCode::Up,
-            "down" => KeyCode::Down,
-            "left" => KeyCode::Left,
-            "right" => KeyCode::Right,
-            "space" => KeyCode::Char(' '),
-            f if f.starts_with('f') && f.len() > 1 => KeyCode::F(f[1..].parse().ok().filter(|n| (1..=12).contains(n))?),
-            c if c.chars().count() == 1 => KeyCode::Char(c.chars().next()?),
-            _ => return None,
-        };
-        Some(Self { code, ctrl, alt })
-    }
-
-    pub fn label(&self) -> String {
-        let base = match self.code {
-            KeyCode::Enter => "Enter".to_owned(),
-            KeyCode::Esc => "Esc".to_owned(),
-            KeyCode::Tab => "Tab".to_owned(),
-            KeyCode::BackTab => "S-Tab".to_owned(),
-            KeyCode::PageUp => "PgUp".to_owned(),
-            KeyCode::PageDown => "PgDn".to_owned(),
-            KeyCode::Home => "Home".to_owned(),
-            KeyCode::End => "End".to_owned(),
-            KeyCode::Up => "↑".to_owned(),
-            KeyCode::Down => "↓".to_owned(),
-            KeyCode::Left => "←".to_owned(),
-            KeyCode::Right => "→".to_owned(),
-            KeyCode::F(n) => format!("F{n}"),
-            KeyCode::Char(' ') => "Space".to_owned(),
-            KeyCode::Char(c) => c.to_string(),
-            _ => "?".to_owned(),
-        };
-        match (self.ctrl, self.alt) {
-            (true, _) => format!("C-{base}"),
-            (_, true) => format!("M-{base}"),
-            _ => base,
-        }
-    }
-}
-
-/// One row of the keymap.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Binding {
-    pub keys: Vec<Key>,
-    pub scope: Scope,
-    pub action: Action,
-    pub description: &'static str,
-    /// Asks for confirmation and is hidden under `--readonly`.
-    pub dangerous: bool,
-    /// Shown in the hint bar.
-    pub hint: bool,
-}
+pub use super::key::{Binding, Key, PaneKey, Scope};
+use super::{action::Action, pane::Pane, panes};
 
 /// The keymap.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -221,126 +110,6 @@ impl Default for Keymap {
                 false,
                 false,
             ),
-            b(
-                &[Key::ch('n')],
-                Scope::Pane(Pane::Wallets),
-                NewWallet,
-                "create a wallet address (name, asset, scale)",
-                false,
-                true,
-            ),
-            b(
-                &[Key::ch('+')],
-                Scope::Pane(Pane::Wallets),
-                Deposit,
-                "deposit into the wallet from the ASE",
-                true,
-                true,
-            ),
-            b(
-                &[Key::ch('-')],
-                Scope::Pane(Pane::Wallets),
-                Withdraw,
-                "withdraw from the wallet to the ASE",
-                true,
-                true,
-            ),
-            b(
-                &[Key::ch('K')],
-                Scope::Pane(Pane::Wallets),
-                GenerateKey,
-                "generate a key pair and publish its public key",
-                true,
-                true,
-            ),
-            b(
-                &[Key::ch('P')],
-                Scope::Pane(Pane::Wallets),
-                AddKey,
-                "add a client's public key (JWK JSON or the extension's base64)",
-                true,
-                false,
-            ),
-            b(
-                &[Key::ch('s')],
-                Scope::Pane(Pane::Incoming),
-                Reveal,
-                "reveal or mask the shared secret",
-                false,
-                true,
-            ),
-            b(
-                &[Key::ch('c')],
-                Scope::Pane(Pane::Incoming),
-                Complete,
-                "complete the incoming payment",
-                true,
-                true,
-            ),
-            b(
-                &[Key::ch('a')],
-                Scope::Pane(Pane::Grants),
-                Approve,
-                "approve the pending grant",
-                true,
-                true,
-            ),
-            b(
-                &[Key::ch('x')],
-                Scope::Pane(Pane::Grants),
-                Reject,
-                "reject the pending grant (with an optional reason)",
-                true,
-                true,
-            ),
-            b(
-                &[Key::ch('V')],
-                Scope::Pane(Pane::Grants),
-                Revoke,
-                "revoke the grant and its tokens",
-                true,
-                true,
-            ),
-            b(
-                &[Key::ch('U')],
-                Scope::Pane(Pane::Grants),
-                Unlock,
-                "unlock the owner's sign-in on the page (after failed passphrases)",
-                true,
-                true,
-            ),
-            b(
-                &[Key::ch('F')],
-                Scope::Pane(Pane::Grants),
-                AllGrants,
-                "show or hide closed grants (revoked, rejected, expired)",
-                false,
-                true,
-            ),
-            b(
-                &[Key::ch('F')],
-                Scope::Pane(Pane::Outgoing),
-                FailedOnly,
-                "show only failed payments",
-                false,
-                true,
-            ),
-            b(
-                &[Key::ch('R')],
-                Scope::Pane(Pane::Outgoing),
-                Retry,
-                "retry the failed payment",
-                true,
-                true,
-            ),
-            b(
-                &[Key::ch('C')],
-                Scope::Pane(Pane::Outgoing),
-                Cancel,
-                "cancel the unsent payment",
-                true,
-                true,
-            ),
         ];
         for (p, digit) in Pane::ALL.iter().filter_map(|p| Some((p, p.digit()?))) {
             v.push(Binding {
@@ -364,67 +133,26 @@ impl Default for Keymap {
                 hint: false,
             });
         }
-        // the Webhooks pane's rows follow the number keys, so the rows listed before keep their places
-        v.extend([
-            b(
-                &[Key::ch('F')],
-                Scope::Pane(Pane::Webhooks),
-                DeadOnly,
-                "show only dead deliveries",
-                false,
-                true,
-            ),
-            b(
-                &[Key::ch('R')],
-                Scope::Pane(Pane::Webhooks),
-                Redrive,
-                "re-drive the delivery (send it again, fresh attempts)",
-                true,
-                true,
-            ),
-            b(
-                &[Key::ch('A')],
-                Scope::Pane(Pane::Webhooks),
-                RedriveDead,
-                "re-drive all dead deliveries",
-                true,
-                true,
-            ),
-            // a console over several desks (`opdesk workshop`): the next one; `:desk NAME` picks one
-            b(
-                &[Key::plain(K::F(2))],
-                G,
-                NextDesk,
-                "switch to the next desk (opdesk workshop; :desk NAME picks one)",
-                false,
-                false,
-            ),
-            // the Peers pane: its liquidity and settlements (amounts in major units, like a wallet deposit)
-            b(
-                &[Key::ch('+')],
-                Scope::Pane(Pane::Peers),
-                PeerDeposit,
-                "deposit liquidity (what this peer lets us owe it)",
-                true,
-                true,
-            ),
-            b(
-                &[Key::ch('-')],
-                Scope::Pane(Pane::Peers),
-                PeerWithdraw,
-                "withdraw liquidity (refused beyond what we do not owe this peer)",
-                true,
-                true,
-            ),
-            b(
-                &[Key::ch('S')],
-                Scope::Pane(Pane::Peers),
-                Settle,
-                "record a settlement (paid or received outside ILP)",
-                true,
-                true,
-            ),
-        ]);
+        // a console over several desks (`opdesk workshop`): the next one; `:desk NAME` picks one
+        v.push(b(
+            &[Key::plain(K::F(2))],
+            G,
+            NextDesk,
+            "switch to the next desk (opdesk workshop; :desk NAME picks one)",
+            false,
+            false,
+        ));
+        // each pane's own keys, as the pane declares them
+        for pane in Pane::EVERY {
+            v.extend(panes::keys_of(pane).iter().map(|k| Binding {
+                keys: k.keys.to_vec(),
+                scope: Scope::Pane(pane),
+                action: k.action,
+                description: k.description,
+                dangerous: k.dangerous,
+                hint: k.hint,
+            }));
+        }
         Self { bindings: v }
     }
 }

@@ -140,6 +140,19 @@ impl History {
     }
 }
 
+/// The keys `pane` declares for itself (its file's `KEYS`): the keymap builds its pane bindings from them.
+pub fn keys_of(pane: Pane) -> &'static [crate::tui::key::PaneKey] {
+    match pane {
+        Pane::Wallets => wallets::KEYS,
+        Pane::Incoming => incoming::KEYS,
+        Pane::Grants => grants::KEYS,
+        Pane::Outgoing => outgoing::KEYS,
+        Pane::Webhooks => webhooks::KEYS,
+        Pane::Peers => peers::KEYS,
+        Pane::Overview | Pane::Quotes | Pane::Requests | Pane::Log | Pane::Classroom => &[],
+    }
+}
+
 /// A pane: its state, how it draws, and what it does with what is meant for it.
 pub trait View {
     /// Its list, when it has one (the chrome moves the cursor, filters and pages through it).

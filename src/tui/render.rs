@@ -41,7 +41,7 @@ pub fn draw(app: &App, theme: &Theme, f: &mut Frame) {
     draw_flash(app, theme, f, flash);
     match &app.overlay {
         Some(Overlay::Help) => widgets::help::draw(
-            &app.keymap,
+            &app.keymap.bindings,
             app.readonly,
             (app.pane, app.view().commands()),
             app.overlay_scroll,

@@ -27,7 +27,11 @@ impl App {
         let area = ratatui::layout::Rect::new(0, 0, self.size.0, self.size.1);
         match &self.overlay {
             Some(Overlay::Help) => Some((
-                help::len(&self.keymap, self.readonly, (self.pane, self.view().commands())),
+                help::len(
+                    &self.keymap.bindings,
+                    self.readonly,
+                    (self.pane, self.view().commands()),
+                ),
                 help::visible(area),
             )),
             Some(Overlay::Json(j)) => Some((json::lines(j, area).len(), json::visible(area))),

@@ -25,11 +25,51 @@ use crate::{
     tui::{
         action::Action,
         effect::Effect,
+        key::{Key, PaneKey},
         pane::Pane,
         theme::Theme,
         widgets::{kv::kv, prompt::PromptKind, short_id, table::table, time::relative},
     },
 };
+
+/// The pane's own keys (the keymap adds the global ones and applies `[keys]` overrides).
+pub const KEYS: &[PaneKey] = &[
+    PaneKey {
+        keys: &[Key::ch('a')],
+        action: Action::Approve,
+        description: "approve the pending grant",
+        dangerous: true,
+        hint: true,
+    },
+    PaneKey {
+        keys: &[Key::ch('x')],
+        action: Action::Reject,
+        description: "reject the pending grant (with an optional reason)",
+        dangerous: true,
+        hint: true,
+    },
+    PaneKey {
+        keys: &[Key::ch('V')],
+        action: Action::Revoke,
+        description: "revoke the grant and its tokens",
+        dangerous: true,
+        hint: true,
+    },
+    PaneKey {
+        keys: &[Key::ch('U')],
+        action: Action::Unlock,
+        description: "unlock the owner's sign-in on the page (after failed passphrases)",
+        dangerous: true,
+        hint: true,
+    },
+    PaneKey {
+        keys: &[Key::ch('F')],
+        action: Action::AllGrants,
+        description: "show or hide closed grants (revoked, rejected, expired)",
+        dangerous: false,
+        hint: true,
+    },
+];
 
 /// The Grants pane's state.
 #[derive(Debug, Clone, Default)]

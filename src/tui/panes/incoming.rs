@@ -17,6 +17,7 @@ use crate::{
     tui::{
         action::Action,
         effect::Effect,
+        key::{Key, PaneKey},
         pane::Pane,
         theme::Theme,
         widgets::{
@@ -28,6 +29,24 @@ use crate::{
         },
     },
 };
+
+/// The pane's own keys (the keymap adds the global ones and applies `[keys]` overrides).
+pub const KEYS: &[PaneKey] = &[
+    PaneKey {
+        keys: &[Key::ch('s')],
+        action: Action::Reveal,
+        description: "reveal or mask the shared secret",
+        dangerous: false,
+        hint: true,
+    },
+    PaneKey {
+        keys: &[Key::ch('c')],
+        action: Action::Complete,
+        description: "complete the incoming payment",
+        dangerous: true,
+        hint: true,
+    },
+];
 
 /// The Incoming pane's state.
 #[derive(Debug, Clone, Default)]

@@ -17,6 +17,7 @@ use crate::{
     tui::{
         action::Action,
         effect::Effect,
+        key::{Key, PaneKey},
         pane::Pane,
         theme::Theme,
         widgets::{
@@ -27,6 +28,31 @@ use crate::{
         },
     },
 };
+
+/// The pane's own keys (the keymap adds the global ones and applies `[keys]` overrides).
+pub const KEYS: &[PaneKey] = &[
+    PaneKey {
+        keys: &[Key::ch('F')],
+        action: Action::FailedOnly,
+        description: "show only failed payments",
+        dangerous: false,
+        hint: true,
+    },
+    PaneKey {
+        keys: &[Key::ch('R')],
+        action: Action::Retry,
+        description: "retry the failed payment",
+        dangerous: true,
+        hint: true,
+    },
+    PaneKey {
+        keys: &[Key::ch('C')],
+        action: Action::Cancel,
+        description: "cancel the unsent payment",
+        dangerous: true,
+        hint: true,
+    },
+];
 
 /// The Outgoing pane's state.
 #[derive(Debug, Clone, Default)]

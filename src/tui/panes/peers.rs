@@ -30,12 +30,37 @@ use crate::{
     tui::{
         action::Action,
         effect::Effect,
+        key::{Key, PaneKey},
         pane::{Pace, Pane},
-        panes::wallets::parse_major,
         theme::Theme,
         widgets::{kv::kv, prompt::PromptKind, table::table},
     },
 };
+
+/// The pane's own keys (the keymap adds the global ones and applies `[keys]` overrides).
+pub const KEYS: &[PaneKey] = &[
+    PaneKey {
+        keys: &[Key::ch('+')],
+        action: Action::PeerDeposit,
+        description: "deposit liquidity (what this peer lets us owe it)",
+        dangerous: true,
+        hint: true,
+    },
+    PaneKey {
+        keys: &[Key::ch('-')],
+        action: Action::PeerWithdraw,
+        description: "withdraw liquidity (refused beyond what we do not owe this peer)",
+        dangerous: true,
+        hint: true,
+    },
+    PaneKey {
+        keys: &[Key::ch('S')],
+        action: Action::Settle,
+        description: "record a settlement (paid or received outside ILP)",
+        dangerous: true,
+        hint: true,
+    },
+];
 
 /// While in view: after balance changes at most once a second, every five seconds anyway.
 const PACE: Pace = Pace {
@@ -420,7 +445,7 @@ impl View for Peers {
 
 /// An amount from the liquidity prompt: confirm before moving the peer's liquidity.
 fn submit_amount(peer: String, deposit: bool, scale: u8, code: String, text: &str) -> Vec<Out> {
-    let Some(value) = parse_major(text.trim(), scale)
+    let Some(value) = crate::money::parse_major(text.trim(), scale)
         .filter(|a| *a > 0)
         .and_then(|a| Value::new(a).ok())
     else {
@@ -454,7 +479,7 @@ fn submit_settlement(peer: String, scale: u8, code: String, text: &str) -> Vec<O
                 _ => None,
             };
             paid.zip(
-                parse_major(amount, scale)
+                crate::money::parse_major(amount, scale)
                     .filter(|a| *a > 0)
                     .and_then(|a| Value::new(a).ok()),
             )

@@ -2,18 +2,13 @@
 //! major units (as the panes' deposit prompts take it), or `remove`. Run at once: a threshold moves no money.
 
 use super::{Out, warn};
-use crate::{
-    control::Command,
-    money::Value,
-    thresholds::Measure,
-    tui::{effect::Effect, panes::wallets::parse_major},
-};
+use crate::{control::Command, money::Value, thresholds::Measure, tui::effect::Effect};
 
 /// The effect of `:threshold REST` on `subject`'s `measure`, in an asset of `scale` decimals.
 pub fn command(measure: Measure, subject: String, scale: u8, rest: &str) -> Vec<Out> {
     let threshold = match rest.trim() {
         "remove" => None,
-        amount => match parse_major(amount, scale).and_then(|a| Value::new(a).ok()) {
+        amount => match crate::money::parse_major(amount, scale).and_then(|a| Value::new(a).ok()) {
             Some(v) => Some(v),
             None => {
                 return warn(format!(

@@ -21,11 +21,51 @@ use crate::{
         action::Action,
         desk::WalletRow,
         effect::Effect,
+        key::{Key, PaneKey},
         pane::Pane,
         theme::Theme,
         widgets::{prompt::PromptKind, table::table},
     },
 };
+
+/// The pane's own keys (the keymap adds the global ones and applies `[keys]` overrides).
+pub const KEYS: &[PaneKey] = &[
+    PaneKey {
+        keys: &[Key::ch('n')],
+        action: Action::NewWallet,
+        description: "create a wallet address (name, asset, scale)",
+        dangerous: false,
+        hint: true,
+    },
+    PaneKey {
+        keys: &[Key::ch('+')],
+        action: Action::Deposit,
+        description: "deposit into the wallet from the ASE",
+        dangerous: true,
+        hint: true,
+    },
+    PaneKey {
+        keys: &[Key::ch('-')],
+        action: Action::Withdraw,
+        description: "withdraw from the wallet to the ASE",
+        dangerous: true,
+        hint: true,
+    },
+    PaneKey {
+        keys: &[Key::ch('K')],
+        action: Action::GenerateKey,
+        description: "generate a key pair and publish its public key",
+        dangerous: true,
+        hint: true,
+    },
+    PaneKey {
+        keys: &[Key::ch('P')],
+        action: Action::AddKey,
+        description: "add a client's public key (JWK JSON or the extension's base64)",
+        dangerous: true,
+        hint: false,
+    },
+];
 
 /// The Wallets pane's state.
 #[derive(Debug, Clone, Default)]
@@ -118,7 +158,7 @@ fn submit_new(text: &str) -> Vec<Out> {
 
 /// An amount from the deposit/withdraw prompt: confirm before moving money.
 fn submit_amount(wallet: String, deposit: bool, scale: u8, code: String, text: &str) -> Vec<Out> {
-    match parse_major(text.trim(), scale).and_then(|a| Value::new(a).ok()) {
+    match crate::money::parse_major(text.trim(), scale).and_then(|a| Value::new(a).ok()) {
         Some(value) if value.get() > 0 => {
             let verb = if deposit { "Deposit" } else { "Withdraw" };
             let prep = if deposit { "into" } else { "from" };
@@ -299,20 +339,6 @@ impl View for Wallets {
     }
 }
 
-/// Parses `10`, `10.5` or `10.50` as minor units of an asset with `scale` decimals.
-pub fn parse_major(s: &str, scale: u8) -> Option<u64> {
-    let (int, frac) = s.split_once('.').unwrap_or((s, ""));
-    if int.is_empty() || !int.bytes().all(|b| b.is_ascii_digit()) || !frac.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    if frac.len() > usize::from(scale) {
-        return None;
-    }
-    let digits = format!("{int}{frac:0<width$}", width = usize::from(scale));
-    let v: u64 = digits.trim_start_matches('0').parse().unwrap_or(0);
-    (v <= i64::MAX as u64 && digits.len() <= 19).then_some(v)
-}
-
 #[cfg(test)]
 mod tests {
     use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
@@ -332,17 +358,6 @@ mod tests {
             a.update(key(c));
         }
         a.update(Msg::Key(KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE)))
-    }
-
-    #[test]
-    fn amounts_in_major_units() {
-        assert_eq!(parse_major("10.50", 2), Some(1050));
-        assert_eq!(parse_major("10", 2), Some(1000));
-        assert_eq!(parse_major("0.5", 2), Some(50));
-        assert_eq!(parse_major("7", 0), Some(7));
-        for bad in ["", "1.234", "-1", "1e3", "abc", ".5", "99999999999999999999"] {
-            assert_eq!(parse_major(bad, 2), None, "{bad}");
-        }
     }
 
     #[test]

@@ -21,12 +21,38 @@ use crate::{
     tui::{
         action::Action,
         effect::Effect,
+        key::{Key, PaneKey},
         pane::{Pace, Pane},
         theme::Theme,
         widgets::{kv::kv, table::table, time::relative},
     },
     webhooks::DeliveryRow,
 };
+
+/// The pane's own keys (the keymap adds the global ones and applies `[keys]` overrides).
+pub const KEYS: &[PaneKey] = &[
+    PaneKey {
+        keys: &[Key::ch('F')],
+        action: Action::DeadOnly,
+        description: "show only dead deliveries",
+        dangerous: false,
+        hint: true,
+    },
+    PaneKey {
+        keys: &[Key::ch('R')],
+        action: Action::Redrive,
+        description: "re-drive the delivery (send it again, fresh attempts)",
+        dangerous: true,
+        hint: true,
+    },
+    PaneKey {
+        keys: &[Key::ch('A')],
+        action: Action::RedriveDead,
+        description: "re-drive all dead deliveries",
+        dangerous: true,
+        hint: true,
+    },
+];
 
 /// While in view: after durable events at most once a second, every five seconds anyway while webhooks are on.
 const PACE: Pace = Pace {

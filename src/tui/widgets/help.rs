@@ -11,7 +11,7 @@ use ratatui::{
 
 use super::centered;
 use crate::tui::{
-    keymap::{Keymap, Scope},
+    key::{Binding, Scope},
     pane::Pane,
     theme::Theme,
 };
@@ -30,13 +30,13 @@ pub fn visible(area: Rect) -> usize {
 }
 
 /// The number of rows the help lists (dangerous bindings hidden from a `readonly` console).
-pub fn len(keymap: &Keymap, readonly: bool, commands: Commands<'_>) -> usize {
-    keymap.bindings.iter().filter(|b| !(readonly && b.dangerous)).count() + commands.1.len()
+pub fn len(bindings: &[Binding], readonly: bool, commands: Commands<'_>) -> usize {
+    bindings.iter().filter(|b| !(readonly && b.dangerous)).count() + commands.1.len()
 }
 
 /// Draws the help table over the middle of `area`, from row `scroll` (clamped).
 pub fn draw(
-    keymap: &Keymap,
+    bindings: &[Binding],
     readonly: bool,
     commands: Commands<'_>,
     scroll: usize,
@@ -46,9 +46,9 @@ pub fn draw(
 ) {
     let r = boxed(area);
     f.render_widget(Clear, r);
-    let (total, shown) = (len(keymap, readonly, commands), visible(area));
+    let (total, shown) = (len(bindings, readonly, commands), visible(area));
     let scroll = scroll.min(total.saturating_sub(shown));
-    let keys = keymap.bindings.iter().filter(|b| !(readonly && b.dangerous)).map(|b| {
+    let keys = bindings.iter().filter(|b| !(readonly && b.dangerous)).map(|b| {
         let scope = match b.scope {
             Scope::Global => "global".to_owned(),
             Scope::Pane(p) => p.name().to_owned(),
