@@ -75,16 +75,19 @@ impl Backend {
         matches!(self.to, To::Local(_))
     }
 
-    /// Runs an operator command on the server or on the data dir, whichever this is (errors worded alike), and
-    /// takes the value of the kind `T` the command answers. The first one says which way it went.
-    pub(super) async fn run<T>(&self, cmd: control::Command) -> Result<T>
+    /// Runs an operator command and prints what it came to: its value as JSON, or the sentence that words it
+    /// (the console's flash line says the same) over the value's card.
+    pub(super) async fn report<T>(&self, cmd: control::Command, json: bool) -> Result<()>
     where
-        T: TryFrom<control::Outcome, Error = control::command::UnexpectedOutcome>,
+        T: TryFrom<control::Outcome, Error = control::command::UnexpectedOutcome> + print::Human,
     {
-        Ok(T::try_from(self.outcome(cmd).await?)?)
+        let (value, sentence) = self.said::<T>(cmd).await?;
+        print::emit(json, &value, || format!("{sentence}\n{}", value.card()))
     }
 
-    /// Runs an operator command and takes its value with the sentence that words what it came to.
+    /// Runs an operator command on the server or on the data dir, whichever this is (errors worded alike), and
+    /// takes the value of the kind `T` it answers with the sentence that words what it came to. The first one
+    /// says which way it went.
     pub(super) async fn said<T>(&self, cmd: control::Command) -> Result<(T, String)>
     where
         T: TryFrom<control::Outcome, Error = control::command::UnexpectedOutcome>,

@@ -6,7 +6,7 @@ use color_eyre::eyre::{Result, bail};
 
 use super::{
     Backend,
-    print::{Columns, Human, emit, show},
+    print::{Columns, Human, emit},
 };
 use crate::{
     control::{Command, Found, Query, dto::Unlocked},
@@ -111,27 +111,26 @@ fn timeline_text(g: &GrantView) -> String {
 
 /// `grants list|show|approve|reject|revoke|revoke-token|unlock`.
 pub(super) async fn grants(b: &Backend, cmd: GrantsCmd, json: bool) -> Result<()> {
-    let one: GrantView = match cmd {
-        GrantsCmd::List { state, all } => return b.show(Query::Grants { all, state }, json).await,
-        GrantsCmd::Show { id, timeline: false } => return b.show(Query::Grant { id }, json).await,
+    match cmd {
+        GrantsCmd::List { state, all } => b.show(Query::Grants { all, state }, json).await,
+        GrantsCmd::Show { id, timeline: false } => b.show(Query::Grant { id }, json).await,
         GrantsCmd::Show { id, timeline: true } => {
             let Found::Grant(g) = b.ask(Query::Grant { id }).await? else {
                 bail!("an unexpected answer to a query")
             };
-            return emit(json, &g.timeline, || timeline_text(&g));
+            emit(json, &g.timeline, || timeline_text(&g))
         }
-        GrantsCmd::Approve { id } => b.run(Command::ApproveGrant { id }).await?,
-        GrantsCmd::Reject { id, reason } => b.run(Command::RejectGrant { id, reason }).await?,
-        GrantsCmd::Revoke { id } => b.run(Command::RevokeGrant { id }).await?,
+        GrantsCmd::Approve { id } => b.report::<GrantView>(Command::ApproveGrant { id }, json).await,
+        GrantsCmd::Reject { id, reason } => b.report::<GrantView>(Command::RejectGrant { id, reason }, json).await,
+        GrantsCmd::Revoke { id } => b.report::<GrantView>(Command::RevokeGrant { id }, json).await,
         GrantsCmd::RevokeToken { id } => {
             let ((), said) = b.said(Command::RevokeToken { id: id.clone() }).await?;
-            return emit(json, &serde_json::json!({ "revokedToken": id }), || format!("{said}\n"));
+            emit(json, &serde_json::json!({ "revokedToken": id }), || format!("{said}\n"))
         }
         GrantsCmd::Unlock { id, wallet } => {
             b.tell::<Unlocked>(Command::UnlockSignIns { grant: id, wallet }, json)
                 .await?;
-            return Ok(());
+            Ok(())
         }
-    };
-    show(json, &one)
+    }
 }

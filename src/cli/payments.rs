@@ -6,7 +6,7 @@ use color_eyre::eyre::Result;
 
 use super::{
     Backend,
-    print::{self, Columns, Human, show},
+    print::{self, Columns, Human},
 };
 use crate::{
     ase::{incoming::IncomingView, metadata::Metadata, outgoing::OutgoingView, quotes::QuoteDto},
@@ -107,7 +107,7 @@ pub(super) async fn incoming(b: &Backend, cmd: IncomingCmd, json: bool) -> Resul
         IncomingCmd::Show { id, reveal } => (Query::IncomingPayment { id: id_of(&id) }, reveal),
         IncomingCmd::Complete { id } => {
             let id = id_of(&id);
-            return show(json, &b.run::<IncomingView>(Command::CompleteIncoming { id }).await?);
+            return b.report::<IncomingView>(Command::CompleteIncoming { id }, json).await;
         }
     };
     let mut found = b.ask(query).await?;
@@ -187,7 +187,7 @@ pub(super) async fn outgoing(b: &Backend, cmd: OutgoingCmd, json: bool) -> Resul
         OutgoingCmd::Cancel { id } => Command::CancelOutgoing { id: id_of(&id) },
         OutgoingCmd::Retry { id } => Command::RetryOutgoing { id: id_of(&id) },
     };
-    show(json, &b.run::<OutgoingView>(cmd).await?)
+    b.report::<OutgoingView>(cmd, json).await
 }
 
 impl Human for OutgoingView {

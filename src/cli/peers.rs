@@ -7,7 +7,7 @@ use color_eyre::eyre::Result;
 
 use super::{
     Backend, OneLine,
-    print::{Columns, Human, emit, show},
+    print::{Columns, Human, emit},
     thresholds::PeerMeasure,
 };
 use crate::{
@@ -160,7 +160,7 @@ pub(super) async fn peers(b: &Backend, cmd: PeersCmd, json: bool) -> Result<()> 
                 routes: fields.route,
                 max_packet_amount: fields.max_packet_amount,
             };
-            show(json, &b.run::<PeerView>(Command::CreatePeer(body)).await?)
+            b.report::<PeerView>(Command::CreatePeer(body), json).await
         }
         PeersCmd::Update {
             name,
@@ -185,7 +185,7 @@ pub(super) async fn peers(b: &Backend, cmd: PeersCmd, json: bool) -> Result<()> 
                 },
                 max_packet_amount: set_or_clear(no_max_packet_amount, fields.max_packet_amount),
             };
-            show(json, &b.run::<PeerView>(Command::UpdatePeer { name, patch }).await?)
+            b.report::<PeerView>(Command::UpdatePeer { name, patch }, json).await
         }
         PeersCmd::Liquidity {
             name,

@@ -6,7 +6,7 @@ use color_eyre::eyre::Result;
 
 use super::{
     Backend,
-    print::{Columns, Human, emit, show},
+    print::{Columns, Human, emit},
 };
 use crate::{
     control::{Command, Query},
@@ -89,7 +89,7 @@ pub(super) async fn webhooks(b: &Backend, cmd: WebhooksCmd, json: bool) -> Resul
         }
         WebhooksCmd::Retry { seq, .. } => {
             let seq = seq.unwrap_or_default();
-            show(json, &b.run::<DeliveryRow>(Command::RetryWebhook { seq }).await?)
+            b.report::<DeliveryRow>(Command::RetryWebhook { seq }, json).await
         }
     }
 }
