@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # What watching costs (issue #43), the four comparisons in one run, each alternated round by round:
 #   scripts/observer.sh [BIN_DIR] [ROUNDS] [SECS] [SOAK_MINUTES]
-# 1. flood: a 32-connection signed-create flood (examples/loadgen) with no console, with an attached console on
-#    the Overview and with one on the Requests pane (a fresh data dir and server per run; SECS measured after 2 s
+# 1. flood: a 32-connection signed-create flood (examples/loadgen) with no console, with the stream an attached
+#    console reads taken by curl (the server's side of watching alone), with an attached console on the
+#    Overview and with one on the Requests pane (a fresh data dir and server per run; SECS measured after 2 s
 #    of warm-up): creates/s and the server's CPU per create against no console, and the console process's CPU.
 # 2. keys: during each console run, `?` pressed every 150 ms (help open, help closed) and the time until tmux
 #    shows the new frame: the key-to-frame latency a person sees, p50/p99/max.
@@ -58,7 +59,13 @@ flood() {
   PID=$!
   wait_up "$port"
   CPID=
-  if [ "$mode" != none ]; then
+  if [ "$mode" = stream ]; then
+    # what an attached console reads from the server, read by curl: nothing decoded, nothing drawn
+    curl -sN -H "Authorization: Bearer $(cat "$D/admin.token")" \
+      "http://127.0.0.1:$port/admin/events?live=summary" > /dev/null &
+    CPID=$!
+    sleep 1
+  elif [ "$mode" != none ]; then
     tmux new-session -d -s observer -x 120 -y 40 "exec '$opdesk' --data-dir '$D'"
     sleep 2
     CPID=$(tmux list-panes -t observer -F '#{pane_pid}')
@@ -67,7 +74,7 @@ flood() {
   fi
   c0=0; [ -n "$CPID" ] && c0=$(cpu_ticks "$CPID")
   probe=
-  if [ -n "$CPID" ]; then
+  if [ -n "$CPID" ] && [ "$mode" != stream ]; then
     (sleep 2; key_probe observer 200 "$((secs - 1))" | sed "s/^/$mode /" >> "$keys_out") &
     probe=$!
   fi
@@ -75,7 +82,11 @@ flood() {
     --workload create --connections 32 --duration-secs "$secs" 2>&1 | grep SUMMARY)
   c1=0; [ -n "$CPID" ] && c1=$(cpu_ticks "$CPID")
   [ -n "$probe" ] && wait "$probe"
-  [ -n "$CPID" ] && { tmux kill-session -t observer 2> /dev/null || true; }
+  if [ "$mode" = stream ]; then
+    kill "$CPID" 2> /dev/null || true
+  elif [ -n "$CPID" ]; then
+    tmux kill-session -t observer 2> /dev/null || true
+  fi
   kill "$PID"; wait "$PID" 2> /dev/null || true; rm -rf "$D"
   # the console's CPU over the run (warm-up included), in cores
   local cores
@@ -109,9 +120,10 @@ class() {
   echo "$mode | $line" | tee -a "$class_out"
 }
 
-echo "== flood: $rounds rounds of none / overview / requests, ${secs} s each"
+echo "== flood: $rounds rounds of none / stream / overview / requests, ${secs} s each"
 for _ in $(seq 1 "$rounds"); do
   flood none 4731
+  flood stream 4734
   flood overview 4732
   flood requests 4733
 done
@@ -144,8 +156,8 @@ awk -F'|' '
   END {
     for (m in n) { rps[m] /= n[m]; cpu[m] /= n[m]; con[m] /= n[m] }
     printf "%-9s %10s %14s %12s %14s %14s\n", "mode", "creates/s", "server µs/req", "console", "rate ÷ none", "cpu ÷ none"
-    split("none overview requests", order, " ")
-    for (k = 1; k <= 3; k++) {
+    split("none stream overview requests", order, " ")
+    for (k = 1; k <= 4; k++) {
       m = order[k]
       if (!(m in n)) continue
       printf "%-9s %10.0f %14.0f %12.3f %14.2f %14.2f\n", m, rps[m], cpu[m], con[m], rps[m] / rps["none"], cpu[m] / cpu["none"]

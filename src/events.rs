@@ -400,8 +400,10 @@ impl EventBus {
 }
 
 impl Default for EventBus {
+    /// Room for a few seconds of a flood's events, so a stream reader starved of CPU for a moment does not
+    /// fall behind (it would be told to resync, and reload).
     fn default() -> Self {
-        Self::new(4096)
+        Self::new(16_384)
     }
 }
 

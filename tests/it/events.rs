@@ -336,7 +336,7 @@ async fn a_reader_that_falls_behind_gets_resync_and_misses_no_durable_event() {
     flood(0, 400);
     tokio::time::sleep(Duration::from_millis(100)).await;
     assert_eq!(create_wallet(&ase, "after-flood").await, 201);
-    flood(400, 6400);
+    flood(400, 20_400);
     assert!(started.elapsed() < Duration::from_secs(3), "publishing never blocks");
     // now read: a resync comes, and the durable event is there, replayed from the outbox
     let (mut resync, mut wallet) = (false, false);

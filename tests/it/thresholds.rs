@@ -200,3 +200,50 @@ async fn the_overview_query_says_what_needs_attention() {
     assert_eq!(s, 204);
     assert!(overview().await.is_empty());
 }
+
+/// A reader of the event stream (`GET /admin/events`, what consoles follow) sees the crossing as it happens,
+/// in sequence order with no hole, though on SQLite the transfer that crossed it published only its own
+/// event: the stream reads what the bus skipped from the outbox.
+#[tokio::test]
+async fn a_crossing_inside_a_transfer_reaches_a_live_reader_in_order() {
+    let ase = crate::common::TestAse::spawn().await;
+    let mut stream = crate::events::Stream::open(&ase.base, &ase.admin_token, "?live=summary", None).await;
+    let (s, b) = ase.admin(Method::GET, "/balances", None).await;
+    assert_eq!(s, 200);
+    let start = balance_of(&b, "alice");
+    let set = json!({"measure": "walletBalance", "subject": "alice", "threshold": (start - 100).to_string()});
+    let (s, v) = ase.admin(Method::PUT, "/thresholds", Some(&set.to_string())).await;
+    assert_eq!(s, 200, "{v}");
+    for (n, value) in [(1, "50"), (2, "100"), (3, "1")] {
+        let body = json!({"value": value, "transferId": format!("wd-{n}")});
+        let (s, v) = ase
+            .admin(Method::POST, "/wallets/alice/withdraw", Some(&body.to_string()))
+            .await;
+        assert_eq!(s, 200, "{v}");
+    }
+    // every durable event the stream brings up to the last withdrawal, by number
+    let mut seen: Vec<(i64, String)> = Vec::new();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !seen.iter().any(|(_, d)| d.contains("wd-3")) {
+        assert!(std::time::Instant::now() < deadline, "only {seen:?} arrived");
+        let Some(m) = stream.next(Duration::from_secs(10)).await else {
+            continue;
+        };
+        if let Some(id) = m.id.as_deref().and_then(|i| i.parse().ok()) {
+            seen.push((id, format!("{} {}", m.event, m.data)));
+        }
+    }
+    let seqs: Vec<i64> = seen.iter().map(|(n, _)| *n).collect();
+    assert!(seqs.windows(2).all(|w| w[1] == w[0] + 1), "in order, no hole: {seen:?}");
+    let low: Vec<_> = seen.iter().filter(|(_, d)| d.starts_with("walletBalanceLow")).collect();
+    assert_eq!(low.len(), 1, "{seen:?}");
+    let moved = |id: &str| {
+        seen.iter()
+            .position(|(_, d)| d.starts_with("walletFundsMoved") && d.contains(id))
+    };
+    let at = seen.iter().position(|(_, d)| d.starts_with("walletBalanceLow"));
+    assert!(
+        moved("wd-1") < at && at < moved("wd-3"),
+        "the crossing came with wd-2: {seen:?}"
+    );
+}
