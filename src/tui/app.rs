@@ -151,6 +151,17 @@ pub struct App {
     pub quit: bool,
 }
 
+/// The panes a resync reloads from the store (the Webhooks pane too, when in view).
+const SYNCED: [Pane; 7] = [
+    Pane::Overview,
+    Pane::Wallets,
+    Pane::Incoming,
+    Pane::Grants,
+    Pane::Outgoing,
+    Pane::Quotes,
+    Pane::Peers,
+];
+
 impl App {
     pub fn new(info: ServerInfo, keymap: Keymap, readonly: bool, now: OffsetDateTime) -> Self {
         Self {
@@ -337,21 +348,10 @@ impl App {
             .map(|f| f.text.clone())
     }
 
-    /// Reloads every pane from the store; the Webhooks pane only when in view (it is marked stale otherwise,
-    /// and loads when it is shown).
+    /// Reloads every pane from the store ([`SYNCED`]); the Webhooks pane only when in view (it is marked stale
+    /// otherwise, and loads when it is shown).
     fn resync_all(&mut self) -> Vec<Effect> {
-        let mut out: Vec<Effect> = [
-            Pane::Overview,
-            Pane::Wallets,
-            Pane::Incoming,
-            Pane::Grants,
-            Pane::Outgoing,
-            Pane::Quotes,
-            Pane::Peers,
-        ]
-        .into_iter()
-        .filter_map(|p| self.load(p))
-        .collect();
+        let mut out: Vec<Effect> = SYNCED.into_iter().filter_map(|p| self.load(p)).collect();
         if self.pane == Pane::Webhooks {
             out.extend(self.load(Pane::Webhooks));
         } else {
@@ -364,16 +364,8 @@ impl App {
     /// reloads now unless its last load is still unanswered, the others when shown or at their pace: a
     /// server too busy to keep the stream up is not asked for everything again at every drop.
     fn resync_stale(&mut self) -> Vec<Effect> {
-        self.stale.extend([
-            Pane::Overview,
-            Pane::Wallets,
-            Pane::Incoming,
-            Pane::Grants,
-            Pane::Outgoing,
-            Pane::Quotes,
-            Pane::Peers,
-            Pane::Webhooks,
-        ]);
+        self.stale.extend(SYNCED);
+        self.stale.insert(Pane::Webhooks);
         let p = self.pane;
         if p == Pane::Log || self.view().loading() {
             return Vec::new();
