@@ -300,7 +300,9 @@ impl Proc {
         let child = cmd.spawn().expect("spawn opdesk");
         let base = format!("http://127.0.0.1:{port}");
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-        while reqwest::get(format!("{base}/healthz")).await.is_err() {
+        // answering, and recorded in the data dir (an answer alone may come from another test's server that
+        // took the port in between)
+        while reqwest::get(format!("{base}/healthz")).await.is_err() || opdesk::owner::read_record(dir).is_none() {
             assert!(std::time::Instant::now() < deadline, "opdesk did not start");
             tokio::time::sleep(std::time::Duration::from_millis(20)).await;
         }
