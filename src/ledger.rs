@@ -545,12 +545,73 @@ pub struct Ledger {
     store: Store,
     bus: EventBus,
     clock: SharedClock,
-    /// Minutes of money moved already summed (see [`Ledger::moved_per_minute`]).
-    moved: std::sync::Arc<std::sync::Mutex<SummedMinutes>>,
+    /// Money moved per minute as far as it was read (see [`Ledger::moved_per_minute`]).
+    moved: std::sync::Arc<tokio::sync::Mutex<Moved>>,
 }
 
 /// Minutes (`YYYY-MM-DDTHH:MM`) of money moved, summed per asset: (asset code, asset scale, sum).
 type SummedMinutes = std::collections::BTreeMap<String, Vec<(String, u8, i64)>>;
+
+/// What [`Ledger::moved_per_minute`] keeps between looks.
+#[derive(Debug, Default)]
+struct Moved {
+    /// Minutes that ended, summed once.
+    summed: SummedMinutes,
+    open: OpenMinutes,
+}
+
+/// The open minutes, read a little at a time: each look reads the transfers stamped at or after the newest
+/// stamp the last look saw (the transfers at that very stamp again, as one committed since may share it).
+/// A transfer committed after a look with an older stamp is missed here; its minute is summed in full once
+/// it ended.
+#[derive(Debug, Default)]
+struct OpenMinutes {
+    /// The newest stamp read so far (empty: nothing read).
+    newest: String,
+    /// What was counted at `newest`, per asset: taken back before it is read again.
+    at_newest: Vec<(String, u8, i64)>,
+    minutes: SummedMinutes,
+}
+
+impl OpenMinutes {
+    /// Where the next look reads from, when the open minutes begin at `open`: minutes that ended are
+    /// forgotten (they are summed in full), and a reading that fell behind `open` starts over.
+    fn read_from(&mut self, open: &str) -> String {
+        self.minutes.retain(|minute, _| minute.as_str() >= open);
+        if self.newest.as_str() < open {
+            *self = Self::default();
+            return open.to_owned();
+        }
+        let minute = self.newest.get(..16).unwrap_or_default().to_owned();
+        for (code, scale, sum) in std::mem::take(&mut self.at_newest) {
+            add(self.minutes.entry(minute.clone()).or_default(), &code, scale, -sum);
+        }
+        self.newest.clone()
+    }
+
+    /// Adds what a look read: (asset code, asset scale, stamp, sum) from [`store::ledger::moved_since`].
+    fn add(&mut self, rows: Vec<(String, u8, String, i64)>) {
+        let Some(newest) = rows.iter().map(|r| &r.2).max().cloned() else {
+            return;
+        };
+        for (code, scale, at, sum) in rows {
+            if at == newest {
+                add(&mut self.at_newest, &code, scale, sum);
+            }
+            let Some(minute) = at.get(..16) else { continue };
+            add(self.minutes.entry(minute.to_owned()).or_default(), &code, scale, sum);
+        }
+        self.newest = newest;
+    }
+}
+
+/// Adds `sum` to the asset's entry of `sums`.
+fn add(sums: &mut Vec<(String, u8, i64)>, code: &str, scale: u8, sum: i64) {
+    match sums.iter_mut().find(|(c, s, _)| c == code && *s == scale) {
+        Some(entry) => entry.2 = entry.2.saturating_add(sum),
+        None => sums.push((code.to_owned(), scale, sum)),
+    }
+}
 
 /// A minute is summed for good this long after it ended: a transaction may take its time before it was
 /// stamped in a minute and committed after.
@@ -668,9 +729,10 @@ impl Ledger {
     }
 
     /// Money moved since `since`: per asset and minute (see [`store::ledger::moved_per_minute`]). Minutes that
-    /// ended (with [`MINUTE_GRACE`]) are summed once and kept; each look reads the journal of the open
-    /// minutes and of at most [`MINUTES_PER_LOOK`] past ones not yet summed. Under load the Overview's
-    /// fifteen minutes are millions of transfers: read on every look, they held the store thread.
+    /// ended (with [`MINUTE_GRACE`]) are summed once and kept; each look reads at most [`MINUTES_PER_LOOK`]
+    /// past ones not yet summed, and of the open minutes only what was stamped since the last look
+    /// ([`OpenMinutes`]). Under load the Overview's fifteen minutes are millions of transfers and an open minute
+    /// hundreds of thousands: read on every look, they held the store thread.
     pub async fn moved_per_minute(
         &self,
         since: time::OffsetDateTime,
@@ -678,9 +740,10 @@ impl Ledger {
         let label = |t: time::OffsetDateTime| crate::clock::format_ts(t).chars().take(16).collect::<String>();
         let open = label(self.clock.now() - MINUTE_GRACE);
         let first = label(since);
+        // one look at a time: the open minutes' reading goes on from where the last look left it
+        let mut moved = self.moved.lock().await;
         // the past minutes wanted, newest first, that are not summed yet
         let missing: Vec<(String, String)> = {
-            let cache = self.moved.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
             let mut out = Vec::new();
             let mut t = since
                 .replace_second(0)
@@ -688,14 +751,14 @@ impl Ledger {
                 .replace_nanosecond(0)
                 .unwrap_or(since);
             while label(t) < open {
-                if !cache.contains_key(&label(t)) {
+                if !moved.summed.contains_key(&label(t)) {
                     out.push((label(t), label(t + time::Duration::minutes(1))));
                 }
                 t += time::Duration::minutes(1);
             }
             out.into_iter().rev().take(MINUTES_PER_LOOK).collect()
         };
-        let from_open = open.clone();
+        let from = moved.open.read_from(&open);
         let (summed, fresh) = self
             .store
             .call(move |conn| {
@@ -703,24 +766,22 @@ impl Ledger {
                 for (from, to) in &missing {
                     summed.push((from.clone(), store::ledger::moved_per_minute(conn, from, to)?));
                 }
-                Ok::<_, LedgerError>((summed, store::ledger::moved_per_minute(conn, &from_open, "~")?))
+                Ok::<_, LedgerError>((summed, store::ledger::moved_since(conn, &from)?))
             })
             .await?;
-        let mut cache = self.moved.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         for (minute, rows) in summed {
-            cache.insert(
-                minute,
-                rows.into_iter()
-                    .map(|(code, scale, _, sum)| (code, scale, sum))
-                    .collect(),
-            );
+            let sums = rows.into_iter().map(|(code, scale, _, sum)| (code, scale, sum));
+            moved.summed.insert(minute, sums.collect());
         }
-        cache.retain(|minute, _| *minute >= first);
-        let mut out: Vec<(String, u8, String, i64)> = cache
-            .range(first..open)
+        moved.summed.retain(|minute, _| *minute >= first);
+        moved.open.add(fresh);
+        let past = moved.summed.range(first..open.clone());
+        let open_minutes = moved.open.minutes.range(open..);
+        let mut out: Vec<(String, u8, String, i64)> = past
+            .chain(open_minutes)
             .flat_map(|(minute, rows)| rows.iter().map(|(c, s, sum)| (c.clone(), *s, minute.clone(), *sum)))
             .collect();
-        out.extend(fresh);
+        out.sort_by(|a, b| (&a.2, &a.0, a.1).cmp(&(&b.2, &b.0, b.1)));
         Ok(out)
     }
 
@@ -811,6 +872,20 @@ mod tests {
         };
         assert_eq!(sum(&again, "T09:50"), 101, "summed once");
         assert_eq!(sum(&again, "T10:00"), 104 + 9, "the open minute is current");
+        // the open minute is read on from the last look: nothing counted twice, a transfer at the stamp the
+        // last look ended on counted once
+        let unchanged = ledger.moved_per_minute(since).await.unwrap();
+        assert_eq!(sum(&unchanged, "T10:00"), 104 + 9);
+        post(&store, "same stamp", 5, &at("10:00", 20));
+        let same = ledger.moved_per_minute(since).await.unwrap();
+        assert_eq!(sum(&same, "T10:00"), 104 + 9 + 5);
+        assert_eq!(sum(&ledger.moved_per_minute(since).await.unwrap(), "T10:00"), 104 + 9 + 5);
+        // a transfer committed late with an older stamp: the open minute misses it, the summed minute has it
+        post(&store, "late in the open minute", 11, &at("10:00", 10));
+        assert_eq!(sum(&ledger.moved_per_minute(since).await.unwrap(), "T10:00"), 104 + 9 + 5);
+        clock.advance(time::Duration::minutes(1));
+        assert_eq!(sum(&ledger.moved_per_minute(since).await.unwrap(), "T10:00"), 104 + 9 + 5 + 11);
+        clock.advance(time::Duration::minutes(-1));
         // minutes before the window are forgotten
         clock.advance(time::Duration::minutes(10));
         let later = ledger
@@ -822,7 +897,8 @@ mod tests {
             ledger
                 .moved
                 .lock()
-                .unwrap()
+                .await
+                .summed
                 .keys()
                 .all(|m| m.as_str() >= "2026-11-25T09:56")
         );

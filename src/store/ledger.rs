@@ -239,6 +239,20 @@ pub fn moved_per_minute(conn: &Connection, from: &str, to: &str) -> Result<Vec<(
     Ok(rows.collect::<Result<_, _>>()?)
 }
 
+/// Money moved at or after the instant `from` (a timestamp or a minute prefix): posted transfers summed per
+/// asset and per timestamp, as (asset code, asset scale, timestamp, sum). What the open minutes of the money
+/// moved are read from a little at a time (see [`crate::ledger::Ledger::moved_per_minute`]).
+pub fn moved_since(conn: &Connection, from: &str) -> Result<Vec<(String, u8, String, i64)>, Error> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT a.asset_code, a.asset_scale, COALESCE(t.resolved_at, t.created_at) AS at, SUM(t.posted_amount) \
+         FROM transfers t JOIN accounts a ON a.id = t.debit_account \
+         WHERE t.state = 'posted' AND COALESCE(t.resolved_at, t.created_at) >= ?1 \
+         GROUP BY a.asset_code, a.asset_scale, at",
+    )?;
+    let rows = stmt.query_map(params![from], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
 /// Balances recomputed from the journal, per account: (id, balance, pending_debits, pending_credits).
 /// Summed in `i128` in Rust: gross sums of a busy account can exceed `i64` even when its net cannot.
 pub fn journal_balances(conn: &Connection) -> Result<Vec<(String, i128, i128, i128)>, Error> {
