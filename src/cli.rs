@@ -273,6 +273,15 @@ impl OneLine {
     }
 }
 
+/// An amount argument: whole minor units of `whose` asset (`"the peer's"`), else a one-line refusal that says
+/// so for `what` (`"amount"`).
+fn minor(text: &str, what: &str, whose: &str) -> Result<crate::money::Value> {
+    crate::money::Value::parse(text).map_err(|_| {
+        let e = format!("the {what} must be whole minor units of {whose} asset, e.g. 1000 for 10.00 (got {text:?})");
+        OneLine::new(e).into()
+    })
+}
+
 /// `opdesk completions SHELL`: the completion script on stdout.
 pub fn print_completions(shell: clap_complete::Shell) {
     use clap::CommandFactory;

@@ -879,12 +879,21 @@ mod tests {
         post(&store, "same stamp", 5, &at("10:00", 20));
         let same = ledger.moved_per_minute(since).await.unwrap();
         assert_eq!(sum(&same, "T10:00"), 104 + 9 + 5);
-        assert_eq!(sum(&ledger.moved_per_minute(since).await.unwrap(), "T10:00"), 104 + 9 + 5);
+        assert_eq!(
+            sum(&ledger.moved_per_minute(since).await.unwrap(), "T10:00"),
+            104 + 9 + 5
+        );
         // a transfer committed late with an older stamp: the open minute misses it, the summed minute has it
         post(&store, "late in the open minute", 11, &at("10:00", 10));
-        assert_eq!(sum(&ledger.moved_per_minute(since).await.unwrap(), "T10:00"), 104 + 9 + 5);
+        assert_eq!(
+            sum(&ledger.moved_per_minute(since).await.unwrap(), "T10:00"),
+            104 + 9 + 5
+        );
         clock.advance(time::Duration::minutes(1));
-        assert_eq!(sum(&ledger.moved_per_minute(since).await.unwrap(), "T10:00"), 104 + 9 + 5 + 11);
+        assert_eq!(
+            sum(&ledger.moved_per_minute(since).await.unwrap(), "T10:00"),
+            104 + 9 + 5 + 11
+        );
         clock.advance(time::Duration::minutes(-1));
         // minutes before the window are forgotten
         clock.advance(time::Duration::minutes(10));

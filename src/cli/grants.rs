@@ -9,7 +9,10 @@ use super::{
     print::{Columns, Human, emit},
 };
 use crate::{
-    control::{Command, Found, Query, dto::Unlocked},
+    control::{
+        Command, Found, Query,
+        dto::{GrantFilter, Unlocked},
+    },
     gnap::service::GrantView,
     states::TokenState,
 };
@@ -112,7 +115,7 @@ fn timeline_text(g: &GrantView) -> String {
 /// `grants list|show|approve|reject|revoke|revoke-token|unlock`.
 pub(super) async fn grants(b: &Backend, cmd: GrantsCmd, json: bool) -> Result<()> {
     match cmd {
-        GrantsCmd::List { state, all } => b.show(Query::Grants { all, state }, json).await,
+        GrantsCmd::List { state, all } => b.show(Query::Grants(GrantFilter { all, state }), json).await,
         GrantsCmd::Show { id, timeline: false } => b.show(Query::Grant { id }, json).await,
         GrantsCmd::Show { id, timeline: true } => {
             let Found::Grant(g) = b.ask(Query::Grant { id }).await? else {

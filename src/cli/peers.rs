@@ -6,7 +6,7 @@ use clap::{Args, Subcommand};
 use color_eyre::eyre::Result;
 
 use super::{
-    Backend, OneLine,
+    Backend,
     print::{Columns, Human, emit},
     thresholds::PeerMeasure,
 };
@@ -245,12 +245,7 @@ fn set_or_clear<T>(clear: bool, value: Option<T>) -> Option<Option<T>> {
 
 /// An amount argument: whole minor units of the link's asset.
 fn minor(text: &str) -> Result<Value> {
-    Value::parse(text).map_err(|_| {
-        OneLine::new(format!(
-            "the amount must be whole minor units of the peer's asset, e.g. 1000 for 10.00 (got {text:?})"
-        ))
-        .into()
-    })
+    super::minor(text, "amount", "the peer's")
 }
 
 /// What may still be sent through the peer, for people.

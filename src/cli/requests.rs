@@ -16,7 +16,7 @@ use super::{
     print::{Columns, Human, emit},
 };
 use crate::{
-    control::Query,
+    control::{Query, dto::RequestPage},
     egress::{self, Egress},
     events::requests::{RequestDetail, RequestSummary},
     httpsig::{self, Jwks, KeyOutcome, Policy},
@@ -70,7 +70,7 @@ pub(super) async fn requests(b: &Backend, cmd: RequestsCmd, json: bool) -> Resul
         .into());
     }
     let query = match cmd {
-        RequestsCmd::List { cursor, limit } => Query::Requests { cursor, limit },
+        RequestsCmd::List { cursor, limit } => Query::Requests(RequestPage { cursor, limit }),
         RequestsCmd::Show { id } => Query::Request { id },
     };
     b.show(query, json).await

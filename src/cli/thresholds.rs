@@ -5,12 +5,11 @@
 use color_eyre::eyre::Result;
 
 use super::{
-    Backend, OneLine,
+    Backend,
     print::{Columns, Human, emit},
 };
 use crate::{
-    control::Command,
-    money::Value,
+    control::{Command, dto::NewThreshold},
     thresholds::{Measure, ThresholdView},
 };
 
@@ -42,30 +41,25 @@ pub(super) async fn set(
     json: bool,
 ) -> Result<()> {
     let Some(amount) = amount else {
-        let cmd = Command::SetThreshold {
+        let cmd = Command::SetThreshold(NewThreshold {
             measure,
             subject: subject.clone(),
             threshold: None,
-        };
+        });
         let ((), said) = b.said(cmd).await?;
         let removed = serde_json::json!({ "measure": measure, "subject": subject, "removed": true });
         return emit(json, &removed, || format!("{said}\n"));
     };
-    let threshold = Value::parse(&amount).map_err(|_| {
-        OneLine::new(format!(
-            "the threshold must be whole minor units of the {} asset, e.g. 5000 for 50.00 (got {amount:?})",
-            if measure == Measure::WalletBalance {
-                "wallet's"
-            } else {
-                "peer's"
-            }
-        ))
-    })?;
-    let cmd = Command::SetThreshold {
+    let whose = if measure == Measure::WalletBalance {
+        "the wallet's"
+    } else {
+        "the peer's"
+    };
+    let cmd = Command::SetThreshold(NewThreshold {
         measure,
         subject,
-        threshold: Some(threshold),
-    };
+        threshold: Some(super::minor(&amount, "threshold", whose)?),
+    });
     b.tell::<ThresholdView>(cmd, json).await?;
     Ok(())
 }

@@ -19,7 +19,7 @@ use crate::{
     },
     httpsig::jwk::{Jwk, Jwks},
     ledger::{Balance, Movement},
-    money::{Asset, Value, format_minor},
+    money::{Asset, format_minor},
     wallet::Wallet,
 };
 
@@ -234,14 +234,8 @@ pub(super) async fn keys(b: &Backend, cmd: KeysCmd, json: bool) -> Result<()> {
 
 /// `deposit` and `withdraw`: money between a wallet and the settlement account.
 pub(super) async fn move_funds(b: &Backend, m: MoveArgs, movement: Movement, json: bool) -> Result<()> {
-    let value = Value::parse(&m.amount).map_err(|_| {
-        OneLine::new(format!(
-            "the amount must be whole minor units of the wallet's asset, e.g. 1000 for 10.00 (got {:?})",
-            m.amount
-        ))
-    })?;
     let body = Move {
-        value,
+        value: super::minor(&m.amount, "amount", "the wallet's")?,
         asset_code: None,
         asset_scale: None,
         transfer_id: m.id,

@@ -9,7 +9,7 @@ use super::{
     print::{Columns, Human, emit},
 };
 use crate::{
-    control::{Command, Query},
+    control::{Command, Query, dto::WebhookPage},
     states::DeliveryState,
     webhooks::DeliveryRow,
 };
@@ -74,11 +74,11 @@ pub(super) async fn webhooks(b: &Backend, cmd: WebhooksCmd, json: bool) -> Resul
         WebhooksCmd::List { state, first } => {
             let first = first.unwrap_or(50);
             b.show(
-                Query::Webhooks {
+                Query::Webhooks(WebhookPage {
                     state,
                     before: None,
                     first,
-                },
+                }),
                 json,
             )
             .await

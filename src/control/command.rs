@@ -116,12 +116,7 @@ pub enum Command {
     /// Set (or with no `threshold` remove) an alert threshold: on a peer's liquidity or credit used
     /// (`subject` names the peer) or on a wallet's balance (`subject` names the wallet), in minor units of
     /// its asset.
-    SetThreshold {
-        measure: crate::thresholds::Measure,
-        subject: String,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        threshold: Option<crate::money::Value>,
-    },
+    SetThreshold(super::dto::NewThreshold),
     /// Re-drive the webhook delivery of event `seq`.
     RetryWebhook {
         seq: i64,
@@ -280,9 +275,9 @@ impl Outcome {
                 format!("settlement recorded: {who}; now {}", p.position_words())
             }
             (_, Self::Delivery(d)) => format!("the webhook for event {} will be sent again", d.event_seq),
-            (Command::SetThreshold { .. }, Self::Threshold(t)) => t.words(),
-            (Command::SetThreshold { measure, subject, .. }, _) => {
-                format!("{}: {} threshold removed", sanitize(subject), measure.words())
+            (Command::SetThreshold(_), Self::Threshold(t)) => t.words(),
+            (Command::SetThreshold(t), _) => {
+                format!("{}: {} threshold removed", sanitize(&t.subject), t.measure.words())
             }
             (_, Self::Retried(0)) => "no dead webhook deliveries to re-drive".to_owned(),
             (_, Self::Retried(1)) => "1 dead webhook delivery will be sent again".to_owned(),
@@ -413,14 +408,12 @@ pub async fn execute(s: &Services, cmd: Command, by: Cause) -> Result<Outcome, E
         Command::SettlePeer { peer, settlement } => {
             Outcome::PeerMoved(Box::new(liquidity::settle_peer(s, &peer, settlement).await?))
         }
-        Command::SetThreshold {
-            measure,
-            subject,
-            threshold,
-        } => match super::thresholds::set_threshold(s, measure, &subject, threshold).await? {
-            Some(t) => Outcome::Threshold(Box::new(t)),
-            None => Outcome::Done,
-        },
+        Command::SetThreshold(t) => {
+            match super::thresholds::set_threshold(s, t.measure, &t.subject, t.threshold).await? {
+                Some(t) => Outcome::Threshold(Box::new(t)),
+                None => Outcome::Done,
+            }
+        }
         Command::RetryWebhook { seq } => Outcome::Delivery(webhooks::retry_webhook(s, seq).await?),
         Command::RetryDeadWebhooks => Outcome::Retried(webhooks::retry_dead_webhooks(s).await?),
     })

@@ -82,15 +82,60 @@ pub struct WalletDetail {
     pub balance: Balance,
 }
 
-/// `GET /admin/grants?state=…`
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+/// `GET /admin/grants?state=…`: the grants in `state`, or every one (`all`), else the open ones.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct GrantFilter {
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub state: Option<String>,
     /// Closed grants (revoked, rejected, expired) too; without it and without `state` they are hidden.
     #[serde(default)]
     pub all: bool,
+}
+
+/// `GET /admin/webhooks?state=…&before=SEQ&first=N`: webhook deliveries newest first, optionally in one state,
+/// before sequence number `before`, `first` of them (default 50).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WebhookPage {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub before: Option<i64>,
+    #[serde(default = "WebhookPage::first")]
+    pub first: usize,
+}
+
+impl WebhookPage {
+    fn first() -> usize {
+        50
+    }
+}
+
+/// `GET /admin/requests?cursor=ID&limit=N`: the server's recent requests, newest first, after request
+/// `cursor`, `limit` of them (default 100, at most 1,000).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RequestPage {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cursor: Option<String>,
+    #[serde(default = "RequestPage::limit")]
+    pub limit: usize,
+}
+
+impl RequestPage {
+    fn limit() -> usize {
+        100
+    }
+}
+
+/// `PUT /admin/thresholds`: `{"measure", "subject", "threshold"?}` (no threshold: remove it).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NewThreshold {
+    pub measure: crate::thresholds::Measure,
+    pub subject: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub threshold: Option<crate::money::Value>,
 }
 
 /// `POST /admin/grants/{id}/reject` (body optional).

@@ -12,7 +12,10 @@ use serde::{Deserialize, Serialize};
 use super::{
     Error, Services,
     classroom::SeatProgress,
-    dto::{Listed, Overview, PaymentFilter, PeerView, ServerView, WalletDetail, WalletSummary},
+    dto::{
+        GrantFilter, Listed, Overview, PaymentFilter, PeerView, RequestPage, ServerView, WalletDetail, WalletSummary,
+        WebhookPage,
+    },
 };
 use crate::{
     ase::{incoming::IncomingView, outgoing::GrantSpent, outgoing::OutgoingView, quotes::QuoteDto},
@@ -46,12 +49,7 @@ pub enum Query {
     /// Every account's balance.
     Balances,
     /// The grants in `state`, or every one (`all`), else the open ones.
-    Grants {
-        #[serde(default)]
-        all: bool,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        state: Option<String>,
-    },
+    Grants(GrantFilter),
     /// What each active outgoing-payment grant has spent in its current interval, by grant id.
     GrantSpending,
     /// One grant with its timeline.
@@ -77,13 +75,7 @@ pub enum Query {
         id: String,
     },
     /// Webhook deliveries newest first, optionally in one state, before sequence number `before`.
-    Webhooks {
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        state: Option<String>,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        before: Option<i64>,
-        first: usize,
-    },
+    Webhooks(WebhookPage),
     /// The ILP peers with their account balances (tokens never shown).
     Peers,
     Peer {
@@ -92,11 +84,7 @@ pub enum Query {
     /// Every alert threshold (peers' liquidity and credit used, wallets' balances) with its value now.
     Thresholds,
     /// The server's recent requests, newest first, after request `cursor`.
-    Requests {
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        cursor: Option<String>,
-        limit: usize,
-    },
+    Requests(RequestPage),
     /// One recent request with its signature report.
     Request {
         id: String,
@@ -176,7 +164,7 @@ pub async fn answer(s: &Services, q: Query) -> Result<Found, Error> {
         Query::Wallet { name } => Found::Wallet(Box::new(wallets::show_wallet(s, &name).await?)),
         Query::Keys { wallet } => Found::Keys(super::keys::list_keys(s, &wallet).await?),
         Query::Balances => Found::Balances(wallets::balances(s).await?),
-        Query::Grants { all, state } => Found::Grants(grants::list_grants(s, state, all).await?),
+        Query::Grants(GrantFilter { all, state }) => Found::Grants(grants::list_grants(s, state, all).await?),
         Query::GrantSpending => Found::GrantSpending(views::grant_spending(s).await?),
         Query::Grant { id } => Found::Grant(Box::new(grants::show_grant(s, &id).await?)),
         Query::Incoming { filter } => Found::Incoming(payments::list_incoming(s, filter).await?),
@@ -185,7 +173,7 @@ pub async fn answer(s: &Services, q: Query) -> Result<Found, Error> {
         Query::OutgoingPayment { id } => Found::OutgoingPayment(Box::new(payments::show_outgoing(s, &id).await?)),
         Query::Quotes { filter } => Found::Quotes(payments::list_quotes(s, filter).await?),
         Query::Quote { id } => Found::Quote(Box::new(payments::show_quote(s, &id).await?)),
-        Query::Webhooks { state, before, first } => {
+        Query::Webhooks(WebhookPage { state, before, first }) => {
             let mut rows = super::webhooks::list_webhooks(s, state, before, Some(first)).await?;
             // as the admin API answers them: without the body they send (not part of the operator's view)
             rows.iter_mut().for_each(|d| d.body.clear());
@@ -199,7 +187,7 @@ pub async fn answer(s: &Services, q: Query) -> Result<Found, Error> {
         Query::Peers => Found::Peers(peers::list_peers(s).await?),
         Query::Peer { name } => Found::Peer(Box::new(peers::show_peer(s, &name).await?)),
         Query::Thresholds => Found::Thresholds(super::thresholds::list_thresholds(s).await?),
-        Query::Requests { cursor, limit } => {
+        Query::Requests(RequestPage { cursor, limit }) => {
             let (items, next_cursor) = ring(s)?.page(cursor.as_deref(), limit.min(1000));
             Found::Requests(super::dto::Listed { items, next_cursor })
         }
@@ -219,12 +207,12 @@ mod tests {
     #[test]
     fn queries_are_tagged_json() {
         let q: Query = serde_json::from_value(serde_json::json!({"query": "grants", "all": true})).unwrap();
-        assert_eq!(q, Query::Grants { all: true, state: None });
-        let q = Query::Webhooks {
+        assert_eq!(q, Query::Grants(GrantFilter { all: true, state: None }));
+        let q = Query::Webhooks(WebhookPage {
             state: None,
             before: Some(7),
             first: 50,
-        };
+        });
         let v = serde_json::to_value(&q).unwrap();
         assert_eq!(v, serde_json::json!({"query": "webhooks", "before": 7, "first": 50}));
         assert_eq!(serde_json::from_value::<Query>(v).unwrap(), q);

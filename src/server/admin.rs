@@ -18,10 +18,7 @@ use axum::{
 };
 
 use crate::{
-    control::{
-        self, Command, Query,
-        dto::{GrantFilter, Reject},
-    },
+    control::{self, Command, Query, dto::Reject},
     gnap::timeline::{ACTOR_HEADER, Actor, Cause},
     server::{error::ApiError, extract::Json, request_log::RequestId, state::AppState},
 };
@@ -122,18 +119,7 @@ pub fn routes(state: AppState) -> Router<AppState> {
         .route("/overview", get(|s: S| read(s, Q::Overview)))
         .route("/server", get(|s: S| read(s, Q::Server)))
         .route("/wallet-summaries", get(|s: S| read(s, Q::Wallets)))
-        .route(
-            "/grants",
-            get(|s: S, Params(f): Params<GrantFilter>| {
-                read(
-                    s,
-                    Q::Grants {
-                        all: f.all,
-                        state: f.state,
-                    },
-                )
-            }),
-        )
+        .route("/grants", get(|s: S, Params(filter)| read(s, Q::Grants(filter))))
         .route("/grants/spending", get(|s: S| read(s, Q::GrantSpending)))
         .route("/grants/{id}", get(|s: S, Path(id)| read(s, Q::Grant { id })))
         .route(
@@ -165,14 +151,7 @@ pub fn routes(state: AppState) -> Router<AppState> {
         )
         .route(
             "/thresholds",
-            get(|s: S| read(s, Q::Thresholds)).put(|s: S, by, Json(t): Json<SetThreshold>| {
-                let cmd = C::SetThreshold {
-                    measure: t.measure,
-                    subject: t.subject,
-                    threshold: t.threshold,
-                };
-                command(s, by, cmd)
-            }),
+            get(|s: S| read(s, Q::Thresholds)).put(|s: S, by, Json(t)| command(s, by, C::SetThreshold(t))),
         )
         .route(
             "/incoming-payments",
@@ -204,32 +183,9 @@ pub fn routes(state: AppState) -> Router<AppState> {
         )
         .route("/quotes", get(|s: S, Params(filter)| read(s, Q::Quotes { filter })))
         .route("/quotes/{id}", get(|s: S, Path(id)| read(s, Q::Quote { id })))
-        .route(
-            "/requests",
-            get(|s: S, Params(p): Params<RequestPage>| {
-                read(
-                    s,
-                    Q::Requests {
-                        cursor: p.cursor,
-                        limit: p.limit.unwrap_or(100),
-                    },
-                )
-            }),
-        )
+        .route("/requests", get(|s: S, Params(page)| read(s, Q::Requests(page))))
         .route("/requests/{id}", get(|s: S, Path(id)| read(s, Q::Request { id })))
-        .route(
-            "/webhooks",
-            get(|s: S, Params(w): Params<WebhookQuery>| {
-                read(
-                    s,
-                    Q::Webhooks {
-                        state: w.state,
-                        before: w.before,
-                        first: w.first.unwrap_or(50),
-                    },
-                )
-            }),
-        )
+        .route("/webhooks", get(|s: S, Params(page)| read(s, Q::Webhooks(page))))
         .route(
             "/webhooks/retry-dead",
             post(|s: S, by| command(s, by, C::RetryDeadWebhooks)),
@@ -346,31 +302,6 @@ async fn events(
 struct EventsQuery {
     after: Option<i64>,
     live: Option<control::events::Live>,
-}
-
-/// `PUT /admin/thresholds`: `{"measure", "subject", "threshold"?}` (no threshold: remove it).
-#[derive(Debug, serde::Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-struct SetThreshold {
-    measure: crate::thresholds::Measure,
-    subject: String,
-    #[serde(default)]
-    threshold: Option<crate::money::Value>,
-}
-
-#[derive(Debug, serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct WebhookQuery {
-    state: Option<String>,
-    before: Option<i64>,
-    first: Option<usize>,
-}
-
-/// `GET /admin/requests?cursor=ID&limit=N`: the server's recent requests, newest first.
-#[derive(Debug, serde::Deserialize)]
-struct RequestPage {
-    cursor: Option<String>,
-    limit: Option<usize>,
 }
 
 /// `POST /admin/grants/{id}/reject`: the body (`{"reason"}`) may be left out.

@@ -1183,7 +1183,7 @@ mod tests {
             .iter()
             .filter_map(|e| match e {
                 Effect::Load(Load {
-                    query: Query::Webhooks { state, .. },
+                    query: Query::Webhooks(crate::control::dto::WebhookPage { state, .. }),
                     ..
                 }) => Some(state.is_some()),
                 _ => None,
@@ -1241,7 +1241,7 @@ mod tests {
                 .iter()
                 .filter_map(|e| match e {
                     Effect::Load(Load {
-                        query: Query::Grants { all, .. },
+                        query: Query::Grants(crate::control::dto::GrantFilter { all, .. }),
                         ..
                     }) => Some(!all),
                     _ => None,

@@ -139,10 +139,10 @@ impl View for Grants {
     }
     /// Open grants only, unless `F` shows them all.
     fn query(&self, _cursor: Option<String>, _q: Option<String>) -> Option<Query> {
-        Some(Query::Grants {
+        Some(Query::Grants(crate::control::dto::GrantFilter {
             all: self.all,
             state: None,
-        })
+        }))
     }
     /// The grants, then what each outgoing-payment grant has spent (asked for after them), and the timeline
     /// of the one whose detail is open.

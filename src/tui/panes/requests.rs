@@ -99,7 +99,7 @@ impl View for Requests {
     listed_by_table!();
     fn query(&self, cursor: Option<String>, _q: Option<String>) -> Option<Query> {
         let limit = usize::try_from(PAGE).unwrap_or(200);
-        Some(Query::Requests { cursor, limit })
+        Some(Query::Requests(crate::control::dto::RequestPage { cursor, limit }))
     }
     fn found(&mut self, found: Found, append: bool, cx: &Cx<'_>) -> Vec<Out> {
         match found {

@@ -2,7 +2,12 @@
 //! major units (as the panes' deposit prompts take it), or `remove`. Run at once: a threshold moves no money.
 
 use super::{Out, warn};
-use crate::{control::Command, money::Value, thresholds::Measure, tui::effect::Effect};
+use crate::{
+    control::{Command, dto::NewThreshold},
+    money::Value,
+    thresholds::Measure,
+    tui::effect::Effect,
+};
 
 /// The effect of `:threshold REST` on `subject`'s `measure`, in an asset of `scale` decimals.
 pub fn command(measure: Measure, subject: String, scale: u8, rest: &str) -> Vec<Out> {
@@ -17,9 +22,9 @@ pub fn command(measure: Measure, subject: String, scale: u8, rest: &str) -> Vec<
             }
         },
     };
-    vec![Out::Run(Effect::Run(Command::SetThreshold {
+    vec![Out::Run(Effect::Run(Command::SetThreshold(NewThreshold {
         measure,
         subject,
         threshold,
-    }))]
+    })))]
 }

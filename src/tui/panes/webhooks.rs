@@ -123,11 +123,11 @@ impl View for Webhooks {
         std::mem::take(&mut self.dead_only)
     }
     fn query(&self, cursor: Option<String>, _q: Option<String>) -> Option<Query> {
-        Some(Query::Webhooks {
+        Some(Query::Webhooks(crate::control::dto::WebhookPage {
             state: self.dead_only.then(|| DeliveryState::Dead.to_string()),
             before: cursor.as_deref().and_then(|c| c.parse::<i64>().ok()),
             first: usize::try_from(PAGE).unwrap_or(200),
-        })
+        }))
     }
     /// A full page: the next one starts before the oldest shown.
     fn found(&mut self, found: Found, append: bool, _cx: &Cx<'_>) -> Vec<Out> {
