@@ -65,18 +65,14 @@ const STREAM_SILENCE: Duration = Duration::from_secs(45);
 impl AdminClient {
     /// `base` is the server root, e.g. `http://127.0.0.1:4000`.
     pub fn new(base: &str, token: &str) -> Result<Self, ClientError> {
-        let http = reqwest::Client::builder()
-            .redirect(reqwest::redirect::Policy::none())
-            .connect_timeout(Duration::from_secs(2))
-            .timeout(Duration::from_secs(30))
-            .build()
-            .map_err(|e| ClientError::Protocol(e.to_string()))?;
-        let stream = reqwest::Client::builder()
-            .redirect(reqwest::redirect::Policy::none())
-            .connect_timeout(Duration::from_secs(2))
-            .read_timeout(STREAM_SILENCE)
-            .build()
-            .map_err(|e| ClientError::Protocol(e.to_string()))?;
+        let client = |b: reqwest::ClientBuilder| {
+            let b = b.redirect(reqwest::redirect::Policy::none());
+            b.connect_timeout(Duration::from_secs(2))
+                .build()
+                .map_err(|e| ClientError::Protocol(e.to_string()))
+        };
+        let http = client(reqwest::Client::builder().timeout(Duration::from_secs(30)))?;
+        let stream = client(reqwest::Client::builder().read_timeout(STREAM_SILENCE))?;
         let root = crate::names::base_url(base);
         Ok(Self {
             http,
@@ -115,19 +111,14 @@ impl AdminClient {
         after: Option<i64>,
         live: crate::control::events::Live,
     ) -> Result<impl Stream<Item = Result<AdminEvent, ClientError>> + Send + 'static, ClientError> {
-        use crate::control::events::Live;
-        let live = match live {
-            Live::No => "false",
-            Live::Summary => "summary",
-            Live::Every => "true",
-        };
-        let mut url = format!("{}/events?live={live}", self.base);
-        if let Some(seq) = after {
-            url.push_str(&format!("&after={seq}"));
-        }
-        let res = self
+        let mut req = self
             .stream
-            .get(url)
+            .get(format!("{}/events", self.base))
+            .query(&[("live", live)]);
+        if let Some(seq) = after {
+            req = req.query(&[("after", seq)]);
+        }
+        let res = req
             .bearer_auth(&self.token)
             .header(reqwest::header::ACCEPT, "text/event-stream")
             .send()

@@ -98,13 +98,12 @@ impl Backend {
     }
 
     /// Runs an operator command and prints what it came to: its value as JSON, or the sentence that words it.
-    pub(super) async fn tell<T>(&self, cmd: control::Command, json: bool) -> Result<T>
+    pub(super) async fn tell<T>(&self, cmd: control::Command, json: bool) -> Result<()>
     where
         T: TryFrom<control::Outcome, Error = control::command::UnexpectedOutcome> + serde::Serialize,
     {
         let (value, sentence) = self.said::<T>(cmd).await?;
-        print::emit(json, &value, || format!("{sentence}\n"))?;
-        Ok(value)
+        print::emit(json, &value, || format!("{sentence}\n"))
     }
 
     /// Runs an operator command and takes what it came to.

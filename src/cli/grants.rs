@@ -132,8 +132,7 @@ pub(super) async fn grants(b: &Backend, cmd: GrantsCmd, json: bool) -> Result<()
         }
         GrantsCmd::Unlock { id, wallet } => {
             b.tell::<Unlocked>(Command::UnlockSignIns { grant: id, wallet }, json)
-                .await?;
-            Ok(())
+                .await
         }
     }
 }

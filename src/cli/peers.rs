@@ -204,8 +204,7 @@ pub(super) async fn peers(b: &Backend, cmd: PeersCmd, json: bool) -> Result<()> 
                 peer: name,
                 liquidity: body,
             };
-            b.tell::<PeerMoved>(cmd, json).await?;
-            Ok(())
+            b.tell::<PeerMoved>(cmd, json).await
         }
         PeersCmd::Settle {
             name,
@@ -225,8 +224,7 @@ pub(super) async fn peers(b: &Backend, cmd: PeersCmd, json: bool) -> Result<()> 
                 peer: name,
                 settlement: body,
             };
-            b.tell::<PeerMoved>(cmd, json).await?;
-            Ok(())
+            b.tell::<PeerMoved>(cmd, json).await
         }
         PeersCmd::Remove { name } => {
             let ((), said) = b.said(Command::RemovePeer { name: name.clone() }).await?;

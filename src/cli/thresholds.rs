@@ -60,8 +60,7 @@ pub(super) async fn set(
         subject,
         threshold: Some(super::minor(&amount, "threshold", whose)?),
     });
-    b.tell::<ThresholdView>(cmd, json).await?;
-    Ok(())
+    b.tell::<ThresholdView>(cmd, json).await
 }
 
 impl Human for ThresholdView {

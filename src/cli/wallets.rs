@@ -141,16 +141,14 @@ pub(super) async fn wallets(b: &Backend, cmd: WalletsCmd, json: bool) -> Result<
                 asset_scale: scale,
                 public_name,
             };
-            b.tell::<Wallet>(control::Command::CreateWallet(body), json).await?;
-            Ok(())
+            b.tell::<Wallet>(control::Command::CreateWallet(body), json).await
         }
         WalletsCmd::PublicName { name, public_name } => {
             let cmd = control::Command::SetPublicName {
                 wallet: name,
                 public_name,
             };
-            b.tell::<Wallet>(cmd, json).await?;
-            Ok(())
+            b.tell::<Wallet>(cmd, json).await
         }
         WalletsCmd::Passphrase { name, generate, remove } => {
             let passphrase = if remove {
@@ -199,8 +197,7 @@ pub(super) async fn keys(b: &Backend, cmd: KeysCmd, json: bool) -> Result<()> {
                 generate: false,
             };
             b.tell::<KeyAdded>(control::Command::AddKey { wallet, key: body }, json)
-                .await?;
-            Ok(())
+                .await
         }
         KeysCmd::Generate { wallet, out } => {
             let body = AddKey {
@@ -245,8 +242,7 @@ pub(super) async fn move_funds(b: &Backend, m: MoveArgs, movement: Movement, jso
         Movement::Deposit => control::Command::Deposit { wallet, funds },
         Movement::Withdrawal => control::Command::Withdraw { wallet, funds },
     };
-    b.tell::<Moved>(cmd, json).await?;
-    Ok(())
+    b.tell::<Moved>(cmd, json).await
 }
 
 impl Human for Wallet {

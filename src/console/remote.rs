@@ -21,7 +21,7 @@ use crate::{
     gnap::timeline::Actor,
     owner::{self, Record},
     tui::{
-        app::{Attached, ServerInfo},
+        app::ServerInfo,
         desk::{Answer, Desk, DeskError, FEED_CAPACITY, Feed},
     },
 };
@@ -124,11 +124,10 @@ async fn server_info(client: &AdminClient) -> Answer<ServerInfo> {
     let Found::Server(v) = client.ask(&Query::Server).await.map_err(desk_error)? else {
         return Err(DeskError::Refused("an unexpected answer".into()));
     };
-    let attached = Attached {
-        url: client.url().to_owned(),
-        pid: Some(v.pid),
-    };
-    Ok(ServerInfo::of(v, Some(attached)))
+    Ok(ServerInfo {
+        server: v,
+        attached: Some(client.url().to_owned()),
+    })
 }
 
 /// Follows the event stream into `tx` for as long as the console listens, reconnecting as needed.

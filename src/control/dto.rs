@@ -582,7 +582,7 @@ pub struct WalletSummary {
 }
 
 /// `GET /admin/server`: what the server is, for an attached console's header.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ServerView {
     pub version: String,

@@ -31,7 +31,7 @@ pub enum Item {
 }
 
 /// Which live-only events a stream carries besides the durable ones.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Live {
     /// None: durable events only.

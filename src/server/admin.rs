@@ -311,13 +311,6 @@ async fn reject_grant(s: S, by: Caller, Path(id): Id, body: axum::body::Bytes) -
     } else {
         serde_json::from_slice(&body).map_err(|e| ApiError::bad_request("invalid_request", e.to_string()))?
     };
-    command(
-        s,
-        by,
-        Command::RejectGrant {
-            id,
-            reason: body.reason,
-        },
-    )
-    .await
+    let reason = body.reason;
+    command(s, by, Command::RejectGrant { id, reason }).await
 }

@@ -28,7 +28,7 @@ mod events;
 mod replies;
 
 pub use super::{
-    desk::{Attached, OverviewData, ServerInfo, WalletRow},
+    desk::{OverviewData, ServerInfo, WalletRow},
     effect::{Effect, Load},
     panes::{Filter, Level, PAGE, requests::HttpRow},
     widgets::short_id,
@@ -696,10 +696,7 @@ mod tests {
         a.update(Msg::Disconnected("connection refused".into()));
         assert!(a.flash.is_none(), "said once while it retries");
         let moved = ServerInfo {
-            attached: Some(Attached {
-                url: "http://127.0.0.1:4661".into(),
-                pid: Some(7),
-            }),
+            attached: Some("http://127.0.0.1:4661".into()),
             ..ServerInfo::default()
         };
         let effects = a.update(Msg::Connected(moved.clone()));
@@ -892,10 +889,7 @@ mod tests {
         let mut a = app();
         assert!(a.update(ctrl_z()).is_empty(), "embedded: nothing stops");
         assert!(a.flash.as_ref().is_some_and(|f| f.text.contains("would stop it too")));
-        a.info.attached = Some(Attached {
-            url: "http://127.0.0.1:4001".into(),
-            pid: Some(7),
-        });
+        a.info.attached = Some("http://127.0.0.1:4001".into());
         assert_eq!(a.update(ctrl_z()), vec![Effect::Suspend]);
     }
 
@@ -1324,10 +1318,8 @@ mod tests {
 
     #[test]
     fn the_webhooks_pane_reloads_at_its_own_pace_and_only_in_view() {
-        let info = ServerInfo {
-            webhooks_enabled: true,
-            ..ServerInfo::default()
-        };
+        let mut info = ServerInfo::default();
+        info.server.webhooks_enabled = true;
         let mut a = App::new(info, Keymap::default(), false, now());
         let at = |s: i64| now() + time::Duration::milliseconds(s);
         let wallet = || {

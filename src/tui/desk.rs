@@ -13,41 +13,13 @@ use crate::{
     events::DomainEvent,
 };
 
-/// What the header shows about the server the console shows: embedded in this process, or attached to.
+/// What the header shows about the server the console shows: what it says of itself (whether it has a webhook
+/// URL configured, for one: the Webhooks pane says so when not), and the admin API's base URL an attached
+/// console reaches it at (none: embedded in this process).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct ServerInfo {
-    pub version: String,
-    pub listen: String,
-    pub public_url: String,
-    pub ilp_address: Option<String>,
-    pub database: String,
-    /// Whether the server has a webhook URL configured (the Webhooks pane says so when not).
-    pub webhooks_enabled: bool,
-    /// The server this console attached to (none: embedded in this process).
-    pub attached: Option<Attached>,
-}
-
-impl ServerInfo {
-    /// The header for the server `v` describes, reached as `attached` (none: embedded).
-    pub fn of(v: crate::control::dto::ServerView, attached: Option<Attached>) -> Self {
-        Self {
-            version: v.version,
-            listen: v.listen,
-            public_url: v.public_url,
-            ilp_address: v.ilp_address,
-            database: v.database,
-            webhooks_enabled: v.webhooks_enabled,
-            attached,
-        }
-    }
-}
-
-/// Where an attached console reaches its server.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Attached {
-    /// The admin API's base URL.
-    pub url: String,
-    pub pid: Option<u32>,
+    pub server: crate::control::dto::ServerView,
+    pub attached: Option<String>,
 }
 
 /// A wallet with its balance and key count.
@@ -154,7 +126,10 @@ fn refused(e: control::Error) -> DeskError {
 
 /// The header of the embedded server.
 pub fn embedded_info(s: &Services) -> ServerInfo {
-    ServerInfo::of(control::server_view(s), None)
+    ServerInfo {
+        server: control::server_view(s),
+        attached: None,
+    }
 }
 
 /// The embedded server: the command layer in this process, and the event stream the admin API serves

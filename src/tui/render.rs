@@ -66,7 +66,7 @@ fn draw_header(app: &App, theme: &Theme, f: &mut Frame, area: Rect) {
         Span::styled(" LIVE ", theme.ok.add_modifier(Modifier::REVERSED))
     };
     let mut spans = vec![
-        Span::styled(format!("opdesk {} ", app.info.version), theme.header),
+        Span::styled(format!("opdesk {} ", app.info.server.version), theme.header),
         mode,
         Span::raw(" "),
     ];
@@ -102,8 +102,8 @@ fn draw_header(app: &App, theme: &Theme, f: &mut Frame, area: Rect) {
     } else {
         spans.push(Span::styled(where_line(app), theme.dim));
     }
-    spans.push(Span::styled(app.info.public_url.clone(), theme.accent));
-    spans.push(Span::styled(format!("  db {}", app.info.database), theme.dim));
+    spans.push(Span::styled(app.info.server.public_url.clone(), theme.accent));
+    spans.push(Span::styled(format!("  db {}", app.info.server.database), theme.dim));
     f.render_widget(Paragraph::new(Line::from(spans)), area);
 }
 
@@ -140,10 +140,7 @@ fn desk_spans(app: &App, theme: &Theme) -> Vec<Span<'static>> {
 pub fn where_line(app: &App) -> String {
     match &app.info.attached {
         None => "embedded  ".to_owned(),
-        Some(a) => match a.pid {
-            Some(pid) => format!("attached to {} (pid {pid})  ", a.url),
-            None => format!("attached to {}  ", a.url),
-        },
+        Some(url) => format!("attached to {url} (pid {})  ", app.info.server.pid),
     }
 }
 

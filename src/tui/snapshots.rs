@@ -24,12 +24,15 @@ use crate::{
 
 fn info() -> ServerInfo {
     ServerInfo {
-        version: "0.1.0".into(),
-        listen: "127.0.0.1:4000".into(),
-        public_url: "http://127.0.0.1:4000".into(),
-        ilp_address: Some("test.opdesk".into()),
-        database: "/data/ase.sqlite3".into(),
-        webhooks_enabled: true,
+        server: crate::control::dto::ServerView {
+            version: "0.1.0".into(),
+            pid: 123,
+            listen: "127.0.0.1:4000".into(),
+            public_url: "http://127.0.0.1:4000".into(),
+            ilp_address: Some("test.opdesk".into()),
+            database: "/data/ase.sqlite3".into(),
+            webhooks_enabled: true,
+        },
         attached: None,
     }
 }
@@ -447,7 +450,7 @@ fn the_webhooks_pane_empty_off_dead_detail_and_confirm() {
     goto(&mut empty, Pane::Webhooks);
     empty.update(Msg::Reply(Reply::page(Pane::Webhooks, Found::Webhooks(vec![]), false)));
     insta::assert_snapshot!("webhooks_empty_120x40", draw(&empty, 120, 40));
-    empty.info.webhooks_enabled = false;
+    empty.info.server.webhooks_enabled = false;
     let off = draw(&empty, 80, 24);
     assert!(off.contains("no webhook URL is configured"), "{off}");
     insta::assert_snapshot!("webhooks_off_80x24", off);
@@ -601,10 +604,7 @@ fn the_header_says_embedded_attached_or_disconnected() {
     let embedded = loaded(false);
     assert!(header(&embedded).contains("embedded  http://127.0.0.1:4000"));
     let mut attached = loaded(false);
-    attached.info.attached = Some(super::app::Attached {
-        url: "http://127.0.0.1:4660".into(),
-        pid: Some(123),
-    });
+    attached.info.attached = Some("http://127.0.0.1:4660".into());
     assert!(
         header(&attached).contains("attached to http://127.0.0.1:4660 (pid 123)"),
         "{}",
@@ -678,7 +678,7 @@ fn the_header_shows_the_desk_in_view_and_the_other() {
         active: 1,
     };
     let mut other = info();
-    other.public_url = "http://127.0.0.1:4100".into();
+    other.server.public_url = "http://127.0.0.1:4100".into();
     a.update(Msg::Reply(Reply::Switched(other, switched)));
     assert!(
         a.panes.wallets.table.items.is_empty() && a.panes.peers.table.items.is_empty(),

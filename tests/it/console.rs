@@ -438,8 +438,8 @@ async fn the_embedded_and_the_attached_desk_answer_alike() {
     };
     let attached = info.attached.clone().expect("attached");
     assert_eq!(
-        (attached.url.as_str(), attached.pid),
-        (ase.base.as_str(), Some(std::process::id()))
+        (attached.as_str(), info.server.pid),
+        (ase.base.as_str(), std::process::id())
     );
     let embedded = local.info().await.unwrap();
     assert_eq!(embedded.attached, None);
@@ -700,9 +700,9 @@ async fn a_dead_webhook_shows_in_the_console_and_re_driving_makes_it_pending() {
     .await;
     let local = ase.state.services.clone();
     let remote = Remote::new(AdminClient::new(&ase.base, &ase.admin_token).unwrap(), Source::Fixed);
-    assert!(local.info().await.unwrap().webhooks_enabled);
+    assert!(local.info().await.unwrap().server.webhooks_enabled);
     assert!(
-        remote.info().await.unwrap().webhooks_enabled,
+        remote.info().await.unwrap().server.webhooks_enabled,
         "the admin API says so too"
     );
 
@@ -928,7 +928,7 @@ async fn desks_run_every_operation_on_the_desk_in_view_and_tell_of_the_others() 
         desks.desks().map(|d| d.names),
         Some(vec!["a".to_owned(), "b".to_owned()])
     );
-    assert_eq!(desks.info().await.unwrap().public_url, a.base);
+    assert_eq!(desks.info().await.unwrap().server.public_url, a.base);
     let mut feed = desks.feed();
     let wallet = |name: &str| CreateWallet {
         name: name.into(),
@@ -984,7 +984,7 @@ async fn desks_run_every_operation_on_the_desk_in_view_and_tell_of_the_others() 
 
     // switched: operations and events follow the desk in view
     let (info, list) = desks.switch("b").await.unwrap();
-    assert_eq!((info.public_url.as_str(), list.current()), (b.base.as_str(), "b"));
+    assert_eq!((info.server.public_url.as_str(), list.current()), (b.base.as_str(), "b"));
     let Ok(opdesk::control::Found::Wallets(wallets)) = desks.ask(opdesk::control::Query::Wallets).await else {
         panic!("the wallets of the desk in view")
     };

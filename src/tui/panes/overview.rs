@@ -147,15 +147,21 @@ impl Overview {
         let lines = vec![
             Line::from(vec![
                 Span::styled("server   ", theme.dim),
-                Span::styled(cx.info.public_url.clone(), theme.accent),
+                Span::styled(cx.info.server.public_url.clone(), theme.accent),
             ]),
             Line::from(vec![
                 Span::styled("listen   ", theme.dim),
-                Span::raw(cx.info.listen.clone()),
+                Span::raw(cx.info.server.listen.clone()),
             ]),
             Line::from(vec![
                 Span::styled("ILP      ", theme.dim),
-                Span::raw(cx.info.ilp_address.clone().unwrap_or_else(|| "(not configured)".into())),
+                Span::raw(
+                    cx.info
+                        .server
+                        .ilp_address
+                        .clone()
+                        .unwrap_or_else(|| "(not configured)".into()),
+                ),
             ]),
             Line::from(vec![
                 Span::styled("uptime   ", theme.dim),

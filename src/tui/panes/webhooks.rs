@@ -97,14 +97,14 @@ impl Webhooks {
 
     fn tags(&self, cx: &Cx<'_>) -> Vec<String> {
         let mut tags: Vec<String> = self.narrowed().into_iter().collect();
-        if !cx.info.webhooks_enabled {
+        if !cx.info.server.webhooks_enabled {
             tags.push("no webhook URL".to_owned());
         }
         tags
     }
 
     fn empty(&self, cx: &Cx<'_>) -> &'static str {
-        if !cx.info.webhooks_enabled {
+        if !cx.info.server.webhooks_enabled {
             "no webhook URL is configured: set [webhooks] url in config.toml"
         } else if self.dead_only {
             "no dead deliveries (F shows them all)"
@@ -141,7 +141,7 @@ impl View for Webhooks {
     /// Only while in view: after durable events (stale) at most once a second, every few seconds when
     /// webhooks are on, and never while a recent load is unanswered.
     fn pace(&self, cx: &Cx<'_>) -> Option<(Pace, bool)> {
-        let poll = PACE.poll.filter(|_| cx.info.webhooks_enabled);
+        let poll = PACE.poll.filter(|_| cx.info.server.webhooks_enabled);
         Some((Pace { poll, ..PACE }, true))
     }
 
@@ -222,7 +222,7 @@ impl View for Webhooks {
         ]));
         lines.push(kv(theme, "created", crate::clock::format_ts(d.created_at)));
         lines.push(kv(theme, "updated", crate::clock::format_ts(d.updated_at)));
-        if !cx.info.webhooks_enabled {
+        if !cx.info.server.webhooks_enabled {
             lines.push(Line::from(""));
             lines.push(Line::from(Span::styled(
                 "no webhook URL is configured ([webhooks] url): nothing is sent",
