@@ -1,19 +1,16 @@
 //! The typed HTTP client for the admin API (`crate::server::admin`), which the CLI and attached consoles
 //! drive: `run(Command)` and `ask(Query)` (`POST /admin/commands`, `/admin/queries`), and its event stream
-//! (`GET /admin/events`, server-sent events parsed by [`sse`]). Errors keep the server's envelope so callers
+//! (`GET /admin/events`, server-sent events parsed by `sse_stream`). Errors keep the server's envelope so callers
 //! can show the server's own words; an unreachable server is its own variant so the CLI can fall back to the
 //! data dir. [`find_holder`] says who serves a data dir: the one way the CLI
 //! and the console decide between attaching to a server and opening the data dir themselves.
 
-pub mod sse;
-
 use std::{
-    collections::VecDeque,
     path::Path,
     time::{Duration, Instant},
 };
 
-use futures_util::Stream;
+use futures_util::{Stream, StreamExt as _};
 use reqwest::StatusCode;
 use serde::{Serialize, de::DeserializeOwned};
 
@@ -129,38 +126,12 @@ impl AdminClient {
             let bytes = res.bytes().await.unwrap_or_default();
             return Err(api_error(status, &bytes));
         }
-        struct State {
-            res: reqwest::Response,
-            parser: sse::Parser,
-            queue: VecDeque<Result<AdminEvent, ClientError>>,
-            done: bool,
-        }
-        let state = State {
-            res,
-            parser: sse::Parser::default(),
-            queue: VecDeque::new(),
-            done: false,
-        };
-        Ok(futures_util::stream::unfold(state, |mut st| async move {
-            loop {
-                if let Some(item) = st.queue.pop_front() {
-                    return Some((item, st));
-                }
-                if st.done {
-                    return None;
-                }
-                match st.res.chunk().await {
-                    Ok(Some(bytes)) => st
-                        .queue
-                        .extend(st.parser.push(&bytes).into_iter().filter_map(admin_event)),
-                    Ok(None) => st.done = true,
-                    Err(e) => {
-                        st.done = true;
-                        st.queue
-                            .push_back(Err(ClientError::Protocol(format!("the event stream broke: {e}"))));
-                    }
-                }
-            }
+        let messages = sse_stream::SseStream::new(http::Response::from(res).into_body());
+        Ok(messages.filter_map(|m| {
+            std::future::ready(match m {
+                Ok(m) => admin_event(m),
+                Err(e) => Some(Err(ClientError::Protocol(format!("the event stream broke: {e}")))),
+            })
         }))
     }
 
@@ -219,20 +190,21 @@ fn api_error(status: StatusCode, body: &[u8]) -> ClientError {
 }
 
 /// One stream message as an event: `resync`, or an [`EventRecord`] (an event this build does not know is
-/// skipped, so a newer server does not break an older console).
-fn admin_event(m: sse::Message) -> Option<Result<AdminEvent, ClientError>> {
-    if m.event == "resync" {
-        let v: serde_json::Value = serde_json::from_str(&m.data).unwrap_or_default();
+/// skipped, so a newer server does not break an older console); a block without data is none.
+fn admin_event(m: sse_stream::Sse) -> Option<Result<AdminEvent, ClientError>> {
+    let data = m.data?;
+    if m.event.as_deref() == Some("resync") {
+        let v: serde_json::Value = serde_json::from_str(&data).unwrap_or_default();
         let reason = v["reason"]
             .as_str()
             .unwrap_or("the server asked for a resync")
             .to_owned();
         return Some(Ok(AdminEvent::Resync(reason)));
     }
-    match serde_json::from_str::<EventRecord>(&m.data) {
+    match serde_json::from_str::<EventRecord>(&data) {
         Ok(r) => Some(Ok(AdminEvent::Record(Box::new(r)))),
         Err(e) => {
-            tracing::debug!(event = %m.event, error = %e, "skipped an event this build does not know");
+            tracing::debug!(event = ?m.event, error = %e, "skipped an event this build does not know");
             None
         }
     }

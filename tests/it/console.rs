@@ -984,7 +984,10 @@ async fn desks_run_every_operation_on_the_desk_in_view_and_tell_of_the_others() 
 
     // switched: operations and events follow the desk in view
     let (info, list) = desks.switch("b").await.unwrap();
-    assert_eq!((info.server.public_url.as_str(), list.current()), (b.base.as_str(), "b"));
+    assert_eq!(
+        (info.server.public_url.as_str(), list.current()),
+        (b.base.as_str(), "b")
+    );
     let Ok(opdesk::control::Found::Wallets(wallets)) = desks.ask(opdesk::control::Query::Wallets).await else {
         panic!("the wallets of the desk in view")
     };
