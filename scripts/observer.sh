@@ -5,8 +5,10 @@
 #    console reads taken by curl (the server's side of watching alone), with an attached console on the
 #    Overview and with one on the Requests pane (a fresh data dir and server per run; SECS measured after 2 s
 #    of warm-up): creates/s and the server's CPU per create against no console, and the console process's CPU.
-# 2. keys: during each console run, `?` pressed every 150 ms (help open, help closed) and the time until tmux
-#    shows the new frame: the key-to-frame latency a person sees, p50/p99/max.
+# 2. keys: in runs of their own (`overview+keys`, `requests+keys`: the same flood with a console), `?` pressed
+#    every 150 ms (help open, help closed) and the time until tmux shows the new frame: the key-to-frame latency
+#    a person sees, p50/p99/max. The probe polls tmux in a loop, which takes CPU from the server on a 2-core
+#    machine: the rates of these runs are printed but not counted in the comparisons of 1.
 # 3. class: 30 seats at once (examples/classroom) against `opdesk workshop --seats 30` headless at `warn`,
 #    headless at the default level and with the instructor's console open at the default level: the
 #    workshop's CPU per seat and the request p99, each against headless at the default level.
@@ -53,7 +55,8 @@ PY
 }
 
 flood() {
-  local mode=$1 port=$2 D PID CPID c0 c1 line probe
+  local mode=$1 port=$2 D PID CPID c0 c1 line probe keys=
+  case "$mode" in *+keys) keys=1 ;; esac
   D=$(mktemp -d)
   "$opdesk" serve --data-dir "$D" --listen "127.0.0.1:$port" --log-level warn > /dev/null 2>&1 &
   PID=$!
@@ -69,13 +72,13 @@ flood() {
     tmux new-session -d -s observer -x 120 -y 40 "exec '$opdesk' --data-dir '$D'"
     sleep 2
     CPID=$(tmux list-panes -t observer -F '#{pane_pid}')
-    [ "$mode" = requests ] && tmux send-keys -t observer 7
+    case "$mode" in requests*) tmux send-keys -t observer 7 ;; esac
     sleep 1
   fi
   c0=0; [ -n "$CPID" ] && c0=$(cpu_ticks "$CPID")
   probe=
-  if [ -n "$CPID" ] && [ "$mode" != stream ]; then
-    (sleep 2; key_probe observer 200 "$((secs - 1))" | sed "s/^/$mode /" >> "$keys_out") &
+  if [ -n "$keys" ]; then
+    (sleep 2; key_probe observer 200 "$((secs - 1))" | sed "s/^/${mode%+keys} /" >> "$keys_out") &
     probe=$!
   fi
   line=$("$loadgen" --url "http://127.0.0.1:$port" --data-dir "$D" --server-pid "$PID" \
@@ -120,12 +123,16 @@ class() {
   echo "$mode | $line" | tee -a "$class_out"
 }
 
-echo "== flood: $rounds rounds of none / stream / overview / requests, ${secs} s each"
+echo "== flood: $rounds rounds of none / stream / overview / requests, ${secs} s each, then the key probe's runs"
 for _ in $(seq 1 "$rounds"); do
   flood none 4731
   flood stream 4734
   flood overview 4732
   flood requests 4733
+done
+for _ in $(seq 1 "$rounds"); do
+  flood overview+keys 4735
+  flood requests+keys 4736
 done
 echo "== class: $rounds rounds of 30 seats, headless at warn / headless at info / console at info"
 for _ in $(seq 1 "$rounds"); do
@@ -142,7 +149,7 @@ if [ "$soak_minutes" -gt 0 ]; then
 fi
 
 echo
-echo "== flood: per mode, the mean over the rounds"
+echo "== flood: per mode, the mean over the rounds (the +keys runs carry the key probe: not comparisons)"
 awk -F'|' '
   {
     mode = $1; gsub(/ /, "", mode)
@@ -155,12 +162,12 @@ awk -F'|' '
   }
   END {
     for (m in n) { rps[m] /= n[m]; cpu[m] /= n[m]; con[m] /= n[m] }
-    printf "%-9s %10s %14s %12s %14s %14s\n", "mode", "creates/s", "server µs/req", "console", "rate ÷ none", "cpu ÷ none"
-    split("none stream overview requests", order, " ")
-    for (k = 1; k <= 4; k++) {
+    printf "%-14s %10s %14s %12s %14s %14s\n", "mode", "creates/s", "server µs/req", "console", "rate ÷ none", "cpu ÷ none"
+    split("none stream overview requests overview+keys requests+keys", order, " ")
+    for (k = 1; k <= 6; k++) {
       m = order[k]
       if (!(m in n)) continue
-      printf "%-9s %10.0f %14.0f %12.3f %14.2f %14.2f\n", m, rps[m], cpu[m], con[m], rps[m] / rps["none"], cpu[m] / cpu["none"]
+      printf "%-14s %10.0f %14.0f %12.3f %14.2f %14.2f\n", m, rps[m], cpu[m], con[m], rps[m] / rps["none"], cpu[m] / cpu["none"]
     }
   }' "$out"
 echo "== keys: ? to a redrawn frame during the flood (ms)"
