@@ -108,14 +108,10 @@ impl AdminClient {
         after: Option<i64>,
         live: crate::control::events::Live,
     ) -> Result<impl Stream<Item = Result<AdminEvent, ClientError>> + Send + 'static, ClientError> {
-        let mut req = self
+        let res = self
             .stream
             .get(format!("{}/events", self.base))
-            .query(&[("live", live)]);
-        if let Some(seq) = after {
-            req = req.query(&[("after", seq)]);
-        }
-        let res = req
+            .query(&crate::control::events::Follow { after, live })
             .bearer_auth(&self.token)
             .header(reqwest::header::ACCEPT, "text/event-stream")
             .send()

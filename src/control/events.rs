@@ -48,6 +48,16 @@ pub enum Live {
     Every,
 }
 
+/// `GET /admin/events?after=SEQ&live=…`: where a reader starts and which live-only events it takes.
+#[derive(Debug, Clone, Copy, Default, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Follow {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after: Option<i64>,
+    #[serde(default)]
+    pub live: Live,
+}
+
 /// Counts a live reader for as long as it lives (in `Services::capture` for [`Live::Every`], else in
 /// `Services::consoles`).
 struct Watching(Arc<Services>, Live);

@@ -248,7 +248,7 @@ const WRITE_PACE: std::time::Duration = std::time::Duration::from_millis(50);
 /// keeps the connection alive every 15 s.
 async fn events(
     State(s): State<AppState>,
-    Params(q): Params<EventsQuery>,
+    Params(q): Params<control::events::Follow>,
     headers: axum::http::HeaderMap,
 ) -> Result<impl IntoResponse, ApiError> {
     let last_id = headers
@@ -260,7 +260,7 @@ async fn events(
                 .ok_or_else(|| ApiError::bad_request("invalid_request", "Last-Event-ID must be a sequence number"))
         })
         .transpose()?;
-    let rx = control::events::stream(s.services.clone(), q.after.or(last_id), q.live.unwrap_or_default()).await;
+    let rx = control::events::stream(s.services.clone(), q.after.or(last_id), q.live).await;
     // what is queued goes out back to back (one write); once the queue is empty the next read waits until
     // WRITE_PACE after the last one, so a flood of events is a few writes a second, not one per event
     let paced = (rx, tokio::time::Instant::now());
@@ -295,13 +295,6 @@ async fn events(
             .interval(std::time::Duration::from_secs(15))
             .text("keep-alive"),
     ))
-}
-
-#[derive(Debug, serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct EventsQuery {
-    after: Option<i64>,
-    live: Option<control::events::Live>,
 }
 
 /// `POST /admin/grants/{id}/reject`: the body (`{"reason"}`) may be left out.
