@@ -183,9 +183,9 @@ impl From<TransferRow> for Transfer {
     }
 }
 
-/// Rules that run inside a caller's transaction. Callers must hold a `BEGIN IMMEDIATE` transaction.
 mod moved;
 
+/// Rules that run inside a caller's transaction. Callers must hold a `BEGIN IMMEDIATE` transaction.
 pub mod ops {
     use time::OffsetDateTime;
 
@@ -660,7 +660,7 @@ impl Ledger {
     }
 
     /// Money moved since `since`: per asset and minute, as (asset code, asset scale, minute, sum) — see
-    /// [`moved::Moved::look`]. One look at a time: the open minutes' reading goes on from where the last left it.
+    /// `moved::Moved::look`. One look at a time: the open minutes' reading goes on from where the last left it.
     pub async fn moved_per_minute(
         &self,
         since: time::OffsetDateTime,

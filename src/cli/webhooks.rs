@@ -72,7 +72,7 @@ impl Human for DeliveryRow {
 pub(super) async fn webhooks(b: &Backend, cmd: WebhooksCmd, json: bool) -> Result<()> {
     match cmd {
         WebhooksCmd::List { state, first } => {
-            let first = first.unwrap_or(50);
+            let first = first.unwrap_or(WebhookPage::FIRST);
             b.show(
                 Query::Webhooks(WebhookPage {
                     state,

@@ -107,8 +107,11 @@ pub struct WebhookPage {
 }
 
 impl WebhookPage {
+    /// How many deliveries a page has when the reader does not say.
+    pub const FIRST: usize = 50;
+
     fn first() -> usize {
-        50
+        Self::FIRST
     }
 }
 
